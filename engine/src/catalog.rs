@@ -1,0 +1,185 @@
+//! The persisted catalog: collections, their indexes, and the storage format version.
+//!
+//! The catalog is one BSON document in the meta table, rewritten by the transaction that changes
+//! it, so a catalog change commits or aborts with the data it describes. The format version is
+//! stored beside it and checked before anything else is read.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bson::{Bson, Document, doc};
+
+use crate::error::{Error, Result};
+use crate::index::IndexSpec;
+
+/// The storage format this build reads and writes. Bump it on any change to key encoding, table
+/// layout or catalog shape; files of another version are refused, never misread.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One secondary index of a collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IndexMeta {
+    /// Names the index's table; never reused within a file.
+    pub(crate) id: u64,
+    pub(crate) spec: IndexSpec,
+    /// Whether any document ever gave this index more than one key. Set on write, never
+    /// cleared (as in MongoDB), so a planner may rely on `false`.
+    pub(crate) multikey: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CollectionMeta {
+    /// Names the collection's tables; never reused within a file.
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) indexes: Vec<IndexMeta>,
+}
+
+impl CollectionMeta {
+    pub(crate) fn index(&self, name: &str) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|i| i.spec.name() == name)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Catalog {
+    pub(crate) collections: BTreeMap<String, Arc<CollectionMeta>>,
+    /// The next id for a collection or an index table.
+    pub(crate) next_id: u64,
+}
+
+impl Catalog {
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<CollectionMeta>> {
+        self.collections.get(name)
+    }
+
+    pub(crate) fn allocate_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub(crate) fn to_document(&self) -> Document {
+        let collections: Vec<Bson> = self
+            .collections
+            .values()
+            .map(|c| {
+                let indexes: Vec<Bson> = c.indexes.iter().map(|i| Bson::Document(index_doc(i))).collect();
+                Bson::Document(doc! { "name": &c.name, "id": c.id as i64, "indexes": indexes })
+            })
+            .collect();
+        doc! { "next_id": self.next_id as i64, "collections": collections }
+    }
+
+    pub(crate) fn from_document(d: &Document) -> Result<Catalog> {
+        let bad = |reason: &str| Error::corrupt("catalog", reason);
+        let next_id = d.get_i64("next_id").map_err(|_| bad("missing next_id"))? as u64;
+        let mut collections = BTreeMap::new();
+        for c in d.get_array("collections").map_err(|_| bad("missing collections"))? {
+            let c = c.as_document().ok_or_else(|| bad("collection entry is not a document"))?;
+            let name = c.get_str("name").map_err(|_| bad("collection without a name"))?.to_owned();
+            let id = c.get_i64("id").map_err(|_| bad("collection without an id"))? as u64;
+            let mut indexes = Vec::new();
+            for i in c.get_array("indexes").map_err(|_| bad("collection without indexes"))? {
+                let i = i.as_document().ok_or_else(|| bad("index entry is not a document"))?;
+                indexes.push(index_from_doc(i)?);
+            }
+            collections.insert(name.clone(), Arc::new(CollectionMeta { id, name, indexes }));
+        }
+        Ok(Catalog {
+            collections,
+            next_id,
+        })
+    }
+}
+
+fn index_doc(i: &IndexMeta) -> Document {
+    let mut d = doc! {
+        "id": i.id as i64,
+        "name": i.spec.name(),
+        "key": i.spec.keys_document(),
+        "unique": i.spec.is_unique(),
+        "sparse": i.spec.is_sparse(),
+        "multikey": i.multikey,
+    };
+    if let Some(ttl) = i.spec.ttl() {
+        d.insert("expireAfterSeconds", ttl.as_secs() as i64);
+    }
+    d
+}
+
+fn index_from_doc(d: &Document) -> Result<IndexMeta> {
+    let bad = |reason: String| Error::corrupt("catalog", reason);
+    let id = d.get_i64("id").map_err(|_| bad("index without an id".into()))? as u64;
+    let name = d.get_str("name").map_err(|_| bad("index without a name".into()))?;
+    let key = d.get_document("key").map_err(|_| bad(format!("index `{name}` without keys")))?;
+    let mut spec = IndexSpec::from_keys_document(key)
+        .map_err(|e| bad(format!("index `{name}`: {e}")))?
+        .named(name);
+    if d.get_bool("unique").unwrap_or(false) {
+        spec = spec.unique();
+    }
+    if d.get_bool("sparse").unwrap_or(false) {
+        spec = spec.sparse();
+    }
+    if let Ok(secs) = d.get_i64("expireAfterSeconds") {
+        spec = spec.expire_after(Duration::from_secs(secs as u64));
+    }
+    Ok(IndexMeta {
+        id,
+        spec,
+        multikey: d.get_bool("multikey").unwrap_or(false),
+    })
+}
+
+/// Collection names follow MongoDB's rules that matter here: not empty, no `$`, no NUL.
+pub(crate) fn check_collection_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        "empty"
+    } else if name.contains('$') {
+        "contains `$`"
+    } else if name.contains('\0') {
+        "contains a NUL character"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidCollectionName {
+        name: name.to_owned(),
+        reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_round_trips() {
+        let mut catalog = Catalog::default();
+        let id = catalog.allocate_id();
+        let index_id = catalog.allocate_id();
+        let spec = IndexSpec::ascending("sent")
+            .unwrap()
+            .expire_after(Duration::from_secs(60));
+        catalog.collections.insert(
+            "inbox".into(),
+            Arc::new(CollectionMeta {
+                id,
+                name: "inbox".into(),
+                indexes: vec![IndexMeta {
+                    id: index_id,
+                    spec,
+                    multikey: true,
+                }],
+            }),
+        );
+        let back = Catalog::from_document(&catalog.to_document()).unwrap();
+        assert_eq!(back, catalog);
+    }
+
+    #[test]
+    fn damaged_catalog_is_an_error() {
+        let e = Catalog::from_document(&doc! { "next_id": 1_i64 }).unwrap_err();
+        assert!(e.to_string().contains("corrupt data in catalog"), "{e}");
+    }
+}

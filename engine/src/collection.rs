@@ -1,0 +1,453 @@
+//! Document writes that keep every index in step.
+//!
+//! Invariant (checked by [`crate::Database::verify`] and the consistency property test): after
+//! every committed transaction, each index table holds exactly the entries
+//! [`IndexSpec`](crate::IndexSpec) computes for the documents of its collection.
+//!
+//! Every write validates first and writes after: index keys are computed and unique indexes
+//! checked before the document or any entry is touched, so an operation that fails changes
+//! nothing, even inside a transaction that goes on to commit. Updates touch only the entries that
+//! differ between the old and new document.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use bson::{Bson, RawBson, RawDocument, RawDocumentBuf};
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
+use crate::db::{PendingIndexWrites, WriteTxn};
+use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
+use crate::error::{DocumentError, Error, Result};
+use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render};
+use crate::keys;
+use crate::tables;
+
+/// What [`WriteTxn::insert_many`] did: the `_id` of each inserted document and the error of
+/// each refused one, both by position in the input.
+#[derive(Debug, Default)]
+pub struct InsertManyResult {
+    pub inserted: Vec<(usize, Bson)>,
+    pub failures: Vec<(usize, Error)>,
+}
+
+/// Whether an error concerns one document (and a batch may go on) or the whole transaction.
+fn is_per_document(e: &Error) -> bool {
+    !matches!(e, Error::Storage(_) | Error::Corrupt { .. })
+}
+
+/// The encoded `_id` used as the documents table key.
+pub(crate) fn id_key(id: &Bson) -> Result<Vec<u8>, DocumentError> {
+    let raw = RawBson::try_from(id.clone()).map_err(|e| DocumentError::Malformed {
+        reason: e.to_string(),
+    })?;
+    Ok(keys::encode(raw.as_raw_bson_ref()))
+}
+
+impl WriteTxn<'_> {
+    /// Inserts a document, creating the collection when it does not exist, and returns its
+    /// `_id` (generated when absent).
+    pub fn insert_one(&mut self, collection: &str, doc: impl IntoRawDocument) -> Result<Bson> {
+        let mut writer = self.writer(collection, true)?;
+        let id = writer.insert_raw(doc);
+        let newly_multikey = writer.finish();
+        self.mark_multikey(collection, &newly_multikey);
+        id
+    }
+
+    /// Inserts documents in order. Ordered: stops at the first refused document. Unordered: goes
+    /// on past refused documents. Either way the inserted ones stay (as in MongoDB); storage
+    /// errors end the call with `Err`.
+    pub fn insert_many<D: IntoRawDocument>(
+        &mut self,
+        collection: &str,
+        docs: impl IntoIterator<Item = D>,
+        ordered: bool,
+    ) -> Result<InsertManyResult> {
+        let mut writer = self.writer(collection, true)?;
+        let mut result = InsertManyResult::default();
+        for (position, doc) in docs.into_iter().enumerate() {
+            match writer.insert_raw(doc) {
+                Ok(id) => result.inserted.push((position, id)),
+                Err(e) if is_per_document(&e) => {
+                    result.failures.push((position, e));
+                    if ordered {
+                        break;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let newly_multikey = writer.finish();
+        self.mark_multikey(collection, &newly_multikey);
+        Ok(result)
+    }
+
+    /// The document with this `_id`, as stored.
+    pub fn get(&self, collection: &str, id: &Bson) -> Result<Option<RawDocumentBuf>> {
+        let Some(meta) = self.catalog.get(collection) else {
+            return Ok(None);
+        };
+        let key = id_key(id).map_err(|source| invalid(collection, source))?;
+        let table = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let found = table.get(key.as_slice())?;
+        found
+            .map(|v| stored_document(collection, v.value()))
+            .transpose()
+    }
+
+    /// Replaces the document with this `_id` and returns the old one, or `None` (and changes
+    /// nothing) when there is none. The replacement's `_id`, if present, must be the same.
+    pub fn replace_one(
+        &mut self,
+        collection: &str,
+        id: &Bson,
+        replacement: impl IntoRawDocument,
+    ) -> Result<Option<RawDocumentBuf>> {
+        if self.catalog.get(collection).is_none() {
+            return Ok(None);
+        }
+        let key = id_key(id).map_err(|source| invalid(collection, source))?;
+        let replacement = with_id(replacement, id).map_err(|source| invalid(collection, source))?;
+        let mut writer = self.writer(collection, false)?;
+        let old = writer.replace(&key, replacement);
+        let newly_multikey = writer.finish();
+        self.mark_multikey(collection, &newly_multikey);
+        old
+    }
+
+    /// Deletes the document with this `_id` and returns it.
+    pub fn delete_one(&mut self, collection: &str, id: &Bson) -> Result<Option<RawDocumentBuf>> {
+        if self.catalog.get(collection).is_none() {
+            return Ok(None);
+        }
+        let key = id_key(id).map_err(|source| invalid(collection, source))?;
+        self.delete_by_key(collection, &key)
+    }
+
+    /// Deletes the document stored under this encoded `_id`, with its index entries.
+    pub(crate) fn delete_by_key(
+        &mut self,
+        collection: &str,
+        key: &[u8],
+    ) -> Result<Option<RawDocumentBuf>> {
+        let mut writer = self.writer(collection, false)?;
+        let old = writer.delete(key);
+        writer.finish();
+        old
+    }
+
+    /// The number of documents in a collection (0 when it does not exist).
+    pub fn count(&self, collection: &str) -> Result<u64> {
+        let Some(meta) = self.catalog.get(collection) else {
+            return Ok(0);
+        };
+        let table = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        Ok(redb::ReadableTableMetadata::len(&table)?)
+    }
+
+    /// The collection's metadata, creating the collection (and its documents table) when
+    /// `create` is set and it does not exist.
+    pub(crate) fn collection_meta(
+        &mut self,
+        name: &str,
+        create: bool,
+    ) -> Result<Option<Arc<CollectionMeta>>> {
+        if let Some(meta) = self.catalog.get(name) {
+            return Ok(Some(meta.clone()));
+        }
+        if !create {
+            return Ok(None);
+        }
+        check_collection_name(name)?;
+        let catalog = self.catalog_mut();
+        let id = catalog.allocate_id();
+        let meta = Arc::new(CollectionMeta {
+            id,
+            name: name.to_owned(),
+            indexes: Vec::new(),
+        });
+        catalog.collections.insert(name.to_owned(), meta.clone());
+        self.txn.open_table(tables::bytes(&tables::docs_name(id)))?;
+        Ok(Some(meta))
+    }
+
+    fn writer(&mut self, collection: &str, create: bool) -> Result<Writer<'_>> {
+        let meta = self
+            .collection_meta(collection, create)?
+            .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
+        let docs = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        Ok(Writer {
+            txn: &self.txn,
+            pending: &mut self.pending,
+            meta,
+            docs,
+            unique_tables: BTreeMap::new(),
+            newly_multikey: BTreeSet::new(),
+        })
+    }
+
+    /// Records in the catalog that these indexes became multikey.
+    fn mark_multikey(&mut self, collection: &str, index_ids: &BTreeSet<u64>) {
+        if index_ids.is_empty() {
+            return;
+        }
+        let catalog = self.catalog_mut();
+        if let Some(meta) = catalog.collections.get_mut(collection) {
+            for index in &mut Arc::make_mut(meta).indexes {
+                if index_ids.contains(&index.id) {
+                    index.multikey = true;
+                }
+            }
+        }
+    }
+}
+
+fn invalid(collection: &str, source: DocumentError) -> Error {
+    Error::InvalidDocument {
+        collection: collection.to_owned(),
+        source,
+    }
+}
+
+/// Checks stored bytes before handing them out as a document.
+pub(crate) fn stored_document(collection: &str, bytes: &[u8]) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::from_bytes(bytes.to_vec())
+        .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
+}
+
+/// Gives a replacement the `_id` of the document it replaces, refusing a different one.
+fn with_id(replacement: impl IntoRawDocument, id: &Bson) -> Result<RawDocumentBuf, DocumentError> {
+    let raw = replacement.into_raw_document()?;
+    let malformed = |e: bson::error::Error| DocumentError::Malformed {
+        reason: e.to_string(),
+    };
+    match raw.get("_id").map_err(malformed)? {
+        Some(given) => {
+            check_id(given)?;
+            if keys::encode(given) != id_key(id)? {
+                return Err(DocumentError::IdChanged {
+                    from: id.to_string(),
+                    to: render(given),
+                });
+            }
+            Ok(raw)
+        }
+        None => {
+            let mut out = RawDocumentBuf::new();
+            let id = RawBson::try_from(id.clone()).map_err(malformed)?;
+            out.append(bson::raw::cstr!("_id"), id);
+            for element in &raw {
+                let (name, value) = element.map_err(malformed)?;
+                out.append(name, value);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// One collection's tables inside a write transaction, with the fields of [`WriteTxn`] it
+/// needs borrowed apart so that the documents table can stay open across a batch.
+struct Writer<'t> {
+    txn: &'t WriteTransaction,
+    pending: &'t mut PendingIndexWrites,
+    meta: Arc<CollectionMeta>,
+    docs: Table<'t, &'static [u8], &'static [u8]>,
+    /// Unique index tables opened for lookups, by index id.
+    unique_tables: BTreeMap<u64, Table<'t, &'static [u8], &'static [u8]>>,
+    newly_multikey: BTreeSet<u64>,
+}
+
+impl Writer<'_> {
+    fn finish(self) -> BTreeSet<u64> {
+        self.newly_multikey
+    }
+
+    fn insert_raw(&mut self, doc: impl IntoRawDocument) -> Result<Bson> {
+        let collection = &self.meta.name;
+        let prepared = doc
+            .into_raw_document()
+            .and_then(prepare)
+            .map_err(|source| invalid(collection, source))?;
+        self.insert(&prepared)
+    }
+
+    fn insert(&mut self, prepared: &Prepared) -> Result<Bson> {
+        let id_key = keys::encode(prepared.id());
+        let keys = self.index_keys(&prepared.raw)?;
+        let meta = self.meta.clone();
+        for (index, keys) in meta.indexes.iter().zip(&keys) {
+            for key in keys.iter().flat_map(|k| &k.keys) {
+                self.check_unique(index, key, &id_key, &prepared.raw)?;
+            }
+        }
+        let previous = self
+            .docs
+            .insert(id_key.as_slice(), prepared.raw.as_bytes())?
+            .map(|old| old.value().to_vec());
+        if let Some(previous) = previous {
+            // Put the existing document back: the insert must change nothing.
+            self.docs.insert(id_key.as_slice(), previous.as_slice())?;
+            return Err(Error::DuplicateKey {
+                collection: self.meta.name.clone(),
+                index: ID_INDEX_NAME.to_owned(),
+                key: format!("{{ _id: {} }}", render(prepared.id())),
+            });
+        }
+        for (index, keys) in meta.indexes.iter().zip(keys) {
+            if let Some(keys) = keys {
+                self.note_multikey(index, &keys);
+                for key in &keys.keys {
+                    self.stage(index, key, &id_key, true);
+                }
+            }
+        }
+        Bson::try_from(prepared.id()).map_err(|e| Error::corrupt("generated _id", e))
+    }
+
+    fn replace(&mut self, id_key: &[u8], replacement: RawDocumentBuf) -> Result<Option<RawDocumentBuf>> {
+        let collection = self.meta.name.clone();
+        let prepared = prepare(replacement).map_err(|source| invalid(&collection, source))?;
+        let Some(old) = self.docs.get(id_key)?.map(|v| v.value().to_vec()) else {
+            return Ok(None);
+        };
+        let old = stored_document(&collection, &old)?;
+        let old_keys = self.stored_index_keys(&old)?;
+        let new_keys = self.index_keys(&prepared.raw)?;
+        let meta = self.meta.clone();
+        let mut changes = Vec::with_capacity(meta.indexes.len());
+        for (index, (old_keys, new_keys)) in meta.indexes.iter().zip(old_keys.iter().zip(&new_keys)) {
+            let (removed, added) = diff(old_keys.as_ref(), new_keys.as_ref());
+            for key in &added {
+                self.check_unique(index, key, id_key, &prepared.raw)?;
+            }
+            changes.push((removed, added));
+        }
+        self.docs.insert(id_key, prepared.raw.as_bytes())?;
+        for ((index, (removed, added)), new_keys) in meta.indexes.iter().zip(changes).zip(&new_keys) {
+            if let Some(keys) = new_keys {
+                self.note_multikey(index, keys);
+            }
+            for key in &removed {
+                self.stage(index, key, id_key, false);
+            }
+            for key in &added {
+                self.stage(index, key, id_key, true);
+            }
+        }
+        Ok(Some(old))
+    }
+
+    fn delete(&mut self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {
+        let collection = self.meta.name.clone();
+        let Some(old) = self.docs.remove(id_key)?.map(|v| v.value().to_vec()) else {
+            return Ok(None);
+        };
+        let old = stored_document(&collection, &old)?;
+        let old_keys = self.stored_index_keys(&old)?;
+        let meta = self.meta.clone();
+        for (index, keys) in meta.indexes.iter().zip(old_keys) {
+            for key in keys.iter().flat_map(|k| &k.keys) {
+                self.stage(index, key, id_key, false);
+            }
+        }
+        Ok(Some(old))
+    }
+
+    /// The keys of a new document for every index, in catalog order.
+    fn index_keys(&self, doc: &RawDocument) -> Result<Vec<Option<DocumentKeys>>> {
+        self.meta
+            .indexes
+            .iter()
+            .map(|index| {
+                index
+                    .spec
+                    .document_keys(doc)
+                    .map_err(|e| key_error(&self.meta.name, index, e))
+            })
+            .collect()
+    }
+
+    /// The keys of a stored document: it was indexed when written, so failing now means damage.
+    fn stored_index_keys(&self, doc: &RawDocument) -> Result<Vec<Option<DocumentKeys>>> {
+        self.index_keys(doc).map_err(|e| {
+            Error::corrupt(format!("collection `{}`", self.meta.name), format!("stored document cannot be indexed: {e}"))
+        })
+    }
+
+    fn note_multikey(&mut self, index: &IndexMeta, keys: &DocumentKeys) {
+        if keys.multikey && !index.multikey {
+            self.newly_multikey.insert(index.id);
+        }
+    }
+
+    /// Refuses `key` in a unique index when another document holds it, looking at this
+    /// transaction's buffered writes first.
+    fn check_unique(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], doc: &RawDocument) -> Result<()> {
+        if !index.spec.is_unique() {
+            return Ok(());
+        }
+        let staged = self
+            .pending
+            .get(&(self.meta.id, index.id))
+            .and_then(|entries| entries.get(key));
+        let holder = match staged {
+            Some(Some(holder)) => Some(holder.clone()),
+            Some(None) => None,
+            None => {
+                let table = match self.unique_tables.entry(index.id) {
+                    std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        let name = tables::index_name(self.meta.id, index.id);
+                        v.insert(self.txn.open_table(tables::bytes(&name))?)
+                    }
+                };
+                table.get(key)?.map(|v| v.value().to_vec())
+            }
+        };
+        match holder {
+            Some(holder) if holder != id_key => Err(Error::DuplicateKey {
+                collection: self.meta.name.clone(),
+                index: index.spec.name().to_owned(),
+                key: describe_key(&index.spec, doc, key),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn stage(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], insert: bool) {
+        let (k, v) = entry(index.spec.is_unique(), key, id_key);
+        let value = insert.then_some(v);
+        self.pending
+            .entry((self.meta.id, index.id))
+            .or_default()
+            .insert(k, value);
+    }
+}
+
+/// Keys only in `old` (to remove) and only in `new` (to add); both inputs are sorted.
+fn diff(old: Option<&DocumentKeys>, new: Option<&DocumentKeys>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let empty = Vec::new();
+    let old = old.map_or(&empty, |k| &k.keys);
+    let new = new.map_or(&empty, |k| &k.keys);
+    let removed = old.iter().filter(|k| new.binary_search(k).is_err()).cloned().collect();
+    let added = new.iter().filter(|k| old.binary_search(k).is_err()).cloned().collect();
+    (removed, added)
+}
+
+pub(crate) fn key_error(collection: &str, index: &IndexMeta, e: KeyError) -> Error {
+    match e {
+        KeyError::ParallelArrays { first, second } => Error::ParallelArrays {
+            collection: collection.to_owned(),
+            index: index.spec.name().to_owned(),
+            first,
+            second,
+        },
+        KeyError::TooManyKeys { limit } => Error::TooManyIndexKeys {
+            collection: collection.to_owned(),
+            index: index.spec.name().to_owned(),
+            limit,
+        },
+        KeyError::Malformed(reason) => invalid(collection, DocumentError::Malformed { reason }),
+    }
+}

@@ -1,0 +1,299 @@
+//! Opening a database, and its read and write transactions.
+//!
+//! A [`Database`] is `Send + Sync` and cheap to clone; share it across threads. Reads run on
+//! snapshots ([`ReadTxn`]) concurrently with the one writer. A write transaction
+//! ([`Database::write`]) spans any number of collections: it commits when the closure returns
+//! `Ok` and aborts when it returns `Err`, so a failed operation leaves nothing behind.
+//!
+//! The catalog is cached in memory. Invariant: the cache always equals the catalog of the latest
+//! committed transaction. A transaction that changes the catalog commits and swaps the cache
+//! while holding the cache's write lock; readers pair their snapshot with the cache under the
+//! read lock, and writers read the cache only after redb has given them the write lock, so every
+//! transaction sees the catalog of its own snapshot.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use bson::Document;
+use redb::{ReadableDatabase, ReadableTable};
+
+use crate::catalog::{Catalog, FORMAT_VERSION};
+use crate::error::{Error, Result};
+use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
+
+/// When a committed write transaction reaches the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Committed data is on disk when `commit` returns (an fsync per commit).
+    #[default]
+    Immediate,
+    /// Committed data is visible at once and reaches the disk with the next immediate commit;
+    /// a crash before that loses it (never half of it). Much cheaper for bulk loads.
+    Eventual,
+}
+
+/// An embedded document database stored in one redb file, or in memory.
+#[derive(Clone)]
+pub struct Database {
+    pub(crate) shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) redb: redb::Database,
+    /// See the module comment for the invariant this cache keeps.
+    pub(crate) catalog: RwLock<Arc<Catalog>>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("collections", &self.catalog().collections.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Opens the database file at `path`, creating it when it does not exist. A file written by
+    /// another storage format version is refused with [`Error::FormatVersion`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Database::init(redb::Database::create(path)?)
+    }
+
+    /// A database that lives in memory only, for tests and scratch work.
+    pub fn in_memory() -> Result<Database> {
+        let redb = redb::Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())?;
+        Database::init(redb)
+    }
+
+    fn init(redb: redb::Database) -> Result<Database> {
+        let txn = redb.begin_write()?;
+        let has_other_tables = txn
+            .list_tables()?
+            .any(|t| redb::TableHandle::name(&t) != tables::META_NAME);
+        let (catalog, created) = {
+            let mut meta = txn.open_table(META)?;
+            let version = meta.get(FORMAT_VERSION_KEY)?.map(|v| v.value().to_vec());
+            match version {
+                Some(bytes) => {
+                    let found = <[u8; 4]>::try_from(bytes.as_slice())
+                        .map(u32::from_be_bytes)
+                        .map_err(|_| Error::corrupt("format version", "not a 4-byte integer"))?;
+                    if found != FORMAT_VERSION {
+                        return Err(Error::FormatVersion {
+                            found,
+                            supported: FORMAT_VERSION,
+                        });
+                    }
+                    let bytes = meta
+                        .get(CATALOG_KEY)?
+                        .ok_or_else(|| Error::corrupt("catalog", "missing"))?
+                        .value()
+                        .to_vec();
+                    (decode_catalog(&bytes)?, false)
+                }
+                None if has_other_tables => {
+                    return Err(Error::corrupt(
+                        "file",
+                        "a redb file that this engine did not create",
+                    ));
+                }
+                None => {
+                    let catalog = Catalog::default();
+                    meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes().as_slice())?;
+                    meta.insert(CATALOG_KEY, encode_catalog(&catalog)?.as_slice())?;
+                    (catalog, true)
+                }
+            }
+        };
+        if created {
+            txn.commit()?;
+        } else {
+            txn.abort()?;
+        }
+        Ok(Database {
+            shared: Arc::new(Shared {
+                redb,
+                catalog: RwLock::new(Arc::new(catalog)),
+            }),
+        })
+    }
+
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.shared
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A read snapshot: sees every transaction committed before this call and nothing after.
+    pub fn read(&self) -> Result<ReadTxn> {
+        let guard = self
+            .shared
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let txn = self.shared.redb.begin_read()?;
+        Ok(ReadTxn {
+            txn,
+            catalog: guard.clone(),
+        })
+    }
+
+    /// Runs `f` in a write transaction with immediate durability: commits when it returns `Ok`,
+    /// aborts when it returns `Err`.
+    pub fn write<R, E>(&self, f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, E>) -> Result<R, E>
+    where
+        E: From<Error>,
+    {
+        self.write_with(Durability::Immediate, f)
+    }
+
+    /// [`Database::write`] with a chosen durability.
+    pub fn write_with<R, E>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, E>,
+    ) -> Result<R, E>
+    where
+        E: From<Error>,
+    {
+        let mut txn = self.shared.redb.begin_write().map_err(Error::from)?;
+        let redb_durability = match durability {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::Eventual => redb::Durability::None,
+        };
+        txn.set_durability(redb_durability)
+            .map_err(|e| Error::Storage(e.into()))?;
+        // Read after `begin_write`: see the module comment.
+        let catalog = self.catalog();
+        let mut write = WriteTxn {
+            db: self,
+            txn,
+            catalog,
+            catalog_changed: false,
+            pending: BTreeMap::new(),
+        };
+        match f(&mut write) {
+            Ok(value) => {
+                write.commit()?;
+                Ok(value)
+            }
+            Err(e) => {
+                // Dropping the redb transaction aborts it; an abort error changes nothing.
+                drop(write);
+                Err(e)
+            }
+        }
+    }
+
+    /// The names of all collections, in order.
+    pub fn list_collections(&self) -> Vec<String> {
+        self.catalog().collections.keys().cloned().collect()
+    }
+}
+
+/// Buffered index writes of a write transaction, per index table (collection id, index id):
+/// key -> `Some(value)` to insert, `None` to remove. Written in key order at commit, which keeps
+/// B-tree inserts local; lookups inside the transaction consult this buffer first.
+pub(crate) type PendingIndexWrites = BTreeMap<(u64, u64), BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+
+/// A write transaction over any number of collections; see [`Database::write`].
+pub struct WriteTxn<'db> {
+    pub(crate) db: &'db Database,
+    pub(crate) txn: redb::WriteTransaction,
+    /// This transaction's catalog; written back at commit when `catalog_changed`.
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) catalog_changed: bool,
+    pub(crate) pending: PendingIndexWrites,
+}
+
+impl std::fmt::Debug for WriteTxn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteTxn")
+            .field("catalog_changed", &self.catalog_changed)
+            .field("pending_index_tables", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WriteTxn<'_> {
+    /// The catalog for changing; marks it to be written at commit.
+    pub(crate) fn catalog_mut(&mut self) -> &mut Catalog {
+        self.catalog_changed = true;
+        Arc::make_mut(&mut self.catalog)
+    }
+
+    /// Writes the buffered index entries of every table.
+    pub(crate) fn flush_index_writes(&mut self) -> Result<()> {
+        for ((collection, index), entries) in std::mem::take(&mut self.pending) {
+            let name = tables::index_name(collection, index);
+            let mut table = self.txn.open_table(tables::bytes(&name))?;
+            for (key, value) in entries {
+                match value {
+                    Some(value) => {
+                        table.insert(key.as_slice(), value.as_slice())?;
+                    }
+                    None => {
+                        table.remove(key.as_slice())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn commit(mut self) -> Result<()> {
+        self.flush_index_writes()?;
+        if !self.catalog_changed {
+            self.txn.commit()?;
+            return Ok(());
+        }
+        {
+            let mut meta = self.txn.open_table(META)?;
+            meta.insert(CATALOG_KEY, encode_catalog(&self.catalog)?.as_slice())?;
+        }
+        let mut cache = self
+            .db
+            .shared
+            .catalog
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.txn.commit()?;
+        *cache = self.catalog;
+        Ok(())
+    }
+}
+
+/// A read snapshot; see [`Database::read`].
+pub struct ReadTxn {
+    pub(crate) txn: redb::ReadTransaction,
+    pub(crate) catalog: Arc<Catalog>,
+}
+
+impl std::fmt::Debug for ReadTxn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadTxn").finish_non_exhaustive()
+    }
+}
+
+impl ReadTxn {
+    /// The names of the collections in this snapshot.
+    pub fn list_collections(&self) -> Vec<String> {
+        self.catalog.collections.keys().cloned().collect()
+    }
+}
+
+fn encode_catalog(catalog: &Catalog) -> Result<Vec<u8>> {
+    catalog
+        .to_document()
+        .to_vec()
+        .map_err(|e| Error::corrupt("catalog", format!("cannot encode: {e}")))
+}
+
+fn decode_catalog(bytes: &[u8]) -> Result<Catalog> {
+    let doc = Document::from_reader(bytes).map_err(|e| Error::corrupt("catalog", e))?;
+    Catalog::from_document(&doc)
+}

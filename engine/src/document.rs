@@ -1,0 +1,201 @@
+//! What may be stored as a document: MongoDB's rules, checked before anything is written.
+//!
+//! - at most [`MAX_DOCUMENT_SIZE`] bytes of BSON, `_id` included;
+//! - no top-level field name starting with `$`;
+//! - an `_id` of any type but array, regular expression or undefined; an ObjectId is generated
+//!   when `_id` is absent, and `_id` is always stored as the first field.
+
+use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId};
+
+use crate::error::DocumentError;
+
+/// MongoDB's `BSONObjMaxUserSize`: 16 MiB.
+pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
+
+/// Anything that can become a raw BSON document to store.
+pub trait IntoRawDocument {
+    fn into_raw_document(self) -> Result<RawDocumentBuf, DocumentError>;
+}
+
+impl IntoRawDocument for RawDocumentBuf {
+    fn into_raw_document(self) -> Result<RawDocumentBuf, DocumentError> {
+        Ok(self)
+    }
+}
+
+impl IntoRawDocument for &RawDocument {
+    fn into_raw_document(self) -> Result<RawDocumentBuf, DocumentError> {
+        Ok(self.to_owned())
+    }
+}
+
+impl IntoRawDocument for &Document {
+    fn into_raw_document(self) -> Result<RawDocumentBuf, DocumentError> {
+        RawDocumentBuf::try_from(self).map_err(|e| DocumentError::Malformed {
+            reason: e.to_string(),
+        })
+    }
+}
+
+impl IntoRawDocument for Document {
+    fn into_raw_document(self) -> Result<RawDocumentBuf, DocumentError> {
+        (&self).into_raw_document()
+    }
+}
+
+/// A document ready to store: `_id` first, every rule checked.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(crate) raw: RawDocumentBuf,
+}
+
+impl Prepared {
+    /// The `_id` value; present by construction.
+    pub(crate) fn id(&self) -> RawBsonRef<'_> {
+        self.raw
+            .iter()
+            .next()
+            .and_then(Result::ok)
+            .map_or(RawBsonRef::Null, |(_, v)| v)
+    }
+}
+
+/// Checks a document and puts `_id` first, generating an ObjectId when it is absent.
+pub(crate) fn prepare(raw: RawDocumentBuf) -> Result<Prepared, DocumentError> {
+    let mut id_position = None;
+    for (position, element) in raw.iter().enumerate() {
+        let (name, value) = element.map_err(malformed)?;
+        if name.as_str().starts_with('$') {
+            return Err(DocumentError::DollarField {
+                field: name.as_str().to_owned(),
+            });
+        }
+        if name.as_str() == "_id" && id_position.is_none() {
+            check_id(value)?;
+            id_position = Some(position);
+        }
+        validate_value(value)?;
+    }
+    let raw = match id_position {
+        Some(0) => raw,
+        Some(_) => move_id_first(&raw)?,
+        None => with_generated_id(&raw),
+    };
+    let size = raw.as_bytes().len();
+    if size > MAX_DOCUMENT_SIZE {
+        return Err(DocumentError::TooLarge {
+            size,
+            max: MAX_DOCUMENT_SIZE,
+        });
+    }
+    Ok(Prepared { raw })
+}
+
+fn malformed(e: impl ToString) -> DocumentError {
+    DocumentError::Malformed {
+        reason: e.to_string(),
+    }
+}
+
+/// Walks nested documents and arrays so that malformed bytes are refused at the door rather
+/// than stored.
+fn validate_value(value: RawBsonRef<'_>) -> Result<(), DocumentError> {
+    match value {
+        RawBsonRef::Document(d) => {
+            for element in d {
+                validate_value(element.map_err(malformed)?.1)?;
+            }
+        }
+        RawBsonRef::Array(a) => {
+            for element in a {
+                validate_value(element.map_err(malformed)?)?;
+            }
+        }
+        RawBsonRef::JavaScriptCodeWithScope(c) => validate_value(RawBsonRef::Document(c.scope))?,
+        _ => {}
+    }
+    Ok(())
+}
+
+pub(crate) fn check_id(value: RawBsonRef<'_>) -> Result<(), DocumentError> {
+    let kind = match value {
+        RawBsonRef::Array(_) => "array",
+        RawBsonRef::RegularExpression(_) => "regex",
+        RawBsonRef::Undefined => "undefined",
+        _ => return Ok(()),
+    };
+    Err(DocumentError::InvalidId { kind })
+}
+
+fn with_generated_id(raw: &RawDocument) -> RawDocumentBuf {
+    let mut out = RawDocumentBuf::new();
+    out.append(bson::raw::cstr!("_id"), ObjectId::new());
+    append_all(&mut out, raw, |_| true);
+    out
+}
+
+fn move_id_first(raw: &RawDocument) -> Result<RawDocumentBuf, DocumentError> {
+    let id = raw.get("_id").map_err(malformed)?.unwrap_or(RawBsonRef::Null);
+    let mut out = RawDocumentBuf::new();
+    out.append(bson::raw::cstr!("_id"), id);
+    let mut seen_id = false;
+    append_all(&mut out, raw, |name| {
+        let first_id = name == "_id" && !seen_id;
+        seen_id |= name == "_id";
+        !first_id
+    });
+    Ok(out)
+}
+
+fn append_all(out: &mut RawDocumentBuf, raw: &RawDocument, mut keep: impl FnMut(&str) -> bool) {
+    // `prepare` has already iterated `raw` without error.
+    for (name, value) in raw.iter().map_while(Result::ok) {
+        if keep(name.as_str()) {
+            out.append(name, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, rawdoc};
+
+    #[test]
+    fn generates_an_object_id_first() {
+        let p = prepare(rawdoc! { "a": 1 }).unwrap();
+        assert!(matches!(p.id(), RawBsonRef::ObjectId(_)));
+        assert_eq!(p.raw.iter().count(), 2);
+    }
+
+    #[test]
+    fn moves_id_to_the_front() {
+        let p = prepare(rawdoc! { "a": 1, "_id": 7 }).unwrap();
+        let names: Vec<String> = p.raw.iter().map(|e| e.unwrap().0.as_str().to_owned()).collect();
+        assert_eq!(names, ["_id", "a"]);
+        assert_eq!(p.id(), RawBsonRef::Int32(7));
+    }
+
+    #[test]
+    fn refuses_bad_documents() {
+        assert_eq!(
+            prepare(rawdoc! { "$set": 1 }).unwrap_err(),
+            DocumentError::DollarField { field: "$set".into() }
+        );
+        assert_eq!(
+            prepare(rawdoc! { "_id": [1] }).unwrap_err(),
+            DocumentError::InvalidId { kind: "array" }
+        );
+        let big = doc! { "s": "x".repeat(MAX_DOCUMENT_SIZE) };
+        assert!(matches!(
+            prepare(big.into_raw_document().unwrap()).unwrap_err(),
+            DocumentError::TooLarge { .. }
+        ));
+    }
+
+    #[test]
+    fn error_messages_name_the_problem() {
+        let e = prepare(rawdoc! { "_id": bson::Regex { pattern: "a".try_into().unwrap(), options: "".try_into().unwrap() } }).unwrap_err();
+        assert_eq!(e.to_string(), "`_id` cannot be of type regex");
+    }
+}

@@ -1,0 +1,151 @@
+//! Errors, named for the condition that caused them.
+//!
+//! Pure stages have their own narrow error ([`DocumentError`] for document validation,
+//! [`IndexSpecError`] for index definitions); [`Error`] is what a database operation returns and
+//! wraps them. Storage failures keep redb's error as their source.
+
+use thiserror::Error;
+
+/// Why a document was refused before anything was written.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum DocumentError {
+    /// MongoDB's limit on a stored document: 16 MiB of BSON.
+    #[error("document is {size} bytes, over the {max}-byte limit")]
+    TooLarge { size: usize, max: usize },
+    /// Top-level field names starting with `$` are reserved for operators.
+    #[error("top-level field name `{field}` starts with `$`")]
+    DollarField { field: String },
+    /// `_id` may be any BSON value except an array, a regular expression or undefined.
+    #[error("`_id` cannot be of type {kind}")]
+    InvalidId { kind: &'static str },
+    /// A replacement document may not change `_id`.
+    #[error("the replacement changes the immutable field `_id` from {from} to {to}")]
+    IdChanged { from: String, to: String },
+    /// The bytes are not a well-formed BSON document.
+    #[error("malformed BSON document: {reason}")]
+    Malformed { reason: String },
+}
+
+/// Why an index definition was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum IndexSpecError {
+    #[error("an index needs at least one key field")]
+    NoKeys,
+    #[error("index key path `{path}` is empty or has an empty segment")]
+    EmptyPath { path: String },
+    #[error("index key path `{path}` appears twice")]
+    RepeatedPath { path: String },
+    #[error("index key path `{path}` has a component starting with `$`")]
+    DollarPath { path: String },
+    #[error("a TTL index must have exactly one key field, index `{name}` has {fields}")]
+    TtlCompound { name: String, fields: usize },
+    #[error("the `_id` index cannot be {what}")]
+    IdIndexOption { what: &'static str },
+    #[error("index name `{name}` is reserved or empty")]
+    BadName { name: String },
+}
+
+/// What a database operation can fail with.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A unique index (the `_id_` index included) already holds this key for another document.
+    #[error("duplicate key in collection `{collection}`, index `{index}`: {key}")]
+    DuplicateKey {
+        collection: String,
+        index: String,
+        key: String,
+    },
+    #[error("invalid document for collection `{collection}`: {source}")]
+    InvalidDocument {
+        collection: String,
+        #[source]
+        source: DocumentError,
+    },
+    /// A compound index may hold at most one array per document ("parallel arrays").
+    #[error(
+        "cannot index parallel arrays in collection `{collection}`, index `{index}`: \
+         `{first}` and `{second}` are both arrays"
+    )]
+    ParallelArrays {
+        collection: String,
+        index: String,
+        first: String,
+        second: String,
+    },
+    /// A document would give one index more keys than allowed (a guard against huge arrays in
+    /// compound multikey indexes).
+    #[error("document gives index `{index}` of collection `{collection}` more than {limit} keys")]
+    TooManyIndexKeys {
+        collection: String,
+        index: String,
+        limit: usize,
+    },
+    #[error("invalid index specification: {0}")]
+    InvalidIndexSpec(#[from] IndexSpecError),
+    /// An index with this name or these keys exists with other options.
+    #[error("index `{existing}` conflicts with the requested index `{requested}`: {reason}")]
+    IndexConflict {
+        existing: String,
+        requested: String,
+        reason: String,
+    },
+    #[error("collection `{collection}` has no index named `{index}`")]
+    IndexNotFound { collection: String, index: String },
+    #[error("the `_id_` index cannot be dropped")]
+    IdIndexRequired,
+    #[error("collection `{0}` already exists")]
+    CollectionExists(String),
+    #[error("collection `{0}` does not exist")]
+    CollectionNotFound(String),
+    #[error("invalid collection name `{name}`: {reason}")]
+    InvalidCollectionName { name: String, reason: &'static str },
+    /// The file was written by another storage format version of this engine.
+    #[error(
+        "the file uses storage format version {found}; this build reads version {supported} only"
+    )]
+    FormatVersion { found: u32, supported: u32 },
+    /// A stored document does not decode as the requested type.
+    #[error("document {id} in collection `{collection}` does not decode: {reason}")]
+    Decode {
+        collection: String,
+        id: String,
+        reason: String,
+    },
+    /// Bytes read from the file do not decode; the file was damaged or written by other software.
+    #[error("corrupt data in {location}: {reason}")]
+    Corrupt { location: String, reason: String },
+    #[error("storage error: {0}")]
+    Storage(#[from] redb::Error),
+}
+
+/// Every redb error type converts through [`redb::Error`], keeping its message.
+macro_rules! storage_errors {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for Error {
+            fn from(e: $ty) -> Self {
+                Error::Storage(e.into())
+            }
+        }
+    )*};
+}
+storage_errors!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+impl Error {
+    pub(crate) fn corrupt(location: impl Into<String>, reason: impl ToString) -> Self {
+        Error::Corrupt {
+            location: location.into(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,388 @@
+//! Index specifications and the entries an index holds for a document.
+//!
+//! An index maps the encoded key of each document ([`crate::keys`]) to its `_id`:
+//! - a non-unique index stores `key ++ encode(_id)` with an empty value, so equal keys stay
+//!   distinct entries ordered by `_id`;
+//! - a unique index stores `key` with `encode(_id)` as the value, so a second document with the
+//!   same key is found by one lookup.
+//!
+//! Multikey: a document gives one key per array element (a compound index over one array gives
+//! one key per element; over arrays at the same path, the cartesian product). Keys repeated in
+//! one document are one entry. Two fields reaching different arrays ("parallel arrays") are
+//! refused. A sparse index skips documents that have none of its fields; elsewhere a missing
+//! field is indexed as `null`.
+
+use std::time::Duration;
+
+use bson::{Bson, Document, RawBsonRef, RawDocument};
+
+use crate::error::IndexSpecError;
+use crate::keys::{self, Direction};
+use crate::path::{KeyValues, Path, key_values};
+
+/// The name MongoDB gives the primary index.
+pub const ID_INDEX_NAME: &str = "_id_";
+
+/// The most keys one document may give one index; a guard against cartesian blow-ups.
+pub const MAX_KEYS_PER_DOCUMENT: usize = 100_000;
+
+/// What an index is: its key fields and options. Two specs are the same index when they are
+/// equal; the name defaults to MongoDB's (`a_1_b_-1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSpec {
+    name: String,
+    keys: Vec<(Path, Direction)>,
+    unique: bool,
+    sparse: bool,
+    expire_after: Option<Duration>,
+}
+
+impl IndexSpec {
+    /// An index over `fields` in order, each with its direction.
+    pub fn new<'a>(
+        fields: impl IntoIterator<Item = (&'a str, Direction)>,
+    ) -> Result<IndexSpec, IndexSpecError> {
+        let mut keys: Vec<(Path, Direction)> = Vec::new();
+        for (dotted, direction) in fields {
+            let path = Path::parse(dotted)?;
+            if keys.iter().any(|(p, _)| *p == path) {
+                return Err(IndexSpecError::RepeatedPath {
+                    path: dotted.to_owned(),
+                });
+            }
+            keys.push((path, direction));
+        }
+        if keys.is_empty() {
+            return Err(IndexSpecError::NoKeys);
+        }
+        let name = default_name(&keys);
+        Ok(IndexSpec {
+            name,
+            keys,
+            unique: false,
+            sparse: false,
+            expire_after: None,
+        })
+    }
+
+    /// A single-field ascending index.
+    pub fn ascending(path: &str) -> Result<IndexSpec, IndexSpecError> {
+        IndexSpec::new([(path, Direction::Ascending)])
+    }
+
+    /// Parses MongoDB's key document, `{a: 1, b: -1}`.
+    pub fn from_keys_document(keys: &Document) -> Result<IndexSpec, IndexSpecError> {
+        let mut fields = Vec::new();
+        for (path, direction) in keys {
+            let direction = match direction {
+                Bson::Int32(d) if *d < 0 => Direction::Descending,
+                Bson::Int64(d) if *d < 0 => Direction::Descending,
+                Bson::Double(d) if *d < 0.0 => Direction::Descending,
+                _ => Direction::Ascending,
+            };
+            fields.push((path.as_str(), direction));
+        }
+        IndexSpec::new(fields)
+    }
+
+    #[must_use]
+    pub fn unique(mut self) -> Self {
+        self.unique = true;
+        self
+    }
+
+    #[must_use]
+    pub fn sparse(mut self) -> Self {
+        self.sparse = true;
+        self
+    }
+
+    /// Makes this a TTL index: documents expire `after` past the date in the key field.
+    /// Validated when the index is created (one key field only).
+    #[must_use]
+    pub fn expire_after(mut self, after: Duration) -> Self {
+        self.expire_after = Some(after);
+        self
+    }
+
+    #[must_use]
+    pub fn named(mut self, name: &str) -> Self {
+        name.clone_into(&mut self.name);
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn keys(&self) -> &[(Path, Direction)] {
+        &self.keys
+    }
+
+    pub fn is_unique(&self) -> bool {
+        self.unique
+    }
+
+    pub fn is_sparse(&self) -> bool {
+        self.sparse
+    }
+
+    pub fn ttl(&self) -> Option<Duration> {
+        self.expire_after
+    }
+
+    /// The key document, `{a: 1, b: -1}`.
+    pub fn keys_document(&self) -> Document {
+        self.keys
+            .iter()
+            .map(|(p, d)| (p.as_str().to_owned(), Bson::Int32(d.as_i32())))
+            .collect()
+    }
+
+    /// Checks the rules that do not depend on data.
+    pub(crate) fn validate(&self) -> Result<(), IndexSpecError> {
+        if self.name.is_empty() || self.name == ID_INDEX_NAME {
+            return Err(IndexSpecError::BadName {
+                name: self.name.clone(),
+            });
+        }
+        if self.expire_after.is_some() && self.keys.len() != 1 {
+            return Err(IndexSpecError::TtlCompound {
+                name: self.name.clone(),
+                fields: self.keys.len(),
+            });
+        }
+        if self.keys.len() == 1 && self.keys[0].0.as_str() == "_id" {
+            if self.unique {
+                return Err(IndexSpecError::IdIndexOption { what: "unique" });
+            }
+            if self.sparse {
+                return Err(IndexSpecError::IdIndexOption { what: "sparse" });
+            }
+        }
+        Ok(())
+    }
+
+    /// The index keys of one document (without the `_id` suffix), sorted and deduplicated;
+    /// `None` when a sparse index skips the document.
+    pub(crate) fn document_keys(&self, doc: &RawDocument) -> Result<Option<DocumentKeys>, KeyError> {
+        let mut per_field: Vec<KeyValues<'_>> = Vec::with_capacity(self.keys.len());
+        for (path, _) in &self.keys {
+            per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
+        }
+        if self.sparse && per_field.iter().all(|f| f.missing) {
+            return Ok(None);
+        }
+        self.check_parallel_arrays(&per_field)?;
+        let multikey = per_field.iter().any(|f| !f.array_depths.is_empty());
+        let count = per_field
+            .iter()
+            .try_fold(1usize, |acc, f| acc.checked_mul(f.values.len()))
+            .filter(|&n| n <= MAX_KEYS_PER_DOCUMENT)
+            .ok_or(KeyError::TooManyKeys {
+                limit: MAX_KEYS_PER_DOCUMENT,
+            })?;
+        let mut keys = Vec::with_capacity(count);
+        let mut prefix = Vec::with_capacity(32);
+        self.product(&per_field, 0, &mut prefix, &mut keys);
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(Some(DocumentKeys { keys, multikey }))
+    }
+
+    fn product(&self, fields: &[KeyValues<'_>], at: usize, prefix: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        if at == fields.len() {
+            out.push(prefix.clone());
+            return;
+        }
+        let direction = self.keys[at].1;
+        for value in &fields[at].values {
+            let len = prefix.len();
+            keys::encode_into(prefix, *value, direction);
+            self.product(fields, at + 1, prefix, out);
+            prefix.truncate(len);
+        }
+    }
+
+    /// Two fields whose paths went through arrays that the other did not are parallel arrays.
+    fn check_parallel_arrays(&self, fields: &[KeyValues<'_>]) -> Result<(), KeyError> {
+        let arrays = |i: usize| -> Vec<String> {
+            let segments = self.keys[i].0.segments();
+            fields[i]
+                .array_depths
+                .iter()
+                .map(|&d| segments[..d].join("."))
+                .collect()
+        };
+        for i in 0..fields.len() {
+            for j in i + 1..fields.len() {
+                let (a, b) = (arrays(i), arrays(j));
+                let a_only = a.iter().find(|p| !b.contains(p));
+                let b_only = b.iter().find(|p| !a.contains(p));
+                if let (Some(first), Some(second)) = (a_only, b_only) {
+                    return Err(KeyError::ParallelArrays {
+                        first: first.clone(),
+                        second: second.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_name(keys: &[(Path, Direction)]) -> String {
+    keys.iter()
+        .map(|(p, d)| format!("{}_{}", p.as_str(), d.as_i32()))
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// The keys one document gives one index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DocumentKeys {
+    /// Encoded keys, sorted, without duplicates.
+    pub(crate) keys: Vec<Vec<u8>>,
+    /// Whether any key field went through an array.
+    pub(crate) multikey: bool,
+}
+
+/// Why a document cannot be indexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyError {
+    ParallelArrays { first: String, second: String },
+    TooManyKeys { limit: usize },
+    Malformed(String),
+}
+
+/// The stored table entry for one key of one document.
+pub(crate) fn entry(unique: bool, key: &[u8], id_key: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    if unique {
+        (key.to_vec(), id_key.to_vec())
+    } else {
+        let mut k = Vec::with_capacity(key.len() + id_key.len());
+        k.extend_from_slice(key);
+        k.extend_from_slice(id_key);
+        (k, Vec::new())
+    }
+}
+
+/// A readable rendering of the key values of a document for an index, for error messages:
+/// `{ a: 1, b: "x" }`.
+pub(crate) fn describe_key(spec: &IndexSpec, doc: &RawDocument, key: &[u8]) -> String {
+    // Find the combination of values whose encoding is `key`; fall back to the field values.
+    let fields: Vec<KeyValues<'_>> = spec
+        .keys
+        .iter()
+        .filter_map(|(p, _)| key_values(doc, p).ok())
+        .collect();
+    let mut chosen: Vec<RawBsonRef<'_>> = Vec::new();
+    if find_combination(spec, &fields, 0, &mut Vec::new(), key, &mut chosen) {
+        let parts: Vec<String> = spec
+            .keys
+            .iter()
+            .zip(&chosen)
+            .map(|((p, _), v)| format!("{}: {}", p, render(*v)))
+            .collect();
+        format!("{{ {} }}", parts.join(", "))
+    } else {
+        format!("{:?}", spec.keys_document())
+    }
+}
+
+fn find_combination<'a>(
+    spec: &IndexSpec,
+    fields: &[KeyValues<'a>],
+    at: usize,
+    prefix: &mut Vec<u8>,
+    key: &[u8],
+    chosen: &mut Vec<RawBsonRef<'a>>,
+) -> bool {
+    if at == fields.len() {
+        return prefix == key;
+    }
+    for value in &fields[at].values {
+        let len = prefix.len();
+        keys::encode_into(prefix, *value, spec.keys[at].1);
+        chosen.push(*value);
+        if key.starts_with(prefix) && find_combination(spec, fields, at + 1, prefix, key, chosen) {
+            return true;
+        }
+        chosen.pop();
+        prefix.truncate(len);
+    }
+    false
+}
+
+/// A value in MongoDB shell style for messages.
+pub(crate) fn render(v: RawBsonRef<'_>) -> String {
+    match Bson::try_from(v) {
+        Ok(b) => b.to_string(),
+        Err(_) => "<malformed>".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    fn spec(fields: &[(&str, i32)]) -> IndexSpec {
+        IndexSpec::new(fields.iter().map(|(p, d)| {
+            (*p, if *d < 0 { Direction::Descending } else { Direction::Ascending })
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn default_names_follow_mongodb() {
+        assert_eq!(spec(&[("a", 1), ("b.c", -1)]).name(), "a_1_b.c_-1");
+    }
+
+    #[test]
+    fn multikey_fans_out_and_dedups() {
+        let keys = spec(&[("tags", 1)])
+            .document_keys(&rawdoc! { "tags": ["x", "y", "x"] })
+            .unwrap()
+            .unwrap();
+        assert_eq!(keys.keys.len(), 2);
+        assert!(keys.multikey);
+    }
+
+    #[test]
+    fn parallel_arrays_are_refused_but_shared_arrays_are_not() {
+        let s = spec(&[("a", 1), ("b", 1)]);
+        assert!(matches!(
+            s.document_keys(&rawdoc! { "a": [1, 2], "b": [3] }),
+            Err(KeyError::ParallelArrays { .. })
+        ));
+        let shared = spec(&[("a.b", 1), ("a.c", 1)]);
+        let keys = shared
+            .document_keys(&rawdoc! { "a": [{ "b": 1, "c": 2 }, { "b": 3, "c": 4 }] })
+            .unwrap()
+            .unwrap();
+        assert_eq!(keys.keys.len(), 4);
+    }
+
+    #[test]
+    fn sparse_skips_documents_without_any_field() {
+        let s = spec(&[("a", 1), ("b", 1)]).sparse();
+        assert_eq!(s.document_keys(&rawdoc! { "c": 1 }).unwrap(), None);
+        assert!(s.document_keys(&rawdoc! { "b": 1 }).unwrap().is_some());
+    }
+
+    #[test]
+    fn ttl_must_be_single_field() {
+        let s = spec(&[("a", 1), ("b", 1)]).expire_after(Duration::from_secs(1));
+        assert!(matches!(s.validate(), Err(IndexSpecError::TtlCompound { .. })));
+    }
+
+    #[test]
+    fn describe_key_names_the_values() {
+        let s = spec(&[("a", 1), ("b", -1)]);
+        let doc = rawdoc! { "a": [1, 2], "b": "x" };
+        let keys = s.document_keys(&doc).unwrap().unwrap();
+        let text = describe_key(&s, &doc, &keys.keys[1]);
+        assert_eq!(text, "{ a: 2, b: \"x\" }");
+    }
+}

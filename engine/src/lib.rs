@@ -1,0 +1,44 @@
+//! An embedded document engine stored in redb that speaks MongoDB's data model.
+//!
+//! - [`Database`]: open a file or an in-memory database; [`Database::read`] snapshots,
+//!   [`Database::write`] transactions over any number of collections, [`Database::verify`],
+//!   TTL expiry ([`Database::expire`], [`TtlMonitor`]).
+//! - [`WriteTxn`]: inserts, replaces, deletes, collections and indexes ([`IndexSpec`]).
+//! - [`ReadTxn`] / [`ReadCollection`]: gets, scans, index prefix scans, yielding
+//!   [`StoredDocument`]s that decode straight into serde types.
+//! - [`Collection`]: one collection with each call auto-committed.
+//! - [`order`] and [`keys`]: MongoDB's order over BSON values and the byte encoding that
+//!   preserves it, the two laws everything else rests on.
+//!
+//! The engine knows nothing of Rust structs; the `odm` crate adds types on top.
+
+mod autocommit;
+mod catalog;
+mod collection;
+mod db;
+mod document;
+mod error;
+mod index;
+pub mod keys;
+mod number;
+pub mod order;
+mod path;
+mod read;
+mod schema;
+mod tables;
+mod ttl;
+mod verify;
+
+pub use autocommit::Collection;
+pub use catalog::FORMAT_VERSION;
+pub use collection::InsertManyResult;
+pub use db::{Database, Durability, ReadTxn, WriteTxn};
+pub use document::{IntoRawDocument, MAX_DOCUMENT_SIZE};
+pub use error::{DocumentError, Error, IndexSpecError, Result};
+pub use index::{ID_INDEX_NAME, IndexSpec, MAX_KEYS_PER_DOCUMENT};
+pub use keys::Direction;
+pub use path::Path;
+pub use read::{IndexPrefixScan, ReadCollection, StoredDocument};
+pub use schema::id_index_spec;
+pub use ttl::{TtlMonitor, TtlStats};
+pub use verify::VerifyReport;

@@ -1,0 +1,262 @@
+//! Reading a collection inside a snapshot: point gets, full scans and index prefix scans.
+//!
+//! Documents come out as [`StoredDocument`]s that borrow redb's page rather than copying it;
+//! decode them straight into the caller's type with [`StoredDocument::decode`].
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bson::{Bson, RawBson, RawDocument, RawDocumentBuf};
+use redb::{AccessGuard, ReadOnlyTable, ReadableTableMetadata};
+use serde::de::DeserializeOwned;
+
+use crate::catalog::{CollectionMeta, IndexMeta};
+use crate::collection::id_key;
+use crate::db::ReadTxn;
+use crate::error::{DocumentError, Error, Result};
+use crate::index::render;
+use crate::keys;
+use crate::tables;
+
+type BytesTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+impl ReadTxn {
+    /// A collection of this snapshot, or `None` when it does not exist.
+    pub fn collection(&self, name: &str) -> Result<Option<ReadCollection<'_>>> {
+        let Some(meta) = self.catalog.get(name) else {
+            return Ok(None);
+        };
+        let docs = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        Ok(Some(ReadCollection {
+            txn: self,
+            meta: meta.clone(),
+            docs,
+        }))
+    }
+}
+
+/// One collection in a read snapshot, its documents table open.
+pub struct ReadCollection<'t> {
+    txn: &'t ReadTxn,
+    meta: Arc<CollectionMeta>,
+    docs: BytesTable,
+}
+
+impl std::fmt::Debug for ReadCollection<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadCollection")
+            .field("name", &self.meta.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadCollection<'_> {
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// The document with this `_id`.
+    pub fn get(&self, id: &Bson) -> Result<Option<StoredDocument>> {
+        let key = id_key(id).map_err(|source| Error::InvalidDocument {
+            collection: self.meta.name.clone(),
+            source,
+        })?;
+        Ok(self.docs.get(key.as_slice())?.map(|guard| self.stored(guard)))
+    }
+
+    /// The number of documents.
+    pub fn len(&self) -> Result<u64> {
+        Ok(self.docs.len()?)
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.docs.len()? == 0)
+    }
+
+    /// Every document in `_id` order.
+    pub fn scan(&self) -> Result<impl Iterator<Item = Result<StoredDocument>> + '_> {
+        let range = self.docs.range::<&[u8]>(..)?;
+        Ok(range.map(move |row| {
+            let (_, value) = row?;
+            Ok(self.stored(value))
+        }))
+    }
+
+    /// The documents whose first `values.len()` key fields in index `index` equal `values`
+    /// (compared as index keys: `1` equals `1.0`), in index order. A multikey index yields each
+    /// document once.
+    pub fn index_prefix(&self, index: &str, values: &[Bson]) -> Result<IndexPrefixScan<'_>> {
+        let spec = self
+            .meta
+            .index(index)
+            .ok_or_else(|| Error::IndexNotFound {
+                collection: self.meta.name.clone(),
+                index: index.to_owned(),
+            })?;
+        let mut prefix = Vec::new();
+        for (value, (_, direction)) in values.iter().zip(spec.spec.keys()) {
+            let raw = RawBson::try_from(value.clone()).map_err(|e| Error::InvalidDocument {
+                collection: self.meta.name.clone(),
+                source: DocumentError::Malformed {
+                    reason: e.to_string(),
+                },
+            })?;
+            keys::encode_into(&mut prefix, raw.as_raw_bson_ref(), *direction);
+        }
+        let table: BytesTable = self
+            .txn
+            .txn
+            .open_table(tables::bytes(&tables::index_name(self.meta.id, spec.id)))?;
+        let upper = keys::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let range = table.range::<&[u8]>((Bound::Included(prefix.as_slice()), upper.as_ref().map(Vec::as_slice)))?;
+        Ok(IndexPrefixScan {
+            collection: self,
+            index: spec.clone(),
+            given_fields: values.len().min(spec.spec.keys().len()),
+            range,
+            seen: spec.multikey.then(BTreeSet::new),
+        })
+    }
+
+    fn stored(&self, guard: AccessGuard<'static, &'static [u8]>) -> StoredDocument {
+        StoredDocument {
+            collection: self.meta.clone(),
+            guard,
+        }
+    }
+
+    fn fetch(&self, id_key: &[u8]) -> Result<StoredDocument> {
+        let guard = self.docs.get(id_key)?.ok_or_else(|| {
+            Error::corrupt(
+                format!("collection `{}`", self.meta.name),
+                "an index entry refers to a missing document",
+            )
+        })?;
+        Ok(self.stored(guard))
+    }
+}
+
+/// The iterator of [`ReadCollection::index_prefix`].
+pub struct IndexPrefixScan<'c> {
+    collection: &'c ReadCollection<'c>,
+    index: IndexMeta,
+    given_fields: usize,
+    range: redb::Range<'static, &'static [u8], &'static [u8]>,
+    /// `_id` keys already returned, kept for multikey indexes only.
+    seen: Option<BTreeSet<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for IndexPrefixScan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexPrefixScan")
+            .field("index", &self.index.spec.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl IndexPrefixScan<'_> {
+    /// The `_id` key of an entry: the value of a unique index, the key's tail otherwise.
+    fn entry_id(&self, key: &[u8], value: &[u8], prefix_len: usize) -> Option<Vec<u8>> {
+        if self.index.spec.is_unique() {
+            return Some(value.to_vec());
+        }
+        let mut at = prefix_len;
+        for (_, direction) in &self.index.spec.keys()[self.given_fields..] {
+            at += keys::encoded_len(key.get(at..)?, *direction)?;
+        }
+        key.get(at..).map(<[u8]>::to_vec)
+    }
+}
+
+impl Iterator for IndexPrefixScan<'_> {
+    type Item = Result<StoredDocument>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (key, value) = match self.range.next()? {
+                Ok(row) => row,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let key = key.value();
+            // The given fields' encoding: skip each field's value from the start.
+            let mut prefix_len = 0;
+            for (_, direction) in &self.index.spec.keys()[..self.given_fields] {
+                match key.get(prefix_len..).and_then(|rest| keys::encoded_len(rest, *direction)) {
+                    Some(n) => prefix_len += n,
+                    None => return Some(Err(self.damaged())),
+                }
+            }
+            let Some(id) = self.entry_id(key, value.value(), prefix_len) else {
+                return Some(Err(self.damaged()));
+            };
+            if let Some(seen) = &mut self.seen
+                && !seen.insert(id.clone())
+            {
+                continue;
+            }
+            return Some(self.collection.fetch(&id));
+        }
+    }
+}
+
+impl IndexPrefixScan<'_> {
+    fn damaged(&self) -> Error {
+        Error::corrupt(
+            format!("index `{}` of collection `{}`", self.index.spec.name(), self.collection.meta.name),
+            "an entry is not a well-formed key",
+        )
+    }
+}
+
+/// A stored document, borrowed from the snapshot without copying.
+pub struct StoredDocument {
+    collection: Arc<CollectionMeta>,
+    guard: AccessGuard<'static, &'static [u8]>,
+}
+
+impl std::fmt::Debug for StoredDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.as_raw() {
+            Ok(raw) => write!(f, "{raw:?}"),
+            Err(e) => write!(f, "<{e}>"),
+        }
+    }
+}
+
+impl StoredDocument {
+    /// The BSON bytes as stored.
+    pub fn bytes(&self) -> &[u8] {
+        self.guard.value()
+    }
+
+    /// The document, its header checked.
+    pub fn as_raw(&self) -> Result<&RawDocument> {
+        RawDocument::from_bytes(self.guard.value()).map_err(|e| self.corrupt(e))
+    }
+
+    /// An owned copy.
+    pub fn to_raw_document_buf(&self) -> Result<RawDocumentBuf> {
+        Ok(self.as_raw()?.to_owned())
+    }
+
+    /// Decodes the document into `T` without an intermediate `bson::Document`.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
+        bson::deserialize_from_slice(self.guard.value()).map_err(|e| Error::Decode {
+            collection: self.collection.name.clone(),
+            id: self.id_text(),
+            reason: e.to_string(),
+        })
+    }
+
+    fn id_text(&self) -> String {
+        self.as_raw()
+            .ok()
+            .and_then(|raw| raw.get("_id").ok().flatten())
+            .map_or_else(|| "<unknown>".to_owned(), render)
+    }
+
+    fn corrupt(&self, e: impl ToString) -> Error {
+        Error::corrupt(format!("collection `{}`", self.collection.name), e)
+    }
+}

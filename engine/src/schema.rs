@@ -1,0 +1,221 @@
+//! Collections and indexes: create, list, rename and drop, inside a write transaction.
+//!
+//! Index creation follows MongoDB: creating an index that exists with the same definition is a
+//! no-op; the same name or the same keys with another definition is [`Error::IndexConflict`].
+//! Building an index over existing documents computes every entry first, so a uniqueness
+//! violation or an unindexable document fails the call with nothing written.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bson::RawDocumentBuf;
+use redb::ReadableTable;
+
+use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
+use crate::collection::{key_error, stored_document};
+use crate::db::{ReadTxn, WriteTxn};
+use crate::error::{Error, Result};
+use crate::index::{ID_INDEX_NAME, IndexSpec, describe_key, entry};
+use crate::keys::Direction;
+use crate::tables;
+
+/// The spec of the primary index, `{_id: 1}` named `_id_`, as [`WriteTxn::list_indexes`]
+/// reports it.
+pub fn id_index_spec() -> IndexSpec {
+    // "_id" is a valid path, so this cannot fail.
+    IndexSpec::new([("_id", Direction::Ascending)])
+        .map(|s| s.named(ID_INDEX_NAME))
+        .unwrap_or_else(|_| unreachable!("`_id` is a valid index path"))
+}
+
+fn is_id_index(spec: &IndexSpec) -> bool {
+    spec.keys().len() == 1
+        && spec.keys()[0].0.as_str() == "_id"
+        && !spec.is_unique()
+        && !spec.is_sparse()
+        && spec.ttl().is_none()
+}
+
+impl WriteTxn<'_> {
+    /// Creates an empty collection; [`Error::CollectionExists`] when it exists.
+    pub fn create_collection(&mut self, name: &str) -> Result<()> {
+        if self.catalog.get(name).is_some() {
+            return Err(Error::CollectionExists(name.to_owned()));
+        }
+        self.collection_meta(name, true)?;
+        Ok(())
+    }
+
+    /// Drops a collection with its documents and indexes; `false` when it did not exist.
+    pub fn drop_collection(&mut self, name: &str) -> Result<bool> {
+        let Some(meta) = self.catalog_mut().collections.remove(name) else {
+            return Ok(false);
+        };
+        self.pending.retain(|(collection, _), _| *collection != meta.id);
+        self.txn
+            .delete_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        for index in &meta.indexes {
+            self.txn
+                .delete_table(tables::bytes(&tables::index_name(meta.id, index.id)))?;
+        }
+        Ok(true)
+    }
+
+    /// Renames a collection; its documents and indexes stay as they are.
+    pub fn rename_collection(&mut self, from: &str, to: &str) -> Result<()> {
+        check_collection_name(to)?;
+        if self.catalog.get(to).is_some() {
+            return Err(Error::CollectionExists(to.to_owned()));
+        }
+        let catalog = self.catalog_mut();
+        let mut meta = catalog
+            .collections
+            .remove(from)
+            .ok_or_else(|| Error::CollectionNotFound(from.to_owned()))?;
+        to.clone_into(&mut Arc::make_mut(&mut meta).name);
+        catalog.collections.insert(to.to_owned(), meta);
+        Ok(())
+    }
+
+    /// Creates an index (and the collection, when needed) and returns its name.
+    pub fn create_index(&mut self, collection: &str, spec: IndexSpec) -> Result<String> {
+        if is_id_index(&spec) {
+            self.collection_meta(collection, true)?;
+            return Ok(ID_INDEX_NAME.to_owned());
+        }
+        spec.validate()?;
+        let meta = self
+            .collection_meta(collection, true)?
+            .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
+        if let Some(existing) = conflicting_index(&meta, &spec)? {
+            return Ok(existing);
+        }
+        let index_id = self.catalog_mut().allocate_id();
+        let mut index = IndexMeta {
+            id: index_id,
+            spec,
+            multikey: false,
+        };
+        let entries = self.build_entries(&meta, &mut index)?;
+        {
+            let name = tables::index_name(meta.id, index_id);
+            let mut table = self.txn.open_table(tables::bytes(&name))?;
+            for (key, value) in &entries {
+                table.insert(key.as_slice(), value.as_slice())?;
+            }
+        }
+        let name = index.spec.name().to_owned();
+        let catalog = self.catalog_mut();
+        if let Some(stored) = catalog.collections.get_mut(collection) {
+            Arc::make_mut(stored).indexes.push(index);
+        }
+        Ok(name)
+    }
+
+    /// Every entry of a new index over the collection's documents, sorted by key.
+    fn build_entries(
+        &self,
+        meta: &CollectionMeta,
+        index: &mut IndexMeta,
+    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+        let docs = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let mut entries = BTreeMap::new();
+        for row in docs.iter()? {
+            let (id_key, bytes) = row?;
+            let doc: RawDocumentBuf = stored_document(&meta.name, bytes.value())?;
+            let Some(keys) = index
+                .spec
+                .document_keys(&doc)
+                .map_err(|e| key_error(&meta.name, index, e))?
+            else {
+                continue;
+            };
+            index.multikey |= keys.multikey;
+            for key in &keys.keys {
+                let (k, v) = entry(index.spec.is_unique(), key, id_key.value());
+                if let Some(holder) = entries.insert(k, v)
+                    && index.spec.is_unique()
+                    && holder != id_key.value()
+                {
+                    return Err(Error::DuplicateKey {
+                        collection: meta.name.clone(),
+                        index: index.spec.name().to_owned(),
+                        key: describe_key(&index.spec, &doc, key),
+                    });
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Drops a secondary index; the `_id_` index cannot be dropped.
+    pub fn drop_index(&mut self, collection: &str, name: &str) -> Result<()> {
+        let not_found = || Error::IndexNotFound {
+            collection: collection.to_owned(),
+            index: name.to_owned(),
+        };
+        if name == ID_INDEX_NAME {
+            return Err(Error::IdIndexRequired);
+        }
+        let catalog = self.catalog_mut();
+        let meta = catalog.collections.get_mut(collection).ok_or_else(not_found)?;
+        let meta = Arc::make_mut(meta);
+        let position = meta
+            .indexes
+            .iter()
+            .position(|i| i.spec.name() == name)
+            .ok_or_else(not_found)?;
+        let index = meta.indexes.remove(position);
+        let collection_id = meta.id;
+        self.pending.remove(&(collection_id, index.id));
+        self.txn
+            .delete_table(tables::bytes(&tables::index_name(collection_id, index.id)))?;
+        Ok(())
+    }
+
+    /// The indexes of a collection, `_id_` first; empty when the collection does not exist.
+    pub fn list_indexes(&self, collection: &str) -> Vec<IndexSpec> {
+        list_indexes(self.catalog.get(collection))
+    }
+}
+
+impl ReadTxn {
+    /// The indexes of a collection, `_id_` first; empty when the collection does not exist.
+    pub fn list_indexes(&self, collection: &str) -> Vec<IndexSpec> {
+        list_indexes(self.catalog.get(collection))
+    }
+}
+
+fn list_indexes(meta: Option<&Arc<CollectionMeta>>) -> Vec<IndexSpec> {
+    meta.map(|m| {
+        std::iter::once(id_index_spec())
+            .chain(m.indexes.iter().map(|i| i.spec.clone()))
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// `Ok(Some(name))` when an identical index exists (creating it again is a no-op), an error when
+/// one with the same name or keys differs, `Ok(None)` when the index is new.
+fn conflicting_index(meta: &CollectionMeta, spec: &IndexSpec) -> Result<Option<String>> {
+    for existing in &meta.indexes {
+        let same_name = existing.spec.name() == spec.name();
+        let same_keys = existing.spec.keys() == spec.keys();
+        if existing.spec == *spec {
+            return Ok(Some(existing.spec.name().to_owned()));
+        }
+        if same_name || same_keys {
+            let reason = if same_name {
+                "an index with this name has another definition"
+            } else {
+                "an index with these keys exists under another name or with other options"
+            };
+            return Err(Error::IndexConflict {
+                existing: existing.spec.name().to_owned(),
+                requested: spec.name().to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,32 @@
+//! The only module that names redb tables.
+//!
+//! - `odm.meta`: the storage format version and the catalog (one BSON document);
+//! - `odm.c{collection}.docs`: encoded `_id` -> raw BSON document, one table per collection;
+//! - `odm.c{collection}.i{index}`: index entries (see [`crate::index`]), one table per index.
+//!
+//! Tables are named by numeric ids from the catalog, never by user-chosen names, so renaming a
+//! collection or an index touches only the catalog.
+
+use redb::TableDefinition;
+
+pub(crate) type Bytes<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
+
+pub(crate) const META_NAME: &str = "odm.meta";
+pub(crate) const META: TableDefinition<'static, &'static str, &'static [u8]> =
+    TableDefinition::new(META_NAME);
+
+/// Keys of the meta table.
+pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
+pub(crate) const CATALOG_KEY: &str = "catalog";
+
+pub(crate) fn docs_name(collection: u64) -> String {
+    format!("odm.c{collection}.docs")
+}
+
+pub(crate) fn index_name(collection: u64, index: u64) -> String {
+    format!("odm.c{collection}.i{index}")
+}
+
+pub(crate) fn bytes(name: &str) -> Bytes<'_> {
+    TableDefinition::new(name)
+}

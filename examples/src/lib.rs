@@ -1,0 +1,1 @@
+//! Shared helpers for the runnable examples in `examples/examples/`.
