@@ -57,7 +57,11 @@ impl Collection {
             .transpose()
     }
 
-    pub fn replace_one(&self, id: &Bson, doc: impl IntoRawDocument) -> Result<Option<RawDocumentBuf>> {
+    pub fn replace_one(
+        &self,
+        id: &Bson,
+        doc: impl IntoRawDocument,
+    ) -> Result<Option<RawDocumentBuf>> {
         self.db.write(|t| t.replace_one(&self.name, id, doc))
     }
 

@@ -64,7 +64,11 @@ impl Catalog {
             .collections
             .values()
             .map(|c| {
-                let indexes: Vec<Bson> = c.indexes.iter().map(|i| Bson::Document(index_doc(i))).collect();
+                let indexes: Vec<Bson> = c
+                    .indexes
+                    .iter()
+                    .map(|i| Bson::Document(index_doc(i)))
+                    .collect();
                 Bson::Document(doc! { "name": &c.name, "id": c.id as i64, "indexes": indexes })
             })
             .collect();
@@ -75,13 +79,28 @@ impl Catalog {
         let bad = |reason: &str| Error::corrupt("catalog", reason);
         let next_id = d.get_i64("next_id").map_err(|_| bad("missing next_id"))? as u64;
         let mut collections = BTreeMap::new();
-        for c in d.get_array("collections").map_err(|_| bad("missing collections"))? {
-            let c = c.as_document().ok_or_else(|| bad("collection entry is not a document"))?;
-            let name = c.get_str("name").map_err(|_| bad("collection without a name"))?.to_owned();
-            let id = c.get_i64("id").map_err(|_| bad("collection without an id"))? as u64;
+        for c in d
+            .get_array("collections")
+            .map_err(|_| bad("missing collections"))?
+        {
+            let c = c
+                .as_document()
+                .ok_or_else(|| bad("collection entry is not a document"))?;
+            let name = c
+                .get_str("name")
+                .map_err(|_| bad("collection without a name"))?
+                .to_owned();
+            let id = c
+                .get_i64("id")
+                .map_err(|_| bad("collection without an id"))? as u64;
             let mut indexes = Vec::new();
-            for i in c.get_array("indexes").map_err(|_| bad("collection without indexes"))? {
-                let i = i.as_document().ok_or_else(|| bad("index entry is not a document"))?;
+            for i in c
+                .get_array("indexes")
+                .map_err(|_| bad("collection without indexes"))?
+            {
+                let i = i
+                    .as_document()
+                    .ok_or_else(|| bad("index entry is not a document"))?;
                 indexes.push(index_from_doc(i)?);
             }
             collections.insert(name.clone(), Arc::new(CollectionMeta { id, name, indexes }));
@@ -110,9 +129,15 @@ fn index_doc(i: &IndexMeta) -> Document {
 
 fn index_from_doc(d: &Document) -> Result<IndexMeta> {
     let bad = |reason: String| Error::corrupt("catalog", reason);
-    let id = d.get_i64("id").map_err(|_| bad("index without an id".into()))? as u64;
-    let name = d.get_str("name").map_err(|_| bad("index without a name".into()))?;
-    let key = d.get_document("key").map_err(|_| bad(format!("index `{name}` without keys")))?;
+    let id = d
+        .get_i64("id")
+        .map_err(|_| bad("index without an id".into()))? as u64;
+    let name = d
+        .get_str("name")
+        .map_err(|_| bad("index without a name".into()))?;
+    let key = d
+        .get_document("key")
+        .map_err(|_| bad(format!("index `{name}` without keys")))?;
     let mut spec = IndexSpec::from_keys_document(key)
         .map_err(|e| bad(format!("index `{name}`: {e}")))?
         .named(name);
@@ -160,7 +185,7 @@ mod tests {
         let index_id = catalog.allocate_id();
         let spec = IndexSpec::ascending("sent")
             .unwrap()
-            .expire_after(Duration::from_secs(60));
+            .expire_after(Duration::from_mins(1));
         catalog.collections.insert(
             "inbox".into(),
             Arc::new(CollectionMeta {

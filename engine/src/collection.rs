@@ -89,7 +89,9 @@ impl WriteTxn<'_> {
             return Ok(None);
         };
         let key = id_key(id).map_err(|source| invalid(collection, source))?;
-        let table = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let table = self
+            .txn
+            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         let found = table.get(key.as_slice())?;
         found
             .map(|v| stored_document(collection, v.value()))
@@ -142,7 +144,9 @@ impl WriteTxn<'_> {
         let Some(meta) = self.catalog.get(collection) else {
             return Ok(0);
         };
-        let table = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let table = self
+            .txn
+            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         Ok(redb::ReadableTableMetadata::len(&table)?)
     }
 
@@ -176,7 +180,9 @@ impl WriteTxn<'_> {
         let meta = self
             .collection_meta(collection, create)?
             .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
-        let docs = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let docs = self
+            .txn
+            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         Ok(Writer {
             txn: &self.txn,
             pending: &mut self.pending,
@@ -222,28 +228,24 @@ fn with_id(replacement: impl IntoRawDocument, id: &Bson) -> Result<RawDocumentBu
     let malformed = |e: bson::error::Error| DocumentError::Malformed {
         reason: e.to_string(),
     };
-    match raw.get("_id").map_err(malformed)? {
-        Some(given) => {
-            check_id(given)?;
-            if keys::encode(given) != id_key(id)? {
-                return Err(DocumentError::IdChanged {
-                    from: id.to_string(),
-                    to: render(given),
-                });
-            }
-            Ok(raw)
+    if let Some(given) = raw.get("_id").map_err(malformed)? {
+        check_id(given)?;
+        if keys::encode(given) != id_key(id)? {
+            return Err(DocumentError::IdChanged {
+                from: id.to_string(),
+                to: render(given),
+            });
         }
-        None => {
-            let mut out = RawDocumentBuf::new();
-            let id = RawBson::try_from(id.clone()).map_err(malformed)?;
-            out.append(bson::raw::cstr!("_id"), id);
-            for element in &raw {
-                let (name, value) = element.map_err(malformed)?;
-                out.append(name, value);
-            }
-            Ok(out)
-        }
+        return Ok(raw);
     }
+    let mut out = RawDocumentBuf::new();
+    let id = RawBson::try_from(id.clone()).map_err(malformed)?;
+    out.append(bson::raw::cstr!("_id"), id);
+    for element in &raw {
+        let (name, value) = element.map_err(malformed)?;
+        out.append(name, value);
+    }
+    Ok(out)
 }
 
 /// One collection's tables inside a write transaction, with the fields of [`WriteTxn`] it
@@ -305,7 +307,11 @@ impl Writer<'_> {
         Bson::try_from(prepared.id()).map_err(|e| Error::corrupt("generated _id", e))
     }
 
-    fn replace(&mut self, id_key: &[u8], replacement: RawDocumentBuf) -> Result<Option<RawDocumentBuf>> {
+    fn replace(
+        &mut self,
+        id_key: &[u8],
+        replacement: RawDocumentBuf,
+    ) -> Result<Option<RawDocumentBuf>> {
         let collection = self.meta.name.clone();
         let prepared = prepare(replacement).map_err(|source| invalid(&collection, source))?;
         let Some(old) = self.docs.get(id_key)?.map(|v| v.value().to_vec()) else {
@@ -316,7 +322,8 @@ impl Writer<'_> {
         let new_keys = self.index_keys(&prepared.raw)?;
         let meta = self.meta.clone();
         let mut changes = Vec::with_capacity(meta.indexes.len());
-        for (index, (old_keys, new_keys)) in meta.indexes.iter().zip(old_keys.iter().zip(&new_keys)) {
+        for (index, (old_keys, new_keys)) in meta.indexes.iter().zip(old_keys.iter().zip(&new_keys))
+        {
             let (removed, added) = diff(old_keys.as_ref(), new_keys.as_ref());
             for key in &added {
                 self.check_unique(index, key, id_key, &prepared.raw)?;
@@ -324,7 +331,8 @@ impl Writer<'_> {
             changes.push((removed, added));
         }
         self.docs.insert(id_key, prepared.raw.as_bytes())?;
-        for ((index, (removed, added)), new_keys) in meta.indexes.iter().zip(changes).zip(&new_keys) {
+        for ((index, (removed, added)), new_keys) in meta.indexes.iter().zip(changes).zip(&new_keys)
+        {
             if let Some(keys) = new_keys {
                 self.note_multikey(index, keys);
             }
@@ -371,7 +379,10 @@ impl Writer<'_> {
     /// The keys of a stored document: it was indexed when written, so failing now means damage.
     fn stored_index_keys(&self, doc: &RawDocument) -> Result<Vec<Option<DocumentKeys>>> {
         self.index_keys(doc).map_err(|e| {
-            Error::corrupt(format!("collection `{}`", self.meta.name), format!("stored document cannot be indexed: {e}"))
+            Error::corrupt(
+                format!("collection `{}`", self.meta.name),
+                format!("stored document cannot be indexed: {e}"),
+            )
         })
     }
 
@@ -383,7 +394,13 @@ impl Writer<'_> {
 
     /// Refuses `key` in a unique index when another document holds it, looking at this
     /// transaction's buffered writes first.
-    fn check_unique(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], doc: &RawDocument) -> Result<()> {
+    fn check_unique(
+        &mut self,
+        index: &IndexMeta,
+        key: &[u8],
+        id_key: &[u8],
+        doc: &RawDocument,
+    ) -> Result<()> {
         if !index.spec.is_unique() {
             return Ok(());
         }
@@ -430,8 +447,16 @@ fn diff(old: Option<&DocumentKeys>, new: Option<&DocumentKeys>) -> (Vec<Vec<u8>>
     let empty = Vec::new();
     let old = old.map_or(&empty, |k| &k.keys);
     let new = new.map_or(&empty, |k| &k.keys);
-    let removed = old.iter().filter(|k| new.binary_search(k).is_err()).cloned().collect();
-    let added = new.iter().filter(|k| old.binary_search(k).is_err()).cloned().collect();
+    let removed = old
+        .iter()
+        .filter(|k| new.binary_search(k).is_err())
+        .cloned()
+        .collect();
+    let added = new
+        .iter()
+        .filter(|k| old.binary_search(k).is_err())
+        .cloned()
+        .collect();
     (removed, added)
 }
 

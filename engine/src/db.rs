@@ -48,7 +48,10 @@ pub(crate) struct Shared {
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Database")
-            .field("collections", &self.catalog().collections.keys().collect::<Vec<_>>())
+            .field(
+                "collections",
+                &self.catalog().collections.keys().collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -62,8 +65,8 @@ impl Database {
 
     /// A database that lives in memory only, for tests and scratch work.
     pub fn in_memory() -> Result<Database> {
-        let redb = redb::Database::builder()
-            .create_with_backend(redb::backends::InMemoryBackend::new())?;
+        let redb =
+            redb::Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
         Database::init(redb)
     }
 

@@ -135,7 +135,10 @@ fn with_generated_id(raw: &RawDocument) -> RawDocumentBuf {
 }
 
 fn move_id_first(raw: &RawDocument) -> Result<RawDocumentBuf, DocumentError> {
-    let id = raw.get("_id").map_err(malformed)?.unwrap_or(RawBsonRef::Null);
+    let id = raw
+        .get("_id")
+        .map_err(malformed)?
+        .unwrap_or(RawBsonRef::Null);
     let mut out = RawDocumentBuf::new();
     out.append(bson::raw::cstr!("_id"), id);
     let mut seen_id = false;
@@ -171,7 +174,11 @@ mod tests {
     #[test]
     fn moves_id_to_the_front() {
         let p = prepare(rawdoc! { "a": 1, "_id": 7 }).unwrap();
-        let names: Vec<String> = p.raw.iter().map(|e| e.unwrap().0.as_str().to_owned()).collect();
+        let names: Vec<String> = p
+            .raw
+            .iter()
+            .map(|e| e.unwrap().0.as_str().to_owned())
+            .collect();
         assert_eq!(names, ["_id", "a"]);
         assert_eq!(p.id(), RawBsonRef::Int32(7));
     }
@@ -180,7 +187,9 @@ mod tests {
     fn refuses_bad_documents() {
         assert_eq!(
             prepare(rawdoc! { "$set": 1 }).unwrap_err(),
-            DocumentError::DollarField { field: "$set".into() }
+            DocumentError::DollarField {
+                field: "$set".into()
+            }
         );
         assert_eq!(
             prepare(rawdoc! { "_id": [1] }).unwrap_err(),

@@ -165,7 +165,10 @@ impl IndexSpec {
 
     /// The index keys of one document (without the `_id` suffix), sorted and deduplicated;
     /// `None` when a sparse index skips the document.
-    pub(crate) fn document_keys(&self, doc: &RawDocument) -> Result<Option<DocumentKeys>, KeyError> {
+    pub(crate) fn document_keys(
+        &self,
+        doc: &RawDocument,
+    ) -> Result<Option<DocumentKeys>, KeyError> {
         let mut per_field: Vec<KeyValues<'_>> = Vec::with_capacity(self.keys.len());
         for (path, _) in &self.keys {
             per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
@@ -190,7 +193,13 @@ impl IndexSpec {
         Ok(Some(DocumentKeys { keys, multikey }))
     }
 
-    fn product(&self, fields: &[KeyValues<'_>], at: usize, prefix: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+    fn product(
+        &self,
+        fields: &[KeyValues<'_>],
+        at: usize,
+        prefix: &mut Vec<u8>,
+        out: &mut Vec<Vec<u8>>,
+    ) {
         if at == fields.len() {
             out.push(prefix.clone());
             return;
@@ -329,7 +338,14 @@ mod tests {
 
     fn spec(fields: &[(&str, i32)]) -> IndexSpec {
         IndexSpec::new(fields.iter().map(|(p, d)| {
-            (*p, if *d < 0 { Direction::Descending } else { Direction::Ascending })
+            (
+                *p,
+                if *d < 0 {
+                    Direction::Descending
+                } else {
+                    Direction::Ascending
+                },
+            )
         }))
         .unwrap()
     }
@@ -374,7 +390,10 @@ mod tests {
     #[test]
     fn ttl_must_be_single_field() {
         let s = spec(&[("a", 1), ("b", 1)]).expire_after(Duration::from_secs(1));
-        assert!(matches!(s.validate(), Err(IndexSpecError::TtlCompound { .. })));
+        assert!(matches!(
+            s.validate(),
+            Err(IndexSpecError::TtlCompound { .. })
+        ));
     }
 
     #[test]

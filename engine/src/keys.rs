@@ -200,11 +200,7 @@ pub fn encoded_len(bytes: &[u8], direction: Direction) -> Option<usize> {
         Direction::Ascending => 0x00,
         Direction::Descending => 0xFF,
     };
-    let mut reader = Reader {
-        bytes,
-        mask,
-        at: 0,
-    };
+    let mut reader = Reader { bytes, mask, at: 0 };
     reader.value()?;
     Some(reader.at)
 }
@@ -224,7 +220,10 @@ impl Reader<'_> {
     }
 
     fn skip(&mut self, n: usize) -> Option<()> {
-        self.at = self.at.checked_add(n).filter(|&end| end <= self.bytes.len())?;
+        self.at = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len())?;
         Some(())
     }
 
@@ -367,15 +366,26 @@ mod tests {
                 subtype: bson::spec::BinarySubtype::Generic,
                 bytes: vec![0, 0xFF],
             }),
-            Bson::RegularExpression(bson::Regex { pattern: "^a".try_into().unwrap(), options: "i".try_into().unwrap() }),
+            Bson::RegularExpression(bson::Regex {
+                pattern: "^a".try_into().unwrap(),
+                options: "i".try_into().unwrap(),
+            }),
         ];
         for direction in [Direction::Ascending, Direction::Descending] {
             for v in &values {
                 let mut bytes = Vec::new();
-                encode_into(&mut bytes, RawBson::try_from(v.clone()).unwrap().as_raw_bson_ref(), direction);
+                encode_into(
+                    &mut bytes,
+                    RawBson::try_from(v.clone()).unwrap().as_raw_bson_ref(),
+                    direction,
+                );
                 let len = bytes.len();
                 bytes.extend_from_slice(&[0x2D, 1, 2, 3]);
-                assert_eq!(encoded_len(&bytes, direction), Some(len), "{v:?} {direction:?}");
+                assert_eq!(
+                    encoded_len(&bytes, direction),
+                    Some(len),
+                    "{v:?} {direction:?}"
+                );
             }
         }
         assert_eq!(encoded_len(&[0x19, b'a'], Direction::Ascending), None);

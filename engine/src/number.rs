@@ -9,6 +9,9 @@ use std::cmp::Ordering;
 
 use bson::Decimal128;
 
+/// 2^63, the first double above every int64.
+const TWO_POW_63: f64 = (1u64 << 63) as f64;
+
 /// A BSON number as an exact value. The derived order is MongoDB's: NaN below everything, then
 /// negative infinity, the finite values, positive infinity.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,6 +120,8 @@ impl Number {
         Number::Finite(scaled(v < 0, u128::from(v.unsigned_abs()), 0))
     }
 
+    // Exact float comparison is the point here: integral doubles take the integer path.
+    #[allow(clippy::float_cmp)]
     pub(crate) fn from_f64(v: f64) -> Number {
         if v.is_nan() {
             return Number::NaN;
@@ -128,7 +133,7 @@ impl Number {
                 Number::NegInfinity
             };
         }
-        if v == v.trunc() && v.abs() < 9.223_372_036_854_775_808e18 {
+        if v == v.trunc() && v.abs() < TWO_POW_63 {
             return Number::from_i64(v as i64);
         }
         Number::Finite(exact_double(v))
@@ -262,10 +267,10 @@ pub(crate) fn cmp_i64_f64(i: i64, f: f64) -> Ordering {
     if f.is_nan() {
         return Ordering::Greater;
     }
-    if f >= 9.223_372_036_854_775_808e18 {
+    if f >= TWO_POW_63 {
         return Ordering::Less;
     }
-    if f < -9.223_372_036_854_775_808e18 {
+    if f < -TWO_POW_63 {
         return Ordering::Greater;
     }
     let whole = f.trunc();
@@ -308,7 +313,7 @@ mod tests {
         let two53 = 9_007_199_254_740_992i64;
         assert!(Number::from_i64(two53 + 1) > Number::from_f64(two53 as f64));
         assert_eq!(cmp_i64_f64(two53 + 1, two53 as f64), Ordering::Greater);
-        assert_eq!(cmp_i64_f64(i64::MAX, 9.223_372_036_854_775_808e18), Ordering::Less);
+        assert_eq!(cmp_i64_f64(i64::MAX, TWO_POW_63), Ordering::Less);
         assert_eq!(cmp_i64_f64(3, 3.5), Ordering::Less);
         assert_eq!(cmp_i64_f64(-3, -3.5), Ordering::Greater);
         assert_eq!(cmp_i64_f64(-3, -3.0), Ordering::Equal);
@@ -321,7 +326,10 @@ mod tests {
         assert_eq!(Number::from_f64(0.5), dec("0.50"));
         // 1e300 as a double is slightly above 10^300; 2^100 is exact.
         assert!(Number::from_f64(1e300) > dec("1E300"));
-        assert_eq!(Number::from_f64(2f64.powi(100)), dec("1267650600228229401496703205376"));
+        assert_eq!(
+            Number::from_f64(2f64.powi(100)),
+            dec("1267650600228229401496703205376")
+        );
         assert!(Number::from_f64(5e-324) > Number::from_i64(0));
         assert!(Number::from_f64(5e-324) < dec("1E-323"));
     }

@@ -74,9 +74,11 @@ pub fn compare(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> Ordering {
     }
     match (a, b) {
         (x, y) if bracket(&x) == Bracket::Number => compare_numbers(x, y),
-        (RawBsonRef::String(x) | RawBsonRef::Symbol(x), RawBsonRef::String(y) | RawBsonRef::Symbol(y)) => {
-            x.as_bytes().cmp(y.as_bytes())
-        }
+        // Same bracket, so a string never meets code here.
+        (
+            RawBsonRef::String(x) | RawBsonRef::Symbol(x) | RawBsonRef::JavaScriptCode(x),
+            RawBsonRef::String(y) | RawBsonRef::Symbol(y) | RawBsonRef::JavaScriptCode(y),
+        ) => x.as_bytes().cmp(y.as_bytes()),
         (RawBsonRef::Document(x), RawBsonRef::Document(y)) => compare_documents(x, y),
         (RawBsonRef::Array(x), RawBsonRef::Array(y)) => compare_arrays(x, y),
         (RawBsonRef::Binary(x), RawBsonRef::Binary(y)) => x
@@ -98,12 +100,14 @@ pub fn compare(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> Ordering {
             .as_str()
             .as_bytes()
             .cmp(y.pattern.as_str().as_bytes())
-            .then_with(|| x.options.as_str().as_bytes().cmp(y.options.as_str().as_bytes())),
+            .then_with(|| {
+                x.options
+                    .as_str()
+                    .as_bytes()
+                    .cmp(y.options.as_str().as_bytes())
+            }),
         (RawBsonRef::DbPointer(_), RawBsonRef::DbPointer(_)) => {
             db_pointer_parts(a).cmp(&db_pointer_parts(b))
-        }
-        (RawBsonRef::JavaScriptCode(x), RawBsonRef::JavaScriptCode(y)) => {
-            x.as_bytes().cmp(y.as_bytes())
         }
         (RawBsonRef::JavaScriptCodeWithScope(x), RawBsonRef::JavaScriptCodeWithScope(y)) => x
             .code
@@ -151,7 +155,10 @@ pub fn compare_documents(a: &RawDocument, b: &RawDocument) -> Ordering {
     let mut left = a.iter();
     let mut right = b.iter();
     loop {
-        match (left.next().and_then(Result::ok), right.next().and_then(Result::ok)) {
+        match (
+            left.next().and_then(Result::ok),
+            right.next().and_then(Result::ok),
+        ) {
             (None, None) => return Ordering::Equal,
             (None, Some(_)) => return Ordering::Less,
             (Some(_), None) => return Ordering::Greater,
@@ -172,7 +179,10 @@ pub fn compare_arrays(a: &RawArray, b: &RawArray) -> Ordering {
     let mut left = a.into_iter();
     let mut right = b.into_iter();
     loop {
-        match (left.next().and_then(Result::ok), right.next().and_then(Result::ok)) {
+        match (
+            left.next().and_then(Result::ok),
+            right.next().and_then(Result::ok),
+        ) {
             (None, None) => return Ordering::Equal,
             (None, Some(_)) => return Ordering::Less,
             (Some(_), None) => return Ordering::Greater,
@@ -233,13 +243,23 @@ mod tests {
             Bson::ObjectId(bson::oid::ObjectId::from_bytes([0; 12])),
             Bson::Boolean(false),
             Bson::DateTime(bson::DateTime::from_millis(0)),
-            Bson::Timestamp(bson::Timestamp { time: 0, increment: 0 }),
-            Bson::RegularExpression(bson::Regex { pattern: "a".try_into().unwrap(), options: "".try_into().unwrap() }),
+            Bson::Timestamp(bson::Timestamp {
+                time: 0,
+                increment: 0,
+            }),
+            Bson::RegularExpression(bson::Regex {
+                pattern: "a".try_into().unwrap(),
+                options: "".try_into().unwrap(),
+            }),
             Bson::JavaScriptCode("x".into()),
             Bson::MaxKey,
         ];
         for pair in ascending.windows(2) {
-            assert_eq!(cmp(pair[0].clone(), pair[1].clone()), Ordering::Less, "{pair:?}");
+            assert_eq!(
+                cmp(pair[0].clone(), pair[1].clone()),
+                Ordering::Less,
+                "{pair:?}"
+            );
         }
     }
 
@@ -247,7 +267,10 @@ mod tests {
     fn numbers_compare_by_value_across_types() {
         assert_eq!(cmp(Bson::Int32(1), Bson::Double(1.0)), Ordering::Equal);
         assert_eq!(cmp(Bson::Int64(2), Bson::Double(1.5)), Ordering::Greater);
-        assert_eq!(cmp(Bson::Double(f64::NAN), Bson::Double(f64::NEG_INFINITY)), Ordering::Less);
+        assert_eq!(
+            cmp(Bson::Double(f64::NAN), Bson::Double(f64::NEG_INFINITY)),
+            Ordering::Less
+        );
         assert_eq!(cmp(Bson::Double(-0.0), Bson::Int32(0)), Ordering::Equal);
         let d = Bson::Decimal128("1.5".parse().unwrap());
         assert_eq!(cmp(d.clone(), Bson::Double(1.5)), Ordering::Equal);
@@ -256,9 +279,24 @@ mod tests {
 
     #[test]
     fn objects_compare_bracket_then_name_then_value() {
-        assert_eq!(cmp(Bson::Document(doc! {"a": 1}), Bson::Document(doc! {"a": "x"})), Ordering::Less);
-        assert_eq!(cmp(Bson::Document(doc! {"b": 1}), Bson::Document(doc! {"a": 2})), Ordering::Greater);
-        assert_eq!(cmp(Bson::Document(doc! {"a": 1}), Bson::Document(doc! {"a": 1, "b": 0})), Ordering::Less);
+        assert_eq!(
+            cmp(
+                Bson::Document(doc! {"a": 1}),
+                Bson::Document(doc! {"a": "x"})
+            ),
+            Ordering::Less
+        );
+        assert_eq!(
+            cmp(Bson::Document(doc! {"b": 1}), Bson::Document(doc! {"a": 2})),
+            Ordering::Greater
+        );
+        assert_eq!(
+            cmp(
+                Bson::Document(doc! {"a": 1}),
+                Bson::Document(doc! {"a": 1, "b": 0})
+            ),
+            Ordering::Less
+        );
     }
 
     #[test]

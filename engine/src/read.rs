@@ -27,7 +27,9 @@ impl ReadTxn {
         let Some(meta) = self.catalog.get(name) else {
             return Ok(None);
         };
-        let docs = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let docs = self
+            .txn
+            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         Ok(Some(ReadCollection {
             txn: self,
             meta: meta.clone(),
@@ -62,7 +64,10 @@ impl ReadCollection<'_> {
             collection: self.meta.name.clone(),
             source,
         })?;
-        Ok(self.docs.get(key.as_slice())?.map(|guard| self.stored(guard)))
+        Ok(self
+            .docs
+            .get(key.as_slice())?
+            .map(|guard| self.stored(guard)))
     }
 
     /// The number of documents.
@@ -87,13 +92,10 @@ impl ReadCollection<'_> {
     /// (compared as index keys: `1` equals `1.0`), in index order. A multikey index yields each
     /// document once.
     pub fn index_prefix(&self, index: &str, values: &[Bson]) -> Result<IndexPrefixScan<'_>> {
-        let spec = self
-            .meta
-            .index(index)
-            .ok_or_else(|| Error::IndexNotFound {
-                collection: self.meta.name.clone(),
-                index: index.to_owned(),
-            })?;
+        let spec = self.meta.index(index).ok_or_else(|| Error::IndexNotFound {
+            collection: self.meta.name.clone(),
+            index: index.to_owned(),
+        })?;
         let mut prefix = Vec::new();
         for (value, (_, direction)) in values.iter().zip(spec.spec.keys()) {
             let raw = RawBson::try_from(value.clone()).map_err(|e| Error::InvalidDocument {
@@ -109,7 +111,10 @@ impl ReadCollection<'_> {
             .txn
             .open_table(tables::bytes(&tables::index_name(self.meta.id, spec.id)))?;
         let upper = keys::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let range = table.range::<&[u8]>((Bound::Included(prefix.as_slice()), upper.as_ref().map(Vec::as_slice)))?;
+        let range = table.range::<&[u8]>((
+            Bound::Included(prefix.as_slice()),
+            upper.as_ref().map(Vec::as_slice),
+        ))?;
         Ok(IndexPrefixScan {
             collection: self,
             index: spec.clone(),
@@ -182,7 +187,10 @@ impl Iterator for IndexPrefixScan<'_> {
             // The given fields' encoding: skip each field's value from the start.
             let mut prefix_len = 0;
             for (_, direction) in &self.index.spec.keys()[..self.given_fields] {
-                match key.get(prefix_len..).and_then(|rest| keys::encoded_len(rest, *direction)) {
+                match key
+                    .get(prefix_len..)
+                    .and_then(|rest| keys::encoded_len(rest, *direction))
+                {
                     Some(n) => prefix_len += n,
                     None => return Some(Err(self.damaged())),
                 }
@@ -203,7 +211,11 @@ impl Iterator for IndexPrefixScan<'_> {
 impl IndexPrefixScan<'_> {
     fn damaged(&self) -> Error {
         Error::corrupt(
-            format!("index `{}` of collection `{}`", self.index.spec.name(), self.collection.meta.name),
+            format!(
+                "index `{}` of collection `{}`",
+                self.index.spec.name(),
+                self.collection.meta.name
+            ),
             "an entry is not a well-formed key",
         )
     }

@@ -23,9 +23,10 @@ use crate::tables;
 /// reports it.
 pub fn id_index_spec() -> IndexSpec {
     // "_id" is a valid path, so this cannot fail.
-    IndexSpec::new([("_id", Direction::Ascending)])
-        .map(|s| s.named(ID_INDEX_NAME))
-        .unwrap_or_else(|_| unreachable!("`_id` is a valid index path"))
+    IndexSpec::new([("_id", Direction::Ascending)]).map_or_else(
+        |_| unreachable!("`_id` is a valid index path"),
+        |s| s.named(ID_INDEX_NAME),
+    )
 }
 
 fn is_id_index(spec: &IndexSpec) -> bool {
@@ -51,7 +52,8 @@ impl WriteTxn<'_> {
         let Some(meta) = self.catalog_mut().collections.remove(name) else {
             return Ok(false);
         };
-        self.pending.retain(|(collection, _), _| *collection != meta.id);
+        self.pending
+            .retain(|(collection, _), _| *collection != meta.id);
         self.txn
             .delete_table(tables::bytes(&tables::docs_name(meta.id)))?;
         for index in &meta.indexes {
@@ -118,7 +120,9 @@ impl WriteTxn<'_> {
         meta: &CollectionMeta,
         index: &mut IndexMeta,
     ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
-        let docs = self.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let docs = self
+            .txn
+            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         let mut entries = BTreeMap::new();
         for row in docs.iter()? {
             let (id_key, bytes) = row?;
@@ -158,7 +162,10 @@ impl WriteTxn<'_> {
             return Err(Error::IdIndexRequired);
         }
         let catalog = self.catalog_mut();
-        let meta = catalog.collections.get_mut(collection).ok_or_else(not_found)?;
+        let meta = catalog
+            .collections
+            .get_mut(collection)
+            .ok_or_else(not_found)?;
         let meta = Arc::make_mut(meta);
         let position = meta
             .indexes

@@ -44,7 +44,10 @@ impl Database {
         let db = self.clone();
         let thread_state = state.clone();
         let handle = std::thread::spawn(move || {
-            let mut stopped = thread_state.stop.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut stopped = thread_state
+                .stop
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             loop {
                 let (guard, _) = thread_state
                     .wake
@@ -55,7 +58,10 @@ impl Database {
                     return;
                 }
                 let outcome = db.expire(clock());
-                let mut stats = thread_state.stats.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut stats = thread_state
+                    .stats
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 stats.passes += 1;
                 match outcome {
                     Ok(n) => stats.expired += n,
@@ -78,7 +84,9 @@ impl WriteTxn<'_> {
         for meta in self.catalog.collections.values() {
             let mut ids = BTreeSet::new();
             for index in &meta.indexes {
-                let Some(after) = index.spec.ttl() else { continue };
+                let Some(after) = index.spec.ttl() else {
+                    continue;
+                };
                 let cutoff = DateTime::from_millis(
                     now.timestamp_millis()
                         .saturating_sub(i64::try_from(after.as_millis()).unwrap_or(i64::MAX)),
@@ -162,7 +170,7 @@ pub struct TtlStats {
 
 impl TtlMonitor {
     /// MongoDB's TTL monitor interval.
-    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_mins(1);
 
     pub fn stats(&self) -> TtlStats {
         self.state
@@ -175,7 +183,11 @@ impl TtlMonitor {
 
 impl Drop for TtlMonitor {
     fn drop(&mut self) {
-        *self.state.stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        *self
+            .state
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = true;
         self.state.wake.notify_all();
         if let Some(handle) = self.handle.take() {
             // A panicked monitor thread has nothing left to clean up.

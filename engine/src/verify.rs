@@ -52,21 +52,31 @@ impl Database {
 
 type Entries = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn verify_collection(txn: &ReadTxn, meta: &CollectionMeta, report: &mut VerifyReport) -> Result<()> {
+fn verify_collection(
+    txn: &ReadTxn,
+    meta: &CollectionMeta,
+    report: &mut VerifyReport,
+) -> Result<()> {
     let name = &meta.name;
-    let docs = txn.txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+    let docs = txn
+        .txn
+        .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
     let mut expected: Vec<Entries> = vec![Entries::new(); meta.indexes.len()];
     let mut multikey = vec![false; meta.indexes.len()];
     for row in docs.iter()? {
         let (key, bytes) = row?;
         report.documents += 1;
         let Ok(doc) = RawDocument::from_bytes(bytes.value()) else {
-            report.problems.push(format!("`{name}`: a stored document is not well-formed BSON"));
+            report.problems.push(format!(
+                "`{name}`: a stored document is not well-formed BSON"
+            ));
             continue;
         };
         match doc.get("_id") {
             Ok(Some(id)) if keys::encode(id) == key.value() => {}
-            _ => report.problems.push(format!("`{name}`: a document is not stored under its `_id`")),
+            _ => report.problems.push(format!(
+                "`{name}`: a document is not stored under its `_id`"
+            )),
         }
         for (i, index) in meta.indexes.iter().enumerate() {
             match index.spec.document_keys(doc) {
@@ -125,10 +135,14 @@ fn compare_index(
     let missing = expected.iter().filter(|(k, v)| actual.get(*k) != Some(v));
     let extra = actual.iter().filter(|(k, v)| expected.get(*k) != Some(v));
     for (k, _) in missing.take(PROBLEMS_PER_INDEX) {
-        report.problems.push(format!("{label}: missing or wrong entry {k:02x?}"));
+        report
+            .problems
+            .push(format!("{label}: missing or wrong entry {k:02x?}"));
     }
     for (k, _) in extra.take(PROBLEMS_PER_INDEX) {
-        report.problems.push(format!("{label}: entry {k:02x?} matches no document"));
+        report
+            .problems
+            .push(format!("{label}: entry {k:02x?} matches no document"));
     }
     Ok(())
 }

@@ -120,9 +120,13 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("tags", Asc)]).unwrap(),
         IndexSpec::new([("items.k", Asc), ("items.v", Desc)]).unwrap(),
         IndexSpec::new([("u", Asc)]).unwrap().unique(),
-        IndexSpec::new([("cu1", Asc), ("cu2", Desc)]).unwrap().unique(),
+        IndexSpec::new([("cu1", Asc), ("cu2", Desc)])
+            .unwrap()
+            .unique(),
         IndexSpec::new([("s", Asc)]).unwrap().sparse().unique(),
-        IndexSpec::new([("t", Asc)]).unwrap().expire_after(Duration::from_secs(1)),
+        IndexSpec::new([("t", Asc)])
+            .unwrap()
+            .expire_after(Duration::from_secs(1)),
     ]
 }
 
@@ -134,7 +138,10 @@ fn id_key(id: &Bson) -> Vec<u8> {
 }
 
 fn same(a: &Bson, b: &Bson) -> bool {
-    let (a, b) = (RawBson::try_from(a.clone()).unwrap(), RawBson::try_from(b.clone()).unwrap());
+    let (a, b) = (
+        RawBson::try_from(a.clone()).unwrap(),
+        RawBson::try_from(b.clone()).unwrap(),
+    );
     order::compare(a.as_raw_bson_ref(), b.as_raw_bson_ref()).is_eq()
 }
 
@@ -152,7 +159,10 @@ fn u_values(d: &Document) -> Vec<Bson> {
 fn u_conflict(model: &Model, doc: &Document, except: Option<&[u8]>) -> bool {
     let mine = u_values(doc);
     model.iter().any(|(k, other)| {
-        Some(k.as_slice()) != except && u_values(other).iter().any(|v| mine.iter().any(|m| same(v, m)))
+        Some(k.as_slice()) != except
+            && u_values(other)
+                .iter()
+                .any(|v| mine.iter().any(|m| same(v, m)))
     })
 }
 
@@ -169,19 +179,29 @@ fn stored_form(doc: &Document, id: &Bson) -> Document {
 }
 
 /// Checks an insert's outcome against the model, and applies it.
-fn apply_insert(model: &mut Model, doc: &Document, outcome: Result<Bson, Error>) -> Result<(), TestCaseError> {
+fn apply_insert(
+    model: &mut Model,
+    doc: &Document,
+    outcome: Result<Bson, Error>,
+) -> Result<(), TestCaseError> {
     match outcome {
         Ok(id) => {
             let key = id_key(&id);
             prop_assert!(!model.contains_key(&key), "a duplicate _id was accepted");
-            prop_assert!(!u_conflict(model, doc, None), "a duplicate unique `u` was accepted");
+            prop_assert!(
+                !u_conflict(model, doc, None),
+                "a duplicate unique `u` was accepted"
+            );
             model.insert(key, stored_form(doc, &id));
         }
         Err(Error::DuplicateKey { index, .. }) if index == "_id_" => {
             prop_assert!(model.contains_key(&id_key(doc.get("_id").unwrap())));
         }
         Err(Error::DuplicateKey { index, .. }) if index == "u_1" => {
-            prop_assert!(u_conflict(model, doc, None), "refused `u` without a conflict");
+            prop_assert!(
+                u_conflict(model, doc, None),
+                "refused `u` without a conflict"
+            );
         }
         Err(Error::DuplicateKey { .. } | Error::ParallelArrays { .. }) => {}
         Err(e) => return Err(TestCaseError::fail(format!("unexpected error {e}"))),
@@ -224,8 +244,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let mut outcomes: BTreeMap<usize, Result<Bson, Error>> = BTreeMap::new();
                 outcomes.extend(result.inserted.into_iter().map(|(i, id)| (i, Ok(id))));
                 outcomes.extend(result.failures.into_iter().map(|(i, e)| (i, Err(e))));
-                if ordered && let Some((&first_failure, _)) = outcomes.iter().find(|(_, o)| o.is_err()) {
-                    prop_assert_eq!(outcomes.len(), first_failure + 1, "ordered insert went on after a failure");
+                if ordered
+                    && let Some((&first_failure, _)) = outcomes.iter().find(|(_, o)| o.is_err())
+                {
+                    prop_assert_eq!(
+                        outcomes.len(),
+                        first_failure + 1,
+                        "ordered insert went on after a failure"
+                    );
                 } else {
                     prop_assert_eq!(outcomes.len(), docs.len());
                 }
@@ -242,7 +268,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         let key = id_key(&id);
                         prop_assert_eq!(old.is_some(), model.contains_key(&key));
                         if old.is_some() {
-                            prop_assert!(!u_conflict(&model, &replacement, Some(&key)), "replace accepted a duplicate `u`");
+                            prop_assert!(
+                                !u_conflict(&model, &replacement, Some(&key)),
+                                "replace accepted a duplicate `u`"
+                            );
                             model.insert(key, stored_form(&replacement, &id));
                         }
                     }

@@ -91,6 +91,9 @@ fn sorting_by_order_sorts_the_encodings() {
         .collect();
     let mut sorted = values.clone();
     sorted.sort_by(|a, b| order::compare(a.as_raw_bson_ref(), b.as_raw_bson_ref()));
-    let encoded: Vec<Vec<u8>> = sorted.iter().map(|v| keys::encode(v.as_raw_bson_ref())).collect();
+    let encoded: Vec<Vec<u8>> = sorted
+        .iter()
+        .map(|v| keys::encode(v.as_raw_bson_ref()))
+        .collect();
     assert!(encoded.windows(2).all(|w| w[0] <= w[1]));
 }

@@ -1,7 +1,7 @@
-//! A small deterministic generator (SplitMix64) for benchmarks and the crash test, so that runs
+//! A small deterministic generator (`SplitMix64`) for benchmarks and the crash test, so that runs
 //! can be repeated from a seed without another dependency.
 
-/// SplitMix64: fast, well distributed, and reproducible from its seed.
+/// `SplitMix64`: fast, well distributed, and reproducible from its seed.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
 
