@@ -1,0 +1,675 @@
+//! The engine's public behaviour: documents, indexes, collections, transactions, persistence,
+//! format versions, concurrency and TTL. Each refusal is checked for its error, its message and
+//! for having changed nothing.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use bson::{Bson, DateTime, Document, doc};
+use odm_engine::{
+    Database, Direction, DocumentError, Durability, Error, FORMAT_VERSION, IndexSpec,
+    MAX_DOCUMENT_SIZE,
+};
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("odm-engine-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn ids(db: &Database, collection: &str) -> Vec<Bson> {
+    let txn = db.read().unwrap();
+    let Some(c) = txn.collection(collection).unwrap() else {
+        return Vec::new();
+    };
+    c.scan()
+        .unwrap()
+        .map(|d| {
+            d.unwrap()
+                .decode::<Document>()
+                .unwrap()
+                .get("_id")
+                .unwrap()
+                .clone()
+        })
+        .collect()
+}
+
+fn asc(path: &str) -> IndexSpec {
+    IndexSpec::ascending(path).unwrap()
+}
+
+#[test]
+fn duplicate_id_is_refused_by_name_and_changes_nothing() {
+    let db = Database::in_memory().unwrap();
+    let users = db.collection("users");
+    users.insert_one(doc! { "_id": 1, "name": "ann" }).unwrap();
+    let err = users
+        .insert_one(doc! { "_id": 1, "name": "bob" })
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::DuplicateKey { collection, index, .. } if collection == "users" && index == "_id_")
+    );
+    assert_eq!(
+        err.to_string(),
+        "duplicate key in collection `users`, index `_id_`: { _id: 1 }"
+    );
+    let stored = users.get(&Bson::Int32(1)).unwrap().unwrap();
+    assert_eq!(stored.get_str("name").unwrap(), "ann");
+    // 1 and 1.0 are the same `_id`, as in MongoDB.
+    assert!(users.insert_one(doc! { "_id": 1.0 }).is_err());
+}
+
+#[test]
+fn generated_ids_are_object_ids_stored_first() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let id = c.insert_one(doc! { "a": 1 }).unwrap();
+    assert!(matches!(id, Bson::ObjectId(_)));
+    let stored = c.get(&id).unwrap().unwrap();
+    let first = stored.iter().next().unwrap().unwrap().0.as_str().to_owned();
+    assert_eq!(first, "_id");
+}
+
+#[test]
+fn invalid_documents_are_refused_with_the_reason() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let cases: Vec<(Document, DocumentError)> = vec![
+        (
+            doc! { "$inc": 1 },
+            DocumentError::DollarField {
+                field: "$inc".into(),
+            },
+        ),
+        (
+            doc! { "_id": [1, 2] },
+            DocumentError::InvalidId { kind: "array" },
+        ),
+        (
+            doc! { "_id": Bson::Undefined },
+            DocumentError::InvalidId { kind: "undefined" },
+        ),
+    ];
+    for (doc, expected) in cases {
+        match c.insert_one(&doc).unwrap_err() {
+            Error::InvalidDocument { collection, source } => {
+                assert_eq!(collection, "c");
+                assert_eq!(source, expected);
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    let big = doc! { "blob": "x".repeat(MAX_DOCUMENT_SIZE) };
+    let err = c.insert_one(&big).unwrap_err();
+    assert!(
+        err.to_string().contains("over the 16777216-byte limit"),
+        "{err}"
+    );
+    // Nested `$` fields are allowed, as in MongoDB 5+.
+    c.insert_one(doc! { "a": { "$x": 1 } }).unwrap();
+    assert_eq!(c.count().unwrap(), 1);
+}
+
+#[test]
+fn insert_many_ordered_stops_and_unordered_goes_on() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let batch = || vec![doc! { "_id": 1 }, doc! { "_id": 1 }, doc! { "_id": 2 }];
+    let ordered = c.insert_many(batch(), true).unwrap();
+    assert_eq!(ordered.inserted.len(), 1);
+    assert_eq!(ordered.failures.len(), 1);
+    assert_eq!(ordered.failures[0].0, 1);
+    assert_eq!(ids(&db, "c"), vec![Bson::Int32(1)]);
+
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let unordered = c.insert_many(batch(), false).unwrap();
+    assert_eq!(
+        unordered
+            .inserted
+            .iter()
+            .map(|(i, _)| *i)
+            .collect::<Vec<_>>(),
+        vec![0, 2]
+    );
+    assert_eq!(
+        unordered
+            .failures
+            .iter()
+            .map(|(i, _)| *i)
+            .collect::<Vec<_>>(),
+        vec![1]
+    );
+    assert_eq!(ids(&db, "c"), vec![Bson::Int32(1), Bson::Int32(2)]);
+}
+
+#[test]
+fn unique_indexes_treat_missing_as_null_unless_sparse() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(asc("email").unique()).unwrap();
+    c.insert_one(doc! { "_id": 1 }).unwrap();
+    let err = c.insert_one(doc! { "_id": 2 }).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "duplicate key in collection `c`, index `email_1`: { email: null }"
+    );
+    // A repeated value inside one document's array is not a duplicate.
+    c.insert_one(doc! { "_id": 3, "email": ["a@x", "a@x"] })
+        .unwrap();
+    assert!(c.insert_one(doc! { "_id": 4, "email": "a@x" }).is_err());
+
+    let s = db.collection("s");
+    s.create_index(asc("nick").unique().sparse()).unwrap();
+    s.insert_many([doc! { "_id": 1 }, doc! { "_id": 2 }], true)
+        .unwrap();
+    s.insert_one(doc! { "_id": 3, "nick": "z" }).unwrap();
+    assert!(s.insert_one(doc! { "_id": 4, "nick": "z" }).is_err());
+    assert!(db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn compound_unique_index_compares_the_whole_key() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("recommendations");
+    let spec = IndexSpec::new([
+        ("book", Direction::Ascending),
+        ("user", Direction::Ascending),
+    ])
+    .unwrap()
+    .unique();
+    c.create_index(spec).unwrap();
+    c.insert_one(doc! { "book": 1, "user": "ann" }).unwrap();
+    c.insert_one(doc! { "book": 1, "user": "bob" }).unwrap();
+    c.insert_one(doc! { "book": 2, "user": "ann" }).unwrap();
+    let err = c
+        .insert_one(doc! { "book": 1.0, "user": "ann" })
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("index `book_1_user_1`: { book: 1, user: \"ann\" }"),
+        "{err}"
+    );
+    assert_eq!(c.count().unwrap(), 3);
+}
+
+#[test]
+fn parallel_arrays_are_refused() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(
+        IndexSpec::new([("a", Direction::Ascending), ("b", Direction::Descending)]).unwrap(),
+    )
+    .unwrap();
+    c.insert_one(doc! { "a": [1, 2], "b": 1 }).unwrap();
+    let err = c.insert_one(doc! { "a": [1, 2], "b": [3] }).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot index parallel arrays in collection `c`, index `a_1_b_-1`: `a` and `b` are both arrays"
+    );
+    assert_eq!(c.count().unwrap(), 1);
+}
+
+#[test]
+fn building_a_unique_index_over_duplicates_fails_and_leaves_nothing() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.insert_many((0..100).map(|i| doc! { "_id": i, "k": i % 50 }), true)
+        .unwrap();
+    let err = c.create_index(asc("k").unique()).unwrap_err();
+    assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
+    assert_eq!(c.list_indexes().unwrap().len(), 1);
+    // The same index without `unique` builds, with one entry per document.
+    c.create_index(asc("k")).unwrap();
+    let report = db.verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    assert_eq!(report.index_entries, 100);
+}
+
+#[test]
+fn index_definitions_are_idempotent_or_conflicting() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    assert_eq!(c.create_index(asc("a")).unwrap(), "a_1");
+    assert_eq!(c.create_index(asc("a")).unwrap(), "a_1");
+    let err = c.create_index(asc("a").unique()).unwrap_err();
+    assert!(matches!(err, Error::IndexConflict { .. }), "{err}");
+    let err = c.create_index(asc("b").named("a_1")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("an index with this name has another definition"),
+        "{err}"
+    );
+    assert_eq!(c.create_index(asc("_id")).unwrap(), "_id_");
+    let names: Vec<String> = c
+        .list_indexes()
+        .unwrap()
+        .iter()
+        .map(|s| s.name().to_owned())
+        .collect();
+    assert_eq!(names, ["_id_", "a_1"]);
+    assert!(matches!(c.drop_index("_id_"), Err(Error::IdIndexRequired)));
+    assert!(matches!(
+        c.drop_index("zzz"),
+        Err(Error::IndexNotFound { .. })
+    ));
+    c.drop_index("a_1").unwrap();
+    assert_eq!(c.list_indexes().unwrap().len(), 1);
+}
+
+#[test]
+fn invalid_index_specs_are_refused() {
+    assert!(IndexSpec::new(std::iter::empty()).is_err());
+    assert!(IndexSpec::ascending("a..b").is_err());
+    assert!(IndexSpec::new([("a", Direction::Ascending), ("a", Direction::Descending)]).is_err());
+    let db = Database::in_memory().unwrap();
+    let ttl_compound = IndexSpec::new([("a", Direction::Ascending), ("b", Direction::Ascending)])
+        .unwrap()
+        .expire_after(Duration::from_secs(5));
+    let err = db.collection("c").create_index(ttl_compound).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid index specification: a TTL index must have exactly one key field, index `a_1_b_1` has 2"
+    );
+}
+
+#[test]
+fn collections_are_created_listed_renamed_and_dropped() {
+    let db = Database::in_memory().unwrap();
+    db.collection("b").insert_one(doc! { "x": 1 }).unwrap();
+    db.write(|t| t.create_collection("a")).unwrap();
+    assert!(matches!(
+        db.write(|t| t.create_collection("a")),
+        Err(Error::CollectionExists(_))
+    ));
+    assert!(matches!(
+        db.write(|t| t.create_collection("bad$name")),
+        Err(Error::InvalidCollectionName { .. })
+    ));
+    assert_eq!(db.list_collections(), ["a", "b"]);
+    db.collection("b").create_index(asc("x")).unwrap();
+    db.write(|t| t.rename_collection("b", "c")).unwrap();
+    assert_eq!(db.list_collections(), ["a", "c"]);
+    assert_eq!(db.collection("c").count().unwrap(), 1);
+    assert_eq!(db.collection("c").list_indexes().unwrap().len(), 2);
+    assert!(matches!(
+        db.write(|t| t.rename_collection("a", "c")),
+        Err(Error::CollectionExists(_))
+    ));
+    assert!(db.write(|t| t.drop_collection("c")).unwrap());
+    assert!(!db.write(|t| t.drop_collection("c")).unwrap());
+    assert_eq!(db.list_collections(), ["a"]);
+    assert!(db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn a_failed_transaction_leaves_nothing_in_any_collection() {
+    let db = Database::in_memory().unwrap();
+    let result: Result<(), Error> = db.write(|t| {
+        t.insert_one("orders", doc! { "_id": 1 })?;
+        t.insert_one("stock", doc! { "_id": "widget", "n": 4 })?;
+        t.create_index("orders", asc("total"))?;
+        t.insert_one("orders", doc! { "_id": 1 })?; // duplicate: the closure fails
+        Ok(())
+    });
+    assert!(matches!(result, Err(Error::DuplicateKey { .. })));
+    assert!(db.list_collections().is_empty());
+    assert!(db.read().unwrap().collection("orders").unwrap().is_none());
+
+    db.write(|t| {
+        t.insert_one("orders", doc! { "_id": 1 })?;
+        t.insert_one("stock", doc! { "_id": "widget", "n": 3 })?;
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    assert_eq!(db.list_collections(), ["orders", "stock"]);
+}
+
+#[test]
+fn an_error_caught_inside_a_transaction_leaves_the_rest_committed() {
+    let db = Database::in_memory().unwrap();
+    db.collection("c").create_index(asc("k").unique()).unwrap();
+    db.write(|t| {
+        t.insert_one("c", doc! { "_id": 1, "k": 1 })?;
+        // Refused whole: neither the document nor any index entry may remain.
+        assert!(t.insert_one("c", doc! { "_id": 2, "k": 1 }).is_err());
+        t.insert_one("c", doc! { "_id": 3, "k": 3 })?;
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    assert_eq!(ids(&db, "c"), vec![Bson::Int32(1), Bson::Int32(3)]);
+    assert!(db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn replace_updates_indexes_and_keeps_the_id() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(asc("tags")).unwrap();
+    c.insert_one(doc! { "_id": 1, "tags": ["a", "b"] }).unwrap();
+    let old = c
+        .replace_one(&Bson::Int32(1), doc! { "tags": ["b", "c"] })
+        .unwrap()
+        .unwrap();
+    assert_eq!(old.get_array("tags").unwrap().into_iter().count(), 2);
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    assert_eq!(
+        coll.index_prefix("tags_1", &[Bson::from("a")])
+            .unwrap()
+            .count(),
+        0
+    );
+    assert_eq!(
+        coll.index_prefix("tags_1", &[Bson::from("c")])
+            .unwrap()
+            .count(),
+        1
+    );
+    drop(coll);
+    drop(txn);
+    let err = c
+        .replace_one(&Bson::Int32(1), doc! { "_id": 2 })
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid document for collection `c`: the replacement changes the immutable field `_id` from 1 to 2"
+    );
+    assert!(
+        c.replace_one(&Bson::Int32(9), doc! { "x": 1 })
+            .unwrap()
+            .is_none()
+    );
+    assert!(db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn index_prefix_scans_follow_index_order_and_dedupe_multikey() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("books");
+    c.create_index(
+        IndexSpec::new([
+            ("publisher.name", Direction::Ascending),
+            ("year", Direction::Descending),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    c.create_index(asc("subjects")).unwrap();
+    c.insert_many(
+        [
+            doc! { "_id": 1, "publisher": { "name": "A" }, "year": 2001, "subjects": ["db", "db", "rust"] },
+            doc! { "_id": 2, "publisher": { "name": "A" }, "year": 2010, "subjects": ["db"] },
+            doc! { "_id": 3, "publisher": { "name": "B" }, "year": 2005, "subjects": [] },
+        ],
+        true,
+    )
+    .unwrap();
+    let txn = db.read().unwrap();
+    let books = txn.collection("books").unwrap().unwrap();
+    let order: Vec<i32> = books
+        .index_prefix("publisher.name_1_year_-1", &[Bson::from("A")])
+        .unwrap()
+        .map(|d| {
+            d.unwrap()
+                .decode::<Document>()
+                .unwrap()
+                .get_i32("_id")
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(order, [2, 1]);
+    let db_books = books
+        .index_prefix("subjects_1", &[Bson::from("db")])
+        .unwrap()
+        .count();
+    assert_eq!(db_books, 2);
+    assert_eq!(books.index_prefix("subjects_1", &[]).unwrap().count(), 3);
+    assert!(matches!(
+        books.index_prefix("nope", &[]),
+        Err(Error::IndexNotFound { .. })
+    ));
+}
+
+#[test]
+fn decode_errors_name_the_collection_and_id() {
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Strict {
+        n: i32,
+    }
+    let db = Database::in_memory().unwrap();
+    db.collection("c")
+        .insert_one(doc! { "_id": "k1", "n": "not a number" })
+        .unwrap();
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let err = c
+        .get(&Bson::from("k1"))
+        .unwrap()
+        .unwrap()
+        .decode::<Strict>()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("document \"k1\" in collection `c` does not decode"),
+        "{text}"
+    );
+}
+
+#[test]
+fn data_indexes_and_catalog_survive_reopening() {
+    let path = temp_path("reopen.redb");
+    {
+        let db = Database::open(&path).unwrap();
+        let c = db.collection("c");
+        c.create_index(asc("k").unique()).unwrap();
+        c.insert_many((0..500).map(|i| doc! { "_id": i, "k": i }), true)
+            .unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let c = db.collection("c");
+    assert_eq!(c.count().unwrap(), 500);
+    assert!(
+        c.insert_one(doc! { "k": 7 }).is_err(),
+        "the unique index survived"
+    );
+    let report = db.verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    assert_eq!(report.documents, 500);
+}
+
+#[test]
+fn files_of_another_format_version_are_refused() {
+    let path = temp_path("version.redb");
+    drop(Database::open(&path).unwrap());
+    {
+        let raw = redb::Database::open(&path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("odm.meta");
+            let mut meta = txn.open_table(def).unwrap();
+            meta.insert("format_version", 999u32.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let err = Database::open(&path).unwrap_err();
+    assert!(
+        matches!(err, Error::FormatVersion { found: 999, supported } if supported == FORMAT_VERSION)
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the file uses storage format version 999; this build reads version {FORMAT_VERSION} only"
+        )
+    );
+}
+
+#[test]
+fn foreign_and_garbage_files_are_refused_without_panicking() {
+    let path = temp_path("foreign.redb");
+    {
+        let raw = redb::Database::create(&path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("theirs");
+            txn.open_table(def).unwrap().insert(1, 2).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let err = Database::open(&path).unwrap_err();
+    assert!(err.to_string().contains("did not create"), "{err}");
+
+    let garbage = temp_path("garbage.redb");
+    std::fs::write(&garbage, vec![0x5Au8; 8192]).unwrap();
+    assert!(Database::open(&garbage).is_err());
+}
+
+#[test]
+fn snapshots_do_not_see_later_writes_and_threads_share_a_database() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Database>();
+
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.insert_one(doc! { "_id": 0 }).unwrap();
+    let snapshot = db.read().unwrap();
+    c.insert_one(doc! { "_id": 1 }).unwrap();
+    assert_eq!(snapshot.collection("c").unwrap().unwrap().len().unwrap(), 1);
+    assert_eq!(c.count().unwrap(), 2);
+    drop(snapshot);
+
+    let barrier = Arc::new(Barrier::new(4));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let db = db.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                for i in 0..50 {
+                    if t % 2 == 0 {
+                        db.collection("c")
+                            .insert_one(doc! { "_id": 1000 * (t + 1) + i })
+                            .unwrap();
+                    } else {
+                        let n = db.collection("c").count().unwrap();
+                        assert!(n >= 2);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(c.count().unwrap(), 102);
+}
+
+#[test]
+fn eventual_durability_commits_visibly() {
+    let path = temp_path("eventual.redb");
+    {
+        let db = Database::open(&path).unwrap();
+        db.write_with(Durability::Eventual, |t| {
+            t.insert_one("c", doc! { "_id": 1 })
+        })
+        .unwrap();
+        assert_eq!(db.collection("c").count().unwrap(), 1);
+        // An immediate commit makes everything before it durable.
+        db.write(|t| t.insert_one("c", doc! { "_id": 2 })).unwrap();
+    }
+    assert_eq!(
+        Database::open(&path)
+            .unwrap()
+            .collection("c")
+            .count()
+            .unwrap(),
+        2
+    );
+}
+
+fn at(ms: i64) -> Bson {
+    Bson::DateTime(DateTime::from_millis(ms))
+}
+
+#[test]
+fn ttl_expires_by_earliest_date_and_never_non_dates() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("sessions");
+    c.create_index(asc("seen").expire_after(Duration::from_secs(10)))
+        .unwrap();
+    c.create_index(asc("user")).unwrap();
+    c.insert_many(
+        [
+            doc! { "_id": 1, "user": "a", "seen": at(0) },
+            doc! { "_id": 2, "user": "b", "seen": at(20_000) },
+            doc! { "_id": 3, "user": "c", "seen": [at(50_000), at(1_000)] },
+            doc! { "_id": 4, "user": "d", "seen": "yesterday" },
+            doc! { "_id": 5, "user": "e" },
+            doc! { "_id": 6, "user": "f", "seen": at(9_999) },
+        ],
+        true,
+    )
+    .unwrap();
+    // At 20 s the cutoff is 10 s: 1 (0 s), 3 (earliest 1 s) and 6 (9.999 s) expire.
+    assert_eq!(db.expire(DateTime::from_millis(20_000)).unwrap(), 3);
+    assert_eq!(
+        ids(&db, "sessions"),
+        vec![Bson::Int32(2), Bson::Int32(4), Bson::Int32(5)]
+    );
+    assert!(db.verify().unwrap().is_clean());
+    assert_eq!(db.expire(DateTime::from_millis(29_999)).unwrap(), 0);
+    assert_eq!(db.expire(DateTime::from_millis(30_001)).unwrap(), 1);
+    assert_eq!(
+        db.expire(DateTime::from_millis(i64::MAX)).unwrap(),
+        0,
+        "non-dates never expire"
+    );
+}
+
+#[test]
+fn ttl_works_on_descending_and_unique_indexes() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let spec = IndexSpec::new([("at", Direction::Descending)])
+        .unwrap()
+        .unique()
+        .expire_after(Duration::from_secs(1));
+    c.create_index(spec).unwrap();
+    c.insert_many(
+        (0..10).map(|i| doc! { "_id": i, "at": at(i64::from(i) * 1000) }),
+        true,
+    )
+    .unwrap();
+    // Cutoff 4 s: dates 0..=3 s expire.
+    assert_eq!(db.expire(DateTime::from_millis(5_000)).unwrap(), 4);
+    assert_eq!(c.count().unwrap(), 6);
+    assert!(db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn ttl_monitor_expires_in_the_background_and_stops_on_drop() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(asc("at").expire_after(Duration::from_mins(1)))
+        .unwrap();
+    c.insert_one(doc! { "at": at(0) }).unwrap();
+    let monitor = db.start_ttl_monitor_with_clock(Duration::from_millis(5), || {
+        DateTime::from_millis(3_600_000)
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while c.count().unwrap() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(c.count().unwrap(), 0);
+    let stats = monitor.stats();
+    assert!(
+        stats.passes >= 1 && stats.expired == 1 && stats.last_error.is_none(),
+        "{stats:?}"
+    );
+    drop(monitor);
+}
