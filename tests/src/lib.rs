@@ -1,3 +1,4 @@
-//! Shared helpers for the end-to-end tests, the crash test and the benchmark binary.
+//! Shared code for the end-to-end tests, the crash test and the benchmark binary.
 
+pub mod crash;
 pub mod rng;
