@@ -1,0 +1,467 @@
+//! `bench core`: load, durable inserts, point gets, a full scan and indexed equality queries,
+//! through the engine, raw redb with hand-maintained index tables, and SQLite storing JSON.
+//!
+//! The data: documents of about 250 bytes with two secondary indexes (`user`, 1,000 distinct
+//! values so an equality query returns about 100 documents; `category`). All three systems encode
+//! and decode the same serde type, so the engine/raw ratio is the engine's own overhead.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use bson::RawDocumentBuf;
+use odm_engine::{Database, IndexSpec};
+use odm_tests::rng::Rng;
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use rusqlite::{Connection, params};
+use serde::{Deserialize, Serialize};
+
+use crate::Options;
+use crate::report::{Row, median, per_op, print_table};
+
+const USERS: u64 = 1_000;
+const BATCH: usize = 1_000;
+const DURABLE_INSERTS: usize = 1_000;
+const GETS: usize = 100_000;
+const QUERIES: usize = 1_000;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Item {
+    #[serde(rename = "_id")]
+    id: i64,
+    user: String,
+    category: i32,
+    score: f64,
+    created_ms: i64,
+    title: String,
+    tags: Vec<String>,
+}
+
+fn item(id: i64, rng: &mut Rng) -> Item {
+    let user = format!("user{:05}", rng.below(USERS));
+    Item {
+        id,
+        category: rng.below(500) as i32,
+        score: rng.below(1_000_000) as f64 / 100.0,
+        created_ms: 1_700_000_000_000 + rng.below(10_000_000_000) as i64,
+        title: format!(
+            "A title of moderate length for item number {id:>10} in the benchmark data set"
+        ),
+        tags: vec![
+            format!("t{}", rng.below(50)),
+            format!("t{}", rng.below(50)),
+            "common".into(),
+        ],
+        user,
+    }
+}
+
+/// What each phase measured, in µs per operation, for one system in one run.
+#[derive(Debug, Default, Clone)]
+struct Timings {
+    load: f64,
+    durable: f64,
+    get: f64,
+    scan: f64,
+    query: f64,
+}
+
+/// The phases every system implements.
+trait System {
+    fn load(&mut self, items: &[Item]);
+    fn insert_durable(&mut self, item: &Item);
+    /// Gets every id, in batches sharing one read transaction; returns a checksum.
+    fn get_many(&mut self, ids: &[i64]) -> i64;
+    /// Decodes every document; returns how many.
+    fn scan(&mut self) -> usize;
+    /// Fetches and decodes the documents of `user`; returns how many.
+    fn query(&mut self, user: &str) -> usize;
+}
+
+pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = std::env::temp_dir().join(format!("odm-bench-core-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    println!(
+        "bench core: {} documents, 2 secondary indexes, {} runs; release build",
+        options.docs, options.runs
+    );
+    let mut results: Vec<[Timings; 3]> = Vec::new();
+    for run in 0..options.runs {
+        let mut rng = Rng::new(42 + run as u64);
+        let items: Vec<Item> = (0..options.docs as i64)
+            .map(|i| item(i, &mut rng))
+            .collect();
+        let extra: Vec<Item> = (0..DURABLE_INSERTS as i64)
+            .map(|i| item(options.docs as i64 + i, &mut rng))
+            .collect();
+        let total = (options.docs + DURABLE_INSERTS) as u64;
+        let gets: Vec<i64> = (0..GETS).map(|_| rng.below(total) as i64).collect();
+        let users: Vec<String> = (0..QUERIES)
+            .map(|_| format!("user{:05}", rng.below(USERS)))
+            .collect();
+        let mut timings: [Timings; 3] = Default::default();
+        let systems: [Box<dyn System>; 3] = [
+            Box::new(EngineSystem::new(&fresh(&dir, "engine.redb"))?),
+            Box::new(RawRedb::new(&fresh(&dir, "raw.redb"))?),
+            Box::new(Sqlite::new(&fresh(&dir, "sqlite.db"))?),
+        ];
+        let mut checks = Vec::new();
+        let names = ["engine", "raw", "sqlite"];
+        for ((system, t), name) in systems.into_iter().zip(timings.iter_mut()).zip(names) {
+            if options.only.as_deref().is_none_or(|only| only == name) {
+                checks.push(measure(system, &items, &extra, &gets, &users, t));
+            }
+        }
+        if checks.windows(2).any(|w| w[0] != w[1]) {
+            return Err(format!("systems disagree on results: {checks:?}").into());
+        }
+        results.push(timings);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    report(&results);
+    Ok(())
+}
+
+fn fresh(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    path
+}
+
+/// Runs every phase; returns what the reads found, which must agree across systems.
+fn measure(
+    mut system: Box<dyn System>,
+    items: &[Item],
+    extra: &[Item],
+    gets: &[i64],
+    users: &[String],
+    t: &mut Timings,
+) -> (i64, usize, usize) {
+    ((), t.load) = per_op(items.len(), || {
+        for batch in items.chunks(BATCH) {
+            system.load(batch);
+        }
+    });
+    ((), t.durable) = per_op(extra.len(), || {
+        for item in extra {
+            system.insert_durable(item);
+        }
+    });
+    let (checksum, get) = per_op(gets.len(), || system.get_many(gets));
+    t.get = get;
+    let (scanned, scan) = per_op(items.len() + extra.len(), || system.scan());
+    t.scan = scan;
+    let (found, query) = per_op(users.len(), || {
+        users.iter().map(|u| system.query(u)).sum::<usize>()
+    });
+    t.query = query;
+    (checksum, scanned, found)
+}
+
+fn report(results: &[[Timings; 3]]) {
+    let column = |system: usize, f: fn(&Timings) -> f64| {
+        median(results.iter().map(|r| f(&r[system])).collect())
+    };
+    type Phase = (&'static str, &'static str, fn(&Timings) -> f64);
+    let phases: [Phase; 5] = [
+        ("load, 1,000 per transaction", "doc", |t| t.load),
+        ("insert, one durable txn each", "doc", |t| t.durable),
+        ("point get", "get", |t| t.get),
+        ("full scan, decoded", "doc", |t| t.scan),
+        ("indexed equality, ~100 docs", "query", |t| t.query),
+    ];
+    let rows: Vec<Row> = phases
+        .iter()
+        .map(|(phase, unit, f)| Row {
+            phase,
+            unit,
+            values: (0..3).map(|s| column(s, *f)).collect(),
+        })
+        .collect();
+    print_table(&["engine", "raw redb", "sqlite"], &rows);
+    let ratio = |row: usize, other: usize| rows[row].values[0] / rows[row].values[other];
+    println!(
+        "ratio insert={:.2} get={:.2} query={:.2} vs_sqlite insert={:.2} get={:.2} query={:.2} scan={:.2}",
+        ratio(0, 1),
+        ratio(2, 1),
+        ratio(4, 1),
+        ratio(0, 2),
+        ratio(2, 2),
+        ratio(4, 2),
+        ratio(3, 2),
+    );
+}
+
+struct EngineSystem {
+    db: Database,
+}
+
+impl EngineSystem {
+    fn new(path: &Path) -> Result<Self, odm_engine::Error> {
+        let db = Database::open(path)?;
+        let items = db.collection("items");
+        items.create_index(IndexSpec::ascending("user")?)?;
+        items.create_index(IndexSpec::ascending("category")?)?;
+        Ok(EngineSystem { db })
+    }
+}
+
+fn to_raw(item: &Item) -> RawDocumentBuf {
+    bson::serialize_to_raw_document_buf(item).expect("items serialize")
+}
+
+impl System for EngineSystem {
+    fn load(&mut self, items: &[Item]) {
+        let result = self
+            .db
+            .write_with(odm_engine::Durability::Eventual, |t| {
+                t.insert_many("items", items.iter().map(to_raw), true)
+            })
+            .expect("load");
+        assert!(result.failures.is_empty(), "{:?}", result.failures);
+    }
+
+    fn insert_durable(&mut self, item: &Item) {
+        self.db
+            .write(|t| t.insert_one("items", to_raw(item)))
+            .expect("insert");
+    }
+
+    fn get_many(&mut self, ids: &[i64]) -> i64 {
+        let mut checksum = 0;
+        for batch in ids.chunks(BATCH) {
+            let txn = self.db.read().expect("read");
+            let items = txn.collection("items").expect("open").expect("exists");
+            for id in batch {
+                let doc = items
+                    .get(&bson::Bson::Int64(*id))
+                    .expect("get")
+                    .expect("present");
+                checksum += i64::from(doc.decode::<Item>().expect("decode").category);
+            }
+        }
+        checksum
+    }
+
+    fn scan(&mut self) -> usize {
+        let txn = self.db.read().expect("read");
+        let items = txn.collection("items").expect("open").expect("exists");
+        items
+            .scan()
+            .expect("scan")
+            .map(|d| d.expect("row").decode::<Item>().expect("decode"))
+            .filter(|i| !i.user.is_empty())
+            .count()
+    }
+
+    fn query(&mut self, user: &str) -> usize {
+        let txn = self.db.read().expect("read");
+        let items = txn.collection("items").expect("open").expect("exists");
+        items
+            .index_prefix("user_1", &[bson::Bson::from(user)])
+            .expect("scan")
+            .map(|d| d.expect("row").decode::<Item>().expect("decode"))
+            .filter(|i| i.user == user)
+            .count()
+    }
+}
+
+const RAW_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("docs");
+const RAW_BY_USER: TableDefinition<&[u8], ()> = TableDefinition::new("by_user");
+const RAW_BY_CATEGORY: TableDefinition<&[u8], ()> = TableDefinition::new("by_category");
+
+/// Raw redb written by hand: documents by id, and index tables keyed `field bytes ++ id` as a
+/// careful user would write them; BSON encode and decode as in the engine.
+struct RawRedb {
+    db: redb::Database,
+}
+
+impl RawRedb {
+    fn new(path: &Path) -> Result<Self, redb::Error> {
+        let db = redb::Database::create(path)?;
+        let txn = db.begin_write()?;
+        txn.open_table(RAW_DOCS)?;
+        txn.open_table(RAW_BY_USER)?;
+        txn.open_table(RAW_BY_CATEGORY)?;
+        txn.commit()?;
+        Ok(RawRedb { db })
+    }
+
+    fn write(&self, items: &[Item]) {
+        let txn = self.db.begin_write().expect("begin");
+        {
+            let mut docs = txn.open_table(RAW_DOCS).expect("docs");
+            let mut by_user = txn.open_table(RAW_BY_USER).expect("by_user");
+            let mut by_category = txn.open_table(RAW_BY_CATEGORY).expect("by_category");
+            for item in items {
+                let bytes = bson::serialize_to_vec(item).expect("encode");
+                let id = item.id as u64;
+                docs.insert(id, bytes.as_slice()).expect("insert");
+                by_user
+                    .insert(user_key(&item.user, id).as_slice(), ())
+                    .expect("insert");
+                let mut category = (item.category as u32 ^ 0x8000_0000).to_be_bytes().to_vec();
+                category.extend_from_slice(&id.to_be_bytes());
+                by_category.insert(category.as_slice(), ()).expect("insert");
+            }
+        }
+        txn.commit().expect("commit");
+    }
+}
+
+fn user_key(user: &str, id: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(user.len() + 9);
+    key.extend_from_slice(user.as_bytes());
+    key.push(0);
+    key.extend_from_slice(&id.to_be_bytes());
+    key
+}
+
+impl System for RawRedb {
+    fn load(&mut self, items: &[Item]) {
+        self.write(items);
+    }
+
+    fn insert_durable(&mut self, item: &Item) {
+        self.write(std::slice::from_ref(item));
+    }
+
+    fn get_many(&mut self, ids: &[i64]) -> i64 {
+        let mut checksum = 0;
+        for batch in ids.chunks(BATCH) {
+            let txn = self.db.begin_read().expect("read");
+            let docs = txn.open_table(RAW_DOCS).expect("docs");
+            for id in batch {
+                let doc = docs.get(*id as u64).expect("get").expect("present");
+                let item: Item = bson::deserialize_from_slice(doc.value()).expect("decode");
+                checksum += i64::from(item.category);
+            }
+        }
+        checksum
+    }
+
+    fn scan(&mut self) -> usize {
+        let txn = self.db.begin_read().expect("read");
+        let docs = txn.open_table(RAW_DOCS).expect("docs");
+        docs.iter()
+            .expect("iter")
+            .map(|row| {
+                bson::deserialize_from_slice::<Item>(row.expect("row").1.value()).expect("decode")
+            })
+            .filter(|i| !i.user.is_empty())
+            .count()
+    }
+
+    fn query(&mut self, user: &str) -> usize {
+        let txn = self.db.begin_read().expect("read");
+        let docs = txn.open_table(RAW_DOCS).expect("docs");
+        let by_user = txn.open_table(RAW_BY_USER).expect("by_user");
+        let lower = user_key(user, 0);
+        let upper = user_key(user, u64::MAX);
+        let mut seen = BTreeSet::new();
+        let mut found = 0;
+        for row in by_user
+            .range(lower.as_slice()..=upper.as_slice())
+            .expect("range")
+        {
+            let (key, _) = row.expect("row");
+            let key = key.value();
+            let id = u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"));
+            if !seen.insert(id) {
+                continue;
+            }
+            let doc = docs.get(id).expect("get").expect("present");
+            let item: Item = bson::deserialize_from_slice(doc.value()).expect("decode");
+            found += usize::from(item.user == user);
+        }
+        found
+    }
+}
+
+/// SQLite storing JSON with expression indexes, WAL mode, `synchronous=FULL`.
+struct Sqlite {
+    conn: Connection,
+}
+
+impl Sqlite {
+    fn new(path: &Path) -> rusqlite::Result<Self> {
+        let conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(
+            "CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+             CREATE INDEX items_user ON items (json_extract(body, '$.user'));
+             CREATE INDEX items_category ON items (json_extract(body, '$.category'));",
+        )?;
+        Ok(Sqlite { conn })
+    }
+
+    fn write(&mut self, items: &[Item]) {
+        let txn = self.conn.transaction().expect("begin");
+        {
+            let mut insert = txn
+                .prepare_cached("INSERT INTO items (id, body) VALUES (?1, ?2)")
+                .expect("prepare");
+            for item in items {
+                let body = serde_json::to_string(item).expect("encode");
+                insert.execute(params![item.id, body]).expect("insert");
+            }
+        }
+        txn.commit().expect("commit");
+    }
+}
+
+impl System for Sqlite {
+    fn load(&mut self, items: &[Item]) {
+        self.write(items);
+    }
+
+    fn insert_durable(&mut self, item: &Item) {
+        self.write(std::slice::from_ref(item));
+    }
+
+    fn get_many(&mut self, ids: &[i64]) -> i64 {
+        let mut checksum = 0;
+        for batch in ids.chunks(BATCH) {
+            let txn = self.conn.transaction().expect("begin");
+            {
+                let mut get = txn
+                    .prepare_cached("SELECT body FROM items WHERE id = ?1")
+                    .expect("prepare");
+                for id in batch {
+                    let body: String = get.query_row([id], |r| r.get(0)).expect("get");
+                    let item: Item = serde_json::from_str(&body).expect("decode");
+                    checksum += i64::from(item.category);
+                }
+            }
+            txn.commit().expect("commit");
+        }
+        checksum
+    }
+
+    fn scan(&mut self) -> usize {
+        let mut all = self
+            .conn
+            .prepare_cached("SELECT body FROM items")
+            .expect("prepare");
+        all.query_map([], |r| r.get::<_, String>(0))
+            .expect("query")
+            .map(|b| serde_json::from_str::<Item>(&b.expect("row")).expect("decode"))
+            .filter(|i| !i.user.is_empty())
+            .count()
+    }
+
+    fn query(&mut self, user: &str) -> usize {
+        let mut by_user = self
+            .conn
+            .prepare_cached("SELECT body FROM items WHERE json_extract(body, '$.user') = ?1")
+            .expect("prepare");
+        by_user
+            .query_map([user], |r| r.get::<_, String>(0))
+            .expect("query")
+            .map(|b| serde_json::from_str::<Item>(&b.expect("row")).expect("decode"))
+            .filter(|i| i.user == user)
+            .count()
+    }
+}

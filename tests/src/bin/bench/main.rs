@@ -1,0 +1,74 @@
+//! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
+//!
+//! `cargo run --release -p odm-tests --bin bench -- core [--docs N] [--runs R]`
+//!
+//! Every figure is measured side by side in one run on the same data; the ratios compare
+//! systems within that run, never against numbers from elsewhere.
+
+mod core;
+mod report;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(suite) = args.first() else {
+        usage();
+    };
+    let options = match Options::parse(&args[1..]) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            usage();
+        }
+    };
+    let outcome = match suite.as_str() {
+        "core" => core::run(&options),
+        _ => usage(),
+    };
+    if let Err(e) = outcome {
+        eprintln!("bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: bench core [--docs N] [--runs R] [--only engine|raw|sqlite]");
+    std::process::exit(2);
+}
+
+/// Sizes shared by the suites.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub docs: usize,
+    pub runs: usize,
+    /// Measure one system only (`engine`, `raw` or `sqlite`), for profiling.
+    pub only: Option<String>,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let mut options = Options {
+            docs: 100_000,
+            runs: 3,
+            only: None,
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            if flag == "--only" {
+                options.only = Some(value.clone());
+                continue;
+            }
+            let n: usize = value
+                .parse()
+                .map_err(|_| format!("{flag} takes a whole number, not `{value}`"))?;
+            match flag.as_str() {
+                "--docs" if n >= 1_000 => options.docs = n,
+                "--runs" if n >= 1 => options.runs = n,
+                "--docs" => return Err("--docs must be at least 1000".into()),
+                "--runs" => return Err("--runs must be at least 1".into()),
+                other => return Err(format!("unknown flag {other}")),
+            }
+        }
+        Ok(options)
+    }
+}
