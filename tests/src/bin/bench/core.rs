@@ -159,11 +159,13 @@ fn measure(
     (checksum, scanned, found)
 }
 
+/// A table row's label, unit and the figure it reads from each system's timings.
+type Phase = (&'static str, &'static str, fn(&Timings) -> f64);
+
 fn report(results: &[[Timings; 3]]) {
     let column = |system: usize, f: fn(&Timings) -> f64| {
         median(results.iter().map(|r| f(&r[system])).collect())
     };
-    type Phase = (&'static str, &'static str, fn(&Timings) -> f64);
     let phases: [Phase; 5] = [
         ("load, 1,000 per transaction", "doc", |t| t.load),
         ("insert, one durable txn each", "doc", |t| t.durable),
