@@ -9,7 +9,7 @@
 //!
 //! Layout: a tag byte per type bracket (in bracket order), then a payload:
 //! - numbers: a class byte (NaN, -inf, negative, zero, positive, +inf); finite non-zero values
-//!   as `±0.d₁d₂… × 10^exp` ([`crate::number`]): the exponent as a biased big-endian u16, then
+//!   as `±0.d₁d₂… × 10^exp` (exact decimal values): the exponent as a biased big-endian u16, then
 //!   the digits two per byte (`1 + 10·d₁ + d₂`, an odd tail padded with 0) and a 0 terminator;
 //!   negative magnitudes are inverted;
 //! - strings, regexes and code: bytes with 0x00 escaped as 0x00 0xFF, closed by 0x00 0x00;

@@ -212,16 +212,17 @@ fn apply_insert(
 fn check(db: &Database, model: &Model) -> Result<(), TestCaseError> {
     let report = db.verify().unwrap();
     prop_assert!(report.is_clean(), "verify: {:?}", report.problems);
+    // Compared as bytes: exact field order and types, and NaN equals itself.
     let txn = db.read().unwrap();
-    let stored: Vec<Document> = match txn.collection(C).unwrap() {
+    let stored: Vec<Vec<u8>> = match txn.collection(C).unwrap() {
         Some(c) => c
             .scan()
             .unwrap()
-            .map(|d| d.unwrap().decode::<Document>().unwrap())
+            .map(|d| d.unwrap().bytes().to_vec())
             .collect(),
         None => Vec::new(),
     };
-    let expected: Vec<Document> = model.values().cloned().collect();
+    let expected: Vec<Vec<u8>> = model.values().map(|d| d.to_vec().unwrap()).collect();
     prop_assert_eq!(stored, expected);
     Ok(())
 }
