@@ -9,8 +9,8 @@
 //!
 //! Layout: a tag byte per type bracket (in bracket order), then a payload:
 //! - numbers: a class byte (NaN, -inf, negative, zero, positive, +inf); finite non-zero values
-//!   as `±0.d₁d₂… × 10^exp` (exact decimal values): the exponent as a biased big-endian u16, then
-//!   the digits two per byte (`1 + 10·d₁ + d₂`, an odd tail padded with 0) and a 0 terminator;
+//!   as `±0.d₁d₂… × 10^exp` (exact decimal values): the exponent in one byte when within ±100
+//!   (else a marker byte and a biased big-endian u16), then the digits two per byte (`1 + 10·d₁ + d₂`, an odd tail padded with 0) and a 0 terminator;
 //!   negative magnitudes are inverted;
 //! - strings, regexes and code: bytes with 0x00 escaped as 0x00 0xFF, closed by 0x00 0x00;
 //! - objects: per element its value's tag, its escaped name and its payload, closed by 0x00;
@@ -176,9 +176,7 @@ fn encode_number(out: &mut Vec<u8>, n: &Number) {
         Number::Finite(d) => {
             out.push(if d.negative { 0x03 } else { 0x05 });
             let start = out.len();
-            // Exponents stay well inside i16 for every double and decimal128.
-            let exp = (d.exp.clamp(-0x8000, 0x7FFF) + 0x8000) as u16;
-            out.extend_from_slice(&exp.to_be_bytes());
+            encode_exponent(out, d.exp);
             for pair in d.digits.chunks(2) {
                 let low = pair.get(1).copied().unwrap_or(0);
                 out.push(1 + pair[0] * 10 + low);
@@ -189,6 +187,22 @@ fn encode_number(out: &mut Vec<u8>, n: &Number) {
             }
         }
         Number::PosInfinity => out.push(0x06),
+    }
+}
+
+/// Exponents within ±[`SHORT_EXPONENT`] (every integer below 10^100 and most fractions) take one
+/// byte, `0x80 + exp`; others take 0xFF (above) or 0x00 (below) and a biased big-endian u16.
+/// The first byte orders the three forms and says how long the exponent is.
+const SHORT_EXPONENT: i32 = 100;
+
+fn encode_exponent(out: &mut Vec<u8>, exp: i32) {
+    if exp.abs() <= SHORT_EXPONENT {
+        out.push((0x80 + exp) as u8);
+    } else {
+        out.push(if exp > 0 { 0xFF } else { 0x00 });
+        // Exponents stay well inside i16 for every double and decimal128.
+        let biased = (exp.clamp(-0x8000, 0x7FFF) + 0x8000) as u16;
+        out.extend_from_slice(&biased.to_be_bytes());
     }
 }
 
@@ -274,8 +288,16 @@ impl Reader<'_> {
         match self.byte()? {
             0x01 | 0x02 | 0x04 | 0x06 => Some(()),
             class @ (0x03 | 0x05) => {
-                let end = if class == 0x03 { 0xFF } else { END };
-                self.skip(2)?;
+                // Negative magnitudes are inverted, exponent and terminator included.
+                let (end, long_low, long_high) = if class == 0x03 {
+                    (0xFF, 0xFF, 0x00)
+                } else {
+                    (END, 0x00, 0xFF)
+                };
+                let exp = self.byte()?;
+                if exp == long_low || exp == long_high {
+                    self.skip(2)?;
+                }
                 while self.byte()? != end {}
                 Some(())
             }

@@ -16,6 +16,7 @@ mod autocommit;
 mod catalog;
 mod collection;
 mod db;
+mod decode;
 mod document;
 mod error;
 mod index;

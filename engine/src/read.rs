@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use crate::catalog::{CollectionMeta, IndexMeta};
 use crate::collection::id_key;
 use crate::db::ReadTxn;
+use crate::decode;
 use crate::error::{DocumentError, Error, Result};
 use crate::index::render;
 use crate::keys;
@@ -254,10 +255,10 @@ impl StoredDocument {
 
     /// Decodes the document into `T` without an intermediate `bson::Document`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
-        bson::deserialize_from_slice(self.guard.value()).map_err(|e| Error::Decode {
+        decode::from_slice(self.guard.value()).map_err(|reason| Error::Decode {
             collection: self.collection.name.clone(),
             id: self.id_text(),
-            reason: e.to_string(),
+            reason,
         })
     }
 

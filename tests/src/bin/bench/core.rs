@@ -99,18 +99,35 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             .map(|_| format!("user{:05}", rng.below(USERS)))
             .collect();
         let mut timings: [Timings; 3] = Default::default();
-        let systems: [Box<dyn System>; 3] = [
+        let mut systems: [Box<dyn System>; 3] = [
             Box::new(EngineSystem::new(&fresh(&dir, "engine.redb"))?),
             Box::new(RawRedb::new(&fresh(&dir, "raw.redb"))?),
             Box::new(Sqlite::new(&fresh(&dir, "sqlite.db"))?),
         ];
-        let mut checks = Vec::new();
         let names = ["engine", "raw", "sqlite"];
-        for ((system, t), name) in systems.into_iter().zip(timings.iter_mut()).zip(names) {
-            if options.only.as_deref().is_none_or(|only| only == name) {
-                checks.push(measure(system, &items, &extra, &gets, &users, t));
+        // Phase by phase, every system in turn, starting with a different one each run: a burst
+        // of noise on the machine then falls on all systems alike.
+        let order: Vec<usize> = (0..3)
+            .map(|i| (i + run) % 3)
+            .filter(|&i| options.only.as_deref().is_none_or(|only| only == names[i]))
+            .collect();
+        let mut checks = [(0i64, 0usize, 0usize); 3];
+        for phase in 0..5 {
+            for &i in &order {
+                let (system, t, check) = (&mut systems[i], &mut timings[i], &mut checks[i]);
+                match phase {
+                    0 => t.load = load(system.as_mut(), &items),
+                    1 => t.durable = durable(system.as_mut(), &extra),
+                    2 => (check.0, t.get) = per_op(gets.len(), || system.get_many(&gets)),
+                    3 => (check.1, t.scan) = per_op(items.len() + extra.len(), || system.scan()),
+                    _ => {
+                        (check.2, t.query) =
+                            per_op(users.len(), || users.iter().map(|u| system.query(u)).sum());
+                    }
+                }
             }
         }
+        let checks: Vec<_> = order.iter().map(|&i| checks[i]).collect();
         if checks.windows(2).any(|w| w[0] != w[1]) {
             return Err(format!("systems disagree on results: {checks:?}").into());
         }
@@ -129,34 +146,22 @@ fn fresh(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-/// Runs every phase; returns what the reads found, which must agree across systems.
-fn measure(
-    mut system: Box<dyn System>,
-    items: &[Item],
-    extra: &[Item],
-    gets: &[i64],
-    users: &[String],
-    t: &mut Timings,
-) -> (i64, usize, usize) {
-    ((), t.load) = per_op(items.len(), || {
+fn load(system: &mut dyn System, items: &[Item]) -> f64 {
+    per_op(items.len(), || {
         for batch in items.chunks(BATCH) {
             system.load(batch);
         }
-    });
-    ((), t.durable) = per_op(extra.len(), || {
-        for item in extra {
+    })
+    .1
+}
+
+fn durable(system: &mut dyn System, items: &[Item]) -> f64 {
+    per_op(items.len(), || {
+        for item in items {
             system.insert_durable(item);
         }
-    });
-    let (checksum, get) = per_op(gets.len(), || system.get_many(gets));
-    t.get = get;
-    let (scanned, scan) = per_op(items.len() + extra.len(), || system.scan());
-    t.scan = scan;
-    let (found, query) = per_op(users.len(), || {
-        users.iter().map(|u| system.query(u)).sum::<usize>()
-    });
-    t.query = query;
-    (checksum, scanned, found)
+    })
+    .1
 }
 
 /// A table row's label, unit and the figure it reads from each system's timings.

@@ -1,0 +1,643 @@
+//! A fast serde deserializer over stored BSON bytes, used by `StoredDocument::decode`.
+//!
+//! It walks the bytes once, borrowing strings and keys from them, and handles the types that
+//! make up most documents: double, string, document, array, bool, null, int32, int64, ObjectId
+//! and date (the last two presented exactly as the bson crate presents them, so bson's own
+//! types and `Bson`/`Document` decode the same way). Any other BSON type, or one of the bson
+//! crate's private newtype hints, makes it give up with [`Fallback`], and the caller decodes the
+//! whole document with the bson crate instead: the result is the same, only slower.
+//!
+//! Every read is bounds-checked; malformed bytes are an error, never a panic.
+
+use std::fmt;
+
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor,
+};
+
+/// Decodes a whole document, falling back to the bson crate where this decoder does not go.
+pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
+    match fast::<T>(bytes) {
+        Ok(value) => Ok(value),
+        Err(DecodeError::Fallback) => {
+            bson::deserialize_from_slice(bytes).map_err(|e| e.to_string())
+        }
+        Err(DecodeError::Message(m)) => Err(m),
+    }
+}
+
+/// The fast path alone.
+fn fast<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    let mut reader = Reader { buf: bytes, pos: 0 };
+    let end = reader.document_bounds()?;
+    let value = T::deserialize(Value {
+        r: &mut reader,
+        ty: DOCUMENT,
+        end: Some(end),
+    })?;
+    if reader.pos != bytes.len() {
+        return Err(malformed("bytes after the document"));
+    }
+    Ok(value)
+}
+
+const DOUBLE: u8 = 0x01;
+const STRING: u8 = 0x02;
+const DOCUMENT: u8 = 0x03;
+const ARRAY: u8 = 0x04;
+const OBJECT_ID: u8 = 0x07;
+const BOOL: u8 = 0x08;
+const DATE: u8 = 0x09;
+const NULL: u8 = 0x0A;
+const INT32: u8 = 0x10;
+const INT64: u8 = 0x12;
+
+#[derive(Debug)]
+pub(crate) enum DecodeError {
+    /// A type or hint this decoder leaves to the bson crate.
+    Fallback,
+    Message(String),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Fallback => f.write_str("left to the bson crate"),
+            DecodeError::Message(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl de::Error for DecodeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DecodeError::Message(msg.to_string())
+    }
+}
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+fn malformed(what: &str) -> DecodeError {
+    DecodeError::Message(format!("malformed BSON: {what}"))
+}
+
+struct Reader<'de> {
+    buf: &'de [u8],
+    pos: usize,
+}
+
+impl<'de> Reader<'de> {
+    fn take(&mut self, n: usize) -> Result<&'de [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let end = end.ok_or_else(|| malformed("value runs past the end"))?;
+        let bytes = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(bytes)
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn i32(&mut self) -> Result<i32> {
+        let b = self.take(4)?;
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn i64(&mut self) -> Result<i64> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(i64::from_le_bytes(a))
+    }
+
+    /// A length prefix that must be at least `min`.
+    fn len(&mut self, min: i32) -> Result<usize> {
+        let n = self.i32()?;
+        if n < min {
+            return Err(malformed("negative or short length"));
+        }
+        Ok(n as usize)
+    }
+
+    /// A NUL-terminated key as bytes; UTF-8 is checked only where a key is used as text.
+    fn cstr_bytes(&mut self) -> Result<&'de [u8]> {
+        let start = self.pos;
+        let mut at = start;
+        loop {
+            match self.buf.get(at) {
+                Some(0) => break,
+                Some(_) => at += 1,
+                None => return Err(malformed("unterminated key")),
+            }
+        }
+        self.pos = at + 1;
+        Ok(&self.buf[start..at])
+    }
+
+    fn cstr(&mut self) -> Result<&'de str> {
+        let bytes = self.cstr_bytes()?;
+        std::str::from_utf8(bytes).map_err(|_| malformed("key is not UTF-8"))
+    }
+
+    fn string(&mut self) -> Result<&'de str> {
+        let n = self.len(1)?;
+        let bytes = self.take(n)?;
+        let (text, nul) = bytes.split_at(n - 1);
+        if nul != [0] {
+            return Err(malformed("string not NUL-terminated"));
+        }
+        std::str::from_utf8(text).map_err(|_| malformed("string is not UTF-8"))
+    }
+
+    /// Reads a document header and returns the position of its terminating NUL.
+    fn document_bounds(&mut self) -> Result<usize> {
+        let start = self.pos;
+        let n = self.len(5)?;
+        let end = start
+            .checked_add(n - 1)
+            .filter(|&e| e < self.buf.len() && self.buf[e] == 0)
+            .ok_or_else(|| malformed("document length"))?;
+        Ok(end)
+    }
+
+    /// Skips a value of type `ty`.
+    fn skip(&mut self, ty: u8) -> Result<()> {
+        match ty {
+            DOUBLE | DATE | INT64 | 0x11 => self.take(8).map(drop),
+            STRING | 0x0D | 0x0E => self.string().map(drop),
+            DOCUMENT | ARRAY | 0x0F => {
+                let n = self.len(5)?;
+                self.take(n - 4).map(drop)
+            }
+            0x05 => {
+                let n = self.len(0)?;
+                self.take(n + 1).map(drop)
+            }
+            0x06 | NULL | 0x7F | 0xFF => Ok(()),
+            OBJECT_ID => self.take(12).map(drop),
+            BOOL => self.take(1).map(drop),
+            0x0B => {
+                self.cstr()?;
+                self.cstr().map(drop)
+            }
+            0x0C => {
+                self.string()?;
+                self.take(12).map(drop)
+            }
+            INT32 => self.take(4).map(drop),
+            0x13 => self.take(16).map(drop),
+            _ => Err(malformed("unknown element type")),
+        }
+    }
+}
+
+/// The value at the reader's position, of BSON type `ty`. For documents and arrays whose header
+/// was already read, `end` is the position of their terminating NUL.
+struct Value<'a, 'de> {
+    r: &'a mut Reader<'de>,
+    ty: u8,
+    end: Option<usize>,
+}
+
+impl<'de> Value<'_, 'de> {
+    fn container_end(&mut self) -> Result<usize> {
+        match self.end {
+            Some(end) => Ok(end),
+            None => self.r.document_bounds(),
+        }
+    }
+
+    fn object_id(&mut self) -> Result<&'de [u8]> {
+        self.r.take(12)
+    }
+
+    fn object_id_array(&mut self) -> Result<[u8; 12]> {
+        let mut id = [0u8; 12];
+        id.copy_from_slice(self.object_id()?);
+        Ok(id)
+    }
+}
+
+macro_rules! forward_to_any {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+            self.deserialize_any(visitor)
+        }
+    )*};
+}
+
+impl<'de> de::Deserializer<'de> for Value<'_, 'de> {
+    type Error = DecodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value> {
+        match self.ty {
+            DOUBLE => visitor.visit_f64(f64::from_bits(self.r.i64()? as u64)),
+            STRING => visitor.visit_borrowed_str(self.r.string()?),
+            DOCUMENT => {
+                let end = self.container_end()?;
+                let value = visitor.visit_map(Elements {
+                    r: &mut *self.r,
+                    end,
+                    pending: None,
+                })?;
+                finish_container(self.r, end)?;
+                Ok(value)
+            }
+            ARRAY => {
+                let end = self.container_end()?;
+                let value = visitor.visit_seq(Elements {
+                    r: &mut *self.r,
+                    end,
+                    pending: None,
+                })?;
+                finish_container(self.r, end)?;
+                Ok(value)
+            }
+            OBJECT_ID => {
+                let hex = bson::oid::ObjectId::from_bytes(self.object_id_array()?).to_hex();
+                visitor.visit_map(OneEntry::new("$oid", hex.into_deserializer()))
+            }
+            BOOL => match self.r.u8()? {
+                0 => visitor.visit_bool(false),
+                1 => visitor.visit_bool(true),
+                _ => Err(malformed("boolean is neither 0 nor 1")),
+            },
+            DATE => {
+                let millis = self.r.i64()?.to_string();
+                let body = OneEntry::new("$numberLong", millis.into_deserializer());
+                visitor.visit_map(OneEntry::new(
+                    "$date",
+                    de::value::MapAccessDeserializer::new(body),
+                ))
+            }
+            NULL => visitor.visit_unit(),
+            INT32 => visitor.visit_i32(self.r.i32()?),
+            INT64 => visitor.visit_i64(self.r.i64()?),
+            _ => Err(DecodeError::Fallback),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.ty {
+            NULL => visitor.visit_none(),
+            0x06 => Err(DecodeError::Fallback),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value> {
+        match self.ty {
+            OBJECT_ID => visitor.visit_borrowed_bytes(self.object_id()?),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        if name.starts_with("$__") {
+            return Err(DecodeError::Fallback);
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        match self.ty {
+            STRING => visitor.visit_enum(self.r.string()?.into_deserializer()),
+            DOCUMENT => {
+                let end = self.r.document_bounds()?;
+                let ty = self.r.u8()?;
+                let name = self.r.cstr()?;
+                let value = visitor.visit_enum(Variant {
+                    r: &mut *self.r,
+                    ty,
+                    name,
+                })?;
+                finish_container(self.r, end)?;
+                Ok(value)
+            }
+            _ => Err(de::Error::custom(
+                "expected a string or a one-field document for an enum",
+            )),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        if self.end.is_some() {
+            return Err(malformed("ignored container already opened"));
+        }
+        self.r.skip(self.ty)?;
+        visitor.visit_unit()
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
+    forward_to_any! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32
+        deserialize_f64 deserialize_char deserialize_str deserialize_string deserialize_unit
+        deserialize_seq deserialize_map deserialize_identifier
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        self.deserialize_any(visitor)
+    }
+}
+
+/// After a visitor returns from a document or array, skips what it left unread and checks that
+/// the container ends where its length said.
+fn finish_container(r: &mut Reader<'_>, end: usize) -> Result<()> {
+    while r.pos < end {
+        let ty = r.u8()?;
+        r.cstr()?;
+        r.skip(ty)?;
+    }
+    if r.pos != end {
+        return Err(malformed("element runs past its document"));
+    }
+    r.pos += 1;
+    Ok(())
+}
+
+/// The elements of a document (as a map) or of an array (as a sequence, keys ignored).
+struct Elements<'a, 'de> {
+    r: &'a mut Reader<'de>,
+    end: usize,
+    /// The type of the element whose key was read and whose value is next.
+    pending: Option<u8>,
+}
+
+impl<'de> Elements<'_, 'de> {
+    /// Reads the next element's type and key; `None` at the end of the container.
+    fn next_element(&mut self) -> Result<Option<(u8, &'de [u8])>> {
+        if self.r.pos >= self.end {
+            return Ok(None);
+        }
+        let ty = self.r.u8()?;
+        let key = self.r.cstr_bytes()?;
+        Ok(Some((ty, key)))
+    }
+}
+
+impl<'de> MapAccess<'de> for Elements<'_, 'de> {
+    type Error = DecodeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        let Some((ty, key)) = self.next_element()? else {
+            return Ok(None);
+        };
+        self.pending = Some(ty);
+        seed.deserialize(Key(key)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        let ty = self
+            .pending
+            .take()
+            .ok_or_else(|| malformed("value without key"))?;
+        seed.deserialize(Value {
+            r: &mut *self.r,
+            ty,
+            end: None,
+        })
+    }
+}
+
+impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
+    type Error = DecodeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
+        let Some((ty, _)) = self.next_element()? else {
+            return Ok(None);
+        };
+        seed.deserialize(Value {
+            r: &mut *self.r,
+            ty,
+            end: None,
+        })
+        .map(Some)
+    }
+}
+
+/// A document key. Struct field names are matched as bytes, without a UTF-8 check; any other
+/// use of the key (a map key, a `Document`) checks it.
+struct Key<'de>(&'de [u8]);
+
+impl<'de> de::Deserializer<'de> for Key<'de> {
+    type Error = DecodeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        let text = std::str::from_utf8(self.0).map_err(|_| malformed("key is not UTF-8"))?;
+        visitor.visit_borrowed_str(text)
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_borrowed_bytes(self.0)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum ignored_any
+    }
+}
+
+/// A map with one entry, for the extended-JSON shapes (`{"$oid": ...}`, `{"$date": ...}`) that
+/// the bson crate's own types expect.
+struct OneEntry<D> {
+    key: Option<&'static str>,
+    value: Option<D>,
+}
+
+impl<D> OneEntry<D> {
+    fn new(key: &'static str, value: D) -> Self {
+        OneEntry {
+            key: Some(key),
+            value: Some(value),
+        }
+    }
+}
+
+impl<'de, D: de::Deserializer<'de, Error = DecodeError>> MapAccess<'de> for OneEntry<D> {
+    type Error = DecodeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
+        match self.key.take() {
+            Some(key) => seed
+                .deserialize(de::value::BorrowedStrDeserializer::new(key))
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
+        let value = self
+            .value
+            .take()
+            .ok_or_else(|| malformed("value read twice"))?;
+        seed.deserialize(value)
+    }
+}
+
+/// An externally tagged enum variant stored as `{variant: content}`.
+struct Variant<'a, 'de> {
+    r: &'a mut Reader<'de>,
+    ty: u8,
+    name: &'de str,
+}
+
+impl<'a, 'de> de::EnumAccess<'de> for Variant<'a, 'de> {
+    type Error = DecodeError;
+    type Variant = Value<'a, 'de>;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self::Variant)> {
+        let name = seed.deserialize(de::value::BorrowedStrDeserializer::new(self.name))?;
+        Ok((
+            name,
+            Value {
+                r: self.r,
+                ty: self.ty,
+                end: None,
+            },
+        ))
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for Value<'_, 'de> {
+    type Error = DecodeError;
+
+    fn unit_variant(self) -> Result<()> {
+        de::Deserialize::deserialize(self)
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value> {
+        seed.deserialize(self)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value> {
+        de::Deserializer::deserialize_any(self, visitor)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        de::Deserializer::deserialize_any(self, visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{DateTime, Document, doc, oid::ObjectId};
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Typical {
+        #[serde(rename = "_id")]
+        id: ObjectId,
+        name: String,
+        when: DateTime,
+        tags: Vec<String>,
+        score: Option<f64>,
+    }
+
+    #[test]
+    fn typical_documents_take_the_fast_path() {
+        let id = ObjectId::new();
+        let when = DateTime::from_millis(1_700_000_000_000);
+        let doc = doc! { "_id": id, "name": "n", "when": when, "tags": ["a"], "score": null, "extra": { "x": [1, 2] } };
+        let bytes = doc.to_vec().unwrap();
+        let typed: Typical = fast(&bytes).unwrap();
+        assert_eq!(
+            typed,
+            Typical {
+                id,
+                name: "n".into(),
+                when,
+                tags: vec!["a".into()],
+                score: None
+            }
+        );
+        let back: Document = fast(&bytes).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn other_types_fall_back_to_the_bson_crate() {
+        let doc = doc! { "d": bson::Decimal128::from_bytes([0; 16]) };
+        let bytes = doc.to_vec().unwrap();
+        assert!(matches!(
+            fast::<Document>(&bytes),
+            Err(DecodeError::Fallback)
+        ));
+        assert_eq!(from_slice::<Document>(&bytes).unwrap(), doc);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn damaged_bytes_never_panic(flips in proptest::collection::vec((0usize..64, proptest::num::u8::ANY), 1..4)) {
+            let mut bytes = doc! { "a": "text", "b": [1, { "c": 2.5 }], "d": ObjectId::from_bytes([7; 12]) }
+                .to_vec()
+                .unwrap();
+            for (at, value) in flips {
+                let at = at % bytes.len();
+                bytes[at] = value;
+            }
+            let _ = from_slice::<Document>(&bytes);
+            let _ = from_slice::<Typical>(&bytes);
+        }
+    }
+
+    #[test]
+    fn malformed_bytes_are_errors() {
+        let bytes = doc! { "a": "text", "b": [1, 2] }.to_vec().unwrap();
+        for cut in 0..bytes.len() {
+            assert!(fast::<Document>(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut lying = bytes.clone();
+        lying[0] = 200;
+        assert!(fast::<Document>(&lying).is_err());
+    }
+}
