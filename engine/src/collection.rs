@@ -38,10 +38,13 @@ fn is_per_document(e: &Error) -> bool {
 
 /// The encoded `_id` used as the documents table key.
 pub(crate) fn id_key(id: &Bson) -> Result<Vec<u8>, DocumentError> {
-    let raw = RawBson::try_from(id.clone()).map_err(|e| DocumentError::Malformed {
-        reason: e.to_string(),
+    let mut key = Vec::with_capacity(16);
+    keys::encode_bson_into(&mut key, id, keys::Direction::Ascending).map_err(|e| {
+        DocumentError::Malformed {
+            reason: e.to_string(),
+        }
     })?;
-    Ok(keys::encode(raw.as_raw_bson_ref()))
+    Ok(key)
 }
 
 impl WriteTxn<'_> {

@@ -20,7 +20,7 @@
 //!
 //! This is the only module that chooses byte order for keys; all of it is big-endian.
 
-use bson::{RawArray, RawBsonRef, RawDocument};
+use bson::{Bson, RawArray, RawBson, RawBsonRef, RawDocument};
 
 use crate::number::Number;
 use crate::order::{Bracket, bracket, db_pointer_parts, exact_number};
@@ -79,6 +79,39 @@ pub fn encode_into(out: &mut Vec<u8>, v: RawBsonRef<'_>, direction: Direction) {
     if direction == Direction::Descending {
         invert(&mut out[start..]);
     }
+}
+
+/// Appends the encoding of an owned value. Scalars are encoded through a borrowed view without
+/// copying; documents, arrays and the rarer types go through one conversion to raw BSON.
+pub fn encode_bson_into(
+    out: &mut Vec<u8>,
+    v: &Bson,
+    direction: Direction,
+) -> Result<(), bson::error::Error> {
+    let view = match v {
+        Bson::Double(x) => RawBsonRef::Double(*x),
+        Bson::String(x) => RawBsonRef::String(x),
+        Bson::Symbol(x) => RawBsonRef::Symbol(x),
+        Bson::Boolean(x) => RawBsonRef::Boolean(*x),
+        Bson::Null => RawBsonRef::Null,
+        Bson::Undefined => RawBsonRef::Undefined,
+        Bson::MinKey => RawBsonRef::MinKey,
+        Bson::MaxKey => RawBsonRef::MaxKey,
+        Bson::Int32(x) => RawBsonRef::Int32(*x),
+        Bson::Int64(x) => RawBsonRef::Int64(*x),
+        Bson::ObjectId(x) => RawBsonRef::ObjectId(*x),
+        Bson::DateTime(x) => RawBsonRef::DateTime(*x),
+        Bson::Timestamp(x) => RawBsonRef::Timestamp(*x),
+        Bson::Decimal128(x) => RawBsonRef::Decimal128(*x),
+        Bson::JavaScriptCode(x) => RawBsonRef::JavaScriptCode(x),
+        other => {
+            let raw = RawBson::try_from(other.clone())?;
+            encode_into(out, raw.as_raw_bson_ref(), direction);
+            return Ok(());
+        }
+    };
+    encode_into(out, view, direction);
+    Ok(())
 }
 
 /// The ascending encoding of one value, as used for `_id`s.
@@ -346,7 +379,6 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{Bson, RawBson};
 
     fn enc(b: Bson) -> Vec<u8> {
         encode(RawBson::try_from(b).unwrap().as_raw_bson_ref())
@@ -411,6 +443,30 @@ mod tests {
             }
         }
         assert_eq!(encoded_len(&[0x19, b'a'], Direction::Ascending), None);
+    }
+
+    #[test]
+    fn owned_values_encode_as_their_raw_form() {
+        let values = [
+            Bson::Int64(-7),
+            Bson::String("s".into()),
+            Bson::Document(bson::doc! { "a": [1] }),
+            Bson::Array(vec![Bson::Null]),
+            Bson::ObjectId(bson::oid::ObjectId::from_bytes([3; 12])),
+        ];
+        for v in values {
+            for direction in [Direction::Ascending, Direction::Descending] {
+                let mut owned = Vec::new();
+                encode_bson_into(&mut owned, &v, direction).unwrap();
+                let mut raw = Vec::new();
+                encode_into(
+                    &mut raw,
+                    RawBson::try_from(v.clone()).unwrap().as_raw_bson_ref(),
+                    direction,
+                );
+                assert_eq!(owned, raw, "{v:?}");
+            }
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use bson::{Bson, RawBson, RawDocument, RawDocumentBuf};
+use bson::{Bson, RawDocument, RawDocumentBuf};
 use redb::{AccessGuard, ReadOnlyTable, ReadableTableMetadata};
 use serde::de::DeserializeOwned;
 
@@ -99,13 +99,14 @@ impl ReadCollection<'_> {
         })?;
         let mut prefix = Vec::new();
         for (value, (_, direction)) in values.iter().zip(spec.spec.keys()) {
-            let raw = RawBson::try_from(value.clone()).map_err(|e| Error::InvalidDocument {
-                collection: self.meta.name.clone(),
-                source: DocumentError::Malformed {
-                    reason: e.to_string(),
-                },
+            keys::encode_bson_into(&mut prefix, value, *direction).map_err(|e| {
+                Error::InvalidDocument {
+                    collection: self.meta.name.clone(),
+                    source: DocumentError::Malformed {
+                        reason: e.to_string(),
+                    },
+                }
             })?;
-            keys::encode_into(&mut prefix, raw.as_raw_bson_ref(), *direction);
         }
         let table: BytesTable = self
             .txn
@@ -120,6 +121,7 @@ impl ReadCollection<'_> {
             collection: self,
             index: spec.clone(),
             given_fields: values.len().min(spec.spec.keys().len()),
+            prefix_len: prefix.len(),
             range,
             seen: spec.multikey.then(BTreeSet::new),
         })
@@ -148,6 +150,8 @@ pub struct IndexPrefixScan<'c> {
     collection: &'c ReadCollection<'c>,
     index: IndexMeta,
     given_fields: usize,
+    /// The length of the encoded given fields, the start of the rest of each key.
+    prefix_len: usize,
     range: redb::Range<'static, &'static [u8], &'static [u8]>,
     /// `_id` keys already returned, kept for multikey indexes only.
     seen: Option<BTreeSet<Vec<u8>>>,
@@ -185,17 +189,9 @@ impl Iterator for IndexPrefixScan<'_> {
                 Err(e) => return Some(Err(e.into())),
             };
             let key = key.value();
-            // The given fields' encoding: skip each field's value from the start.
-            let mut prefix_len = 0;
-            for (_, direction) in &self.index.spec.keys()[..self.given_fields] {
-                match key
-                    .get(prefix_len..)
-                    .and_then(|rest| keys::encoded_len(rest, *direction))
-                {
-                    Some(n) => prefix_len += n,
-                    None => return Some(Err(self.damaged())),
-                }
-            }
+            // Every key in the range starts with the prefix, and field encodings are prefix-free,
+            // so the given fields end exactly where the prefix does.
+            let prefix_len = self.prefix_len;
             let Some(id) = self.entry_id(key, value.value(), prefix_len) else {
                 return Some(Err(self.damaged()));
             };
