@@ -235,23 +235,18 @@ impl<'de> de::Deserializer<'de> for Value<'_, 'de> {
         match self.ty {
             DOUBLE => visitor.visit_f64(f64::from_bits(self.r.i64()? as u64)),
             STRING => visitor.visit_borrowed_str(self.r.string()?),
-            DOCUMENT => {
+            DOCUMENT | ARRAY => {
                 let end = self.container_end()?;
-                let value = visitor.visit_map(Elements {
+                let elements = Elements {
                     r: &mut *self.r,
                     end,
                     pending: None,
-                })?;
-                finish_container(self.r, end)?;
-                Ok(value)
-            }
-            ARRAY => {
-                let end = self.container_end()?;
-                let value = visitor.visit_seq(Elements {
-                    r: &mut *self.r,
-                    end,
-                    pending: None,
-                })?;
+                };
+                let value = if self.ty == DOCUMENT {
+                    visitor.visit_map(elements)?
+                } else {
+                    visitor.visit_seq(elements)?
+                };
                 finish_container(self.r, end)?;
                 Ok(value)
             }

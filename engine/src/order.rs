@@ -152,42 +152,40 @@ pub(crate) fn exact_number(v: RawBsonRef<'_>) -> Number {
 
 /// Field by field: the value's type bracket, then the field name, then the value.
 pub fn compare_documents(a: &RawDocument, b: &RawDocument) -> Ordering {
-    let mut left = a.iter();
-    let mut right = b.iter();
-    loop {
-        match (
-            left.next().and_then(Result::ok),
-            right.next().and_then(Result::ok),
-        ) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some((ka, va)), Some((kb, vb))) => {
-                let order = bracket(&va)
-                    .cmp(&bracket(&vb))
-                    .then_with(|| ka.as_str().as_bytes().cmp(kb.as_str().as_bytes()))
-                    .then_with(|| compare(va, vb));
-                if order != Ordering::Equal {
-                    return order;
-                }
-            }
-        }
-    }
+    compare_sequences(
+        a.iter().map_while(Result::ok),
+        b.iter().map_while(Result::ok),
+        |(ka, va), (kb, vb)| {
+            bracket(&va)
+                .cmp(&bracket(&vb))
+                .then_with(|| ka.as_str().as_bytes().cmp(kb.as_str().as_bytes()))
+                .then_with(|| compare(va, vb))
+        },
+    )
 }
 
+/// Element by element.
 pub fn compare_arrays(a: &RawArray, b: &RawArray) -> Ordering {
-    let mut left = a.into_iter();
-    let mut right = b.into_iter();
+    compare_sequences(
+        a.into_iter().map_while(Result::ok),
+        b.into_iter().map_while(Result::ok),
+        compare,
+    )
+}
+
+/// Lexicographic order, a sequence that is a prefix of the other first.
+fn compare_sequences<T>(
+    mut a: impl Iterator<Item = T>,
+    mut b: impl Iterator<Item = T>,
+    mut cmp: impl FnMut(T, T) -> Ordering,
+) -> Ordering {
     loop {
-        match (
-            left.next().and_then(Result::ok),
-            right.next().and_then(Result::ok),
-        ) {
+        match (a.next(), b.next()) {
             (None, None) => return Ordering::Equal,
             (None, Some(_)) => return Ordering::Less,
             (Some(_), None) => return Ordering::Greater,
-            (Some(va), Some(vb)) => {
-                let order = compare(va, vb);
+            (Some(x), Some(y)) => {
+                let order = cmp(x, y);
                 if order != Ordering::Equal {
                     return order;
                 }

@@ -67,8 +67,8 @@ struct Timings {
 
 /// The phases every system implements.
 trait System {
-    fn load(&mut self, items: &[Item]);
-    fn insert_durable(&mut self, item: &Item);
+    /// Inserts the items in one durable transaction.
+    fn write(&mut self, items: &[Item]);
     /// Gets every id, in batches sharing one read transaction; returns a checksum.
     fn get_many(&mut self, ids: &[i64]) -> i64;
     /// Decodes every document; returns how many.
@@ -101,8 +101,8 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         let mut timings: [Timings; 3] = Default::default();
         let mut systems: [Box<dyn System>; 3] = [
             Box::new(EngineSystem::new(&fresh(&dir, "engine.redb"))?),
-            Box::new(RawRedb::new(&fresh(&dir, "raw.redb"))?),
-            Box::new(Sqlite::new(&fresh(&dir, "sqlite.db"))?),
+            Box::new(RawRedb::open(&fresh(&dir, "raw.redb"))?),
+            Box::new(Sqlite::open(&fresh(&dir, "sqlite.db"))?),
         ];
         let names = ["engine", "raw", "sqlite"];
         // Phase by phase, every system in turn, starting with a different one each run: a burst
@@ -149,7 +149,7 @@ fn fresh(dir: &Path, name: &str) -> PathBuf {
 fn load(system: &mut dyn System, items: &[Item]) -> f64 {
     per_op(items.len(), || {
         for batch in items.chunks(BATCH) {
-            system.load(batch);
+            system.write(batch);
         }
     })
     .1
@@ -158,7 +158,7 @@ fn load(system: &mut dyn System, items: &[Item]) -> f64 {
 fn durable(system: &mut dyn System, items: &[Item]) -> f64 {
     per_op(items.len(), || {
         for item in items {
-            system.insert_durable(item);
+            system.write(std::slice::from_ref(item));
         }
     })
     .1
@@ -219,7 +219,7 @@ fn to_raw(item: &Item) -> RawDocumentBuf {
 }
 
 impl System for EngineSystem {
-    fn load(&mut self, items: &[Item]) {
+    fn write(&mut self, items: &[Item]) {
         let result = self
             .db
             .write_with(odm_engine::Durability::Eventual, |t| {
@@ -227,12 +227,6 @@ impl System for EngineSystem {
             })
             .expect("load");
         assert!(result.failures.is_empty(), "{:?}", result.failures);
-    }
-
-    fn insert_durable(&mut self, item: &Item) {
-        self.db
-            .write(|t| t.insert_one("items", to_raw(item)))
-            .expect("insert");
     }
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {
@@ -285,7 +279,7 @@ struct RawRedb {
 }
 
 impl RawRedb {
-    fn new(path: &Path) -> Result<Self, redb::Error> {
+    fn open(path: &Path) -> Result<Self, redb::Error> {
         let db = redb::Database::create(path)?;
         let txn = db.begin_write()?;
         txn.open_table(RAW_DOCS)?;
@@ -294,8 +288,18 @@ impl RawRedb {
         txn.commit()?;
         Ok(RawRedb { db })
     }
+}
 
-    fn write(&self, items: &[Item]) {
+fn user_key(user: &str, id: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(user.len() + 9);
+    key.extend_from_slice(user.as_bytes());
+    key.push(0);
+    key.extend_from_slice(&id.to_be_bytes());
+    key
+}
+
+impl System for RawRedb {
+    fn write(&mut self, items: &[Item]) {
         let txn = self.db.begin_write().expect("begin");
         {
             let mut docs = txn.open_table(RAW_DOCS).expect("docs");
@@ -314,24 +318,6 @@ impl RawRedb {
             }
         }
         txn.commit().expect("commit");
-    }
-}
-
-fn user_key(user: &str, id: u64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(user.len() + 9);
-    key.extend_from_slice(user.as_bytes());
-    key.push(0);
-    key.extend_from_slice(&id.to_be_bytes());
-    key
-}
-
-impl System for RawRedb {
-    fn load(&mut self, items: &[Item]) {
-        self.write(items);
-    }
-
-    fn insert_durable(&mut self, item: &Item) {
-        self.write(std::slice::from_ref(item));
     }
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {
@@ -392,7 +378,7 @@ struct Sqlite {
 }
 
 impl Sqlite {
-    fn new(path: &Path) -> rusqlite::Result<Self> {
+    fn open(path: &Path) -> rusqlite::Result<Self> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -403,7 +389,9 @@ impl Sqlite {
         )?;
         Ok(Sqlite { conn })
     }
+}
 
+impl System for Sqlite {
     fn write(&mut self, items: &[Item]) {
         let txn = self.conn.transaction().expect("begin");
         {
@@ -416,16 +404,6 @@ impl Sqlite {
             }
         }
         txn.commit().expect("commit");
-    }
-}
-
-impl System for Sqlite {
-    fn load(&mut self, items: &[Item]) {
-        self.write(items);
-    }
-
-    fn insert_durable(&mut self, item: &Item) {
-        self.write(std::slice::from_ref(item));
     }
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {
