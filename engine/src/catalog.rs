@@ -12,6 +12,7 @@ use bson::{Bson, Document, doc};
 
 use crate::error::{Error, Result};
 use crate::index::IndexSpec;
+use crate::options::CollectionOptions;
 
 /// The storage format this build reads and writes. Bump it on any change to key encoding, table
 /// layout or catalog shape; files of another version are refused, never misread.
@@ -34,6 +35,7 @@ pub(crate) struct CollectionMeta {
     pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) indexes: Vec<IndexMeta>,
+    pub(crate) options: CollectionOptions,
 }
 
 impl CollectionMeta {
@@ -69,7 +71,12 @@ impl Catalog {
                     .iter()
                     .map(|i| Bson::Document(index_doc(i)))
                     .collect();
-                Bson::Document(doc! { "name": &c.name, "id": c.id as i64, "indexes": indexes })
+                Bson::Document(doc! {
+                    "name": &c.name,
+                    "id": c.id as i64,
+                    "indexes": indexes,
+                    "options": c.options.to_document(),
+                })
             })
             .collect();
         doc! { "next_id": self.next_id as i64, "collections": collections }
@@ -103,7 +110,20 @@ impl Catalog {
                     .ok_or_else(|| bad("index entry is not a document"))?;
                 indexes.push(index_from_doc(i)?);
             }
-            collections.insert(name.clone(), Arc::new(CollectionMeta { id, name, indexes }));
+            let options = match c.get_document("options") {
+                Ok(o) => CollectionOptions::from_document(o)
+                    .map_err(|e| bad(&format!("collection `{name}` options: {e}")))?,
+                Err(_) => CollectionOptions::default(),
+            };
+            collections.insert(
+                name.clone(),
+                Arc::new(CollectionMeta {
+                    id,
+                    name,
+                    indexes,
+                    options,
+                }),
+            );
         }
         Ok(Catalog {
             collections,
@@ -196,6 +216,8 @@ mod tests {
                     spec,
                     multikey: true,
                 }],
+                options: CollectionOptions::default()
+                    .with_shard_key(crate::options::ShardKey::range(["a", "b"]).unwrap()),
             }),
         );
         let back = Catalog::from_document(&catalog.to_document()).unwrap();

@@ -21,6 +21,7 @@ use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
 use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render};
 use crate::keys;
+use crate::options::CollectionOptions;
 use crate::tables;
 
 /// What [`WriteTxn::insert_many`] did: the `_id` of each inserted document and the error of
@@ -166,6 +167,16 @@ impl WriteTxn<'_> {
         if !create {
             return Ok(None);
         }
+        self.create_collection_meta(name, CollectionOptions::default())
+            .map(Some)
+    }
+
+    /// Adds a collection to the catalog and creates its documents table.
+    pub(crate) fn create_collection_meta(
+        &mut self,
+        name: &str,
+        options: CollectionOptions,
+    ) -> Result<Arc<CollectionMeta>> {
         check_collection_name(name)?;
         let catalog = self.catalog_mut();
         let id = catalog.allocate_id();
@@ -173,10 +184,11 @@ impl WriteTxn<'_> {
             id,
             name: name.to_owned(),
             indexes: Vec::new(),
+            options,
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
         self.txn.open_table(tables::bytes(&tables::docs_name(id)))?;
-        Ok(Some(meta))
+        Ok(meta)
     }
 
     fn writer(&mut self, collection: &str, create: bool) -> Result<Writer<'_>> {

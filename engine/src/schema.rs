@@ -17,6 +17,7 @@ use crate::db::{ReadTxn, WriteTxn};
 use crate::error::{Error, Result};
 use crate::index::{ID_INDEX_NAME, IndexSpec, describe_key, entry};
 use crate::keys::Direction;
+use crate::options::CollectionOptions;
 use crate::tables;
 
 /// The spec of the primary index, `{_id: 1}` named `_id_`, as [`WriteTxn::list_indexes`]
@@ -40,11 +41,22 @@ fn is_id_index(spec: &IndexSpec) -> bool {
 impl WriteTxn<'_> {
     /// Creates an empty collection; [`Error::CollectionExists`] when it exists.
     pub fn create_collection(&mut self, name: &str) -> Result<()> {
+        self.create_collection_with(name, CollectionOptions::default())
+    }
+
+    /// Creates an empty collection with options (a shard key, say).
+    pub fn create_collection_with(&mut self, name: &str, options: CollectionOptions) -> Result<()> {
         if self.catalog.get(name).is_some() {
             return Err(Error::CollectionExists(name.to_owned()));
         }
-        self.collection_meta(name, true)?;
+        check_collection_name(name)?;
+        self.create_collection_meta(name, options)?;
         Ok(())
+    }
+
+    /// The options a collection was created with; `None` when it does not exist.
+    pub fn collection_options(&self, name: &str) -> Option<CollectionOptions> {
+        self.catalog.get(name).map(|m| m.options.clone())
     }
 
     /// Drops a collection with its documents and indexes; `false` when it did not exist.
@@ -187,6 +199,11 @@ impl WriteTxn<'_> {
 }
 
 impl ReadTxn {
+    /// The options a collection was created with; `None` when it does not exist.
+    pub fn collection_options(&self, name: &str) -> Option<CollectionOptions> {
+        self.catalog.get(name).map(|m| m.options.clone())
+    }
+
     /// The indexes of a collection, `_id_` first; empty when the collection does not exist.
     pub fn list_indexes(&self, collection: &str) -> Vec<IndexSpec> {
         list_indexes(self.catalog.get(collection))

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bson::{Bson, DateTime, Document, doc};
 use odm_engine::{
-    Database, Direction, DocumentError, Durability, Error, FORMAT_VERSION, IndexSpec,
-    MAX_DOCUMENT_SIZE,
+    CollectionOptions, Database, Direction, DocumentError, Durability, Error, FORMAT_VERSION,
+    IndexSpec, MAX_DOCUMENT_SIZE, ShardKey,
 };
 
 fn temp_path(name: &str) -> std::path::PathBuf {
@@ -303,6 +303,28 @@ fn collections_are_created_listed_renamed_and_dropped() {
     assert!(!db.write(|t| t.drop_collection("c")).unwrap());
     assert_eq!(db.list_collections(), ["a"]);
     assert!(db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn collection_options_persist_and_follow_renames() {
+    let path = temp_path("options.redb");
+    {
+        let db = Database::open(&path).unwrap();
+        let key = ShardKey::range(["recipient", "sent"]).unwrap();
+        db.write(|t| {
+            t.create_collection_with("inbox", CollectionOptions::default().with_shard_key(key))
+        })
+        .unwrap();
+        db.write(|t| t.rename_collection("inbox", "messages"))
+            .unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let options = db.read().unwrap().collection_options("messages").unwrap();
+    assert_eq!(
+        options.shard_key.unwrap().to_document(),
+        doc! { "recipient": 1, "sent": 1 }
+    );
+    assert!(db.read().unwrap().collection_options("inbox").is_none());
 }
 
 #[test]

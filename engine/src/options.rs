@@ -1,0 +1,136 @@
+//! Options a collection is created with, kept in the catalog.
+//!
+//! The shard key says how the collection would be partitioned on a sharded MongoDB deployment
+//! (S6): a range key over one or more fields, or a hashed key over one field. The embedded
+//! engine stores everything on one node; the key is kept so that query plans can say whether a
+//! query would be routed to one shard or broadcast, and so that the same model can be sharded
+//! when it moves to MongoDB.
+
+use bson::{Bson, Document};
+
+use crate::error::IndexSpecError;
+use crate::keys::Direction;
+use crate::path::Path;
+
+/// How a collection was declared; see the module documentation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CollectionOptions {
+    pub shard_key: Option<ShardKey>,
+}
+
+impl CollectionOptions {
+    #[must_use]
+    pub fn with_shard_key(mut self, key: ShardKey) -> Self {
+        self.shard_key = Some(key);
+        self
+    }
+
+    pub(crate) fn to_document(&self) -> Document {
+        let mut d = Document::new();
+        if let Some(key) = &self.shard_key {
+            d.insert("shardKey", key.to_document());
+        }
+        d
+    }
+
+    pub(crate) fn from_document(d: &Document) -> Result<CollectionOptions, IndexSpecError> {
+        let shard_key = match d.get_document("shardKey") {
+            Ok(key) => Some(ShardKey::from_document(key)?),
+            Err(_) => None,
+        };
+        Ok(CollectionOptions { shard_key })
+    }
+}
+
+/// A shard key: ranged fields (`{recipient: 1, sent: 1}`) or one hashed field
+/// (`{identifier: "hashed"}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardKey {
+    Range(Vec<(Path, Direction)>),
+    Hashed(Path),
+}
+
+impl ShardKey {
+    /// A ranged key over `fields`, in order.
+    pub fn range<'a>(
+        fields: impl IntoIterator<Item = &'a str>,
+    ) -> Result<ShardKey, IndexSpecError> {
+        let mut paths: Vec<(Path, Direction)> = Vec::new();
+        for field in fields {
+            let path = Path::parse(field)?;
+            if paths.iter().any(|(p, _)| *p == path) {
+                return Err(IndexSpecError::RepeatedPath {
+                    path: field.to_owned(),
+                });
+            }
+            paths.push((path, Direction::Ascending));
+        }
+        if paths.is_empty() {
+            return Err(IndexSpecError::NoKeys);
+        }
+        Ok(ShardKey::Range(paths))
+    }
+
+    pub fn hashed(field: &str) -> Result<ShardKey, IndexSpecError> {
+        Ok(ShardKey::Hashed(Path::parse(field)?))
+    }
+
+    /// The key's field paths, in order.
+    pub fn paths(&self) -> Vec<&Path> {
+        match self {
+            ShardKey::Range(fields) => fields.iter().map(|(p, _)| p).collect(),
+            ShardKey::Hashed(path) => vec![path],
+        }
+    }
+
+    /// MongoDB's spelling: `{a: 1, b: 1}` or `{a: "hashed"}`.
+    pub fn to_document(&self) -> Document {
+        match self {
+            ShardKey::Range(fields) => fields
+                .iter()
+                .map(|(p, d)| (p.as_str().to_owned(), Bson::Int32(d.as_i32())))
+                .collect(),
+            ShardKey::Hashed(path) => {
+                let mut d = Document::new();
+                d.insert(path.as_str(), "hashed");
+                d
+            }
+        }
+    }
+
+    pub fn from_document(d: &Document) -> Result<ShardKey, IndexSpecError> {
+        if let [(path, Bson::String(kind))] = d.iter().collect::<Vec<_>>().as_slice()
+            && kind == "hashed"
+        {
+            return ShardKey::hashed(path);
+        }
+        ShardKey::range(d.keys().map(String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_keys_round_trip_in_mongodb_spelling() {
+        let range = ShardKey::range(["recipient", "sent"]).unwrap();
+        assert_eq!(
+            range.to_document(),
+            bson::doc! { "recipient": 1, "sent": 1 }
+        );
+        assert_eq!(
+            ShardKey::from_document(&range.to_document()).unwrap(),
+            range
+        );
+        let hashed = ShardKey::hashed("identifier").unwrap();
+        assert_eq!(hashed.to_document(), bson::doc! { "identifier": "hashed" });
+        let options = CollectionOptions::default().with_shard_key(hashed);
+        assert_eq!(
+            CollectionOptions::from_document(&options.to_document()).unwrap(),
+            options
+        );
+        assert!(ShardKey::range(Vec::<&str>::new()).is_err());
+    }
+}
