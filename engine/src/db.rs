@@ -11,6 +11,7 @@
 //! read lock, and writers read the cache only after redb has given them the write lock, so every
 //! transaction sees the catalog of its own snapshot.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -163,7 +164,14 @@ impl Database {
     where
         E: From<Error>,
     {
+        // redb allows one writer at a time: a second write on the same thread would wait for
+        // itself forever.
+        if WRITING.with(Cell::get) {
+            return Err(Error::NestedWrite.into());
+        }
         let mut txn = self.shared.redb.begin_write().map_err(Error::from)?;
+        WRITING.with(|w| w.set(true));
+        let _writing = WritingGuard;
         let redb_durability = match durability {
             Durability::Immediate => redb::Durability::Immediate,
             Durability::Eventual => redb::Durability::None,
@@ -195,6 +203,20 @@ impl Database {
     /// The names of all collections, in order.
     pub fn list_collections(&self) -> Vec<String> {
         self.catalog().collections.keys().cloned().collect()
+    }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`Database::write_with`].
+    static WRITING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Clears [`WRITING`] however the write ends, a panic in the closure included.
+struct WritingGuard;
+
+impl Drop for WritingGuard {
+    fn drop(&mut self) {
+        WRITING.with(|w| w.set(false));
     }
 }
 

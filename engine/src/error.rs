@@ -94,6 +94,12 @@ pub enum Error {
     },
     #[error("collection `{collection}` has no index named `{index}`")]
     IndexNotFound { collection: String, index: String },
+    /// A write transaction was started inside another on the same thread; use the outer
+    /// transaction instead.
+    #[error(
+        "a write transaction is already open on this thread; use it instead of starting another"
+    )]
+    NestedWrite,
     #[error("the `_id_` index cannot be dropped")]
     IdIndexRequired,
     #[error("collection `{0}` already exists")]

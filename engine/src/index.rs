@@ -153,6 +153,11 @@ impl IndexSpec {
             });
         }
         if self.keys.len() == 1 && self.keys[0].0.as_str() == "_id" {
+            if self.expire_after.is_some() {
+                return Err(IndexSpecError::IdIndexOption {
+                    what: "a TTL index",
+                });
+            }
             if self.unique {
                 return Err(IndexSpecError::IdIndexOption { what: "unique" });
             }

@@ -306,6 +306,31 @@ fn collections_are_created_listed_renamed_and_dropped() {
 }
 
 #[test]
+fn a_write_inside_a_write_is_an_error_not_a_deadlock() {
+    let db = Database::in_memory().unwrap();
+    let inner = db.clone();
+    let outcome = db.write(|t| {
+        t.insert_one("c", doc! { "_id": 1 })?;
+        inner.collection("c").insert_one(doc! { "_id": 2 })
+    });
+    assert!(matches!(outcome, Err(Error::NestedWrite)), "{outcome:?}");
+    assert_eq!(
+        db.collection("c").count().unwrap(),
+        0,
+        "the outer transaction aborted"
+    );
+    db.collection("c").insert_one(doc! { "_id": 3 }).unwrap();
+    let err = db
+        .collection("c")
+        .create_index(asc("_id").expire_after(Duration::from_secs(1)))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid index specification: the `_id` index cannot be a TTL index"
+    );
+}
+
+#[test]
 fn collection_options_persist_and_follow_renames() {
     let path = temp_path("options.redb");
     {
