@@ -220,11 +220,10 @@ fn to_raw(item: &Item) -> RawDocumentBuf {
 
 impl System for EngineSystem {
     fn write(&mut self, items: &[Item]) {
+        // Immediate durability, like raw redb's default commit and SQLite's synchronous=FULL.
         let result = self
             .db
-            .write_with(odm_engine::Durability::Eventual, |t| {
-                t.insert_many("items", items.iter().map(to_raw), true)
-            })
+            .write(|t| t.insert_many("items", items.iter().map(to_raw), true))
             .expect("load");
         assert!(result.failures.is_empty(), "{:?}", result.failures);
     }
