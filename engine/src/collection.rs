@@ -20,6 +20,7 @@ use crate::db::{PendingIndexWrites, WriteTxn};
 use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
 use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render};
+use crate::index_store::IndexTablesMut;
 use crate::keys;
 use crate::options::CollectionOptions;
 use crate::tables;
@@ -271,7 +272,7 @@ struct Writer<'t> {
     meta: Arc<CollectionMeta>,
     docs: Table<'t, &'static [u8], &'static [u8]>,
     /// Unique index tables opened for lookups, by index id.
-    unique_tables: BTreeMap<u64, Table<'t, &'static [u8], &'static [u8]>>,
+    unique_tables: BTreeMap<u64, IndexTablesMut<'t>>,
     newly_multikey: BTreeSet<u64>,
 }
 
@@ -430,11 +431,10 @@ impl Writer<'_> {
                 let table = match self.unique_tables.entry(index.id) {
                     std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
                     std::collections::btree_map::Entry::Vacant(v) => {
-                        let name = tables::index_name(self.meta.id, index.id);
-                        v.insert(self.txn.open_table(tables::bytes(&name))?)
+                        v.insert(IndexTablesMut::open(self.txn, self.meta.id, index.id)?)
                     }
                 };
-                table.get(key)?.map(|v| v.value().to_vec())
+                table.get(key)?
             }
         };
         match holder {

@@ -14,6 +14,7 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use bson::Document;
@@ -21,6 +22,7 @@ use redb::{ReadableDatabase, ReadableTable};
 
 use crate::catalog::{Catalog, FORMAT_VERSION};
 use crate::error::{Error, Result};
+use crate::index_store;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
 
 /// When a committed write transaction reaches the disk.
@@ -44,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) redb: redb::Database,
     /// See the module comment for the invariant this cache keeps.
     pub(crate) catalog: RwLock<Arc<Catalog>>,
+    /// The minimum size of an index's delta table before it is merged.
+    merge_threshold: AtomicU64,
 }
 
 impl std::fmt::Debug for Database {
@@ -120,8 +124,23 @@ impl Database {
             shared: Arc::new(Shared {
                 redb,
                 catalog: RwLock::new(Arc::new(catalog)),
+                merge_threshold: AtomicU64::new(index_store::DELTA_MIN),
             }),
         })
+    }
+
+    /// Tunes when an index's table of recent entries is merged into its main table: once it
+    /// holds more than `min_entries` entries and more than an eighth of the main table. Lower
+    /// values keep reads simpler, higher values make bulk loads cheaper; the default is 4096.
+    /// Tests set it low so that merges happen often.
+    pub fn set_index_merge_threshold(&self, min_entries: u64) {
+        self.shared
+            .merge_threshold
+            .store(min_entries, AtomicOrdering::Relaxed);
+    }
+
+    pub(crate) fn merge_threshold(&self) -> u64 {
+        self.shared.merge_threshold.load(AtomicOrdering::Relaxed)
     }
 
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
@@ -253,19 +272,14 @@ impl WriteTxn<'_> {
 
     /// Writes the buffered index entries of every table.
     pub(crate) fn flush_index_writes(&mut self) -> Result<()> {
-        for ((collection, index), entries) in std::mem::take(&mut self.pending) {
-            let name = tables::index_name(collection, index);
-            let mut table = self.txn.open_table(tables::bytes(&name))?;
-            for (key, value) in entries {
-                match value {
-                    Some(value) => {
-                        table.insert(key.as_slice(), value.as_slice())?;
-                    }
-                    None => {
-                        table.remove(key.as_slice())?;
-                    }
-                }
-            }
+        for ((collection, index), changes) in std::mem::take(&mut self.pending) {
+            index_store::apply(
+                &self.txn,
+                collection,
+                index,
+                changes,
+                self.db.merge_threshold(),
+            )?;
         }
         Ok(())
     }

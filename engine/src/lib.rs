@@ -20,6 +20,7 @@ mod decode;
 mod document;
 mod error;
 mod index;
+mod index_store;
 pub mod keys;
 mod number;
 mod options;

@@ -17,6 +17,7 @@ use crate::db::ReadTxn;
 use crate::decode;
 use crate::error::{DocumentError, Error, Result};
 use crate::index::render;
+use crate::index_store::{self, MergedRange};
 use crate::keys;
 use crate::tables;
 
@@ -108,15 +109,15 @@ impl ReadCollection<'_> {
                 }
             })?;
         }
-        let table: BytesTable = self
-            .txn
-            .txn
-            .open_table(tables::bytes(&tables::index_name(self.meta.id, spec.id)))?;
+        let (main, delta) = index_store::table_names(self.meta.id, spec.id);
+        let main: BytesTable = self.txn.txn.open_table(tables::bytes(&main))?;
+        let delta: BytesTable = self.txn.txn.open_table(tables::bytes(&delta))?;
         let upper = keys::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let range = table.range::<&[u8]>((
+        let bounds = (
             Bound::Included(prefix.as_slice()),
             upper.as_ref().map(Vec::as_slice),
-        ))?;
+        );
+        let range = MergedRange::new(main.range::<&[u8]>(bounds)?, delta.range::<&[u8]>(bounds)?);
         Ok(IndexPrefixScan {
             collection: self,
             index: spec.clone(),
@@ -152,7 +153,7 @@ pub struct IndexPrefixScan<'c> {
     given_fields: usize,
     /// The length of the encoded given fields, the start of the rest of each key.
     prefix_len: usize,
-    range: redb::Range<'static, &'static [u8], &'static [u8]>,
+    range: MergedRange<'static>,
     /// `_id` keys already returned, kept for multikey indexes only.
     seen: Option<BTreeSet<Vec<u8>>>,
 }

@@ -16,6 +16,7 @@ use crate::collection::{key_error, stored_document};
 use crate::db::{ReadTxn, WriteTxn};
 use crate::error::{Error, Result};
 use crate::index::{ID_INDEX_NAME, IndexSpec, describe_key, entry};
+use crate::index_store;
 use crate::keys::Direction;
 use crate::options::CollectionOptions;
 use crate::tables;
@@ -69,8 +70,7 @@ impl WriteTxn<'_> {
         self.txn
             .delete_table(tables::bytes(&tables::docs_name(meta.id)))?;
         for index in &meta.indexes {
-            self.txn
-                .delete_table(tables::bytes(&tables::index_name(meta.id, index.id)))?;
+            index_store::delete(&self.txn, meta.id, index.id)?;
         }
         Ok(true)
     }
@@ -112,11 +112,14 @@ impl WriteTxn<'_> {
         };
         let entries = self.build_entries(&meta, &mut index)?;
         {
-            let name = tables::index_name(meta.id, index_id);
-            let mut table = self.txn.open_table(tables::bytes(&name))?;
+            // A new index is built straight into its main table, in key order; its delta
+            // starts empty.
+            let (main, delta) = index_store::table_names(meta.id, index_id);
+            let mut table = self.txn.open_table(tables::bytes(&main))?;
             for (key, value) in &entries {
                 table.insert(key.as_slice(), value.as_slice())?;
             }
+            self.txn.open_table(tables::bytes(&delta))?;
         }
         let name = index.spec.name().to_owned();
         let catalog = self.catalog_mut();
@@ -187,8 +190,7 @@ impl WriteTxn<'_> {
         let index = meta.indexes.remove(position);
         let collection_id = meta.id;
         self.pending.remove(&(collection_id, index.id));
-        self.txn
-            .delete_table(tables::bytes(&tables::index_name(collection_id, index.id)))?;
+        index_store::delete(&self.txn, collection_id, index.id)?;
         Ok(())
     }
 

@@ -2,7 +2,9 @@
 //!
 //! - `odm.meta`: the storage format version and the catalog (one BSON document);
 //! - `odm.c{collection}.docs`: encoded `_id` -> raw BSON document, one table per collection;
-//! - `odm.c{collection}.i{index}`: index entries (see [`crate::index`]), one table per index.
+//! - `odm.c{collection}.i{index}` and `odm.c{collection}.i{index}.delta`: the entries of an index
+//!   (see [`crate::index`]), split between a main table and a small delta of recent entries (see
+//!   `index_store`).
 //!
 //! Tables are named by numeric ids from the catalog, never by user-chosen names, so renaming a
 //! collection or an index touches only the catalog.
@@ -25,6 +27,10 @@ pub(crate) fn docs_name(collection: u64) -> String {
 
 pub(crate) fn index_name(collection: u64, index: u64) -> String {
     format!("odm.c{collection}.i{index}")
+}
+
+pub(crate) fn index_delta_name(collection: u64, index: u64) -> String {
+    format!("odm.c{collection}.i{index}.delta")
 }
 
 pub(crate) fn bytes(name: &str) -> Bytes<'_> {

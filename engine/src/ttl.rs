@@ -13,13 +13,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bson::{DateTime, RawBsonRef};
-use redb::ReadableTable;
 
 use crate::db::{Database, WriteTxn};
 use crate::error::Result;
+use crate::index_store::IndexTablesMut;
 use crate::keys::{self, Direction};
 use crate::order::Bracket;
-use crate::tables;
 
 impl Database {
     /// Deletes every document whose TTL has passed at `now`; returns how many.
@@ -92,14 +91,12 @@ impl WriteTxn<'_> {
                         .saturating_sub(i64::try_from(after.as_millis()).unwrap_or(i64::MAX)),
                 );
                 let direction = index.spec.keys()[0].1;
-                let table = self
-                    .txn
-                    .open_table(tables::bytes(&tables::index_name(meta.id, index.id)))?;
+                let tables = IndexTablesMut::open(&self.txn, meta.id, index.id)?;
                 let (lower, upper) = expired_range(cutoff, direction);
-                let range = table.range::<&[u8]>((
+                let range = tables.range(
                     lower.as_ref().map(Vec::as_slice),
                     upper.as_ref().map(Vec::as_slice),
-                ))?;
+                )?;
                 for row in range {
                     let (key, value) = row?;
                     let id = if index.spec.is_unique() {

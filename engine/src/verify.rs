@@ -14,6 +14,7 @@ use crate::catalog::{CollectionMeta, IndexMeta};
 use crate::db::{Database, ReadTxn};
 use crate::error::Result;
 use crate::index::entry;
+use crate::index_store;
 use crate::keys;
 use crate::tables;
 
@@ -122,16 +123,25 @@ fn compare_index(
     expected: &Entries,
     report: &mut VerifyReport,
 ) -> Result<()> {
-    let table = txn
-        .txn
-        .open_table(tables::bytes(&tables::index_name(meta.id, index.id)))?;
+    let label = format!("`{}` index `{}`", meta.name, index.spec.name());
     let mut actual = Entries::new();
-    for row in table.iter()? {
-        let (k, v) = row?;
-        actual.insert(k.value().to_vec(), v.value().to_vec());
+    let (main, delta) = index_store::table_names(meta.id, index.id);
+    for name in [main, delta] {
+        let table = txn.txn.open_table(tables::bytes(&name))?;
+        for row in table.iter()? {
+            let (k, v) = row?;
+            if actual
+                .insert(k.value().to_vec(), v.value().to_vec())
+                .is_some()
+            {
+                report.problems.push(format!(
+                    "{label}: entry {:02x?} is in both the main and the delta table",
+                    k.value()
+                ));
+            }
+        }
     }
     report.index_entries += actual.len() as u64;
-    let label = format!("`{}` index `{}`", meta.name, index.spec.name());
     let missing = expected.iter().filter(|(k, v)| actual.get(*k) != Some(v));
     let extra = actual.iter().filter(|(k, v)| expected.get(*k) != Some(v));
     for (k, _) in missing.take(PROBLEMS_PER_INDEX) {

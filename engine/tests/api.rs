@@ -482,6 +482,91 @@ fn index_prefix_scans_follow_index_order_and_dedupe_multikey() {
 }
 
 #[test]
+fn index_scans_see_entries_in_both_the_main_and_the_recent_table() {
+    let db = Database::in_memory().unwrap();
+    db.set_index_merge_threshold(16);
+    let c = db.collection("c");
+    c.create_index(
+        IndexSpec::new([("k", Direction::Descending), ("n", Direction::Ascending)]).unwrap(),
+    )
+    .unwrap();
+    c.create_index(asc("u").unique()).unwrap();
+    let mut expected: std::collections::BTreeMap<i32, Vec<i32>> = std::collections::BTreeMap::new();
+    for batch in 0..30 {
+        db.write(|t| {
+            for j in 0..7 {
+                let n = batch * 7 + j;
+                // `n` in scrambled order, so recent entries interleave with merged ones.
+                t.insert_one(
+                    "c",
+                    doc! { "_id": n, "k": n % 5, "n": (n * 7919) % 1009, "u": n },
+                )?;
+            }
+            // Deletes and replaces reach entries wherever they now live.
+            if batch % 3 == 2 {
+                t.delete_one("c", &Bson::Int32(batch * 7 - 10))?;
+                t.replace_one(
+                    "c",
+                    &Bson::Int32(batch * 7 - 9),
+                    doc! { "k": 9, "n": 0, "u": -1 - batch },
+                )?;
+            }
+            Ok::<_, Error>(())
+        })
+        .unwrap();
+    }
+    let txn = db.read().unwrap();
+    let all: Vec<Document> = txn
+        .collection("c")
+        .unwrap()
+        .unwrap()
+        .scan()
+        .unwrap()
+        .map(|d| d.unwrap().decode().unwrap())
+        .collect();
+    for d in &all {
+        expected
+            .entry(d.get_i32("k").unwrap())
+            .or_default()
+            .push(d.get_i32("n").unwrap());
+    }
+    let coll = txn.collection("c").unwrap().unwrap();
+    for (k, ns) in &mut expected {
+        ns.sort_unstable();
+        let found: Vec<i32> = coll
+            .index_prefix("k_-1_n_1", &[Bson::Int32(*k)])
+            .unwrap()
+            .map(|d| {
+                d.unwrap()
+                    .decode::<Document>()
+                    .unwrap()
+                    .get_i32("n")
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(&found, ns, "k = {k}");
+    }
+    let everything = coll.index_prefix("k_-1_n_1", &[]).unwrap().count();
+    assert_eq!(everything, all.len());
+    drop(coll);
+    drop(txn);
+    assert!(
+        c.insert_one(doc! { "u": 3 }).is_err(),
+        "unique lookups see merged entries"
+    );
+    assert!(
+        c.insert_one(doc! { "u": 208 }).is_err(),
+        "unique lookups see recent entries"
+    );
+    assert!(
+        c.insert_one(doc! { "u": -30 }).is_err(),
+        "replaced entries are found too"
+    );
+    let report = db.verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+}
+
+#[test]
 fn decode_errors_name_the_collection_and_id() {
     #[derive(serde::Deserialize, Debug)]
     #[allow(dead_code)]

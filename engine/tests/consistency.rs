@@ -227,8 +227,11 @@ fn check(db: &Database, model: &Model) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
     let db = Database::in_memory().unwrap();
+    // Merge each index's recent entries into its main table often, so that both tables and the
+    // merge are exercised.
+    db.set_index_merge_threshold(merge_threshold);
     let coll = db.collection(C);
     for spec in indexes() {
         coll.create_index(spec).unwrap();
@@ -324,7 +327,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn indexes_always_equal_recomputed_entries(ops in prop::collection::vec(op(), 1..25)) {
-        run(ops)?;
+    fn indexes_always_equal_recomputed_entries(ops in prop::collection::vec(op(), 1..25), merge_threshold in 0u64..6) {
+        run(ops, merge_threshold)?;
     }
 }

@@ -19,6 +19,9 @@ fn main() {
 
 fn run(path: &str) -> Result<(), Box<dyn std::error::Error>> {
     let db = odm_engine::Database::open(path)?;
+    // Merge recent index entries into the main tables every few dozen commits, so that kills
+    // also land during merges.
+    db.set_index_merge_threshold(40);
     crash::create_indexes(&db)?;
     let mut n = crash::committed(&db)?;
     let mut out = std::io::stdout().lock();

@@ -1,0 +1,176 @@
+//! How an index's entries are laid out in redb: a main table and a small delta table.
+//!
+//! redb copies every B-tree page a transaction touches. Index keys arrive in random order, so a
+//! batch of N new entries in one large table touches about N different leaves, and each commit
+//! would rewrite most of the index. Instead, new entries go to the delta table, which stays small
+//! (a few leaves per commit), and once it holds more than an eighth of the main table (or
+//! [`DELTA_MIN`] entries) its entries move to the main table in key order, touching each main
+//! leaf once for many commits' worth of entries. (Measured by `bench core`: without the delta,
+//! each 1,000-document commit over 100,000 documents with two indexes wrote about 2.6 MB.)
+//!
+//! Invariant: the main and delta tables are disjoint, and together they hold exactly the
+//! index's entries. Inserts go to the delta; a removal removes the entry from whichever table
+//! holds it; reads look in both and merge ranges in key order.
+
+use std::collections::BTreeMap;
+use std::iter::Peekable;
+
+use redb::{
+    AccessGuard, ReadableTable, ReadableTableMetadata, StorageError, Table, WriteTransaction,
+};
+
+use crate::error::Result;
+use crate::tables;
+
+/// By default the delta table is merged into the main one when it grows past this many
+/// entries, or past an eighth of the main table, whichever is larger
+/// (see `Database::set_index_merge_threshold`).
+pub(crate) const DELTA_MIN: u64 = 4096;
+const DELTA_RATIO: u64 = 8;
+
+/// The names of an index's two tables.
+pub(crate) fn table_names(collection: u64, index: u64) -> (String, String) {
+    (
+        tables::index_name(collection, index),
+        tables::index_delta_name(collection, index),
+    )
+}
+
+type BytesTable<'t> = Table<'t, &'static [u8], &'static [u8]>;
+
+/// Both tables of one index, open in a write transaction.
+pub(crate) struct IndexTablesMut<'t> {
+    main: BytesTable<'t>,
+    delta: BytesTable<'t>,
+}
+
+impl<'t> IndexTablesMut<'t> {
+    /// Opens (creating if needed) both tables.
+    pub(crate) fn open(txn: &'t WriteTransaction, collection: u64, index: u64) -> Result<Self> {
+        let (main, delta) = table_names(collection, index);
+        Ok(IndexTablesMut {
+            main: txn.open_table(tables::bytes(&main))?,
+            delta: txn.open_table(tables::bytes(&delta))?,
+        })
+    }
+
+    /// The value stored for `key`, in either table.
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.delta.get(key)? {
+            return Ok(Some(v.value().to_vec()));
+        }
+        Ok(self.main.get(key)?.map(|v| v.value().to_vec()))
+    }
+
+    /// Entries in key order within `range` (bytes bounds), from both tables.
+    pub(crate) fn range<'a>(
+        &'a self,
+        lower: std::ops::Bound<&[u8]>,
+        upper: std::ops::Bound<&[u8]>,
+    ) -> Result<MergedRange<'a>> {
+        Ok(MergedRange::new(
+            self.main.range::<&[u8]>((lower, upper))?,
+            self.delta.range::<&[u8]>((lower, upper))?,
+        ))
+    }
+}
+
+/// Writes a transaction's buffered changes to one index (key -> `Some(value)` to insert,
+/// `None` to remove), then merges the delta into the main table when it has grown enough.
+pub(crate) fn apply(
+    txn: &WriteTransaction,
+    collection: u64,
+    index: u64,
+    changes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    delta_min: u64,
+) -> Result<()> {
+    let mut tables = IndexTablesMut::open(txn, collection, index)?;
+    for (key, change) in changes {
+        match change {
+            Some(value) => {
+                tables.delta.insert(key.as_slice(), value.as_slice())?;
+            }
+            None => {
+                // Disjoint tables: the entry is in one of them at most.
+                if tables.delta.remove(key.as_slice())?.is_none() {
+                    tables.main.remove(key.as_slice())?;
+                }
+            }
+        }
+    }
+    let threshold = delta_min.max(tables.main.len()? / DELTA_RATIO);
+    if tables.delta.len()? > threshold {
+        merge(txn, tables, collection, index)?;
+    }
+    Ok(())
+}
+
+/// Moves every delta entry into the main table, in key order, and empties the delta.
+fn merge(
+    txn: &WriteTransaction,
+    mut tables: IndexTablesMut<'_>,
+    collection: u64,
+    index: u64,
+) -> Result<()> {
+    for row in tables.delta.iter()? {
+        let (key, value) = row?;
+        tables.main.insert(key.value(), value.value())?;
+    }
+    drop(tables);
+    let (_, delta) = table_names(collection, index);
+    txn.delete_table(tables::bytes(&delta))?;
+    txn.open_table(tables::bytes(&delta))?;
+    Ok(())
+}
+
+/// Deletes both tables of an index.
+pub(crate) fn delete(txn: &WriteTransaction, collection: u64, index: u64) -> Result<()> {
+    let (main, delta) = table_names(collection, index);
+    txn.delete_table(tables::bytes(&main))?;
+    txn.delete_table(tables::bytes(&delta))?;
+    Ok(())
+}
+
+type Row<'a> = std::result::Result<
+    (
+        AccessGuard<'a, &'static [u8]>,
+        AccessGuard<'a, &'static [u8]>,
+    ),
+    StorageError,
+>;
+
+/// Two key-ordered ranges over disjoint tables, merged into one key-ordered range.
+pub(crate) struct MergedRange<'a> {
+    main: Peekable<redb::Range<'a, &'static [u8], &'static [u8]>>,
+    delta: Peekable<redb::Range<'a, &'static [u8], &'static [u8]>>,
+}
+
+impl<'a> MergedRange<'a> {
+    pub(crate) fn new(
+        main: redb::Range<'a, &'static [u8], &'static [u8]>,
+        delta: redb::Range<'a, &'static [u8], &'static [u8]>,
+    ) -> Self {
+        MergedRange {
+            main: main.peekable(),
+            delta: delta.peekable(),
+        }
+    }
+}
+
+impl<'a> Iterator for MergedRange<'a> {
+    type Item = Row<'a>;
+
+    fn next(&mut self) -> Option<Row<'a>> {
+        let from_delta = match (self.main.peek(), self.delta.peek()) {
+            (None, None) => return None,
+            (Some(_), None) | (Some(Err(_)), _) => false,
+            (None, Some(_)) | (_, Some(Err(_))) => true,
+            (Some(Ok((main, _))), Some(Ok((delta, _)))) => delta.value() < main.value(),
+        };
+        if from_delta {
+            self.delta.next()
+        } else {
+            self.main.next()
+        }
+    }
+}
