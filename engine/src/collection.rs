@@ -20,7 +20,7 @@ use crate::db::{PendingIndexWrites, WriteTxn};
 use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
 use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render};
-use crate::index_store::IndexTablesMut;
+use crate::index_store::{Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;
 use crate::tables;
@@ -424,18 +424,16 @@ impl Writer<'_> {
             .pending
             .get(&(self.meta.id, index.id))
             .and_then(|entries| entries.get(key));
-        let holder = match staged {
-            Some(Some(holder)) => Some(holder.clone()),
-            Some(None) => None,
-            None => {
-                let table = match self.unique_tables.entry(index.id) {
-                    std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(v) => {
-                        v.insert(IndexTablesMut::open(self.txn, self.meta.id, index.id)?)
-                    }
-                };
-                table.get(key)?
-            }
+        let holder = if let Some(change) = staged {
+            change.value().map(<[u8]>::to_vec)
+        } else {
+            let table = match self.unique_tables.entry(index.id) {
+                std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(IndexTablesMut::open(self.txn, self.meta.id, index.id)?)
+                }
+            };
+            table.get(key)?
         };
         match holder {
             Some(holder) if holder != id_key => Err(Error::DuplicateKey {
@@ -449,11 +447,17 @@ impl Writer<'_> {
 
     fn stage(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], insert: bool) {
         let (k, v) = entry(index.spec.is_unique(), key, id_key);
-        let value = insert.then_some(v);
-        self.pending
-            .entry((self.meta.id, index.id))
-            .or_default()
-            .insert(k, value);
+        let change = if insert {
+            Change::Insert(v)
+        } else {
+            Change::Remove
+        };
+        let staged = self.pending.entry((self.meta.id, index.id)).or_default();
+        let merged = match staged.remove(&k) {
+            Some(earlier) => earlier.then(change),
+            None => change,
+        };
+        staged.insert(k, merged);
     }
 }
 

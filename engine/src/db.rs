@@ -22,7 +22,7 @@ use redb::{ReadableDatabase, ReadableTable};
 
 use crate::catalog::{Catalog, FORMAT_VERSION};
 use crate::error::{Error, Result};
-use crate::index_store;
+use crate::index_store::{self, Change};
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
 
 /// When a committed write transaction reaches the disk.
@@ -239,10 +239,10 @@ impl Drop for WritingGuard {
     }
 }
 
-/// Buffered index writes of a write transaction, per index table (collection id, index id):
-/// key -> `Some(value)` to insert, `None` to remove. Written in key order at commit, which keeps
-/// B-tree inserts local; lookups inside the transaction consult this buffer first.
-pub(crate) type PendingIndexWrites = BTreeMap<(u64, u64), BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+/// Buffered index writes of a write transaction, per index (collection id, index id): the net
+/// change of each entry key. Written in key order at commit, which keeps B-tree inserts local;
+/// lookups inside the transaction consult this buffer first.
+pub(crate) type PendingIndexWrites = BTreeMap<(u64, u64), BTreeMap<Vec<u8>, Change>>;
 
 /// A write transaction over any number of collections; see [`Database::write`].
 pub struct WriteTxn<'db> {

@@ -36,6 +36,36 @@ pub(crate) fn table_names(collection: u64, index: u64) -> (String, String) {
     )
 }
 
+/// The net change a transaction makes to one index entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// The entry was absent when the transaction began and is added.
+    Insert(Vec<u8>),
+    /// The entry is removed.
+    Remove,
+    /// The entry was removed and added again: it may still sit in the main table, so it is
+    /// removed from wherever it is before being added, which keeps the tables disjoint.
+    Reinsert(Vec<u8>),
+}
+
+impl Change {
+    /// The change after `next` follows `self` within one transaction.
+    pub(crate) fn then(self, next: Change) -> Change {
+        match (self, next) {
+            (Change::Remove | Change::Reinsert(_), Change::Insert(v)) => Change::Reinsert(v),
+            (_, next) => next,
+        }
+    }
+
+    /// The value the entry has after the change, if any.
+    pub(crate) fn value(&self) -> Option<&[u8]> {
+        match self {
+            Change::Insert(v) | Change::Reinsert(v) => Some(v),
+            Change::Remove => None,
+        }
+    }
+}
+
 type BytesTable<'t> = Table<'t, &'static [u8], &'static [u8]>;
 
 /// Both tables of one index, open in a write transaction.
@@ -75,27 +105,25 @@ impl<'t> IndexTablesMut<'t> {
     }
 }
 
-/// Writes a transaction's buffered changes to one index (key -> `Some(value)` to insert,
-/// `None` to remove), then merges the delta into the main table when it has grown enough.
+/// Writes a transaction's buffered changes to one index, then merges the delta into the main
+/// table when it has grown enough.
 pub(crate) fn apply(
     txn: &WriteTransaction,
     collection: u64,
     index: u64,
-    changes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    changes: BTreeMap<Vec<u8>, Change>,
     delta_min: u64,
 ) -> Result<()> {
     let mut tables = IndexTablesMut::open(txn, collection, index)?;
     for (key, change) in changes {
-        match change {
-            Some(value) => {
-                tables.delta.insert(key.as_slice(), value.as_slice())?;
-            }
-            None => {
-                // Disjoint tables: the entry is in one of them at most.
-                if tables.delta.remove(key.as_slice())?.is_none() {
-                    tables.main.remove(key.as_slice())?;
-                }
-            }
+        // Disjoint tables: an entry is in one of them at most.
+        if matches!(change, Change::Remove | Change::Reinsert(_))
+            && tables.delta.remove(key.as_slice())?.is_none()
+        {
+            tables.main.remove(key.as_slice())?;
+        }
+        if let Some(value) = change.value() {
+            tables.delta.insert(key.as_slice(), value)?;
         }
     }
     let threshold = delta_min.max(tables.main.len()? / DELTA_RATIO);
@@ -172,5 +200,25 @@ impl<'a> Iterator for MergedRange<'a> {
         } else {
             self.main.next()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Change;
+
+    #[test]
+    fn a_removal_followed_by_an_insert_is_a_reinsert() {
+        let v = || vec![1];
+        assert_eq!(
+            Change::Remove.then(Change::Insert(v())),
+            Change::Reinsert(v())
+        );
+        assert_eq!(Change::Reinsert(v()).then(Change::Remove), Change::Remove);
+        assert_eq!(
+            Change::Reinsert(v()).then(Change::Insert(v())),
+            Change::Reinsert(v())
+        );
+        assert_eq!(Change::Insert(v()).then(Change::Remove), Change::Remove);
     }
 }

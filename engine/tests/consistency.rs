@@ -40,7 +40,9 @@ fn maybe(s: impl Strategy<Value = Bson>) -> impl Strategy<Value = Option<Bson>> 
     prop_oneof![1 => Just(None), 3 => s.prop_map(Some)]
 }
 
-fn document() -> impl Strategy<Value = Document> {
+/// Boxed: the nested strategy types are otherwise deep enough to overflow a test thread's stack
+/// in debug builds.
+fn document() -> BoxedStrategy<Document> {
     let items = prop::collection::vec(
         (maybe(scalar()), maybe(field_value())).prop_map(|(k, v)| {
             let mut d = Document::new();
@@ -89,6 +91,7 @@ fn document() -> impl Strategy<Value = Document> {
             }
             d
         })
+        .boxed()
 }
 
 #[derive(Debug, Clone)]
@@ -99,16 +102,21 @@ enum Op {
     Delete(i32),
     /// Operations run in a transaction whose closure then fails: nothing may remain.
     Aborted(Vec<Document>, i32),
+    /// Deletes a document and inserts one with the same `_id` in one transaction, so the same
+    /// index entries are removed and added again.
+    DeleteReinsert(i32, Document),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op() -> BoxedStrategy<Op> {
     prop_oneof![
         4 => document().prop_map(Op::Insert),
         1 => (prop::collection::vec(document(), 1..4), any::<bool>()).prop_map(|(d, o)| Op::InsertMany(d, o)),
         2 => (0i32..12, document()).prop_map(|(id, d)| Op::Replace(id, d)),
         1 => (0i32..12).prop_map(Op::Delete),
         1 => (prop::collection::vec(document(), 1..3), 0i32..12).prop_map(|(d, id)| Op::Aborted(d, id)),
+        1 => (0i32..12, document()).prop_map(|(id, d)| Op::DeleteReinsert(id, d)),
     ]
+    .boxed()
 }
 
 fn indexes() -> Vec<IndexSpec> {
@@ -292,6 +300,26 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                 let old = coll.delete_one(&Bson::Int32(id)).unwrap();
                 let removed = model.remove(&id_key(&Bson::Int32(id)));
                 prop_assert_eq!(old.is_some(), removed.is_some());
+            }
+            Op::DeleteReinsert(id, doc) => {
+                let key = id_key(&Bson::Int32(id));
+                let Some(old) = model.get(&key).cloned() else {
+                    continue;
+                };
+                // Half the time the same document comes back, so every entry is re-added.
+                let mut again = if doc.len() % 2 == 0 { old.clone() } else { doc };
+                again.insert("_id", id);
+                let outcome = db.write(|txn| {
+                    txn.delete_one(C, &Bson::Int32(id))?;
+                    txn.insert_one(C, &again)
+                });
+                model.remove(&key);
+                let failed = outcome.is_err();
+                apply_insert(&mut model, &again, outcome)?;
+                if failed {
+                    // The transaction aborted: the old document is back.
+                    model.insert(key, old);
+                }
             }
             Op::Aborted(docs, id) => {
                 let outcome: Result<(), Error> = db.write(|txn| {
