@@ -26,6 +26,7 @@ mod number;
 mod options;
 pub mod order;
 mod path;
+pub mod query;
 mod read;
 mod schema;
 mod tables;

@@ -1,0 +1,563 @@
+//! Parsing MongoDB filter documents into a [`Filter`] tree.
+//!
+//! The grammar, as MongoDB documents it: a filter is a document whose fields are either
+//! top-level operators (`$and`, `$or`, `$nor` with non-empty arrays of filters; `$comment`,
+//! ignored) or field paths. A field's condition is an operator document when its first key
+//! starts with `$` (then every key must be an operator), a regular expression (a match), or any
+//! other value (equality, documents and arrays compared whole). Several operators on one field
+//! are independent conditions on that field, each free to match a different array element.
+//!
+//! Negations (`$ne`, `$nin`, `$not`, `$exists: false`) are kept as [`Predicate::Not`] so the
+//! matcher can apply them to the field as a whole: `{a: {$ne: 1}}` excludes `[1, 2]`.
+
+use std::fmt;
+
+use bson::{Bson, Document, RawBson};
+
+/// A parsed filter; see the module documentation.
+#[derive(Debug, Clone)]
+pub enum Filter {
+    /// Every filter matches (an empty list matches every document).
+    And(Vec<Filter>),
+    /// At least one filter matches.
+    Or(Vec<Filter>),
+    /// No filter matches.
+    Nor(Vec<Filter>),
+    /// The value(s) at a dotted path satisfy a predicate.
+    Field(FieldPath, Predicate),
+}
+
+/// A dotted path as written in a filter, split at the dots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldPath {
+    pub(crate) dotted: String,
+    pub(crate) segments: Vec<String>,
+}
+
+impl FieldPath {
+    pub(crate) fn new(dotted: &str) -> FieldPath {
+        FieldPath {
+            dotted: dotted.to_owned(),
+            segments: dotted.split('.').map(str::to_owned).collect(),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.dotted
+    }
+}
+
+/// A condition on the value(s) found at a path.
+#[derive(Debug, Clone)]
+pub enum Predicate {
+    Eq(RawBson),
+    Gt(RawBson),
+    Gte(RawBson),
+    Lt(RawBson),
+    Lte(RawBson),
+    In(Vec<Pattern>),
+    /// Every pattern matches (an empty list matches nothing).
+    All(Vec<Pattern>),
+    Size(u64),
+    /// The path resolves to some value (`$exists: false` is `Not([Exists])`).
+    Exists,
+    Type(Vec<TypeSpec>),
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
+    Regex(QueryRegex),
+    ElemMatch(Box<ElemMatch>),
+    /// None of the field's values satisfies all of the predicates together.
+    Not(Vec<Predicate>),
+}
+
+/// One value of `$in` or `$all`.
+#[derive(Debug, Clone)]
+pub enum Pattern {
+    Value(RawBson),
+    Regex(QueryRegex),
+    /// Only in `$all`: `{$all: [{$elemMatch: ...}]}`.
+    ElemMatch(Box<ElemMatch>),
+}
+
+/// The condition an array element must meet for `$elemMatch`.
+#[derive(Debug, Clone)]
+pub enum ElemMatch {
+    /// `{$elemMatch: {$gte: 80, $lt: 85}}`: operators applied to the element itself.
+    Value(Vec<Predicate>),
+    /// `{$elemMatch: {product: "xyz", score: {$gte: 8}}}`: a filter over a subdocument element.
+    Document(Filter),
+}
+
+/// A `$type` operand: a BSON type number, or the `number` alias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeSpec {
+    Code(i32),
+    Number,
+}
+
+/// A compiled `$regex` with its MongoDB pattern and options kept for equality with stored
+/// regular expressions.
+#[derive(Debug, Clone)]
+pub struct QueryRegex {
+    pub pattern: String,
+    pub options: String,
+    pub(crate) compiled: regex::Regex,
+}
+
+/// Why a filter was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid filter at `{path}`, operator `{operator}`: {reason}")]
+pub struct FilterError {
+    pub path: String,
+    pub operator: String,
+    pub reason: String,
+}
+
+fn error(path: &str, operator: &str, reason: impl fmt::Display) -> FilterError {
+    FilterError {
+        path: path.to_owned(),
+        operator: operator.to_owned(),
+        reason: reason.to_string(),
+    }
+}
+
+fn raw(path: &str, operator: &str, value: &Bson) -> Result<RawBson, FilterError> {
+    RawBson::try_from(value.clone()).map_err(|e| error(path, operator, e))
+}
+
+/// Top-level operators that take a list of filters.
+const LOGICAL: [&str; 3] = ["$and", "$or", "$nor"];
+
+impl Filter {
+    /// Parses a filter document; see the module documentation for the grammar.
+    pub fn parse(doc: &Document) -> Result<Filter, FilterError> {
+        let mut parts = Vec::new();
+        for (key, value) in doc {
+            if let Some(operator) = key.strip_prefix('$') {
+                if let Some(f) = parse_top_level(operator, value)? {
+                    parts.push(f);
+                }
+            } else {
+                parse_field(key, value, &mut parts)?;
+            }
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Filter::And(parts)
+        })
+    }
+}
+
+fn parse_top_level(operator: &str, value: &Bson) -> Result<Option<Filter>, FilterError> {
+    let op = format!("${operator}");
+    match operator {
+        "and" | "or" | "nor" => {
+            let Bson::Array(items) = value else {
+                return Err(error("", &op, "expects an array of filter documents"));
+            };
+            if items.is_empty() {
+                return Err(error("", &op, "expects a non-empty array"));
+            }
+            let mut filters = Vec::with_capacity(items.len());
+            for item in items {
+                let Bson::Document(d) = item else {
+                    return Err(error("", &op, "every element must be a filter document"));
+                };
+                filters.push(Filter::parse(d)?);
+            }
+            Ok(Some(match operator {
+                "and" => Filter::And(filters),
+                "or" => Filter::Or(filters),
+                _ => Filter::Nor(filters),
+            }))
+        }
+        "comment" => Ok(None),
+        "where" | "expr" | "text" | "jsonSchema" | "sampleRate" => {
+            Err(error("", &op, "is not supported by this engine"))
+        }
+        _ => Err(error("", &op, "unknown top-level operator")),
+    }
+}
+
+fn is_operator_document(value: &Bson) -> Option<&Document> {
+    match value {
+        Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => Some(d),
+        _ => None,
+    }
+}
+
+fn parse_field(path: &str, value: &Bson, out: &mut Vec<Filter>) -> Result<(), FilterError> {
+    let field = FieldPath::new(path);
+    if let Some(ops) = is_operator_document(value) {
+        for predicate in parse_operators(path, ops)? {
+            out.push(Filter::Field(field.clone(), predicate));
+        }
+        return Ok(());
+    }
+    let predicate = match value {
+        Bson::RegularExpression(r) => Predicate::Regex(compile(
+            path,
+            "$regex",
+            r.pattern.as_str(),
+            r.options.as_str(),
+        )?),
+        other => Predicate::Eq(raw(path, "$eq", other)?),
+    };
+    out.push(Filter::Field(field, predicate));
+    Ok(())
+}
+
+/// The predicates of an operator document; `$regex` and `$options` combine into one.
+fn parse_operators(path: &str, ops: &Document) -> Result<Vec<Predicate>, FilterError> {
+    let mut predicates = Vec::new();
+    let options = match ops.get("$options") {
+        None => None,
+        Some(Bson::String(o)) => Some(o.as_str()),
+        Some(_) => return Err(error(path, "$options", "expects a string")),
+    };
+    if options.is_some() && !ops.contains_key("$regex") {
+        return Err(error(path, "$options", "needs a $regex"));
+    }
+    for (op, arg) in ops {
+        if !op.starts_with('$') {
+            return Err(error(
+                path,
+                op,
+                "unknown operator (an operator document cannot mix operators and fields)",
+            ));
+        }
+        if op == "$options" {
+            continue;
+        }
+        predicates.push(parse_operator(path, op, arg, options)?);
+    }
+    Ok(predicates)
+}
+
+fn parse_operator(
+    path: &str,
+    op: &str,
+    arg: &Bson,
+    options: Option<&str>,
+) -> Result<Predicate, FilterError> {
+    let value = |arg: &Bson| raw(path, op, arg);
+    Ok(match op {
+        "$eq" => Predicate::Eq(value(arg)?),
+        "$ne" => Predicate::Not(vec![Predicate::Eq(value(arg)?)]),
+        "$gt" => Predicate::Gt(value(arg)?),
+        "$gte" => Predicate::Gte(value(arg)?),
+        "$lt" => Predicate::Lt(value(arg)?),
+        "$lte" => Predicate::Lte(value(arg)?),
+        "$in" => Predicate::In(parse_patterns(path, op, arg)?),
+        "$nin" => Predicate::Not(vec![Predicate::In(parse_patterns(path, op, arg)?)]),
+        "$all" => Predicate::All(parse_patterns(path, op, arg)?),
+        "$size" => Predicate::Size(parse_size(path, arg)?),
+        "$exists" => {
+            if truthy(arg) {
+                Predicate::Exists
+            } else {
+                Predicate::Not(vec![Predicate::Exists])
+            }
+        }
+        "$type" => Predicate::Type(parse_types(path, arg)?),
+        "$mod" => parse_mod(path, arg)?,
+        "$regex" => parse_regex(path, arg, options)?,
+        "$not" => Predicate::Not(parse_not(path, arg)?),
+        "$elemMatch" => Predicate::ElemMatch(Box::new(parse_elem_match(path, arg)?)),
+        "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects" | "$within" | "$bitsAllSet"
+        | "$bitsAnySet" | "$bitsAllClear" | "$bitsAnyClear" | "$jsonSchema" | "$expr"
+        | "$where" | "$text" => {
+            return Err(error(path, op, "is not supported by this engine"));
+        }
+        _ => return Err(error(path, op, "unknown operator")),
+    })
+}
+
+/// `$exists` takes any value: false, 0 and null mean false, everything else true.
+fn truthy(v: &Bson) -> bool {
+    match v {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(i) => *i != 0,
+        Bson::Int64(i) => *i != 0,
+        Bson::Double(d) => *d != 0.0,
+        Bson::Null | Bson::Undefined => false,
+        _ => true,
+    }
+}
+
+fn as_number(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        _ => None,
+    }
+}
+
+fn parse_size(path: &str, arg: &Bson) -> Result<u64, FilterError> {
+    let n = as_number(arg).ok_or_else(|| error(path, "$size", "expects a number"))?;
+    if n < 0.0 || n.fract() != 0.0 || !n.is_finite() {
+        return Err(error(path, "$size", "expects a non-negative whole number"));
+    }
+    Ok(n as u64)
+}
+
+fn parse_patterns(path: &str, op: &str, arg: &Bson) -> Result<Vec<Pattern>, FilterError> {
+    let Bson::Array(items) = arg else {
+        return Err(error(path, op, "expects an array"));
+    };
+    items
+        .iter()
+        .map(|item| match item {
+            Bson::RegularExpression(r) => Ok(Pattern::Regex(compile(
+                path,
+                op,
+                r.pattern.as_str(),
+                r.options.as_str(),
+            )?)),
+            Bson::Document(d)
+                if op == "$all" && d.keys().next().is_some_and(|k| k == "$elemMatch") =>
+            {
+                let Some(inner) = d.get("$elemMatch") else {
+                    unreachable!("the key was just seen")
+                };
+                Ok(Pattern::ElemMatch(Box::new(parse_elem_match(path, inner)?)))
+            }
+            Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                Err(error(path, op, "cannot hold operator documents"))
+            }
+            other => Ok(Pattern::Value(raw(path, op, other)?)),
+        })
+        .collect()
+}
+
+fn parse_types(path: &str, arg: &Bson) -> Result<Vec<TypeSpec>, FilterError> {
+    let one = |v: &Bson| -> Result<TypeSpec, FilterError> {
+        if let Bson::String(alias) = v {
+            return type_alias(alias)
+                .ok_or_else(|| error(path, "$type", format!("unknown type name `{alias}`")));
+        }
+        let n =
+            as_number(v).ok_or_else(|| error(path, "$type", "expects a type name or number"))?;
+        let code = n as i32;
+        let known = matches!(code, -1 | 1..=19 | 127) && n.fract() == 0.0;
+        if !known {
+            return Err(error(path, "$type", format!("unknown type number {n}")));
+        }
+        Ok(TypeSpec::Code(code))
+    };
+    match arg {
+        Bson::Array(items) if items.is_empty() => {
+            Err(error(path, "$type", "expects at least one type"))
+        }
+        Bson::Array(items) => items.iter().map(one).collect(),
+        other => Ok(vec![one(other)?]),
+    }
+}
+
+fn type_alias(alias: &str) -> Option<TypeSpec> {
+    let code = match alias {
+        "number" => return Some(TypeSpec::Number),
+        "double" => 1,
+        "string" => 2,
+        "object" => 3,
+        "array" => 4,
+        "binData" => 5,
+        "undefined" => 6,
+        "objectId" => 7,
+        "bool" => 8,
+        "date" => 9,
+        "null" => 10,
+        "regex" => 11,
+        "dbPointer" => 12,
+        "javascript" => 13,
+        "symbol" => 14,
+        "javascriptWithScope" => 15,
+        "int" => 16,
+        "timestamp" => 17,
+        "long" => 18,
+        "decimal" => 19,
+        "minKey" => -1,
+        "maxKey" => 127,
+        _ => return None,
+    };
+    Some(TypeSpec::Code(code))
+}
+
+fn parse_mod(path: &str, arg: &Bson) -> Result<Predicate, FilterError> {
+    let Bson::Array(items) = arg else {
+        return Err(error(path, "$mod", "expects an array [divisor, remainder]"));
+    };
+    let [divisor, remainder] = items.as_slice() else {
+        return Err(error(
+            path,
+            "$mod",
+            "expects exactly two numbers: [divisor, remainder]",
+        ));
+    };
+    let whole = |v: &Bson| -> Result<i64, FilterError> {
+        let n = as_number(v)
+            .ok_or_else(|| error(path, "$mod", "divisor and remainder must be numbers"))?;
+        if !n.is_finite() {
+            return Err(error(path, "$mod", "divisor and remainder must be finite"));
+        }
+        Ok(n.trunc() as i64)
+    };
+    let divisor = whole(divisor)?;
+    if divisor == 0 {
+        return Err(error(path, "$mod", "divisor cannot be 0"));
+    }
+    Ok(Predicate::Mod {
+        divisor,
+        remainder: whole(remainder)?,
+    })
+}
+
+fn parse_regex(path: &str, arg: &Bson, options: Option<&str>) -> Result<Predicate, FilterError> {
+    let (pattern, own_options) = match arg {
+        Bson::String(p) => (p.clone(), String::new()),
+        Bson::RegularExpression(r) => {
+            (r.pattern.as_str().to_owned(), r.options.as_str().to_owned())
+        }
+        _ => {
+            return Err(error(
+                path,
+                "$regex",
+                "expects a string or a regular expression",
+            ));
+        }
+    };
+    let options = options.map_or(own_options, str::to_owned);
+    Ok(Predicate::Regex(compile(
+        path, "$regex", &pattern, &options,
+    )?))
+}
+
+/// Compiles a MongoDB (PCRE) pattern with its options `i`, `m`, `s`, `x`; syntax the regex
+/// engine does not support (look-around, back-references) is refused.
+pub(crate) fn compile(
+    path: &str,
+    op: &str,
+    pattern: &str,
+    options: &str,
+) -> Result<QueryRegex, FilterError> {
+    let mut flags = String::new();
+    for c in options.chars() {
+        match c {
+            'i' | 'm' | 's' | 'x' => flags.push(c),
+            'u' => {}
+            other => return Err(error(path, op, format!("invalid regex option `{other}`"))),
+        }
+    }
+    let source = if flags.is_empty() {
+        pattern.to_owned()
+    } else {
+        format!("(?{flags}){pattern}")
+    };
+    let compiled = regex::Regex::new(&source).map_err(|e| {
+        error(
+            path,
+            op,
+            format!("invalid or unsupported regular expression: {e}"),
+        )
+    })?;
+    let mut sorted: Vec<char> = options.chars().collect();
+    sorted.sort_unstable();
+    Ok(QueryRegex {
+        pattern: pattern.to_owned(),
+        options: sorted.into_iter().collect(),
+        compiled,
+    })
+}
+
+fn parse_not(path: &str, arg: &Bson) -> Result<Vec<Predicate>, FilterError> {
+    match arg {
+        Bson::RegularExpression(r) => Ok(vec![Predicate::Regex(compile(
+            path,
+            "$not",
+            r.pattern.as_str(),
+            r.options.as_str(),
+        )?)]),
+        Bson::Document(d) if d.is_empty() => Err(error(path, "$not", "cannot be empty")),
+        Bson::Document(d) => match is_operator_document(arg) {
+            Some(_) => parse_operators(path, d),
+            None => Err(error(
+                path,
+                "$not",
+                "expects an operator document or a regular expression",
+            )),
+        },
+        _ => Err(error(
+            path,
+            "$not",
+            "expects an operator document or a regular expression",
+        )),
+    }
+}
+
+fn parse_elem_match(path: &str, arg: &Bson) -> Result<ElemMatch, FilterError> {
+    let Bson::Document(d) = arg else {
+        return Err(error(path, "$elemMatch", "expects a document"));
+    };
+    let value_form = d
+        .keys()
+        .next()
+        .is_some_and(|k| k.starts_with('$') && !LOGICAL.contains(&k.as_str()));
+    if value_form {
+        Ok(ElemMatch::Value(parse_operators(path, d)?))
+    } else {
+        Ok(ElemMatch::Document(Filter::parse(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn err(d: Document) -> FilterError {
+        Filter::parse(&d).unwrap_err()
+    }
+
+    #[test]
+    fn malformed_filters_name_path_and_operator() {
+        assert_eq!(
+            err(doc! { "a": { "$gt": 1, "b": 2 } }).to_string(),
+            "invalid filter at `a`, operator `b`: unknown operator (an operator document cannot mix operators and fields)"
+        );
+        assert_eq!(err(doc! { "a": { "$foo": 1 } }).operator, "$foo");
+        assert_eq!(err(doc! { "$or": [] }).reason, "expects a non-empty array");
+        assert_eq!(
+            err(doc! { "$and": [1] }).reason,
+            "every element must be a filter document"
+        );
+        assert_eq!(err(doc! { "a": { "$in": 1 } }).reason, "expects an array");
+        assert_eq!(err(doc! { "a": { "$size": -1 } }).operator, "$size");
+        assert_eq!(err(doc! { "a": { "$size": 1.5 } }).operator, "$size");
+        assert_eq!(
+            err(doc! { "a": { "$mod": [0, 1] } }).reason,
+            "divisor cannot be 0"
+        );
+        assert_eq!(err(doc! { "a": { "$mod": [1] } }).operator, "$mod");
+        assert_eq!(err(doc! { "a": { "$type": "nope" } }).operator, "$type");
+        assert_eq!(err(doc! { "a": { "$regex": "(" } }).operator, "$regex");
+        assert_eq!(err(doc! { "a": { "$options": "i" } }).operator, "$options");
+        assert_eq!(err(doc! { "a": { "$not": 5 } }).operator, "$not");
+        assert_eq!(
+            err(doc! { "a": { "$elemMatch": 5 } }).operator,
+            "$elemMatch"
+        );
+        assert_eq!(err(doc! { "$where": "1" }).operator, "$where");
+        assert_eq!(err(doc! { "$foo": 1 }).reason, "unknown top-level operator");
+    }
+
+    #[test]
+    fn documents_not_starting_with_an_operator_are_equality() {
+        let f = Filter::parse(&doc! { "a": { "b": 1, "$c": 2 } }).unwrap();
+        assert!(matches!(f, Filter::Field(_, Predicate::Eq(_))));
+    }
+}
