@@ -83,6 +83,13 @@ pub enum Error {
         index: String,
         limit: usize,
     },
+    #[error("{0}")]
+    InvalidFilter(#[from] crate::query::FilterError),
+    /// A sort the executor must do in memory holds more than the limit of documents.
+    #[error(
+        "sort of collection `{collection}` needs more than {limit} bytes of memory; add a limit or an index"
+    )]
+    SortMemoryExceeded { collection: String, limit: usize },
     #[error("invalid index specification: {0}")]
     InvalidIndexSpec(#[from] IndexSpecError),
     /// An index with this name or these keys exists with other options.

@@ -4,10 +4,19 @@
 //!   [`FilterError`] naming the path and the operator.
 //! - `matcher`: whether a document matches a [`Filter`]. It is the only judge of a match: any
 //!   faster path (an index scan) may return extra candidates but must never miss one.
+//! - `sort`: sort specifications and MongoDB's document sort order.
+//! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
+//! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
+mod exec;
 mod filter;
 mod matcher;
+mod projection;
+mod sort;
 
+pub use exec::{FindOptions, SORT_MEMORY_LIMIT};
 pub use filter::{
     ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,
 };
+pub use projection::Projection;
+pub use sort::Sort;

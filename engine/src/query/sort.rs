@@ -1,0 +1,108 @@
+//! Sort specifications and MongoDB's sort order for documents.
+//!
+//! Each sort field is read like an index key path (arrays of subdocuments traversed, a missing
+//! field sorting as null, an empty array below null); when a field holds several values (an
+//! array), an ascending sort uses the smallest and a descending sort the largest. Documents
+//! that compare equal keep their storage order (`_id` order for a collection scan).
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Document, RawBsonRef, RawDocument};
+
+use super::filter::FilterError;
+use crate::keys::Direction;
+use crate::order::compare;
+use crate::path::{Path, key_values};
+
+/// A parsed sort document, `{a: 1, b: -1}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sort {
+    fields: Vec<(Path, Direction)>,
+}
+
+impl Sort {
+    pub fn parse(spec: &Document) -> Result<Sort, FilterError> {
+        let bad = |path: &str, reason: &str| FilterError {
+            path: path.to_owned(),
+            operator: "sort".to_owned(),
+            reason: reason.to_owned(),
+        };
+        let mut fields = Vec::new();
+        for (path, direction) in spec {
+            let direction = match direction {
+                Bson::Int32(1) | Bson::Int64(1) => Direction::Ascending,
+                Bson::Int32(-1) | Bson::Int64(-1) => Direction::Descending,
+                Bson::Double(d) if (*d - 1.0).abs() < f64::EPSILON => Direction::Ascending,
+                Bson::Double(d) if (*d + 1.0).abs() < f64::EPSILON => Direction::Descending,
+                _ => return Err(bad(path, "sort direction must be 1 or -1")),
+            };
+            let parsed = Path::parse(path).map_err(|e| bad(path, &e.to_string()))?;
+            fields.push((parsed, direction));
+        }
+        Ok(Sort { fields })
+    }
+
+    pub fn fields(&self) -> &[(Path, Direction)] {
+        &self.fields
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Compares two documents in this sort's order.
+    pub fn compare(&self, a: &RawDocument, b: &RawDocument) -> Ordering {
+        for (path, direction) in &self.fields {
+            let order = compare(sort_key(a, path, *direction), sort_key(b, path, *direction));
+            let order = match direction {
+                Direction::Ascending => order,
+                Direction::Descending => order.reverse(),
+            };
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
+        Ordering::Equal
+    }
+}
+
+/// The value a document sorts by on one field: the smallest of its values ascending, the
+/// largest descending.
+fn sort_key<'a>(doc: &'a RawDocument, path: &Path, direction: Direction) -> RawBsonRef<'a> {
+    let Ok(values) = key_values(doc, path) else {
+        return RawBsonRef::Null;
+    };
+    let pick = values.values.into_iter().reduce(|best, v| {
+        let order = compare(v, best);
+        let better = match direction {
+            Direction::Ascending => order == Ordering::Less,
+            Direction::Descending => order == Ordering::Greater,
+        };
+        if better { v } else { best }
+    });
+    pick.unwrap_or(RawBsonRef::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, rawdoc};
+
+    #[test]
+    fn arrays_sort_by_their_smallest_or_largest_element() {
+        let sort_asc = Sort::parse(&doc! { "a": 1 }).unwrap();
+        let sort_desc = Sort::parse(&doc! { "a": -1 }).unwrap();
+        let x = rawdoc! { "a": [1, 10] };
+        let y = rawdoc! { "a": 5 };
+        assert_eq!(sort_asc.compare(&x, &y), Ordering::Less);
+        assert_eq!(sort_desc.compare(&x, &y), Ordering::Less);
+        let missing = rawdoc! {};
+        let null = rawdoc! { "a": null };
+        assert_eq!(sort_asc.compare(&missing, &null), Ordering::Equal);
+        assert_eq!(
+            sort_asc.compare(&rawdoc! { "a": [] }, &null),
+            Ordering::Less
+        );
+        assert!(Sort::parse(&doc! { "a": 2 }).is_err());
+    }
+}
