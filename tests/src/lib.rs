@@ -1,4 +1,5 @@
 //! Shared code for the end-to-end tests, the crash test and the benchmark binary.
 
+pub mod conformance;
 pub mod crash;
 pub mod rng;

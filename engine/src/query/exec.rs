@@ -181,3 +181,51 @@ fn collect_values<'a>(value: RawBsonRef<'a>, segments: &[&str], out: &mut Vec<Ra
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::FindOptions;
+    use crate::Database;
+
+    #[test]
+    fn find_sorts_skips_and_limits() {
+        let db = Database::in_memory().unwrap();
+        db.collection("c")
+            .insert_many(
+                [
+                    doc! { "_id": 1, "a": 3 },
+                    doc! { "_id": 2, "a": 1 },
+                    doc! { "_id": 3 },
+                    doc! { "_id": 4, "a": [0, 9] },
+                ],
+                true,
+            )
+            .unwrap();
+        let txn = db.read().unwrap();
+        let c = txn.collection("c").unwrap().unwrap();
+        let ids = |options: FindOptions| -> Vec<i32> {
+            c.find(&doc! {}, &options)
+                .unwrap()
+                .iter()
+                .map(|d| d.get_i32("_id").unwrap())
+                .collect()
+        };
+        let sort = |s| FindOptions {
+            sort: Some(s),
+            ..FindOptions::default()
+        };
+        assert_eq!(ids(sort(doc! { "a": 1 })), [3, 4, 2, 1]);
+        assert_eq!(ids(sort(doc! { "a": -1 })), [4, 1, 2, 3]);
+        assert_eq!(
+            ids(FindOptions {
+                skip: 1,
+                limit: Some(2),
+                ..sort(doc! { "a": 1 })
+            }),
+            [4, 2]
+        );
+        assert_eq!(ids(sort(doc! { "a": 1, "_id": 1 })), [3, 4, 2, 1]);
+    }
+}
