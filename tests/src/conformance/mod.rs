@@ -97,3 +97,12 @@ pub(crate) fn document(v: &serde_json::Value) -> Result<bson::Document, String> 
         other => Err(format!("expected a document, found {other}")),
     }
 }
+
+/// The `documents` array of a test element, as BSON documents (empty when absent).
+pub(crate) fn documents_of(v: &serde_json::Value) -> Result<Vec<bson::Document>, String> {
+    v.get("documents")
+        .and_then(serde_json::Value::as_array)
+        .map(|d| d.iter().map(document).collect::<Result<_, _>>())
+        .transpose()
+        .map(Option::unwrap_or_default)
+}

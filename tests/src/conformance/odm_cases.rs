@@ -8,7 +8,7 @@ use odm_engine::{Database, Direction, IndexSpec};
 use serde_json::Value;
 
 use super::compare::{normalize, values_match};
-use super::{Outcome, Report, bson, document};
+use super::{Outcome, Report, bson, document, documents_of};
 
 const COLLECTION: &str = "c";
 
@@ -59,12 +59,7 @@ fn run_case(case: &Value) -> Result<Outcome, String> {
 
 fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String> {
     let db = Database::in_memory().map_err(|e| e.to_string())?;
-    let docs: Vec<Document> = case
-        .get("documents")
-        .and_then(Value::as_array)
-        .map(|d| d.iter().map(document).collect::<Result<_, _>>())
-        .transpose()?
-        .unwrap_or_default();
+    let docs = documents_of(case)?;
     let result = db
         .collection(COLLECTION)
         .insert_many(docs, true)

@@ -11,7 +11,7 @@ use odm_engine::query::{Filter, FindOptions, Projection, Sort};
 use serde_json::Value;
 
 use super::compare::values_match;
-use super::{Outcome, Report, bson, document};
+use super::{Outcome, Report, bson, document, documents_of};
 
 /// The server version the engine presents itself as.
 const SERVER_VERSION: [u64; 3] = [8, 0, 0];
@@ -157,21 +157,8 @@ fn run_test(
         .into_iter()
         .flatten()
     {
-        let name = format!(
-            "{}.{}",
-            data.get("databaseName")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-            data.get("collectionName")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        );
-        let docs: Vec<Document> = data
-            .get("documents")
-            .and_then(Value::as_array)
-            .map(|d| d.iter().map(document).collect::<Result<_, _>>())
-            .transpose()?
-            .unwrap_or_default();
+        let name = namespace(data);
+        let docs = documents_of(data)?;
         db.write(|t| {
             t.create_collection(&name)?;
             t.insert_many(&name, docs, true).map(drop)
@@ -453,24 +440,23 @@ fn check_operation(op: &Value, result: Result<Bson, String>) -> Option<String> {
     }
 }
 
-fn check_outcome(db: &Database, expected: &Value) -> Result<Option<String>, String> {
-    let name = format!(
-        "{}.{}",
-        expected
-            .get("databaseName")
-            .and_then(Value::as_str)
-            .unwrap_or_default(),
-        expected
-            .get("collectionName")
+/// The engine collection of an `initialData` or `outcome` element: `database.collection`.
+fn namespace(v: &Value) -> String {
+    let field = |key: &str| {
+        v.get(key)
             .and_then(Value::as_str)
             .unwrap_or_default()
-    );
-    let want: Vec<Bson> = expected
-        .get("documents")
-        .and_then(Value::as_array)
-        .map(|d| d.iter().map(bson).collect::<Result<_, _>>())
-        .transpose()?
-        .unwrap_or_default();
+            .to_owned()
+    };
+    format!("{}.{}", field("databaseName"), field("collectionName"))
+}
+
+fn check_outcome(db: &Database, expected: &Value) -> Result<Option<String>, String> {
+    let name = namespace(expected);
+    let want: Vec<Bson> = documents_of(expected)?
+        .into_iter()
+        .map(Bson::Document)
+        .collect();
     let txn = db.read().map_err(|e| e.to_string())?;
     let have: Vec<Bson> = match txn.collection(&name).map_err(|e| e.to_string())? {
         Some(c) => c
