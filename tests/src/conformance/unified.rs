@@ -308,15 +308,8 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             let docs = coll.find(&filter, &options).map_err(e)?;
             Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
         }
-        "countDocuments" => {
-            let skip = u64::try_from(number("skip"))
-                .map_err(|_| "skip must not be negative".to_owned())?;
-            let n = coll
-                .count_matching(&filter, skip, number("limit").unsigned_abs())
-                .map_err(e)?;
-            Ok(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
-        }
-        "count" => {
+        // The deprecated `count` takes the same skip and limit as `countDocuments`.
+        "countDocuments" | "count" => {
             let skip = u64::try_from(number("skip"))
                 .map_err(|_| "skip must not be negative".to_owned())?;
             let n = coll
