@@ -65,7 +65,11 @@ impl Database {
     /// Opens the database file at `path`, creating it when it does not exist. A file written by
     /// another storage format version is refused with [`Error::FormatVersion`].
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Database::init(redb::Database::create(path)?)
+        let path = path.as_ref();
+        if !path.exists() {
+            create_file(path)?;
+        }
+        Database::init(redb::Database::open(path)?)
     }
 
     /// A database that lives in memory only, for tests and scratch work.
@@ -323,6 +327,33 @@ impl ReadTxn {
     pub fn list_collections(&self) -> Vec<String> {
         self.catalog.collections.keys().cloned().collect()
     }
+}
+
+/// Creates and initializes a new database file beside `path`, then renames it into place, so a
+/// crash during creation never leaves at `path` a file that cannot be opened. A staging file
+/// left by such a crash holds no data and is replaced.
+fn create_file(path: &Path) -> Result<()> {
+    let io = |source: std::io::Error| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut staging = path.as_os_str().to_owned();
+    staging.push(".creating");
+    let staging = std::path::PathBuf::from(staging);
+    match std::fs::remove_file(&staging) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    drop(Database::init(redb::Database::create(&staging)?)?);
+    std::fs::rename(&staging, path).map_err(io)?;
+    // Make the new directory entry durable too.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
 }
 
 fn encode_catalog(catalog: &Catalog) -> Result<Vec<u8>> {

@@ -132,6 +132,13 @@ pub enum Error {
     Corrupt { location: String, reason: String },
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
+    /// A file operation of the engine's own (creating a database file) failed.
+    #[error("file error at `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Every redb error type converts through [`redb::Error`], keeping its message.
