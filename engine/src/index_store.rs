@@ -167,10 +167,14 @@ type Row<'a> = std::result::Result<
     StorageError,
 >;
 
-/// Two key-ordered ranges over disjoint tables, merged into one key-ordered range.
+type Rows<'a> = Box<dyn Iterator<Item = Row<'a>> + 'a>;
+
+/// Two key-ordered ranges over disjoint tables, merged into one key-ordered range, forwards or
+/// backwards.
 pub(crate) struct MergedRange<'a> {
-    main: Peekable<redb::Range<'a, &'static [u8], &'static [u8]>>,
-    delta: Peekable<redb::Range<'a, &'static [u8], &'static [u8]>>,
+    main: Peekable<Rows<'a>>,
+    delta: Peekable<Rows<'a>>,
+    reverse: bool,
 }
 
 impl<'a> MergedRange<'a> {
@@ -178,9 +182,26 @@ impl<'a> MergedRange<'a> {
         main: redb::Range<'a, &'static [u8], &'static [u8]>,
         delta: redb::Range<'a, &'static [u8], &'static [u8]>,
     ) -> Self {
+        Self::directed(main, delta, false)
+    }
+
+    /// Both ranges walked in descending key order when `reverse`.
+    pub(crate) fn directed(
+        main: redb::Range<'a, &'static [u8], &'static [u8]>,
+        delta: redb::Range<'a, &'static [u8], &'static [u8]>,
+        reverse: bool,
+    ) -> Self {
+        let boxed = |r: redb::Range<'a, &'static [u8], &'static [u8]>| -> Rows<'a> {
+            if reverse {
+                Box::new(r.rev())
+            } else {
+                Box::new(r)
+            }
+        };
         MergedRange {
-            main: main.peekable(),
-            delta: delta.peekable(),
+            main: boxed(main).peekable(),
+            delta: boxed(delta).peekable(),
+            reverse,
         }
     }
 }
@@ -193,7 +214,9 @@ impl<'a> Iterator for MergedRange<'a> {
             (None, None) => return None,
             (Some(_), None) | (Some(Err(_)), _) => false,
             (None, Some(_)) | (_, Some(Err(_))) => true,
-            (Some(Ok((main, _))), Some(Ok((delta, _)))) => delta.value() < main.value(),
+            (Some(Ok((main, _))), Some(Ok((delta, _)))) => {
+                (delta.value() < main.value()) != self.reverse
+            }
         };
         if from_delta {
             self.delta.next()

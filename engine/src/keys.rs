@@ -114,6 +114,22 @@ pub fn encode_bson_into(
     Ok(())
 }
 
+/// The bytes every string starting with `prefix` begins with (tag and escaped bytes, no
+/// terminator), in the given direction: the lower end of a prefix range.
+pub fn encode_string_prefix(out: &mut Vec<u8>, prefix: &str, direction: Direction) {
+    let start = out.len();
+    out.push(tag(Bracket::String));
+    for &byte in prefix.as_bytes() {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+    if direction == Direction::Descending {
+        invert(&mut out[start..]);
+    }
+}
+
 /// The ascending encoding of one value, as used for `_id`s.
 pub fn encode(v: RawBsonRef<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);

@@ -128,6 +128,38 @@ impl ReadCollection<'_> {
         })
     }
 
+    pub(crate) fn meta(&self) -> &CollectionMeta {
+        &self.meta
+    }
+
+    /// Index entries within byte bounds, from both of the index's tables, in key order.
+    pub(crate) fn index_range(
+        &self,
+        index: &IndexMeta,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<MergedRange<'static>> {
+        let (main, delta) = index_store::table_names(self.meta.id, index.id);
+        let main: BytesTable = self.txn.txn.open_table(tables::bytes(&main))?;
+        let delta: BytesTable = self.txn.txn.open_table(tables::bytes(&delta))?;
+        Ok(MergedRange::directed(
+            main.range::<&[u8]>((lower, upper))?,
+            delta.range::<&[u8]>((lower, upper))?,
+            reverse,
+        ))
+    }
+
+    /// The document stored under an encoded `_id`, if any.
+    pub(crate) fn get_by_key(&self, id_key: &[u8]) -> Result<Option<StoredDocument>> {
+        Ok(self.docs.get(id_key)?.map(|guard| self.stored(guard)))
+    }
+
+    /// The document an index entry refers to; its absence is damage.
+    pub(crate) fn fetch_entry(&self, id_key: &[u8]) -> Result<StoredDocument> {
+        self.fetch(id_key)
+    }
+
     fn stored(&self, guard: AccessGuard<'static, &'static [u8]>) -> StoredDocument {
         StoredDocument {
             collection: self.meta.clone(),
@@ -167,17 +199,27 @@ impl std::fmt::Debug for IndexPrefixScan<'_> {
 }
 
 impl IndexPrefixScan<'_> {
-    /// The `_id` key of an entry: the value of a unique index, the key's tail otherwise.
     fn entry_id(&self, key: &[u8], value: &[u8], prefix_len: usize) -> Option<Vec<u8>> {
-        if self.index.spec.is_unique() {
-            return Some(value.to_vec());
-        }
-        let mut at = prefix_len;
-        for (_, direction) in &self.index.spec.keys()[self.given_fields..] {
-            at += keys::encoded_len(key.get(at..)?, *direction)?;
-        }
-        key.get(at..).map(<[u8]>::to_vec)
+        entry_id(&self.index, key, value, self.given_fields, prefix_len)
     }
+}
+
+/// The `_id` key of an index entry: the value of a unique index, the key's tail otherwise
+/// (found by skipping the fields from `from_field` on, starting at byte `at`).
+pub(crate) fn entry_id(
+    index: &IndexMeta,
+    key: &[u8],
+    value: &[u8],
+    from_field: usize,
+    mut at: usize,
+) -> Option<Vec<u8>> {
+    if index.spec.is_unique() {
+        return Some(value.to_vec());
+    }
+    for (_, direction) in index.spec.keys().get(from_field..)? {
+        at += keys::encoded_len(key.get(at..)?, *direction)?;
+    }
+    key.get(at..).map(<[u8]>::to_vec)
 }
 
 impl Iterator for IndexPrefixScan<'_> {

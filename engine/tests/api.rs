@@ -805,3 +805,83 @@ fn ttl_monitor_expires_in_the_background_and_stops_on_drop() {
     );
     drop(monitor);
 }
+
+#[test]
+fn explain_shows_the_index_and_what_was_examined() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("books");
+    c.create_index(asc("year")).unwrap();
+    c.create_index(
+        IndexSpec::new([
+            ("publisher", Direction::Ascending),
+            ("year", Direction::Descending),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    c.insert_many((0..100).map(|i| doc! { "_id": i, "year": 1950 + i, "publisher": if i % 2 == 0 { "A" } else { "B" } }), true)
+        .unwrap();
+    let txn = db.read().unwrap();
+    let books = txn.collection("books").unwrap().unwrap();
+    let range = books
+        .explain(
+            &doc! { "year": { "$gte": 2000, "$lt": 2010 } },
+            &FindOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(range.index_used(), Some("year_1"), "{range}");
+    assert_eq!(
+        (range.keys_examined, range.docs_examined, range.returned),
+        (10, 10, 10),
+        "{range}"
+    );
+    let lte = books
+        .explain(&doc! { "year": { "$lte": 1952 } }, &FindOptions::default())
+        .unwrap();
+    assert_eq!((lte.keys_examined, lte.returned), (3, 3), "{lte}");
+    let sorted = FindOptions {
+        sort: Some(doc! { "year": -1 }),
+        limit: Some(5),
+        ..FindOptions::default()
+    };
+    let by_publisher = books.explain(&doc! { "publisher": "A" }, &sorted).unwrap();
+    assert_eq!(
+        by_publisher.index_used(),
+        Some("publisher_1_year_-1"),
+        "{by_publisher}"
+    );
+    assert!(!by_publisher.in_memory_sort, "{by_publisher}");
+    assert_eq!(by_publisher.keys_examined, 5, "{by_publisher}");
+    let by_id = books
+        .explain(
+            &doc! { "_id": { "$in": [3, 4, 500] } },
+            &FindOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(by_id.returned, 2);
+    assert_eq!(
+        by_id
+            .to_document()
+            .get_document("queryPlanner")
+            .unwrap()
+            .get_document("winningPlan")
+            .unwrap()
+            .get_str("stage")
+            .unwrap(),
+        "IDHACK"
+    );
+    let scan = books
+        .explain(&doc! { "title": "x" }, &FindOptions::default())
+        .unwrap();
+    assert_eq!(scan.index_used(), None);
+    assert_eq!(scan.docs_examined, 100);
+    let prefix = books
+        .explain(
+            &doc! { "publisher": { "$regex": "^A" } },
+            &FindOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(prefix.index_used(), Some("publisher_1_year_-1"), "{prefix}");
+    assert_eq!(prefix.keys_examined, 50, "{prefix}");
+}

@@ -1,17 +1,24 @@
 //! Running a query over a collection: match, sort, skip, limit, project; counts and distinct
 //! values.
 //!
-//! This first executor scans the collection in `_id` order and lets the matcher judge every
-//! document. A sort keeps at most [`SORT_MEMORY_LIMIT`] bytes of documents; with a limit it
-//! keeps only the best `skip + limit` as it goes, so a sorted, limited query over a large
-//! collection uses memory in proportion to the limit.
+//! The executor walks the best plan's candidates (by `_id`, by index ranges, or a scan in `_id`
+//! order) and lets the matcher judge every one, so a plan's extra candidates never reach the
+//! result. Contract: every returned document passed the matcher. When the plan's order is the
+//! requested sort, results stream and stop at `skip + limit`; otherwise a sort keeps at most
+//! [`SORT_MEMORY_LIMIT`] bytes of documents, and with a limit only the best `skip + limit` as
+//! it goes.
 
 use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
 use super::filter::Filter;
+use super::plan::{Access, KeyRange, Plan, candidates};
 use super::projection::Projection;
 use super::sort::Sort;
 use crate::error::{Error, Result};
+use crate::keys;
 use crate::order::compare;
 use crate::read::ReadCollection;
 
@@ -61,13 +68,14 @@ impl ReadCollection<'_> {
     /// How many documents match `filter`, after `skip` and within `limit` (0: none).
     pub fn count_matching(&self, filter: &Document, skip: u64, limit: u64) -> Result<u64> {
         let filter = Filter::parse(filter)?;
+        let plan = self.best_plan(&filter, None);
         let mut n = 0u64;
-        for doc in self.scan()? {
-            let doc = doc?;
-            if filter.matches(doc.as_raw()?) {
+        self.walk(&plan, |doc| {
+            if filter.matches(doc) {
                 n += 1;
             }
-        }
+            Ok(true)
+        })?;
         let n = n.saturating_sub(skip);
         Ok(if limit > 0 { n.min(limit) } else { n })
     }
@@ -106,6 +114,11 @@ impl ReadCollection<'_> {
             .collect()
     }
 
+    /// The plan the executor runs: the best-ranked candidate.
+    pub(crate) fn best_plan(&self, filter: &Filter, sort: Option<&Sort>) -> Plan {
+        candidates(filter, sort, &self.meta().indexes).swap_remove(0)
+    }
+
     /// Matching documents in result order, keeping at most `keep` of them when given.
     fn matching(
         &self,
@@ -114,24 +127,21 @@ impl ReadCollection<'_> {
         keep: Option<u64>,
     ) -> Result<Vec<RawDocumentBuf>> {
         let keep = keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+        let sort = sort.filter(|s| !s.is_empty());
+        let plan = self.best_plan(filter, sort);
+        let streaming = sort.is_none() || plan.provides_sort;
         let mut buffer: Vec<RawDocumentBuf> = Vec::new();
         let mut bytes = 0usize;
-        for doc in self.scan()? {
-            let doc = doc?;
-            let raw = doc.as_raw()?;
+        self.walk(&plan, |raw| {
             if !filter.matches(raw) {
-                continue;
+                return Ok(true);
             }
-            let Some(sort) = sort.filter(|s| !s.is_empty()) else {
-                buffer.push(raw.to_owned());
-                if keep.is_some_and(|k| buffer.len() >= k) {
-                    break;
-                }
-                continue;
-            };
-            bytes += raw.as_bytes().len();
             buffer.push(raw.to_owned());
-            if let Some(k) = keep
+            if streaming {
+                return Ok(keep.is_none_or(|k| buffer.len() < k));
+            }
+            bytes += raw.as_bytes().len();
+            if let (Some(k), Some(sort)) = (keep, sort)
                 && buffer.len() >= k.saturating_mul(2).max(64)
             {
                 buffer.sort_by(|a, b| sort.compare(a, b));
@@ -144,14 +154,112 @@ impl ReadCollection<'_> {
                     limit: SORT_MEMORY_LIMIT,
                 });
             }
-        }
-        if let Some(sort) = sort {
+            Ok(true)
+        })?;
+        if let (false, Some(sort)) = (streaming, sort) {
             buffer.sort_by(|a, b| sort.compare(a, b));
         }
         if let Some(k) = keep {
             buffer.truncate(k);
         }
         Ok(buffer)
+    }
+
+    /// Visits a plan's candidates in plan order, each once, until `visit` returns `false`.
+    pub(crate) fn walk(
+        &self,
+        plan: &Plan,
+        mut visit: impl FnMut(&bson::RawDocument) -> Result<bool>,
+    ) -> Result<WalkStats> {
+        let mut stats = WalkStats::default();
+        match &plan.access {
+            Access::CollectionScan => {
+                for doc in self.scan()? {
+                    let doc = doc?;
+                    stats.docs_examined += 1;
+                    if !visit(doc.as_raw()?)? {
+                        break;
+                    }
+                }
+            }
+            Access::IdLookup { ids } => {
+                let mut id_keys: Vec<Vec<u8>> = ids
+                    .iter()
+                    .map(|v| keys::encode(v.as_raw_bson_ref()))
+                    .collect();
+                id_keys.sort();
+                id_keys.dedup();
+                for id_key in id_keys {
+                    stats.keys_examined += 1;
+                    let Some(doc) = self.get_by_key(&id_key)? else {
+                        continue;
+                    };
+                    stats.docs_examined += 1;
+                    if !visit(doc.as_raw()?)? {
+                        break;
+                    }
+                }
+            }
+            Access::IndexScan(scan) => {
+                let index = self
+                    .meta()
+                    .index(&scan.index)
+                    .ok_or_else(|| Error::IndexNotFound {
+                        collection: self.name().to_owned(),
+                        index: scan.index.clone(),
+                    })?;
+                let dedupe = scan.multikey || scan.intervals.len() > 1;
+                let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+                let ordered: Box<dyn Iterator<Item = &KeyRange>> = if scan.reverse {
+                    Box::new(scan.intervals.iter().rev())
+                } else {
+                    Box::new(scan.intervals.iter())
+                };
+                'intervals: for (lower, upper) in ordered {
+                    let range =
+                        self.index_range(index, as_slice(lower), as_slice(upper), scan.reverse)?;
+                    for row in range {
+                        let (key, value) = row?;
+                        stats.keys_examined += 1;
+                        let id = crate::read::entry_id(index, key.value(), value.value(), 0, 0)
+                            .ok_or_else(|| {
+                                Error::corrupt(
+                                    format!(
+                                        "index `{}` of collection `{}`",
+                                        scan.index,
+                                        self.name()
+                                    ),
+                                    "an entry is not a well-formed key",
+                                )
+                            })?;
+                        if dedupe && !seen.insert(id.clone()) {
+                            continue;
+                        }
+                        let doc = self.fetch_entry(&id)?;
+                        stats.docs_examined += 1;
+                        if !visit(doc.as_raw()?)? {
+                            break 'intervals;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// What a plan's walk examined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    pub keys_examined: u64,
+    pub docs_examined: u64,
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

@@ -5,18 +5,25 @@
 //! - `matcher`: whether a document matches a [`Filter`]. It is the only judge of a match: any
 //!   faster path (an index scan) may return extra candidates but must never miss one.
 //! - `sort`: sort specifications and MongoDB's document sort order.
+//! - `plan`: the candidate plans of a query and their ranking (`_id` lookup, index ranges,
+//!   collection scan).
+//! - `explain`: the chosen and rejected plans and what running them examined.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
 mod exec;
+mod explain;
 mod filter;
 mod matcher;
+mod plan;
 mod projection;
 mod sort;
 
-pub use exec::{FindOptions, SORT_MEMORY_LIMIT};
+pub use exec::{FindOptions, SORT_MEMORY_LIMIT, WalkStats};
+pub use explain::Explain;
 pub use filter::{
     ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,
 };
+pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
 pub use sort::Sort;

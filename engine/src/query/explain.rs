@@ -1,0 +1,174 @@
+//! Explain: which plan a query runs, which plans it rejected and why, and what running it
+//! examined, as a typed value, as a document shaped like MongoDB's explain output, and as text.
+
+use std::fmt;
+
+use bson::{Document, doc};
+
+use super::exec::{FindOptions, WalkStats};
+use super::filter::Filter;
+use super::plan::{Access, Plan, candidates};
+use super::sort::Sort;
+use crate::error::Result;
+use crate::read::ReadCollection;
+
+/// The explanation of one query.
+#[derive(Debug, Clone)]
+pub struct Explain {
+    pub collection: String,
+    pub winning: Plan,
+    pub rejected: Vec<Plan>,
+    /// Whether results had to be sorted in memory.
+    pub in_memory_sort: bool,
+    pub keys_examined: u64,
+    pub docs_examined: u64,
+    pub returned: u64,
+}
+
+impl ReadCollection<'_> {
+    /// Plans and runs a find, reporting the plans and what the run examined.
+    pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
+        let parsed = Filter::parse(filter)?;
+        let sort = options
+            .sort
+            .as_ref()
+            .map(Sort::parse)
+            .transpose()?
+            .filter(|s| !s.is_empty());
+        let mut plans = candidates(&parsed, sort.as_ref(), &self.meta().indexes);
+        let winning = plans.remove(0);
+        let returned = self.find(filter, options)?.len() as u64;
+        let mut matched = 0u64;
+        let keep = options
+            .limit
+            .filter(|&l| l > 0)
+            .map(|l| l.saturating_add(options.skip));
+        let streaming = sort.is_none() || winning.provides_sort;
+        let WalkStats {
+            keys_examined,
+            docs_examined,
+        } = self.walk(&winning, |doc| {
+            if parsed.matches(doc) {
+                matched += 1;
+            }
+            Ok(!streaming || keep.is_none_or(|k| matched < k))
+        })?;
+        Ok(Explain {
+            collection: self.name().to_owned(),
+            in_memory_sort: sort.is_some() && !winning.provides_sort,
+            winning,
+            rejected: plans,
+            keys_examined,
+            docs_examined,
+            returned,
+        })
+    }
+}
+
+fn stage(plan: &Plan, in_memory_sort: bool) -> Document {
+    let input = match &plan.access {
+        Access::CollectionScan => doc! { "stage": "COLLSCAN", "direction": "forward" },
+        Access::IdLookup { ids } => doc! { "stage": "IDHACK", "keys": ids.len() as i64 },
+        Access::IndexScan(scan) => {
+            let bounds: Document = scan
+                .bounds
+                .iter()
+                .map(|(path, text)| (path.clone(), bson::Bson::String(text.clone())))
+                .collect();
+            doc! {
+                "stage": "FETCH",
+                "inputStage": {
+                    "stage": "IXSCAN",
+                    "indexName": &scan.index,
+                    "isMultiKey": scan.multikey,
+                    "direction": if scan.reverse { "backward" } else { "forward" },
+                    "indexBounds": bounds,
+                    "intervals": scan.intervals.len() as i64,
+                },
+            }
+        }
+    };
+    if in_memory_sort {
+        doc! { "stage": "SORT", "inputStage": input }
+    } else {
+        input
+    }
+}
+
+impl Explain {
+    /// A document shaped like MongoDB's `explain("executionStats")` output.
+    pub fn to_document(&self) -> Document {
+        let rejected: Vec<bson::Bson> = self
+            .rejected
+            .iter()
+            .map(|p| bson::Bson::Document(stage(p, false)))
+            .collect();
+        doc! {
+            "queryPlanner": {
+                "namespace": &self.collection,
+                "winningPlan": stage(&self.winning, self.in_memory_sort),
+                "rejectedPlans": rejected,
+            },
+            "executionStats": {
+                "nReturned": self.returned as i64,
+                "totalKeysExamined": self.keys_examined as i64,
+                "totalDocsExamined": self.docs_examined as i64,
+                "inMemorySort": self.in_memory_sort,
+            },
+        }
+    }
+
+    /// The name of the index the winning plan scans, if it scans one.
+    pub fn index_used(&self) -> Option<&str> {
+        match &self.winning.access {
+            Access::IndexScan(scan) => Some(&scan.index),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Explain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let describe = |p: &Plan| match &p.access {
+            Access::CollectionScan => "collection scan".to_owned(),
+            Access::IdLookup { ids } => format!("_id lookup of {} value(s)", ids.len()),
+            Access::IndexScan(scan) => {
+                let bounds: Vec<String> = scan
+                    .bounds
+                    .iter()
+                    .map(|(p, b)| format!("{p} in {b}"))
+                    .collect();
+                format!(
+                    "index {} {}{}{}",
+                    scan.index,
+                    if scan.reverse { "backward" } else { "forward" },
+                    if bounds.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" where {}", bounds.join(" and "))
+                    },
+                    if scan.multikey { " (multikey)" } else { "" }
+                )
+            }
+        };
+        writeln!(f, "query on `{}`", self.collection)?;
+        writeln!(
+            f,
+            "  plan: {}{}",
+            describe(&self.winning),
+            if self.in_memory_sort {
+                ", then sort in memory"
+            } else {
+                ""
+            }
+        )?;
+        for p in &self.rejected {
+            writeln!(f, "  rejected: {}", describe(p))?;
+        }
+        write!(
+            f,
+            "  examined {} keys and {} documents, returned {}",
+            self.keys_examined, self.docs_examined, self.returned
+        )
+    }
+}

@@ -1,0 +1,528 @@
+//! Choosing how to find a query's candidates: by `_id`, by index ranges, or by scanning.
+//!
+//! Contract: a plan's candidates include every document the filter matches (they may include
+//! more; the matcher decides). The plan is a pure function of the filter, the sort and the
+//! index specs.
+//!
+//! Bounds come from the top-level conditions of the filter (those under `$and` included):
+//! equality and `$in` give points, `$gt`/`$gte`/`$lt`/`$lte` give a range within the operand's
+//! type bracket, an anchored regex with a literal prefix gives a string range. A compound index
+//! takes points on its leading fields and at most one range, on the next field. On a multikey
+//! index, a field takes at most one range condition: two conditions may be met by different
+//! array elements, so their intersection could miss documents. Arrays as operands, `null` on a
+//! sparse index, and negations give no bounds. Plans rank by: `_id` lookup, then the number of
+//! leading fields bound to points, then a range on the next field, then whether the index
+//! order gives the requested sort, then fewer index fields.
+
+use std::ops::Bound;
+
+use bson::{RawBson, RawBsonRef};
+
+use super::filter::{FieldPath, Filter, Pattern, Predicate, QueryRegex};
+use super::sort::Sort;
+use crate::catalog::IndexMeta;
+use crate::keys::{self, Direction};
+use crate::order::{Bracket, bracket, compare};
+
+/// How a plan reaches its candidates.
+#[derive(Debug, Clone)]
+pub enum Access {
+    CollectionScan,
+    /// Documents fetched by `_id`.
+    IdLookup {
+        ids: Vec<RawBson>,
+    },
+    IndexScan(IndexScan),
+}
+
+/// A range of encoded index keys.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// A walk over ranges of one index.
+#[derive(Debug, Clone)]
+pub struct IndexScan {
+    pub index: String,
+    /// Byte ranges of index keys, in index order.
+    pub intervals: Vec<KeyRange>,
+    /// Walked from the end, for a sort in the opposite order.
+    pub reverse: bool,
+    /// Human-readable bounds, one entry per index field.
+    pub bounds: Vec<(String, String)>,
+    pub multikey: bool,
+}
+
+/// A candidate plan and how it ranks.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub access: Access,
+    /// Whether candidates come out in the requested sort order.
+    pub provides_sort: bool,
+    pub rank: Rank,
+}
+
+/// The ranking of a plan, best first when compared in descending order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rank {
+    pub id_lookup: bool,
+    pub point_fields: usize,
+    pub range: bool,
+    pub provides_sort: bool,
+    /// Negated field count, so that fewer fields rank higher.
+    pub narrower: i64,
+}
+
+/// A condition on one field's value, as a range of values.
+#[derive(Debug, Clone)]
+enum Edge {
+    Value(RawBson, bool),
+    BracketStart(Bracket),
+    BracketEnd(Bracket),
+    /// Every string starting with this prefix (as an upper edge).
+    StringPrefix(String),
+}
+
+#[derive(Debug, Clone)]
+struct ValueInterval {
+    lo: Edge,
+    hi: Edge,
+}
+
+impl ValueInterval {
+    fn point(v: RawBson) -> Self {
+        ValueInterval {
+            lo: Edge::Value(v.clone(), true),
+            hi: Edge::Value(v, true),
+        }
+    }
+
+    fn is_point(&self) -> bool {
+        matches!(
+            (&self.lo, &self.hi),
+            (Edge::Value(_, true), Edge::Value(_, true))
+        )
+    }
+
+    fn describe(&self) -> String {
+        let edge = |e: &Edge| match e {
+            Edge::Value(v, _) => crate::index::render(v.as_raw_bson_ref()),
+            Edge::BracketStart(b) => format!("start of {b:?}"),
+            Edge::BracketEnd(b) => format!("end of {b:?}"),
+            Edge::StringPrefix(p) => format!("\"{p}\" and longer"),
+        };
+        let open = if matches!(self.lo, Edge::Value(_, false)) {
+            "("
+        } else {
+            "["
+        };
+        let close = if matches!(self.hi, Edge::Value(_, false)) {
+            ")"
+        } else {
+            "]"
+        };
+        format!("{open}{}, {}{close}", edge(&self.lo), edge(&self.hi))
+    }
+}
+
+/// The top-level conditions of a filter: its fields, through `$and`.
+fn conditions(filter: &Filter) -> Vec<(&FieldPath, &Predicate)> {
+    match filter {
+        Filter::And(parts) => parts.iter().flat_map(conditions).collect(),
+        Filter::Field(path, predicate) => vec![(path, predicate)],
+        Filter::Or(_) | Filter::Nor(_) => Vec::new(),
+    }
+}
+
+fn usable_operand(v: &RawBson) -> bool {
+    !matches!(
+        v.as_raw_bson_ref(),
+        RawBsonRef::Array(_) | RawBsonRef::MinKey | RawBsonRef::MaxKey | RawBsonRef::Undefined
+    )
+}
+
+fn is_nan(v: &RawBson) -> bool {
+    match v.as_raw_bson_ref() {
+        RawBsonRef::Double(d) => d.is_nan(),
+        RawBsonRef::Decimal128(d) => {
+            crate::order::exact_number(RawBsonRef::Decimal128(d)) == crate::number::Number::NaN
+        }
+        _ => false,
+    }
+}
+
+fn matches_null(v: &RawBson) -> bool {
+    matches!(v.as_raw_bson_ref(), RawBsonRef::Null)
+}
+
+/// The literal prefix of an anchored regex that the index can use, if any.
+fn regex_prefix(r: &QueryRegex) -> Option<String> {
+    if r.options.contains(['i', 'm', 'x']) {
+        return None;
+    }
+    let rest = r.pattern.strip_prefix('^')?;
+    let mut prefix = String::new();
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        if "\\.^$*+?()[]{}|".contains(c) {
+            if matches!(c, '*' | '?' | '{') {
+                prefix.pop();
+            }
+            break;
+        }
+        if chars.peek().is_some_and(|n| matches!(n, '*' | '?' | '{')) {
+            break;
+        }
+        prefix.push(c);
+    }
+    Some(prefix)
+}
+
+fn regex_intervals(r: &QueryRegex) -> Option<Vec<ValueInterval>> {
+    let prefix = regex_prefix(r)?;
+    let stored = RawBson::RegularExpression(bson::Regex {
+        pattern: r.pattern.as_str().try_into().ok()?,
+        options: r.options.as_str().try_into().ok()?,
+    });
+    Some(vec![
+        ValueInterval {
+            lo: Edge::Value(RawBson::String(prefix.clone()), true),
+            hi: Edge::StringPrefix(prefix),
+        },
+        ValueInterval::point(stored),
+    ])
+}
+
+/// The value intervals a field's conditions allow, or `None` when they give no bounds.
+fn field_intervals(
+    predicates: &[&Predicate],
+    multikey: bool,
+    sparse: bool,
+) -> Option<Vec<ValueInterval>> {
+    // Equality first: its points are the tightest bounds.
+    for p in predicates {
+        match p {
+            Predicate::Eq(v) if usable_operand(v) && !(sparse && matches_null(v)) => {
+                return Some(vec![ValueInterval::point(v.clone())]);
+            }
+            Predicate::In(patterns) => {
+                let mut out = Vec::new();
+                let usable = patterns.iter().all(|pattern| match pattern {
+                    Pattern::Value(v) if usable_operand(v) && !(sparse && matches_null(v)) => {
+                        out.push(ValueInterval::point(v.clone()));
+                        true
+                    }
+                    Pattern::Regex(r) => regex_intervals(r).map(|ivs| out.extend(ivs)).is_some(),
+                    _ => false,
+                });
+                if usable {
+                    return Some(out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut lo: Option<(RawBson, bool)> = None;
+    let mut hi: Option<(RawBson, bool)> = None;
+    let mut range_bracket: Option<Bracket> = None;
+    for p in predicates {
+        let (value, is_low, inclusive) = match p {
+            Predicate::Gt(v) => (v, true, false),
+            Predicate::Gte(v) => (v, true, true),
+            Predicate::Lt(v) => (v, false, false),
+            Predicate::Lte(v) => (v, false, true),
+            Predicate::Regex(r) if range_bracket.is_none() => return regex_intervals(r),
+            _ => continue,
+        };
+        if !usable_operand(value) || is_nan(value) || (sparse && inclusive && matches_null(value)) {
+            continue;
+        }
+        let b = bracket(&value.as_raw_bson_ref());
+        if range_bracket.is_some_and(|rb| rb != b) {
+            continue;
+        }
+        if multikey && range_bracket.is_some() {
+            // Another condition may be met by another element: keep one.
+            break;
+        }
+        range_bracket = Some(b);
+        let slot = if is_low { &mut lo } else { &mut hi };
+        let tighter = match slot {
+            None => true,
+            Some((current, _)) => {
+                let order = compare(value.as_raw_bson_ref(), current.as_raw_bson_ref());
+                if is_low { order.is_gt() } else { order.is_lt() }
+            }
+        };
+        if tighter {
+            *slot = Some((value.clone(), inclusive));
+        }
+    }
+    let b = range_bracket?;
+    Some(vec![ValueInterval {
+        lo: lo.map_or(Edge::BracketStart(b), |(v, i)| Edge::Value(v, i)),
+        hi: hi.map_or(Edge::BracketEnd(b), |(v, i)| Edge::Value(v, i)),
+    }])
+}
+
+fn encoded(prefix: &[u8], v: &RawBson, direction: Direction) -> Vec<u8> {
+    let mut out = prefix.to_vec();
+    keys::encode_into(&mut out, v.as_raw_bson_ref(), direction);
+    out
+}
+
+fn after(bytes: Vec<u8>) -> Bound<Vec<u8>> {
+    keys::prefix_successor(&bytes).map_or(Bound::Unbounded, Bound::Excluded)
+}
+
+fn after_included(bytes: Vec<u8>) -> Option<Bound<Vec<u8>>> {
+    keys::prefix_successor(&bytes).map(Bound::Included)
+}
+
+/// The byte range of keys that start with `prefix` and whose next field lies in `iv`.
+fn byte_interval(prefix: &[u8], iv: &ValueInterval, direction: Direction) -> Option<KeyRange> {
+    let with = |extra: &[u8]| [prefix, extra].concat();
+    let tag = |b: Bracket, inverted: bool| {
+        let t = keys::bracket_tag(b);
+        if inverted { !t } else { t }
+    };
+    let string_prefix = |p: &str| {
+        let mut out = prefix.to_vec();
+        keys::encode_string_prefix(&mut out, p, direction);
+        out
+    };
+    Some(match direction {
+        Direction::Ascending => {
+            let lower = match &iv.lo {
+                Edge::Value(v, true) => Bound::Included(encoded(prefix, v, direction)),
+                Edge::Value(v, false) => after_included(encoded(prefix, v, direction))?,
+                Edge::BracketStart(b) => Bound::Included(with(&[tag(*b, false)])),
+                Edge::BracketEnd(_) | Edge::StringPrefix(_) => return None,
+            };
+            let upper = match &iv.hi {
+                Edge::Value(v, true) => after(encoded(prefix, v, direction)),
+                Edge::Value(v, false) => Bound::Excluded(encoded(prefix, v, direction)),
+                Edge::BracketEnd(b) => Bound::Excluded(with(&[tag(*b, false) + 1])),
+                Edge::StringPrefix(p) => after(string_prefix(p)),
+                Edge::BracketStart(_) => return None,
+            };
+            (lower, upper)
+        }
+        Direction::Descending => {
+            let lower = match &iv.hi {
+                Edge::Value(v, true) => Bound::Included(encoded(prefix, v, direction)),
+                Edge::Value(v, false) => after_included(encoded(prefix, v, direction))?,
+                Edge::BracketEnd(b) => Bound::Included(with(&[tag(*b, true)])),
+                Edge::StringPrefix(p) => Bound::Included(string_prefix(p)),
+                Edge::BracketStart(_) => return None,
+            };
+            let upper = match &iv.lo {
+                Edge::Value(v, true) => after(encoded(prefix, v, direction)),
+                Edge::Value(v, false) => Bound::Excluded(encoded(prefix, v, direction)),
+                Edge::BracketStart(b) => Bound::Excluded(with(&[tag(*b, true).saturating_add(1)])),
+                Edge::BracketEnd(_) | Edge::StringPrefix(_) => return None,
+            };
+            (lower, upper)
+        }
+    })
+}
+
+/// The most point combinations a compound index expands to before it stops bounding fields.
+const MAX_POINTS: usize = 1024;
+
+fn index_plan(
+    index: &IndexMeta,
+    conds: &[(&FieldPath, &Predicate)],
+    sort: Option<&Sort>,
+) -> Option<Plan> {
+    let spec = &index.spec;
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut intervals: Option<Vec<KeyRange>> = None;
+    let mut bounds = Vec::new();
+    let mut point_fields = 0;
+    let mut range = false;
+    for (path, direction) in spec.keys() {
+        let predicates: Vec<&Predicate> = conds
+            .iter()
+            .filter(|(p, _)| p.as_str() == path.as_str())
+            .map(|(_, pred)| *pred)
+            .collect();
+        let Some(ivs) = field_intervals(&predicates, index.multikey, spec.is_sparse()) else {
+            break;
+        };
+        bounds.push((
+            path.as_str().to_owned(),
+            ivs.iter()
+                .map(ValueInterval::describe)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+        if ivs.iter().all(ValueInterval::is_point) && prefixes.len() * ivs.len() <= MAX_POINTS {
+            prefixes = prefixes
+                .iter()
+                .flat_map(|p| ivs.iter().map(move |iv| (p, iv)))
+                .filter_map(|(p, iv)| match &iv.lo {
+                    Edge::Value(v, _) => Some(encoded(p, v, *direction)),
+                    _ => None,
+                })
+                .collect();
+            prefixes.sort();
+            prefixes.dedup();
+            point_fields += 1;
+            continue;
+        }
+        let mut out: Vec<_> = prefixes
+            .iter()
+            .flat_map(|p| {
+                ivs.iter()
+                    .filter_map(move |iv| byte_interval(p, iv, *direction))
+            })
+            .collect();
+        out.sort_by_key(|a| bound_key(&a.0));
+        intervals = Some(out);
+        range = true;
+        break;
+    }
+    let bounded = point_fields > 0 || range;
+    if spec.is_sparse() && !bounded {
+        return None;
+    }
+    let intervals = intervals.unwrap_or_else(|| {
+        prefixes
+            .into_iter()
+            .map(|p| {
+                if p.is_empty() {
+                    (Bound::Unbounded, Bound::Unbounded)
+                } else {
+                    let upper = after(p.clone());
+                    (Bound::Included(p), upper)
+                }
+            })
+            .collect()
+    });
+    let (provides_sort, reverse) = sort_order(index, point_fields, intervals.len(), sort);
+    if !bounded && !provides_sort {
+        return None;
+    }
+    Some(Plan {
+        access: Access::IndexScan(IndexScan {
+            index: spec.name().to_owned(),
+            intervals,
+            reverse,
+            bounds,
+            multikey: index.multikey,
+        }),
+        provides_sort,
+        rank: Rank {
+            id_lookup: false,
+            point_fields,
+            range,
+            provides_sort,
+            narrower: -(spec.keys().len() as i64),
+        },
+    })
+}
+
+fn bound_key(b: &Bound<Vec<u8>>) -> Vec<u8> {
+    match b {
+        Bound::Included(v) | Bound::Excluded(v) => v.clone(),
+        Bound::Unbounded => Vec::new(),
+    }
+}
+
+/// Whether walking one interval of the index gives the sort's order, and in which direction.
+fn sort_order(
+    index: &IndexMeta,
+    point_fields: usize,
+    intervals: usize,
+    sort: Option<&Sort>,
+) -> (bool, bool) {
+    let Some(sort) = sort.filter(|s| !s.is_empty()) else {
+        return (false, false);
+    };
+    if index.multikey || intervals != 1 {
+        return (false, false);
+    }
+    let keys = index.spec.keys();
+    let bound: Vec<&str> = keys[..point_fields]
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    let wanted: Vec<_> = sort
+        .fields()
+        .iter()
+        .filter(|(p, _)| !bound.contains(&p.as_str()))
+        .collect();
+    let rest = &keys[point_fields..];
+    if wanted.is_empty() {
+        return (true, false);
+    }
+    if wanted.len() > rest.len() {
+        return (false, false);
+    }
+    let same = wanted
+        .iter()
+        .zip(rest)
+        .all(|((sp, sd), (ip, id))| sp == ip && sd == id);
+    let opposite = wanted
+        .iter()
+        .zip(rest)
+        .all(|((sp, sd), (ip, id))| sp == ip && sd != id);
+    (same || opposite, opposite && !same)
+}
+
+fn id_lookup(conds: &[(&FieldPath, &Predicate)]) -> Option<Vec<RawBson>> {
+    for (path, predicate) in conds {
+        if path.as_str() != "_id" {
+            continue;
+        }
+        match predicate {
+            Predicate::Eq(v) if usable_operand(v) => return Some(vec![v.clone()]),
+            Predicate::In(patterns) => {
+                let values: Option<Vec<RawBson>> = patterns
+                    .iter()
+                    .map(|p| match p {
+                        Pattern::Value(v) if usable_operand(v) => Some(v.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(values) = values {
+                    return Some(values);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every candidate plan, best first; the last is always the collection scan.
+pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexMeta]) -> Vec<Plan> {
+    let conds = conditions(filter);
+    let mut plans = Vec::new();
+    if let Some(ids) = id_lookup(&conds) {
+        plans.push(Plan {
+            access: Access::IdLookup { ids },
+            provides_sort: false,
+            rank: Rank {
+                id_lookup: true,
+                point_fields: 1,
+                range: false,
+                provides_sort: false,
+                narrower: 0,
+            },
+        });
+    }
+    plans.extend(indexes.iter().filter_map(|i| index_plan(i, &conds, sort)));
+    plans.sort_by_key(|p| std::cmp::Reverse(p.rank));
+    plans.push(Plan {
+        access: Access::CollectionScan,
+        provides_sort: false,
+        rank: Rank {
+            id_lookup: false,
+            point_fields: 0,
+            range: false,
+            provides_sort: false,
+            narrower: i64::MIN,
+        },
+    });
+    plans
+}
