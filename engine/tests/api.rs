@@ -885,3 +885,65 @@ fn explain_shows_the_index_and_what_was_examined() {
     assert_eq!(prefix.index_used(), Some("publisher_1_year_-1"), "{prefix}");
     assert_eq!(prefix.keys_examined, 50, "{prefix}");
 }
+
+#[test]
+fn or_branches_use_their_indexes_and_hints_force_a_plan() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(asc("a")).unwrap();
+    c.create_index(asc("b")).unwrap();
+    c.insert_many(
+        (0..50).map(|i| doc! { "_id": i, "a": i, "b": i % 10 }),
+        true,
+    )
+    .unwrap();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    let or = coll
+        .explain(
+            &doc! { "$or": [{ "a": 3 }, { "b": 3 }] },
+            &FindOptions::default(),
+        )
+        .unwrap();
+    let stage = or.to_document();
+    let winning = stage
+        .get_document("queryPlanner")
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap();
+    assert_eq!(
+        winning
+            .get_document("inputStage")
+            .unwrap()
+            .get_str("stage")
+            .unwrap(),
+        "OR",
+        "{or}"
+    );
+    assert_eq!(or.returned, 5, "{or}");
+    assert_eq!(or.keys_examined, 6, "{or}");
+    let hinted = FindOptions {
+        hint: Some(Bson::from("b_1")),
+        ..FindOptions::default()
+    };
+    let forced = coll.explain(&doc! { "a": 3 }, &hinted).unwrap();
+    assert_eq!(forced.index_used(), Some("b_1"), "{forced}");
+    assert_eq!(coll.find(&doc! { "a": 3 }, &hinted).unwrap().len(), 1);
+    let natural = FindOptions {
+        hint: Some(Bson::Document(doc! { "$natural": 1 })),
+        ..FindOptions::default()
+    };
+    assert_eq!(
+        coll.explain(&doc! { "a": 3 }, &natural)
+            .unwrap()
+            .index_used(),
+        None
+    );
+    let missing = FindOptions {
+        hint: Some(Bson::from("nope")),
+        ..FindOptions::default()
+    };
+    let err = coll.find(&doc! {}, &missing).unwrap_err();
+    assert!(err.to_string().contains("does not name an index"), "{err}");
+}

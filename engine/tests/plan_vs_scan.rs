@@ -168,7 +168,7 @@ proptest! {
             plain.collection("c").insert_one(&d).unwrap();
             indexed.collection("c").insert_one(&d).unwrap();
         }
-        let options = FindOptions { sort: sort.clone(), projection: None, skip, limit };
+        let options = FindOptions { sort: sort.clone(), projection: None, skip, limit, hint: None };
         let (mut expected, mut actual) = match (run(&plain, &filter, &options), run(&indexed, &filter, &options)) {
             (Ok(e), Ok(a)) => (e, a),
             (e, a) => {

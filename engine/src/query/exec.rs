@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use super::filter::Filter;
-use super::plan::{Access, KeyRange, Plan, candidates};
+use super::plan::{Access, KeyRange, Plan, candidates, hinted};
 use super::projection::Projection;
 use super::sort::Sort;
 use crate::error::{Error, Result};
@@ -33,6 +33,8 @@ pub struct FindOptions {
     pub projection: Option<Document>,
     pub skip: u64,
     pub limit: Option<u64>,
+    /// Forces a plan: an index name, an index key pattern, or `{$natural: 1}`.
+    pub hint: Option<Bson>,
 }
 
 impl ReadCollection<'_> {
@@ -47,7 +49,8 @@ impl ReadCollection<'_> {
             .transpose()?;
         let limit = options.limit.filter(|&l| l > 0);
         let keep = limit.map(|l| options.skip.saturating_add(l));
-        let mut selected = self.matching(&filter, sort.as_ref(), keep)?;
+        let plan = self.choose_plan(&filter, sort.as_ref(), options.hint.as_ref())?;
+        let mut selected = self.matching(&plan, &filter, sort.as_ref(), keep)?;
         let skip = usize::try_from(options.skip).unwrap_or(usize::MAX);
         selected.drain(..skip.min(selected.len()));
         if let Some(limit) = limit {
@@ -114,7 +117,25 @@ impl ReadCollection<'_> {
             .collect()
     }
 
-    /// The plan the executor runs: the best-ranked candidate.
+    /// The plan the executor runs: the hinted one, or the best-ranked candidate.
+    pub(crate) fn choose_plan(
+        &self,
+        filter: &Filter,
+        sort: Option<&Sort>,
+        hint: Option<&Bson>,
+    ) -> Result<Plan> {
+        match hint {
+            Some(hint) => hinted(hint, filter, sort, &self.meta().indexes).map_err(|reason| {
+                Error::InvalidFilter(super::filter::FilterError {
+                    path: String::new(),
+                    operator: "hint".into(),
+                    reason,
+                })
+            }),
+            None => Ok(self.best_plan(filter, sort)),
+        }
+    }
+
     pub(crate) fn best_plan(&self, filter: &Filter, sort: Option<&Sort>) -> Plan {
         candidates(filter, sort, &self.meta().indexes).swap_remove(0)
     }
@@ -122,17 +143,17 @@ impl ReadCollection<'_> {
     /// Matching documents in result order, keeping at most `keep` of them when given.
     fn matching(
         &self,
+        plan: &Plan,
         filter: &Filter,
         sort: Option<&Sort>,
         keep: Option<u64>,
     ) -> Result<Vec<RawDocumentBuf>> {
         let keep = keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
         let sort = sort.filter(|s| !s.is_empty());
-        let plan = self.best_plan(filter, sort);
         let streaming = sort.is_none() || plan.provides_sort;
         let mut buffer: Vec<RawDocumentBuf> = Vec::new();
         let mut bytes = 0usize;
-        self.walk(&plan, |raw| {
+        self.walk(plan, |raw| {
             if !filter.matches(raw) {
                 return Ok(true);
             }
@@ -171,8 +192,42 @@ impl ReadCollection<'_> {
         plan: &Plan,
         mut visit: impl FnMut(&bson::RawDocument) -> Result<bool>,
     ) -> Result<WalkStats> {
+        self.walk_into(plan, &mut visit)
+    }
+
+    fn walk_into(
+        &self,
+        plan: &Plan,
+        visit: &mut dyn FnMut(&bson::RawDocument) -> Result<bool>,
+    ) -> Result<WalkStats> {
         let mut stats = WalkStats::default();
         match &plan.access {
+            Access::Or(branches) => {
+                // Each document once, whichever branches find it.
+                let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+                let mut stopped = false;
+                for branch in branches {
+                    let branch_stats = self.walk_into(branch, &mut |raw: &bson::RawDocument| {
+                        let id = raw
+                            .get("_id")
+                            .ok()
+                            .flatten()
+                            .map(keys::encode)
+                            .unwrap_or_default();
+                        if !seen.insert(id) {
+                            return Ok(true);
+                        }
+                        let go_on = visit(raw)?;
+                        stopped = !go_on;
+                        Ok(go_on)
+                    })?;
+                    stats.keys_examined += branch_stats.keys_examined;
+                    stats.docs_examined += branch_stats.docs_examined;
+                    if stopped {
+                        break;
+                    }
+                }
+            }
             Access::CollectionScan => {
                 for doc in self.scan()? {
                     let doc = doc?;

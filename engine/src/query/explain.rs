@@ -36,7 +36,10 @@ impl ReadCollection<'_> {
             .transpose()?
             .filter(|s| !s.is_empty());
         let mut plans = candidates(&parsed, sort.as_ref(), &self.meta().indexes);
-        let winning = plans.remove(0);
+        let winning = match &options.hint {
+            Some(_) => self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?,
+            None => plans.remove(0),
+        };
         let returned = self.find(filter, options)?.len() as u64;
         let mut matched = 0u64;
         let keep = options
@@ -69,6 +72,13 @@ fn stage(plan: &Plan, in_memory_sort: bool) -> Document {
     let input = match &plan.access {
         Access::CollectionScan => doc! { "stage": "COLLSCAN", "direction": "forward" },
         Access::IdLookup { ids } => doc! { "stage": "IDHACK", "keys": ids.len() as i64 },
+        Access::Or(branches) => {
+            let inputs: Vec<bson::Bson> = branches
+                .iter()
+                .map(|b| bson::Bson::Document(stage(b, false)))
+                .collect();
+            doc! { "stage": "FETCH", "inputStage": { "stage": "OR", "inputStages": inputs } }
+        }
         Access::IndexScan(scan) => {
             let bounds: Document = scan
                 .bounds
@@ -132,6 +142,7 @@ impl fmt::Display for Explain {
         let describe = |p: &Plan| match &p.access {
             Access::CollectionScan => "collection scan".to_owned(),
             Access::IdLookup { ids } => format!("_id lookup of {} value(s)", ids.len()),
+            Access::Or(branches) => format!("union of {} plans ($or)", branches.len()),
             Access::IndexScan(scan) => {
                 let bounds: Vec<String> = scan
                     .bounds

@@ -33,6 +33,9 @@ pub enum Access {
         ids: Vec<RawBson>,
     },
     IndexScan(IndexScan),
+    /// The union of its branches' candidates, each document once (`$or` with an index per
+    /// branch).
+    Or(Vec<Plan>),
 }
 
 /// A range of encoded index keys.
@@ -58,6 +61,23 @@ pub struct Plan {
     /// Whether candidates come out in the requested sort order.
     pub provides_sort: bool,
     pub rank: Rank,
+}
+
+impl Plan {
+    /// The scan of the documents table in `_id` order, the plan of last resort.
+    pub(crate) fn collection_scan() -> Plan {
+        Plan {
+            access: Access::CollectionScan,
+            provides_sort: false,
+            rank: Rank {
+                id_lookup: false,
+                point_fields: 0,
+                range: false,
+                provides_sort: false,
+                narrower: i64::MIN,
+            },
+        }
+    }
 }
 
 /// The ranking of a plan, best first when compared in descending order.
@@ -329,6 +349,7 @@ fn byte_interval(prefix: &[u8], iv: &ValueInterval, direction: Direction) -> Opt
 const MAX_POINTS: usize = 1024;
 
 fn index_plan(
+    forced: bool,
     index: &IndexMeta,
     conds: &[(&FieldPath, &Predicate)],
     sort: Option<&Sort>,
@@ -382,7 +403,7 @@ fn index_plan(
         break;
     }
     let bounded = point_fields > 0 || range;
-    if spec.is_sparse() && !bounded {
+    if spec.is_sparse() && !bounded && !forced {
         return None;
     }
     let intervals = intervals.unwrap_or_else(|| {
@@ -399,7 +420,7 @@ fn index_plan(
             .collect()
     });
     let (provides_sort, reverse) = sort_order(index, point_fields, intervals.len(), sort);
-    if !bounded && !provides_sort {
+    if !bounded && !provides_sort && !forced {
         return None;
     }
     Some(Plan {
@@ -511,18 +532,72 @@ pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexM
             },
         });
     }
-    plans.extend(indexes.iter().filter_map(|i| index_plan(i, &conds, sort)));
+    plans.extend(
+        indexes
+            .iter()
+            .filter_map(|i| index_plan(false, i, &conds, sort)),
+    );
+    if let Some(or) = or_plan(filter, indexes) {
+        plans.push(or);
+    }
     plans.sort_by_key(|p| std::cmp::Reverse(p.rank));
-    plans.push(Plan {
-        access: Access::CollectionScan,
+    plans.push(Plan::collection_scan());
+    plans
+}
+
+/// A plan per `$or` branch when every branch can use an index (or `_id`); the other top-level
+/// conditions are left to the matcher.
+fn or_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
+    let branches = match filter {
+        Filter::Or(branches) => branches,
+        Filter::And(parts) => parts.iter().find_map(|p| match p {
+            Filter::Or(branches) => Some(branches),
+            _ => None,
+        })?,
+        _ => return None,
+    };
+    let mut plans = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let best = candidates(branch, None, indexes).swap_remove(0);
+        if matches!(best.access, Access::CollectionScan) {
+            return None;
+        }
+        plans.push(best);
+    }
+    Some(Plan {
+        access: Access::Or(plans),
         provides_sort: false,
         rank: Rank {
             id_lookup: false,
             point_fields: 0,
             range: false,
             provides_sort: false,
-            narrower: i64::MIN,
+            narrower: -1000,
         },
-    });
-    plans
+    })
+}
+
+/// The plan a hint forces: an index by name or key pattern, or `{$natural: 1}` (or the `_id_`
+/// index, which is the documents table itself) for a scan in `_id` order.
+pub(crate) fn hinted(
+    hint: &bson::Bson,
+    filter: &Filter,
+    sort: Option<&Sort>,
+    indexes: &[IndexMeta],
+) -> Result<Plan, String> {
+    let index = match hint {
+        bson::Bson::String(name) if name == crate::index::ID_INDEX_NAME => {
+            return Ok(Plan::collection_scan());
+        }
+        bson::Bson::Document(d) if d.contains_key("$natural") || *d == bson::doc! { "_id": 1 } => {
+            return Ok(Plan::collection_scan());
+        }
+        bson::Bson::String(name) => indexes.iter().find(|i| i.spec.name() == name),
+        bson::Bson::Document(keys) => indexes.iter().find(|i| i.spec.keys_document() == *keys),
+        _ => None,
+    };
+    let index =
+        index.ok_or_else(|| format!("hint {hint} does not name an index of the collection"))?;
+    index_plan(true, index, &conditions(filter), sort)
+        .ok_or_else(|| format!("hint {hint} cannot be used"))
 }

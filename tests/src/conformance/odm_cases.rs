@@ -110,6 +110,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                     .get("limit")
                     .and_then(Value::as_i64)
                     .map(i64::unsigned_abs),
+                hint: None,
             };
             coll.find(&filter, &options).map(Actual::Documents)
         }
