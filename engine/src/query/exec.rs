@@ -40,13 +40,95 @@ pub struct FindOptions {
 impl ReadCollection<'_> {
     /// The documents matching `filter`, sorted, skipped, limited and projected.
     pub fn find(&self, filter: &Document, options: &FindOptions) -> Result<Vec<Document>> {
-        let filter = Filter::parse(filter)?;
-        let sort = options.sort.as_ref().map(Sort::parse).transpose()?;
         let projection = options
             .projection
             .as_ref()
             .map(Projection::parse)
             .transpose()?;
+        let parsed = Filter::parse(filter)?;
+        self.find_raw(filter, options)?
+            .iter()
+            .map(|doc| match &projection {
+                Some(p) => p
+                    .apply(doc, &parsed)
+                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e)),
+                None => Document::try_from(doc.as_ref())
+                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e)),
+            })
+            .collect()
+    }
+
+    /// [`ReadCollection::find`] decoding each document straight into `T` (projections apply
+    /// first, through a document).
+    pub fn find_as<T: serde::de::DeserializeOwned>(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<Vec<T>> {
+        if options.projection.is_some() {
+            return self
+                .find(filter, options)?
+                .into_iter()
+                .map(|d| {
+                    bson::deserialize_from_document(d).map_err(|e| Error::Decode {
+                        collection: self.name().to_owned(),
+                        id: "?".into(),
+                        reason: e.to_string(),
+                    })
+                })
+                .collect();
+        }
+        let decode = |raw: &bson::RawDocument| -> Result<T> {
+            crate::decode::from_slice(raw.as_bytes()).map_err(|reason| Error::Decode {
+                collection: self.name().to_owned(),
+                id: raw
+                    .get("_id")
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| "<unknown>".into(), crate::index::render),
+                reason,
+            })
+        };
+        let parsed = Filter::parse(filter)?;
+        let sort = options
+            .sort
+            .as_ref()
+            .map(Sort::parse)
+            .transpose()?
+            .filter(|s| !s.is_empty());
+        let plan = self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?;
+        if sort.is_some() && !plan.provides_sort {
+            return self
+                .find_raw(filter, options)?
+                .iter()
+                .map(|raw| decode(raw))
+                .collect();
+        }
+        // The plan's order is the result order: decode matches as they come, no copies.
+        let limit = options
+            .limit
+            .filter(|&l| l > 0)
+            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+        let mut to_skip = options.skip;
+        let mut out = Vec::new();
+        self.walk(&plan, |raw| {
+            if !parsed.matches(raw) {
+                return Ok(true);
+            }
+            if to_skip > 0 {
+                to_skip -= 1;
+                return Ok(true);
+            }
+            out.push(decode(raw)?);
+            Ok(limit.is_none_or(|l| out.len() < l))
+        })?;
+        Ok(out)
+    }
+
+    /// The matching documents as stored (no projection), sorted, skipped and limited.
+    fn find_raw(&self, filter: &Document, options: &FindOptions) -> Result<Vec<RawDocumentBuf>> {
+        let filter = Filter::parse(filter)?;
+        let sort = options.sort.as_ref().map(Sort::parse).transpose()?;
         let limit = options.limit.filter(|&l| l > 0);
         let keep = limit.map(|l| options.skip.saturating_add(l));
         let plan = self.choose_plan(&filter, sort.as_ref(), options.hint.as_ref())?;
@@ -56,16 +138,7 @@ impl ReadCollection<'_> {
         if let Some(limit) = limit {
             selected.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
         }
-        selected
-            .iter()
-            .map(|doc| match &projection {
-                Some(p) => p
-                    .apply(doc, &filter)
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e)),
-                None => Document::try_from(doc.as_ref())
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e)),
-            })
-            .collect()
+        Ok(selected)
     }
 
     /// How many documents match `filter`, after `skip` and within `limit` (0: none).
@@ -263,7 +336,9 @@ impl ReadCollection<'_> {
                         collection: self.name().to_owned(),
                         index: scan.index.clone(),
                     })?;
-                let dedupe = scan.multikey || scan.intervals.len() > 1;
+                // A document has one key in a non-multikey index, so disjoint intervals cannot
+                // return it twice.
+                let dedupe = scan.multikey || overlapping(&scan.intervals);
                 let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
                 let ordered: Box<dyn Iterator<Item = &KeyRange>> = if scan.reverse {
                     Box::new(scan.intervals.iter().rev())
@@ -308,6 +383,21 @@ impl ReadCollection<'_> {
 pub struct WalkStats {
     pub keys_examined: u64,
     pub docs_examined: u64,
+}
+
+/// Whether any two of the (lower-bound ordered) intervals share a key.
+fn overlapping(intervals: &[KeyRange]) -> bool {
+    intervals.windows(2).any(|pair| {
+        let (_, upper) = &pair[0];
+        let (lower, _) = &pair[1];
+        match (upper, lower) {
+            (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
+            (Bound::Excluded(u), Bound::Included(l)) => l < u,
+            (Bound::Excluded(u) | Bound::Included(u), Bound::Excluded(l) | Bound::Included(l)) => {
+                l <= u
+            }
+        }
+    })
 }
 
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

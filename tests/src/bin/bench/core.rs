@@ -18,25 +18,25 @@ use serde::{Deserialize, Serialize};
 use crate::Options;
 use crate::report::{Row, median, per_op, print_table};
 
-const USERS: u64 = 1_000;
+pub(crate) const USERS: u64 = 1_000;
 const BATCH: usize = 1_000;
 const DURABLE_INSERTS: usize = 1_000;
 const GETS: usize = 100_000;
 const QUERIES: usize = 1_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct Item {
+pub(crate) struct Item {
     #[serde(rename = "_id")]
-    id: i64,
-    user: String,
-    category: i32,
-    score: f64,
-    created_ms: i64,
-    title: String,
-    tags: Vec<String>,
+    pub(crate) id: i64,
+    pub(crate) user: String,
+    pub(crate) category: i32,
+    pub(crate) score: f64,
+    pub(crate) created_ms: i64,
+    pub(crate) title: String,
+    pub(crate) tags: Vec<String>,
 }
 
-fn item(id: i64, rng: &mut Rng) -> Item {
+pub(crate) fn item(id: i64, rng: &mut Rng) -> Item {
     let user = format!("user{:05}", rng.below(USERS));
     Item {
         id,
@@ -138,7 +138,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn fresh(dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn fresh(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -214,7 +214,7 @@ impl EngineSystem {
     }
 }
 
-fn to_raw(item: &Item) -> RawDocumentBuf {
+pub(crate) fn to_raw(item: &Item) -> RawDocumentBuf {
     bson::serialize_to_raw_document_buf(item).expect("items serialize")
 }
 
@@ -289,7 +289,7 @@ impl RawRedb {
     }
 }
 
-fn user_key(user: &str, id: u64) -> Vec<u8> {
+pub(crate) fn user_key(user: &str, id: u64) -> Vec<u8> {
     let mut key = Vec::with_capacity(user.len() + 9);
     key.extend_from_slice(user.as_bytes());
     key.push(0);

@@ -1,11 +1,12 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query [--docs N] [--runs R]`
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
 
 mod core;
+mod query;
 mod report;
 
 fn main() {
@@ -22,6 +23,7 @@ fn main() {
     };
     let outcome = match suite.as_str() {
         "core" => core::run(&options),
+        "query" => query::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -31,7 +33,7 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench core [--docs N] [--runs R] [--only engine|raw|sqlite]");
+    eprintln!("usage: bench core|query [--docs N] [--runs R] [--only engine|raw|sqlite]");
     std::process::exit(2);
 }
 
