@@ -19,7 +19,7 @@ use crate::options::CollectionOptions;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// One secondary index of a collection.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct IndexMeta {
     /// Names the index's table; never reused within a file.
     pub(crate) id: u64,
@@ -29,7 +29,7 @@ pub(crate) struct IndexMeta {
     pub(crate) multikey: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CollectionMeta {
     /// Names the collection's tables; never reused within a file.
     pub(crate) id: u64,
@@ -44,7 +44,7 @@ impl CollectionMeta {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Catalog {
     pub(crate) collections: BTreeMap<String, Arc<CollectionMeta>>,
     /// The next id for a collection or an index table.
@@ -144,6 +144,9 @@ fn index_doc(i: &IndexMeta) -> Document {
     if let Some(ttl) = i.spec.ttl() {
         d.insert("expireAfterSeconds", ttl.as_secs() as i64);
     }
+    if let Some(partial) = i.spec.partial_filter() {
+        d.insert("partialFilterExpression", partial.document().clone());
+    }
     d
 }
 
@@ -166,6 +169,11 @@ fn index_from_doc(d: &Document) -> Result<IndexMeta> {
     }
     if d.get_bool("sparse").unwrap_or(false) {
         spec = spec.sparse();
+    }
+    if let Ok(filter) = d.get_document("partialFilterExpression") {
+        spec = spec
+            .partial(filter.clone())
+            .map_err(|e| bad(format!("index `{name}`: {e}")))?;
     }
     if let Ok(secs) = d.get_i64("expireAfterSeconds") {
         spec = spec.expire_after(Duration::from_secs(secs as u64));

@@ -43,6 +43,8 @@ pub enum IndexSpecError {
     TtlCompound { name: String, fields: usize },
     #[error("the `_id` index cannot be {what}")]
     IdIndexOption { what: &'static str },
+    #[error("invalid partial filter: {reason}")]
+    InvalidPartialFilter { reason: String },
     #[error("index name `{name}` is reserved or empty")]
     BadName { name: String },
 }

@@ -14,7 +14,11 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use bson::{Bson, Document, RawBsonRef, RawDocument};
+
+use crate::query::Filter;
 
 use crate::error::IndexSpecError;
 use crate::keys::{self, Direction};
@@ -28,13 +32,37 @@ pub const MAX_KEYS_PER_DOCUMENT: usize = 100_000;
 
 /// What an index is: its key fields and options. Two specs are the same index when they are
 /// equal; the name defaults to MongoDB's (`a_1_b_-1`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IndexSpec {
     name: String,
     keys: Vec<(Path, Direction)>,
     unique: bool,
     sparse: bool,
     expire_after: Option<Duration>,
+    partial: Option<PartialFilter>,
+}
+
+/// A partial index's filter: only documents it matches are indexed.
+#[derive(Debug, Clone)]
+pub struct PartialFilter {
+    document: Document,
+    filter: Arc<Filter>,
+}
+
+impl PartialEq for PartialFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.document == other.document
+    }
+}
+
+impl PartialFilter {
+    pub fn document(&self) -> &Document {
+        &self.document
+    }
+
+    pub(crate) fn filter(&self) -> &Filter {
+        &self.filter
+    }
 }
 
 impl IndexSpec {
@@ -62,6 +90,7 @@ impl IndexSpec {
             unique: false,
             sparse: false,
             expire_after: None,
+            partial: None,
         })
     }
 
@@ -103,6 +132,23 @@ impl IndexSpec {
     pub fn expire_after(mut self, after: Duration) -> Self {
         self.expire_after = Some(after);
         self
+    }
+
+    /// Makes this a partial index: only documents matching `filter` (MongoDB's
+    /// `partialFilterExpression`) are indexed, and only queries that imply the filter use it.
+    pub fn partial(mut self, filter: Document) -> Result<Self, IndexSpecError> {
+        let parsed = Filter::parse(&filter).map_err(|e| IndexSpecError::InvalidPartialFilter {
+            reason: e.to_string(),
+        })?;
+        self.partial = Some(PartialFilter {
+            document: filter,
+            filter: Arc::new(parsed),
+        });
+        Ok(self)
+    }
+
+    pub fn partial_filter(&self) -> Option<&PartialFilter> {
+        self.partial.as_ref()
     }
 
     #[must_use]
@@ -179,6 +225,13 @@ impl IndexSpec {
             per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
         }
         if self.sparse && per_field.iter().all(|f| f.missing) {
+            return Ok(None);
+        }
+        if self
+            .partial
+            .as_ref()
+            .is_some_and(|p| !p.filter.matches(doc))
+        {
             return Ok(None);
         }
         self.check_parallel_arrays(&per_field)?;

@@ -947,3 +947,54 @@ fn or_branches_use_their_indexes_and_hints_force_a_plan() {
     let err = coll.find(&doc! {}, &missing).unwrap_err();
     assert!(err.to_string().contains("does not name an index"), "{err}");
 }
+
+#[test]
+fn partial_indexes_hold_only_matching_documents_and_serve_implying_queries() {
+    use odm_engine::query::FindOptions;
+    let path = temp_path("partial.redb");
+    {
+        let db = Database::open(&path).unwrap();
+        let c = db.collection("orders");
+        let spec = asc("customer")
+            .unique()
+            .partial(doc! { "status": "open" })
+            .unwrap();
+        c.create_index(spec).unwrap();
+        c.insert_one(doc! { "_id": 1, "customer": "ann", "status": "open" })
+            .unwrap();
+        // Unique only among documents the filter accepts.
+        c.insert_one(doc! { "_id": 2, "customer": "ann", "status": "closed" })
+            .unwrap();
+        let err = c
+            .insert_one(doc! { "_id": 3, "customer": "ann", "status": "open" })
+            .unwrap_err();
+        assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
+        c.replace_one(
+            &Bson::Int32(1),
+            doc! { "customer": "ann", "status": "closed" },
+        )
+        .unwrap();
+        c.insert_one(doc! { "_id": 3, "customer": "ann", "status": "open" })
+            .unwrap();
+        let report = db.verify().unwrap();
+        assert!(report.is_clean(), "{:?}", report.problems);
+        assert_eq!(report.index_entries, 1);
+    }
+    let db = Database::open(&path).unwrap();
+    let txn = db.read().unwrap();
+    let orders = txn.collection("orders").unwrap().unwrap();
+    let used = orders
+        .explain(
+            &doc! { "customer": "ann", "status": "open" },
+            &FindOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(used.index_used(), Some("customer_1"), "{used}");
+    assert_eq!(used.returned, 1);
+    let not_implied = orders
+        .explain(&doc! { "customer": "ann" }, &FindOptions::default())
+        .unwrap();
+    assert_eq!(not_implied.index_used(), None, "{not_implied}");
+    assert_eq!(not_implied.returned, 3);
+    assert!(asc("a").partial(doc! { "b": { "$bogus": 1 } }).is_err());
+}

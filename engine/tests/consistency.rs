@@ -135,6 +135,12 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("t", Asc)])
             .unwrap()
             .expire_after(Duration::from_secs(1)),
+        IndexSpec::new([("a", Desc), ("tags", Asc)])
+            .unwrap()
+            .named("partial")
+            .partial(bson::doc! { "s": { "$gt": 0 } })
+            .unwrap()
+            .unique(),
     ]
 }
 

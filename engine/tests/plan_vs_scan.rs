@@ -131,6 +131,16 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("c.d", Asc)]).unwrap().sparse(),
         IndexSpec::new([("tags", Asc)]).unwrap(),
         IndexSpec::new([("b", Asc)]).unwrap(),
+        // Partial indexes with two fields, so that they outrank the others when both are bound.
+        // (`b` is never an array, so these never hold parallel arrays.)
+        IndexSpec::new([("c.d", Asc), ("b", Asc)])
+            .unwrap()
+            .partial(doc! { "b": { "$gte": 2 } })
+            .unwrap(),
+        IndexSpec::new([("tags", Desc), ("b", Asc)])
+            .unwrap()
+            .partial(doc! { "a": { "$exists": true }, "b": { "$lt": 4 } })
+            .unwrap(),
     ]
 }
 

@@ -110,7 +110,7 @@ fn is_null(v: RawBsonRef<'_>) -> bool {
 }
 
 /// Whether the value at the end of a path satisfies a predicate, counting array elements.
-fn matches_value(value: RawBsonRef<'_>, predicate: &Predicate) -> bool {
+pub(crate) fn matches_value(value: RawBsonRef<'_>, predicate: &Predicate) -> bool {
     match predicate {
         Predicate::Eq(x) => any_element(value, |v| equal(v, x.as_raw_bson_ref())),
         Predicate::Gt(x) => any_element(value, |v| {

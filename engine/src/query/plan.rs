@@ -355,6 +355,13 @@ fn index_plan(
     sort: Option<&Sort>,
 ) -> Option<Plan> {
     let spec = &index.spec;
+    // A partial index holds only the documents its filter accepts: usable only when the query
+    // accepts no others.
+    if let Some(partial) = spec.partial_filter()
+        && !implies(conds, partial.filter())
+    {
+        return None;
+    }
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut intervals: Option<Vec<KeyRange>> = None;
     let mut bounds = Vec::new();
@@ -600,4 +607,67 @@ pub(crate) fn hinted(
         index.ok_or_else(|| format!("hint {hint} does not name an index of the collection"))?;
     index_plan(true, index, &conditions(filter), sort)
         .ok_or_else(|| format!("hint {hint} cannot be used"))
+}
+
+/// Whether every document the query's top-level conditions accept also passes `filter`: each
+/// of the filter's conditions must follow from one of the query's conditions on the same path.
+fn implies(query: &[(&FieldPath, &Predicate)], filter: &Filter) -> bool {
+    let Some(needed) = strict_conditions(filter) else {
+        return false;
+    };
+    needed.iter().all(|(path, need)| {
+        query
+            .iter()
+            .any(|(q, have)| q.as_str() == path.as_str() && predicate_implies(have, need))
+    })
+}
+
+/// The conditions of a filter made only of `$and` and fields; `None` for anything else.
+fn strict_conditions(filter: &Filter) -> Option<Vec<(&FieldPath, &Predicate)>> {
+    match filter {
+        Filter::And(parts) => {
+            let mut out = Vec::new();
+            for p in parts {
+                out.extend(strict_conditions(p)?);
+            }
+            Some(out)
+        }
+        Filter::Field(path, predicate) => Some(vec![(path, predicate)]),
+        Filter::Or(_) | Filter::Nor(_) => None,
+    }
+}
+
+/// Whether a query condition `have` on a path guarantees the condition `need` on the same path.
+/// Both hold "for some value at the path", so a value that satisfies `have` must satisfy `need`.
+fn predicate_implies(have: &Predicate, need: &Predicate) -> bool {
+    if format!("{have:?}") == format!("{need:?}") {
+        return true;
+    }
+    let same_bracket =
+        |a: &RawBson, b: &RawBson| bracket(&a.as_raw_bson_ref()) == bracket(&b.as_raw_bson_ref());
+    let order = |a: &RawBson, b: &RawBson| compare(a.as_raw_bson_ref(), b.as_raw_bson_ref());
+    match (have, need) {
+        // A document with `v` at the path has a value meeting `need` when `v` does; negations
+        // look at every value, so they are not implied this way.
+        (Predicate::Eq(v), need) if !matches_null(v) && !matches!(need, Predicate::Not(_)) => {
+            super::matcher::matches_value(v.as_raw_bson_ref(), need)
+        }
+        (Predicate::Gt(v) | Predicate::Gte(v), Predicate::Gt(w) | Predicate::Gte(w)) => {
+            let strict_need = matches!(need, Predicate::Gt(_));
+            let strict_have = matches!(have, Predicate::Gt(_));
+            same_bracket(v, w)
+                && (order(v, w).is_gt() || (order(v, w).is_eq() && (!strict_need || strict_have)))
+        }
+        (Predicate::Lt(v) | Predicate::Lte(v), Predicate::Lt(w) | Predicate::Lte(w)) => {
+            let strict_need = matches!(need, Predicate::Lt(_));
+            let strict_have = matches!(have, Predicate::Lt(_));
+            same_bracket(v, w)
+                && (order(v, w).is_lt() || (order(v, w).is_eq() && (!strict_need || strict_have)))
+        }
+        (
+            Predicate::Gt(v) | Predicate::Gte(v) | Predicate::Lt(v) | Predicate::Lte(v),
+            Predicate::Exists,
+        ) => !matches_null(v),
+        _ => false,
+    }
 }
