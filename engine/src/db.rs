@@ -23,6 +23,7 @@ use redb::{ReadableDatabase, ReadableTable};
 use crate::catalog::{Catalog, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index_store::{self, Change};
+use crate::query::PlanCache;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
 
 /// When a committed write transaction reaches the disk.
@@ -48,6 +49,7 @@ pub(crate) struct Shared {
     pub(crate) catalog: RwLock<Arc<Catalog>>,
     /// The minimum size of an index's delta table before it is merged.
     merge_threshold: AtomicU64,
+    pub(crate) plan_cache: Arc<PlanCache>,
 }
 
 impl std::fmt::Debug for Database {
@@ -129,6 +131,7 @@ impl Database {
                 redb,
                 catalog: RwLock::new(Arc::new(catalog)),
                 merge_threshold: AtomicU64::new(index_store::DELTA_MIN),
+                plan_cache: Arc::new(PlanCache::default()),
             }),
         })
     }
@@ -166,6 +169,7 @@ impl Database {
         Ok(ReadTxn {
             txn,
             catalog: guard.clone(),
+            plan_cache: self.shared.plan_cache.clone(),
         })
     }
 
@@ -314,6 +318,7 @@ impl WriteTxn<'_> {
 pub struct ReadTxn {
     pub(crate) txn: redb::ReadTransaction,
     pub(crate) catalog: Arc<Catalog>,
+    pub(crate) plan_cache: Arc<PlanCache>,
 }
 
 impl std::fmt::Debug for ReadTxn {

@@ -132,6 +132,10 @@ impl ReadCollection<'_> {
         &self.meta
     }
 
+    pub(crate) fn plan_cache(&self) -> &crate::query::PlanCache {
+        &self.txn.plan_cache
+    }
+
     /// Index entries within byte bounds, from both of the index's tables, in key order.
     pub(crate) fn index_range(
         &self,

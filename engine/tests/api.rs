@@ -998,3 +998,42 @@ fn partial_indexes_hold_only_matching_documents_and_serve_implying_queries() {
     assert_eq!(not_implied.returned, 3);
     assert!(asc("a").partial(doc! { "b": { "$bogus": 1 } }).is_err());
 }
+
+#[test]
+fn the_plan_cache_reuses_a_shape_choice_until_indexes_change() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(asc("a")).unwrap();
+    c.insert_many((0..20).map(|i| doc! { "_id": i, "a": i, "b": i % 3 }), true)
+        .unwrap();
+    let explain = |filter: Document| {
+        let txn = db.read().unwrap();
+        let coll = txn.collection("c").unwrap().unwrap();
+        coll.explain(&filter, &FindOptions::default()).unwrap()
+    };
+    let first = explain(doc! { "a": 5, "b": 2 });
+    assert!(!first.winning.from_cache);
+    // Same shape, other values: the cached choice, and still the right answer.
+    let second = explain(doc! { "a": 8, "b": 2 });
+    assert!(second.winning.from_cache, "{second}");
+    assert_eq!((second.index_used(), second.returned), (Some("a_1"), 1));
+    let none = explain(doc! { "a": 7, "b": 2 });
+    assert_eq!(none.returned, 0);
+    // Another shape is planned afresh.
+    assert!(!explain(doc! { "a": { "$gt": 3 } }).winning.from_cache);
+    // A new index makes the old choice unreachable.
+    c.create_index(
+        IndexSpec::new([("a", Direction::Ascending), ("b", Direction::Ascending)]).unwrap(),
+    )
+    .unwrap();
+    let after = explain(doc! { "a": 5, "b": 2 });
+    assert!(!after.winning.from_cache, "{after}");
+    assert_eq!(after.index_used(), Some("a_1_b_1"), "{after}");
+    let planner = after
+        .to_document()
+        .get_document("queryPlanner")
+        .unwrap()
+        .clone();
+    assert!(!planner.get_bool("fromPlanCache").unwrap());
+}

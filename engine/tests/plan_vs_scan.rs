@@ -179,8 +179,13 @@ proptest! {
             indexed.collection("c").insert_one(&d).unwrap();
         }
         let options = FindOptions { sort: sort.clone(), projection: None, skip, limit, hint: None };
+        // The first run plans and caches the choice for this shape; the second reuses it.
+        let first = run(&indexed, &filter, &options);
         let (mut expected, mut actual) = match (run(&plain, &filter, &options), run(&indexed, &filter, &options)) {
-            (Ok(e), Ok(a)) => (e, a),
+            (Ok(e), Ok(a)) => {
+                prop_assert_eq!(first.as_ref().ok(), Some(&a), "a cached plan changed the result");
+                (e, a)
+            }
             (e, a) => {
                 prop_assert_eq!(e.is_err(), a.is_err(), "filter {}", filter);
                 return Ok(());

@@ -13,8 +13,9 @@ use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
+use super::cache::{self, Choice};
 use super::filter::Filter;
-use super::plan::{Access, KeyRange, Plan, candidates, hinted};
+use super::plan::{Access, KeyRange, Plan, candidates, hinted, index_plan_for};
 use super::projection::Projection;
 use super::sort::Sort;
 use crate::error::{Error, Result};
@@ -209,8 +210,24 @@ impl ReadCollection<'_> {
         }
     }
 
+    /// The best-ranked plan, through the plan cache: a query of a cached shape goes straight
+    /// to the index chosen before.
     pub(crate) fn best_plan(&self, filter: &Filter, sort: Option<&Sort>) -> Plan {
-        candidates(filter, sort, &self.meta().indexes).swap_remove(0)
+        let key = cache::key(self.meta(), filter, sort);
+        if let Some(Choice::Index(name)) = self.plan_cache().get(&key)
+            && let Some(index) = self.meta().index(&name)
+            && let Some(mut plan) = index_plan_for(index, filter, sort)
+        {
+            plan.from_cache = true;
+            return plan;
+        }
+        let plan = candidates(filter, sort, &self.meta().indexes).swap_remove(0);
+        let choice = match &plan.access {
+            Access::IndexScan(scan) => Choice::Index(scan.index.clone()),
+            _ => Choice::Other,
+        };
+        self.plan_cache().put(key, choice);
+        plan
     }
 
     /// Matching documents in result order, keeping at most `keep` of them when given.

@@ -36,9 +36,12 @@ impl ReadCollection<'_> {
             .transpose()?
             .filter(|s| !s.is_empty());
         let mut plans = candidates(&parsed, sort.as_ref(), &self.meta().indexes);
-        let winning = match &options.hint {
-            Some(_) => self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?,
-            None => plans.remove(0),
+        let fresh = plans.remove(0);
+        let winning = if options.hint.is_some() {
+            self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?
+        } else {
+            let chosen = self.best_plan(&parsed, sort.as_ref());
+            if chosen.from_cache { chosen } else { fresh }
         };
         let returned = self.find(filter, options)?.len() as u64;
         let mut matched = 0u64;
@@ -117,6 +120,7 @@ impl Explain {
             "queryPlanner": {
                 "namespace": &self.collection,
                 "winningPlan": stage(&self.winning, self.in_memory_sort),
+                "fromPlanCache": self.winning.from_cache,
                 "rejectedPlans": rejected,
             },
             "executionStats": {

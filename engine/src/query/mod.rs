@@ -7,10 +7,12 @@
 //! - `sort`: sort specifications and MongoDB's document sort order.
 //! - `plan`: the candidate plans of a query and their ranking (`_id` lookup, index ranges,
 //!   collection scan).
+//! - `cache`: the plan chosen per query shape, reused until the collection's indexes change.
 //! - `explain`: the chosen and rejected plans and what running them examined.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
+mod cache;
 mod exec;
 mod explain;
 mod filter;
@@ -19,6 +21,7 @@ mod plan;
 mod projection;
 mod sort;
 
+pub(crate) use cache::PlanCache;
 pub use exec::{FindOptions, SORT_MEMORY_LIMIT, WalkStats};
 pub use explain::Explain;
 pub use filter::{

@@ -61,6 +61,8 @@ pub struct Plan {
     /// Whether candidates come out in the requested sort order.
     pub provides_sort: bool,
     pub rank: Rank,
+    /// Whether the plan cache chose this plan's index for the query's shape.
+    pub from_cache: bool,
 }
 
 impl Plan {
@@ -69,6 +71,7 @@ impl Plan {
         Plan {
             access: Access::CollectionScan,
             provides_sort: false,
+            from_cache: false,
             rank: Rank {
                 id_lookup: false,
                 point_fields: 0,
@@ -439,6 +442,7 @@ fn index_plan(
             multikey: index.multikey,
         }),
         provides_sort,
+        from_cache: false,
         rank: Rank {
             id_lookup: false,
             point_fields,
@@ -530,6 +534,7 @@ pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexM
         plans.push(Plan {
             access: Access::IdLookup { ids },
             provides_sort: false,
+            from_cache: false,
             rank: Rank {
                 id_lookup: true,
                 point_fields: 1,
@@ -574,6 +579,7 @@ fn or_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
     Some(Plan {
         access: Access::Or(plans),
         provides_sort: false,
+        from_cache: false,
         rank: Rank {
             id_lookup: false,
             point_fields: 0,
@@ -670,4 +676,13 @@ fn predicate_implies(have: &Predicate, need: &Predicate) -> bool {
         ) => !matches_null(v),
         _ => false,
     }
+}
+
+/// The plan of one index for a query, if the index can serve it (for the plan cache).
+pub(crate) fn index_plan_for(
+    index: &IndexMeta,
+    filter: &Filter,
+    sort: Option<&Sort>,
+) -> Option<Plan> {
+    index_plan(false, index, &conditions(filter), sort)
 }
