@@ -853,6 +853,20 @@ fn explain_shows_the_index_and_what_was_examined() {
     );
     assert!(!by_publisher.in_memory_sort, "{by_publisher}");
     assert_eq!(by_publisher.keys_examined, 5, "{by_publisher}");
+    assert_eq!(by_publisher.returned, 5, "{by_publisher}");
+    let skipped = FindOptions {
+        skip: 48,
+        ..sorted.clone()
+    };
+    let tail = books.explain(&doc! { "publisher": "A" }, &skipped).unwrap();
+    assert_eq!((tail.keys_examined, tail.returned), (50, 2), "{tail}");
+    assert_eq!(
+        books
+            .find(&doc! { "publisher": "A" }, &skipped)
+            .unwrap()
+            .len(),
+        2
+    );
     let by_id = books
         .explain(
             &doc! { "_id": { "$in": [3, 4, 500] } },

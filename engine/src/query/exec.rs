@@ -47,7 +47,9 @@ impl ReadCollection<'_> {
             .map(Projection::parse)
             .transpose()?;
         let parsed = Filter::parse(filter)?;
-        self.find_raw(filter, options)?
+        let sort = parse_sort(options)?;
+        let plan = self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?;
+        self.select(&plan, &parsed, sort.as_ref(), options)?
             .iter()
             .map(|doc| match &projection {
                 Some(p) => p
@@ -91,16 +93,11 @@ impl ReadCollection<'_> {
             })
         };
         let parsed = Filter::parse(filter)?;
-        let sort = options
-            .sort
-            .as_ref()
-            .map(Sort::parse)
-            .transpose()?
-            .filter(|s| !s.is_empty());
+        let sort = parse_sort(options)?;
         let plan = self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?;
         if sort.is_some() && !plan.provides_sort {
             return self
-                .find_raw(filter, options)?
+                .select(&plan, &parsed, sort.as_ref(), options)?
                 .iter()
                 .map(|raw| decode(raw))
                 .collect();
@@ -126,14 +123,17 @@ impl ReadCollection<'_> {
         Ok(out)
     }
 
-    /// The matching documents as stored (no projection), sorted, skipped and limited.
-    fn find_raw(&self, filter: &Document, options: &FindOptions) -> Result<Vec<RawDocumentBuf>> {
-        let filter = Filter::parse(filter)?;
-        let sort = options.sort.as_ref().map(Sort::parse).transpose()?;
+    /// The documents a plan finds for `filter`, as stored, sorted, skipped and limited.
+    fn select(
+        &self,
+        plan: &Plan,
+        filter: &Filter,
+        sort: Option<&Sort>,
+        options: &FindOptions,
+    ) -> Result<Vec<RawDocumentBuf>> {
         let limit = options.limit.filter(|&l| l > 0);
         let keep = limit.map(|l| options.skip.saturating_add(l));
-        let plan = self.choose_plan(&filter, sort.as_ref(), options.hint.as_ref())?;
-        let mut selected = self.matching(&plan, &filter, sort.as_ref(), keep)?;
+        let mut selected = self.matching(plan, filter, sort, keep)?;
         let skip = usize::try_from(options.skip).unwrap_or(usize::MAX);
         selected.drain(..skip.min(selected.len()));
         if let Some(limit) = limit {
@@ -393,6 +393,16 @@ impl ReadCollection<'_> {
         }
         Ok(stats)
     }
+}
+
+/// The sort of a find; an empty sort document is no sort.
+pub(crate) fn parse_sort(options: &FindOptions) -> Result<Option<Sort>> {
+    Ok(options
+        .sort
+        .as_ref()
+        .map(Sort::parse)
+        .transpose()?
+        .filter(|s| !s.is_empty()))
 }
 
 /// What a plan's walk examined.

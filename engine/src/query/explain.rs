@@ -5,10 +5,10 @@ use std::fmt;
 
 use bson::{Document, doc};
 
-use super::exec::{FindOptions, WalkStats};
+use super::exec::{FindOptions, WalkStats, parse_sort};
 use super::filter::Filter;
 use super::plan::{Access, Plan, candidates};
-use super::sort::Sort;
+use super::projection::Projection;
 use crate::error::Result;
 use crate::read::ReadCollection;
 
@@ -29,12 +29,13 @@ impl ReadCollection<'_> {
     /// Plans and runs a find, reporting the plans and what the run examined.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
         let parsed = Filter::parse(filter)?;
-        let sort = options
-            .sort
+        let sort = parse_sort(options)?;
+        // Refused like the find it explains.
+        options
+            .projection
             .as_ref()
-            .map(Sort::parse)
-            .transpose()?
-            .filter(|s| !s.is_empty());
+            .map(Projection::parse)
+            .transpose()?;
         let mut plans = candidates(&parsed, sort.as_ref(), &self.meta().indexes);
         let fresh = plans.remove(0);
         let winning = if options.hint.is_some() {
@@ -43,7 +44,6 @@ impl ReadCollection<'_> {
             let chosen = self.best_plan(&parsed, sort.as_ref());
             if chosen.from_cache { chosen } else { fresh }
         };
-        let returned = self.find(filter, options)?.len() as u64;
         let mut matched = 0u64;
         let keep = options
             .limit
@@ -59,6 +59,9 @@ impl ReadCollection<'_> {
             }
             Ok(!streaming || keep.is_none_or(|k| matched < k))
         })?;
+        // What the find returns follows from what its walk matched: skip, then limit.
+        let limit = options.limit.filter(|&l| l > 0).unwrap_or(u64::MAX);
+        let returned = matched.saturating_sub(options.skip).min(limit);
         Ok(Explain {
             collection: self.name().to_owned(),
             in_memory_sort: sort.is_some() && !winning.provides_sort,

@@ -66,10 +66,10 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The scan of the documents table in `_id` order, the plan of last resort.
-    pub(crate) fn collection_scan() -> Plan {
+    /// A plan that gives no sort order and ranks by a fixed `narrower` alone.
+    fn unordered(access: Access, narrower: i64) -> Plan {
         Plan {
-            access: Access::CollectionScan,
+            access,
             provides_sort: false,
             from_cache: false,
             rank: Rank {
@@ -77,9 +77,14 @@ impl Plan {
                 point_fields: 0,
                 range: false,
                 provides_sort: false,
-                narrower: i64::MIN,
+                narrower,
             },
         }
+    }
+
+    /// The scan of the documents table in `_id` order, the plan of last resort.
+    pub(crate) fn collection_scan() -> Plan {
+        Plan::unordered(Access::CollectionScan, i64::MIN)
     }
 }
 
@@ -576,18 +581,7 @@ fn or_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
         }
         plans.push(best);
     }
-    Some(Plan {
-        access: Access::Or(plans),
-        provides_sort: false,
-        from_cache: false,
-        rank: Rank {
-            id_lookup: false,
-            point_fields: 0,
-            range: false,
-            provides_sort: false,
-            narrower: -1000,
-        },
-    })
+    Some(Plan::unordered(Access::Or(plans), -1000))
 }
 
 /// The plan a hint forces: an index by name or key pattern, or `{$natural: 1}` (or the `_id_`
