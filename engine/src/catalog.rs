@@ -16,7 +16,7 @@ use crate::options::CollectionOptions;
 
 /// The storage format this build reads and writes. Bump it on any change to key encoding, table
 /// layout or catalog shape; files of another version are refused, never misread.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,9 @@ use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
 use crate::db::{PendingIndexWrites, WriteTxn};
 use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
-use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render};
+use crate::index::{
+    DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render, unique_holder,
+};
 use crate::index_store::{Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;
@@ -316,7 +318,7 @@ impl Writer<'_> {
             if let Some(keys) = keys {
                 self.note_multikey(index, &keys);
                 for key in &keys.keys {
-                    self.stage(index, key, &id_key, true);
+                    self.stage(index, key, &id_key, Some(&keys.types));
                 }
             }
         }
@@ -353,10 +355,11 @@ impl Writer<'_> {
                 self.note_multikey(index, keys);
             }
             for key in &removed {
-                self.stage(index, key, id_key, false);
+                self.stage(index, key, id_key, None);
             }
+            let types = new_keys.as_ref().map_or(&[][..], |k| &k.types);
             for key in &added {
-                self.stage(index, key, id_key, true);
+                self.stage(index, key, id_key, Some(types));
             }
         }
         Ok(Some(old))
@@ -372,7 +375,7 @@ impl Writer<'_> {
         let meta = self.meta.clone();
         for (index, keys) in meta.indexes.iter().zip(old_keys) {
             for key in keys.iter().flat_map(|k| &k.keys) {
-                self.stage(index, key, id_key, false);
+                self.stage(index, key, id_key, None);
             }
         }
         Ok(Some(old))
@@ -436,7 +439,7 @@ impl Writer<'_> {
             table.get(key)?
         };
         match holder {
-            Some(holder) if holder != id_key => Err(Error::DuplicateKey {
+            Some(holder) if unique_holder(&holder) != Some(id_key) => Err(Error::DuplicateKey {
                 collection: self.meta.name.clone(),
                 index: index.spec.name().to_owned(),
                 key: describe_key(&index.spec, doc, key),
@@ -445,9 +448,10 @@ impl Writer<'_> {
         }
     }
 
-    fn stage(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], insert: bool) {
-        let (k, v) = entry(index.spec.is_unique(), key, id_key);
-        let change = if insert {
+    /// Stages the insertion (with the key's types) or, given `None`, the removal of an entry.
+    fn stage(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], insert: Option<&[u8]>) {
+        let (k, v) = entry(index.spec.is_unique(), key, id_key, insert.unwrap_or_default());
+        let change = if insert.is_some() {
             Change::Insert(v)
         } else {
             Change::Remove
@@ -461,19 +465,21 @@ impl Writer<'_> {
     }
 }
 
-/// Keys only in `old` (to remove) and only in `new` (to add); both inputs are sorted.
+/// The entries to remove and to add: keys only in `old` and keys only in `new` (both inputs are
+/// sorted), and a key in both whose types changed (`1` replaced by `1.0`) is rewritten.
 fn diff(old: Option<&DocumentKeys>, new: Option<&DocumentKeys>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let retyped = matches!((old, new), (Some(o), Some(n)) if o.types != n.types);
     let empty = Vec::new();
     let old = old.map_or(&empty, |k| &k.keys);
     let new = new.map_or(&empty, |k| &k.keys);
     let removed = old
         .iter()
-        .filter(|k| new.binary_search(k).is_err())
+        .filter(|k| retyped || new.binary_search(k).is_err())
         .cloned()
         .collect();
     let added = new
         .iter()
-        .filter(|k| old.binary_search(k).is_err())
+        .filter(|k| retyped || old.binary_search(k).is_err())
         .cloned()
         .collect();
     (removed, added)

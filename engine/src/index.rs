@@ -248,7 +248,20 @@ impl IndexSpec {
         self.product(&per_field, 0, &mut prefix, &mut keys);
         keys.sort_unstable();
         keys.dedup();
-        Ok(Some(DocumentKeys { keys, multikey }))
+        // Only a document with one key in a non-multikey index can be answered from its key,
+        // so only such keys carry their types.
+        let mut types = Vec::new();
+        if !multikey && keys.len() == 1 {
+            keys::types_of(
+                per_field.iter().map(|f| (f.values[0], f.missing)),
+                &mut types,
+            );
+        }
+        Ok(Some(DocumentKeys {
+            keys,
+            multikey,
+            types,
+        }))
     }
 
     fn product(
@@ -312,6 +325,9 @@ pub(crate) struct DocumentKeys {
     pub(crate) keys: Vec<Vec<u8>>,
     /// Whether any key field went through an array.
     pub(crate) multikey: bool,
+    /// The key types of the document's key when it has one and is not multikey (see
+    /// [`keys::types_of`]); empty otherwise.
+    pub(crate) types: Vec<u8>,
 }
 
 /// Why a document cannot be indexed.
@@ -323,15 +339,27 @@ pub(crate) enum KeyError {
 }
 
 /// The stored table entry for one key of one document.
-pub(crate) fn entry(unique: bool, key: &[u8], id_key: &[u8]) -> (Vec<u8>, Vec<u8>) {
+///
+/// Layout: a unique index maps the key to the `_id` key followed by the key types (one document
+/// per key); any other index maps the key followed by the `_id` key to the key types. The `_id`
+/// key is prefix-free, so the types start where it ends.
+pub(crate) fn entry(unique: bool, key: &[u8], id_key: &[u8], types: &[u8]) -> (Vec<u8>, Vec<u8>) {
     if unique {
-        (key.to_vec(), id_key.to_vec())
+        let mut v = Vec::with_capacity(id_key.len() + types.len());
+        v.extend_from_slice(id_key);
+        v.extend_from_slice(types);
+        (key.to_vec(), v)
     } else {
         let mut k = Vec::with_capacity(key.len() + id_key.len());
         k.extend_from_slice(key);
         k.extend_from_slice(id_key);
-        (k, Vec::new())
+        (k, types.to_vec())
     }
+}
+
+/// The `_id` key at the start of a unique index entry's value.
+pub(crate) fn unique_holder(value: &[u8]) -> Option<&[u8]> {
+    value.get(..keys::encoded_len(value, keys::Direction::Ascending)?)
 }
 
 /// A readable rendering of the key values of a document for an index, for error messages:

@@ -218,7 +218,7 @@ pub(crate) fn entry_id(
     mut at: usize,
 ) -> Option<Vec<u8>> {
     if index.spec.is_unique() {
-        return Some(value.to_vec());
+        return crate::index::unique_holder(value).map(<[u8]>::to_vec);
     }
     for (_, direction) in index.spec.keys().get(from_field..)? {
         at += keys::encoded_len(key.get(at..)?, *direction)?;

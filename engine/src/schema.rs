@@ -15,7 +15,7 @@ use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
 use crate::collection::{key_error, stored_document};
 use crate::db::{ReadTxn, WriteTxn};
 use crate::error::{Error, Result};
-use crate::index::{ID_INDEX_NAME, IndexSpec, describe_key, entry};
+use crate::index::{ID_INDEX_NAME, IndexSpec, describe_key, entry, unique_holder};
 use crate::index_store;
 use crate::keys::Direction;
 use crate::options::CollectionOptions;
@@ -151,10 +151,10 @@ impl WriteTxn<'_> {
             };
             index.multikey |= keys.multikey;
             for key in &keys.keys {
-                let (k, v) = entry(index.spec.is_unique(), key, id_key.value());
+                let (k, v) = entry(index.spec.is_unique(), key, id_key.value(), &keys.types);
                 if let Some(holder) = entries.insert(k, v)
                     && index.spec.is_unique()
-                    && holder != id_key.value()
+                    && unique_holder(&holder) != Some(id_key.value())
                 {
                     return Err(Error::DuplicateKey {
                         collection: meta.name.clone(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bson::{DateTime, RawBsonRef};
 
 use crate::db::{Database, WriteTxn};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index_store::IndexTablesMut;
 use crate::keys::{self, Direction};
 use crate::order::Bracket;
@@ -99,13 +99,13 @@ impl WriteTxn<'_> {
                 )?;
                 for row in range {
                     let (key, value) = row?;
-                    let id = if index.spec.is_unique() {
-                        value.value().to_vec()
-                    } else {
-                        let key = key.value();
-                        let len = keys::encoded_len(key, direction).unwrap_or(key.len());
-                        key[len..].to_vec()
-                    };
+                    let id = crate::read::entry_id(index, key.value(), value.value(), 0, 0)
+                        .ok_or_else(|| {
+                            Error::corrupt(
+                                format!("index `{}` of `{}`", index.spec.name(), meta.name),
+                                "an entry is not a well-formed key",
+                            )
+                        })?;
                     ids.insert(id);
                 }
             }

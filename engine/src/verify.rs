@@ -13,7 +13,7 @@ use redb::ReadableTable;
 use crate::catalog::{CollectionMeta, IndexMeta};
 use crate::db::{Database, ReadTxn};
 use crate::error::Result;
-use crate::index::entry;
+use crate::index::{entry, unique_holder};
 use crate::index_store;
 use crate::keys;
 use crate::tables;
@@ -84,10 +84,10 @@ fn verify_collection(
                 Ok(Some(keys)) => {
                     multikey[i] |= keys.multikey;
                     for k in &keys.keys {
-                        let (k, v) = entry(index.spec.is_unique(), k, key.value());
+                        let (k, v) = entry(index.spec.is_unique(), k, key.value(), &keys.types);
                         if let Some(other) = expected[i].insert(k, v)
                             && index.spec.is_unique()
-                            && other != key.value()
+                            && unique_holder(&other) != Some(key.value())
                         {
                             report.problems.push(format!(
                                 "`{name}`: unique index `{}` holds one key for two documents",

@@ -1,6 +1,7 @@
 //! The key-order law: for any BSON values `a` and `b`,
 //! `keys::encode(a).cmp(&keys::encode(b)) == order::compare(a, b)`, in both directions and for
-//! compound keys; and every encoding's length is recoverable (`keys::encoded_len`).
+//! compound keys; every encoding's length is recoverable (`keys::encoded_len`); and a key with its
+//! key types decodes back to the exact values (`keys::decode_with_types`).
 
 mod common;
 
@@ -72,6 +73,52 @@ proptest! {
         let len = bytes.len();
         bytes.extend_from_slice(&tail);
         prop_assert_eq!(keys::encoded_len(&bytes, direction), Some(len));
+    }
+
+    #[test]
+    fn keys_decode_back_to_their_values_with_their_types(
+        fields in prop::collection::vec((prop::option::of(common::value()), direction()), 1..4),
+        tail in prop::collection::vec(any::<u8>(), 0..4),
+    ) {
+        // `None` is a missing field, indexed as null.
+        let values: Vec<(RawBson, bool)> = fields
+            .iter()
+            .map(|(v, _)| v.as_ref().map_or((RawBson::Null, true), |v| (raw(v), false)))
+            .collect();
+        let directions: Vec<Direction> = fields.iter().map(|(_, d)| *d).collect();
+        let mut key = Vec::new();
+        for ((v, _), d) in values.iter().zip(&directions) {
+            keys::encode_into(&mut key, v.as_raw_bson_ref(), *d);
+        }
+        key.extend_from_slice(&tail);
+        let mut types = Vec::new();
+        keys::types_of(values.iter().map(|(v, missing)| (v.as_raw_bson_ref(), *missing)), &mut types);
+        let decoded = keys::decode_with_types(&key, &directions, &types);
+        if types == [keys::UNDECODABLE] {
+            prop_assert!(decoded.is_none());
+        } else {
+            let decoded = decoded.expect("a decodable key decodes");
+            let as_doc = |fields: Vec<Option<Bson>>| -> bson::RawDocumentBuf {
+                let mut d = bson::Document::new();
+                for (i, f) in fields.into_iter().enumerate() {
+                    if let Some(v) = f {
+                        d.insert(i.to_string(), v);
+                    }
+                }
+                bson::RawDocumentBuf::try_from(&d).expect("converts")
+            };
+            let expected: Vec<Option<Bson>> = fields.iter().map(|(v, _)| v.clone()).collect();
+            let (got, want) = (as_doc(decoded), as_doc(expected));
+            prop_assert_eq!(got.as_bytes(), want.as_bytes(), "{:?}", fields);
+        }
+    }
+
+    #[test]
+    fn key_decoding_never_panics_on_arbitrary_bytes(
+        key in prop::collection::vec(any::<u8>(), 0..40),
+        types in prop::collection::vec(any::<u8>(), 0..8),
+    ) {
+        let _ = keys::decode_with_types(&key, &[Direction::Ascending, Direction::Descending], &types);
     }
 
     #[test]

@@ -20,6 +20,10 @@
 //!
 //! This is the only module that chooses byte order for keys; all of it is big-endian.
 
+mod types;
+
+pub use types::{UNDECODABLE, decode as decode_with_types, types_of};
+
 use bson::{Bson, RawArray, RawBson, RawBsonRef, RawDocument};
 
 use crate::number::Number;
