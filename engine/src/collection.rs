@@ -450,7 +450,12 @@ impl Writer<'_> {
 
     /// Stages the insertion (with the key's types) or, given `None`, the removal of an entry.
     fn stage(&mut self, index: &IndexMeta, key: &[u8], id_key: &[u8], insert: Option<&[u8]>) {
-        let (k, v) = entry(index.spec.is_unique(), key, id_key, insert.unwrap_or_default());
+        let (k, v) = entry(
+            index.spec.is_unique(),
+            key,
+            id_key,
+            insert.unwrap_or_default(),
+        );
         let change = if insert.is_some() {
             Change::Insert(v)
         } else {

@@ -357,6 +357,15 @@ pub(crate) fn entry(unique: bool, key: &[u8], id_key: &[u8], types: &[u8]) -> (V
     }
 }
 
+/// The key types of an entry, from its value.
+pub(crate) fn entry_types(unique: bool, value: &[u8]) -> Option<&[u8]> {
+    if unique {
+        value.get(unique_holder(value)?.len()..)
+    } else {
+        Some(value)
+    }
+}
+
 /// The `_id` key at the start of a unique index entry's value.
 pub(crate) fn unique_holder(value: &[u8]) -> Option<&[u8]> {
     value.get(..keys::encoded_len(value, keys::Direction::Ascending)?)

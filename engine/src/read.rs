@@ -164,7 +164,14 @@ impl ReadCollection<'_> {
         self.fetch(id_key)
     }
 
-    fn stored(&self, guard: AccessGuard<'static, &'static [u8]>) -> StoredDocument {
+    /// Every stored document, in `_id` order, as table rows.
+    pub(crate) fn documents_range(
+        &self,
+    ) -> Result<redb::Range<'static, &'static [u8], &'static [u8]>> {
+        Ok(self.docs.range::<&[u8]>(..)?)
+    }
+
+    pub(crate) fn stored(&self, guard: AccessGuard<'static, &'static [u8]>) -> StoredDocument {
         StoredDocument {
             collection: self.meta.clone(),
             guard,

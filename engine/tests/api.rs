@@ -864,7 +864,7 @@ fn explain_shows_the_index_and_what_was_examined() {
         books
             .find(&doc! { "publisher": "A" }, &skipped)
             .unwrap()
-            .len(),
+            .count(),
         2
     );
     let by_id = books
@@ -943,7 +943,7 @@ fn or_branches_use_their_indexes_and_hints_force_a_plan() {
     };
     let forced = coll.explain(&doc! { "a": 3 }, &hinted).unwrap();
     assert_eq!(forced.index_used(), Some("b_1"), "{forced}");
-    assert_eq!(coll.find(&doc! { "a": 3 }, &hinted).unwrap().len(), 1);
+    assert_eq!(coll.find(&doc! { "a": 3 }, &hinted).unwrap().count(), 1);
     let natural = FindOptions {
         hint: Some(Bson::Document(doc! { "$natural": 1 })),
         ..FindOptions::default()
@@ -1050,4 +1050,145 @@ fn the_plan_cache_reuses_a_shape_choice_until_indexes_change() {
         .unwrap()
         .clone();
     assert!(!planner.get_bool("fromPlanCache").unwrap());
+}
+
+#[test]
+fn covered_queries_read_no_document_and_keep_value_types() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(
+        IndexSpec::new([("b", Direction::Ascending), ("e", Direction::Descending)]).unwrap(),
+    )
+    .unwrap();
+    c.insert_many(
+        [
+            doc! { "_id": 1, "b": 1_i32, "e": "x", "other": true },
+            doc! { "_id": 2, "b": 2_i64, "other": true },
+            doc! { "_id": 3, "b": 2.5, "e": null },
+            doc! { "_id": 4, "b": -0.0, "e": { "k": [1, 2.0] } },
+            doc! { "_id": 5, "e": 7 },
+        ],
+        true,
+    )
+    .unwrap();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    let options = FindOptions {
+        projection: Some(doc! { "_id": 0, "b": 1, "e": 1 }),
+        sort: Some(doc! { "b": 1 }),
+        ..FindOptions::default()
+    };
+    let found: Vec<Document> = coll
+        .find(&doc! { "b": { "$gte": -1 } }, &options)
+        .unwrap()
+        .collect::<odm_engine::Result<_>>()
+        .unwrap();
+    // Types, null and missing fields come back exactly as stored.
+    assert_eq!(
+        found,
+        [
+            doc! { "b": -0.0, "e": { "k": [1, 2.0] } },
+            doc! { "b": 1_i32, "e": "x" },
+            doc! { "b": 2_i64 },
+            doc! { "b": 2.5, "e": null },
+        ]
+    );
+    assert!(found[0].get_f64("b").unwrap().is_sign_negative());
+    assert_eq!(found[2].get("b"), Some(&Bson::Int64(2)));
+    let explain = coll
+        .explain(&doc! { "b": { "$gte": -1 } }, &options)
+        .unwrap();
+    assert!(explain.covered, "{explain}");
+    assert_eq!(
+        (
+            explain.docs_examined,
+            explain.keys_examined,
+            explain.returned
+        ),
+        (0, 4, 4)
+    );
+    let plan = explain.to_document();
+    let winning = plan
+        .get_document("queryPlanner")
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap();
+    assert_eq!(winning.get_str("stage").unwrap(), "PROJECTION_COVERED");
+    assert_eq!(
+        winning
+            .get_document("inputStage")
+            .unwrap()
+            .get_str("stage")
+            .unwrap(),
+        "IXSCAN"
+    );
+    // `_id` returned, or a field outside the index read: the documents are fetched.
+    for (filter, projection) in [
+        (doc! { "b": 2 }, doc! { "b": 1 }),
+        (doc! { "b": 2 }, doc! { "b": 1, "other": 1, "_id": 0 }),
+        (doc! { "b": 2, "other": true }, doc! { "b": 1, "_id": 0 }),
+    ] {
+        let options = FindOptions {
+            projection: Some(projection),
+            ..FindOptions::default()
+        };
+        let explain = coll.explain(&filter, &options).unwrap();
+        assert!(!explain.covered, "{explain}");
+        assert!(explain.docs_examined > 0, "{explain}");
+    }
+    // Counting reads only the index when the filter does.
+    assert_eq!(
+        coll.count_matching(&doc! { "b": 2, "e": null }, 0, 0)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        coll.count_matching(&doc! { "e": { "$exists": false }, "b": { "$gt": 0 } }, 0, 0)
+            .unwrap(),
+        1
+    );
+}
+
+#[test]
+fn cursors_read_documents_only_as_results_are_pulled() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(IndexSpec::ascending("n").unwrap()).unwrap();
+    c.insert_many((0..2000).map(|i| doc! { "_id": i, "n": 2000 - i }), true)
+        .unwrap();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    // A scan, and an index order that gives the sort: three results, three documents read.
+    for options in [
+        FindOptions::default(),
+        FindOptions {
+            sort: Some(doc! { "n": -1 }),
+            ..FindOptions::default()
+        },
+    ] {
+        let mut cursor = coll.find(&doc! {}, &options).unwrap();
+        let first: Vec<Document> = cursor.by_ref().take(3).map(Result::unwrap).collect();
+        assert_eq!(first.len(), 3);
+        assert_eq!(cursor.stats().docs_examined, 3);
+        assert!(!cursor.sorted_in_memory());
+        // The rest is still there.
+        assert_eq!(cursor.count(), 1997);
+    }
+    // A sort no index gives reads every match before the first result.
+    let cursor = coll
+        .find(
+            &doc! {},
+            &FindOptions {
+                sort: Some(doc! { "m": 1, "_id": -1 }),
+                limit: Some(2),
+                ..FindOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(cursor.sorted_in_memory());
+    assert_eq!(cursor.stats().docs_examined, 2000);
+    let ids: Vec<i32> = cursor.map(|d| d.unwrap().get_i32("_id").unwrap()).collect();
+    assert_eq!(ids, [1999, 1998]);
 }

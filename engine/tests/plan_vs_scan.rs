@@ -1,5 +1,5 @@
 //! The planner law: for random documents (nested, arrays, mixed types, missing fields) and
-//! random filters, sorts, skips and limits, a collection with indexes of every kind returns
+//! random filters, sorts, skips, limits and projections, a collection with indexes of every kind returns
 //! exactly what the same collection without secondary indexes returns. Index scans may visit
 //! extra candidates; they must never miss one, and the matcher must reject the extras.
 
@@ -16,6 +16,7 @@ fn scalar() -> impl Strategy<Value = Bson> {
         prop::sample::select(vec!["", "a", "ab", "abc", "b", "ba", "B"])
             .prop_map(|s| Bson::String(s.into())),
         Just(Bson::Null),
+        Just(Bson::Double(-0.0)),
         any::<bool>().prop_map(Bson::Boolean),
     ]
 }
@@ -38,9 +39,16 @@ fn document() -> BoxedStrategy<Document> {
         maybe(scalar()),
         maybe(value()),
         maybe(prop::collection::vec(scalar(), 0..4).prop_map(Bson::Array)),
+        maybe(scalar()),
+        maybe(scalar()),
+        any::<bool>(),
     )
-        .prop_map(|(a, b, d, tags)| {
+        .prop_map(|(a, b, d, tags, e, g, e_first)| {
             let mut doc = Document::new();
+            // Field order varies, so covered results (in index order) meet both orders.
+            if e_first && let Some(e) = &e {
+                doc.insert("e", e.clone());
+            }
             for (name, v) in [("a", a), ("b", b), ("tags", tags)] {
                 if let Some(v) = v {
                     doc.insert(name, v);
@@ -49,15 +57,28 @@ fn document() -> BoxedStrategy<Document> {
             if let Some(d) = d {
                 doc.insert("c", doc! { "d": d });
             }
+            if !e_first && let Some(e) = e {
+                doc.insert("e", e);
+            }
+            if let Some(g) = g {
+                doc.insert("n", doc! { "g": g });
+            }
             doc
         })
         .boxed()
 }
 
-const PATHS: [&str; 5] = ["a", "b", "c.d", "tags", "_id"];
+const PATHS: [&str; 7] = ["a", "b", "c.d", "tags", "_id", "e", "n.g"];
+
+/// Paths of the never-multikey index `{b: 1, e: -1}`: filters on them alone can be covered.
+const COVERABLE: [&str; 2] = ["b", "e"];
 
 fn condition() -> BoxedStrategy<Document> {
-    let path = prop::sample::select(PATHS.to_vec());
+    condition_on(&PATHS)
+}
+
+fn condition_on(paths: &[&'static str]) -> BoxedStrategy<Document> {
+    let path = prop::sample::select(paths.to_vec());
     let op = prop_oneof![
         scalar().prop_map(|v| v),
         scalar().prop_map(|v| Bson::Document(doc! { "$eq": v })),
@@ -102,6 +123,7 @@ fn filter() -> BoxedStrategy<Document> {
         }),
         1 => prop::collection::vec(condition(), 1..3).prop_map(|c| doc! { "$and": c }),
         1 => prop::collection::vec(condition(), 1..3).prop_map(|c| doc! { "$or": c }),
+        2 => prop::collection::vec(condition_on(&COVERABLE), 1..3).prop_map(|c| doc! { "$and": c }),
     ]
     .boxed()
 }
@@ -110,7 +132,7 @@ fn sort() -> impl Strategy<Value = Option<Document>> {
     prop_oneof![
         Just(None),
         (
-            prop::sample::select(vec!["a", "b", "c.d", "tags"]),
+            prop::sample::select(vec!["a", "b", "c.d", "tags", "e", "n.g"]),
             prop::sample::select(vec![1, -1])
         )
             .prop_map(|(p, d)| {
@@ -123,6 +145,30 @@ fn sort() -> impl Strategy<Value = Option<Document>> {
     ]
 }
 
+/// Projections: none, inclusions (with or without `_id`; those of `b` and `e` alone can be
+/// covered) and exclusions.
+fn projection() -> impl Strategy<Value = Option<Document>> {
+    let fields = prop::sample::subsequence(vec!["a", "b", "e", "n", "n.g", "tags"], 1..3);
+    prop_oneof![
+        2 => Just(None),
+        2 => (prop::sample::subsequence(vec!["b", "e"], 1..=2), any::<bool>()).prop_map(|(f, id)| {
+            let mut p: Document = f.into_iter().map(|f| (f.to_owned(), Bson::Int32(1))).collect();
+            if !id {
+                p.insert("_id", 0);
+            }
+            Some(p)
+        }),
+        1 => (fields.clone(), any::<bool>()).prop_map(|(f, id)| {
+            let mut p: Document = f.into_iter().filter(|f| *f != "n.g").map(|f| (f.to_owned(), Bson::Int32(1))).collect();
+            if !id {
+                p.insert("_id", 0);
+            }
+            Some(p)
+        }),
+        1 => fields.prop_map(|f| Some(f.into_iter().map(|f| (f.to_owned(), Bson::Int32(0))).collect())),
+    ]
+}
+
 fn indexes() -> Vec<IndexSpec> {
     use Direction::{Ascending as Asc, Descending as Desc};
     vec![
@@ -131,6 +177,9 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("c.d", Asc)]).unwrap().sparse(),
         IndexSpec::new([("tags", Asc)]).unwrap(),
         IndexSpec::new([("b", Asc)]).unwrap(),
+        // Never multikey (`b`, `e` and `n.g` are never arrays): these can cover queries.
+        IndexSpec::new([("b", Asc), ("e", Desc)]).unwrap(),
+        IndexSpec::new([("n.g", Asc), ("e", Asc)]).unwrap(),
         // Partial indexes with two fields, so that they outrank the others when both are bound.
         // (`b` is never an array, so these never hold parallel arrays.)
         IndexSpec::new([("c.d", Asc), ("b", Asc)])
@@ -149,7 +198,9 @@ fn run(db: &Database, filter: &Document, options: &FindOptions) -> Result<Vec<Do
     let Some(c) = txn.collection("c").unwrap() else {
         return Ok(Vec::new());
     };
-    c.find(filter, options).map_err(|e| e.to_string())
+    c.find(filter, options)
+        .and_then(Iterator::collect)
+        .map_err(|e| e.to_string())
 }
 
 proptest! {
@@ -160,6 +211,7 @@ proptest! {
         docs in prop::collection::vec(document(), 0..30),
         filter in filter(),
         sort in sort(),
+        projection in projection(),
         skip in prop_oneof![Just(0u64), 0u64..5],
         limit in prop_oneof![Just(None), (1u64..6).prop_map(Some)],
         merge_threshold in 0u64..4,
@@ -178,7 +230,7 @@ proptest! {
             plain.collection("c").insert_one(&d).unwrap();
             indexed.collection("c").insert_one(&d).unwrap();
         }
-        let options = FindOptions { sort: sort.clone(), projection: None, skip, limit, hint: None };
+        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None };
         // The first run plans and caches the choice for this shape; the second reuses it.
         let first = run(&indexed, &filter, &options);
         let (mut expected, mut actual) = match (run(&plain, &filter, &options), run(&indexed, &filter, &options)) {
@@ -192,9 +244,19 @@ proptest! {
             }
         };
         if sort.is_none() {
-            let id = |d: &Document| d.get_i32("_id").unwrap();
-            expected.sort_by_key(id);
-            actual.sort_by_key(id);
+            // Projections may drop `_id`: order by the whole document (fields by name, since a
+            // covered result lists its fields in index order) instead.
+            let order = |a: &Document, b: &Document| {
+                let raw = |d: &Document| {
+                    let mut fields: Vec<(&String, &Bson)> = d.iter().collect();
+                    fields.sort_by_key(|(k, _)| *k);
+                    let sorted: Document = fields.into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    bson::RawDocumentBuf::try_from(&sorted).unwrap()
+                };
+                odm_engine::order::compare_documents(&raw(a), &raw(b))
+            };
+            expected.sort_by(order);
+            actual.sort_by(order);
             if limit.is_some() || skip > 0 {
                 // Unsorted skip/limit may pick any documents: compare how many, and that each matches.
                 prop_assert_eq!(expected.len(), actual.len());
@@ -205,5 +267,69 @@ proptest! {
         let count_plain = plain.read().unwrap().collection("c").unwrap().map(|c| c.count_matching(&filter, 0, 0).unwrap());
         let count_indexed = indexed.read().unwrap().collection("c").unwrap().map(|c| c.count_matching(&filter, 0, 0).unwrap());
         prop_assert_eq!(count_plain, count_indexed);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// Queries that read and return only indexed fields, so that a covered plan (built from
+    /// index entries alone) often wins: the values, their types, nulls and missing fields come
+    /// back as a scan of the documents gives them.
+    #[test]
+    fn covered_plans_return_what_a_scan_returns(
+        docs in prop::collection::vec(document(), 0..30),
+        conditions in prop::collection::vec(condition_on(&COVERABLE), 1..3),
+        projected in prop::sample::subsequence(COVERABLE.to_vec(), 1..=2),
+        sorted in any::<bool>(),
+        merge_threshold in 0u64..4,
+    ) {
+        let plain = Database::in_memory().unwrap();
+        let indexed = Database::in_memory().unwrap();
+        indexed.set_index_merge_threshold(merge_threshold);
+        plain.write(|t| t.create_collection("c")).unwrap();
+        for spec in indexes() {
+            indexed.collection("c").create_index(spec).unwrap();
+        }
+        for (i, d) in docs.iter().enumerate() {
+            let mut d = d.clone();
+            d.insert("_id", i as i32);
+            plain.collection("c").insert_one(&d).unwrap();
+            indexed.collection("c").insert_one(&d).unwrap();
+        }
+        let filter = doc! { "$and": conditions };
+        let mut projection: Document = projected.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
+        projection.insert("_id", 0);
+        // Documents equal on the projected fields look alike, so ties need no tie-break.
+        let options = FindOptions {
+            sort: sorted.then(|| doc! { "b": 1, "e": -1 }),
+            projection: Some(projection),
+            ..FindOptions::default()
+        };
+        let canonical = |mut docs: Vec<Document>| {
+            if !sorted {
+                docs.sort_by_key(|d| format!("{d:?}"));
+            }
+            docs
+        };
+        let expected = run(&plain, &filter, &options).map(canonical);
+        let actual = run(&indexed, &filter, &options).map(canonical);
+        match (expected, actual) {
+            (Ok(e), Ok(a)) => {
+                // Field order may differ (covered results list fields in index order); values
+                // and types may not.
+                prop_assert_eq!(e.len(), a.len());
+                for (e, a) in e.iter().zip(&a) {
+                    prop_assert_eq!(e, a, "filter {}", filter);
+                    for (k, v) in e {
+                        // Debug text tells int32 from int64 and -0.0 from 0.0, unlike `==`.
+                        prop_assert_eq!(format!("{v:?}"), format!("{:?}", a.get(k).unwrap()));
+                    }
+                }
+            }
+            (e, a) => prop_assert_eq!(e.is_err(), a.is_err()),
+        }
+        let count = |db: &Database| db.read().unwrap().collection("c").unwrap().map(|c| c.count_matching(&filter, 0, 0).unwrap());
+        prop_assert_eq!(count(&plain), count(&indexed));
     }
 }

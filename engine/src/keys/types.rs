@@ -69,7 +69,9 @@ fn value_types(value: RawBsonRef<'_>, out: &mut Vec<u8>) -> Option<()> {
                 value_types(element.ok()?, out)?;
             }
         }
-        RawBsonRef::Symbol(_) | RawBsonRef::DbPointer(_) | RawBsonRef::JavaScriptCodeWithScope(_) => {
+        RawBsonRef::Symbol(_)
+        | RawBsonRef::DbPointer(_)
+        | RawBsonRef::JavaScriptCodeWithScope(_) => {
             return None;
         }
         _ => {}
@@ -171,7 +173,10 @@ impl Decoder<'_> {
             let len = u32::from_be_bytes(self.array::<4>()?) as usize;
             let subtype = BinarySubtype::from(self.byte()?);
             let end = self.at.checked_add(len).filter(|&e| e <= self.key.len())?;
-            let bytes = self.key[self.at..end].iter().map(|b| b ^ self.mask).collect();
+            let bytes = self.key[self.at..end]
+                .iter()
+                .map(|b| b ^ self.mask)
+                .collect();
             self.at = end;
             Bson::Binary(Binary { subtype, bytes })
         } else if is(Bracket::ObjectId) {

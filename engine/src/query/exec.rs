@@ -1,30 +1,22 @@
-//! Running a query over a collection: match, sort, skip, limit, project; counts and distinct
-//! values.
+//! Running a query over a collection: find through a cursor, counts and distinct values.
 //!
-//! The executor walks the best plan's candidates (by `_id`, by index ranges, or a scan in `_id`
+//! Every query walks the best plan's candidates (by `_id`, by index ranges, or a scan in `_id`
 //! order) and lets the matcher judge every one, so a plan's extra candidates never reach the
-//! result. Contract: every returned document passed the matcher. When the plan's order is the
-//! requested sort, results stream and stop at `skip + limit`; otherwise a sort keeps at most
-//! [`SORT_MEMORY_LIMIT`] bytes of documents, and with a limit only the best `skip + limit` as
-//! it goes.
+//! result. Contract: every returned or counted document passed the matcher.
 
-use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
-
-use std::collections::BTreeSet;
-use std::ops::Bound;
+use bson::{Bson, Document, RawBsonRef};
 
 use super::cache::{self, Choice};
+use super::candidates::Candidates;
+use super::covered::{self, Output};
+use super::cursor::{Cursor, Decode, Query};
 use super::filter::Filter;
-use super::plan::{Access, KeyRange, Plan, candidates, hinted, index_plan_for};
+use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
 use super::projection::Projection;
 use super::sort::Sort;
 use crate::error::{Error, Result};
-use crate::keys;
 use crate::order::compare;
 use crate::read::ReadCollection;
-
-/// MongoDB's limit on the memory of a blocking sort: 100 MiB.
-pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
 
 /// The options of a find, as in MongoDB: sort, projection, skip and limit (0 or `None`: no
 /// limit).
@@ -39,120 +31,86 @@ pub struct FindOptions {
 }
 
 impl ReadCollection<'_> {
-    /// The documents matching `filter`, sorted, skipped, limited and projected.
-    pub fn find(&self, filter: &Document, options: &FindOptions) -> Result<Vec<Document>> {
-        let projection = options
-            .projection
-            .as_ref()
-            .map(Projection::parse)
-            .transpose()?;
-        let parsed = Filter::parse(filter)?;
-        let sort = parse_sort(options)?;
-        let plan = self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?;
-        self.select(&plan, &parsed, sort.as_ref(), options)?
-            .iter()
-            .map(|doc| match &projection {
-                Some(p) => p
-                    .apply(doc, &parsed)
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e)),
-                None => Document::try_from(doc.as_ref())
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e)),
-            })
-            .collect()
+    /// The documents matching `filter`, sorted, skipped, limited and projected, through a
+    /// cursor (see [`Cursor`] for what it holds in memory).
+    pub fn find<'c>(&'c self, filter: &Document, options: &FindOptions) -> Result<Cursor<'c>> {
+        let decode = Decode {
+            raw: |c: &ReadCollection<'_>, raw: &bson::RawDocument| {
+                Document::try_from(raw)
+                    .map_err(|e| Error::corrupt(format!("collection `{}`", c.name()), e))
+            },
+            projected: |_: &ReadCollection<'_>, doc: Document| Ok(doc),
+        };
+        self.cursor(filter, options, decode)
     }
 
-    /// [`ReadCollection::find`] decoding each document straight into `T` (projections apply
-    /// first, through a document).
-    pub fn find_as<T: serde::de::DeserializeOwned>(
-        &self,
+    /// [`ReadCollection::find`] decoding each result straight from the stored bytes into `T`
+    /// (through a document when there is a projection). A document that does not decode is an
+    /// error naming the collection and `_id`.
+    pub fn find_as<'c, T: serde::de::DeserializeOwned>(
+        &'c self,
         filter: &Document,
         options: &FindOptions,
-    ) -> Result<Vec<T>> {
-        if options.projection.is_some() {
-            return self
-                .find(filter, options)?
-                .into_iter()
-                .map(|d| {
-                    bson::deserialize_from_document(d).map_err(|e| Error::Decode {
-                        collection: self.name().to_owned(),
-                        id: "?".into(),
-                        reason: e.to_string(),
-                    })
+    ) -> Result<Cursor<'c, T>> {
+        let decode = Decode {
+            raw: |c: &ReadCollection<'_>, raw: &bson::RawDocument| {
+                crate::decode::from_slice(raw.as_bytes()).map_err(|reason| Error::Decode {
+                    collection: c.name().to_owned(),
+                    id: id_text(raw.get("_id").ok().flatten()),
+                    reason,
                 })
-                .collect();
-        }
-        let decode = |raw: &bson::RawDocument| -> Result<T> {
-            crate::decode::from_slice(raw.as_bytes()).map_err(|reason| Error::Decode {
-                collection: self.name().to_owned(),
-                id: raw
+            },
+            projected: |c: &ReadCollection<'_>, doc: Document| {
+                let id = doc
                     .get("_id")
-                    .ok()
-                    .flatten()
-                    .map_or_else(|| "<unknown>".into(), crate::index::render),
-                reason,
-            })
+                    .map_or_else(|| "<unknown>".to_owned(), ToString::to_string);
+                bson::deserialize_from_document(doc).map_err(|e| Error::Decode {
+                    collection: c.name().to_owned(),
+                    id,
+                    reason: e.to_string(),
+                })
+            },
         };
-        let parsed = Filter::parse(filter)?;
-        let sort = parse_sort(options)?;
-        let plan = self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?;
-        if sort.is_some() && !plan.provides_sort {
-            return self
-                .select(&plan, &parsed, sort.as_ref(), options)?
-                .iter()
-                .map(|raw| decode(raw))
-                .collect();
-        }
-        // The plan's order is the result order: decode matches as they come, no copies.
-        let limit = options
-            .limit
-            .filter(|&l| l > 0)
-            .map(|l| usize::try_from(l).unwrap_or(usize::MAX));
-        let mut to_skip = options.skip;
-        let mut out = Vec::new();
-        self.walk(&plan, |raw| {
-            if !parsed.matches(raw) {
-                return Ok(true);
-            }
-            if to_skip > 0 {
-                to_skip -= 1;
-                return Ok(true);
-            }
-            out.push(decode(raw)?);
-            Ok(limit.is_none_or(|l| out.len() < l))
-        })?;
-        Ok(out)
+        self.cursor(filter, options, decode)
     }
 
-    /// The documents a plan finds for `filter`, as stored, sorted, skipped and limited.
-    fn select(
-        &self,
-        plan: &Plan,
-        filter: &Filter,
-        sort: Option<&Sort>,
+    fn cursor<'c, T>(
+        &'c self,
+        filter: &Document,
         options: &FindOptions,
-    ) -> Result<Vec<RawDocumentBuf>> {
-        let limit = options.limit.filter(|&l| l > 0);
-        let keep = limit.map(|l| options.skip.saturating_add(l));
-        let mut selected = self.matching(plan, filter, sort, keep)?;
-        let skip = usize::try_from(options.skip).unwrap_or(usize::MAX);
-        selected.drain(..skip.min(selected.len()));
-        if let Some(limit) = limit {
-            selected.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        }
-        Ok(selected)
+        decode: Decode<T>,
+    ) -> Result<Cursor<'c, T>> {
+        let query = parse_query(filter, options)?;
+        let plan = self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?;
+        Cursor::new(self, plan, query, decode)
     }
 
-    /// How many documents match `filter`, after `skip` and within `limit` (0: none).
+    /// A cursor over a given plan, for explain.
+    pub(crate) fn cursor_with_plan(&self, plan: Plan, query: Query) -> Result<Cursor<'_, ()>> {
+        let decode = Decode {
+            raw: |_: &ReadCollection<'_>, _: &bson::RawDocument| Ok(()),
+            projected: |_: &ReadCollection<'_>, _: Document| Ok(()),
+        };
+        Cursor::new(self, plan, query, decode)
+    }
+
+    /// How many documents match `filter`, after `skip` and within `limit` (0: none). Answered
+    /// from the index alone when the filter reads only indexed paths.
     pub fn count_matching(&self, filter: &Document, skip: u64, limit: u64) -> Result<u64> {
         let filter = Filter::parse(filter)?;
-        let plan = self.best_plan(&filter, None);
-        let mut n = 0u64;
-        self.walk(&plan, |doc| {
-            if filter.matches(doc) {
-                n += 1;
+        let n = if matches!(&filter, Filter::And(parts) if parts.is_empty()) {
+            self.len()?
+        } else {
+            let plan = self.best_plan(&filter, None);
+            let covering = covered::covering(self.meta(), &plan, &filter, None, Output::Count);
+            let mut n = 0u64;
+            for candidate in Candidates::new(self, &plan, covering)? {
+                if filter.matches(candidate?.raw()?) {
+                    n += 1;
+                }
             }
-            Ok(true)
-        })?;
+            n
+        };
         let n = n.saturating_sub(skip);
         Ok(if limit > 0 { n.min(limit) } else { n })
     }
@@ -164,9 +122,10 @@ impl ReadCollection<'_> {
         let filter = Filter::parse(filter)?;
         let segments: Vec<&str> = key.split('.').collect();
         let mut values: Vec<bson::RawBson> = Vec::new();
-        for doc in self.scan()? {
-            let doc = doc?;
-            let raw = doc.as_raw()?;
+        let plan = self.best_plan(&filter, None);
+        for candidate in Candidates::new(self, &plan, None)? {
+            let candidate = candidate?;
+            let raw = candidate.raw()?;
             if !filter.matches(raw) {
                 continue;
             }
@@ -229,170 +188,26 @@ impl ReadCollection<'_> {
         self.plan_cache().put(key, choice);
         plan
     }
+}
 
-    /// Matching documents in result order, keeping at most `keep` of them when given.
-    fn matching(
-        &self,
-        plan: &Plan,
-        filter: &Filter,
-        sort: Option<&Sort>,
-        keep: Option<u64>,
-    ) -> Result<Vec<RawDocumentBuf>> {
-        let keep = keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
-        let sort = sort.filter(|s| !s.is_empty());
-        let streaming = sort.is_none() || plan.provides_sort;
-        let mut buffer: Vec<RawDocumentBuf> = Vec::new();
-        let mut bytes = 0usize;
-        self.walk(plan, |raw| {
-            if !filter.matches(raw) {
-                return Ok(true);
-            }
-            buffer.push(raw.to_owned());
-            if streaming {
-                return Ok(keep.is_none_or(|k| buffer.len() < k));
-            }
-            bytes += raw.as_bytes().len();
-            if let (Some(k), Some(sort)) = (keep, sort)
-                && buffer.len() >= k.saturating_mul(2).max(64)
-            {
-                buffer.sort_by(|a, b| sort.compare(a, b));
-                buffer.truncate(k);
-                bytes = buffer.iter().map(|d| d.as_bytes().len()).sum();
-            }
-            if bytes > SORT_MEMORY_LIMIT {
-                return Err(Error::SortMemoryExceeded {
-                    collection: self.name().to_owned(),
-                    limit: SORT_MEMORY_LIMIT,
-                });
-            }
-            Ok(true)
-        })?;
-        if let (false, Some(sort)) = (streaming, sort) {
-            buffer.sort_by(|a, b| sort.compare(a, b));
-        }
-        if let Some(k) = keep {
-            buffer.truncate(k);
-        }
-        Ok(buffer)
-    }
+/// A find's filter and options, parsed; malformed ones are refused before anything runs.
+pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Query> {
+    Ok(Query {
+        projection: options
+            .projection
+            .as_ref()
+            .map(Projection::parse)
+            .transpose()?,
+        filter: Filter::parse(filter)?,
+        sort: parse_sort(options)?,
+        skip: options.skip,
+        limit: options.limit.filter(|&l| l > 0),
+    })
+}
 
-    /// Visits a plan's candidates in plan order, each once, until `visit` returns `false`.
-    pub(crate) fn walk(
-        &self,
-        plan: &Plan,
-        mut visit: impl FnMut(&bson::RawDocument) -> Result<bool>,
-    ) -> Result<WalkStats> {
-        self.walk_into(plan, &mut visit)
-    }
-
-    fn walk_into(
-        &self,
-        plan: &Plan,
-        visit: &mut dyn FnMut(&bson::RawDocument) -> Result<bool>,
-    ) -> Result<WalkStats> {
-        let mut stats = WalkStats::default();
-        match &plan.access {
-            Access::Or(branches) => {
-                // Each document once, whichever branches find it.
-                let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
-                let mut stopped = false;
-                for branch in branches {
-                    let branch_stats = self.walk_into(branch, &mut |raw: &bson::RawDocument| {
-                        let id = raw
-                            .get("_id")
-                            .ok()
-                            .flatten()
-                            .map(keys::encode)
-                            .unwrap_or_default();
-                        if !seen.insert(id) {
-                            return Ok(true);
-                        }
-                        let go_on = visit(raw)?;
-                        stopped = !go_on;
-                        Ok(go_on)
-                    })?;
-                    stats.keys_examined += branch_stats.keys_examined;
-                    stats.docs_examined += branch_stats.docs_examined;
-                    if stopped {
-                        break;
-                    }
-                }
-            }
-            Access::CollectionScan => {
-                for doc in self.scan()? {
-                    let doc = doc?;
-                    stats.docs_examined += 1;
-                    if !visit(doc.as_raw()?)? {
-                        break;
-                    }
-                }
-            }
-            Access::IdLookup { ids } => {
-                let mut id_keys: Vec<Vec<u8>> = ids
-                    .iter()
-                    .map(|v| keys::encode(v.as_raw_bson_ref()))
-                    .collect();
-                id_keys.sort();
-                id_keys.dedup();
-                for id_key in id_keys {
-                    stats.keys_examined += 1;
-                    let Some(doc) = self.get_by_key(&id_key)? else {
-                        continue;
-                    };
-                    stats.docs_examined += 1;
-                    if !visit(doc.as_raw()?)? {
-                        break;
-                    }
-                }
-            }
-            Access::IndexScan(scan) => {
-                let index = self
-                    .meta()
-                    .index(&scan.index)
-                    .ok_or_else(|| Error::IndexNotFound {
-                        collection: self.name().to_owned(),
-                        index: scan.index.clone(),
-                    })?;
-                // A document has one key in a non-multikey index, so disjoint intervals cannot
-                // return it twice.
-                let dedupe = scan.multikey || overlapping(&scan.intervals);
-                let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
-                let ordered: Box<dyn Iterator<Item = &KeyRange>> = if scan.reverse {
-                    Box::new(scan.intervals.iter().rev())
-                } else {
-                    Box::new(scan.intervals.iter())
-                };
-                'intervals: for (lower, upper) in ordered {
-                    let range =
-                        self.index_range(index, as_slice(lower), as_slice(upper), scan.reverse)?;
-                    for row in range {
-                        let (key, value) = row?;
-                        stats.keys_examined += 1;
-                        let id = crate::read::entry_id(index, key.value(), value.value(), 0, 0)
-                            .ok_or_else(|| {
-                                Error::corrupt(
-                                    format!(
-                                        "index `{}` of collection `{}`",
-                                        scan.index,
-                                        self.name()
-                                    ),
-                                    "an entry is not a well-formed key",
-                                )
-                            })?;
-                        if dedupe && !seen.insert(id.clone()) {
-                            continue;
-                        }
-                        let doc = self.fetch_entry(&id)?;
-                        stats.docs_examined += 1;
-                        if !visit(doc.as_raw()?)? {
-                            break 'intervals;
-                        }
-                    }
-                }
-            }
-        }
-        Ok(stats)
-    }
+/// How an `_id` reads in an error message.
+fn id_text(id: Option<RawBsonRef<'_>>) -> String {
+    id.map_or_else(|| "<unknown>".into(), crate::index::render)
 }
 
 /// The sort of a find; an empty sort document is no sort.
@@ -410,29 +225,6 @@ pub(crate) fn parse_sort(options: &FindOptions) -> Result<Option<Sort>> {
 pub struct WalkStats {
     pub keys_examined: u64,
     pub docs_examined: u64,
-}
-
-/// Whether any two of the (lower-bound ordered) intervals share a key.
-fn overlapping(intervals: &[KeyRange]) -> bool {
-    intervals.windows(2).any(|pair| {
-        let (_, upper) = &pair[0];
-        let (lower, _) = &pair[1];
-        match (upper, lower) {
-            (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
-            (Bound::Excluded(u), Bound::Included(l)) => l < u,
-            (Bound::Excluded(u) | Bound::Included(u), Bound::Excluded(l) | Bound::Included(l)) => {
-                l <= u
-            }
-        }
-    })
-}
-
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(v) => Bound::Included(v.as_slice()),
-        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
 
 /// The values at a path for `distinct`: arrays at the end give their elements, arrays in the
@@ -488,8 +280,7 @@ mod tests {
         let ids = |options: FindOptions| -> Vec<i32> {
             c.find(&doc! {}, &options)
                 .unwrap()
-                .iter()
-                .map(|d| d.get_i32("_id").unwrap())
+                .map(|d| d.unwrap().get_i32("_id").unwrap())
                 .collect()
         };
         let sort = |s| FindOptions {

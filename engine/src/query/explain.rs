@@ -5,8 +5,7 @@ use std::fmt;
 
 use bson::{Document, doc};
 
-use super::exec::{FindOptions, WalkStats, parse_sort};
-use super::filter::Filter;
+use super::exec::{FindOptions, WalkStats, parse_query};
 use super::plan::{Access, Plan, candidates};
 use super::projection::Projection;
 use crate::error::Result;
@@ -20,52 +19,44 @@ pub struct Explain {
     pub rejected: Vec<Plan>,
     /// Whether results had to be sorted in memory.
     pub in_memory_sort: bool,
+    /// Whether the index alone answered the query (no document read).
+    pub covered: bool,
+    pub projection: Option<Projection>,
     pub keys_examined: u64,
     pub docs_examined: u64,
     pub returned: u64,
 }
 
 impl ReadCollection<'_> {
-    /// Plans and runs a find, reporting the plans and what the run examined.
+    /// Plans and runs a find, reporting the plans and what the run examined. The run is the
+    /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
-        let parsed = Filter::parse(filter)?;
-        let sort = parse_sort(options)?;
-        // Refused like the find it explains.
-        options
-            .projection
-            .as_ref()
-            .map(Projection::parse)
-            .transpose()?;
-        let mut plans = candidates(&parsed, sort.as_ref(), &self.meta().indexes);
+        let query = parse_query(filter, options)?;
+        let mut plans = candidates(&query.filter, query.sort.as_ref(), &self.meta().indexes);
         let fresh = plans.remove(0);
         let winning = if options.hint.is_some() {
-            self.choose_plan(&parsed, sort.as_ref(), options.hint.as_ref())?
+            self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?
         } else {
-            let chosen = self.best_plan(&parsed, sort.as_ref());
+            let chosen = self.best_plan(&query.filter, query.sort.as_ref());
             if chosen.from_cache { chosen } else { fresh }
         };
-        let mut matched = 0u64;
-        let keep = options
-            .limit
-            .filter(|&l| l > 0)
-            .map(|l| l.saturating_add(options.skip));
-        let streaming = sort.is_none() || winning.provides_sort;
+        let projection = query.projection.clone();
+        let mut cursor = self.cursor_with_plan(winning, query)?;
+        let mut returned = 0u64;
+        for result in cursor.by_ref() {
+            result?;
+            returned += 1;
+        }
         let WalkStats {
             keys_examined,
             docs_examined,
-        } = self.walk(&winning, |doc| {
-            if parsed.matches(doc) {
-                matched += 1;
-            }
-            Ok(!streaming || keep.is_none_or(|k| matched < k))
-        })?;
-        // What the find returns follows from what its walk matched: skip, then limit.
-        let limit = options.limit.filter(|&l| l > 0).unwrap_or(u64::MAX);
-        let returned = matched.saturating_sub(options.skip).min(limit);
+        } = cursor.stats();
         Ok(Explain {
             collection: self.name().to_owned(),
-            in_memory_sort: sort.is_some() && !winning.provides_sort,
-            winning,
+            in_memory_sort: cursor.sorted_in_memory(),
+            covered: cursor.is_covered(),
+            projection,
+            winning: cursor.plan().clone(),
             rejected: plans,
             keys_examined,
             docs_examined,
@@ -74,16 +65,30 @@ impl ReadCollection<'_> {
     }
 }
 
-fn stage(plan: &Plan, in_memory_sort: bool) -> Document {
-    let input = match &plan.access {
+/// The stage tree of a plan: how it reaches documents (an index scan fetches them unless the
+/// query is covered), then a blocking sort, then a projection.
+fn stage(
+    plan: &Plan,
+    in_memory_sort: bool,
+    covered: bool,
+    projection: Option<&Projection>,
+) -> Document {
+    let fetch = |input: Document| {
+        if covered {
+            input
+        } else {
+            doc! { "stage": "FETCH", "inputStage": input }
+        }
+    };
+    let mut tree = match &plan.access {
         Access::CollectionScan => doc! { "stage": "COLLSCAN", "direction": "forward" },
         Access::IdLookup { ids } => doc! { "stage": "IDHACK", "keys": ids.len() as i64 },
         Access::Or(branches) => {
             let inputs: Vec<bson::Bson> = branches
                 .iter()
-                .map(|b| bson::Bson::Document(stage(b, false)))
+                .map(|b| bson::Bson::Document(stage(b, false, true, None)))
                 .collect();
-            doc! { "stage": "FETCH", "inputStage": { "stage": "OR", "inputStages": inputs } }
+            fetch(doc! { "stage": "OR", "inputStages": inputs })
         }
         Access::IndexScan(scan) => {
             let bounds: Document = scan
@@ -91,24 +96,30 @@ fn stage(plan: &Plan, in_memory_sort: bool) -> Document {
                 .iter()
                 .map(|(path, text)| (path.clone(), bson::Bson::String(text.clone())))
                 .collect();
-            doc! {
-                "stage": "FETCH",
-                "inputStage": {
-                    "stage": "IXSCAN",
-                    "indexName": &scan.index,
-                    "isMultiKey": scan.multikey,
-                    "direction": if scan.reverse { "backward" } else { "forward" },
-                    "indexBounds": bounds,
-                    "intervals": scan.intervals.len() as i64,
-                },
-            }
+            fetch(doc! {
+                "stage": "IXSCAN",
+                "indexName": &scan.index,
+                "isMultiKey": scan.multikey,
+                "direction": if scan.reverse { "backward" } else { "forward" },
+                "indexBounds": bounds,
+                "intervals": scan.intervals.len() as i64,
+            })
         }
     };
     if in_memory_sort {
-        doc! { "stage": "SORT", "inputStage": input }
-    } else {
-        input
+        tree = doc! { "stage": "SORT", "inputStage": tree };
     }
+    if let Some(projection) = projection {
+        let name = if covered {
+            "PROJECTION_COVERED"
+        } else if projection.included_paths().is_some() {
+            "PROJECTION_SIMPLE"
+        } else {
+            "PROJECTION_DEFAULT"
+        };
+        tree = doc! { "stage": name, "inputStage": tree };
+    }
+    tree
 }
 
 impl Explain {
@@ -117,12 +128,17 @@ impl Explain {
         let rejected: Vec<bson::Bson> = self
             .rejected
             .iter()
-            .map(|p| bson::Bson::Document(stage(p, false)))
+            .map(|p| bson::Bson::Document(stage(p, false, false, None)))
             .collect();
         doc! {
             "queryPlanner": {
                 "namespace": &self.collection,
-                "winningPlan": stage(&self.winning, self.in_memory_sort),
+                "winningPlan": stage(
+                    &self.winning,
+                    self.in_memory_sort,
+                    self.covered,
+                    self.projection.as_ref(),
+                ),
                 "fromPlanCache": self.winning.from_cache,
                 "rejectedPlans": rejected,
             },
@@ -131,6 +147,7 @@ impl Explain {
                 "totalKeysExamined": self.keys_examined as i64,
                 "totalDocsExamined": self.docs_examined as i64,
                 "inMemorySort": self.in_memory_sort,
+                "covered": self.covered,
             },
         }
     }
@@ -180,6 +197,9 @@ impl fmt::Display for Explain {
                 ""
             }
         )?;
+        if self.covered {
+            writeln!(f, "  covered: answered from the index alone")?;
+        }
         for p in &self.rejected {
             writeln!(f, "  rejected: {}", describe(p))?;
         }

@@ -9,10 +9,16 @@
 //!   collection scan).
 //! - `cache`: the plan chosen per query shape, reused until the collection's indexes change.
 //! - `explain`: the chosen and rejected plans and what running them examined.
+//! - `candidates`: a plan's candidate documents, pulled one at a time.
+//! - `covered`: when an index alone answers a query, and rebuilding documents from its entries.
+//! - `cursor`: the results of a find, streamed in plan order or sorted in memory.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
 mod cache;
+mod candidates;
+mod covered;
+mod cursor;
 mod exec;
 mod explain;
 mod filter;
@@ -22,7 +28,8 @@ mod projection;
 mod sort;
 
 pub(crate) use cache::PlanCache;
-pub use exec::{FindOptions, SORT_MEMORY_LIMIT, WalkStats};
+pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
+pub use exec::{FindOptions, WalkStats};
 pub use explain::Explain;
 pub use filter::{
     ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,

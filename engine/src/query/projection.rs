@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
 use super::filter::{Filter, FilterError};
 
@@ -115,9 +115,35 @@ impl Projection {
         })
     }
 
+    /// The paths of a pure inclusion (no `$slice`, `$elemMatch` or positional `$`) and whether
+    /// it returns `_id`; `None` for any other projection.
+    pub(crate) fn included_paths(&self) -> Option<(Vec<String>, bool)> {
+        fn walk(tree: &Tree, prefix: &str, out: &mut Vec<String>) -> Option<()> {
+            for (key, node) in tree {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                match node {
+                    Node::Include => out.push(path),
+                    Node::Children(sub) => walk(sub, &path, out)?,
+                    _ => return None,
+                }
+            }
+            Some(())
+        }
+        if !self.inclusive {
+            return None;
+        }
+        let mut paths = Vec::new();
+        walk(&self.tree, "", &mut paths)?;
+        Some((paths, !self.exclude_id))
+    }
+
     /// Applies the projection; `filter` is the query, for positional projections.
-    pub fn apply(&self, doc: &RawDocumentBuf, filter: &Filter) -> Result<Document, String> {
-        let doc = Document::try_from(doc.as_ref()).map_err(|e| e.to_string())?;
+    pub fn apply(&self, doc: &RawDocument, filter: &Filter) -> Result<Document, String> {
+        let doc = Document::try_from(doc).map_err(|e| e.to_string())?;
         let mut out = if self.inclusive {
             let mut out = Document::new();
             if !self.exclude_id

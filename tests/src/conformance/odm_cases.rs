@@ -112,7 +112,9 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                     .map(i64::unsigned_abs),
                 hint: None,
             };
-            coll.find(&filter, &options).map(Actual::Documents)
+            coll.find(&filter, &options)
+                .and_then(Iterator::collect)
+                .map(Actual::Documents)
         }
     };
     Ok(outcome.unwrap_or_else(|e| Actual::Error(e.to_string())))

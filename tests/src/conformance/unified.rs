@@ -307,7 +307,10 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
                 // Hints name indexes these tests never create here; plans are the engine's own.
                 hint: None,
             };
-            let docs = coll.find(&filter, &options).map_err(e)?;
+            let docs: Vec<Document> = coll
+                .find(&filter, &options)
+                .and_then(Iterator::collect)
+                .map_err(e)?;
             Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
         }
         // The deprecated `count` takes the same skip and limit as `countDocuments`.
@@ -329,8 +332,9 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             Ok(Bson::Array(coll.distinct(&key, &filter).map_err(e)?))
         }
         "aggregate" => {
-            let all = coll
+            let all: Vec<Document> = coll
                 .find(&Document::new(), &FindOptions::default())
+                .and_then(Iterator::collect)
                 .map_err(e)?;
             let pipeline = argument(op, "pipeline")
                 .and_then(|p| p.as_array().cloned())
@@ -462,6 +466,7 @@ fn check_outcome(db: &Database, expected: &Value) -> Result<Option<String>, Stri
                     ..FindOptions::default()
                 },
             )
+            .and_then(Iterator::collect::<odm_engine::Result<Vec<Document>>>)
             .map_err(|e| e.to_string())?
             .into_iter()
             .map(Bson::Document)

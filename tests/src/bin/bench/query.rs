@@ -256,7 +256,13 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             let (engine_found, t) = per_op(count, || {
                 queries
                     .iter()
-                    .map(|(f, o)| coll.find_as::<Item>(f, o).expect("find").len())
+                    .map(|(f, o)| {
+                        coll.find_as::<Item>(f, o)
+                            .expect("find")
+                            .collect::<odm_engine::Result<Vec<Item>>>()
+                            .expect("decode")
+                            .len()
+                    })
                     .sum::<usize>()
             });
             engine_times.push(t);

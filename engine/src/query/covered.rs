@@ -1,0 +1,154 @@
+//! Covered queries: answering from an index alone, without reading documents.
+//!
+//! A non-multikey index entry holds, for its one document, the values of the indexed paths
+//! exactly (the key and its key types, see [`crate::keys::types_of`]): a covered scan rebuilds
+//! from them a document holding just those paths, and the matcher, the sort and the projection
+//! then run on it as on the stored document. That gives the same answers exactly when
+//! everything they read lies inside an indexed path. So a query is covered when:
+//! - the plan scans an index that has never been multikey (one key per document), none of whose
+//!   paths has a numeric segment and no two of whose paths nest (`a` and `a.b`);
+//! - every path of the filter and of an in-memory sort lies at or under an indexed path;
+//! - it returns a pure inclusion projection (no `$slice`, `$elemMatch` or positional `$`) whose
+//!   every path lies at or under an indexed top-level field (a nested one, `a.b`, cannot tell
+//!   `{a: {}}` from no `a`), with `_id` excluded unless indexed; or it only counts.
+//!
+//! Fields of a covered result come in the index's key order, not the stored document's.
+
+use bson::{Bson, Document, RawDocumentBuf};
+
+use super::filter::Filter;
+use super::plan::{Access, Plan};
+use super::projection::Projection;
+use super::sort::Sort;
+use crate::catalog::CollectionMeta;
+use crate::keys::{self, Direction};
+
+/// What a covered scan needs to rebuild documents from index entries.
+#[derive(Debug, Clone)]
+pub(crate) struct Covering {
+    directions: Vec<Direction>,
+    paths: Vec<Vec<String>>,
+}
+
+/// What the query returns.
+pub(crate) enum Output<'a> {
+    /// Only how many documents match.
+    Count,
+    Projected(&'a Projection),
+    /// Whole documents: never covered.
+    Documents,
+}
+
+/// The covering of a query by its plan's index, when the rules above allow one.
+pub(crate) fn covering(
+    meta: &CollectionMeta,
+    plan: &Plan,
+    filter: &Filter,
+    sort: Option<&Sort>,
+    output: Output<'_>,
+) -> Option<Covering> {
+    let Access::IndexScan(scan) = &plan.access else {
+        return None;
+    };
+    let index = meta.index(&scan.index)?;
+    if index.multikey || scan.multikey {
+        return None;
+    }
+    let paths: Vec<Vec<String>> = index
+        .spec
+        .keys()
+        .iter()
+        .map(|(p, _)| p.segments().to_vec())
+        .collect();
+    let numeric = |s: &String| s.bytes().all(|b| b.is_ascii_digit());
+    if paths.iter().any(|p| p.iter().any(numeric)) {
+        return None;
+    }
+    let nests = |a: &[String], b: &[String]| a.len() <= b.len() && b[..a.len()] == *a;
+    for (i, a) in paths.iter().enumerate() {
+        if paths[i + 1..].iter().any(|b| nests(a, b) || nests(b, a)) {
+            return None;
+        }
+    }
+    let under_index = |path: &[String]| paths.iter().any(|p| nests(p, path));
+    let mut filter_paths = Vec::new();
+    filter_paths_of(filter, &mut filter_paths);
+    if !filter_paths.iter().all(|p| under_index(p)) {
+        return None;
+    }
+    if let Some(sort) = sort.filter(|_| !plan.provides_sort)
+        && !sort.fields().iter().all(|(p, _)| under_index(p.segments()))
+    {
+        return None;
+    }
+    match output {
+        Output::Documents => return None,
+        Output::Count => {}
+        Output::Projected(projection) => {
+            let (included, returns_id) = projection.included_paths()?;
+            let top_level: Vec<&String> = paths
+                .iter()
+                .filter(|p| p.len() == 1)
+                .map(|p| &p[0])
+                .collect();
+            let covered = |path: &str| {
+                top_level
+                    .iter()
+                    .any(|f| path.split('.').next() == Some(f.as_str()))
+            };
+            if !included.iter().all(|p| covered(p)) || (returns_id && !covered("_id")) {
+                return None;
+            }
+        }
+    }
+    Some(Covering {
+        directions: index.spec.keys().iter().map(|(_, d)| *d).collect(),
+        paths,
+    })
+}
+
+/// The paths a filter reads (those inside `$elemMatch` are relative to the array and read
+/// nothing else).
+fn filter_paths_of(filter: &Filter, out: &mut Vec<Vec<String>>) {
+    match filter {
+        Filter::And(fs) | Filter::Or(fs) | Filter::Nor(fs) => {
+            for f in fs {
+                filter_paths_of(f, out);
+            }
+        }
+        Filter::Field(path, _) => out.push(path.segments.clone()),
+    }
+}
+
+impl Covering {
+    /// The document an index entry stands for, holding the indexed paths; `None` when the key
+    /// cannot be decoded (the document is then read instead).
+    pub(crate) fn build(&self, key: &[u8], types: &[u8]) -> Option<RawDocumentBuf> {
+        let fields = keys::decode_with_types(key, &self.directions, types)?;
+        let mut doc = Document::new();
+        for (path, value) in self.paths.iter().zip(fields) {
+            if let Some(value) = value {
+                insert_at(&mut doc, path, value);
+            }
+        }
+        RawDocumentBuf::try_from(&doc).ok()
+    }
+}
+
+/// Sets `value` at a dotted path, creating the subdocuments on the way.
+fn insert_at(doc: &mut Document, path: &[String], value: Bson) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut at = doc;
+    for segment in parents {
+        let entry = at
+            .entry(segment.clone())
+            .or_insert_with(|| Bson::Document(Document::new()));
+        let Bson::Document(sub) = entry else {
+            return;
+        };
+        at = sub;
+    }
+    at.insert(last.clone(), value);
+}

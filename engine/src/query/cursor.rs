@@ -1,0 +1,246 @@
+//! Cursors: the results of a find, pulled one at a time.
+//!
+//! When the plan's order is the result order (no sort, or an index order that gives it), a
+//! cursor holds no documents at all: each `next` pulls candidates from the plan until one
+//! matches, skips or returns it, and stops after the limit. Otherwise the sort is blocking: on
+//! creation the cursor reads every match and keeps them sorted, at most the best
+//! `skip + limit` when there is a limit, and refuses with [`Error::SortMemoryExceeded`] past
+//! [`SORT_MEMORY_LIMIT`] bytes of kept documents, as MongoDB does.
+
+use bson::{Document, RawDocument, RawDocumentBuf};
+
+use super::candidates::{Candidate, Candidates};
+use super::covered::{self, Output};
+use super::exec::WalkStats;
+use super::filter::Filter;
+use super::plan::Plan;
+use super::projection::Projection;
+use super::sort::Sort;
+use crate::error::{Error, Result};
+use crate::read::ReadCollection;
+
+/// MongoDB's limit on the memory of a blocking sort: 100 MiB.
+pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
+
+/// The results of a find; an iterator of `Result<T>` (documents, or the caller's type for
+/// [`ReadCollection::find_as`]). After an error it returns nothing more.
+pub struct Cursor<'c, T = Document> {
+    collection: &'c ReadCollection<'c>,
+    plan: Plan,
+    filter: Filter,
+    projection: Option<Projection>,
+    results: Results<'c>,
+    to_skip: u64,
+    /// How many more to return; `None` for no limit.
+    remaining: Option<u64>,
+    covered: bool,
+    in_memory_sort: bool,
+    decode: Decode<T>,
+}
+
+/// How a cursor turns a result into `T`: from the stored bytes, or from the projected document.
+pub(crate) struct Decode<T> {
+    pub(crate) raw: fn(&ReadCollection<'_>, &RawDocument) -> Result<T>,
+    pub(crate) projected: fn(&ReadCollection<'_>, Document) -> Result<T>,
+}
+
+enum Results<'c> {
+    /// Candidates in result order, judged as they come.
+    Streaming(Box<Candidates<'c>>),
+    /// Matches sorted in memory, and what finding them examined.
+    Sorted(std::vec::IntoIter<RawDocumentBuf>, WalkStats),
+}
+
+impl std::fmt::Debug for Cursor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("collection", &self.collection.name())
+            .field("covered", &self.covered)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a find asks for, parsed.
+pub(crate) struct Query {
+    pub(crate) filter: Filter,
+    pub(crate) sort: Option<Sort>,
+    pub(crate) projection: Option<Projection>,
+    pub(crate) skip: u64,
+    pub(crate) limit: Option<u64>,
+}
+
+impl<'c, T> Cursor<'c, T> {
+    pub(crate) fn new(
+        collection: &'c ReadCollection<'c>,
+        plan: Plan,
+        query: Query,
+        decode: Decode<T>,
+    ) -> Result<Self> {
+        let Query {
+            filter,
+            sort,
+            projection,
+            skip,
+            limit,
+        } = query;
+        let output = match &projection {
+            Some(p) => Output::Projected(p),
+            None => Output::Documents,
+        };
+        let covering = covered::covering(collection.meta(), &plan, &filter, sort.as_ref(), output);
+        let covered = covering.is_some();
+        let candidates = Candidates::new(collection, &plan, covering)?;
+        let in_memory_sort = sort.is_some() && !plan.provides_sort;
+        let results = match sort.filter(|_| in_memory_sort) {
+            None => Results::Streaming(Box::new(candidates)),
+            Some(sort) => {
+                let keep = limit.map(|l| skip.saturating_add(l));
+                sorted(collection, candidates, &filter, &sort, keep)?
+            }
+        };
+        Ok(Cursor {
+            collection,
+            plan,
+            filter,
+            projection,
+            results,
+            to_skip: skip,
+            remaining: limit,
+            covered,
+            in_memory_sort,
+            decode,
+        })
+    }
+
+    /// The plan this cursor runs.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Whether the index alone answers the query (no document is read).
+    pub fn is_covered(&self) -> bool {
+        self.covered
+    }
+
+    /// Whether results were sorted in memory.
+    pub fn sorted_in_memory(&self) -> bool {
+        self.in_memory_sort
+    }
+
+    /// What the plan has examined so far.
+    pub fn stats(&self) -> WalkStats {
+        match &self.results {
+            Results::Streaming(c) => c.stats(),
+            Results::Sorted(_, stats) => *stats,
+        }
+    }
+
+    fn output(&self, raw: &RawDocument) -> Result<T> {
+        match &self.projection {
+            Some(p) => {
+                let projected = p.apply(raw, &self.filter).map_err(|e| {
+                    Error::corrupt(format!("collection `{}`", self.collection.name()), e)
+                })?;
+                (self.decode.projected)(self.collection, projected)
+            }
+            None => (self.decode.raw)(self.collection, raw),
+        }
+    }
+}
+
+/// Reads every match of a blocking sort, keeping at most `keep` (the best ones) when given.
+fn sorted<'c>(
+    collection: &ReadCollection<'_>,
+    mut candidates: Candidates<'c>,
+    filter: &Filter,
+    sort: &Sort,
+    keep: Option<u64>,
+) -> Result<Results<'c>> {
+    let keep = keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
+    let mut buffer: Vec<RawDocumentBuf> = Vec::new();
+    let mut bytes = 0usize;
+    for candidate in candidates.by_ref() {
+        let candidate = candidate?;
+        let raw = candidate.raw()?;
+        if !filter.matches(raw) {
+            continue;
+        }
+        bytes += raw.as_bytes().len();
+        buffer.push(raw.to_owned());
+        if let Some(k) = keep
+            && buffer.len() >= k.saturating_mul(2).max(64)
+        {
+            // Sorting is stable, so equal documents keep their plan order.
+            buffer.sort_by(|a, b| sort.compare(a, b));
+            buffer.truncate(k);
+            bytes = buffer.iter().map(|d| d.as_bytes().len()).sum();
+        }
+        if bytes > SORT_MEMORY_LIMIT {
+            return Err(Error::SortMemoryExceeded {
+                collection: collection.name().to_owned(),
+                limit: SORT_MEMORY_LIMIT,
+            });
+        }
+    }
+    buffer.sort_by(|a, b| sort.compare(a, b));
+    if let Some(k) = keep {
+        buffer.truncate(k);
+    }
+    Ok(Results::Sorted(buffer.into_iter(), candidates.stats()))
+}
+
+impl<T> Iterator for Cursor<'_, T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        loop {
+            if self.remaining == Some(0) {
+                return None;
+            }
+            let result = match &mut self.results {
+                Results::Streaming(candidates) => match candidates.next()? {
+                    Ok(candidate) => self.judge(&candidate),
+                    Err(e) => Some(Err(e)),
+                },
+                Results::Sorted(docs, _) => {
+                    let doc = docs.next()?;
+                    self.take(&doc)
+                }
+            };
+            match result {
+                None => {}
+                Some(Err(e)) => {
+                    self.remaining = Some(0);
+                    return Some(Err(e));
+                }
+                Some(ok) => return Some(ok),
+            }
+        }
+    }
+}
+
+impl<T> Cursor<'_, T> {
+    /// A streamed candidate: returned if it matches and is not skipped.
+    fn judge(&mut self, candidate: &Candidate) -> Option<Result<T>> {
+        let raw = match candidate.raw() {
+            Ok(raw) => raw,
+            Err(e) => return Some(Err(e)),
+        };
+        if !self.filter.matches(raw) {
+            return None;
+        }
+        self.take(raw)
+    }
+
+    /// A match: skipped, or counted against the limit and returned.
+    fn take(&mut self, raw: &RawDocument) -> Option<Result<T>> {
+        if self.to_skip > 0 {
+            self.to_skip -= 1;
+            return None;
+        }
+        if let Some(r) = &mut self.remaining {
+            *r -= 1;
+        }
+        Some(self.output(raw))
+    }
+}
