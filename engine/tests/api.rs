@@ -1192,3 +1192,58 @@ fn cursors_read_documents_only_as_results_are_pulled() {
     let ids: Vec<i32> = cursor.map(|d| d.unwrap().get_i32("_id").unwrap()).collect();
     assert_eq!(ids, [1999, 1998]);
 }
+
+#[test]
+fn explain_reports_shard_routing_for_sharded_collections() {
+    use odm_engine::query::{FindOptions, Routing};
+    use odm_engine::{CollectionOptions, ShardKey};
+    let db = Database::in_memory().unwrap();
+    let key = ShardKey::range(["recipient", "sent"]).unwrap();
+    db.write(|t| {
+        t.create_collection_with("inbox", CollectionOptions::default().with_shard_key(key))?;
+        t.create_collection("plain")
+    })
+    .unwrap();
+    let txn = db.read().unwrap();
+    let inbox = txn.collection("inbox").unwrap().unwrap();
+    let routing = |filter: Document| {
+        inbox
+            .explain(&filter, &FindOptions::default())
+            .unwrap()
+            .routing
+            .map(|(_, r)| r)
+    };
+    // S1: reading one recipient's inbox reaches the shards of that recipient only.
+    assert_eq!(
+        routing(doc! { "recipient": "ann" }),
+        Some(Routing::Targeted)
+    );
+    assert_eq!(
+        routing(doc! { "recipient": "ann", "sent": 3 }),
+        Some(Routing::SingleShard)
+    );
+    assert_eq!(routing(doc! { "sent": 3 }), Some(Routing::Broadcast));
+    let explain = inbox
+        .explain(&doc! { "recipient": "ann" }, &FindOptions::default())
+        .unwrap();
+    let shard = explain
+        .to_document()
+        .get_document("queryPlanner")
+        .unwrap()
+        .get_document("shardRouting")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        shard,
+        doc! { "shardKey": { "recipient": 1, "sent": 1 }, "routing": "targeted" }
+    );
+    assert!(explain.to_string().contains("targeted"), "{explain}");
+    let plain = txn.collection("plain").unwrap().unwrap();
+    assert!(
+        plain
+            .explain(&doc! {}, &FindOptions::default())
+            .unwrap()
+            .routing
+            .is_none()
+    );
+}

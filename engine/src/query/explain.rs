@@ -8,7 +8,9 @@ use bson::{Document, doc};
 use super::exec::{FindOptions, WalkStats, parse_query};
 use super::plan::{Access, Plan, candidates};
 use super::projection::Projection;
+use super::routing::{Routing, route};
 use crate::error::Result;
+use crate::options::ShardKey;
 use crate::read::ReadCollection;
 
 /// The explanation of one query.
@@ -22,6 +24,8 @@ pub struct Explain {
     /// Whether the index alone answered the query (no document read).
     pub covered: bool,
     pub projection: Option<Projection>,
+    /// For a collection with a shard key: the key, and where the query would go on a cluster.
+    pub routing: Option<(ShardKey, Routing)>,
     pub keys_examined: u64,
     pub docs_examined: u64,
     pub returned: u64,
@@ -41,6 +45,12 @@ impl ReadCollection<'_> {
             if chosen.from_cache { chosen } else { fresh }
         };
         let projection = query.projection.clone();
+        let routing = self
+            .meta()
+            .options
+            .shard_key
+            .as_ref()
+            .map(|key| (key.clone(), route(key, &query.filter)));
         let mut cursor = self.cursor_with_plan(winning, query)?;
         let mut returned = 0u64;
         for result in cursor.by_ref() {
@@ -56,6 +66,7 @@ impl ReadCollection<'_> {
             in_memory_sort: cursor.sorted_in_memory(),
             covered: cursor.is_covered(),
             projection,
+            routing,
             winning: cursor.plan().clone(),
             rejected: plans,
             keys_examined,
@@ -130,18 +141,25 @@ impl Explain {
             .iter()
             .map(|p| bson::Bson::Document(stage(p, false, false, None)))
             .collect();
+        let mut planner = doc! {
+            "namespace": &self.collection,
+            "winningPlan": stage(
+                &self.winning,
+                self.in_memory_sort,
+                self.covered,
+                self.projection.as_ref(),
+            ),
+            "fromPlanCache": self.winning.from_cache,
+            "rejectedPlans": rejected,
+        };
+        if let Some((key, routing)) = &self.routing {
+            planner.insert(
+                "shardRouting",
+                doc! { "shardKey": key.to_document(), "routing": routing.as_str() },
+            );
+        }
         doc! {
-            "queryPlanner": {
-                "namespace": &self.collection,
-                "winningPlan": stage(
-                    &self.winning,
-                    self.in_memory_sort,
-                    self.covered,
-                    self.projection.as_ref(),
-                ),
-                "fromPlanCache": self.winning.from_cache,
-                "rejectedPlans": rejected,
-            },
+            "queryPlanner": planner,
             "executionStats": {
                 "nReturned": self.returned as i64,
                 "totalKeysExamined": self.keys_examined as i64,
@@ -199,6 +217,13 @@ impl fmt::Display for Explain {
         )?;
         if self.covered {
             writeln!(f, "  covered: answered from the index alone")?;
+        }
+        if let Some((key, routing)) = &self.routing {
+            writeln!(
+                f,
+                "  on a cluster sharded by {}: {routing}",
+                key.to_document()
+            )?;
         }
         for p in &self.rejected {
             writeln!(f, "  rejected: {}", describe(p))?;

@@ -13,6 +13,7 @@
 //! - `covered`: when an index alone answers a query, and rebuilding documents from its entries.
 //! - `cursor`: the results of a find, streamed in plan order or sorted in memory.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
+//! - `routing`: whether a query on a sharded collection would reach one shard, some or all.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
 mod cache;
@@ -25,6 +26,7 @@ mod filter;
 mod matcher;
 mod plan;
 mod projection;
+mod routing;
 mod sort;
 
 pub(crate) use cache::PlanCache;
@@ -36,4 +38,5 @@ pub use filter::{
 };
 pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
+pub use routing::Routing;
 pub use sort::Sort;

@@ -152,7 +152,7 @@ impl ValueInterval {
 }
 
 /// The top-level conditions of a filter: its fields, through `$and`.
-fn conditions(filter: &Filter) -> Vec<(&FieldPath, &Predicate)> {
+pub(crate) fn conditions(filter: &Filter) -> Vec<(&FieldPath, &Predicate)> {
     match filter {
         Filter::And(parts) => parts.iter().flat_map(conditions).collect(),
         Filter::Field(path, predicate) => vec![(path, predicate)],
