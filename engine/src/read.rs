@@ -210,27 +210,27 @@ impl std::fmt::Debug for IndexPrefixScan<'_> {
 }
 
 impl IndexPrefixScan<'_> {
-    fn entry_id(&self, key: &[u8], value: &[u8], prefix_len: usize) -> Option<Vec<u8>> {
+    fn entry_id<'a>(&self, key: &'a [u8], value: &'a [u8], prefix_len: usize) -> Option<&'a [u8]> {
         entry_id(&self.index, key, value, self.given_fields, prefix_len)
     }
 }
 
 /// The `_id` key of an index entry: the value of a unique index, the key's tail otherwise
 /// (found by skipping the fields from `from_field` on, starting at byte `at`).
-pub(crate) fn entry_id(
+pub(crate) fn entry_id<'a>(
     index: &IndexMeta,
-    key: &[u8],
-    value: &[u8],
+    key: &'a [u8],
+    value: &'a [u8],
     from_field: usize,
     mut at: usize,
-) -> Option<Vec<u8>> {
+) -> Option<&'a [u8]> {
     if index.spec.is_unique() {
-        return crate::index::unique_holder(value).map(<[u8]>::to_vec);
+        return crate::index::unique_holder(value);
     }
     for (_, direction) in index.spec.keys().get(from_field..)? {
         at += keys::encoded_len(key.get(at..)?, *direction)?;
     }
-    key.get(at..).map(<[u8]>::to_vec)
+    key.get(at..)
 }
 
 impl Iterator for IndexPrefixScan<'_> {
@@ -250,11 +250,11 @@ impl Iterator for IndexPrefixScan<'_> {
                 return Some(Err(self.damaged()));
             };
             if let Some(seen) = &mut self.seen
-                && !seen.insert(id.clone())
+                && !seen.insert(id.to_vec())
             {
                 continue;
             }
-            return Some(self.collection.fetch(&id));
+            return Some(self.collection.fetch(id));
         }
     }
 }

@@ -106,7 +106,7 @@ impl WriteTxn<'_> {
                                 "an entry is not a well-formed key",
                             )
                         })?;
-                    ids.insert(id);
+                    ids.insert(id.to_vec());
                 }
             }
             if !ids.is_empty() {

@@ -271,7 +271,7 @@ impl IndexSource {
         };
         let id = entry_id(&self.index, key, value, 0, 0).ok_or_else(damaged)?;
         if let Some(seen) = &mut self.seen
-            && !seen.insert(id.clone())
+            && !seen.insert(id.to_vec())
         {
             return Ok(None);
         }
@@ -284,7 +284,7 @@ impl IndexSource {
         }
         stats.docs_examined += 1;
         collection
-            .fetch_entry(&id)
+            .fetch_entry(id)
             .map(|doc| Some(Candidate::Stored(doc)))
     }
 }
