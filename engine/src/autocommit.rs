@@ -1,13 +1,14 @@
 //! [`Collection`]: a named collection whose every call is its own immediately durable
 //! transaction, for code that does not need to group writes.
 
-use bson::{Bson, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::collection::InsertManyResult;
 use crate::db::Database;
 use crate::document::IntoRawDocument;
 use crate::error::Result;
 use crate::index::IndexSpec;
+use crate::update::{BulkResult, BulkWrite, FindAndModify, UpdateOptions, UpdateResult};
 
 /// A handle on one collection of a database; cheap to clone. Each method runs in a transaction
 /// of its own; use [`Database::write`] to group several.
@@ -57,16 +58,92 @@ impl Collection {
             .transpose()
     }
 
-    pub fn replace_one(
+    pub fn replace_by_id(
         &self,
         id: &Bson,
         doc: impl IntoRawDocument,
     ) -> Result<Option<RawDocumentBuf>> {
-        self.db.write(|t| t.replace_one(&self.name, id, doc))
+        self.db.write(|t| t.replace_by_id(&self.name, id, doc))
     }
 
-    pub fn delete_one(&self, id: &Bson) -> Result<Option<RawDocumentBuf>> {
-        self.db.write(|t| t.delete_one(&self.name, id))
+    pub fn delete_by_id(&self, id: &Bson) -> Result<Option<RawDocumentBuf>> {
+        self.db.write(|t| t.delete_by_id(&self.name, id))
+    }
+
+    /// See [`WriteTxn::update_one`](crate::WriteTxn::update_one).
+    pub fn update_one(
+        &self,
+        filter: &Document,
+        update: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.db
+            .write(|t| t.update_one(&self.name, filter, update, options))
+    }
+
+    /// See [`WriteTxn::update_many`](crate::WriteTxn::update_many).
+    pub fn update_many(
+        &self,
+        filter: &Document,
+        update: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.db
+            .write(|t| t.update_many(&self.name, filter, update, options))
+    }
+
+    /// See [`WriteTxn::replace_one`](crate::WriteTxn::replace_one).
+    pub fn replace_one(
+        &self,
+        filter: &Document,
+        replacement: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.db
+            .write(|t| t.replace_one(&self.name, filter, replacement, options))
+    }
+
+    pub fn delete_one(&self, filter: &Document) -> Result<u64> {
+        self.db.write(|t| t.delete_one(&self.name, filter))
+    }
+
+    pub fn delete_many(&self, filter: &Document) -> Result<u64> {
+        self.db.write(|t| t.delete_many(&self.name, filter))
+    }
+
+    pub fn find_one_and_update(
+        &self,
+        filter: &Document,
+        update: &Document,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        self.db
+            .write(|t| t.find_one_and_update(&self.name, filter, update, options))
+    }
+
+    pub fn find_one_and_replace(
+        &self,
+        filter: &Document,
+        replacement: &Document,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        self.db
+            .write(|t| t.find_one_and_replace(&self.name, filter, replacement, options))
+    }
+
+    pub fn find_one_and_delete(
+        &self,
+        filter: &Document,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        self.db
+            .write(|t| t.find_one_and_delete(&self.name, filter, options))
+    }
+
+    /// See [`WriteTxn::bulk_write`](crate::WriteTxn::bulk_write): the operations that
+    /// succeeded are committed.
+    pub fn bulk_write(&self, bulk: BulkWrite) -> Result<BulkResult> {
+        self.db.write(|t| t.bulk_write(&self.name, bulk))
     }
 
     pub fn count(&self) -> Result<u64> {

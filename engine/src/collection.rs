@@ -36,7 +36,7 @@ pub struct InsertManyResult {
 }
 
 /// Whether an error concerns one document (and a batch may go on) or the whole transaction.
-fn is_per_document(e: &Error) -> bool {
+pub(crate) fn is_per_document(e: &Error) -> bool {
     !matches!(e, Error::Storage(_) | Error::Corrupt { .. })
 }
 
@@ -107,7 +107,7 @@ impl WriteTxn<'_> {
 
     /// Replaces the document with this `_id` and returns the old one, or `None` (and changes
     /// nothing) when there is none. The replacement's `_id`, if present, must be the same.
-    pub fn replace_one(
+    pub fn replace_by_id(
         &mut self,
         collection: &str,
         id: &Bson,
@@ -126,7 +126,7 @@ impl WriteTxn<'_> {
     }
 
     /// Deletes the document with this `_id` and returns it.
-    pub fn delete_one(&mut self, collection: &str, id: &Bson) -> Result<Option<RawDocumentBuf>> {
+    pub fn delete_by_id(&mut self, collection: &str, id: &Bson) -> Result<Option<RawDocumentBuf>> {
         if self.catalog.get(collection).is_none() {
             return Ok(None);
         }
@@ -194,7 +194,7 @@ impl WriteTxn<'_> {
         Ok(meta)
     }
 
-    fn writer(&mut self, collection: &str, create: bool) -> Result<Writer<'_>> {
+    pub(crate) fn writer(&mut self, collection: &str, create: bool) -> Result<Writer<'_>> {
         let meta = self
             .collection_meta(collection, create)?
             .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
@@ -212,7 +212,7 @@ impl WriteTxn<'_> {
     }
 
     /// Records in the catalog that these indexes became multikey.
-    fn mark_multikey(&mut self, collection: &str, index_ids: &BTreeSet<u64>) {
+    pub(crate) fn mark_multikey(&mut self, collection: &str, index_ids: &BTreeSet<u64>) {
         if index_ids.is_empty() {
             return;
         }
@@ -268,7 +268,7 @@ fn with_id(replacement: impl IntoRawDocument, id: &Bson) -> Result<RawDocumentBu
 
 /// One collection's tables inside a write transaction, with the fields of [`WriteTxn`] it
 /// needs borrowed apart so that the documents table can stay open across a batch.
-struct Writer<'t> {
+pub(crate) struct Writer<'t> {
     txn: &'t WriteTransaction,
     pending: &'t mut PendingIndexWrites,
     meta: Arc<CollectionMeta>,
@@ -279,11 +279,11 @@ struct Writer<'t> {
 }
 
 impl Writer<'_> {
-    fn finish(self) -> BTreeSet<u64> {
+    pub(crate) fn finish(self) -> BTreeSet<u64> {
         self.newly_multikey
     }
 
-    fn insert_raw(&mut self, doc: impl IntoRawDocument) -> Result<Bson> {
+    pub(crate) fn insert_raw(&mut self, doc: impl IntoRawDocument) -> Result<Bson> {
         let collection = &self.meta.name;
         let prepared = doc
             .into_raw_document()
@@ -325,7 +325,7 @@ impl Writer<'_> {
         Bson::try_from(prepared.id()).map_err(|e| Error::corrupt("generated _id", e))
     }
 
-    fn replace(
+    pub(crate) fn replace(
         &mut self,
         id_key: &[u8],
         replacement: RawDocumentBuf,
@@ -365,7 +365,7 @@ impl Writer<'_> {
         Ok(Some(old))
     }
 
-    fn delete(&mut self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {
+    pub(crate) fn delete(&mut self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {
         let collection = self.meta.name.clone();
         let Some(old) = self.docs.remove(id_key)?.map(|v| v.value().to_vec()) else {
             return Ok(None);

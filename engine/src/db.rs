@@ -278,6 +278,21 @@ impl WriteTxn<'_> {
         Arc::make_mut(&mut self.catalog)
     }
 
+    /// Writes the buffered index entries of one collection, so that its tables can be read.
+    pub(crate) fn flush_index_writes_of(&mut self, collection: u64) -> Result<()> {
+        let ids: Vec<(u64, u64)> = self
+            .pending
+            .range((collection, 0)..=(collection, u64::MAX))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(changes) = self.pending.remove(&id) {
+                index_store::apply(&self.txn, id.0, id.1, changes, self.db.merge_threshold())?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes the buffered index entries of every table.
     pub(crate) fn flush_index_writes(&mut self) -> Result<()> {
         for ((collection, index), changes) in std::mem::take(&mut self.pending) {

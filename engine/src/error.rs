@@ -87,6 +87,18 @@ pub enum Error {
     },
     #[error("{0}")]
     InvalidFilter(#[from] crate::query::FilterError),
+    /// A malformed update, or one that cannot apply to a matched document (`$inc` on a
+    /// string, `$push` on a non-array, a change of `_id`); nothing was changed.
+    #[error("{0}")]
+    InvalidUpdate(#[from] crate::update::UpdateError),
+    /// `update_many` with MongoDB's stop-at-first-error behaviour failed part way: the
+    /// documents listed were updated (and stay so), the rest were not.
+    #[error("update of collection `{collection}` stopped after updating {} document(s): {source}", updated.len())]
+    UpdateStopped {
+        collection: String,
+        updated: Vec<bson::Bson>,
+        source: Box<Error>,
+    },
     /// A sort the executor must do in memory holds more than the limit of documents.
     #[error(
         "sort of collection `{collection}` needs more than {limit} bytes of memory; add a limit or an index"

@@ -98,9 +98,20 @@ impl<'t> IndexTablesMut<'t> {
         lower: std::ops::Bound<&[u8]>,
         upper: std::ops::Bound<&[u8]>,
     ) -> Result<MergedRange<'a>> {
-        Ok(MergedRange::new(
+        self.directed_range(lower, upper, false)
+    }
+
+    /// Entries within bounds from both tables, in descending key order when `reverse`.
+    pub(crate) fn directed_range<'a>(
+        &'a self,
+        lower: std::ops::Bound<&[u8]>,
+        upper: std::ops::Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<MergedRange<'a>> {
+        Ok(MergedRange::directed(
             self.main.range::<&[u8]>((lower, upper))?,
             self.delta.range::<&[u8]>((lower, upper))?,
+            reverse,
         ))
     }
 }

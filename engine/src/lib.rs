@@ -31,6 +31,7 @@ mod read;
 mod schema;
 mod tables;
 mod ttl;
+pub mod update;
 mod verify;
 
 pub use autocommit::Collection;

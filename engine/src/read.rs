@@ -143,7 +143,7 @@ impl ReadCollection<'_> {
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
         reverse: bool,
-    ) -> Result<MergedRange<'static>> {
+    ) -> Result<MergedRange<'_>> {
         let (main, delta) = index_store::table_names(self.meta.id, index.id);
         let main: BytesTable = self.txn.txn.open_table(tables::bytes(&main))?;
         let delta: BytesTable = self.txn.txn.open_table(tables::bytes(&delta))?;
@@ -154,14 +154,12 @@ impl ReadCollection<'_> {
         ))
     }
 
-    /// The document stored under an encoded `_id`, if any.
-    pub(crate) fn get_by_key(&self, id_key: &[u8]) -> Result<Option<StoredDocument>> {
-        Ok(self.docs.get(id_key)?.map(|guard| self.stored(guard)))
-    }
-
-    /// The document an index entry refers to; its absence is damage.
-    pub(crate) fn fetch_entry(&self, id_key: &[u8]) -> Result<StoredDocument> {
-        self.fetch(id_key)
+    /// The bytes stored under an encoded `_id`, if any.
+    pub(crate) fn document_guard(
+        &self,
+        id_key: &[u8],
+    ) -> Result<Option<AccessGuard<'static, &'static [u8]>>> {
+        Ok(self.docs.get(id_key)?)
     }
 
     /// Every stored document, in `_id` order, as table rows.

@@ -398,7 +398,7 @@ fn replace_updates_indexes_and_keeps_the_id() {
     c.create_index(asc("tags")).unwrap();
     c.insert_one(doc! { "_id": 1, "tags": ["a", "b"] }).unwrap();
     let old = c
-        .replace_one(&Bson::Int32(1), doc! { "tags": ["b", "c"] })
+        .replace_by_id(&Bson::Int32(1), doc! { "tags": ["b", "c"] })
         .unwrap()
         .unwrap();
     assert_eq!(old.get_array("tags").unwrap().into_iter().count(), 2);
@@ -419,14 +419,14 @@ fn replace_updates_indexes_and_keeps_the_id() {
     drop(coll);
     drop(txn);
     let err = c
-        .replace_one(&Bson::Int32(1), doc! { "_id": 2 })
+        .replace_by_id(&Bson::Int32(1), doc! { "_id": 2 })
         .unwrap_err();
     assert_eq!(
         err.to_string(),
         "invalid document for collection `c`: the replacement changes the immutable field `_id` from 1 to 2"
     );
     assert!(
-        c.replace_one(&Bson::Int32(9), doc! { "x": 1 })
+        c.replace_by_id(&Bson::Int32(9), doc! { "x": 1 })
             .unwrap()
             .is_none()
     );
@@ -504,8 +504,8 @@ fn index_scans_see_entries_in_both_the_main_and_the_recent_table() {
             }
             // Deletes and replaces reach entries wherever they now live.
             if batch % 3 == 2 {
-                t.delete_one("c", &Bson::Int32(batch * 7 - 10))?;
-                t.replace_one(
+                t.delete_by_id("c", &Bson::Int32(batch * 7 - 10))?;
+                t.replace_by_id(
                     "c",
                     &Bson::Int32(batch * 7 - 9),
                     doc! { "k": 9, "n": 0, "u": -1 - batch },
@@ -983,7 +983,7 @@ fn partial_indexes_hold_only_matching_documents_and_serve_implying_queries() {
             .insert_one(doc! { "_id": 3, "customer": "ann", "status": "open" })
             .unwrap_err();
         assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
-        c.replace_one(
+        c.replace_by_id(
             &Bson::Int32(1),
             doc! { "customer": "ann", "status": "closed" },
         )

@@ -281,7 +281,7 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                 let id = Bson::Int32(id);
                 let mut replacement = doc.clone();
                 replacement.remove("_id");
-                match coll.replace_one(&id, &replacement) {
+                match coll.replace_by_id(&id, &replacement) {
                     Ok(old) => {
                         let key = id_key(&id);
                         prop_assert_eq!(old.is_some(), model.contains_key(&key));
@@ -303,7 +303,7 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                 }
             }
             Op::Delete(id) => {
-                let old = coll.delete_one(&Bson::Int32(id)).unwrap();
+                let old = coll.delete_by_id(&Bson::Int32(id)).unwrap();
                 let removed = model.remove(&id_key(&Bson::Int32(id)));
                 prop_assert_eq!(old.is_some(), removed.is_some());
             }
@@ -316,7 +316,7 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                 let mut again = if doc.len() % 2 == 0 { old.clone() } else { doc };
                 again.insert("_id", id);
                 let outcome = db.write(|txn| {
-                    txn.delete_one(C, &Bson::Int32(id))?;
+                    txn.delete_by_id(C, &Bson::Int32(id))?;
                     txn.insert_one(C, &again)
                 });
                 model.remove(&key);
@@ -332,7 +332,7 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                     for doc in &docs {
                         let _ = txn.insert_one(C, doc);
                     }
-                    txn.delete_one(C, &Bson::Int32(id))?;
+                    txn.delete_by_id(C, &Bson::Int32(id))?;
                     Err(Error::CollectionNotFound("abort on purpose".into()))
                 });
                 prop_assert!(outcome.is_err());

@@ -59,11 +59,11 @@ pub fn step(db: &Database, n: i64) -> Result<(), Error> {
         t.insert_one("a", document(n))?;
         t.insert_one("b", document(n))?;
         if n % 5 == 0 {
-            t.delete_one("a", &Bson::Int64(n - 3))?;
-            t.delete_one("b", &Bson::Int64(n - 3))?;
+            t.delete_by_id("a", &Bson::Int64(n - 3))?;
+            t.delete_by_id("b", &Bson::Int64(n - 3))?;
         }
         let counter = doc! { "_id": "counter", "n": n };
-        if t.replace_one(COUNTER, &Bson::from("counter"), counter.clone())?
+        if t.replace_by_id(COUNTER, &Bson::from("counter"), counter.clone())?
             .is_none()
         {
             t.insert_one(COUNTER, counter)?;

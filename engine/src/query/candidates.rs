@@ -18,23 +18,27 @@ use bson::{RawDocument, RawDocumentBuf};
 use super::covered::Covering;
 use super::exec::WalkStats;
 use super::plan::{Access, KeyRange, Plan};
+use super::source::{DocumentRows, Guard, Source as Collection};
 use crate::catalog::IndexMeta;
 use crate::error::{Error, Result};
 use crate::index_store::MergedRange;
 use crate::keys;
-use crate::read::{ReadCollection, StoredDocument, entry_id};
+use crate::read::entry_id;
 
 /// One candidate document.
-pub(crate) enum Candidate {
-    Stored(StoredDocument),
+pub(crate) enum Candidate<'c> {
+    /// As stored, under its encoded `_id`.
+    Stored(Guard<'c>),
     /// Rebuilt from an index entry alone.
     Covered(RawDocumentBuf),
 }
 
-impl Candidate {
-    pub(crate) fn raw(&self) -> Result<&RawDocument> {
+impl Candidate<'_> {
+    /// The document; `collection` names it in the error for damaged bytes.
+    pub(crate) fn raw(&self, collection: &str) -> Result<&RawDocument> {
         match self {
-            Candidate::Stored(doc) => doc.as_raw(),
+            Candidate::Stored(guard) => RawDocument::from_bytes(guard.value())
+                .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e)),
             Candidate::Covered(doc) => Ok(doc),
         }
     }
@@ -42,30 +46,30 @@ impl Candidate {
 
 /// The candidates of one plan; see the module documentation.
 pub(crate) struct Candidates<'c> {
-    collection: &'c ReadCollection<'c>,
-    source: Source,
+    collection: &'c dyn Collection,
+    source: Source<'c>,
     stats: WalkStats,
 }
 
-enum Source {
+enum Source<'c> {
     Done,
-    Scan(Box<redb::Range<'static, &'static [u8], &'static [u8]>>),
+    Scan(Box<DocumentRows<'c>>),
     Ids(std::vec::IntoIter<Vec<u8>>),
-    Index(Box<IndexSource>),
+    Index(Box<IndexSource<'c>>),
     Or {
         branches: std::vec::IntoIter<Plan>,
-        current: Box<Source>,
+        current: Box<Source<'c>>,
         /// `_id` keys returned by earlier branches.
         seen: BTreeSet<Vec<u8>>,
     },
 }
 
-struct IndexSource {
+struct IndexSource<'c> {
     index: IndexMeta,
     /// The intervals still to walk, in walk order.
     intervals: std::vec::IntoIter<KeyRange>,
     reverse: bool,
-    current: Option<MergedRange<'static>>,
+    current: Option<MergedRange<'c>>,
     /// `_id` keys returned so far, when a document could come twice.
     seen: Option<BTreeSet<Vec<u8>>>,
     covering: Option<Covering>,
@@ -75,7 +79,7 @@ impl<'c> Candidates<'c> {
     /// The candidates of `plan`, built from index entries when `covering` is given (an index
     /// scan that covers the query).
     pub(crate) fn new(
-        collection: &'c ReadCollection<'c>,
+        collection: &'c dyn Collection,
         plan: &Plan,
         covering: Option<Covering>,
     ) -> Result<Self> {
@@ -92,13 +96,13 @@ impl<'c> Candidates<'c> {
     }
 }
 
-fn source(
-    collection: &ReadCollection<'_>,
+fn source<'c>(
+    collection: &'c dyn Collection,
     plan: &Plan,
     covering: Option<Covering>,
-) -> Result<Source> {
+) -> Result<Source<'c>> {
     Ok(match &plan.access {
-        Access::CollectionScan => Source::Scan(Box::new(collection.documents_range()?)),
+        Access::CollectionScan => Source::Scan(Box::new(collection.documents()?)),
         Access::IdLookup { ids } => {
             let mut id_keys: Vec<Vec<u8>> = ids
                 .iter()
@@ -141,10 +145,10 @@ fn source(
     })
 }
 
-impl Iterator for Candidates<'_> {
-    type Item = Result<Candidate>;
+impl<'c> Iterator for Candidates<'c> {
+    type Item = Result<Candidate<'c>>;
 
-    fn next(&mut self) -> Option<Result<Candidate>> {
+    fn next(&mut self) -> Option<Result<Candidate<'c>>> {
         let next = self.source.next(self.collection, &mut self.stats);
         if matches!(next, Some(Err(_))) {
             // After an error, nothing more: a cursor never skips what it could not read.
@@ -154,26 +158,26 @@ impl Iterator for Candidates<'_> {
     }
 }
 
-impl Source {
+impl<'c> Source<'c> {
     fn next(
         &mut self,
-        collection: &ReadCollection<'_>,
+        collection: &'c dyn Collection,
         stats: &mut WalkStats,
-    ) -> Option<Result<Candidate>> {
+    ) -> Option<Result<Candidate<'c>>> {
         match self {
             Source::Done => None,
             Source::Scan(range) => {
                 let row = range.next()?;
                 stats.docs_examined += 1;
                 Some(
-                    row.map(|(_, value)| Candidate::Stored(collection.stored(value)))
+                    row.map(|(_, value)| Candidate::Stored(value))
                         .map_err(Error::from),
                 )
             }
             Source::Ids(ids) => loop {
                 let id = ids.next()?;
                 stats.keys_examined += 1;
-                match collection.get_by_key(&id) {
+                match collection.document(&id) {
                     Ok(Some(doc)) => {
                         stats.docs_examined += 1;
                         return Some(Ok(Candidate::Stored(doc)));
@@ -190,7 +194,7 @@ impl Source {
             } => loop {
                 match current.next(collection, stats) {
                     Some(Ok(candidate)) => {
-                        let id = match candidate.raw() {
+                        let id = match candidate.raw(collection.name()) {
                             Ok(raw) => raw.get("_id").ok().flatten().map(keys::encode),
                             Err(e) => return Some(Err(e)),
                         };
@@ -212,18 +216,18 @@ impl Source {
     }
 }
 
-impl IndexSource {
+impl<'c> IndexSource<'c> {
     fn next(
         &mut self,
-        collection: &ReadCollection<'_>,
+        collection: &'c dyn Collection,
         stats: &mut WalkStats,
-    ) -> Option<Result<Candidate>> {
+    ) -> Option<Result<Candidate<'c>>> {
         loop {
             let range = if let Some(range) = &mut self.current {
                 range
             } else {
                 let (lower, upper) = self.intervals.next()?;
-                match collection.index_range(
+                match collection.index_rows(
                     &self.index,
                     as_slice(&lower),
                     as_slice(&upper),
@@ -254,11 +258,11 @@ impl IndexSource {
     /// The candidate of one entry; `None` for a document already returned.
     fn candidate(
         &mut self,
-        collection: &ReadCollection<'_>,
+        collection: &'c dyn Collection,
         key: &[u8],
         value: &[u8],
         stats: &mut WalkStats,
-    ) -> Result<Option<Candidate>> {
+    ) -> Result<Option<Candidate<'c>>> {
         let damaged = || {
             Error::corrupt(
                 format!(
@@ -283,9 +287,10 @@ impl IndexSource {
             }
         }
         stats.docs_examined += 1;
-        collection
-            .fetch_entry(id)
-            .map(|doc| Some(Candidate::Stored(doc)))
+        match collection.document(id)? {
+            Some(guard) => Ok(Some(Candidate::Stored(guard))),
+            None => Err(collection.corrupt("an index entry refers to a missing document")),
+        }
     }
 }
 

@@ -16,8 +16,8 @@ use super::filter::Filter;
 use super::plan::Plan;
 use super::projection::Projection;
 use super::sort::Sort;
+use super::source::Source;
 use crate::error::{Error, Result};
-use crate::read::ReadCollection;
 
 /// MongoDB's limit on the memory of a blocking sort: 100 MiB.
 pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
@@ -25,7 +25,7 @@ pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
 /// The results of a find; an iterator of `Result<T>` (documents, or the caller's type for
 /// [`ReadCollection::find_as`]). After an error it returns nothing more.
 pub struct Cursor<'c, T = Document> {
-    collection: &'c ReadCollection<'c>,
+    collection: &'c dyn Source,
     plan: Plan,
     filter: Filter,
     projection: Option<Projection>,
@@ -40,8 +40,9 @@ pub struct Cursor<'c, T = Document> {
 
 /// How a cursor turns a result into `T`: from the stored bytes, or from the projected document.
 pub(crate) struct Decode<T> {
-    pub(crate) raw: fn(&ReadCollection<'_>, &RawDocument) -> Result<T>,
-    pub(crate) projected: fn(&ReadCollection<'_>, Document) -> Result<T>,
+    /// Given the collection's name and the document.
+    pub(crate) raw: fn(&str, &RawDocument) -> Result<T>,
+    pub(crate) projected: fn(&str, Document) -> Result<T>,
 }
 
 enum Results<'c> {
@@ -71,7 +72,7 @@ pub(crate) struct Query {
 
 impl<'c, T> Cursor<'c, T> {
     pub(crate) fn new(
-        collection: &'c ReadCollection<'c>,
+        collection: &'c dyn Source,
         plan: Plan,
         query: Query,
         decode: Decode<T>,
@@ -141,16 +142,16 @@ impl<'c, T> Cursor<'c, T> {
                 let projected = p.apply(raw, &self.filter).map_err(|e| {
                     Error::corrupt(format!("collection `{}`", self.collection.name()), e)
                 })?;
-                (self.decode.projected)(self.collection, projected)
+                (self.decode.projected)(self.collection.name(), projected)
             }
-            None => (self.decode.raw)(self.collection, raw),
+            None => (self.decode.raw)(self.collection.name(), raw),
         }
     }
 }
 
 /// Reads every match of a blocking sort, keeping at most `keep` (the best ones) when given.
 fn sorted<'c>(
-    collection: &ReadCollection<'_>,
+    collection: &dyn Source,
     mut candidates: Candidates<'c>,
     filter: &Filter,
     sort: &Sort,
@@ -161,7 +162,7 @@ fn sorted<'c>(
     let mut bytes = 0usize;
     for candidate in candidates.by_ref() {
         let candidate = candidate?;
-        let raw = candidate.raw()?;
+        let raw = candidate.raw(collection.name())?;
         if !filter.matches(raw) {
             continue;
         }
@@ -222,7 +223,7 @@ impl<T> Iterator for Cursor<'_, T> {
 impl<T> Cursor<'_, T> {
     /// A streamed candidate: returned if it matches and is not skipped.
     fn judge(&mut self, candidate: &Candidate) -> Option<Result<T>> {
-        let raw = match candidate.raw() {
+        let raw = match candidate.raw(self.collection.name()) {
             Ok(raw) => raw,
             Err(e) => return Some(Err(e)),
         };

@@ -6,7 +6,7 @@
 
 use bson::{Bson, Document, RawBsonRef};
 
-use super::cache::{self, Choice};
+use super::cache::{self, Choice, PlanCache};
 use super::candidates::Candidates;
 use super::covered::{self, Output};
 use super::cursor::{Cursor, Decode, Query};
@@ -14,6 +14,7 @@ use super::filter::Filter;
 use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
 use super::projection::Projection;
 use super::sort::Sort;
+use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
 use crate::order::compare;
 use crate::read::ReadCollection;
@@ -35,11 +36,10 @@ impl ReadCollection<'_> {
     /// cursor (see [`Cursor`] for what it holds in memory).
     pub fn find<'c>(&'c self, filter: &Document, options: &FindOptions) -> Result<Cursor<'c>> {
         let decode = Decode {
-            raw: |c: &ReadCollection<'_>, raw: &bson::RawDocument| {
-                Document::try_from(raw)
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", c.name()), e))
+            raw: |c: &str, raw: &bson::RawDocument| {
+                Document::try_from(raw).map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
             },
-            projected: |_: &ReadCollection<'_>, doc: Document| Ok(doc),
+            projected: |_: &str, doc: Document| Ok(doc),
         };
         self.cursor(filter, options, decode)
     }
@@ -53,19 +53,19 @@ impl ReadCollection<'_> {
         options: &FindOptions,
     ) -> Result<Cursor<'c, T>> {
         let decode = Decode {
-            raw: |c: &ReadCollection<'_>, raw: &bson::RawDocument| {
+            raw: |c: &str, raw: &bson::RawDocument| {
                 crate::decode::from_slice(raw.as_bytes()).map_err(|reason| Error::Decode {
-                    collection: c.name().to_owned(),
+                    collection: c.to_owned(),
                     id: id_text(raw.get("_id").ok().flatten()),
                     reason,
                 })
             },
-            projected: |c: &ReadCollection<'_>, doc: Document| {
+            projected: |c: &str, doc: Document| {
                 let id = doc
                     .get("_id")
                     .map_or_else(|| "<unknown>".to_owned(), ToString::to_string);
                 bson::deserialize_from_document(doc).map_err(|e| Error::Decode {
-                    collection: c.name().to_owned(),
+                    collection: c.to_owned(),
                     id,
                     reason: e.to_string(),
                 })
@@ -88,8 +88,8 @@ impl ReadCollection<'_> {
     /// A cursor over a given plan, for explain.
     pub(crate) fn cursor_with_plan(&self, plan: Plan, query: Query) -> Result<Cursor<'_, ()>> {
         let decode = Decode {
-            raw: |_: &ReadCollection<'_>, _: &bson::RawDocument| Ok(()),
-            projected: |_: &ReadCollection<'_>, _: Document| Ok(()),
+            raw: |_: &str, _: &bson::RawDocument| Ok(()),
+            projected: |_: &str, _: Document| Ok(()),
         };
         Cursor::new(self, plan, query, decode)
     }
@@ -105,7 +105,7 @@ impl ReadCollection<'_> {
             let covering = covered::covering(self.meta(), &plan, &filter, None, Output::Count);
             let mut n = 0u64;
             for candidate in Candidates::new(self, &plan, covering)? {
-                if filter.matches(candidate?.raw()?) {
+                if filter.matches(candidate?.raw(self.name())?) {
                     n += 1;
                 }
             }
@@ -125,7 +125,7 @@ impl ReadCollection<'_> {
         let plan = self.best_plan(&filter, None);
         for candidate in Candidates::new(self, &plan, None)? {
             let candidate = candidate?;
-            let raw = candidate.raw()?;
+            let raw = candidate.raw(self.name())?;
             if !filter.matches(raw) {
                 continue;
             }
@@ -157,37 +157,57 @@ impl ReadCollection<'_> {
         sort: Option<&Sort>,
         hint: Option<&Bson>,
     ) -> Result<Plan> {
-        match hint {
-            Some(hint) => hinted(hint, filter, sort, &self.meta().indexes).map_err(|reason| {
-                Error::InvalidFilter(super::filter::FilterError {
-                    path: String::new(),
-                    operator: "hint".into(),
-                    reason,
-                })
-            }),
-            None => Ok(self.best_plan(filter, sort)),
-        }
+        choose_plan(self.meta(), self.plan_cache(), filter, sort, hint)
     }
 
-    /// The best-ranked plan, through the plan cache: a query of a cached shape goes straight
-    /// to the index chosen before.
     pub(crate) fn best_plan(&self, filter: &Filter, sort: Option<&Sort>) -> Plan {
-        let key = cache::key(self.meta(), filter, sort);
-        if let Some(Choice::Index(name)) = self.plan_cache().get(&key)
-            && let Some(index) = self.meta().index(&name)
-            && let Some(mut plan) = index_plan_for(index, filter, sort)
-        {
-            plan.from_cache = true;
-            return plan;
-        }
-        let plan = candidates(filter, sort, &self.meta().indexes).swap_remove(0);
-        let choice = match &plan.access {
-            Access::IndexScan(scan) => Choice::Index(scan.index.clone()),
-            _ => Choice::Other,
-        };
-        self.plan_cache().put(key, choice);
-        plan
+        best_plan(self.meta(), self.plan_cache(), filter, sort)
     }
+}
+
+/// The plan a query runs: the hinted one, or the best-ranked candidate.
+pub(crate) fn choose_plan(
+    meta: &CollectionMeta,
+    cache: &PlanCache,
+    filter: &Filter,
+    sort: Option<&Sort>,
+    hint: Option<&Bson>,
+) -> Result<Plan> {
+    match hint {
+        Some(hint) => hinted(hint, filter, sort, &meta.indexes).map_err(|reason| {
+            Error::InvalidFilter(super::filter::FilterError {
+                path: String::new(),
+                operator: "hint".into(),
+                reason,
+            })
+        }),
+        None => Ok(best_plan(meta, cache, filter, sort)),
+    }
+}
+
+/// The best-ranked plan, through the plan cache: a query of a cached shape goes straight to the
+/// index chosen before.
+pub(crate) fn best_plan(
+    meta: &CollectionMeta,
+    cache: &PlanCache,
+    filter: &Filter,
+    sort: Option<&Sort>,
+) -> Plan {
+    let key = cache::key(meta, filter, sort);
+    if let Some(Choice::Index(name)) = cache.get(&key)
+        && let Some(index) = meta.index(&name)
+        && let Some(mut plan) = index_plan_for(index, filter, sort)
+    {
+        plan.from_cache = true;
+        return plan;
+    }
+    let plan = candidates(filter, sort, &meta.indexes).swap_remove(0);
+    let choice = match &plan.access {
+        Access::IndexScan(scan) => Choice::Index(scan.index.clone()),
+        _ => Choice::Other,
+    };
+    cache.put(key, choice);
+    plan
 }
 
 /// A find's filter and options, parsed; malformed ones are refused before anything runs.

@@ -28,9 +28,12 @@ mod plan;
 mod projection;
 mod routing;
 mod sort;
+mod source;
 
 pub(crate) use cache::PlanCache;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
+pub(crate) use cursor::{Decode, Query};
+pub(crate) use exec::choose_plan;
 pub use exec::{FindOptions, WalkStats};
 pub use explain::Explain;
 pub use filter::{
@@ -38,5 +41,7 @@ pub use filter::{
 };
 pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
+pub(crate) use projection::element_matches_query;
 pub use routing::Routing;
 pub use sort::Sort;
+pub(crate) use source::WriteView;

@@ -404,7 +404,7 @@ fn slice(items: &[Bson], skip: i64, limit: Option<i64>) -> Vec<Bson> {
 
 /// Whether one array element, standing alone at `path`, satisfies the query's conditions on
 /// that path (for `a.$`).
-fn element_matches_query(path: &str, element: &Bson, filter: &Filter) -> bool {
+pub(crate) fn element_matches_query(path: &str, element: &Bson, filter: &Filter) -> bool {
     let conditions = conditions_on(filter, path);
     if conditions.is_empty() {
         return false;

@@ -1,9 +1,13 @@
 //! odm-cases v1: data-only cases, each run twice, without secondary indexes and with an
 //! ascending index on every path the filter and sort name. Both runs must give the expected
-//! result, and the same result.
+//! result, and the same result. Read operations (`find`, `count`, `distinct`) check what they
+//! return; write operations (`update_one`, `update_many`, `replace_one`, `delete_one`,
+//! `delete_many`, `find_one_and_update`) check their counts, the returned document and the
+//! whole collection afterwards, and an expected error must leave the collection unchanged.
 
 use bson::{Bson, Document};
 use odm_engine::query::FindOptions;
+use odm_engine::update::{FindAndModify, ReturnDocument, UpdateOptions};
 use odm_engine::{Database, Direction, IndexSpec};
 use serde_json::Value;
 
@@ -37,17 +41,41 @@ enum Actual {
     Count(u64),
     Values(Vec<Bson>),
     Error(String),
+    Write(Box<WriteOutcome>),
 }
+
+/// What a write did, and the collection afterwards (sorted by `_id`).
+#[derive(Debug, Default, PartialEq)]
+struct WriteOutcome {
+    matched: Option<u64>,
+    modified: Option<u64>,
+    upserted_id: Option<Bson>,
+    deleted: Option<u64>,
+    /// What a find-and-modify returned: no document or one.
+    returned: Vec<Document>,
+    after: Vec<Document>,
+}
+
+const WRITES: [&str; 6] = [
+    "update_one",
+    "update_many",
+    "replace_one",
+    "delete_one",
+    "delete_many",
+    "find_one_and_update",
+];
 
 fn run_case(case: &Value) -> Result<Outcome, String> {
     let op = case.get("op").and_then(Value::as_str).unwrap_or("find");
-    if !matches!(op, "find" | "count" | "distinct") {
-        return Ok(Outcome::Skipped(format!(
-            "operation `{op}`: update operations are not implemented yet"
-        )));
+    if !matches!(op, "find" | "count" | "distinct") && !WRITES.contains(&op) {
+        return Ok(Outcome::Failed(format!("unknown operation `{op}`")));
     }
     let mut plain = execute(case, op, false)?;
     let mut indexed = execute(case, op, true)?;
+    // Upserts generate `_id`s: compare the runs with those ids blanked.
+    for actual in [&mut plain, &mut indexed] {
+        blank_generated_ids(actual);
+    }
     if case.get("sort").is_none() {
         // Without a sort, result order depends on the plan: compare as sets.
         for actual in [&mut plain, &mut indexed] {
@@ -84,6 +112,9 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
     if with_indexes {
         create_indexes(&db, &filter, sort.as_ref());
     }
+    if WRITES.contains(&op) {
+        return write(&db, case, op, &filter);
+    }
     let txn = db.read().map_err(|e| e.to_string())?;
     let Some(coll) = txn.collection(COLLECTION).map_err(|e| e.to_string())? else {
         return Ok(match op {
@@ -118,6 +149,115 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
         }
     };
     Ok(outcome.unwrap_or_else(|e| Actual::Error(e.to_string())))
+}
+
+/// Runs a write operation and reads the collection back.
+fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Actual, String> {
+    let coll = db.collection(COLLECTION);
+    let update = case
+        .get("update")
+        .map(document)
+        .transpose()?
+        .unwrap_or_default();
+    let upsert = case.get("upsert").and_then(Value::as_bool).unwrap_or(false);
+    let array_filters = match case.get("array_filters") {
+        Some(Value::Array(items)) => items.iter().map(document).collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err("`array_filters` must be an array".into()),
+        None => Vec::new(),
+    };
+    let options = UpdateOptions {
+        upsert,
+        array_filters: array_filters.clone(),
+        ..UpdateOptions::default()
+    };
+    let outcome = match op {
+        "update_one" | "update_many" | "replace_one" => {
+            let result = match op {
+                "update_one" => coll.update_one(filter, &update, &options),
+                "update_many" => coll.update_many(filter, &update, &options),
+                _ => coll.replace_one(filter, &update, &options),
+            };
+            result.map(|r| WriteOutcome {
+                matched: Some(r.matched),
+                modified: Some(r.modified),
+                upserted_id: r.upserted_id,
+                ..WriteOutcome::default()
+            })
+        }
+        "delete_one" | "delete_many" => {
+            let result = if op == "delete_one" {
+                coll.delete_one(filter)
+            } else {
+                coll.delete_many(filter)
+            };
+            result.map(|n| WriteOutcome {
+                deleted: Some(n),
+                ..WriteOutcome::default()
+            })
+        }
+        _ => {
+            let options = FindAndModify {
+                sort: case.get("sort").map(document).transpose()?,
+                projection: case.get("projection").map(document).transpose()?,
+                upsert,
+                return_document: match case.get("return").and_then(Value::as_str) {
+                    Some("after") => ReturnDocument::After,
+                    _ => ReturnDocument::Before,
+                },
+                array_filters,
+                hint: None,
+            };
+            coll.find_one_and_update(filter, &update, &options)
+                .map(|doc| WriteOutcome {
+                    returned: doc.into_iter().collect(),
+                    ..WriteOutcome::default()
+                })
+        }
+    };
+    let after = all_documents(db)?;
+    Ok(match outcome {
+        Ok(outcome) => Actual::Write(Box::new(WriteOutcome { after, ..outcome })),
+        // The collection is part of an error's outcome: it must be unchanged.
+        Err(e) => Actual::Error(format!("{e}\n  collection afterwards: {after:?}")),
+    })
+}
+
+fn all_documents(db: &Database) -> Result<Vec<Document>, String> {
+    let txn = db.read().map_err(|e| e.to_string())?;
+    let Some(coll) = txn.collection(COLLECTION).map_err(|e| e.to_string())? else {
+        return Ok(Vec::new());
+    };
+    let mut docs: Vec<Document> = coll
+        .find(&Document::new(), &FindOptions::default())
+        .and_then(Iterator::collect)
+        .map_err(|e| e.to_string())?;
+    docs.sort_by_key(by_id);
+    Ok(docs)
+}
+
+/// Replaces a generated (ObjectId) upserted `_id` by a placeholder, where it is reported and in
+/// the collection.
+fn blank_generated_ids(actual: &mut Actual) {
+    let Actual::Write(outcome) = actual else {
+        return;
+    };
+    let WriteOutcome {
+        upserted_id: Some(id @ Bson::ObjectId(_)),
+        after,
+        returned,
+        ..
+    } = &mut **outcome
+    else {
+        return;
+    };
+    let generated = id.clone();
+    *id = Bson::String("<generated>".into());
+    let docs = after.iter_mut().chain(returned.iter_mut());
+    for doc in docs {
+        if doc.get("_id") == Some(&generated) {
+            doc.insert("_id", "<generated>");
+        }
+    }
 }
 
 /// The encoded `_id` of a result, which orders results by `_id`.
@@ -180,11 +320,23 @@ fn check(case: &Value, expect: &Value, actual: &Actual) -> Result<Outcome, Strin
         .and_then(Value::as_bool)
         .unwrap_or(false);
     if let Actual::Error(e) = actual {
-        return Ok(if expects_error {
-            Outcome::Passed
-        } else {
-            Outcome::Failed(format!("unexpected error: {e}"))
-        });
+        if !expects_error {
+            return Ok(Outcome::Failed(format!("unexpected error: {e}")));
+        }
+        if WRITES.contains(&case.get("op").and_then(Value::as_str).unwrap_or("find")) {
+            // A refused write changes nothing.
+            let db = Database::in_memory().map_err(|e| e.to_string())?;
+            db.collection(COLLECTION)
+                .insert_many(documents_of(case)?, true)
+                .map_err(|e| e.to_string())?;
+            let before = all_documents(&db)?;
+            if !e.ends_with(&format!("collection afterwards: {before:?}")) {
+                return Ok(Outcome::Failed(format!(
+                    "the refused write changed the collection: {e}"
+                )));
+            }
+        }
+        return Ok(Outcome::Passed);
     }
     if expects_error {
         return Ok(Outcome::Failed(format!(
@@ -244,6 +396,71 @@ fn check(case: &Value, expect: &Value, actual: &Actual) -> Result<Outcome, Strin
                 }
             }
         }
+        Actual::Write(outcome) => {
+            let WriteOutcome {
+                matched,
+                modified,
+                upserted_id,
+                deleted,
+                returned,
+                after,
+            } = &**outcome;
+            for (name, got) in [("matched", matched), ("modified", modified)] {
+                if let Some(want) = expect.get(name).and_then(Value::as_u64)
+                    && *got != Some(want)
+                {
+                    problems.push(format!("{name}: expected {want}, got {got:?}"));
+                }
+            }
+            if let Some(want) = expect.get("count").and_then(Value::as_u64)
+                && *deleted != Some(want)
+            {
+                problems.push(format!("count: expected {want}, got {deleted:?}"));
+            }
+            if let Some(want) = expect.get("upserted_id") {
+                let want = bson(want)?;
+                let same = match (&want, upserted_id) {
+                    (Bson::Null, None) => true,
+                    (want, Some(got)) => {
+                        values_match(&normalize(want), Some(&normalize(got)), false)
+                    }
+                    _ => false,
+                };
+                if !same {
+                    problems.push(format!(
+                        "upserted_id: expected {want:?}, got {upserted_id:?}"
+                    ));
+                }
+            }
+            if let Some(documents) = expect.get("documents") {
+                let expected: Vec<Bson> = documents
+                    .as_array()
+                    .ok_or("`documents` must be an array")?
+                    .iter()
+                    .map(bson)
+                    .collect::<Result<_, _>>()?;
+                let got: Vec<Bson> = returned
+                    .iter()
+                    .cloned()
+                    .map(Bson::Document)
+                    .collect();
+                if !same_list(&expected, &got, true, strict) {
+                    problems.push(format!("documents: expected {expected:?}, got {got:?}"));
+                }
+            }
+            if let Some(collection) = expect.get("collection") {
+                let expected: Vec<Bson> = collection
+                    .as_array()
+                    .ok_or("`collection` must be an array")?
+                    .iter()
+                    .map(bson)
+                    .collect::<Result<_, _>>()?;
+                let got: Vec<Bson> = after.iter().cloned().map(Bson::Document).collect();
+                if !same_list(&expected, &got, false, strict) {
+                    problems.push(format!("collection: expected {expected:?}, got {got:?}"));
+                }
+            }
+        }
         Actual::Error(_) => {}
     }
     Ok(if problems.is_empty() {
@@ -260,7 +477,7 @@ fn same_list(expected: &[Bson], actual: &[Bson], ordered: bool, strict: bool) ->
     }
     let eq = |e: &Bson, a: &Bson| {
         if strict {
-            e == a
+            strictly_equal(e, a)
         } else {
             values_match(&normalize(e), Some(&normalize(a)), false)
         }
@@ -276,4 +493,14 @@ fn same_list(expected: &[Bson], actual: &[Bson], ordered: bool, strict: bool) ->
             .find(|(i, a)| !used[*i] && eq(e, a));
         found.map(|(i, _)| used[i] = true).is_some()
     })
+}
+
+/// Equal as BSON bytes: field order and numeric types count.
+fn strictly_equal(a: &Bson, b: &Bson) -> bool {
+    let bytes = |v: &Bson| {
+        let mut d = Document::new();
+        d.insert("v", v.clone());
+        bson::RawDocumentBuf::try_from(&d).map(bson::RawDocumentBuf::into_bytes)
+    };
+    matches!((bytes(a), bytes(b)), (Ok(x), Ok(y)) if x == y)
 }

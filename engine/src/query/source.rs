@@ -1,0 +1,135 @@
+//! Where a query reads: a read snapshot, or a write transaction's own tables.
+//!
+//! The planner and the candidate walk need three things of a collection: its documents in `_id`
+//! order, one document by encoded `_id`, and ranges of index entries. A read snapshot gives
+//! them from its read-only tables; a write transaction (for updates, deletes and
+//! find-and-modify) gives them from the tables it is writing, after writing out its buffered
+//! index changes, so that a query sees the transaction's own earlier writes.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use redb::{AccessGuard, ReadableTable, Table, WriteTransaction};
+
+use crate::catalog::{CollectionMeta, IndexMeta};
+use crate::error::{Error, Result};
+use crate::index_store::{IndexTablesMut, MergedRange};
+use crate::read::ReadCollection;
+use crate::tables;
+
+/// A stored document's bytes, borrowed from a table.
+pub(crate) type Guard<'a> = AccessGuard<'a, &'static [u8]>;
+
+/// Rows of the documents table: (encoded `_id`, document bytes).
+pub(crate) type DocumentRows<'a> = redb::Range<'a, &'static [u8], &'static [u8]>;
+
+/// A collection as a query reads it; see the module documentation.
+pub(crate) trait Source {
+    fn meta(&self) -> &CollectionMeta;
+
+    /// Every document, in `_id` order.
+    fn documents(&self) -> Result<DocumentRows<'_>>;
+
+    /// The document stored under an encoded `_id`.
+    fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>>;
+
+    /// An index's entries within byte bounds, in key order (descending when `reverse`).
+    fn index_rows(
+        &self,
+        index: &IndexMeta,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<MergedRange<'_>>;
+
+    fn name(&self) -> &str {
+        &self.meta().name
+    }
+
+    /// Damage found in this collection.
+    fn corrupt(&self, what: &str) -> Error {
+        Error::corrupt(format!("collection `{}`", self.name()), what)
+    }
+}
+
+impl Source for ReadCollection<'_> {
+    fn meta(&self) -> &CollectionMeta {
+        ReadCollection::meta(self)
+    }
+
+    fn documents(&self) -> Result<DocumentRows<'_>> {
+        self.documents_range()
+    }
+
+    fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>> {
+        self.document_guard(id_key)
+    }
+
+    fn index_rows(
+        &self,
+        index: &IndexMeta,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<MergedRange<'_>> {
+        self.index_range(index, lower, upper, reverse)
+    }
+}
+
+/// A collection inside a write transaction, every index's tables open, for reading only.
+pub(crate) struct WriteView<'t> {
+    meta: std::sync::Arc<CollectionMeta>,
+    docs: Table<'t, &'static [u8], &'static [u8]>,
+    indexes: BTreeMap<u64, IndexTablesMut<'t>>,
+}
+
+impl<'t> WriteView<'t> {
+    /// Opens the collection's tables. The caller has written out the transaction's buffered
+    /// index changes for this collection and holds no other handle on its tables.
+    pub(crate) fn open(
+        txn: &'t WriteTransaction,
+        meta: std::sync::Arc<CollectionMeta>,
+    ) -> Result<Self> {
+        let docs = txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let mut indexes = BTreeMap::new();
+        for index in &meta.indexes {
+            indexes.insert(index.id, IndexTablesMut::open(txn, meta.id, index.id)?);
+        }
+        Ok(WriteView {
+            meta,
+            docs,
+            indexes,
+        })
+    }
+}
+
+impl Source for WriteView<'_> {
+    fn meta(&self) -> &CollectionMeta {
+        &self.meta
+    }
+
+    fn documents(&self) -> Result<DocumentRows<'_>> {
+        Ok(self.docs.range::<&[u8]>(..)?)
+    }
+
+    fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>> {
+        Ok(self.docs.get(id_key)?)
+    }
+
+    fn index_rows(
+        &self,
+        index: &IndexMeta,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<MergedRange<'_>> {
+        let tables = self
+            .indexes
+            .get(&index.id)
+            .ok_or_else(|| Error::IndexNotFound {
+                collection: self.meta.name.clone(),
+                index: index.spec.name().to_owned(),
+            })?;
+        tables.directed_range(lower, upper, reverse)
+    }
+}

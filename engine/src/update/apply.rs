@@ -1,0 +1,672 @@
+//! Applying update operators to one document, as MongoDB does.
+//!
+//! Operations run in path order (see [`super::parse`]). Setting operations create what is
+//! missing on the way: subdocuments for missing fields, `null`s to pad an array up to a numeric
+//! index. They refuse to go through a scalar (`Cannot create field`). Removing operations on a
+//! missing path do nothing. New fields are appended, existing ones keep their place. Arithmetic
+//! keeps MongoDB's types: int32 stays int32 unless it overflows (then int64), int64 overflow
+//! is an error, a double makes a double.
+//!
+//! A failing operation leaves the document partly changed: callers apply to a copy and keep it
+//! only when every operation succeeded (S0.3: all modifiers or none).
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Document, RawBson, RawDocumentBuf};
+
+use super::parse::{
+    BitOp, Op, Operators, PULL_FIELD, PullCondition, PushSort, Segment, UpdateError, UpdatePath,
+    error,
+};
+use crate::keys::Direction;
+use crate::order::compare;
+use crate::query::Filter;
+
+/// What applying an update needs besides the document.
+pub(crate) struct Context<'a> {
+    /// The query that selected the document, for the positional `$`.
+    pub(crate) query: &'a Filter,
+    /// The document as the query matched it.
+    pub(crate) original: &'a Document,
+    /// Whether the document is being inserted by an upsert (`$setOnInsert` applies).
+    pub(crate) inserting: bool,
+    /// The time `$currentDate` writes.
+    pub(crate) now: bson::DateTime,
+}
+
+impl Operators {
+    /// Applies every operation to `doc`; see the module documentation.
+    pub(crate) fn apply(&self, doc: &mut Document, ctx: &Context<'_>) -> Result<(), UpdateError> {
+        for (operator, path, op) in &self.ops {
+            let step = Step {
+                operator,
+                path,
+                op,
+                ctx,
+                filters: self,
+            };
+            if let Op::Rename(to) = op {
+                step.rename(doc, to)?;
+                continue;
+            }
+            let mut root = Bson::Document(std::mem::take(doc));
+            let result = step.walk(&mut root, 0, &mut Vec::new());
+            if let Bson::Document(d) = root {
+                *doc = d;
+            }
+            result?;
+        }
+        Ok(())
+    }
+}
+
+/// One operation being applied.
+struct Step<'a> {
+    operator: &'static str,
+    path: &'a UpdatePath,
+    op: &'a Op,
+    ctx: &'a Context<'a>,
+    filters: &'a Operators,
+}
+
+/// Where a value lives: a field of a document or an element of an array.
+enum Slot<'a> {
+    Field(&'a mut Document, &'a str),
+    Element(&'a mut Vec<Bson>, usize),
+}
+
+impl Slot<'_> {
+    fn get(&self) -> Option<&Bson> {
+        match self {
+            Slot::Field(d, name) => d.get(*name),
+            Slot::Element(items, i) => items.get(*i),
+        }
+    }
+
+    fn set(&mut self, value: Bson) {
+        match self {
+            Slot::Field(d, name) => {
+                d.insert(*name, value);
+            }
+            Slot::Element(items, i) => {
+                if *i >= items.len() {
+                    items.resize(*i + 1, Bson::Null);
+                }
+                items[*i] = value;
+            }
+        }
+    }
+
+    /// Removes a field; an array element becomes `null` (arrays keep their positions).
+    fn unset(&mut self) {
+        match self {
+            Slot::Field(d, name) => {
+                d.remove(*name);
+            }
+            Slot::Element(items, i) => {
+                if let Some(item) = items.get_mut(*i) {
+                    *item = Bson::Null;
+                }
+            }
+        }
+    }
+}
+
+impl Step<'_> {
+    fn err(&self, reason: impl std::fmt::Display) -> UpdateError {
+        error(&self.path.dotted, self.operator, reason)
+    }
+
+    /// Whether the operation writes a value where there is none.
+    fn creates(&self) -> bool {
+        match self.op {
+            Op::Unset | Op::Pop { .. } | Op::Pull(_) | Op::PullAll(_) | Op::Rename(_) => false,
+            Op::SetOnInsert(_) => self.ctx.inserting,
+            _ => true,
+        }
+    }
+
+    /// Applies the operation under `node`, which the first `at` segments reached (`concrete`
+    /// holds them, positions resolved).
+    fn walk(
+        &self,
+        node: &mut Bson,
+        at: usize,
+        concrete: &mut Vec<String>,
+    ) -> Result<(), UpdateError> {
+        let last = at + 1 == self.path.segments.len();
+        match &self.path.segments[at] {
+            Segment::Field(name) => self.field(node, name, at, last, concrete),
+            Segment::Matched => {
+                let index = self.matched_index(concrete)?;
+                self.field(node, &index.to_string(), at, last, concrete)
+            }
+            segment @ (Segment::All | Segment::Filtered(_)) => {
+                let Bson::Array(items) = node else {
+                    return Err(self.err(format!(
+                        "cannot apply array updates to the non-array element `{}`",
+                        concrete.join(".")
+                    )));
+                };
+                for i in 0..items.len() {
+                    if let Segment::Filtered(id) = segment
+                        && !self.element_passes(id, &items[i])
+                    {
+                        continue;
+                    }
+                    concrete.push(i.to_string());
+                    let result = if last {
+                        self.leaf(Slot::Element(items, i))
+                    } else {
+                        self.walk(&mut items[i], at + 1, concrete)
+                    };
+                    concrete.pop();
+                    result?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn field(
+        &self,
+        node: &mut Bson,
+        name: &str,
+        at: usize,
+        last: bool,
+        concrete: &mut Vec<String>,
+    ) -> Result<(), UpdateError> {
+        let next_is_array_update = matches!(
+            self.path.segments.get(at + 1),
+            Some(Segment::All | Segment::Filtered(_) | Segment::Matched)
+        );
+        concrete.push(name.to_owned());
+        let result = match node {
+            Bson::Document(d) => {
+                if last {
+                    self.leaf(Slot::Field(d, name))
+                } else if d.contains_key(name) {
+                    let child = d.get_mut(name).expect("checked above");
+                    self.walk(child, at + 1, concrete)
+                } else if self.creates() {
+                    if next_is_array_update {
+                        Err(self.err(format!(
+                            "the path `{}` must exist in the document in order to apply array updates",
+                            concrete.join(".")
+                        )))
+                    } else {
+                        d.insert(name, Document::new());
+                        let child = d.get_mut(name).expect("just inserted");
+                        self.walk(child, at + 1, concrete)
+                    }
+                } else {
+                    Ok(())
+                }
+            }
+            Bson::Array(items) => match array_index(name) {
+                None if self.creates() => Err(self.err(format!(
+                    "cannot create field `{name}` in the array at `{}`",
+                    parent(concrete)
+                ))),
+                Some(i) if last => self.leaf(Slot::Element(items, i)),
+                Some(i) if i < items.len() => self.walk(&mut items[i], at + 1, concrete),
+                Some(i) if self.creates() => {
+                    items.resize(i, Bson::Null);
+                    items.push(Bson::Document(Document::new()));
+                    self.walk(&mut items[i], at + 1, concrete)
+                }
+                // Nothing to remove.
+                None | Some(_) => Ok(()),
+            },
+            other if self.creates() => Err(self.err(format!(
+                "cannot create field `{name}` in element `{}` holding {}",
+                parent(concrete),
+                other
+            ))),
+            _ => Ok(()),
+        };
+        concrete.pop();
+        result
+    }
+
+    /// The position of the array element the query matched, for `$`.
+    fn matched_index(&self, concrete: &[String]) -> Result<usize, UpdateError> {
+        let array_path = concrete.join(".");
+        let not_found =
+            || self.err("the positional operator did not find the match needed from the query");
+        let Some(Bson::Array(items)) = get_path(self.ctx.original, &array_path) else {
+            return Err(not_found());
+        };
+        items
+            .iter()
+            .position(|item| crate::query::element_matches_query(&array_path, item, self.ctx.query))
+            .ok_or_else(not_found)
+    }
+
+    /// Whether an array element passes the array filter `id`.
+    fn element_passes(&self, id: &str, element: &Bson) -> bool {
+        let Some(filter) = self.filters.array_filters.get(id) else {
+            return false;
+        };
+        let mut probe = Document::new();
+        probe.insert(id, element.clone());
+        RawDocumentBuf::try_from(&probe).is_ok_and(|raw| filter.matches(&raw))
+    }
+
+    /// Applies the operation to the value in `slot`.
+    fn leaf(&self, mut slot: Slot<'_>) -> Result<(), UpdateError> {
+        let current = slot.get();
+        match self.op {
+            Op::Set(v) => slot.set(v.clone()),
+            Op::SetOnInsert(v) => {
+                if self.ctx.inserting {
+                    slot.set(v.clone());
+                }
+            }
+            Op::Unset => slot.unset(),
+            Op::Inc(n) => {
+                let value = match current {
+                    None => n.clone(),
+                    Some(c) => arithmetic(c, n, Arith::Add).map_err(|reason| self.err(reason))?,
+                };
+                slot.set(value);
+            }
+            Op::Mul(n) => {
+                let value = match current {
+                    None => zero_like(n),
+                    Some(c) => arithmetic(c, n, Arith::Mul).map_err(|reason| self.err(reason))?,
+                };
+                slot.set(value);
+            }
+            Op::Min(v) | Op::Max(v) => {
+                let replace = match current {
+                    None => true,
+                    Some(c) => {
+                        let ord = compare_bson(v, c);
+                        if matches!(self.op, Op::Min(_)) {
+                            ord == Ordering::Less
+                        } else {
+                            ord == Ordering::Greater
+                        }
+                    }
+                };
+                if replace {
+                    slot.set(v.clone());
+                }
+            }
+            Op::CurrentDate { timestamp } => slot.set(if *timestamp {
+                let millis = self.ctx.now.timestamp_millis();
+                Bson::Timestamp(bson::Timestamp {
+                    time: u32::try_from(millis / 1000).unwrap_or(u32::MAX),
+                    increment: 1,
+                })
+            } else {
+                Bson::DateTime(self.ctx.now)
+            }),
+            Op::Push {
+                values,
+                position,
+                sort,
+                slice,
+            } => {
+                let mut items = self.array_or_empty(current)?;
+                let len = items.len() as i64;
+                let at = match position {
+                    None => len,
+                    Some(p) if *p < 0 => (len + p).max(0),
+                    Some(p) => (*p).min(len),
+                };
+                let at = usize::try_from(at).unwrap_or(0);
+                items.splice(at..at, values.iter().cloned());
+                if let Some(sort) = sort {
+                    sort_elements(&mut items, sort);
+                }
+                if let Some(n) = slice {
+                    slice_elements(&mut items, *n);
+                }
+                slot.set(Bson::Array(items));
+            }
+            Op::AddToSet(values) => {
+                let mut items = self.array_or_empty(current)?;
+                for v in values {
+                    if !items.iter().any(|i| compare_bson(i, v) == Ordering::Equal) {
+                        items.push(v.clone());
+                    }
+                }
+                slot.set(Bson::Array(items));
+            }
+            Op::Pop { first } => match current {
+                None => {}
+                Some(Bson::Array(items)) => {
+                    let mut items = items.clone();
+                    if !items.is_empty() {
+                        if *first {
+                            items.remove(0);
+                        } else {
+                            items.pop();
+                        }
+                    }
+                    slot.set(Bson::Array(items));
+                }
+                Some(other) => {
+                    return Err(self.err(format!("cannot pop from the non-array value {other}")));
+                }
+            },
+            Op::Pull(condition) => match current {
+                None => {}
+                Some(Bson::Array(items)) => {
+                    let kept = items
+                        .iter()
+                        .filter(|i| !pull_matches(condition, i))
+                        .cloned()
+                        .collect();
+                    slot.set(Bson::Array(kept));
+                }
+                Some(other) => {
+                    return Err(self.err(format!("cannot pull from the non-array value {other}")));
+                }
+            },
+            Op::PullAll(values) => match current {
+                None => {}
+                Some(Bson::Array(items)) => {
+                    let kept = items
+                        .iter()
+                        .filter(|i| !values.iter().any(|v| compare_bson(i, v) == Ordering::Equal))
+                        .cloned()
+                        .collect();
+                    slot.set(Bson::Array(kept));
+                }
+                Some(other) => {
+                    return Err(self.err(format!("cannot pull from the non-array value {other}")));
+                }
+            },
+            Op::Bit(steps) => {
+                let mut value = current.cloned().unwrap_or(Bson::Int32(0));
+                for (op, operand) in steps {
+                    value = bitwise(&value, *op, operand).map_err(|reason| self.err(reason))?;
+                }
+                slot.set(value);
+            }
+            Op::Rename(_) => unreachable!("renames are applied by `rename`"),
+        }
+        Ok(())
+    }
+
+    /// The array a `$push` or `$addToSet` extends: the current one, or a new one.
+    fn array_or_empty(&self, current: Option<&Bson>) -> Result<Vec<Bson>, UpdateError> {
+        match current {
+            None => Ok(Vec::new()),
+            Some(Bson::Array(items)) => Ok(items.clone()),
+            Some(other) => Err(self.err(format!(
+                "the field must be an array but holds {}",
+                type_name(other)
+            ))),
+        }
+    }
+
+    /// `$rename`: removes the value at the source path and sets it at `to`. Neither path may
+    /// go through an array.
+    fn rename(&self, doc: &mut Document, to: &UpdatePath) -> Result<(), UpdateError> {
+        let fields = |p: &UpdatePath| -> Vec<String> {
+            p.segments
+                .iter()
+                .map(|s| match s {
+                    Segment::Field(f) => f.clone(),
+                    _ => String::new(),
+                })
+                .collect()
+        };
+        let from = fields(self.path);
+        let Some(value) = take_path(doc, &from).map_err(|reason| self.err(reason))? else {
+            return Ok(());
+        };
+        let target = fields(to);
+        set_path_no_arrays(doc, &target, value)
+            .map_err(|reason| error(&to.dotted, self.operator, reason))
+    }
+}
+
+fn parent(concrete: &[String]) -> String {
+    concrete[..concrete.len().saturating_sub(1)].join(".")
+}
+
+fn array_index(segment: &str) -> Option<usize> {
+    if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    segment.parse().ok()
+}
+
+/// The value at a dotted path through subdocuments and array positions.
+fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
+    let mut segments = path.split('.');
+    let mut current = doc.get(segments.next()?)?;
+    for segment in segments {
+        current = match current {
+            Bson::Document(d) => d.get(segment)?,
+            Bson::Array(items) => items.get(array_index(segment)?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+/// Removes and returns the value at a path of subdocuments; an array on the way is an error.
+fn take_path(doc: &mut Document, path: &[String]) -> Result<Option<Bson>, String> {
+    let Some((last, parents)) = path.split_last() else {
+        return Ok(None);
+    };
+    let mut at = doc;
+    for segment in parents {
+        match at.get_mut(segment) {
+            Some(Bson::Document(d)) => at = d,
+            Some(Bson::Array(_)) => {
+                return Err("$rename cannot move a value out of an array".to_owned());
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(at.remove(last))
+}
+
+/// Sets a value at a path of subdocuments, creating them; an array or a scalar on the way is an
+/// error.
+fn set_path_no_arrays(doc: &mut Document, path: &[String], value: Bson) -> Result<(), String> {
+    let Some((last, parents)) = path.split_last() else {
+        return Ok(());
+    };
+    let mut at = doc;
+    for segment in parents {
+        if !at.contains_key(segment) {
+            at.insert(segment.clone(), Document::new());
+        }
+        match at.get_mut(segment) {
+            Some(Bson::Document(d)) => at = d,
+            Some(Bson::Array(_)) => {
+                return Err("$rename cannot move a value into an array".to_owned());
+            }
+            Some(other) => {
+                return Err(format!(
+                    "cannot create field `{last}` in element holding {other}"
+                ));
+            }
+            None => unreachable!("inserted above"),
+        }
+    }
+    at.insert(last.clone(), value);
+    Ok(())
+}
+
+/// MongoDB's comparison of two values.
+pub(crate) fn compare_bson(a: &Bson, b: &Bson) -> Ordering {
+    match (RawBson::try_from(a.clone()), RawBson::try_from(b.clone())) {
+        (Ok(a), Ok(b)) => compare(a.as_raw_bson_ref(), b.as_raw_bson_ref()),
+        _ => Ordering::Equal,
+    }
+}
+
+fn type_name(v: &Bson) -> &'static str {
+    match v {
+        Bson::Double(_) => "a double",
+        Bson::String(_) => "a string",
+        Bson::Document(_) => "a document",
+        Bson::Array(_) => "an array",
+        Bson::Boolean(_) => "a bool",
+        Bson::Null => "null",
+        Bson::Int32(_) => "an int",
+        Bson::Int64(_) => "a long",
+        Bson::Decimal128(_) => "a decimal",
+        Bson::ObjectId(_) => "an objectId",
+        Bson::DateTime(_) => "a date",
+        _ => "a value of another type",
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Arith {
+    Add,
+    Mul,
+}
+
+/// `current` combined with `operand`, with MongoDB's result types.
+fn arithmetic(current: &Bson, operand: &Bson, op: Arith) -> Result<Bson, String> {
+    let verb = match op {
+        Arith::Add => "$inc",
+        Arith::Mul => "$mul",
+    };
+    let int = |v: &Bson| match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        _ => None,
+    };
+    let float = |v: &Bson| match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        _ => None,
+    };
+    if float(current).is_none() && !matches!(current, Bson::Decimal128(_)) {
+        return Err(non_numeric(verb, current));
+    }
+    match (current, operand) {
+        (Bson::Decimal128(_), _) | (_, Bson::Decimal128(_)) => {
+            Err(format!("{verb} on decimal128 values is not supported yet"))
+        }
+        (Bson::Double(_), _) | (_, Bson::Double(_)) => match (float(current), float(operand)) {
+            (Some(a), Some(b)) => Ok(Bson::Double(match op {
+                Arith::Add => a + b,
+                Arith::Mul => a * b,
+            })),
+            _ => Err(non_numeric(verb, current)),
+        },
+        _ => match (int(current), int(operand)) {
+            (Some(a), Some(b)) => {
+                let result = match op {
+                    Arith::Add => a.checked_add(b),
+                    Arith::Mul => a.checked_mul(b),
+                }
+                .ok_or_else(|| format!("{verb} overflows the 64-bit integer {current}"))?;
+                let both_int32 =
+                    matches!(current, Bson::Int32(_)) && matches!(operand, Bson::Int32(_));
+                Ok(match i32::try_from(result) {
+                    Ok(small) if both_int32 => Bson::Int32(small),
+                    _ => Bson::Int64(result),
+                })
+            }
+            _ => Err(non_numeric(verb, current)),
+        },
+    }
+}
+
+fn non_numeric(verb: &str, current: &Bson) -> String {
+    format!(
+        "cannot apply {verb} to {}, a non-numeric value",
+        type_name(current)
+    )
+}
+
+/// Zero of the multiplier's type, what `$mul` writes into a missing field.
+fn zero_like(n: &Bson) -> Bson {
+    match n {
+        Bson::Int64(_) => Bson::Int64(0),
+        Bson::Double(_) => Bson::Double(0.0),
+        Bson::Decimal128(_) => {
+            Bson::Decimal128("0".parse().unwrap_or(bson::Decimal128::from_bytes([0; 16])))
+        }
+        _ => Bson::Int32(0),
+    }
+}
+
+fn bitwise(value: &Bson, op: BitOp, operand: &Bson) -> Result<Bson, String> {
+    let apply = |a: i64, b: i64| match op {
+        BitOp::And => a & b,
+        BitOp::Or => a | b,
+        BitOp::Xor => a ^ b,
+    };
+    match (value, operand) {
+        (Bson::Int32(a), Bson::Int32(b)) => {
+            Ok(Bson::Int32(apply(i64::from(*a), i64::from(*b)) as i32))
+        }
+        (Bson::Int32(a), Bson::Int64(b)) => Ok(Bson::Int64(apply(i64::from(*a), *b))),
+        (Bson::Int64(a), Bson::Int32(b)) => Ok(Bson::Int64(apply(*a, i64::from(*b)))),
+        (Bson::Int64(a), Bson::Int64(b)) => Ok(Bson::Int64(apply(*a, *b))),
+        (other, _) => Err(format!(
+            "cannot apply $bit to {}, not an int or a long",
+            type_name(other)
+        )),
+    }
+}
+
+fn pull_matches(condition: &PullCondition, element: &Bson) -> bool {
+    match condition {
+        PullCondition::Equal(v) => compare_bson(element, v) == Ordering::Equal,
+        PullCondition::Operators(filter) => {
+            let mut probe = Document::new();
+            probe.insert(PULL_FIELD, element.clone());
+            RawDocumentBuf::try_from(&probe).is_ok_and(|raw| filter.matches(&raw))
+        }
+        PullCondition::Query(filter) => match element {
+            Bson::Document(d) => RawDocumentBuf::try_from(d).is_ok_and(|raw| filter.matches(&raw)),
+            _ => false,
+        },
+    }
+}
+
+fn sort_elements(items: &mut [Bson], sort: &PushSort) {
+    match sort {
+        PushSort::Elements(direction) => items.sort_by(|a, b| {
+            let ord = compare_bson(a, b);
+            if *direction == Direction::Descending {
+                ord.reverse()
+            } else {
+                ord
+            }
+        }),
+        PushSort::Fields(spec) => {
+            // Non-document elements sort as documents without the fields.
+            let raw = |v: &Bson| match v {
+                Bson::Document(d) => RawDocumentBuf::try_from(d).unwrap_or_default(),
+                _ => RawDocumentBuf::new(),
+            };
+            let mut keyed: Vec<(RawDocumentBuf, Bson)> =
+                items.iter().map(|v| (raw(v), v.clone())).collect();
+            keyed.sort_by(|a, b| spec.compare(&a.0, &b.0));
+            for (slot, (_, v)) in items.iter_mut().zip(keyed) {
+                *slot = v;
+            }
+        }
+    }
+}
+
+/// `$slice`: the first `n` elements, the last `-n` when negative.
+fn slice_elements(items: &mut Vec<Bson>, n: i64) {
+    let len = items.len();
+    let keep = usize::try_from(n.unsigned_abs())
+        .unwrap_or(usize::MAX)
+        .min(len);
+    if n >= 0 {
+        items.truncate(keep);
+    } else {
+        items.drain(..len - keep);
+    }
+}

@@ -1,0 +1,19 @@
+//! The update language: parsing update documents and applying them to documents.
+//!
+//! - `parse`: an update document -> [`Update`], operators sorted in MongoDB's processing order,
+//!   or a replacement; malformed updates are [`UpdateError`] naming the path and operator.
+//! - `apply`: operators applied to one document (creating intermediate documents, MongoDB's
+//!   numeric types, positional `$`, `$[]` and `$[id]` with array filters).
+//! - `upsert`: the document an upsert seeds from the query's equality conditions.
+//! - `write`: update, replace, delete, find-and-modify and bulk operations inside a write
+//!   transaction.
+
+mod apply;
+mod parse;
+mod upsert;
+mod write;
+
+pub use parse::{Operators, Update, UpdateError};
+pub use write::{
+    BulkResult, BulkWrite, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+};

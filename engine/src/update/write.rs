@@ -1,0 +1,653 @@
+//! Update, replace, delete, find-and-modify and bulk operations inside a write transaction.
+//!
+//! Every operation first selects its documents with the query engine over the transaction's
+//! own tables (it sees the transaction's earlier writes), then computes each new document, then
+//! writes. Rules, MongoDB's unless noted:
+//! - An update applies all its operators to a document or none (S0.3); an update that changes
+//!   nothing is matched but not modified and writes nothing.
+//! - `_id` cannot change.
+//! - Upsert: when nothing matches, the query's equality fields seed a new document, the update
+//!   (with `$setOnInsert`) applies to it, and it is inserted; a replacement takes the query's
+//!   `_id` when it has none.
+//! - `update_many` is all or nothing by default, which MongoDB cannot offer: a document that
+//!   fails (a unique index violation, `$inc` on a string) undoes the documents updated before
+//!   it and the call fails, leaving the collection as before. With
+//!   [`UpdateOptions::stop_at_first_error`] it behaves as MongoDB does: the documents updated
+//!   before the failure stay updated and [`Error::UpdateStopped`] lists them.
+//! - Bulk writes run their operations in order, each one whole or not at all; ordered bulks stop
+//!   at the first failure, unordered ones go on; the result says what each did.
+
+use std::sync::Arc;
+
+use bson::{Bson, Document, RawDocumentBuf, oid::ObjectId};
+
+use super::apply::Context;
+use super::parse::{Operators, Update, UpdateError, error};
+use super::upsert::seed;
+use crate::catalog::CollectionMeta;
+use crate::collection::is_per_document;
+use crate::db::WriteTxn;
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::query::{Cursor, Decode, Filter, Projection, Query, Sort, WriteView, choose_plan};
+
+/// Options of [`WriteTxn::update_one`], [`WriteTxn::update_many`] and
+/// [`WriteTxn::replace_one`].
+#[derive(Debug, Clone, Default)]
+pub struct UpdateOptions {
+    /// Insert a document when nothing matches.
+    pub upsert: bool,
+    /// The filters of `$[identifier]` paths, one per identifier.
+    pub array_filters: Vec<Document>,
+    /// Forces a plan, as in a find.
+    pub hint: Option<Bson>,
+    /// `update_many` only: MongoDB's behaviour (keep the documents updated before a failure)
+    /// instead of all or nothing.
+    pub stop_at_first_error: bool,
+}
+
+/// What an update or replace did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpdateResult {
+    pub matched: u64,
+    pub modified: u64,
+    /// The `_id` of the document an upsert inserted.
+    pub upserted_id: Option<Bson>,
+}
+
+/// Which version of the document a find-and-modify returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReturnDocument {
+    #[default]
+    Before,
+    After,
+}
+
+/// Options of the `find_one_and_*` operations.
+#[derive(Debug, Clone, Default)]
+pub struct FindAndModify {
+    /// Which matching document is modified: the first in this order.
+    pub sort: Option<Document>,
+    /// Applied to the returned document.
+    pub projection: Option<Document>,
+    pub upsert: bool,
+    pub return_document: ReturnDocument,
+    pub array_filters: Vec<Document>,
+    pub hint: Option<Bson>,
+}
+
+/// One operation of a bulk write.
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    InsertOne(Document),
+    UpdateOne {
+        filter: Document,
+        update: Document,
+        options: UpdateOptions,
+    },
+    UpdateMany {
+        filter: Document,
+        update: Document,
+        options: UpdateOptions,
+    },
+    ReplaceOne {
+        filter: Document,
+        replacement: Document,
+        options: UpdateOptions,
+    },
+    DeleteOne {
+        filter: Document,
+    },
+    DeleteMany {
+        filter: Document,
+    },
+}
+
+/// A bulk write's operations and whether they are ordered.
+#[derive(Debug, Clone, Default)]
+pub struct BulkWrite {
+    pub ops: Vec<WriteOp>,
+    /// Stop at the first failing operation (otherwise go on).
+    pub ordered: bool,
+}
+
+/// What a bulk write did; positions are indexes into its operations.
+#[derive(Debug, Default)]
+pub struct BulkResult {
+    pub inserted: u64,
+    pub matched: u64,
+    pub modified: u64,
+    pub deleted: u64,
+    pub upserted: u64,
+    pub inserted_ids: Vec<(usize, Bson)>,
+    pub upserted_ids: Vec<(usize, Bson)>,
+    /// The failing operations and their errors; an ordered bulk has at most one.
+    pub failures: Vec<(usize, Error)>,
+}
+
+/// A matched document: its encoded `_id` and its contents.
+type Selected = (Vec<u8>, Document);
+
+impl WriteTxn<'_> {
+    /// Applies an update document (operators only) to the first document matching `filter`.
+    pub fn update_one(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let ops = Update::parse_operators(update, &options.array_filters)?;
+        self.update_with(
+            collection,
+            filter,
+            &Update::Operators(ops),
+            options,
+            Some(1),
+        )
+    }
+
+    /// Applies an update document (operators only) to every document matching `filter`; all or
+    /// nothing unless [`UpdateOptions::stop_at_first_error`].
+    pub fn update_many(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let ops = Update::parse_operators(update, &options.array_filters)?;
+        self.update_with(collection, filter, &Update::Operators(ops), options, None)
+    }
+
+    /// Replaces the first document matching `filter` with `replacement` (keeping its `_id`).
+    pub fn replace_one(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        replacement: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
+            return Err(error(
+                key,
+                "replace",
+                "a replacement document cannot hold update operators",
+            )
+            .into());
+        }
+        let update = Update::Replacement(replacement.clone());
+        self.update_with(collection, filter, &update, options, Some(1))
+    }
+
+    /// Deletes the first document matching `filter`; returns how many were deleted (0 or 1).
+    pub fn delete_one(&mut self, collection: &str, filter: &Document) -> Result<u64> {
+        self.delete_matching(collection, filter, Some(1))
+    }
+
+    /// Deletes every document matching `filter`; returns how many.
+    pub fn delete_many(&mut self, collection: &str, filter: &Document) -> Result<u64> {
+        self.delete_matching(collection, filter, None)
+    }
+
+    /// Updates the first document matching `filter` (in `options.sort` order) and returns it,
+    /// before or after the update.
+    pub fn find_one_and_update(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Document,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        let ops = Update::parse_operators(update, &options.array_filters)?;
+        self.find_and_modify(collection, filter, Some(&Update::Operators(ops)), options)
+    }
+
+    /// Replaces the first document matching `filter` and returns it, before or after.
+    pub fn find_one_and_replace(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        replacement: &Document,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
+            return Err(error(
+                key,
+                "replace",
+                "a replacement document cannot hold update operators",
+            )
+            .into());
+        }
+        let update = Update::Replacement(replacement.clone());
+        self.find_and_modify(collection, filter, Some(&update), options)
+    }
+
+    /// Deletes the first document matching `filter` and returns it.
+    pub fn find_one_and_delete(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        self.find_and_modify(collection, filter, None, options)
+    }
+
+    /// Runs a bulk write; see the module documentation. Storage errors end it with `Err`.
+    pub fn bulk_write(&mut self, collection: &str, bulk: BulkWrite) -> Result<BulkResult> {
+        let mut result = BulkResult::default();
+        for (position, op) in bulk.ops.into_iter().enumerate() {
+            let outcome = match op {
+                WriteOp::InsertOne(doc) => self.insert_one(collection, &doc).map(|id| {
+                    result.inserted += 1;
+                    result.inserted_ids.push((position, id));
+                }),
+                WriteOp::UpdateOne {
+                    filter,
+                    update,
+                    options,
+                } => self
+                    .update_one(collection, &filter, &update, &options)
+                    .map(|r| result.add(position, r)),
+                WriteOp::UpdateMany {
+                    filter,
+                    update,
+                    options,
+                } => self
+                    .update_many(collection, &filter, &update, &options)
+                    .map(|r| result.add(position, r)),
+                WriteOp::ReplaceOne {
+                    filter,
+                    replacement,
+                    options,
+                } => self
+                    .replace_one(collection, &filter, &replacement, &options)
+                    .map(|r| result.add(position, r)),
+                WriteOp::DeleteOne { filter } => self
+                    .delete_one(collection, &filter)
+                    .map(|n| result.deleted += n),
+                WriteOp::DeleteMany { filter } => self
+                    .delete_many(collection, &filter)
+                    .map(|n| result.deleted += n),
+            };
+            match outcome {
+                Ok(()) => {}
+                Err(e) if is_per_document(&e) => {
+                    result.failures.push((position, e));
+                    if bulk.ordered {
+                        break;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(result)
+    }
+
+    /// The documents matching `filter`, at most `limit`, in `sort` order, read from this
+    /// transaction's tables.
+    fn select(
+        &mut self,
+        meta: &Arc<CollectionMeta>,
+        filter: &Filter,
+        sort: Option<Sort>,
+        hint: Option<&Bson>,
+        limit: Option<u64>,
+    ) -> Result<Vec<Selected>> {
+        self.flush_index_writes_of(meta.id)?;
+        let plan = choose_plan(
+            meta,
+            &self.db.shared.plan_cache,
+            filter,
+            sort.as_ref(),
+            hint,
+        )?;
+        let view = WriteView::open(&self.txn, meta.clone())?;
+        let decode = Decode {
+            raw: |c: &str, raw: &bson::RawDocument| {
+                Document::try_from(raw).map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
+            },
+            projected: |_: &str, doc: Document| Ok(doc),
+        };
+        let query = Query {
+            filter: filter.clone(),
+            sort,
+            projection: None,
+            skip: 0,
+            limit,
+        };
+        let cursor = Cursor::new(&view, plan, query, decode)?;
+        let mut selected = Vec::new();
+        for doc in cursor {
+            let doc = doc?;
+            let id = doc.get("_id").ok_or_else(|| {
+                Error::corrupt(
+                    format!("collection `{}`", meta.name),
+                    "a document has no _id",
+                )
+            })?;
+            let key = crate::collection::id_key(id)
+                .map_err(|e| Error::corrupt(format!("collection `{}`", meta.name), e))?;
+            selected.push((key, doc));
+        }
+        Ok(selected)
+    }
+
+    fn update_with(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Update,
+        options: &UpdateOptions,
+        limit: Option<u64>,
+    ) -> Result<UpdateResult> {
+        let query = Filter::parse(filter)?;
+        let meta = self.collection_meta(collection, false)?;
+        let selected = match &meta {
+            Some(meta) => self.select(meta, &query, None, options.hint.as_ref(), limit)?,
+            None => Vec::new(),
+        };
+        if selected.is_empty() {
+            if !options.upsert {
+                return Ok(UpdateResult::default());
+            }
+            let doc = upserted(filter, &query, update)?;
+            let id = self.insert_one(collection, &doc)?;
+            return Ok(UpdateResult {
+                matched: 0,
+                modified: 0,
+                upserted_id: Some(id),
+            });
+        }
+        let now = bson::DateTime::now();
+        let mut result = UpdateResult {
+            matched: selected.len() as u64,
+            ..UpdateResult::default()
+        };
+        if options.stop_at_first_error {
+            // MongoDB's behaviour: document by document, keeping what was done.
+            let mut updated = Vec::new();
+            for (key, original) in &selected {
+                let step = updated_document(original, &query, update, now)
+                    .map_err(Error::from)
+                    .and_then(|new| match new {
+                        Some(new) => self.write_replacement(collection, key, &new).map(|()| true),
+                        None => Ok(false),
+                    });
+                match step {
+                    Ok(modified) => {
+                        if modified {
+                            result.modified += 1;
+                            updated.push(original.get("_id").cloned().unwrap_or(Bson::Null));
+                        }
+                    }
+                    Err(e) if is_per_document(&e) => {
+                        return Err(Error::UpdateStopped {
+                            collection: collection.to_owned(),
+                            updated,
+                            source: Box::new(e),
+                        });
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(result);
+        }
+        // All or nothing: compute every new document first, then write; a write that fails
+        // puts back the documents written before it.
+        let mut changes = Vec::new();
+        for (key, original) in &selected {
+            if let Some(new) = updated_document(original, &query, update, now)? {
+                changes.push((key, original, new));
+            }
+        }
+        for (done, (key, _, new)) in changes.iter().enumerate() {
+            if let Err(e) = self.write_replacement(collection, key, new) {
+                for (key, original, _) in changes[..done].iter().rev() {
+                    self.write_replacement(collection, key, original)?;
+                }
+                return Err(e);
+            }
+        }
+        result.modified = changes.len() as u64;
+        Ok(result)
+    }
+
+    /// Stores `doc` under `key`, keeping indexes in step.
+    fn write_replacement(&mut self, collection: &str, key: &[u8], doc: &Document) -> Result<()> {
+        let raw = RawDocumentBuf::try_from(doc).map_err(|e| Error::InvalidDocument {
+            collection: collection.to_owned(),
+            source: crate::error::DocumentError::Malformed {
+                reason: e.to_string(),
+            },
+        })?;
+        let mut writer = self.writer(collection, false)?;
+        let outcome = writer.replace(key, raw);
+        let newly_multikey = writer.finish();
+        self.mark_multikey(collection, &newly_multikey);
+        outcome.map(|_| ())
+    }
+
+    fn delete_matching(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        limit: Option<u64>,
+    ) -> Result<u64> {
+        let query = Filter::parse(filter)?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(0);
+        };
+        let selected = self.select(&meta, &query, None, None, limit)?;
+        let mut deleted = 0;
+        for (key, _) in &selected {
+            if self.delete_by_key(collection, key)?.is_some() {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
+    }
+
+    fn find_and_modify(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: Option<&Update>,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        let query = Filter::parse(filter)?;
+        let sort = options
+            .sort
+            .as_ref()
+            .map(Sort::parse)
+            .transpose()?
+            .filter(|s| !s.is_empty());
+        let projection = options
+            .projection
+            .as_ref()
+            .map(Projection::parse)
+            .transpose()?;
+        let meta = self.collection_meta(collection, false)?;
+        let found = match &meta {
+            Some(meta) => self
+                .select(meta, &query, sort, options.hint.as_ref(), Some(1))?
+                .into_iter()
+                .next(),
+            None => None,
+        };
+        let returned = match (found, update) {
+            (None, Some(update)) if options.upsert => {
+                let doc = upserted(filter, &query, update)?;
+                let id = self.insert_one(collection, &doc)?;
+                match options.return_document {
+                    ReturnDocument::Before => None,
+                    ReturnDocument::After => self.stored(collection, &id)?,
+                }
+            }
+            (None, _) => None,
+            (Some((key, original)), None) => {
+                self.delete_by_key(collection, &key)?;
+                Some(original)
+            }
+            (Some((key, original)), Some(update)) => {
+                let now = bson::DateTime::now();
+                let new = updated_document(&original, &query, update, now)?;
+                if let Some(new) = &new {
+                    self.write_replacement(collection, &key, new)?;
+                }
+                match options.return_document {
+                    ReturnDocument::Before => Some(original),
+                    ReturnDocument::After => Some(new.unwrap_or(original)),
+                }
+            }
+        };
+        match (returned, projection) {
+            (Some(doc), Some(p)) => {
+                let raw = RawDocumentBuf::try_from(&doc)
+                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))?;
+                p.apply(&raw, &query)
+                    .map(Some)
+                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
+            }
+            (returned, _) => Ok(returned),
+        }
+    }
+
+    /// A document as stored, by `_id`.
+    fn stored(&self, collection: &str, id: &Bson) -> Result<Option<Document>> {
+        self.get(collection, id)?
+            .map(|raw| {
+                Document::try_from(raw.as_ref())
+                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
+            })
+            .transpose()
+    }
+}
+
+impl BulkResult {
+    fn add(&mut self, position: usize, r: UpdateResult) {
+        self.matched += r.matched;
+        self.modified += r.modified;
+        if let Some(id) = r.upserted_id {
+            self.upserted += 1;
+            self.upserted_ids.push((position, id));
+        }
+    }
+}
+
+/// The document an update turns `original` into, or `None` when it changes nothing.
+fn updated_document(
+    original: &Document,
+    query: &Filter,
+    update: &Update,
+    now: bson::DateTime,
+) -> std::result::Result<Option<Document>, UpdateError> {
+    let new = match update {
+        Update::Replacement(replacement) => {
+            let mut new = Document::new();
+            if let Some(id) = original.get("_id") {
+                new.insert("_id", id.clone());
+            }
+            for (k, v) in replacement {
+                if k == "_id" {
+                    if original.get("_id").is_some_and(|id| !same_id(id, v)) {
+                        return Err(id_changed());
+                    }
+                    continue;
+                }
+                new.insert(k.clone(), v.clone());
+            }
+            new
+        }
+        Update::Operators(ops) => apply_operators(ops, original, query, false, now)?,
+    };
+    let unchanged = RawDocumentBuf::try_from(&new)
+        .ok()
+        .map(RawDocumentBuf::into_bytes)
+        == RawDocumentBuf::try_from(original)
+            .ok()
+            .map(RawDocumentBuf::into_bytes);
+    Ok((!unchanged).then_some(new))
+}
+
+fn apply_operators(
+    ops: &Operators,
+    original: &Document,
+    query: &Filter,
+    inserting: bool,
+    now: bson::DateTime,
+) -> std::result::Result<Document, UpdateError> {
+    let mut new = original.clone();
+    let ctx = Context {
+        query,
+        original,
+        inserting,
+        now,
+    };
+    ops.apply(&mut new, &ctx)?;
+    match (original.get("_id"), new.get("_id")) {
+        (Some(before), Some(after)) if same_id(before, after) => {}
+        (None, _) if inserting => {}
+        _ => return Err(id_changed()),
+    }
+    // `_id` stays first.
+    if let Some(id) = new.remove("_id") {
+        let mut ordered = Document::new();
+        ordered.insert("_id", id);
+        ordered.extend(new);
+        new = ordered;
+    }
+    Ok(new)
+}
+
+fn same_id(a: &Bson, b: &Bson) -> bool {
+    match (
+        bson::RawBson::try_from(a.clone()),
+        bson::RawBson::try_from(b.clone()),
+    ) {
+        (Ok(a), Ok(b)) => keys::encode(a.as_raw_bson_ref()) == keys::encode(b.as_raw_bson_ref()),
+        _ => false,
+    }
+}
+
+fn id_changed() -> UpdateError {
+    error(
+        "_id",
+        "update",
+        "performing an update on the path `_id` would modify the immutable field `_id`",
+    )
+}
+
+/// The document an upsert inserts: the query's equality fields, then the update (or the
+/// replacement with the query's `_id`).
+fn upserted(filter: &Document, query: &Filter, update: &Update) -> Result<Document> {
+    let seeded = seed(filter)?;
+    let doc = match update {
+        Update::Replacement(replacement) => {
+            let mut doc = Document::new();
+            match (replacement.get("_id"), seeded.get("_id")) {
+                (Some(id), _) | (None, Some(id)) => {
+                    doc.insert("_id", id.clone());
+                }
+                (None, None) => {}
+            }
+            for (k, v) in replacement {
+                if k != "_id" {
+                    doc.insert(k.clone(), v.clone());
+                }
+            }
+            doc
+        }
+        Update::Operators(ops) => {
+            let mut doc = apply_operators(ops, &seeded, query, true, bson::DateTime::now())?;
+            if !doc.contains_key("_id") {
+                let mut with_id = Document::new();
+                with_id.insert("_id", ObjectId::new());
+                with_id.extend(doc);
+                doc = with_id;
+            }
+            doc
+        }
+    };
+    Ok(doc)
+}
