@@ -84,7 +84,11 @@ fn run_case(case: &Value) -> Result<Outcome, String> {
             }
         }
     }
-    if plain != indexed {
+    // `$currentDate` writes the clock, which moves between the two runs.
+    let clocked = case
+        .get("update")
+        .is_some_and(|u| u.to_string().contains("$currentDate"));
+    if plain != indexed && !clocked {
         return Ok(Outcome::Failed(format!(
             "results differ with indexes (a planner bug)\n  without: {plain:?}\n  with:    {indexed:?}"
         )));
