@@ -2,7 +2,8 @@
 //! the documents (`Database::verify` is clean), the collection equals a model that applies only
 //! the operations reported as successful, and no unique index lets two documents share a key.
 //!
-//! Random sequences of inserts, batch inserts, replaces, deletes and aborted transactions run
+//! Random sequences of inserts, batch inserts, replaces, `$set` updates, all-or-nothing `$inc`
+//! of every document, deletes and aborted transactions run
 //! over random documents (nested, arrays, mixed types, missing fields) in a collection with every
 //! index kind: single, compound with mixed directions, nested, multikey, nested multikey, unique,
 //! compound unique, sparse unique and TTL.
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::{Bson, DateTime, Document, RawBson};
+use odm_engine::update::UpdateOptions;
 use odm_engine::{Database, Direction, Error, IndexSpec, keys, order};
 use proptest::prelude::*;
 
@@ -105,6 +107,11 @@ enum Op {
     /// Deletes a document and inserts one with the same `_id` in one transaction, so the same
     /// index entries are removed and added again.
     DeleteReinsert(i32, Document),
+    /// `update_one({_id}, {$set: {field: value}})`: index entries change by difference.
+    Set(i32, &'static str, Bson),
+    /// `update_many({}, {$inc: {field: 1}})`: all or nothing, so a unique violation or a
+    /// non-numeric value in any document leaves every document as it was.
+    IncAll(&'static str),
 }
 
 fn op() -> BoxedStrategy<Op> {
@@ -115,6 +122,9 @@ fn op() -> BoxedStrategy<Op> {
         1 => (0i32..12).prop_map(Op::Delete),
         1 => (prop::collection::vec(document(), 1..3), 0i32..12).prop_map(|(d, id)| Op::Aborted(d, id)),
         1 => (0i32..12, document()).prop_map(|(id, d)| Op::DeleteReinsert(id, d)),
+        2 => (0i32..12, prop::sample::select(vec!["a", "b", "tags", "u", "cu1", "s", "t", "new"]), field_value())
+            .prop_map(|(id, f, v)| Op::Set(id, f, v)),
+        1 => prop::sample::select(vec!["a", "cu1", "u"]).prop_map(Op::IncAll),
     ]
     .boxed()
 }
@@ -325,6 +335,80 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                 if failed {
                     // The transaction aborted: the old document is back.
                     model.insert(key, old);
+                }
+            }
+            Op::Set(id, field, value) => {
+                let id = Bson::Int32(id);
+                let key = id_key(&id);
+                let outcome = coll.update_one(
+                    &bson::doc! { "_id": id.clone() },
+                    &bson::doc! { "$set": { field: value.clone() } },
+                    &UpdateOptions::default(),
+                );
+                match outcome {
+                    Ok(result) => {
+                        prop_assert_eq!(result.matched, u64::from(model.contains_key(&key)));
+                        if let Some(doc) = model.get(&key) {
+                            let mut new = doc.clone();
+                            new.insert(field, value);
+                            prop_assert!(
+                                !u_conflict(&model, &new, Some(&key)),
+                                "update accepted a duplicate `u`"
+                            );
+                            model.insert(key, new);
+                        }
+                    }
+                    Err(Error::DuplicateKey { .. } | Error::ParallelArrays { .. }) => {}
+                    Err(e) => return Err(TestCaseError::fail(format!("unexpected error {e}"))),
+                }
+            }
+            Op::IncAll(field) => {
+                // The transaction commits whatever the update says, so a failed update must
+                // have undone its own partial work.
+                let outcome = db
+                    .write(|txn| {
+                        Ok::<_, Error>(txn.update_many(
+                            C,
+                            &Document::new(),
+                            &bson::doc! { "$inc": { field: 1 } },
+                            &UpdateOptions::default(),
+                        ))
+                    })
+                    .unwrap();
+                let incremented: Option<BTreeMap<Vec<u8>, Document>> = model
+                    .iter()
+                    .map(|(k, d)| {
+                        let next = match d.get(field) {
+                            None => Bson::Int32(1),
+                            Some(Bson::Int32(x)) => Bson::Int32(x + 1),
+                            Some(Bson::Int64(x)) => Bson::Int64(x + 1),
+                            Some(Bson::Double(x)) => Bson::Double(x + 1.0),
+                            Some(_) => return None,
+                        };
+                        let mut d = d.clone();
+                        d.insert(field, next);
+                        Some((k.clone(), d))
+                    })
+                    .collect();
+                match (outcome, incremented) {
+                    (Ok(result), Some(next)) => {
+                        prop_assert_eq!(result.matched, model.len() as u64);
+                        model = next;
+                    }
+                    (Err(Error::InvalidUpdate(_)), None) => {}
+                    // A unique index refused the result: nothing may have changed, which
+                    // `check` below confirms against the unchanged model.
+                    (Err(Error::DuplicateKey { .. } | Error::ParallelArrays { .. }), Some(_)) => {}
+                    (outcome, expected) => {
+                        return Err(TestCaseError::fail(format!(
+                            "$inc of `{field}`: got {outcome:?}, model expected {}",
+                            if expected.is_some() {
+                                "success"
+                            } else {
+                                "a refusal"
+                            }
+                        )));
+                    }
                 }
             }
             Op::Aborted(docs, id) => {

@@ -443,11 +443,7 @@ fn check(case: &Value, expect: &Value, actual: &Actual) -> Result<Outcome, Strin
                     .iter()
                     .map(bson)
                     .collect::<Result<_, _>>()?;
-                let got: Vec<Bson> = returned
-                    .iter()
-                    .cloned()
-                    .map(Bson::Document)
-                    .collect();
+                let got: Vec<Bson> = returned.iter().cloned().map(Bson::Document).collect();
                 if !same_list(&expected, &got, true, strict) {
                     problems.push(format!("documents: expected {expected:?}, got {got:?}"));
                 }
