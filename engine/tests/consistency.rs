@@ -395,10 +395,11 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                         prop_assert_eq!(result.matched, model.len() as u64);
                         model = next;
                     }
-                    (Err(Error::InvalidUpdate(_)), None) => {}
-                    // A unique index refused the result: nothing may have changed, which
-                    // `check` below confirms against the unchanged model.
-                    (Err(Error::DuplicateKey { .. } | Error::ParallelArrays { .. }), Some(_)) => {}
+                    // A non-numeric value, or a unique index refusing the result: nothing may
+                    // have changed, which `check` below confirms against the unchanged model.
+                    (Err(Error::InvalidUpdate(_)), None)
+                    | (Err(Error::DuplicateKey { .. } | Error::ParallelArrays { .. }), Some(_)) => {
+                    }
                     (outcome, expected) => {
                         return Err(TestCaseError::fail(format!(
                             "$inc of `{field}`: got {outcome:?}, model expected {}",
