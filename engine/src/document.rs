@@ -1,9 +1,12 @@
 //! What may be stored as a document: MongoDB's rules, checked before anything is written.
 //!
 //! - at most [`MAX_DOCUMENT_SIZE`] bytes of BSON, `_id` included;
-//! - no top-level field name starting with `$`;
-//! - an `_id` of any type but array, regular expression or undefined; an ObjectId is generated
-//!   when `_id` is absent, and `_id` is always stored as the first field.
+//! - an `_id` of any type but array, regular expression or undefined, and with no field name
+//!   starting with `$` inside it; an ObjectId is generated when `_id` is absent, and `_id` is
+//!   always stored as the first field.
+//!
+//! Other field names may start with `$` or hold dots, at any level, as MongoDB allows since
+//! 5.0; update operators are told apart from such fields by the update parser, not here.
 
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId};
 
@@ -65,11 +68,6 @@ pub(crate) fn prepare(raw: RawDocumentBuf) -> Result<Prepared, DocumentError> {
     let mut id_position = None;
     for (position, element) in raw.iter().enumerate() {
         let (name, value) = element.map_err(malformed)?;
-        if name.as_str().starts_with('$') {
-            return Err(DocumentError::DollarField {
-                field: name.as_str().to_owned(),
-            });
-        }
         if name.as_str() == "_id" && id_position.is_none() {
             check_id(value)?;
             id_position = Some(position);
@@ -118,6 +116,9 @@ fn validate_value(value: RawBsonRef<'_>) -> Result<(), DocumentError> {
 }
 
 pub(crate) fn check_id(value: RawBsonRef<'_>) -> Result<(), DocumentError> {
+    if let RawBsonRef::Document(d) = value {
+        check_id_names(d, "_id")?;
+    }
     let kind = match value {
         RawBsonRef::Array(_) => "array",
         RawBsonRef::RegularExpression(_) => "regex",
@@ -125,6 +126,21 @@ pub(crate) fn check_id(value: RawBsonRef<'_>) -> Result<(), DocumentError> {
         _ => return Ok(()),
     };
     Err(DocumentError::InvalidId { kind })
+}
+
+/// Refuses `$`-prefixed field names at any depth of an `_id` document.
+fn check_id_names(doc: &RawDocument, prefix: &str) -> Result<(), DocumentError> {
+    for element in doc {
+        let (name, value) = element.map_err(malformed)?;
+        let path = format!("{prefix}.{}", name.as_str());
+        if name.as_str().starts_with('$') {
+            return Err(DocumentError::DollarField { field: path });
+        }
+        if let RawBsonRef::Document(sub) = value {
+            check_id_names(sub, &path)?;
+        }
+    }
+    Ok(())
 }
 
 fn with_generated_id(raw: &RawDocument) -> RawDocumentBuf {
@@ -186,11 +202,12 @@ mod tests {
     #[test]
     fn refuses_bad_documents() {
         assert_eq!(
-            prepare(rawdoc! { "$set": 1 }).unwrap_err(),
+            prepare(rawdoc! { "_id": { "a": { "$b": 1 } } }).unwrap_err(),
             DocumentError::DollarField {
-                field: "$set".into()
+                field: "_id.a.$b".into()
             }
         );
+        assert!(prepare(rawdoc! { "$a": 1, "b": { "$c": 2 }, "d.e": 3 }).is_ok());
         assert_eq!(
             prepare(rawdoc! { "_id": [1] }).unwrap_err(),
             DocumentError::InvalidId { kind: "array" }

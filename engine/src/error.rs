@@ -13,8 +13,9 @@ pub enum DocumentError {
     /// MongoDB's limit on a stored document: 16 MiB of BSON.
     #[error("document is {size} bytes, over the {max}-byte limit")]
     TooLarge { size: usize, max: usize },
-    /// Top-level field names starting with `$` are reserved for operators.
-    #[error("top-level field name `{field}` starts with `$`")]
+    /// Field names inside `_id` may not start with `$` (elsewhere they may, since
+    /// MongoDB 5.0).
+    #[error("field name `{field}` starts with `$`, which `_id` may not hold")]
     DollarField { field: String },
     /// `_id` may be any BSON value except an array, a regular expression or undefined.
     #[error("`_id` cannot be of type {kind}")]

@@ -79,9 +79,9 @@ fn invalid_documents_are_refused_with_the_reason() {
     let c = db.collection("c");
     let cases: Vec<(Document, DocumentError)> = vec![
         (
-            doc! { "$inc": 1 },
+            doc! { "_id": { "$inc": 1 } },
             DocumentError::DollarField {
-                field: "$inc".into(),
+                field: "_id.$inc".into(),
             },
         ),
         (

@@ -41,6 +41,8 @@ pub struct UpdateOptions {
     pub array_filters: Vec<Document>,
     /// Forces a plan, as in a find.
     pub hint: Option<Bson>,
+    /// `update_one` and `replace_one`: which matching document, the first in this order.
+    pub sort: Option<Document>,
     /// `update_many` only: MongoDB's behaviour (keep the documents updated before a failure)
     /// instead of all or nothing.
     pub stop_at_first_error: bool,
@@ -342,9 +344,15 @@ impl WriteTxn<'_> {
         limit: Option<u64>,
     ) -> Result<UpdateResult> {
         let query = Filter::parse(filter)?;
+        let sort = options
+            .sort
+            .as_ref()
+            .map(Sort::parse)
+            .transpose()?
+            .filter(|s| !s.is_empty() && limit.is_some());
         let meta = self.collection_meta(collection, false)?;
         let selected = match &meta {
-            Some(meta) => self.select(meta, &query, None, options.hint.as_ref(), limit)?,
+            Some(meta) => self.select(meta, &query, sort, options.hint.as_ref(), limit)?,
             None => Vec::new(),
         };
         if selected.is_empty() {

@@ -1,13 +1,19 @@
-//! MongoDB's unified test format, for the CRUD operations the engine has: `find`,
+//! MongoDB's unified test format, for the CRUD operations the engine has: the reads `find`,
 //! `countDocuments`, `estimatedDocumentCount`, `count`, `distinct`, and `aggregate` when every
-//! stage is `$match`, `$sort`, `$skip`, `$limit`, `$project` or `$count`. Any other operation,
-//! entity or requirement makes the test a skip, with the reason.
+//! stage is `$match`, `$sort`, `$skip`, `$limit`, `$project` or `$count`; the writes
+//! `insertOne`, `insertMany`, `updateOne`, `updateMany`, `replaceOne`, `deleteOne`,
+//! `deleteMany`, `findOneAndUpdate`, `findOneAndReplace`, `findOneAndDelete`, `bulkWrite` and
+//! `createIndex`. Results take the drivers' shapes (`matchedCount`, `insertedIds`, ...). Any
+//! other operation, argument, entity or requirement makes the test a skip, with the reason.
 
 use std::collections::BTreeMap;
 
 use bson::{Bson, Document};
-use odm_engine::Database;
 use odm_engine::query::{Filter, FindOptions, Projection, Sort};
+use odm_engine::update::{
+    BulkResult, BulkWrite, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+};
+use odm_engine::{Database, IndexSpec};
 use serde_json::Value;
 
 use super::compare::values_match;
@@ -90,8 +96,17 @@ fn requirements_met(requirements: Option<&Value>) -> Result<(), String> {
     }
 }
 
-/// Collection entity id -> engine collection name (`database.collection`).
-fn collection_entities(json: &Value) -> Result<BTreeMap<String, String>, String> {
+/// A collection entity: the engine collection (`database.collection`), and whether its write
+/// concern is `w: 0`, whose writes report no result to the client (the write still happens).
+struct Entity {
+    name: String,
+    unacknowledged: bool,
+}
+
+/// Collection entities by id.
+type Collections = BTreeMap<String, Entity>;
+
+fn collection_entities(json: &Value) -> Result<Collections, String> {
     let mut databases = BTreeMap::new();
     let mut collections = BTreeMap::new();
     for entity in json
@@ -117,8 +132,19 @@ fn collection_entities(json: &Value) -> Result<BTreeMap<String, String>, String>
                 .get("collectionName")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            let unacknowledged = c
+                .pointer("/collectionOptions/writeConcern/w")
+                .and_then(Value::as_i64)
+                == Some(0);
             let db_name = databases.get(db).cloned().unwrap_or_default();
-            collections.insert(id.to_owned(), format!("{db_name}.{name}"));
+
+            collections.insert(
+                id.to_owned(),
+                Entity {
+                    name: format!("{db_name}.{name}"),
+                    unacknowledged,
+                },
+            );
         } else if entity.get("session").is_some() || entity.get("bucket").is_some() {
             return Err("needs sessions or GridFS entities".into());
         }
@@ -126,11 +152,7 @@ fn collection_entities(json: &Value) -> Result<BTreeMap<String, String>, String>
     Ok(collections)
 }
 
-fn run_test(
-    json: &Value,
-    test: &Value,
-    collections: &BTreeMap<String, String>,
-) -> Result<Outcome, String> {
+fn run_test(json: &Value, test: &Value, collections: &Collections) -> Result<Outcome, String> {
     let operations = test
         .get("operations")
         .and_then(Value::as_array)
@@ -166,9 +188,12 @@ fn run_test(
         .map_err(|e: odm_engine::Error| e.to_string())?;
     }
     for (i, op) in operations.iter().enumerate() {
-        let collection = &collections[op.get("object").and_then(Value::as_str).unwrap_or_default()];
-        let result = execute(&db, collection, op);
-        if let Some(failure) = check_operation(op, result) {
+        let object = op.get("object").and_then(Value::as_str).unwrap_or_default();
+        let Some(entity) = collections.get(object) else {
+            return Err(format!("`{object}` is not a collection entity"));
+        };
+        let result = execute(&db, &entity.name, op);
+        if let Some(failure) = check_operation(op, result, entity.unacknowledged) {
             return Ok(Outcome::Failed(format!(
                 "operation {i} ({}): {failure}",
                 op_name(op)
@@ -222,7 +247,7 @@ const IGNORED_ARGUMENTS: [&str; 6] = [
 ];
 
 /// Why an operation cannot be checked here, if it cannot.
-fn unsupported(op: &Value, collections: &BTreeMap<String, String>) -> Option<String> {
+fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
     let name = op_name(op);
     let object = op.get("object").and_then(Value::as_str).unwrap_or_default();
     if !collections.contains_key(object) {
@@ -230,12 +255,7 @@ fn unsupported(op: &Value, collections: &BTreeMap<String, String>) -> Option<Str
             "operation `{name}` on `{object}`, which is not a collection (needs a server, client or test-runner feature)"
         ));
     }
-    if WRITES.contains(&name) {
-        return Some(format!(
-            "operation `{name}`: write operations are not implemented yet"
-        ));
-    }
-    if !READS.contains(&name) {
+    if !READS.contains(&name) && !WRITES.contains(&name) {
         return Some(format!("operation `{name}` is not supported"));
     }
     let arguments = op.get("arguments").and_then(Value::as_object);
@@ -248,6 +268,19 @@ fn unsupported(op: &Value, collections: &BTreeMap<String, String>) -> Option<Str
             "limit",
             "fieldName",
             "pipeline",
+            "document",
+            "documents",
+            "ordered",
+            "update",
+            "replacement",
+            "upsert",
+            "arrayFilters",
+            "returnDocument",
+            "requests",
+            "keys",
+            "name",
+            "unique",
+            "sparse",
         ]
         .contains(&key.as_str())
             || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -255,6 +288,52 @@ fn unsupported(op: &Value, collections: &BTreeMap<String, String>) -> Option<Str
             return Some(format!(
                 "operation `{name}` argument `{key}` is not supported"
             ));
+        }
+    }
+    if let Some(reason) = unsupported_update(arguments) {
+        return Some(format!("operation `{name}`: {reason}"));
+    }
+    if let Some(requests) = arguments
+        .and_then(|a| a.get("requests"))
+        .and_then(Value::as_array)
+    {
+        for request in requests {
+            let Some((kind, args)) = request.as_object().and_then(|r| r.iter().next()) else {
+                return Some("a bulkWrite request is not a document".into());
+            };
+            let kinds = [
+                "insertOne",
+                "updateOne",
+                "updateMany",
+                "replaceOne",
+                "deleteOne",
+                "deleteMany",
+            ];
+            if !kinds.contains(&kind.as_str()) {
+                return Some(format!("bulkWrite request `{kind}` is not supported"));
+            }
+            let args = args.as_object();
+            for key in args.into_iter().flat_map(|a| a.keys()) {
+                let known = [
+                    "document",
+                    "filter",
+                    "update",
+                    "replacement",
+                    "upsert",
+                    "arrayFilters",
+                    "sort",
+                ]
+                .contains(&key.as_str())
+                    || IGNORED_ARGUMENTS.contains(&key.as_str());
+                if !known {
+                    return Some(format!(
+                        "bulkWrite request `{kind}` argument `{key}` is not supported"
+                    ));
+                }
+            }
+            if let Some(reason) = unsupported_update(args) {
+                return Some(format!("bulkWrite request `{kind}`: {reason}"));
+            }
         }
     }
     if name == "aggregate" {
@@ -275,11 +354,22 @@ fn unsupported(op: &Value, collections: &BTreeMap<String, String>) -> Option<Str
     None
 }
 
+/// Update pipelines (an array of stages instead of an update document) are not supported.
+fn unsupported_update(arguments: Option<&serde_json::Map<String, Value>>) -> Option<String> {
+    arguments
+        .and_then(|a| a.get("update"))
+        .filter(|u| u.is_array())
+        .map(|_| "update pipelines (aggregation stages as an update) are not supported".into())
+}
+
 fn argument(op: &Value, key: &str) -> Option<Value> {
     op.get("arguments").and_then(|a| a.get(key)).cloned()
 }
 
 fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
+    if WRITES.contains(&op_name(op)) {
+        return execute_write(db, collection, op);
+    }
     let txn = db.read().map_err(|e| e.to_string())?;
     let coll = txn.collection(collection).map_err(|e| e.to_string())?;
     let filter = argument(op, "filter")
@@ -340,6 +430,217 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
                 .and_then(|p| p.as_array().cloned())
                 .unwrap_or_default();
             aggregate(all, &pipeline)
+        }
+        other => Err(format!("operation {other} is not supported")),
+    }
+}
+
+fn document_argument(args: &Value, key: &str) -> Result<Option<Document>, String> {
+    args.get(key).map(document).transpose()
+}
+
+fn update_options(args: &Value) -> Result<UpdateOptions, String> {
+    Ok(UpdateOptions {
+        upsert: args.get("upsert").and_then(Value::as_bool).unwrap_or(false),
+        array_filters: match args.get("arrayFilters") {
+            Some(Value::Array(items)) => items.iter().map(document).collect::<Result<_, _>>()?,
+            _ => Vec::new(),
+        },
+        sort: document_argument(args, "sort")?,
+        ..UpdateOptions::default()
+    })
+}
+
+/// A driver's update result document.
+fn update_result(r: &UpdateResult) -> Bson {
+    let mut d = bson::doc! {
+        "matchedCount": r.matched as i64,
+        "modifiedCount": r.modified as i64,
+        "upsertedCount": i64::from(r.upserted_id.is_some()),
+    };
+    if let Some(id) = &r.upserted_id {
+        d.insert("upsertedId", id.clone());
+    }
+    Bson::Document(d)
+}
+
+/// `{"0": id, "3": id}`: ids by operation position.
+fn ids_by_position(ids: &[(usize, Bson)]) -> Document {
+    ids.iter()
+        .map(|(i, id)| (i.to_string(), id.clone()))
+        .collect()
+}
+
+fn bulk_result(r: &BulkResult) -> Bson {
+    Bson::Document(bson::doc! {
+        "insertedCount": r.inserted as i64,
+        "matchedCount": r.matched as i64,
+        "modifiedCount": r.modified as i64,
+        "deletedCount": r.deleted as i64,
+        "upsertedCount": r.upserted as i64,
+        "insertedIds": ids_by_position(&r.inserted_ids),
+        "upsertedIds": ids_by_position(&r.upserted_ids),
+    })
+}
+
+fn write_request(kind: &str, args: &Value) -> Result<WriteOp, String> {
+    let filter = || -> Result<Document, String> {
+        Ok(document_argument(args, "filter")?.unwrap_or_default())
+    };
+    let update = || -> Result<Document, String> {
+        Ok(document_argument(args, "update")?.unwrap_or_default())
+    };
+    Ok(match kind {
+        "insertOne" => WriteOp::InsertOne(document_argument(args, "document")?.unwrap_or_default()),
+        "updateOne" => WriteOp::UpdateOne {
+            filter: filter()?,
+            update: update()?,
+            options: update_options(args)?,
+        },
+        "updateMany" => WriteOp::UpdateMany {
+            filter: filter()?,
+            update: update()?,
+            options: update_options(args)?,
+        },
+        "replaceOne" => WriteOp::ReplaceOne {
+            filter: filter()?,
+            replacement: document_argument(args, "replacement")?.unwrap_or_default(),
+            options: update_options(args)?,
+        },
+        "deleteOne" => WriteOp::DeleteOne { filter: filter()? },
+        "deleteMany" => WriteOp::DeleteMany { filter: filter()? },
+        other => return Err(format!("bulkWrite request `{other}` is not supported")),
+    })
+}
+
+/// Runs a write operation in its own transaction and returns the driver's result shape.
+fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
+    let args = op.get("arguments").cloned().unwrap_or(Value::Null);
+    let name = op_name(op);
+    let filter = document_argument(&args, "filter")?.unwrap_or_default();
+    let e = |e: odm_engine::Error| e.to_string();
+    let coll = db.collection(collection);
+    let find_and_modify = || -> Result<FindAndModify, String> {
+        Ok(FindAndModify {
+            sort: document_argument(&args, "sort")?,
+            projection: document_argument(&args, "projection")?,
+            upsert: args.get("upsert").and_then(Value::as_bool).unwrap_or(false),
+            return_document: match args.get("returnDocument").and_then(Value::as_str) {
+                Some("After") => ReturnDocument::After,
+                _ => ReturnDocument::Before,
+            },
+            array_filters: update_options(&args)?.array_filters,
+            hint: None,
+        })
+    };
+    let or_null = |d: Option<Document>| d.map_or(Bson::Null, Bson::Document);
+    match name {
+        "insertOne" => {
+            let doc = document_argument(&args, "document")?.unwrap_or_default();
+            let id = coll.insert_one(&doc).map_err(e)?;
+            Ok(Bson::Document(bson::doc! { "insertedId": id }))
+        }
+        "insertMany" => {
+            let docs = match args.get("documents") {
+                Some(Value::Array(items)) => {
+                    items.iter().map(document).collect::<Result<Vec<_>, _>>()?
+                }
+                _ => return Err("insertMany needs documents".into()),
+            };
+            let ordered = args.get("ordered").and_then(Value::as_bool).unwrap_or(true);
+            let result = coll.insert_many(docs, ordered).map_err(e)?;
+            if let Some((i, failure)) = result.failures.first() {
+                return Err(format!("document {i}: {failure}"));
+            }
+            Ok(Bson::Document(
+                bson::doc! { "insertedIds": ids_by_position(&result.inserted) },
+            ))
+        }
+        "updateOne" | "updateMany" | "replaceOne" => {
+            let options = update_options(&args)?;
+            let result = match name {
+                "updateOne" => coll.update_one(
+                    &filter,
+                    &document_argument(&args, "update")?.unwrap_or_default(),
+                    &options,
+                ),
+                "updateMany" => coll.update_many(
+                    &filter,
+                    &document_argument(&args, "update")?.unwrap_or_default(),
+                    &options,
+                ),
+                _ => coll.replace_one(
+                    &filter,
+                    &document_argument(&args, "replacement")?.unwrap_or_default(),
+                    &options,
+                ),
+            }
+            .map_err(e)?;
+            Ok(update_result(&result))
+        }
+        "deleteOne" | "deleteMany" => {
+            let n = if name == "deleteOne" {
+                coll.delete_one(&filter)
+            } else {
+                coll.delete_many(&filter)
+            }
+            .map_err(e)?;
+            Ok(Bson::Document(bson::doc! { "deletedCount": n as i64 }))
+        }
+        "findOneAndUpdate" => coll
+            .find_one_and_update(
+                &filter,
+                &document_argument(&args, "update")?.unwrap_or_default(),
+                &find_and_modify()?,
+            )
+            .map(or_null)
+            .map_err(e),
+        "findOneAndReplace" => coll
+            .find_one_and_replace(
+                &filter,
+                &document_argument(&args, "replacement")?.unwrap_or_default(),
+                &find_and_modify()?,
+            )
+            .map(or_null)
+            .map_err(e),
+        "findOneAndDelete" => coll
+            .find_one_and_delete(&filter, &find_and_modify()?)
+            .map(or_null)
+            .map_err(e),
+        "bulkWrite" => {
+            let mut ops = Vec::new();
+            for request in args
+                .get("requests")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let (kind, request_args) = request
+                    .as_object()
+                    .and_then(|r| r.iter().next())
+                    .ok_or("a bulkWrite request is not a document")?;
+                ops.push(write_request(kind, request_args)?);
+            }
+            let ordered = args.get("ordered").and_then(Value::as_bool).unwrap_or(true);
+            let result = coll.bulk_write(BulkWrite { ops, ordered }).map_err(e)?;
+            if let Some((i, failure)) = result.failures.first() {
+                return Err(format!("request {i}: {failure}"));
+            }
+            Ok(bulk_result(&result))
+        }
+        "createIndex" => {
+            let keys = document_argument(&args, "keys")?.unwrap_or_default();
+            let mut spec = IndexSpec::from_keys_document(&keys).map_err(|e| e.to_string())?;
+            if let Some(name) = args.get("name").and_then(Value::as_str) {
+                spec = spec.named(name);
+            }
+            if args.get("unique").and_then(Value::as_bool) == Some(true) {
+                spec = spec.unique();
+            }
+            if args.get("sparse").and_then(Value::as_bool) == Some(true) {
+                spec = spec.sparse();
+            }
+            coll.create_index(spec).map(Bson::String).map_err(e)
         }
         other => Err(format!("operation {other} is not supported")),
     }
@@ -416,7 +717,12 @@ fn aggregate(mut docs: Vec<Document>, pipeline: &[Value]) -> Result<Bson, String
 }
 
 /// `None` when the operation's result or error is as expected.
-fn check_operation(op: &Value, result: Result<Bson, String>) -> Option<String> {
+/// An unacknowledged operation has no result to compare (as a driver reports none).
+fn check_operation(
+    op: &Value,
+    result: Result<Bson, String>,
+    unacknowledged: bool,
+) -> Option<String> {
     if let Some(expect_error) = op.get("expectError") {
         return match result {
             Err(_) => None,
@@ -432,7 +738,8 @@ fn check_operation(op: &Value, result: Result<Bson, String>) -> Option<String> {
         Ok(e) => e,
         Err(e) => return Some(e),
     };
-    if values_match(&expected, Some(&actual), true) {
+    let actual_seen = (!unacknowledged).then_some(&actual);
+    if values_match(&expected, actual_seen, true) {
         None
     } else {
         Some(format!("expected {expected}\n  actual   {actual}"))
