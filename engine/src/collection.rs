@@ -336,7 +336,29 @@ impl Writer<'_> {
             return Ok(None);
         };
         let old = stored_document(&collection, &old)?;
-        let old_keys = self.stored_index_keys(&old)?;
+        self.replace_prepared(id_key, &old, &prepared)?;
+        Ok(Some(old))
+    }
+
+    /// Replaces `old`, which the caller has just read under `id_key` in this transaction, with
+    /// `replacement`: the update path, which has the old document already.
+    pub(crate) fn replace_known(
+        &mut self,
+        id_key: &[u8],
+        old: &RawDocument,
+        replacement: RawDocumentBuf,
+    ) -> Result<()> {
+        let prepared = prepare(replacement).map_err(|source| invalid(&self.meta.name, source))?;
+        self.replace_prepared(id_key, old, &prepared)
+    }
+
+    fn replace_prepared(
+        &mut self,
+        id_key: &[u8],
+        old: &RawDocument,
+        prepared: &Prepared,
+    ) -> Result<()> {
+        let old_keys = self.stored_index_keys(old)?;
         let new_keys = self.index_keys(&prepared.raw)?;
         let meta = self.meta.clone();
         let mut changes = Vec::with_capacity(meta.indexes.len());
@@ -362,7 +384,7 @@ impl Writer<'_> {
                 self.stage(index, key, id_key, Some(types));
             }
         }
-        Ok(Some(old))
+        Ok(())
     }
 
     pub(crate) fn delete(&mut self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {

@@ -27,7 +27,7 @@ pub(crate) struct Context<'a> {
     /// The query that selected the document, for the positional `$`.
     pub(crate) query: &'a Filter,
     /// The document as the query matched it.
-    pub(crate) original: &'a Document,
+    pub(crate) original: &'a bson::RawDocument,
     /// Whether the document is being inserted by an upsert (`$setOnInsert` applies).
     pub(crate) inserting: bool,
     /// The time `$currentDate` writes.
@@ -80,6 +80,13 @@ impl Slot<'_> {
         match self {
             Slot::Field(d, name) => d.get(*name),
             Slot::Element(items, i) => items.get(*i),
+        }
+    }
+
+    fn get_mut(&mut self) -> Option<&mut Bson> {
+        match self {
+            Slot::Field(d, name) => d.get_mut(*name),
+            Slot::Element(items, i) => items.get_mut(*i),
         }
     }
 
@@ -234,7 +241,8 @@ impl Step<'_> {
         let array_path = concrete.join(".");
         let not_found =
             || self.err("the positional operator did not find the match needed from the query");
-        let Some(Bson::Array(items)) = get_path(self.ctx.original, &array_path) else {
+        let original = Document::try_from(self.ctx.original).map_err(|e| self.err(e))?;
+        let Some(Bson::Array(items)) = get_path(&original, &array_path) else {
             return Err(not_found());
         };
         items
@@ -309,7 +317,7 @@ impl Step<'_> {
                 sort,
                 slice,
             } => {
-                let mut items = self.array_or_empty(current)?;
+                let items = self.array_in(&mut slot)?;
                 let len = items.len() as i64;
                 let at = match position {
                     None => len,
@@ -319,62 +327,43 @@ impl Step<'_> {
                 let at = usize::try_from(at).unwrap_or(0);
                 items.splice(at..at, values.iter().cloned());
                 if let Some(sort) = sort {
-                    sort_elements(&mut items, sort);
+                    sort_elements(items, sort);
                 }
                 if let Some(n) = slice {
-                    slice_elements(&mut items, *n);
+                    slice_elements(items, *n);
                 }
-                slot.set(Bson::Array(items));
             }
             Op::AddToSet(values) => {
-                let mut items = self.array_or_empty(current)?;
+                let items = self.array_in(&mut slot)?;
                 for v in values {
                     if !items.iter().any(|i| compare_bson(i, v) == Ordering::Equal) {
                         items.push(v.clone());
                     }
                 }
-                slot.set(Bson::Array(items));
             }
-            Op::Pop { first } => match current {
+            Op::Pop { first } => match slot.get_mut() {
                 None => {}
+                Some(Bson::Array(items)) if *first && !items.is_empty() => {
+                    items.remove(0);
+                }
                 Some(Bson::Array(items)) => {
-                    let mut items = items.clone();
-                    if !items.is_empty() {
-                        if *first {
-                            items.remove(0);
-                        } else {
-                            items.pop();
-                        }
-                    }
-                    slot.set(Bson::Array(items));
+                    items.pop();
                 }
                 Some(other) => {
                     return Err(self.err(format!("cannot pop from the non-array value {other}")));
                 }
             },
-            Op::Pull(condition) => match current {
+            Op::Pull(condition) => match slot.get_mut() {
                 None => {}
-                Some(Bson::Array(items)) => {
-                    let kept = items
-                        .iter()
-                        .filter(|i| !pull_matches(condition, i))
-                        .cloned()
-                        .collect();
-                    slot.set(Bson::Array(kept));
-                }
+                Some(Bson::Array(items)) => items.retain(|i| !pull_matches(condition, i)),
                 Some(other) => {
                     return Err(self.err(format!("cannot pull from the non-array value {other}")));
                 }
             },
-            Op::PullAll(values) => match current {
+            Op::PullAll(values) => match slot.get_mut() {
                 None => {}
                 Some(Bson::Array(items)) => {
-                    let kept = items
-                        .iter()
-                        .filter(|i| !values.iter().any(|v| compare_bson(i, v) == Ordering::Equal))
-                        .cloned()
-                        .collect();
-                    slot.set(Bson::Array(kept));
+                    items.retain(|i| !values.iter().any(|v| compare_bson(i, v) == Ordering::Equal));
                 }
                 Some(other) => {
                     return Err(self.err(format!("cannot pull from the non-array value {other}")));
@@ -392,15 +381,18 @@ impl Step<'_> {
         Ok(())
     }
 
-    /// The array a `$push` or `$addToSet` extends: the current one, or a new one.
-    fn array_or_empty(&self, current: Option<&Bson>) -> Result<Vec<Bson>, UpdateError> {
-        match current {
-            None => Ok(Vec::new()),
-            Some(Bson::Array(items)) => Ok(items.clone()),
+    /// The array a `$push` or `$addToSet` extends, in place: the current one, or a new one.
+    fn array_in<'s>(&self, slot: &'s mut Slot<'_>) -> Result<&'s mut Vec<Bson>, UpdateError> {
+        if slot.get().is_none() {
+            slot.set(Bson::Array(Vec::new()));
+        }
+        match slot.get_mut() {
+            Some(Bson::Array(items)) => Ok(items),
             Some(other) => Err(self.err(format!(
                 "the field must be an array but holds {}",
                 type_name(other)
             ))),
+            None => Err(self.err("the array could not be created")),
         }
     }
 

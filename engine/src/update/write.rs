@@ -127,8 +127,8 @@ pub struct BulkResult {
     pub failures: Vec<(usize, Error)>,
 }
 
-/// A matched document: its encoded `_id` and its contents.
-type Selected = (Vec<u8>, Document);
+/// A matched document: its encoded `_id` and its bytes.
+type Selected = (Vec<u8>, RawDocumentBuf);
 
 impl WriteTxn<'_> {
     /// Applies an update document (operators only) to the first document matching `filter`.
@@ -306,10 +306,11 @@ impl WriteTxn<'_> {
         )?;
         let view = WriteView::open(&self.txn, meta.clone())?;
         let decode = Decode {
-            raw: |c: &str, raw: &bson::RawDocument| {
-                Document::try_from(raw).map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
+            raw: |_: &str, raw: &bson::RawDocument| Ok(raw.to_owned()),
+            projected: |c: &str, doc: Document| {
+                RawDocumentBuf::try_from(&doc)
+                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
             },
-            projected: |_: &str, doc: Document| Ok(doc),
         };
         let query = Query {
             filter: filter.clone(),
@@ -322,15 +323,13 @@ impl WriteTxn<'_> {
         let mut selected = Vec::new();
         for doc in cursor {
             let doc = doc?;
-            let id = doc.get("_id").ok_or_else(|| {
+            let id = doc.get("_id").ok().flatten().ok_or_else(|| {
                 Error::corrupt(
                     format!("collection `{}`", meta.name),
                     "a document has no _id",
                 )
             })?;
-            let key = crate::collection::id_key(id)
-                .map_err(|e| Error::corrupt(format!("collection `{}`", meta.name), e))?;
-            selected.push((key, doc));
+            selected.push((keys::encode(id), doc));
         }
         Ok(selected)
     }
@@ -379,14 +378,16 @@ impl WriteTxn<'_> {
                 let step = updated_document(original, &query, update, now)
                     .map_err(Error::from)
                     .and_then(|new| match new {
-                        Some(new) => self.write_replacement(collection, key, &new).map(|()| true),
+                        Some(new) => self
+                            .write_replacement(collection, key, original, new)
+                            .map(|()| true),
                         None => Ok(false),
                     });
                 match step {
                     Ok(modified) => {
                         if modified {
                             result.modified += 1;
-                            updated.push(original.get("_id").cloned().unwrap_or(Bson::Null));
+                            updated.push(id_of(original));
                         }
                     }
                     Err(e) if is_per_document(&e) => {
@@ -409,10 +410,10 @@ impl WriteTxn<'_> {
                 changes.push((key, original, new));
             }
         }
-        for (done, (key, _, new)) in changes.iter().enumerate() {
-            if let Err(e) = self.write_replacement(collection, key, new) {
-                for (key, original, _) in changes[..done].iter().rev() {
-                    self.write_replacement(collection, key, original)?;
+        for (done, (key, original, new)) in changes.iter().enumerate() {
+            if let Err(e) = self.write_replacement(collection, key, original, new.clone()) {
+                for (key, original, new) in changes[..done].iter().rev() {
+                    self.write_replacement(collection, key, new, (*original).clone())?;
                 }
                 return Err(e);
             }
@@ -421,19 +422,19 @@ impl WriteTxn<'_> {
         Ok(result)
     }
 
-    /// Stores `doc` under `key`, keeping indexes in step.
-    fn write_replacement(&mut self, collection: &str, key: &[u8], doc: &Document) -> Result<()> {
-        let raw = RawDocumentBuf::try_from(doc).map_err(|e| Error::InvalidDocument {
-            collection: collection.to_owned(),
-            source: crate::error::DocumentError::Malformed {
-                reason: e.to_string(),
-            },
-        })?;
+    /// Replaces `old`, stored under `key`, by `new`, keeping indexes in step.
+    fn write_replacement(
+        &mut self,
+        collection: &str,
+        key: &[u8],
+        old: &RawDocumentBuf,
+        new: RawDocumentBuf,
+    ) -> Result<()> {
         let mut writer = self.writer(collection, false)?;
-        let outcome = writer.replace(key, raw);
+        let outcome = writer.replace_known(key, old, new);
         let newly_multikey = writer.finish();
         self.mark_multikey(collection, &newly_multikey);
-        outcome.map(|_| ())
+        outcome
     }
 
     fn delete_matching(
@@ -489,7 +490,7 @@ impl WriteTxn<'_> {
                 let id = self.insert_one(collection, &doc)?;
                 match options.return_document {
                     ReturnDocument::Before => None,
-                    ReturnDocument::After => self.stored(collection, &id)?,
+                    ReturnDocument::After => self.get(collection, &id)?,
                 }
             }
             (None, _) => None,
@@ -501,7 +502,7 @@ impl WriteTxn<'_> {
                 let now = bson::DateTime::now();
                 let new = updated_document(&original, &query, update, now)?;
                 if let Some(new) = &new {
-                    self.write_replacement(collection, &key, new)?;
+                    self.write_replacement(collection, &key, &original, new.clone())?;
                 }
                 match options.return_document {
                     ReturnDocument::Before => Some(original),
@@ -509,26 +510,14 @@ impl WriteTxn<'_> {
                 }
             }
         };
+        let corrupt = |e: String| Error::corrupt(format!("collection `{collection}`"), e);
         match (returned, projection) {
-            (Some(doc), Some(p)) => {
-                let raw = RawDocumentBuf::try_from(&doc)
-                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))?;
-                p.apply(&raw, &query)
-                    .map(Some)
-                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
-            }
-            (returned, _) => Ok(returned),
+            (None, _) => Ok(None),
+            (Some(raw), Some(p)) => p.apply(&raw, &query).map(Some).map_err(corrupt),
+            (Some(raw), None) => Document::try_from(raw.as_ref())
+                .map(Some)
+                .map_err(|e| corrupt(e.to_string())),
         }
-    }
-
-    /// A document as stored, by `_id`.
-    fn stored(&self, collection: &str, id: &Bson) -> Result<Option<Document>> {
-        self.get(collection, id)?
-            .map(|raw| {
-                Document::try_from(raw.as_ref())
-                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
-            })
-            .transpose()
     }
 }
 
@@ -543,22 +532,31 @@ impl BulkResult {
     }
 }
 
+/// The `_id` of a stored document.
+fn id_of(doc: &RawDocumentBuf) -> Bson {
+    doc.get("_id")
+        .ok()
+        .flatten()
+        .and_then(|id| Bson::try_from(id).ok())
+        .unwrap_or(Bson::Null)
+}
+
 /// The document an update turns `original` into, or `None` when it changes nothing.
 fn updated_document(
-    original: &Document,
+    original: &RawDocumentBuf,
     query: &Filter,
     update: &Update,
     now: bson::DateTime,
-) -> std::result::Result<Option<Document>, UpdateError> {
+) -> std::result::Result<Option<RawDocumentBuf>, UpdateError> {
+    let malformed = |e: bson::error::Error| error("", "update", e);
     let new = match update {
         Update::Replacement(replacement) => {
+            let id = id_of(original);
             let mut new = Document::new();
-            if let Some(id) = original.get("_id") {
-                new.insert("_id", id.clone());
-            }
+            new.insert("_id", id.clone());
             for (k, v) in replacement {
                 if k == "_id" {
-                    if original.get("_id").is_some_and(|id| !same_id(id, v)) {
+                    if !same_id(&id, v) {
                         return Err(id_changed());
                     }
                     continue;
@@ -567,45 +565,47 @@ fn updated_document(
             }
             new
         }
-        Update::Operators(ops) => apply_operators(ops, original, query, false, now)?,
+        Update::Operators(ops) => {
+            let doc = Document::try_from(original.as_ref()).map_err(malformed)?;
+            apply_operators(ops, doc, original, query, false, now)?
+        }
     };
-    let unchanged = RawDocumentBuf::try_from(&new)
-        .ok()
-        .map(RawDocumentBuf::into_bytes)
-        == RawDocumentBuf::try_from(original)
-            .ok()
-            .map(RawDocumentBuf::into_bytes);
-    Ok((!unchanged).then_some(new))
+    let new = RawDocumentBuf::try_from(&new).map_err(malformed)?;
+    Ok((new.as_bytes() != original.as_bytes()).then_some(new))
 }
 
+/// Applies operators to `doc`, a decoded copy of `original` (or the seed of an upsert).
 fn apply_operators(
     ops: &Operators,
-    original: &Document,
+    mut doc: Document,
+    original: &bson::RawDocument,
     query: &Filter,
     inserting: bool,
     now: bson::DateTime,
 ) -> std::result::Result<Document, UpdateError> {
-    let mut new = original.clone();
+    let before = doc.get("_id").cloned();
     let ctx = Context {
         query,
         original,
         inserting,
         now,
     };
-    ops.apply(&mut new, &ctx)?;
-    match (original.get("_id"), new.get("_id")) {
+    ops.apply(&mut doc, &ctx)?;
+    match (&before, doc.get("_id")) {
         (Some(before), Some(after)) if same_id(before, after) => {}
         (None, _) if inserting => {}
         _ => return Err(id_changed()),
     }
     // `_id` stays first.
-    if let Some(id) = new.remove("_id") {
+    if doc.keys().next().is_some_and(|k| k != "_id")
+        && let Some(id) = doc.remove("_id")
+    {
         let mut ordered = Document::new();
         ordered.insert("_id", id);
-        ordered.extend(new);
-        new = ordered;
+        ordered.extend(doc);
+        doc = ordered;
     }
-    Ok(new)
+    Ok(doc)
 }
 
 fn same_id(a: &Bson, b: &Bson) -> bool {
@@ -647,7 +647,9 @@ fn upserted(filter: &Document, query: &Filter, update: &Update) -> Result<Docume
             doc
         }
         Update::Operators(ops) => {
-            let mut doc = apply_operators(ops, &seeded, query, true, bson::DateTime::now())?;
+            let seed_raw = RawDocumentBuf::try_from(&seeded).map_err(|e| error("", "upsert", e))?;
+            let mut doc =
+                apply_operators(ops, seeded, &seed_raw, query, true, bson::DateTime::now())?;
             if !doc.contains_key("_id") {
                 let mut with_id = Document::new();
                 with_id.insert("_id", ObjectId::new());

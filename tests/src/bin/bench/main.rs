@@ -1,6 +1,6 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update [--docs N] [--runs R]`
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
@@ -8,6 +8,7 @@
 mod core;
 mod query;
 mod report;
+mod update;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,6 +25,7 @@ fn main() {
     let outcome = match suite.as_str() {
         "core" => core::run(&options),
         "query" => query::run(&options),
+        "update" => update::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -33,7 +35,7 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench core|query [--docs N] [--runs R] [--only engine|raw|sqlite]");
+    eprintln!("usage: bench core|query|update [--docs N] [--runs R] [--only engine|raw|sqlite]");
     std::process::exit(2);
 }
 
