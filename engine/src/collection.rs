@@ -206,7 +206,7 @@ impl WriteTxn<'_> {
             pending: &mut self.pending,
             meta,
             docs,
-            unique_tables: BTreeMap::new(),
+            index_tables: BTreeMap::new(),
             newly_multikey: BTreeSet::new(),
         })
     }
@@ -273,12 +273,33 @@ pub(crate) struct Writer<'t> {
     pending: &'t mut PendingIndexWrites,
     meta: Arc<CollectionMeta>,
     docs: Table<'t, &'static [u8], &'static [u8]>,
-    /// Unique index tables opened for lookups, by index id.
-    unique_tables: BTreeMap<u64, IndexTablesMut<'t>>,
+    /// Index tables opened for lookups (unique checks), by index id.
+    index_tables: BTreeMap<u64, IndexTablesMut<'t>>,
     newly_multikey: BTreeSet<u64>,
 }
 
-impl Writer<'_> {
+impl<'t> Writer<'t> {
+    pub(crate) fn collection_name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// A writer over tables a query has just read through, so that they are opened once.
+    pub(crate) fn from_view(
+        view: crate::query::WriteView<'t>,
+        txn: &'t WriteTransaction,
+        pending: &'t mut PendingIndexWrites,
+    ) -> Self {
+        let (meta, docs, index_tables) = view.into_parts();
+        Writer {
+            txn,
+            pending,
+            meta,
+            docs,
+            index_tables,
+            newly_multikey: BTreeSet::new(),
+        }
+    }
+
     pub(crate) fn finish(self) -> BTreeSet<u64> {
         self.newly_multikey
     }
@@ -452,7 +473,7 @@ impl Writer<'_> {
         let holder = if let Some(change) = staged {
             change.value().map(<[u8]>::to_vec)
         } else {
-            let table = match self.unique_tables.entry(index.id) {
+            let table = match self.index_tables.entry(index.id) {
                 std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
                 std::collections::btree_map::Entry::Vacant(v) => {
                     v.insert(IndexTablesMut::open(self.txn, self.meta.id, index.id)?)

@@ -84,6 +84,18 @@ pub(crate) struct WriteView<'t> {
 }
 
 impl<'t> WriteView<'t> {
+    /// The open tables: the collection, its documents table, its index tables by index id.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn into_parts(
+        self,
+    ) -> (
+        std::sync::Arc<CollectionMeta>,
+        Table<'t, &'static [u8], &'static [u8]>,
+        BTreeMap<u64, IndexTablesMut<'t>>,
+    ) {
+        (self.meta, self.docs, self.indexes)
+    }
+
     /// Opens the collection's tables. The caller has written out the transaction's buffered
     /// index changes for this collection and holds no other handle on its tables.
     pub(crate) fn open(

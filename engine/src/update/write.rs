@@ -25,7 +25,7 @@ use super::apply::Context;
 use super::parse::{Operators, Update, UpdateError, error};
 use super::upsert::seed;
 use crate::catalog::CollectionMeta;
-use crate::collection::is_per_document;
+use crate::collection::{Writer, is_per_document};
 use crate::db::WriteTxn;
 use crate::error::{Error, Result};
 use crate::keys;
@@ -286,16 +286,19 @@ impl WriteTxn<'_> {
         Ok(result)
     }
 
-    /// The documents matching `filter`, at most `limit`, in `sort` order, read from this
-    /// transaction's tables.
-    fn select(
+    /// Selects the documents matching `filter` (at most `limit`, in `sort` order) from this
+    /// transaction's tables, then runs `work` with them and a writer over the same open tables.
+    #[allow(clippy::too_many_arguments)]
+    fn with_selection<R>(
         &mut self,
         meta: &Arc<CollectionMeta>,
         filter: &Filter,
         sort: Option<Sort>,
         hint: Option<&Bson>,
         limit: Option<u64>,
-    ) -> Result<Vec<Selected>> {
+        work: impl FnOnce(&mut Writer<'_>, Vec<Selected>) -> Result<R>,
+    ) -> Result<R> {
+        // The index tables must hold this transaction's buffered changes before they are read.
         self.flush_index_writes_of(meta.id)?;
         let plan = choose_plan(
             meta,
@@ -319,9 +322,8 @@ impl WriteTxn<'_> {
             skip: 0,
             limit,
         };
-        let cursor = Cursor::new(&view, plan, query, decode)?;
         let mut selected = Vec::new();
-        for doc in cursor {
+        for doc in Cursor::new(&view, plan, query, decode)? {
             let doc = doc?;
             let id = doc.get("_id").ok().flatten().ok_or_else(|| {
                 Error::corrupt(
@@ -331,7 +333,11 @@ impl WriteTxn<'_> {
             })?;
             selected.push((keys::encode(id), doc));
         }
-        Ok(selected)
+        let mut writer = Writer::from_view(view, &self.txn, &mut self.pending);
+        let result = work(&mut writer, selected);
+        let newly_multikey = writer.finish();
+        self.mark_multikey(&meta.name, &newly_multikey);
+        result
     }
 
     fn update_with(
@@ -349,92 +355,35 @@ impl WriteTxn<'_> {
             .map(Sort::parse)
             .transpose()?
             .filter(|s| !s.is_empty() && limit.is_some());
-        let meta = self.collection_meta(collection, false)?;
-        let selected = match &meta {
-            Some(meta) => self.select(meta, &query, sort, options.hint.as_ref(), limit)?,
-            None => Vec::new(),
-        };
-        if selected.is_empty() {
-            if !options.upsert {
-                return Ok(UpdateResult::default());
-            }
-            let doc = upserted(filter, &query, update)?;
-            let id = self.insert_one(collection, &doc)?;
-            return Ok(UpdateResult {
-                matched: 0,
-                modified: 0,
-                upserted_id: Some(id),
-            });
-        }
-        let now = bson::DateTime::now();
-        let mut result = UpdateResult {
-            matched: selected.len() as u64,
-            ..UpdateResult::default()
-        };
-        if options.stop_at_first_error {
-            // MongoDB's behaviour: document by document, keeping what was done.
-            let mut updated = Vec::new();
-            for (key, original) in &selected {
-                let step = updated_document(original, &query, update, now)
-                    .map_err(Error::from)
-                    .and_then(|new| match new {
-                        Some(new) => self
-                            .write_replacement(collection, key, original, new)
-                            .map(|()| true),
-                        None => Ok(false),
-                    });
-                match step {
-                    Ok(modified) => {
-                        if modified {
-                            result.modified += 1;
-                            updated.push(id_of(original));
-                        }
+        let matched = match self.collection_meta(collection, false)? {
+            Some(meta) => self.with_selection(
+                &meta,
+                &query,
+                sort,
+                options.hint.as_ref(),
+                limit,
+                |writer, selected| {
+                    if selected.is_empty() {
+                        return Ok(None);
                     }
-                    Err(e) if is_per_document(&e) => {
-                        return Err(Error::UpdateStopped {
-                            collection: collection.to_owned(),
-                            updated,
-                            source: Box::new(e),
-                        });
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+                    apply_update(writer, selected, &query, update, options).map(Some)
+                },
+            )?,
+            None => None,
+        };
+        if let Some(result) = matched {
             return Ok(result);
         }
-        // All or nothing: compute every new document first, then write; a write that fails
-        // puts back the documents written before it.
-        let mut changes = Vec::new();
-        for (key, original) in &selected {
-            if let Some(new) = updated_document(original, &query, update, now)? {
-                changes.push((key, original, new));
-            }
+        if !options.upsert {
+            return Ok(UpdateResult::default());
         }
-        for (done, (key, original, new)) in changes.iter().enumerate() {
-            if let Err(e) = self.write_replacement(collection, key, original, new.clone()) {
-                for (key, original, new) in changes[..done].iter().rev() {
-                    self.write_replacement(collection, key, new, (*original).clone())?;
-                }
-                return Err(e);
-            }
-        }
-        result.modified = changes.len() as u64;
-        Ok(result)
-    }
-
-    /// Replaces `old`, stored under `key`, by `new`, keeping indexes in step.
-    fn write_replacement(
-        &mut self,
-        collection: &str,
-        key: &[u8],
-        old: &RawDocumentBuf,
-        new: RawDocumentBuf,
-    ) -> Result<()> {
-        let mut writer = self.writer(collection, false)?;
-        let outcome = writer.replace_known(key, old, new);
-        let newly_multikey = writer.finish();
-        self.mark_multikey(collection, &newly_multikey);
-        outcome
+        let doc = upserted(filter, &query, update)?;
+        let id = self.insert_one(collection, &doc)?;
+        Ok(UpdateResult {
+            matched: 0,
+            modified: 0,
+            upserted_id: Some(id),
+        })
     }
 
     fn delete_matching(
@@ -447,14 +396,15 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
-        let selected = self.select(&meta, &query, None, None, limit)?;
-        let mut deleted = 0;
-        for (key, _) in &selected {
-            if self.delete_by_key(collection, key)?.is_some() {
-                deleted += 1;
+        self.with_selection(&meta, &query, None, None, limit, |writer, selected| {
+            let mut deleted = 0;
+            for (key, _) in &selected {
+                if writer.delete(key)?.is_some() {
+                    deleted += 1;
+                }
             }
-        }
-        Ok(deleted)
+            Ok(deleted)
+        })
     }
 
     fn find_and_modify(
@@ -476,15 +426,35 @@ impl WriteTxn<'_> {
             .as_ref()
             .map(Projection::parse)
             .transpose()?;
-        let meta = self.collection_meta(collection, false)?;
-        let found = match &meta {
-            Some(meta) => self
-                .select(meta, &query, sort, options.hint.as_ref(), Some(1))?
-                .into_iter()
-                .next(),
+        let found = match self.collection_meta(collection, false)? {
+            Some(meta) => self.with_selection(
+                &meta,
+                &query,
+                sort,
+                options.hint.as_ref(),
+                Some(1),
+                |writer, selected| {
+                    let Some((key, original)) = selected.into_iter().next() else {
+                        return Ok(None);
+                    };
+                    let Some(update) = update else {
+                        writer.delete(&key)?;
+                        return Ok(Some(original));
+                    };
+                    let new = updated_document(&original, &query, update, bson::DateTime::now())?;
+                    if let Some(new) = &new {
+                        writer.replace_known(&key, &original, new.clone())?;
+                    }
+                    Ok(Some(match options.return_document {
+                        ReturnDocument::Before => original,
+                        ReturnDocument::After => new.unwrap_or(original),
+                    }))
+                },
+            )?,
             None => None,
         };
         let returned = match (found, update) {
+            (Some(doc), _) => Some(doc),
             (None, Some(update)) if options.upsert => {
                 let doc = upserted(filter, &query, update)?;
                 let id = self.insert_one(collection, &doc)?;
@@ -494,21 +464,6 @@ impl WriteTxn<'_> {
                 }
             }
             (None, _) => None,
-            (Some((key, original)), None) => {
-                self.delete_by_key(collection, &key)?;
-                Some(original)
-            }
-            (Some((key, original)), Some(update)) => {
-                let now = bson::DateTime::now();
-                let new = updated_document(&original, &query, update, now)?;
-                if let Some(new) = &new {
-                    self.write_replacement(collection, &key, &original, new.clone())?;
-                }
-                match options.return_document {
-                    ReturnDocument::Before => Some(original),
-                    ReturnDocument::After => Some(new.unwrap_or(original)),
-                }
-            }
         };
         let corrupt = |e: String| Error::corrupt(format!("collection `{collection}`"), e);
         match (returned, projection) {
@@ -519,6 +474,69 @@ impl WriteTxn<'_> {
                 .map_err(|e| corrupt(e.to_string())),
         }
     }
+}
+
+/// Applies an update to the selected documents through `writer`; see the module
+/// documentation for the all-or-nothing and stop-at-first-error modes.
+fn apply_update(
+    writer: &mut Writer<'_>,
+    selected: Vec<Selected>,
+    query: &Filter,
+    update: &Update,
+    options: &UpdateOptions,
+) -> Result<UpdateResult> {
+    let now = bson::DateTime::now();
+    let mut result = UpdateResult {
+        matched: selected.len() as u64,
+        ..UpdateResult::default()
+    };
+    if options.stop_at_first_error {
+        // MongoDB's behaviour: document by document, keeping what was done.
+        let mut updated = Vec::new();
+        for (key, original) in &selected {
+            let step = updated_document(original, query, update, now)
+                .map_err(Error::from)
+                .and_then(|new| match new {
+                    Some(new) => writer.replace_known(key, original, new).map(|()| true),
+                    None => Ok(false),
+                });
+            match step {
+                Ok(modified) => {
+                    if modified {
+                        result.modified += 1;
+                        updated.push(id_of(original));
+                    }
+                }
+                Err(e) if is_per_document(&e) => {
+                    return Err(Error::UpdateStopped {
+                        collection: writer.collection_name().to_owned(),
+                        updated,
+                        source: Box::new(e),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(result);
+    }
+    // All or nothing: compute every new document first, then write; a write that fails puts
+    // back the documents written before it.
+    let mut changes = Vec::new();
+    for (key, original) in &selected {
+        if let Some(new) = updated_document(original, query, update, now)? {
+            changes.push((key, original, new));
+        }
+    }
+    for (done, (key, original, new)) in changes.iter().enumerate() {
+        if let Err(e) = writer.replace_known(key, original, new.clone()) {
+            for (key, original, new) in changes[..done].iter().rev() {
+                writer.replace_known(key, new, (*original).clone())?;
+            }
+            return Err(e);
+        }
+    }
+    result.modified = changes.len() as u64;
+    Ok(result)
 }
 
 impl BulkResult {
