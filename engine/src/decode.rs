@@ -4,7 +4,7 @@
 //! make up most documents: double, string, document, array, bool, null, int32, int64, ObjectId
 //! and date (the last two presented exactly as the bson crate presents them, so bson's own
 //! types and `Bson`/`Document` decode the same way). Any other BSON type, or one of the bson
-//! crate's private newtype hints, makes it give up with [`Fallback`], and the caller decodes the
+//! crate's private newtype hints, makes it give up with a fallback, and the caller decodes the
 //! whole document with the bson crate instead: the result is the same, only slower.
 //!
 //! Every read is bounds-checked; malformed bytes are an error, never a panic.
@@ -17,23 +17,42 @@ use serde::de::{
 
 /// Decodes a whole document, falling back to the bson crate where this decoder does not go.
 pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
-    match fast::<T>(bytes) {
+    from_slice_with_id(bytes, None)
+}
+
+/// Decodes a whole document whose top-level `_id` the type `T` calls `id_field` (a typed model
+/// whose id field serde names otherwise).
+pub fn from_slice_with_id<T: DeserializeOwned>(
+    bytes: &[u8],
+    id_field: Option<&'static str>,
+) -> std::result::Result<T, String> {
+    match fast::<T>(bytes, id_field) {
         Ok(value) => Ok(value),
         Err(DecodeError::Fallback) => {
-            bson::deserialize_from_slice(bytes).map_err(|e| e.to_string())
+            let mut doc = bson::Document::try_from(
+                bson::RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?,
+            )
+            .map_err(|e| e.to_string())?;
+            if let Some(name) = id_field
+                && let Some(id) = doc.remove("_id")
+            {
+                doc.insert(name, id);
+            }
+            bson::deserialize_from_document(doc).map_err(|e| e.to_string())
         }
         Err(DecodeError::Message(m)) => Err(m),
     }
 }
 
 /// The fast path alone.
-fn fast<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+fn fast<T: DeserializeOwned>(bytes: &[u8], id_field: Option<&'static str>) -> Result<T> {
     let mut reader = Reader { buf: bytes, pos: 0 };
     let end = reader.document_bounds()?;
     let value = T::deserialize(Value {
         r: &mut reader,
         ty: DOCUMENT,
         end: Some(end),
+        id_field,
     })?;
     if reader.pos != bytes.len() {
         return Err(malformed("bytes after the document"));
@@ -199,6 +218,8 @@ struct Value<'a, 'de> {
     r: &'a mut Reader<'de>,
     ty: u8,
     end: Option<usize>,
+    /// For the top-level document only: the name under which `_id` is presented.
+    id_field: Option<&'static str>,
 }
 
 impl<'de> Value<'_, 'de> {
@@ -241,6 +262,7 @@ impl<'de> de::Deserializer<'de> for Value<'_, 'de> {
                     r: &mut *self.r,
                     end,
                     pending: None,
+                    id_field: self.id_field,
                 };
                 let value = if self.ty == DOCUMENT {
                     visitor.visit_map(elements)?
@@ -401,6 +423,8 @@ struct Elements<'a, 'de> {
     end: usize,
     /// The type of the element whose key was read and whose value is next.
     pending: Option<u8>,
+    /// The name `_id` is presented under (top-level document only).
+    id_field: Option<&'static str>,
 }
 
 impl<'de> Elements<'_, 'de> {
@@ -423,7 +447,10 @@ impl<'de> MapAccess<'de> for Elements<'_, 'de> {
             return Ok(None);
         };
         self.pending = Some(ty);
-        seed.deserialize(Key(key)).map(Some)
+        match self.id_field {
+            Some(name) if key == b"_id" => seed.deserialize(Key(name.as_bytes())).map(Some),
+            _ => seed.deserialize(Key(key)).map(Some),
+        }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value> {
@@ -435,6 +462,7 @@ impl<'de> MapAccess<'de> for Elements<'_, 'de> {
             r: &mut *self.r,
             ty,
             end: None,
+            id_field: None,
         })
     }
 }
@@ -450,6 +478,7 @@ impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
             r: &mut *self.r,
             ty,
             end: None,
+            id_field: None,
         })
         .map(Some)
     }
@@ -534,6 +563,7 @@ impl<'a, 'de> de::EnumAccess<'de> for Variant<'a, 'de> {
                 r: self.r,
                 ty: self.ty,
                 end: None,
+                id_field: None,
             },
         ))
     }

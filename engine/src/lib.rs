@@ -16,7 +16,7 @@ mod autocommit;
 mod catalog;
 mod collection;
 mod db;
-mod decode;
+pub mod decode;
 mod document;
 mod error;
 mod index;

@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
 
 /// The results of a find; an iterator of `Result<T>` (documents, or the caller's type for
-/// [`ReadCollection::find_as`]). After an error it returns nothing more.
+/// [`ReadCollection::find_as`](crate::ReadCollection::find_as)). After an error it returns
+/// nothing more.
 pub struct Cursor<'c, T = Document> {
     collection: &'c dyn Source,
     plan: Plan,
@@ -40,9 +41,11 @@ pub struct Cursor<'c, T = Document> {
 
 /// How a cursor turns a result into `T`: from the stored bytes, or from the projected document.
 pub(crate) struct Decode<T> {
-    /// Given the collection's name and the document.
-    pub(crate) raw: fn(&str, &RawDocument) -> Result<T>,
-    pub(crate) projected: fn(&str, Document) -> Result<T>,
+    /// Given the collection's name, the document and the name `T` gives `_id`.
+    pub(crate) raw: fn(&str, &RawDocument, Option<&'static str>) -> Result<T>,
+    pub(crate) projected: fn(&str, Document, Option<&'static str>) -> Result<T>,
+    /// The name `T` gives `_id`, when it is not `_id`.
+    pub(crate) id_field: Option<&'static str>,
 }
 
 enum Results<'c> {
@@ -142,9 +145,9 @@ impl<'c, T> Cursor<'c, T> {
                 let projected = p.apply(raw, &self.filter).map_err(|e| {
                     Error::corrupt(format!("collection `{}`", self.collection.name()), e)
                 })?;
-                (self.decode.projected)(self.collection.name(), projected)
+                (self.decode.projected)(self.collection.name(), projected, self.decode.id_field)
             }
-            None => (self.decode.raw)(self.collection.name(), raw),
+            None => (self.decode.raw)(self.collection.name(), raw, self.decode.id_field),
         }
     }
 }

@@ -36,10 +36,11 @@ impl ReadCollection<'_> {
     /// cursor (see [`Cursor`] for what it holds in memory).
     pub fn find<'c>(&'c self, filter: &Document, options: &FindOptions) -> Result<Cursor<'c>> {
         let decode = Decode {
-            raw: |c: &str, raw: &bson::RawDocument| {
+            raw: |c: &str, raw: &bson::RawDocument, _| {
                 Document::try_from(raw).map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
             },
-            projected: |_: &str, doc: Document| Ok(doc),
+            projected: |_: &str, doc: Document, _| Ok(doc),
+            id_field: None,
         };
         self.cursor(filter, options, decode)
     }
@@ -52,24 +53,42 @@ impl ReadCollection<'_> {
         filter: &Document,
         options: &FindOptions,
     ) -> Result<Cursor<'c, T>> {
+        self.find_as_with_id(filter, options, None)
+    }
+
+    /// [`ReadCollection::find_as`] for a type that calls `_id` `id_field` (when given).
+    pub fn find_as_with_id<'c, T: serde::de::DeserializeOwned>(
+        &'c self,
+        filter: &Document,
+        options: &FindOptions,
+        id_field: Option<&'static str>,
+    ) -> Result<Cursor<'c, T>> {
         let decode = Decode {
-            raw: |c: &str, raw: &bson::RawDocument| {
-                crate::decode::from_slice(raw.as_bytes()).map_err(|reason| Error::Decode {
-                    collection: c.to_owned(),
-                    id: id_text(raw.get("_id").ok().flatten()),
-                    reason,
+            raw: |c: &str, raw: &bson::RawDocument, id_field| {
+                crate::decode::from_slice_with_id(raw.as_bytes(), id_field).map_err(|reason| {
+                    Error::Decode {
+                        collection: c.to_owned(),
+                        id: id_text(raw.get("_id").ok().flatten()),
+                        reason,
+                    }
                 })
             },
-            projected: |c: &str, doc: Document| {
+            projected: |c: &str, mut doc: Document, id_field| {
                 let id = doc
                     .get("_id")
                     .map_or_else(|| "<unknown>".to_owned(), ToString::to_string);
+                if let Some(name) = id_field
+                    && let Some(value) = doc.remove("_id")
+                {
+                    doc.insert(name, value);
+                }
                 bson::deserialize_from_document(doc).map_err(|e| Error::Decode {
                     collection: c.to_owned(),
                     id,
                     reason: e.to_string(),
                 })
             },
+            id_field,
         };
         self.cursor(filter, options, decode)
     }
@@ -88,8 +107,9 @@ impl ReadCollection<'_> {
     /// A cursor over a given plan, for explain.
     pub(crate) fn cursor_with_plan(&self, plan: Plan, query: Query) -> Result<Cursor<'_, ()>> {
         let decode = Decode {
-            raw: |_: &str, _: &bson::RawDocument| Ok(()),
-            projected: |_: &str, _: Document| Ok(()),
+            raw: |_: &str, _: &bson::RawDocument, _| Ok(()),
+            projected: |_: &str, _: Document, _| Ok(()),
+            id_field: None,
         };
         Cursor::new(self, plan, query, decode)
     }

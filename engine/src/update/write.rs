@@ -309,11 +309,12 @@ impl WriteTxn<'_> {
         )?;
         let view = WriteView::open(&self.txn, meta.clone())?;
         let decode = Decode {
-            raw: |_: &str, raw: &bson::RawDocument| Ok(raw.to_owned()),
-            projected: |c: &str, doc: Document| {
+            raw: |_: &str, raw: &bson::RawDocument, _| Ok(raw.to_owned()),
+            projected: |c: &str, doc: Document, _| {
                 RawDocumentBuf::try_from(&doc)
                     .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
             },
+            id_field: None,
         };
         let query = Query {
             filter: filter.clone(),
