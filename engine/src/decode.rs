@@ -614,7 +614,7 @@ mod tests {
         let when = DateTime::from_millis(1_700_000_000_000);
         let doc = doc! { "_id": id, "name": "n", "when": when, "tags": ["a"], "score": null, "extra": { "x": [1, 2] } };
         let bytes = doc.to_vec().unwrap();
-        let typed: Typical = fast(&bytes).unwrap();
+        let typed: Typical = fast(&bytes, None).unwrap();
         assert_eq!(
             typed,
             Typical {
@@ -625,7 +625,7 @@ mod tests {
                 score: None
             }
         );
-        let back: Document = fast(&bytes).unwrap();
+        let back: Document = fast(&bytes, None).unwrap();
         assert_eq!(back, doc);
     }
 
