@@ -634,7 +634,7 @@ mod tests {
         let doc = doc! { "d": bson::Decimal128::from_bytes([0; 16]) };
         let bytes = doc.to_vec().unwrap();
         assert!(matches!(
-            fast::<Document>(&bytes),
+            fast::<Document>(&bytes, None),
             Err(DecodeError::Fallback)
         ));
         assert_eq!(from_slice::<Document>(&bytes).unwrap(), doc);
@@ -659,7 +659,7 @@ mod tests {
     fn malformed_bytes_are_errors() {
         let bytes = doc! { "a": "text", "b": [1, 2] }.to_vec().unwrap();
         for cut in 0..bytes.len() {
-            assert!(fast::<Document>(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(fast::<Document>(&bytes[..cut], None).is_err(), "cut at {cut}");
         }
         let mut lying = bytes.clone();
         lying[0] = 200;
