@@ -663,6 +663,6 @@ mod tests {
         }
         let mut lying = bytes.clone();
         lying[0] = 200;
-        assert!(fast::<Document>(&lying).is_err());
+        assert!(fast::<Document>(&lying, None).is_err());
     }
 }
