@@ -659,7 +659,10 @@ mod tests {
     fn malformed_bytes_are_errors() {
         let bytes = doc! { "a": "text", "b": [1, 2] }.to_vec().unwrap();
         for cut in 0..bytes.len() {
-            assert!(fast::<Document>(&bytes[..cut], None).is_err(), "cut at {cut}");
+            assert!(
+                fast::<Document>(&bytes[..cut], None).is_err(),
+                "cut at {cut}"
+            );
         }
         let mut lying = bytes.clone();
         lying[0] = 200;

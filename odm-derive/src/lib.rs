@@ -1,3 +1,44 @@
-//! `#[derive(Document)]`: parse, model, check and expand, one module each (see ARCHITECTURE.md).
+//! `#[derive(Document)]` and `#[derive(Embedded)]` for the odm crate.
 //!
-//! The derive is being built; this crate exists so the workspace has its final shape.
+//! Each derive runs four stages, one module each: `attr` parses `#[odm(...)]` and serde's
+//! renames into the `ast` model, `check` validates it (every error spanned at the offending
+//! token), `expand` generates the impls. `types` reads what a field's type tokens tell,
+//! `case` holds serde's renaming rules, `ctxt` collects errors.
+
+mod ast;
+mod attr;
+mod case;
+mod check;
+mod ctxt;
+mod expand;
+mod symbol;
+mod types;
+
+use proc_macro::TokenStream;
+use syn::{DeriveInput, parse_macro_input};
+
+use crate::ast::Kind;
+
+/// Derives `odm::Document`: see the odm crate's documentation for the attributes.
+#[proc_macro_derive(Document, attributes(odm))]
+pub fn derive_document(input: TokenStream) -> TokenStream {
+    derive(&parse_macro_input!(input as DeriveInput), Kind::Document)
+}
+
+/// Derives `odm::Embedded`, for types stored inside models.
+#[proc_macro_derive(Embedded, attributes(odm))]
+pub fn derive_embedded(input: TokenStream) -> TokenStream {
+    derive(&parse_macro_input!(input as DeriveInput), Kind::Embedded)
+}
+
+fn derive(input: &DeriveInput, kind: Kind) -> TokenStream {
+    let cx = ctxt::Ctxt::new();
+    let expanded = attr::container(&cx, input, kind).map(|model| {
+        check::check(&cx, &model);
+        expand::expand(&model)
+    });
+    match cx.check() {
+        Ok(()) => expanded.unwrap_or_default().into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}

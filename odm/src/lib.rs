@@ -1,6 +1,58 @@
-//! The typed layer over [`odm_engine`]: `#[derive(Document)]` models, typed filters and updates.
+//! The typed layer over [`odm_engine`]: models checked at compile time, typed filters and
+//! updates, and collections that keep their declared indexes.
 //!
-//! This crate is being built; today it re-exports the engine so that applications can depend on
-//! one crate name from the start.
+//! - [`Document`] (derive it): a model's collection, id, indexes and shard key, and its field
+//!   handles; [`Embedded`] (derive it) for types stored inside models.
+//! - [`Field`]: a handle on one field, `Model::fields().name`, typed by model and value.
+//!   - [`Filter`]: `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `is_in`, `not_in`, `exists`, `regex`,
+//!     `starts_with`, `contains`, `contains_all`, `size`, `elem_match`; combined with `and`,
+//!     `or`, `!` (not), `all_of`, `any_of`, `none_of`.
+//!   - [`Update`]: `set`, `unset`, `inc`, `mul`, `min`, `max`, `rename_to`, `set_on_insert`,
+//!     `current_date`, `push`, `push_with` ([`Push`]: each, position, sort, slice),
+//!     `add_to_set`, `add_each_to_set`, `pull`, `pull_where`, `pull_all`, `pop_first`,
+//!     `pop_last`; positional handles `matched` (`$`), `all` (`$[]`), `filtered` (`$[id]`).
+//!   - [`Sort`] and [`Projection`].
+//! - [`Database`]: [`Database::collection`] (syncs declared indexes), [`Database::write`]
+//!   (multi-model transactions through [`Txn`]), [`Database::sync_indexes`] ([`IndexPlan`]).
+//! - [`Collection`]: `insert_one`, `insert_many`, `get`, `find` ([`Find`]: `sort`, `skip`,
+//!   `limit`, `hint`, `to_vec`, `first`, `project`, `explain`), `find_one`, `count`,
+//!   `distinct`, `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
+//!   `delete_many`, `find_one_and_update`, `find_one_and_delete` ([`ModifyOptions`]).
+//! - [`Error`]: the engine's errors, plus serialization and declaration mismatches.
+//!
+//! Every typed value becomes the plain `bson::Document` MongoDB would receive (`to_document`
+//! on filters and updates), and a `bson::Document` converts into a typed filter or update as an
+//! escape hatch.
 
+mod codec;
+mod collection;
+mod database;
+mod error;
+mod field;
+mod filter;
+mod indexes;
+mod model;
+mod sort;
+mod update;
+
+pub use collection::{Collection, Find, ModifyOptions};
+pub use database::{Database, Txn};
+pub use error::{Error, Result};
+pub use field::{Field, IntoValue, Numeric};
+pub use filter::Filter;
+pub use indexes::IndexPlan;
+pub use model::{Document, Embedded};
+pub use odm_derive::{Document, Embedded};
 pub use odm_engine as engine;
+pub use odm_engine::update::{UpdateOptions, UpdateResult};
+pub use sort::{Projection, Sort};
+pub use update::{DateLike, Push, Update};
+
+/// What generated code names; not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::model::join;
+    pub use bson;
+    pub use odm_engine::{Direction, IndexSpec, ShardKey};
+    pub use std::time::Duration;
+}

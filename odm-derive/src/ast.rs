@@ -1,0 +1,92 @@
+//! The model of a deriving type: names as serde writes them, and what the attributes declare.
+
+use proc_macro2::Span;
+
+/// Which derive.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Document,
+    Embedded,
+}
+
+/// The deriving struct.
+pub struct Container<'a> {
+    pub ident: &'a syn::Ident,
+    pub vis: &'a syn::Visibility,
+    pub kind: Kind,
+    /// `collection = "..."` and its token.
+    pub collection: Option<(String, Span)>,
+    pub crate_path: Option<syn::Path>,
+    /// Struct-level `index(...)` declarations.
+    pub indexes: Vec<IndexDecl>,
+    pub shard_key: Option<ShardDecl>,
+    pub fields: Vec<FieldModel<'a>>,
+}
+
+/// One named field.
+pub struct FieldModel<'a> {
+    pub ident: &'a syn::Ident,
+    pub ty: &'a syn::Type,
+    /// The name serde writes (after `rename` and `rename_all`).
+    pub bson_name: String,
+    /// The `id` token, when the field is the model's id.
+    pub id: Option<Span>,
+    /// A field-level `index`.
+    pub index: Option<IndexDecl>,
+    /// Marked `embedded`: its type derives `Embedded`, so paths continue into it.
+    pub embedded: bool,
+    /// Skipped or flattened by serde: not stored under its own name, so no handle.
+    pub skipped: bool,
+}
+
+/// An index declaration (field-level ones have one key, the field).
+pub struct IndexDecl {
+    pub keys: Vec<KeyDecl>,
+    pub unique: bool,
+    pub sparse: bool,
+    pub name: Option<String>,
+    /// Seconds, and the literal they came from.
+    pub ttl: Option<(u64, syn::LitStr)>,
+    /// Equality conditions of a partial index: path and value.
+    pub partial: Vec<(KeyDecl, syn::Lit)>,
+    /// The `index` token, for errors about the whole declaration.
+    pub span: Span,
+}
+
+/// One key path, in Rust field names, with its direction.
+#[derive(Clone)]
+pub struct KeyDecl {
+    pub path: Vec<String>,
+    pub descending: bool,
+    /// The token the path was written as.
+    pub span: Span,
+}
+
+impl KeyDecl {
+    pub fn dotted(&self) -> String {
+        self.path.join(".")
+    }
+}
+
+/// A `shard_key(...)` declaration.
+pub struct ShardDecl {
+    pub keys: Vec<KeyDecl>,
+    pub hashed: bool,
+    /// A `unique` token inside the declaration.
+    pub unique: Option<Span>,
+    pub span: Span,
+}
+
+impl<'a> Container<'a> {
+    pub fn field(&self, rust_name: &str) -> Option<&FieldModel<'a>> {
+        self.fields.iter().find(|f| f.ident == rust_name)
+    }
+
+    /// Every index declaration, field-level ones included.
+    pub fn all_indexes(&self) -> impl Iterator<Item = &IndexDecl> {
+        self.fields
+            .iter()
+            .filter_map(|f| f.index.as_ref())
+            .chain(&self.indexes)
+    }
+}

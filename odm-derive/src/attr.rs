@@ -1,0 +1,389 @@
+//! Parsing `#[odm(...)]` and the `#[serde(...)]` renames into the model.
+//!
+//! Container: `collection = "..."`, `crate = "..."`, `index(keys(a = 1, "b.c" = -1), unique,
+//! sparse, name = "...", ttl = "30d", partial(status = "active"))`, `shard_key(a, b)` or
+//! `shard_key(hashed(a))`. Field: `id`, `embedded`, `index` or `index(unique, sparse, desc,
+//! name = "...", ttl = "365d")`. Anything else is an error pointing at it.
+
+use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, LitStr, Token};
+
+use crate::ast::{Container, FieldModel, IndexDecl, KeyDecl, Kind, ShardDecl};
+use crate::case::RenameRule;
+use crate::ctxt::Ctxt;
+use crate::symbol::{
+    COLLECTION, CRATE, DESC, EMBEDDED, FLATTEN, HASHED, ID, INDEX, KEYS, NAME, ODM, PARTIAL,
+    RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TTL, UNIQUE,
+};
+
+/// The model of `input`, or `None` when it is not a struct with named fields.
+pub fn container<'a>(cx: &Ctxt, input: &'a DeriveInput, kind: Kind) -> Option<Container<'a>> {
+    let Data::Struct(data) = &input.data else {
+        cx.error_spanned_by(&input.ident, "odm models must be structs with named fields");
+        return None;
+    };
+    let Fields::Named(named) = &data.fields else {
+        cx.error_spanned_by(&input.ident, "odm models must be structs with named fields");
+        return None;
+    };
+    if !input.generics.params.is_empty() {
+        cx.error_spanned_by(&input.generics, "odm models cannot be generic");
+    }
+    let mut container = Container {
+        ident: &input.ident,
+        vis: &input.vis,
+        kind,
+        collection: None,
+        crate_path: None,
+        indexes: Vec::new(),
+        shard_key: None,
+        fields: Vec::new(),
+    };
+    let mut rename_all = RenameRule::None;
+    for attr in &input.attrs {
+        if attr.path().is_ident(ODM) {
+            let parsed = attr.parse_nested_meta(|meta| container_item(cx, &mut container, &meta));
+            if let Err(e) = parsed {
+                cx.syn_error(e);
+            }
+        } else if attr.path().is_ident(SERDE) {
+            serde_container(cx, attr, &mut rename_all);
+        }
+    }
+    for field in &named.named {
+        if let Some(model) = field_model(cx, field, rename_all, kind) {
+            container.fields.push(model);
+        }
+    }
+    Some(container)
+}
+
+fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    let embedded_only = |what: &str| {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("`{what}` belongs on a #[derive(Document)] model, not on an embedded type"),
+        );
+    };
+    if meta.path.is_ident(CRATE) {
+        let path: LitStr = meta.value()?.parse()?;
+        c.crate_path = Some(path.parse()?);
+    } else if meta.path.is_ident(COLLECTION) {
+        let name: LitStr = meta.value()?.parse()?;
+        if c.kind == Kind::Embedded {
+            embedded_only(COLLECTION);
+        }
+        c.collection = Some((name.value(), name.span()));
+    } else if meta.path.is_ident(INDEX) {
+        if c.kind == Kind::Embedded {
+            embedded_only(INDEX);
+        }
+        let decl = index_decl(meta, None)?;
+        if decl.keys.is_empty() {
+            cx.error_spanned_by(&meta.path, "a struct-level index needs `keys(...)`");
+        }
+        c.indexes.push(decl);
+    } else if meta.path.is_ident(SHARD_KEY) {
+        if c.kind == Kind::Embedded {
+            embedded_only(SHARD_KEY);
+        }
+        c.shard_key = Some(shard_decl(meta)?);
+    } else {
+        return Err(meta.error(format!(
+            "unknown odm attribute `{}`; expected `collection`, `crate`, `index` or `shard_key`",
+            path_text(&meta.path)
+        )));
+    }
+    Ok(())
+}
+
+fn path_text(path: &syn::Path) -> String {
+    path.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+/// `index` or `index(...)`; `field` is the key of a field-level index.
+fn index_decl(meta: &ParseNestedMeta<'_>, field: Option<KeyDecl>) -> syn::Result<IndexDecl> {
+    let mut decl = IndexDecl {
+        keys: field.into_iter().collect(),
+        unique: false,
+        sparse: false,
+        name: None,
+        ttl: None,
+        partial: Vec::new(),
+        span: meta.path.span(),
+    };
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(decl);
+    }
+    meta.parse_nested_meta(|item| {
+        if item.path.is_ident(UNIQUE) {
+            decl.unique = true;
+        } else if item.path.is_ident(SPARSE) {
+            decl.sparse = true;
+        } else if item.path.is_ident(DESC) && decl.keys.len() == 1 {
+            decl.keys[0].descending = true;
+        } else if item.path.is_ident(NAME) {
+            decl.name = Some(item.value()?.parse::<LitStr>()?.value());
+        } else if item.path.is_ident(TTL) {
+            let lit: LitStr = item.value()?.parse()?;
+            let seconds = parse_duration(&lit.value()).ok_or_else(|| {
+                syn::Error::new(
+                    lit.span(),
+                    "a TTL is a number with a unit: `30s`, `15m`, `12h`, `365d`",
+                )
+            })?;
+            decl.ttl = Some((seconds, lit));
+        } else if item.path.is_ident(KEYS) {
+            let content;
+            syn::parenthesized!(content in item.input);
+            decl.keys = key_list(&content, true)?;
+        } else if item.path.is_ident(PARTIAL) {
+            let content;
+            syn::parenthesized!(content in item.input);
+            while !content.is_empty() {
+                let key = key_path(&content)?;
+                content.parse::<Token![=]>()?;
+                let value: syn::Lit = content.parse()?;
+                decl.partial.push((key, value));
+                if !content.is_empty() {
+                    content.parse::<Token![,]>()?;
+                }
+            }
+        } else {
+            return Err(item.error(format!(
+                "unknown index option `{}`; expected `keys`, `unique`, `sparse`, `desc`, `name`, `ttl` or `partial`",
+                path_text(&item.path)
+            )));
+        }
+        Ok(())
+    })?;
+    Ok(decl)
+}
+
+fn shard_decl(meta: &ParseNestedMeta<'_>) -> syn::Result<ShardDecl> {
+    let mut decl = ShardDecl {
+        keys: Vec::new(),
+        hashed: false,
+        unique: None,
+        span: meta.path.span(),
+    };
+    let content;
+    syn::parenthesized!(content in meta.input);
+    while !content.is_empty() {
+        if content.peek(syn::Ident)
+            && content.fork().parse::<syn::Ident>()? == HASHED
+            && content.peek2(syn::token::Paren)
+        {
+            content.parse::<syn::Ident>()?;
+            let inner;
+            syn::parenthesized!(inner in content);
+            decl.keys.push(key_path(&inner)?);
+            decl.hashed = true;
+        } else if content.peek(syn::Ident)
+            && content.fork().parse::<syn::Ident>()? == UNIQUE
+            && !content.peek2(Token![.])
+        {
+            let unique: syn::Ident = content.parse()?;
+            decl.unique = Some(unique.span());
+        } else {
+            decl.keys.push(key_path(&content)?);
+        }
+        if !content.is_empty() {
+            content.parse::<Token![,]>()?;
+        }
+    }
+    Ok(decl)
+}
+
+/// `a = 1, "b.c" = -1`, or plain paths when directions are not allowed.
+fn key_list(input: syn::parse::ParseStream<'_>, directions: bool) -> syn::Result<Vec<KeyDecl>> {
+    let mut keys = Vec::new();
+    while !input.is_empty() {
+        let mut key = key_path(input)?;
+        if directions {
+            input.parse::<Token![=]>()?;
+            let negative = input.parse::<Option<Token![-]>>()?.is_some();
+            let n: syn::LitInt = input.parse()?;
+            match (negative, n.base10_digits()) {
+                (false, "1") => {}
+                (true, "1") => key.descending = true,
+                _ => return Err(syn::Error::new(n.span(), "an index direction is 1 or -1")),
+            }
+        }
+        keys.push(key);
+        if !input.is_empty() {
+            input.parse::<Token![,]>()?;
+        }
+    }
+    Ok(keys)
+}
+
+/// A field name, or a string of dotted field names.
+fn key_path(input: syn::parse::ParseStream<'_>) -> syn::Result<KeyDecl> {
+    if input.peek(LitStr) {
+        let lit: LitStr = input.parse()?;
+        let path: Vec<String> = lit.value().split('.').map(str::to_owned).collect();
+        if path.iter().any(String::is_empty) {
+            return Err(syn::Error::new(
+                lit.span(),
+                "a key path has an empty segment",
+            ));
+        }
+        return Ok(KeyDecl {
+            path,
+            descending: false,
+            span: lit.span(),
+        });
+    }
+    let ident: syn::Ident = input.parse()?;
+    Ok(KeyDecl {
+        path: vec![ident.to_string()],
+        descending: false,
+        span: ident.span(),
+    })
+}
+
+/// `30s`, `15m`, `12h`, `365d`, `2w` as seconds.
+fn parse_duration(text: &str) -> Option<u64> {
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = number.parse().ok()?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+fn field_model<'a>(
+    cx: &Ctxt,
+    field: &'a syn::Field,
+    rename_all: RenameRule,
+    kind: Kind,
+) -> Option<FieldModel<'a>> {
+    let ident = field.ident.as_ref()?;
+    let rust_name = ident.to_string();
+    let rust_name = rust_name
+        .strip_prefix("r#")
+        .unwrap_or(&rust_name)
+        .to_owned();
+    let mut model = FieldModel {
+        ident,
+        ty: &field.ty,
+        bson_name: rename_all.apply(&rust_name),
+        id: None,
+        index: None,
+        embedded: false,
+        skipped: false,
+    };
+    for attr in &field.attrs {
+        if attr.path().is_ident(SERDE) {
+            serde_field(attr, &mut model);
+        } else if attr.path().is_ident(ODM) {
+            let parsed = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident(ID) {
+                    if kind == Kind::Embedded {
+                        cx.error_spanned_by(&meta.path, "an embedded type has no id field");
+                    }
+                    model.id = Some(meta.path.span());
+                } else if meta.path.is_ident(EMBEDDED) {
+                    model.embedded = true;
+                } else if meta.path.is_ident(INDEX) {
+                    if kind == Kind::Embedded {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "indexes belong on the #[derive(Document)] model that stores this type",
+                        );
+                    }
+                    let key = KeyDecl {
+                        path: vec![rust_name.clone()],
+                        descending: false,
+                        span: ident.span(),
+                    };
+                    model.index = Some(index_decl(&meta, Some(key))?);
+                } else {
+                    return Err(meta.error(format!(
+                        "unknown odm field attribute `{}`; expected `id`, `index` or `embedded`",
+                        path_text(&meta.path)
+                    )));
+                }
+                Ok(())
+            });
+            if let Err(e) = parsed {
+                cx.syn_error(e);
+            }
+        }
+    }
+    Some(model)
+}
+
+fn serde_container(cx: &Ctxt, attr: &syn::Attribute, rename_all: &mut RenameRule) {
+    let _ = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident(RENAME_ALL) {
+            if let Some(rule) = serialize_name(&meta)? {
+                match RenameRule::parse(&rule.value()) {
+                    Some(r) => *rename_all = r,
+                    None => cx.error_spanned_by(&rule, "unknown rename_all rule"),
+                }
+            }
+        } else {
+            skip_meta(&meta)?;
+        }
+        Ok(())
+    });
+}
+
+fn serde_field(attr: &syn::Attribute, model: &mut FieldModel<'_>) {
+    let _ = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident(RENAME) {
+            if let Some(name) = serialize_name(&meta)? {
+                model.bson_name = name.value();
+            }
+        } else if meta.path.is_ident(SKIP)
+            || meta.path.is_ident(SKIP_SERIALIZING)
+            || meta.path.is_ident(FLATTEN)
+        {
+            model.skipped = true;
+            skip_meta(&meta)?;
+        } else {
+            skip_meta(&meta)?;
+        }
+        Ok(())
+    });
+}
+
+/// `rename = "x"` or `rename(serialize = "x", deserialize = "y")`: the serialized name.
+fn serialize_name(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<LitStr>> {
+    if meta.input.peek(Token![=]) {
+        return Ok(Some(meta.value()?.parse()?));
+    }
+    let mut found = None;
+    meta.parse_nested_meta(|inner| {
+        let value: LitStr = inner.value()?.parse()?;
+        if inner.path.is_ident("serialize") {
+            found = Some(value);
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// Consumes a serde option this derive does not read (serde checks it).
+fn skip_meta(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        content.parse::<proc_macro2::TokenStream>()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Checks the model before anything is generated; every error points at the offending token.
+//!
+//! Index and shard key paths name fields (a close name is suggested); paths into subdocuments
+//! go through `embedded` fields (the fields inside are checked by the compiler, through the
+//! generated handle accesses); TTL indexes have one top-level date field; no compound index
+//! spans two array fields; no two indexes have the same keys; a sharded model's unique indexes
+//! start with the shard key, and a hashed shard key is not unique; a model has one id field.
+
+use proc_macro2::Span;
+
+use crate::ast::{Container, IndexDecl, KeyDecl, Kind};
+use crate::case::distance;
+use crate::ctxt::Ctxt;
+use crate::types::{is_array, is_date};
+
+pub fn check(cx: &Ctxt, c: &Container<'_>) {
+    if c.kind == Kind::Document {
+        check_id(cx, c);
+    }
+    for index in c.all_indexes() {
+        for key in index
+            .keys
+            .iter()
+            .chain(index.partial.iter().map(|(k, _)| k))
+        {
+            check_path(cx, c, key);
+        }
+        check_ttl(cx, c, index);
+        check_parallel_arrays(cx, c, index);
+    }
+    if let Some(shard) = &c.shard_key {
+        for key in &shard.keys {
+            check_path(cx, c, key);
+        }
+        if shard.keys.is_empty() {
+            cx.syn_error(syn::Error::new(
+                shard.span,
+                "a shard key needs at least one field",
+            ));
+        }
+        if shard.hashed && shard.keys.len() > 1 {
+            cx.syn_error(syn::Error::new(
+                shard.span,
+                "a hashed shard key has one field",
+            ));
+        }
+        if let (true, Some(unique)) = (shard.hashed, shard.unique) {
+            cx.syn_error(syn::Error::new(
+                unique,
+                "a hashed shard key cannot be unique: MongoDB cannot enforce uniqueness on hashed values",
+            ));
+        }
+    }
+    check_duplicates(cx, c);
+    check_unique_under_shard_key(cx, c);
+}
+
+fn check_id(cx: &Ctxt, c: &Container<'_>) {
+    let ids: Vec<_> = c.fields.iter().filter(|f| f.id.is_some()).collect();
+    match ids.as_slice() {
+        [] => cx.error_spanned_by(
+            c.ident,
+            format!(
+                "`{}` has no id field: mark the field that identifies a document #[odm(id)] (it is stored as `_id`)",
+                c.ident
+            ),
+        ),
+        [id] if id.skipped => cx.error_spanned_by(
+            id.ident,
+            "the id field cannot be skipped or flattened by serde",
+        ),
+        [_] => {}
+        [_, second, ..] => cx.syn_error(syn::Error::new(
+            second.id.unwrap_or_else(Span::call_site),
+            "a model has one id field; this is the second",
+        )),
+    }
+}
+
+/// The first segment names a stored field; later segments need an embedded field.
+fn check_path(cx: &Ctxt, c: &Container<'_>, key: &KeyDecl) {
+    let first = &key.path[0];
+    match c.field(first) {
+        Some(field) if field.skipped => cx.syn_error(syn::Error::new(
+            key.span,
+            format!("`{first}` is skipped or flattened by serde, so it is not stored and cannot be indexed"),
+        )),
+        Some(field) if key.path.len() > 1 && !field.embedded => cx.syn_error(syn::Error::new(
+            key.span,
+            format!(
+                "`{}` goes into `{first}`, which is not marked #[odm(embedded)]; mark it (its type must derive Embedded) to index paths inside it",
+                key.dotted()
+            ),
+        )),
+        Some(_) => {}
+        None => {
+            let hint = closest(c, first)
+                .map(|name| format!("; did you mean `{name}`?"))
+                .unwrap_or_default();
+            cx.syn_error(syn::Error::new(
+                key.span,
+                format!("`{}` has no field `{first}`{hint}", c.ident),
+            ));
+        }
+    }
+}
+
+/// A field name within a small edit distance of `name`.
+fn closest(c: &Container<'_>, name: &str) -> Option<String> {
+    c.fields
+        .iter()
+        .filter(|f| !f.skipped)
+        .map(|f| (distance(name, &f.ident.to_string()), f.ident.to_string()))
+        .filter(|(d, candidate)| *d <= 2.max(candidate.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, candidate)| candidate)
+}
+
+fn check_ttl(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
+    let Some((_, lit)) = &index.ttl else {
+        return;
+    };
+    match index.keys.as_slice() {
+        [key] if key.path.len() == 1 => {
+            if let Some(field) = c.field(&key.path[0])
+                && !is_date(field.ty)
+            {
+                let ty = field.ty;
+                cx.syn_error(syn::Error::new(
+                    lit.span(),
+                    format!(
+                        "a TTL index needs a date field (`bson::DateTime`); `{}` is `{}`",
+                        key.path[0],
+                        quote::quote!(#ty)
+                    ),
+                ));
+            }
+        }
+        [_] => cx.syn_error(syn::Error::new(
+            lit.span(),
+            "a TTL index must be on a top-level date field",
+        )),
+        _ => cx.syn_error(syn::Error::new(
+            lit.span(),
+            "a TTL index must have exactly one key field, not a compound key",
+        )),
+    }
+}
+
+fn check_parallel_arrays(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
+    let mut arrays: Vec<&str> = Vec::new();
+    for key in &index.keys {
+        if let Some(field) = c.field(&key.path[0])
+            && is_array(field.ty)
+            && !arrays.contains(&key.path[0].as_str())
+        {
+            arrays.push(&key.path[0]);
+        }
+    }
+    if let [first, second, ..] = arrays.as_slice() {
+        cx.syn_error(syn::Error::new(
+            index.span,
+            format!(
+                "a compound index cannot hold two array fields (`{first}` and `{second}`): MongoDB refuses such \"parallel arrays\""
+            ),
+        ));
+    }
+}
+
+fn key_signature(index: &IndexDecl) -> Vec<(String, bool)> {
+    index
+        .keys
+        .iter()
+        .map(|k| (k.dotted(), k.descending))
+        .collect()
+}
+
+fn check_duplicates(cx: &Ctxt, c: &Container<'_>) {
+    let all: Vec<&IndexDecl> = c.all_indexes().collect();
+    for (i, index) in all.iter().enumerate() {
+        if all[..i]
+            .iter()
+            .any(|earlier| key_signature(earlier) == key_signature(index))
+        {
+            cx.syn_error(syn::Error::new(
+                index.span,
+                "another index has the same keys; declare each key pattern once",
+            ));
+        }
+    }
+}
+
+fn check_unique_under_shard_key(cx: &Ctxt, c: &Container<'_>) {
+    let Some(shard) = &c.shard_key else {
+        return;
+    };
+    let prefix: Vec<String> = shard.keys.iter().map(KeyDecl::dotted).collect();
+    for index in c.all_indexes().filter(|i| i.unique) {
+        let keys: Vec<String> = index.keys.iter().map(KeyDecl::dotted).collect();
+        if !keys.starts_with(&prefix) {
+            cx.syn_error(syn::Error::new(
+                index.span,
+                format!(
+                    "on a collection sharded by ({}), a unique index must start with the shard key; MongoDB cannot enforce this one across shards",
+                    prefix.join(", ")
+                ),
+            ));
+        }
+    }
+}

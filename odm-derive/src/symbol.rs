@@ -1,0 +1,23 @@
+//! The attribute keywords, spelled once.
+
+pub const ODM: &str = "odm";
+pub const SERDE: &str = "serde";
+pub const COLLECTION: &str = "collection";
+pub const CRATE: &str = "crate";
+pub const ID: &str = "id";
+pub const INDEX: &str = "index";
+pub const EMBEDDED: &str = "embedded";
+pub const SHARD_KEY: &str = "shard_key";
+pub const HASHED: &str = "hashed";
+pub const KEYS: &str = "keys";
+pub const UNIQUE: &str = "unique";
+pub const SPARSE: &str = "sparse";
+pub const NAME: &str = "name";
+pub const TTL: &str = "ttl";
+pub const DESC: &str = "desc";
+pub const PARTIAL: &str = "partial";
+pub const RENAME: &str = "rename";
+pub const RENAME_ALL: &str = "rename_all";
+pub const SKIP: &str = "skip";
+pub const SKIP_SERIALIZING: &str = "skip_serializing";
+pub const FLATTEN: &str = "flatten";

@@ -1,0 +1,282 @@
+//! `Database` and `Txn`: the typed entry points, and multi-collection transactions.
+//!
+//! Every typed write goes through a [`Txn`]: `Collection` methods each run one, and
+//! [`Database::write`] runs several models' writes in one, committed on `Ok` and aborted on
+//! `Err`. The first typed write to a model in a process makes sure its collection, shard key and
+//! declared indexes exist, in the same transaction.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bson::Bson;
+use odm_engine::update::{FindAndModify, UpdateOptions, UpdateResult};
+
+use crate::codec::{from_raw, to_raw};
+use crate::collection::{Collection, ModifyOptions};
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::indexes::{IndexPlan, sync};
+use crate::model::Document;
+use crate::update::Update;
+
+/// A database of typed models; cheap to clone, `Send + Sync`.
+#[derive(Clone)]
+pub struct Database {
+    engine: odm_engine::Database,
+    /// Collections whose declaration was synced by this handle, by name.
+    synced: Arc<Mutex<BTreeSet<&'static str>>>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Opens (or creates) a database file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database::from_engine(odm_engine::Database::open(path)?))
+    }
+
+    pub fn in_memory() -> Result<Database> {
+        Ok(Database::from_engine(odm_engine::Database::in_memory()?))
+    }
+
+    /// The typed layer over an engine database.
+    pub fn from_engine(engine: odm_engine::Database) -> Database {
+        Database {
+            engine,
+            synced: Arc::default(),
+        }
+    }
+
+    /// The untyped engine underneath, for raw documents.
+    pub fn engine(&self) -> &odm_engine::Database {
+        &self.engine
+    }
+
+    /// The collection of `T`, creating it, its shard key and its declared indexes when missing.
+    /// A declared index stored with another definition is [`Error::IndexMismatch`].
+    pub fn collection<T: Document>(&self) -> Result<Collection<T>> {
+        #[allow(clippy::redundant_closure_for_method_calls)]
+        // the method's lifetimes are too narrow
+        self.write(|txn| txn.ensure::<T>())?;
+        Ok(Collection::new(self.clone()))
+    }
+
+    /// Syncs the declared indexes of `T`, dropping undeclared ones when `drop_undeclared`.
+    pub fn sync_indexes<T: Document>(&self, drop_undeclared: bool) -> Result<IndexPlan> {
+        let plan = self.write(|txn| sync::<T>(txn.inner, drop_undeclared))?;
+        self.mark_synced(T::COLLECTION);
+        Ok(plan)
+    }
+
+    /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`.
+    pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>) -> Result<R> {
+        self.engine.write(|inner| {
+            let mut txn = Txn { db: self, inner };
+            f(&mut txn)
+        })
+    }
+
+    fn is_synced(&self, name: &str) -> bool {
+        self.synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(name)
+    }
+
+    fn mark_synced(&self, name: &'static str) {
+        self.synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name);
+    }
+}
+
+/// A write transaction over typed models; see [`Database::write`].
+pub struct Txn<'t, 'db> {
+    db: &'t Database,
+    pub(crate) inner: &'t mut odm_engine::WriteTxn<'db>,
+}
+
+impl std::fmt::Debug for Txn<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Txn").finish_non_exhaustive()
+    }
+}
+
+/// The filter, update or value of a typed call, or why it could not be written as BSON.
+fn serialized<T: Document, V>(value: Result<V, String>) -> Result<V> {
+    value.map_err(|reason| Error::Serialize {
+        collection: T::COLLECTION.to_owned(),
+        reason,
+    })
+}
+
+impl<'db> Txn<'_, 'db> {
+    /// Makes sure the collection of `T` and its declarations exist (once per database handle).
+    pub(crate) fn ensure<T: Document>(&mut self) -> Result<()> {
+        if !self.db.is_synced(T::COLLECTION) {
+            sync::<T>(self.inner, false)?;
+            self.db.mark_synced(T::COLLECTION);
+        }
+        Ok(())
+    }
+
+    /// The engine transaction underneath, for raw documents.
+    pub fn engine(&mut self) -> &mut odm_engine::WriteTxn<'db> {
+        self.inner
+    }
+
+    /// Inserts a model; returns its `_id`.
+    pub fn insert_one<T: Document>(&mut self, value: &T) -> Result<Bson> {
+        self.ensure::<T>()?;
+        let raw = to_raw(value)?;
+        Ok(self.inner.insert_one(T::COLLECTION, raw)?)
+    }
+
+    /// Inserts models in order; the first refused one fails the call (undo the rest by
+    /// returning the error from the transaction).
+    pub fn insert_many<'v, T: Document>(
+        &mut self,
+        values: impl IntoIterator<Item = &'v T>,
+    ) -> Result<Vec<Bson>> {
+        values.into_iter().map(|v| self.insert_one(v)).collect()
+    }
+
+    /// The model stored under `id`.
+    pub fn get<T: Document>(&mut self, id: &Bson) -> Result<Option<T>> {
+        self.ensure::<T>()?;
+        self.inner
+            .get(T::COLLECTION, id)?
+            .map(|raw| from_raw::<T>(&raw))
+            .transpose()
+    }
+
+    pub fn update_one<T: Document>(
+        &mut self,
+        filter: Filter<T>,
+        update: Update<T>,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        let update = serialized::<T, _>(update.into_document())?;
+        Ok(self
+            .inner
+            .update_one(T::COLLECTION, &filter, &update, options)?)
+    }
+
+    /// Updates every match; all or nothing (see [`UpdateOptions`]).
+    pub fn update_many<T: Document>(
+        &mut self,
+        filter: Filter<T>,
+        update: Update<T>,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        let update = serialized::<T, _>(update.into_document())?;
+        Ok(self
+            .inner
+            .update_many(T::COLLECTION, &filter, &update, options)?)
+    }
+
+    /// Replaces the first match with `value` (its id must be the match's, or absent).
+    pub fn replace_one<T: Document>(
+        &mut self,
+        filter: Filter<T>,
+        value: &T,
+        upsert: bool,
+    ) -> Result<UpdateResult> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        let replacement =
+            bson::Document::try_from(to_raw(value)?.as_ref()).map_err(|e| Error::Serialize {
+                collection: T::COLLECTION.to_owned(),
+                reason: e.to_string(),
+            })?;
+        let options = UpdateOptions {
+            upsert,
+            ..UpdateOptions::default()
+        };
+        Ok(self
+            .inner
+            .replace_one(T::COLLECTION, &filter, &replacement, &options)?)
+    }
+
+    pub fn delete_one<T: Document>(&mut self, filter: Filter<T>) -> Result<u64> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        Ok(self.inner.delete_one(T::COLLECTION, &filter)?)
+    }
+
+    pub fn delete_many<T: Document>(&mut self, filter: Filter<T>) -> Result<u64> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        Ok(self.inner.delete_many(T::COLLECTION, &filter)?)
+    }
+
+    /// Updates the first match (in the options' sort order) and returns it, before or after.
+    pub fn find_one_and_update<T: Document>(
+        &mut self,
+        filter: Filter<T>,
+        update: Update<T>,
+        options: &ModifyOptions<T>,
+    ) -> Result<Option<T>> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        let update = serialized::<T, _>(update.into_document())?;
+        let found =
+            self.inner
+                .find_one_and_update(T::COLLECTION, &filter, &update, &options.engine())?;
+        decode_document::<T>(found)
+    }
+
+    /// Deletes the first match (in the options' sort order) and returns it.
+    pub fn find_one_and_delete<T: Document>(
+        &mut self,
+        filter: Filter<T>,
+        options: &ModifyOptions<T>,
+    ) -> Result<Option<T>> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        let found = self
+            .inner
+            .find_one_and_delete(T::COLLECTION, &filter, &options.engine())?;
+        decode_document::<T>(found)
+    }
+}
+
+/// A document a find-and-modify returned, as the model.
+fn decode_document<T: Document>(found: Option<bson::Document>) -> Result<Option<T>> {
+    found
+        .map(|doc| {
+            let raw = bson::RawDocumentBuf::try_from(&doc).map_err(|e| Error::Serialize {
+                collection: T::COLLECTION.to_owned(),
+                reason: e.to_string(),
+            })?;
+            from_raw::<T>(&raw)
+        })
+        .transpose()
+}
+
+impl<T> ModifyOptions<T> {
+    pub(crate) fn engine(&self) -> FindAndModify {
+        FindAndModify {
+            sort: self.sort.as_ref().map(|s| s.to_document().clone()),
+            projection: None,
+            upsert: self.upsert,
+            return_document: if self.return_after {
+                odm_engine::update::ReturnDocument::After
+            } else {
+                odm_engine::update::ReturnDocument::Before
+            },
+            array_filters: Vec::new(),
+            hint: None,
+        }
+    }
+}

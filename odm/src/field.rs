@@ -1,0 +1,119 @@
+//! `Field<R, V>`: a handle on one field of the model `R`, whose values are of type `V`.
+//!
+//! Handles come from `R::fields()`; their path is the field's name as serde writes it (renames
+//! honoured), dotted through subdocuments. The types make mistakes compile errors: a value of
+//! another type (`age.eq("x")`), `inc` on a field that is not a number, `push` on a field that
+//! is not a `Vec`, a handle of another model in a filter.
+
+use std::marker::PhantomData;
+
+use bson::Bson;
+use serde::Serialize;
+
+/// A handle on one field; see the module documentation.
+pub struct Field<R, V> {
+    path: String,
+    _types: PhantomData<fn() -> (R, V)>,
+}
+
+impl<R, V> Clone for Field<R, V> {
+    fn clone(&self) -> Self {
+        Field::new(self.path.clone())
+    }
+}
+
+impl<R, V> std::fmt::Debug for Field<R, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Field({})", self.path)
+    }
+}
+
+impl<R, V> Field<R, V> {
+    #[doc(hidden)]
+    pub fn new(path: impl Into<String>) -> Self {
+        Field {
+            path: path.into(),
+            _types: PhantomData,
+        }
+    }
+
+    /// The dotted path as stored.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The handle of a field of the same model at a path this handle names relatively.
+    pub(crate) fn at<W>(&self, suffix: &str) -> Field<R, W> {
+        Field::new(format!("{}.{suffix}", self.path))
+    }
+}
+
+impl<R, E> Field<R, Vec<E>> {
+    /// The element the query matched (`tags.$`), for updates.
+    pub fn matched(&self) -> Field<R, E> {
+        self.at("$")
+    }
+
+    /// Every element (`tags.$[]`), for updates.
+    pub fn all(&self) -> Field<R, E> {
+        self.at("$[]")
+    }
+
+    /// The elements an array filter selects (`tags.$[id]`), for updates; give the filter with
+    /// [`crate::UpdateOptions::array_filter`].
+    pub fn filtered(&self, identifier: &str) -> Field<R, E> {
+        self.at(&format!("$[{identifier}]"))
+    }
+
+    /// One position (`tags.3`).
+    pub fn index(&self, position: usize) -> Field<R, E> {
+        self.at(&position.to_string())
+    }
+}
+
+/// A value usable where a field of type `V` expects one: `V` itself, and `&str` for `String`.
+pub trait IntoValue<V> {
+    fn into_value(self) -> V;
+}
+
+impl<V> IntoValue<V> for V {
+    fn into_value(self) -> V {
+        self
+    }
+}
+
+impl IntoValue<String> for &str {
+    fn into_value(self) -> String {
+        self.to_owned()
+    }
+}
+
+impl IntoValue<Option<String>> for &str {
+    fn into_value(self) -> Option<String> {
+        Some(self.to_owned())
+    }
+}
+
+/// Types that `$inc` and `$mul` accept: BSON's numbers and the Rust types stored as them.
+pub trait Numeric: Serialize + private::Sealed {}
+
+macro_rules! numeric {
+    ($($t:ty)*) => {$(
+        impl Numeric for $t {}
+        impl private::Sealed for $t {}
+    )*};
+}
+numeric!(i8 i16 i32 i64 u8 u16 u32 f32 f64 bson::Decimal128);
+
+impl<N: Numeric> Numeric for Option<N> {}
+impl<N: Numeric> private::Sealed for Option<N> {}
+
+mod private {
+    pub trait Sealed {}
+}
+
+/// A value as BSON, or why serde cannot write it so (a `u64` above `i64::MAX`, a map with
+/// non-string keys); builders keep the first such error and the operation reports it.
+pub(crate) fn to_bson<V: Serialize + ?Sized>(value: &V) -> Result<Bson, String> {
+    bson::serialize_to_bson(value).map_err(|e| e.to_string())
+}

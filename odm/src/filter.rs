@@ -1,0 +1,262 @@
+//! `Filter<R>`: a typed query on the model `R`, built from field handles.
+//!
+//! Every method produces MongoDB's filter document (`age.gt(30)` is `{age: {$gt: 30}}`), the
+//! stable boundary with the engine and with MongoDB itself. Combining filters of two models
+//! does not compile; `Filter::raw` takes a plain document where the typed API falls short.
+
+use std::marker::PhantomData;
+
+use bson::{Bson, Document, doc};
+use serde::Serialize;
+
+use crate::field::{Field, IntoValue, to_bson};
+use crate::model::Embedded;
+
+/// A typed filter; see the module documentation.
+pub struct Filter<R> {
+    doc: Document,
+    /// The first value that could not be written as BSON.
+    error: Option<String>,
+    _model: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for Filter<R> {
+    fn clone(&self) -> Self {
+        Filter {
+            doc: self.doc.clone(),
+            error: self.error.clone(),
+            _model: PhantomData,
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for Filter<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Filter({})", self.doc)
+    }
+}
+
+impl<R> Default for Filter<R> {
+    fn default() -> Self {
+        Filter::all()
+    }
+}
+
+impl<R> From<Document> for Filter<R> {
+    fn from(doc: Document) -> Self {
+        Filter::raw(doc)
+    }
+}
+
+impl<R> Filter<R> {
+    /// Matches every document.
+    pub fn all() -> Self {
+        Filter::raw(Document::new())
+    }
+
+    /// A filter written as a MongoDB document, unchecked.
+    pub fn raw(doc: Document) -> Self {
+        Filter {
+            doc,
+            error: None,
+            _model: PhantomData,
+        }
+    }
+
+    fn condition(path: &str, value: Result<Bson, String>) -> Self {
+        let mut filter = Filter::all();
+        match value {
+            Ok(v) => {
+                filter.doc.insert(path, v);
+            }
+            Err(e) => filter.error = Some(format!("`{path}`: {e}")),
+        }
+        filter
+    }
+
+    fn operator(path: &str, op: &str, value: Result<Bson, String>) -> Self {
+        Filter::condition(
+            path,
+            value.map(|v| {
+                let mut d = Document::new();
+                d.insert(op, v);
+                Bson::Document(d)
+            }),
+        )
+    }
+
+    fn combine(op: &str, filters: Vec<Filter<R>>) -> Self {
+        let error = filters.iter().find_map(|f| f.error.clone());
+        let items: Vec<Bson> = filters.into_iter().map(|f| Bson::Document(f.doc)).collect();
+        let mut d = Document::new();
+        d.insert(op, items);
+        Filter {
+            doc: d,
+            error,
+            _model: PhantomData,
+        }
+    }
+
+    /// Both this and `other`.
+    #[must_use]
+    pub fn and(self, other: Filter<R>) -> Self {
+        if self.doc.is_empty() && self.error.is_none() {
+            return other;
+        }
+        Filter::combine("$and", vec![self, other])
+    }
+
+    /// This or `other`.
+    #[must_use]
+    pub fn or(self, other: Filter<R>) -> Self {
+        Filter::combine("$or", vec![self, other])
+    }
+
+    /// Every filter of the list.
+    pub fn all_of(filters: impl IntoIterator<Item = Filter<R>>) -> Self {
+        Filter::combine("$and", filters.into_iter().collect())
+    }
+
+    /// At least one filter of the list.
+    pub fn any_of(filters: impl IntoIterator<Item = Filter<R>>) -> Self {
+        Filter::combine("$or", filters.into_iter().collect())
+    }
+
+    /// None of the filters of the list.
+    pub fn none_of(filters: impl IntoIterator<Item = Filter<R>>) -> Self {
+        Filter::combine("$nor", filters.into_iter().collect())
+    }
+
+    /// The MongoDB filter document.
+    pub fn to_document(&self) -> &Document {
+        &self.doc
+    }
+
+    /// The document, or the first value that could not be written as BSON.
+    pub(crate) fn into_document(self) -> Result<Document, String> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.doc),
+        }
+    }
+}
+
+/// `!filter`: the documents the filter does not match (`$nor` of it).
+impl<R> std::ops::Not for Filter<R> {
+    type Output = Filter<R>;
+
+    fn not(self) -> Filter<R> {
+        Filter::combine("$nor", vec![self])
+    }
+}
+
+impl<R, V: Serialize> Field<R, V> {
+    /// Equal to `value` (for an array field, also an array holding it; see `contains`).
+    pub fn eq(&self, value: impl IntoValue<V>) -> Filter<R> {
+        Filter::condition(self.path(), to_bson(&value.into_value()))
+    }
+
+    pub fn ne(&self, value: impl IntoValue<V>) -> Filter<R> {
+        Filter::operator(self.path(), "$ne", to_bson(&value.into_value()))
+    }
+
+    pub fn gt(&self, value: impl IntoValue<V>) -> Filter<R> {
+        Filter::operator(self.path(), "$gt", to_bson(&value.into_value()))
+    }
+
+    pub fn gte(&self, value: impl IntoValue<V>) -> Filter<R> {
+        Filter::operator(self.path(), "$gte", to_bson(&value.into_value()))
+    }
+
+    pub fn lt(&self, value: impl IntoValue<V>) -> Filter<R> {
+        Filter::operator(self.path(), "$lt", to_bson(&value.into_value()))
+    }
+
+    pub fn lte(&self, value: impl IntoValue<V>) -> Filter<R> {
+        Filter::operator(self.path(), "$lte", to_bson(&value.into_value()))
+    }
+
+    /// Equal to one of `values`.
+    pub fn is_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
+        let values: Result<Vec<Bson>, String> = values
+            .into_iter()
+            .map(|v| to_bson(&v.into_value()))
+            .collect();
+        Filter::operator(self.path(), "$in", values.map(Bson::Array))
+    }
+
+    /// Equal to none of `values`.
+    pub fn not_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
+        let values: Result<Vec<Bson>, String> = values
+            .into_iter()
+            .map(|v| to_bson(&v.into_value()))
+            .collect();
+        Filter::operator(self.path(), "$nin", values.map(Bson::Array))
+    }
+}
+
+impl<R, V> Field<R, V> {
+    /// The field is present (`true`) or absent (`false`).
+    pub fn exists(&self, present: bool) -> Filter<R> {
+        Filter::operator(self.path(), "$exists", Ok(Bson::Boolean(present)))
+    }
+}
+
+impl<R> Field<R, String> {
+    /// Matches a regular expression (`options` as MongoDB's: `i`, `m`, `x`, `s`).
+    pub fn regex(&self, pattern: &str, options: &str) -> Filter<R> {
+        let mut f = Filter::all();
+        f.doc
+            .insert(self.path(), doc! { "$regex": pattern, "$options": options });
+        f
+    }
+
+    /// Starts with `prefix`: an anchored regex, which an index on the field serves as a range.
+    pub fn starts_with(&self, prefix: &str) -> Filter<R> {
+        let mut escaped = String::from("^");
+        for c in prefix.chars() {
+            if "\\^$.|?*+()[]{}".contains(c) {
+                escaped.push('\\');
+            }
+            escaped.push(c);
+        }
+        let mut f = Filter::all();
+        f.doc.insert(self.path(), doc! { "$regex": escaped });
+        f
+    }
+}
+
+impl<R, E: Serialize> Field<R, Vec<E>> {
+    /// The array holds `element`.
+    pub fn contains(&self, element: impl IntoValue<E>) -> Filter<R> {
+        Filter::condition(self.path(), to_bson(&element.into_value()))
+    }
+
+    /// The array holds every one of `elements`.
+    pub fn contains_all<I: IntoValue<E>>(
+        &self,
+        elements: impl IntoIterator<Item = I>,
+    ) -> Filter<R> {
+        let values: Result<Vec<Bson>, String> = elements
+            .into_iter()
+            .map(|v| to_bson(&v.into_value()))
+            .collect();
+        Filter::operator(self.path(), "$all", values.map(Bson::Array))
+    }
+
+    /// The array has exactly `n` elements.
+    pub fn size(&self, n: u32) -> Filter<R> {
+        Filter::operator(self.path(), "$size", Ok(Bson::Int64(i64::from(n))))
+    }
+
+    /// Some element satisfies every condition of `element` (built from `E::fields()`).
+    pub fn elem_match(&self, element: Filter<E>) -> Filter<R>
+    where
+        E: Embedded,
+    {
+        let error = element.error.clone();
+        let mut f = Filter::operator(self.path(), "$elemMatch", Ok(Bson::Document(element.doc)));
+        f.error = f.error.or(error);
+        f
+    }
+}

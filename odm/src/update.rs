@@ -1,0 +1,288 @@
+//! `Update<R>`: a typed update of the model `R`, built from field handles.
+//!
+//! Each method produces one operator entry (`views.inc(1)` is `{$inc: {views: 1}}`); `and`
+//! joins updates into one document, applied all or nothing. Operators exist only where the
+//! field's type allows them: `inc` and `mul` on numbers, `push`, `add_to_set`, `pull` and `pop`
+//! on `Vec`s, `current_date` on dates.
+
+use std::marker::PhantomData;
+
+use bson::{Bson, Document};
+use serde::Serialize;
+
+use crate::field::{Field, IntoValue, Numeric, to_bson};
+use crate::filter::Filter;
+use crate::model::Embedded;
+
+/// A typed update; see the module documentation.
+pub struct Update<R> {
+    doc: Document,
+    error: Option<String>,
+    _model: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for Update<R> {
+    fn clone(&self) -> Self {
+        Update {
+            doc: self.doc.clone(),
+            error: self.error.clone(),
+            _model: PhantomData,
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for Update<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Update({})", self.doc)
+    }
+}
+
+impl<R> From<Document> for Update<R> {
+    fn from(doc: Document) -> Self {
+        Update::raw(doc)
+    }
+}
+
+impl<R> Update<R> {
+    /// An update written as a MongoDB document, unchecked.
+    pub fn raw(doc: Document) -> Self {
+        Update {
+            doc,
+            error: None,
+            _model: PhantomData,
+        }
+    }
+
+    fn entry(operator: &str, path: &str, value: Result<Bson, String>) -> Self {
+        let mut update = Update::raw(Document::new());
+        match value {
+            Ok(v) => {
+                let mut fields = Document::new();
+                fields.insert(path, v);
+                update.doc.insert(operator, fields);
+            }
+            Err(e) => update.error = Some(format!("`{path}`: {e}")),
+        }
+        update
+    }
+
+    /// This update and `other` together (their paths must not overlap).
+    #[must_use]
+    pub fn and(mut self, other: Update<R>) -> Self {
+        self.error = self.error.or(other.error);
+        for (operator, fields) in other.doc {
+            match (self.doc.get_mut(&operator), fields) {
+                (Some(Bson::Document(mine)), Bson::Document(theirs)) => mine.extend(theirs),
+                (_, fields) => {
+                    self.doc.insert(operator, fields);
+                }
+            }
+        }
+        self
+    }
+
+    /// The MongoDB update document.
+    pub fn to_document(&self) -> &Document {
+        &self.doc
+    }
+
+    pub(crate) fn into_document(self) -> Result<Document, String> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.doc),
+        }
+    }
+}
+
+impl<R, V: Serialize> Field<R, V> {
+    pub fn set(&self, value: impl IntoValue<V>) -> Update<R> {
+        Update::entry("$set", self.path(), to_bson(&value.into_value()))
+    }
+
+    /// Sets the value only when an upsert inserts the document.
+    pub fn set_on_insert(&self, value: impl IntoValue<V>) -> Update<R> {
+        Update::entry("$setOnInsert", self.path(), to_bson(&value.into_value()))
+    }
+
+    /// Keeps the smaller of the current value and `value`.
+    pub fn min(&self, value: impl IntoValue<V>) -> Update<R> {
+        Update::entry("$min", self.path(), to_bson(&value.into_value()))
+    }
+
+    /// Keeps the larger of the current value and `value`.
+    pub fn max(&self, value: impl IntoValue<V>) -> Update<R> {
+        Update::entry("$max", self.path(), to_bson(&value.into_value()))
+    }
+
+    /// Moves the value to another field of the same type.
+    pub fn rename_to(&self, to: &Field<R, V>) -> Update<R> {
+        Update::entry(
+            "$rename",
+            self.path(),
+            Ok(Bson::String(to.path().to_owned())),
+        )
+    }
+}
+
+impl<R, V> Field<R, V> {
+    pub fn unset(&self) -> Update<R> {
+        Update::entry("$unset", self.path(), Ok(Bson::String(String::new())))
+    }
+}
+
+impl<R, V: Numeric> Field<R, V> {
+    pub fn inc(&self, by: V) -> Update<R> {
+        Update::entry("$inc", self.path(), to_bson(&by))
+    }
+
+    pub fn mul(&self, by: V) -> Update<R> {
+        Update::entry("$mul", self.path(), to_bson(&by))
+    }
+}
+
+/// Date types `$currentDate` can write.
+pub trait DateLike: private::Sealed {}
+impl DateLike for bson::DateTime {}
+impl DateLike for Option<bson::DateTime> {}
+impl private::Sealed for bson::DateTime {}
+impl private::Sealed for Option<bson::DateTime> {}
+
+mod private {
+    pub trait Sealed {}
+}
+
+impl<R, V: DateLike> Field<R, V> {
+    /// Sets the field to the current time.
+    pub fn current_date(&self) -> Update<R> {
+        Update::entry("$currentDate", self.path(), Ok(Bson::Boolean(true)))
+    }
+}
+
+/// `$push` with modifiers: `Push::each(items).sort_by(..).slice(-50)`.
+#[derive(Debug)]
+pub struct Push<E> {
+    each: Vec<E>,
+    position: Option<i32>,
+    slice: Option<i32>,
+    sort: Option<Bson>,
+}
+
+impl<E> Push<E> {
+    pub fn each(items: impl IntoIterator<Item = E>) -> Self {
+        Push {
+            each: items.into_iter().collect(),
+            position: None,
+            slice: None,
+            sort: None,
+        }
+    }
+
+    /// Inserts at this position (negative: from the end) instead of appending.
+    #[must_use]
+    pub fn position(mut self, at: i32) -> Self {
+        self.position = Some(at);
+        self
+    }
+
+    /// Keeps the first `n` elements, or the last `-n`.
+    #[must_use]
+    pub fn slice(mut self, n: i32) -> Self {
+        self.slice = Some(n);
+        self
+    }
+
+    /// Sorts the elements themselves, ascending or descending.
+    #[must_use]
+    pub fn sort(mut self, ascending: bool) -> Self {
+        self.sort = Some(Bson::Int32(if ascending { 1 } else { -1 }));
+        self
+    }
+
+    /// Sorts subdocument elements by a field of theirs.
+    #[must_use]
+    pub fn sort_by<V>(mut self, field: &Field<E, V>, ascending: bool) -> Self {
+        let mut spec = match self.sort.take() {
+            Some(Bson::Document(d)) => d,
+            _ => Document::new(),
+        };
+        spec.insert(field.path(), if ascending { 1 } else { -1 });
+        self.sort = Some(Bson::Document(spec));
+        self
+    }
+}
+
+impl<R, E: Serialize> Field<R, Vec<E>> {
+    /// Appends one element.
+    pub fn push(&self, element: impl IntoValue<E>) -> Update<R> {
+        Update::entry("$push", self.path(), to_bson(&element.into_value()))
+    }
+
+    /// `$push` with `$each` and its modifiers, applied in MongoDB's order (position, sort,
+    /// slice).
+    pub fn push_with(&self, push: Push<E>) -> Update<R> {
+        let each: Result<Vec<Bson>, String> = push.each.iter().map(to_bson).collect();
+        let value = each.map(|each| {
+            let mut d = Document::new();
+            d.insert("$each", each);
+            if let Some(p) = push.position {
+                d.insert("$position", p);
+            }
+            if let Some(s) = push.sort {
+                d.insert("$sort", s);
+            }
+            if let Some(n) = push.slice {
+                d.insert("$slice", n);
+            }
+            Bson::Document(d)
+        });
+        Update::entry("$push", self.path(), value)
+    }
+
+    /// Adds the element unless the array holds an equal one.
+    pub fn add_to_set(&self, element: impl IntoValue<E>) -> Update<R> {
+        Update::entry("$addToSet", self.path(), to_bson(&element.into_value()))
+    }
+
+    /// Adds each element the array does not hold yet.
+    pub fn add_each_to_set(&self, elements: impl IntoIterator<Item = E>) -> Update<R> {
+        let each: Result<Vec<Bson>, String> = elements.into_iter().map(|e| to_bson(&e)).collect();
+        Update::entry(
+            "$addToSet",
+            self.path(),
+            each.map(|each| Bson::Document(bson::doc! { "$each": each })),
+        )
+    }
+
+    /// Removes every element equal to `element`.
+    pub fn pull(&self, element: impl IntoValue<E>) -> Update<R> {
+        Update::entry("$pull", self.path(), to_bson(&element.into_value()))
+    }
+
+    /// Removes every subdocument element matching `condition` (built from `E::fields()`).
+    pub fn pull_where(&self, condition: Filter<E>) -> Update<R>
+    where
+        E: Embedded,
+    {
+        Update::entry(
+            "$pull",
+            self.path(),
+            condition.into_document().map(Bson::Document),
+        )
+    }
+
+    /// Removes every element equal to one of `elements`.
+    pub fn pull_all(&self, elements: impl IntoIterator<Item = E>) -> Update<R> {
+        let all: Result<Vec<Bson>, String> = elements.into_iter().map(|e| to_bson(&e)).collect();
+        Update::entry("$pullAll", self.path(), all.map(Bson::Array))
+    }
+
+    /// Removes the first element.
+    pub fn pop_first(&self) -> Update<R> {
+        Update::entry("$pop", self.path(), Ok(Bson::Int32(-1)))
+    }
+
+    /// Removes the last element.
+    pub fn pop_last(&self) -> Update<R> {
+        Update::entry("$pop", self.path(), Ok(Bson::Int32(1)))
+    }
+}

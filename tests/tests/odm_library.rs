@@ -1,0 +1,163 @@
+//! S7 (library): books with an embedded publisher, a subjects array and embedded reviews;
+//! declared indexes on `slug` (unique), `subjects` (multikey) and `publisher.name`; typed
+//! finds, updates and explain showing which index serves.
+
+use bson::oid::ObjectId;
+use odm::{Database, Document, Embedded, Filter, Push, Sort};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+struct Publisher {
+    name: String,
+    #[serde(rename = "founded_in")]
+    founded: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+struct Review {
+    user: String,
+    stars: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "books", index(keys("publisher.name" = 1)))]
+#[serde(rename_all = "camelCase")]
+struct Book {
+    #[odm(id)]
+    id: ObjectId,
+    #[odm(index(unique))]
+    slug: String,
+    title: String,
+    #[odm(index)]
+    subjects: Vec<String>,
+    #[odm(embedded)]
+    publisher: Publisher,
+    #[odm(embedded)]
+    reviews: Vec<Review>,
+    page_count: i32,
+}
+
+fn book(slug: &str, subjects: &[&str], publisher: &str, pages: i32) -> Book {
+    Book {
+        id: ObjectId::new(),
+        slug: slug.to_owned(),
+        title: slug.replace('-', " "),
+        subjects: subjects.iter().map(|s| (*s).to_owned()).collect(),
+        publisher: Publisher {
+            name: publisher.to_owned(),
+            founded: 1950,
+        },
+        reviews: Vec::new(),
+        page_count: pages,
+    }
+}
+
+#[test]
+fn s7_library_books_by_typed_queries_over_declared_indexes() {
+    let db = Database::in_memory().unwrap();
+    let books = db.collection::<Book>().unwrap();
+    let mongo = book(
+        "mongodb-the-definitive-guide",
+        &["databases", "nosql"],
+        "O'Reilly",
+        432,
+    );
+    let rust = book(
+        "programming-rust",
+        &["programming", "rust"],
+        "O'Reilly",
+        735,
+    );
+    let sql = book("sql-antipatterns", &["databases", "sql"], "Pragmatic", 352);
+    books.insert_many([&mongo, &rust, &sql]).unwrap();
+
+    // The declared indexes exist under serde's names.
+    let names: Vec<String> = db
+        .engine()
+        .read()
+        .unwrap()
+        .list_indexes("books")
+        .iter()
+        .map(|s| s.name().to_owned())
+        .collect();
+    assert_eq!(names, ["_id_", "slug_1", "subjects_1", "publisher.name_1"]);
+
+    let f = Book::fields();
+    let found = books.find_one(f.slug.eq("programming-rust")).unwrap();
+    assert_eq!(found.as_ref(), Some(&rust));
+    assert_eq!(books.get(rust.id).unwrap(), Some(rust.clone()));
+
+    // Multikey: a value in the subjects array, served by subjects_1.
+    let databases = books.find(f.subjects.contains("databases"));
+    let explain = books
+        .find(f.subjects.contains("databases"))
+        .explain()
+        .unwrap();
+    assert_eq!(explain.index_used(), Some("subjects_1"), "{explain}");
+    let mut slugs: Vec<String> = databases
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|b| b.slug)
+        .collect();
+    slugs.sort();
+    assert_eq!(slugs, ["mongodb-the-definitive-guide", "sql-antipatterns"]);
+
+    // A path into the embedded publisher, served by its index, sorted by a renamed field.
+    let oreilly = books
+        .find(f.publisher.name.eq("O'Reilly"))
+        .sort(Sort::desc(&f.page_count));
+    assert_eq!(
+        books
+            .find(f.publisher.name.eq("O'Reilly"))
+            .explain()
+            .unwrap()
+            .index_used(),
+        Some("publisher.name_1")
+    );
+    let titles: Vec<i32> = oreilly
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|b| b.page_count)
+        .collect();
+    assert_eq!(titles, [735, 432]);
+    assert_eq!(f.page_count.path(), "pageCount");
+    assert_eq!(f.publisher.founded.path(), "publisher.founded_in");
+
+    // Reviews: push typed elements, keep the five best, query with $elemMatch.
+    let review = |user: &str, stars| Review {
+        user: user.to_owned(),
+        stars,
+    };
+    books
+        .update_one(
+            f.id.eq(sql.id),
+            f.reviews.push_with(
+                Push::each([review("ann", 5), review("bob", 2), review("cy", 4)])
+                    .sort_by(&Review::fields().stars, false)
+                    .slice(2),
+            ),
+        )
+        .unwrap();
+    let stored = books.get(sql.id).unwrap().unwrap();
+    assert_eq!(stored.reviews, [review("ann", 5), review("cy", 4)]);
+    let r = Review::fields();
+    let well_reviewed = books
+        .find(f.reviews.elem_match(r.stars.gte(4).and(r.user.eq("cy"))))
+        .to_vec()
+        .unwrap();
+    assert_eq!(well_reviewed.len(), 1);
+
+    // Typed updates keep indexes in step; a duplicate slug is refused.
+    let result = books
+        .update_many(f.subjects.contains("databases"), f.page_count.inc(1))
+        .unwrap();
+    assert_eq!((result.matched, result.modified), (2, 2));
+    let err = books
+        .update_one(f.id.eq(rust.id), f.slug.set("sql-antipatterns"))
+        .unwrap_err();
+    assert!(err.to_string().contains("duplicate key"), "{err}");
+    assert_eq!(books.count(Filter::all()).unwrap(), 3);
+    assert!(db.engine().verify().unwrap().is_clean());
+}
