@@ -59,8 +59,8 @@ impl<R, E> Field<R, Vec<E>> {
         self.at("$[]")
     }
 
-    /// The elements an array filter selects (`tags.$[id]`), for updates; give the filter with
-    /// [`crate::UpdateOptions::array_filter`].
+    /// The elements an array filter selects (`tags.$[id]`), for updates; give the filter in
+    /// [`crate::UpdateOptions::array_filters`] (see [`crate::Filter::as_array_filter`]).
     pub fn filtered(&self, identifier: &str) -> Field<R, E> {
         self.at(&format!("$[{identifier}]"))
     }

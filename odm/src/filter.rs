@@ -127,6 +127,30 @@ impl<R> Filter<R> {
         Filter::combine("$nor", filters.into_iter().collect())
     }
 
+    /// This filter on one array element (built from `E::fields()`), as the array filter of
+    /// `$[identifier]`: its paths are put under the identifier.
+    pub fn as_array_filter(&self, identifier: &str) -> Document {
+        fn under(doc: &Document, identifier: &str) -> Document {
+            doc.iter()
+                .map(|(key, value)| match value {
+                    Bson::Array(items) if key.starts_with('$') => {
+                        let items = items
+                            .iter()
+                            .map(|item| match item {
+                                Bson::Document(d) => Bson::Document(under(d, identifier)),
+                                other => other.clone(),
+                            })
+                            .collect();
+                        (key.clone(), Bson::Array(items))
+                    }
+                    _ if key.starts_with('$') => (key.clone(), value.clone()),
+                    _ => (format!("{identifier}.{key}"), value.clone()),
+                })
+                .collect()
+        }
+        under(&self.doc, identifier)
+    }
+
     /// The MongoDB filter document.
     pub fn to_document(&self) -> &Document {
         &self.doc
