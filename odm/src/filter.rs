@@ -256,6 +256,11 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
         Filter::condition(self.path(), to_bson(&element.into_value()))
     }
 
+    /// The array does not hold `element` (`$ne` on an array: S19's vote-once condition).
+    pub fn not_contains(&self, element: impl IntoValue<E>) -> Filter<R> {
+        Filter::operator(self.path(), "$ne", to_bson(&element.into_value()))
+    }
+
     /// The array holds every one of `elements`.
     pub fn contains_all<I: IntoValue<E>>(
         &self,

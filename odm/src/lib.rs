@@ -5,7 +5,7 @@
 //!   handles; [`Embedded`] (derive it) for types stored inside models.
 //! - [`Field`]: a handle on one field, `Model::fields().name`, typed by model and value.
 //!   - [`Filter`]: `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `is_in`, `not_in`, `exists`, `regex`,
-//!     `starts_with`, `contains`, `contains_all`, `size`, `elem_match`; combined with `and`,
+//!     `starts_with`, `contains`, `not_contains`, `contains_all`, `size`, `elem_match`; combined with `and`,
 //!     `or`, `!` (not), `all_of`, `any_of`, `none_of`.
 //!   - [`Update`]: `set`, `unset`, `inc`, `mul`, `min`, `max`, `rename_to`, `set_on_insert`,
 //!     `current_date`, `push`, `push_with` ([`Push`]: each, position, sort, slice),
