@@ -5,6 +5,7 @@
 //! `Err`. The first typed write to a model in a process makes sure its collection, shard key and
 //! declared indexes exist, in the same transaction.
 
+use std::any::TypeId;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,8 +25,8 @@ use crate::update::Update;
 #[derive(Clone)]
 pub struct Database {
     engine: odm_engine::Database,
-    /// Collections whose declaration was synced by this handle, by name.
-    synced: Arc<Mutex<BTreeSet<&'static str>>>,
+    /// Models whose declaration was synced through this handle.
+    synced: Arc<Mutex<BTreeSet<TypeId>>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -68,31 +69,37 @@ impl Database {
 
     /// Syncs the declared indexes of `T`, dropping undeclared ones when `drop_undeclared`.
     pub fn sync_indexes<T: Document>(&self, drop_undeclared: bool) -> Result<IndexPlan> {
-        let plan = self.write(|txn| sync::<T>(txn.inner, drop_undeclared))?;
-        self.mark_synced(T::COLLECTION);
-        Ok(plan)
+        self.write(|txn| {
+            let plan = sync::<T>(txn.inner, drop_undeclared)?;
+            txn.synced.push(TypeId::of::<T>());
+            Ok(plan)
+        })
     }
 
     /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`.
     pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>) -> Result<R> {
-        self.engine.write(|inner| {
-            let mut txn = Txn { db: self, inner };
+        let mut synced = Vec::new();
+        let result = self.engine.write(|inner| {
+            let mut txn = Txn {
+                db: self,
+                inner,
+                synced: &mut synced,
+            };
             f(&mut txn)
-        })
+        });
+        // Declarations synced by an aborted transaction were rolled back with it.
+        if result.is_ok() {
+            let mut set = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
+            set.extend(synced);
+        }
+        result
     }
 
-    fn is_synced(&self, name: &str) -> bool {
+    fn is_synced<T: Document>(&self) -> bool {
         self.synced
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(name)
-    }
-
-    fn mark_synced(&self, name: &'static str) {
-        self.synced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name);
+            .contains(&TypeId::of::<T>())
     }
 }
 
@@ -100,6 +107,8 @@ impl Database {
 pub struct Txn<'t, 'db> {
     db: &'t Database,
     pub(crate) inner: &'t mut odm_engine::WriteTxn<'db>,
+    /// Models this transaction synced, recorded as synced once it commits.
+    synced: &'t mut Vec<TypeId>,
 }
 
 impl std::fmt::Debug for Txn<'_, '_> {
@@ -119,9 +128,10 @@ fn serialized<T: Document, V>(value: Result<V, String>) -> Result<V> {
 impl<'db> Txn<'_, 'db> {
     /// Makes sure the collection of `T` and its declarations exist (once per database handle).
     pub(crate) fn ensure<T: Document>(&mut self) -> Result<()> {
-        if !self.db.is_synced(T::COLLECTION) {
+        let id = TypeId::of::<T>();
+        if !self.db.is_synced::<T>() && !self.synced.contains(&id) {
             sync::<T>(self.inner, false)?;
-            self.db.mark_synced(T::COLLECTION);
+            self.synced.push(id);
         }
         Ok(())
     }

@@ -1,0 +1,126 @@
+//! Declared indexes: created when missing, a differing stored definition is an error showing
+//! both, undeclared indexes reported and dropped only when asked; the shard key is recorded.
+
+use odm::{Database, Document, Error};
+use odm_engine::IndexSpec;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "accounts", shard_key(region, email))]
+struct Account {
+    #[odm(id)]
+    id: i64,
+    region: String,
+    email: String,
+    #[odm(index(ttl = "30d"))]
+    last_seen: bson::DateTime,
+}
+
+/// The same collection as another model would declare it: `last_seen` without the TTL.
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "accounts", shard_key(region, email))]
+struct AccountWithoutTtl {
+    #[odm(id)]
+    id: i64,
+    region: String,
+    email: String,
+    #[odm(index)]
+    last_seen: bson::DateTime,
+}
+
+#[test]
+fn declared_indexes_are_created_checked_and_synced() {
+    let db = Database::in_memory().unwrap();
+    db.collection::<Account>().unwrap();
+    let txn = db.engine().read().unwrap();
+    let stored = txn.list_indexes("accounts");
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[1].name(), "last_seen_1");
+    assert_eq!(
+        stored[1].ttl(),
+        Some(std::time::Duration::from_secs(30 * 86_400))
+    );
+    let shard = txn
+        .collection_options("accounts")
+        .unwrap()
+        .shard_key
+        .unwrap();
+    assert_eq!(shard.to_document(), bson::doc! { "region": 1, "email": 1 });
+    drop(txn);
+
+    // Another declaration of the same index name: refused, showing both definitions.
+    let err = db.collection::<AccountWithoutTtl>().unwrap_err();
+    match &err {
+        Error::IndexMismatch {
+            index,
+            declared,
+            stored,
+            ..
+        } => {
+            assert_eq!(index, "last_seen_1");
+            assert_eq!(declared, "{ \"last_seen\": 1 }");
+            assert_eq!(stored, "{ \"last_seen\": 1 } expireAfterSeconds=2592000");
+        }
+        other => panic!("expected IndexMismatch, got {other}"),
+    }
+    assert!(
+        err.to_string().contains("differs from its declaration"),
+        "{err}"
+    );
+
+    // An index the model does not declare is reported, and dropped only when asked.
+    db.engine()
+        .collection("accounts")
+        .create_index(IndexSpec::ascending("email").unwrap())
+        .unwrap();
+    let plan = db.sync_indexes::<Account>(false).unwrap();
+    assert_eq!(plan.undeclared, ["email_1"]);
+    assert!(plan.dropped.is_empty());
+    assert_eq!(plan.unchanged, ["last_seen_1"]);
+    let plan = db.sync_indexes::<Account>(true).unwrap();
+    assert_eq!(plan.dropped, ["email_1"]);
+    assert_eq!(
+        plan.to_string(),
+        "created: none; unchanged: last_seen_1; undeclared: email_1; dropped: email_1"
+    );
+    assert_eq!(
+        db.engine().read().unwrap().list_indexes("accounts").len(),
+        2
+    );
+}
+
+#[test]
+fn an_aborted_transaction_does_not_count_as_synced() {
+    #[derive(Serialize, Deserialize, Document)]
+    #[odm(collection = "tags")]
+    struct Tag {
+        #[odm(id)]
+        id: i64,
+        #[odm(index(unique))]
+        name: String,
+    }
+    let db = Database::in_memory().unwrap();
+    let outcome: odm::Result<()> = db.write(|t| {
+        t.insert_one(&Tag {
+            id: 1,
+            name: "a".into(),
+        })?;
+        Err(Error::Serialize {
+            collection: "tags".into(),
+            reason: "abort on purpose".into(),
+        })
+    });
+    assert!(outcome.is_err());
+    // The next write syncs again: the unique index exists and refuses a duplicate.
+    let tags = db.collection::<Tag>().unwrap();
+    tags.insert_one(&Tag {
+        id: 1,
+        name: "a".into(),
+    })
+    .unwrap();
+    let duplicate = tags.insert_one(&Tag {
+        id: 2,
+        name: "a".into(),
+    });
+    assert!(duplicate.is_err());
+}
