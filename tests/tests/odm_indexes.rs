@@ -38,7 +38,7 @@ fn declared_indexes_are_created_checked_and_synced() {
     assert_eq!(stored[1].name(), "last_seen_1");
     assert_eq!(
         stored[1].ttl(),
-        Some(std::time::Duration::from_secs(30 * 86_400))
+        Some(std::time::Duration::from_hours(30 * 24))
     );
     let shard = txn
         .collection_options("accounts")
