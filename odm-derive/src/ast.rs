@@ -20,6 +20,10 @@ pub struct Container<'a> {
     /// Struct-level `index(...)` declarations.
     pub indexes: Vec<IndexDecl>,
     pub shard_key: Option<ShardDecl>,
+    /// `version = N`, `from = Previous`, `migrate = function`.
+    pub version: Option<(u32, Span)>,
+    pub from: Option<syn::Type>,
+    pub migrate: Option<syn::Path>,
     pub fields: Vec<FieldModel<'a>>,
 }
 

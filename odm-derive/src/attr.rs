@@ -13,8 +13,9 @@ use crate::ast::{Container, FieldModel, IndexDecl, KeyDecl, Kind, ShardDecl};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    COLLECTION, CRATE, DESC, EMBEDDED, FLATTEN, HASHED, ID, INDEX, KEYS, NAME, ODM, PARTIAL,
-    RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TTL, UNIQUE,
+    COLLECTION, CRATE, DESC, EMBEDDED, FLATTEN, FROM, HASHED, ID, INDEX, KEYS, MIGRATE, NAME, ODM,
+    PARTIAL, RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TTL, UNIQUE,
+    VERSION,
 };
 
 /// The model of `input`, or `None` when it is not a struct with named fields.
@@ -38,6 +39,9 @@ pub fn container<'a>(cx: &Ctxt, input: &'a DeriveInput, kind: Kind) -> Option<Co
         crate_path: None,
         indexes: Vec::new(),
         shard_key: None,
+        version: None,
+        from: None,
+        migrate: None,
         fields: Vec::new(),
     };
     let mut rename_all = RenameRule::None;
@@ -89,9 +93,16 @@ fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) 
             embedded_only(SHARD_KEY);
         }
         c.shard_key = Some(shard_decl(meta)?);
+    } else if meta.path.is_ident(VERSION) {
+        let n: syn::LitInt = meta.value()?.parse()?;
+        c.version = Some((n.base10_parse()?, n.span()));
+    } else if meta.path.is_ident(FROM) {
+        c.from = Some(meta.value()?.parse()?);
+    } else if meta.path.is_ident(MIGRATE) {
+        c.migrate = Some(meta.value()?.parse()?);
     } else {
         return Err(meta.error(format!(
-            "unknown odm attribute `{}`; expected `collection`, `crate`, `index` or `shard_key`",
+            "unknown odm attribute `{}`; expected `collection`, `crate`, `index`, `shard_key`, `version`, `from` or `migrate`",
             path_text(&meta.path)
         )));
     }

@@ -53,6 +53,25 @@ pub fn check(cx: &Ctxt, c: &Container<'_>) {
     }
     check_duplicates(cx, c);
     check_unique_under_shard_key(cx, c);
+    check_version(cx, c);
+}
+
+/// Migrations need a version to migrate to, and one way to migrate.
+fn check_version(cx: &Ctxt, c: &Container<'_>) {
+    match (&c.version, &c.from, &c.migrate) {
+        (None, Some(from), _) => cx.error_spanned_by(from, "`from` needs `version = N` on this model"),
+        (None, _, Some(migrate)) => {
+            cx.error_spanned_by(migrate, "`migrate` needs `version = N` on this model");
+        }
+        (Some((0, span)), _, _) => {
+            cx.syn_error(syn::Error::new(*span, "versions start at 1 (0 is an unversioned model)"));
+        }
+        (_, Some(_), Some(migrate)) => cx.error_spanned_by(
+            migrate,
+            "give `from` (a previous model converted with From) or `migrate` (a function), not both",
+        ),
+        _ => {}
+    }
 }
 
 fn check_id(cx: &Ctxt, c: &Container<'_>) {

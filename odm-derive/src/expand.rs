@@ -88,6 +88,8 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
         .map_or_else(|| "_id".to_owned(), |f| f.bson_name.clone());
     let indexes = c.all_indexes().map(|index| index_spec(krate, index));
     let shard_key = shard_key(c, krate);
+    let version = c.version.map_or(0, |(n, _)| n);
+    let upgrade = upgrade(c, krate);
     let doc = format!("Field handles of [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -103,6 +105,7 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
                 type Fields = #fields;
                 const COLLECTION: &'static str = #collection;
                 const ID_FIELD: &'static str = #id_field;
+                const VERSION: u32 = #version;
 
                 fn fields() -> #fields {
                     #fields { #(#initialisers,)* }
@@ -118,6 +121,8 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
                 fn shard_key() -> ::std::option::Option<#krate::__private::ShardKey> {
                     #shard_key
                 }
+
+                #upgrade
             }
         };
     }
@@ -191,6 +196,32 @@ fn embedded(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             }
         };
     }
+}
+
+/// `Document::upgrade`: through the previous model and `From`, or through a function.
+fn upgrade(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
+    if let Some(previous) = &c.from {
+        return quote! {
+            fn upgrade(
+                stored: &#krate::__private::bson::RawDocument,
+                _from: u32,
+            ) -> ::std::result::Result<Self, ::std::string::String> {
+                let previous: #previous = #krate::__private::decode_versioned(stored)?;
+                ::std::result::Result::Ok(<Self as ::std::convert::From<#previous>>::from(previous))
+            }
+        };
+    }
+    if let Some(function) = &c.migrate {
+        return quote! {
+            fn upgrade(
+                stored: &#krate::__private::bson::RawDocument,
+                from: u32,
+            ) -> ::std::result::Result<Self, ::std::string::String> {
+                #krate::__private::migrate_with::<Self>(stored, from, #function)
+            }
+        };
+    }
+    TokenStream::new()
 }
 
 /// `__fields.a.b.path()`, each segment spanned at the path's token so that a missing field

@@ -21,3 +21,6 @@ pub const RENAME_ALL: &str = "rename_all";
 pub const SKIP: &str = "skip";
 pub const SKIP_SERIALIZING: &str = "skip_serializing";
 pub const FLATTEN: &str = "flatten";
+pub const VERSION: &str = "version";
+pub const FROM: &str = "from";
+pub const MIGRATE: &str = "migrate";

@@ -1,4 +1,6 @@
-//! Models to stored documents and back: serde, with the id field stored as `_id`.
+//! Models to stored documents and back: serde, with the id field stored as `_id` and, for a
+//! versioned model, its schema version as `_v`. Reading a document of an earlier version
+//! migrates it (`Document::upgrade`); one of a later version is an error.
 
 use bson::RawDocumentBuf;
 use bson::raw::cstr;
@@ -6,7 +8,10 @@ use bson::raw::cstr;
 use crate::error::{Error, Result};
 use crate::model::Document;
 
-/// The stored form of a model: serde's document, its id field renamed `_id`.
+/// The field a versioned model's documents keep their schema version in.
+pub(crate) const VERSION_FIELD: &str = "_v";
+
+/// The stored form of a model: serde's document, its id field renamed `_id`, its version added.
 pub(crate) fn to_raw<T: Document>(value: &T) -> Result<RawDocumentBuf> {
     let serialize_error = |reason: String| Error::Serialize {
         collection: T::COLLECTION.to_owned(),
@@ -14,7 +19,7 @@ pub(crate) fn to_raw<T: Document>(value: &T) -> Result<RawDocumentBuf> {
     };
     let raw =
         bson::serialize_to_raw_document_buf(value).map_err(|e| serialize_error(e.to_string()))?;
-    if T::ID_FIELD == "_id" {
+    if T::ID_FIELD == "_id" && T::VERSION == 0 {
         return Ok(raw);
     }
     let mut out = RawDocumentBuf::new();
@@ -22,9 +27,12 @@ pub(crate) fn to_raw<T: Document>(value: &T) -> Result<RawDocumentBuf> {
         let (name, value) = element.map_err(|e| serialize_error(e.to_string()))?;
         if name.as_str() == T::ID_FIELD {
             out.append(cstr!("_id"), value);
-        } else {
+        } else if name.as_str() != VERSION_FIELD {
             out.append(name, value);
         }
+    }
+    if T::VERSION > 0 {
+        out.append(cstr!("_v"), i64::from(T::VERSION));
     }
     Ok(out)
 }
@@ -34,9 +42,19 @@ pub(crate) fn id_alias<T: Document>() -> Option<&'static str> {
     (T::ID_FIELD != "_id").then_some(T::ID_FIELD)
 }
 
-/// A model from stored bytes.
+/// The schema version of a stored document (0 when it has none).
+pub(crate) fn stored_version(raw: &bson::RawDocument) -> u32 {
+    match raw.get(VERSION_FIELD) {
+        Ok(Some(bson::RawBsonRef::Int32(v))) => u32::try_from(v).unwrap_or(0),
+        Ok(Some(bson::RawBsonRef::Int64(v))) => u32::try_from(v).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A model from stored bytes, migrated from an earlier schema version when needed; a
+/// document that does not decode is an error naming the collection and `_id`.
 pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument) -> Result<T> {
-    odm_engine::decode::from_slice_with_id(raw.as_bytes(), id_alias::<T>()).map_err(|reason| {
+    decode_versioned::<T>(raw).map_err(|reason| {
         Error::Engine(odm_engine::Error::Decode {
             collection: T::COLLECTION.to_owned(),
             id: raw
@@ -47,4 +65,33 @@ pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument) -> Result<T> {
             reason,
         })
     })
+}
+
+/// [`from_raw`] with the reason alone, for migration chains.
+pub fn decode_versioned<T: Document>(raw: &bson::RawDocument) -> Result<T, String> {
+    let version = stored_version(raw);
+    match version.cmp(&T::VERSION) {
+        std::cmp::Ordering::Equal => {
+            odm_engine::decode::from_slice_with_id(raw.as_bytes(), id_alias::<T>())
+        }
+        std::cmp::Ordering::Less => T::upgrade(raw, version),
+        std::cmp::Ordering::Greater => Err(format!(
+            "the document is of schema version {version}, newer than this program's {} (version {})",
+            T::COLLECTION,
+            T::VERSION
+        )),
+    }
+}
+
+/// Runs a migration function over a stored document, then decodes the result as `T`.
+pub fn migrate_with<T: Document>(
+    raw: &bson::RawDocument,
+    from: u32,
+    migrate: fn(bson::Document, u32) -> Result<bson::Document, String>,
+) -> Result<T, String> {
+    let doc = bson::Document::try_from(raw).map_err(|e| e.to_string())?;
+    let mut migrated = migrate(doc, from)?;
+    migrated.insert(VERSION_FIELD, i64::from(T::VERSION));
+    let raw = RawDocumentBuf::try_from(&migrated).map_err(|e| e.to_string())?;
+    decode_versioned::<T>(&raw)
 }

@@ -220,6 +220,46 @@ impl<T: Document> Collection<T> {
         self.db.write(|t| t.find_one_and_delete(filter, options))
     }
 
+    /// Rewrites every document of an earlier schema version at the model's version (reads
+    /// migrate lazily anyway); returns how many were rewritten. All or nothing.
+    pub fn migrate(&self) -> Result<u64> {
+        if T::VERSION == 0 {
+            return Ok(0);
+        }
+        let outdated = bson::doc! { "$or": [
+            { "_v": { "$exists": false } },
+            { "_v": { "$lt": i64::from(T::VERSION) } },
+        ] };
+        let ids: Vec<Bson> = {
+            let txn = self.db.engine().read()?;
+            let Some(coll) = txn.collection(T::COLLECTION)? else {
+                return Ok(0);
+            };
+            let options = FindOptions {
+                projection: Some(bson::doc! { "_id": 1 }),
+                ..FindOptions::default()
+            };
+            coll.find(&outdated, &options)?
+                .map(|doc| doc.map(|d| d.get("_id").cloned().unwrap_or(Bson::Null)))
+                .collect::<odm_engine::Result<_>>()?
+        };
+        self.db.write(|t| {
+            let mut rewritten = 0;
+            for id in &ids {
+                let Some(stored) = t.inner.get(T::COLLECTION, id)? else {
+                    continue;
+                };
+                if crate::codec::stored_version(&stored) >= T::VERSION {
+                    continue;
+                }
+                let current = crate::codec::to_raw(&from_raw::<T>(&stored)?)?;
+                t.inner.replace_by_id(T::COLLECTION, id, current)?;
+                rewritten += 1;
+            }
+            Ok(rewritten)
+        })
+    }
+
     /// Creates missing declared indexes and reports stored ones the model does not declare,
     /// dropping them when `drop_undeclared`.
     pub fn sync_indexes(&self, drop_undeclared: bool) -> Result<IndexPlan> {
@@ -283,6 +323,13 @@ impl<T: Document> Find<T> {
         let Some(coll) = txn.collection(T::COLLECTION)? else {
             return Ok(Vec::new());
         };
+        if T::VERSION > 0 {
+            // Versioned models check each document's version (and migrate old ones).
+            return coll
+                .find_raw(&filter, &options)?
+                .map(|raw| from_raw::<T>(&raw?))
+                .collect();
+        }
         let cursor = coll.find_as_with_id::<T>(&filter, &options, id_alias::<T>())?;
         Ok(cursor.collect::<odm_engine::Result<Vec<T>>>()?)
     }

@@ -51,6 +51,7 @@ pub use update::{DateLike, Push, Update};
 /// What generated code names; not part of the public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::codec::{decode_versioned, migrate_with};
     pub use crate::model::join;
     pub use bson;
     pub use odm_engine::{Direction, IndexSpec, ShardKey};

@@ -16,11 +16,25 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     const COLLECTION: &'static str;
     /// Serde's name of the id field; stored under `_id`.
     const ID_FIELD: &'static str;
+    /// The schema version (`#[odm(version = N)]`); 0 for an unversioned model. Versioned
+    /// models store it in each document as `_v`.
+    const VERSION: u32 = 0;
     fn fields() -> Self::Fields;
     /// The indexes the model declares.
     fn indexes() -> Vec<IndexSpec>;
     /// The shard key the model declares, if any.
     fn shard_key() -> Option<ShardKey>;
+
+    /// A stored document of the earlier version `from` as this model: through the previous
+    /// model and `From` (`#[odm(from = Previous)]`) or a function (`#[odm(migrate = f)]`).
+    fn upgrade(stored: &bson::RawDocument, from: u32) -> Result<Self, String> {
+        let _ = stored;
+        Err(format!(
+            "the document is of schema version {from}, {} is at version {} and declares no migration",
+            Self::COLLECTION,
+            Self::VERSION
+        ))
+    }
 }
 
 /// A type stored inside documents (a subdocument, or the elements of an array), whose fields

@@ -45,6 +45,23 @@ impl ReadCollection<'_> {
         self.cursor(filter, options, decode)
     }
 
+    /// [`ReadCollection::find`] returning each result's bytes (projected results re-encoded).
+    pub fn find_raw<'c>(
+        &'c self,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<Cursor<'c, bson::RawDocumentBuf>> {
+        let decode = Decode {
+            raw: |_: &str, raw: &bson::RawDocument, _| Ok(raw.to_owned()),
+            projected: |c: &str, doc: Document, _| {
+                bson::RawDocumentBuf::try_from(&doc)
+                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
+            },
+            id_field: None,
+        };
+        self.cursor(filter, options, decode)
+    }
+
     /// [`ReadCollection::find`] decoding each result straight from the stored bytes into `T`
     /// (through a document when there is a projection). A document that does not decode is an
     /// error naming the collection and `_id`.
