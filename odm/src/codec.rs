@@ -67,7 +67,8 @@ pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument) -> Result<T> {
     })
 }
 
-/// [`from_raw`] with the reason alone, for migration chains.
+/// A model from stored bytes, migrated when older, with the reason of a failure alone (for
+/// migration chains).
 pub fn decode_versioned<T: Document>(raw: &bson::RawDocument) -> Result<T, String> {
     let version = stored_version(raw);
     match version.cmp(&T::VERSION) {
