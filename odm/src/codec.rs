@@ -22,6 +22,12 @@ pub(crate) fn to_raw<T: Document>(value: &T) -> Result<RawDocumentBuf> {
     if T::ID_FIELD == "_id" && T::VERSION == 0 {
         return Ok(raw);
     }
+    if let Some(mut renamed) = rename_leading_id::<T>(raw.as_bytes()) {
+        if T::VERSION > 0 {
+            renamed.append(cstr!("_v"), i64::from(T::VERSION));
+        }
+        return Ok(renamed);
+    }
     let mut out = RawDocumentBuf::new();
     for element in &raw {
         let (name, value) = element.map_err(|e| serialize_error(e.to_string()))?;
@@ -35,6 +41,28 @@ pub(crate) fn to_raw<T: Document>(value: &T) -> Result<RawDocumentBuf> {
         out.append(cstr!("_v"), i64::from(T::VERSION));
     }
     Ok(out)
+}
+
+/// The common case, cheaply: the id field serialized first (it is declared first) is renamed
+/// `_id` by rewriting its key in one copy of the bytes. `None` when the first element is another
+/// field (or there is no field to rename), and the caller rebuilds the document.
+fn rename_leading_id<T: Document>(bytes: &[u8]) -> Option<RawDocumentBuf> {
+    let name = T::ID_FIELD.as_bytes();
+    if name == b"_id" {
+        return None;
+    }
+    // Layout: i32 length, then the first element: type byte, key, NUL, value.
+    let key = bytes.get(5..5 + name.len())?;
+    if key != name || bytes.get(5 + name.len()) != Some(&0) {
+        return None;
+    }
+    let total = bytes.len() - name.len() + 3;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&i32::try_from(total).ok()?.to_le_bytes());
+    out.push(bytes[4]);
+    out.extend_from_slice(b"_id\0");
+    out.extend_from_slice(&bytes[6 + name.len()..]);
+    RawDocumentBuf::from_bytes(out).ok()
 }
 
 /// The `_id` name a model decodes under, when it is not `_id`.

@@ -154,7 +154,13 @@ impl<'db> Txn<'_, 'db> {
         &mut self,
         values: impl IntoIterator<Item = &'v T>,
     ) -> Result<Vec<Bson>> {
-        values.into_iter().map(|v| self.insert_one(v)).collect()
+        self.ensure::<T>()?;
+        let raws = values.into_iter().map(to_raw).collect::<Result<Vec<_>>>()?;
+        let mut result = self.inner.insert_many(T::COLLECTION, raws, true)?;
+        if !result.failures.is_empty() {
+            return Err(result.failures.swap_remove(0).1.into());
+        }
+        Ok(result.inserted.into_iter().map(|(_, id)| id).collect())
     }
 
     /// The model stored under `id`.

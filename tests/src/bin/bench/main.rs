@@ -1,11 +1,12 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm [--docs N] [--runs R]`
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
 
 mod core;
+mod odm;
 mod query;
 mod report;
 mod update;
@@ -26,6 +27,7 @@ fn main() {
         "core" => core::run(&options),
         "query" => query::run(&options),
         "update" => update::run(&options),
+        "odm" => odm::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -35,7 +37,9 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: bench core|query|update [--docs N] [--runs R] [--only engine|raw|sqlite]");
+    eprintln!(
+        "usage: bench core|query|update|odm [--docs N] [--runs R] [--only engine|raw|sqlite]"
+    );
     std::process::exit(2);
 }
 

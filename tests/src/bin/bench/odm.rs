@@ -1,0 +1,242 @@
+//! `bench odm`: the typed layer against the engine with raw documents, side by side on the
+//! same data: the same serde struct, serialized by hand and passed to the engine as BSON on one
+//! side, through `#[derive(Document)]`, typed filters and updates on the other. Ends with one
+//! `ratio` line per operation (typed / engine).
+
+use bson::doc;
+use odm::{Document, Filter};
+use odm_engine::query::FindOptions;
+use odm_engine::{IndexSpec, update::UpdateOptions};
+use odm_tests::rng::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::Options;
+use crate::report::{median, per_op};
+
+/// The benchmark's model. Its id field is called `id` in Rust and stored as `_id`, the case
+/// where the typed layer renames on the way in and out.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Document)]
+#[odm(collection = "items")]
+struct Item {
+    #[odm(id)]
+    id: i64,
+    #[odm(index)]
+    user: String,
+    hits: i32,
+    title: String,
+    tags: Vec<String>,
+}
+
+/// The same fields with the id named `_id`, as the engine side stores them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct RawItem {
+    #[serde(rename = "_id")]
+    id: i64,
+    user: String,
+    hits: i32,
+    title: String,
+    tags: Vec<String>,
+}
+
+const USERS: u64 = 500;
+const BATCH: usize = 1_000;
+const OPS: usize = 10_000;
+
+fn item(id: i64, rng: &mut Rng) -> Item {
+    Item {
+        id,
+        user: format!("user{:04}", rng.below(USERS)),
+        hits: 0,
+        title: format!("the title of item {id}, long enough to look like a real one"),
+        tags: (0..5).map(|i| format!("tag{}", (id + i) % 40)).collect(),
+    }
+}
+
+fn raw(item: &Item) -> RawItem {
+    RawItem {
+        id: item.id,
+        user: item.user.clone(),
+        hits: item.hits,
+        title: item.title.clone(),
+        tags: item.tags.clone(),
+    }
+}
+
+#[derive(Default)]
+struct Timings {
+    insert: f64,
+    get: f64,
+    find: f64,
+    update: f64,
+}
+
+pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = Rng::new(5);
+    let items: Vec<Item> = (0..options.docs as i64)
+        .map(|i| item(i, &mut rng))
+        .collect();
+    let raws: Vec<RawItem> = items.iter().map(raw).collect();
+    let mut typed_runs = Vec::new();
+    let mut engine_runs = Vec::new();
+    for run in 0..options.runs {
+        let mut ops = Rng::new(50 + run as u64);
+        let ids: Vec<i64> = (0..OPS)
+            .map(|_| ops.below(options.docs as u64) as i64)
+            .collect();
+        let users: Vec<String> = (0..OPS / 10)
+            .map(|_| format!("user{:04}", ops.below(USERS)))
+            .collect();
+        typed_runs.push(typed(&items, &ids, &users)?);
+        engine_runs.push(engine(&raws, &ids, &users)?);
+    }
+    let median_of = |runs: &[Timings], f: fn(&Timings) -> f64| median(runs.iter().map(f).collect());
+    println!(
+        "bench odm: {} documents, index user_1, {OPS} gets and updates, {} finds of ~{} documents, {} runs; release build",
+        options.docs,
+        OPS / 10,
+        options.docs as u64 / USERS,
+        options.runs
+    );
+    println!(
+        "{:<34}{:>14}{:>14}{:>10}",
+        "operation (median µs per op)", "typed", "engine", "ratio"
+    );
+    let rows: [(&str, &str, fn(&Timings) -> f64); 4] = [
+        ("insert, 1,000 per transaction", "insert", |t| t.insert),
+        ("get by _id", "get", |t| t.get),
+        ("find by indexed field", "find", |t| t.find),
+        ("$inc by _id, 100 per transaction", "update", |t| t.update),
+    ];
+    let mut lines = Vec::new();
+    for (label, key, f) in rows {
+        let (t, e) = (median_of(&typed_runs, f), median_of(&engine_runs, f));
+        println!("{label:<34}{t:>14.3}{e:>14.3}{:>10.2}", t / e);
+        lines.push(format!("{key}={:.2}", t / e));
+    }
+    println!("ratio typed/engine {}", lines.join(" "));
+    Ok(())
+}
+
+fn typed(
+    items: &[Item],
+    ids: &[i64],
+    users: &[String],
+) -> Result<Timings, Box<dyn std::error::Error>> {
+    let db = odm::Database::in_memory()?;
+    let coll = db.collection::<Item>()?;
+    let f = Item::fields();
+    let mut t = Timings::default();
+    (_, t.insert) = per_op(items.len(), || {
+        for batch in items.chunks(BATCH) {
+            coll.insert_many(batch).expect("insert");
+        }
+    });
+    let (found, get) = per_op(ids.len(), || {
+        ids.iter()
+            .filter(|id| coll.get(**id).expect("get").is_some())
+            .count()
+    });
+    assert_eq!(found, ids.len());
+    t.get = get;
+    let (n, find) = per_op(users.len(), || {
+        users
+            .iter()
+            .map(|u| {
+                coll.find(f.user.eq(u.as_str()))
+                    .to_vec()
+                    .expect("find")
+                    .len()
+            })
+            .sum::<usize>()
+    });
+    assert!(n > 0);
+    t.find = find;
+    (_, t.update) = per_op(ids.len(), || {
+        for batch in ids.chunks(100) {
+            db.write(|tx| {
+                for id in batch {
+                    tx.update_one(f.id.eq(*id), f.hits.inc(1), &UpdateOptions::default())?;
+                }
+                Ok(())
+            })
+            .expect("update");
+        }
+    });
+    let total: i64 = coll
+        .find(Filter::all())
+        .to_vec()?
+        .iter()
+        .map(|i| i64::from(i.hits))
+        .sum();
+    assert_eq!(total, ids.len() as i64);
+    Ok(t)
+}
+
+fn engine(
+    items: &[RawItem],
+    ids: &[i64],
+    users: &[String],
+) -> Result<Timings, Box<dyn std::error::Error>> {
+    let db = odm_engine::Database::in_memory()?;
+    db.collection("items")
+        .create_index(IndexSpec::ascending("user")?)?;
+    let mut t = Timings::default();
+    (_, t.insert) = per_op(items.len(), || {
+        for batch in items.chunks(BATCH) {
+            db.write(|tx| {
+                let raws = batch
+                    .iter()
+                    .map(|i| bson::serialize_to_raw_document_buf(i).expect("serialize"));
+                tx.insert_many("items", raws, true)
+            })
+            .expect("insert");
+        }
+    });
+    let (found, get) = per_op(ids.len(), || {
+        ids.iter()
+            .filter(|id| {
+                let txn = db.read().expect("read");
+                let coll = txn.collection("items").expect("open").expect("exists");
+                coll.get(&bson::Bson::Int64(**id))
+                    .expect("get")
+                    .map(|d| d.decode::<RawItem>().expect("decode"))
+                    .is_some()
+            })
+            .count()
+    });
+    assert_eq!(found, ids.len());
+    t.get = get;
+    let (n, find) = per_op(users.len(), || {
+        users
+            .iter()
+            .map(|u| {
+                let txn = db.read().expect("read");
+                let coll = txn.collection("items").expect("open").expect("exists");
+                coll.find_as::<RawItem>(&doc! { "user": u.as_str() }, &FindOptions::default())
+                    .expect("find")
+                    .collect::<odm_engine::Result<Vec<_>>>()
+                    .expect("decode")
+                    .len()
+            })
+            .sum::<usize>()
+    });
+    assert!(n > 0);
+    t.find = find;
+    (_, t.update) = per_op(ids.len(), || {
+        for batch in ids.chunks(100) {
+            db.write(|tx| {
+                for id in batch {
+                    tx.update_one(
+                        "items",
+                        &doc! { "_id": *id },
+                        &doc! { "$inc": { "hits": 1 } },
+                        &UpdateOptions::default(),
+                    )?;
+                }
+                Ok::<_, odm_engine::Error>(())
+            })
+            .expect("update");
+        }
+    });
+    Ok(t)
+}
