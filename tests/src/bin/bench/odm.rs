@@ -62,6 +62,9 @@ fn raw(item: &Item) -> RawItem {
     }
 }
 
+/// A table row: label, key of the ratio line, and the timing it reads.
+type Row = (&'static str, &'static str, fn(&Timings) -> f64);
+
 #[derive(Default)]
 struct Timings {
     insert: f64,
@@ -101,7 +104,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         "{:<34}{:>14}{:>14}{:>10}",
         "operation (median µs per op)", "typed", "engine", "ratio"
     );
-    let rows: [(&str, &str, fn(&Timings) -> f64); 4] = [
+    let rows: [Row; 4] = [
         ("insert, 1,000 per transaction", "insert", |t| t.insert),
         ("get by _id", "get", |t| t.get),
         ("find by indexed field", "find", |t| t.find),
@@ -126,7 +129,7 @@ fn typed(
     let coll = db.collection::<Item>()?;
     let f = Item::fields();
     let mut t = Timings::default();
-    (_, t.insert) = per_op(items.len(), || {
+    ((), t.insert) = per_op(items.len(), || {
         for batch in items.chunks(BATCH) {
             coll.insert_many(batch).expect("insert");
         }
@@ -151,7 +154,7 @@ fn typed(
     });
     assert!(n > 0);
     t.find = find;
-    (_, t.update) = per_op(ids.len(), || {
+    ((), t.update) = per_op(ids.len(), || {
         for batch in ids.chunks(100) {
             db.write(|tx| {
                 for id in batch {
@@ -181,7 +184,7 @@ fn engine(
     db.collection("items")
         .create_index(IndexSpec::ascending("user")?)?;
     let mut t = Timings::default();
-    (_, t.insert) = per_op(items.len(), || {
+    ((), t.insert) = per_op(items.len(), || {
         for batch in items.chunks(BATCH) {
             db.write(|tx| {
                 let raws = batch
@@ -222,7 +225,7 @@ fn engine(
     });
     assert!(n > 0);
     t.find = find;
-    (_, t.update) = per_op(ids.len(), || {
+    ((), t.update) = per_op(ids.len(), || {
         for batch in ids.chunks(100) {
             db.write(|tx| {
                 for id in batch {
