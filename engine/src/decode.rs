@@ -26,38 +26,61 @@ pub fn from_slice_with_id<T: DeserializeOwned>(
     bytes: &[u8],
     id_field: Option<&'static str>,
 ) -> std::result::Result<T, String> {
+    from_slice_versioned(bytes, id_field).map(|(value, _)| value)
+}
+
+/// [`from_slice_with_id`], also returning the document's top-level `_v` (a typed model's
+/// schema version) when it is an integer, read in the same pass.
+pub fn from_slice_versioned<T: DeserializeOwned>(
+    bytes: &[u8],
+    id_field: Option<&'static str>,
+) -> std::result::Result<(T, Option<i64>), String> {
     match fast::<T>(bytes, id_field) {
-        Ok(value) => Ok(value),
+        Ok(decoded) => Ok(decoded),
         Err(DecodeError::Fallback) => {
             let mut doc = bson::Document::try_from(
                 bson::RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?,
             )
             .map_err(|e| e.to_string())?;
+            let version = match doc.get("_v") {
+                Some(bson::Bson::Int32(v)) => Some(i64::from(*v)),
+                Some(bson::Bson::Int64(v)) => Some(*v),
+                _ => None,
+            };
             if let Some(name) = id_field
                 && let Some(id) = doc.remove("_id")
             {
                 doc.insert(name, id);
             }
-            bson::deserialize_from_document(doc).map_err(|e| e.to_string())
+            let value = bson::deserialize_from_document(doc).map_err(|e| e.to_string())?;
+            Ok((value, version))
         }
         Err(DecodeError::Message(m)) => Err(m),
     }
 }
 
 /// The fast path alone.
-fn fast<T: DeserializeOwned>(bytes: &[u8], id_field: Option<&'static str>) -> Result<T> {
-    let mut reader = Reader { buf: bytes, pos: 0 };
+fn fast<T: DeserializeOwned>(
+    bytes: &[u8],
+    id_field: Option<&'static str>,
+) -> Result<(T, Option<i64>)> {
+    let mut reader = Reader {
+        buf: bytes,
+        pos: 0,
+        version: None,
+    };
     let end = reader.document_bounds()?;
     let value = T::deserialize(Value {
         r: &mut reader,
         ty: DOCUMENT,
         end: Some(end),
         id_field,
+        top: true,
     })?;
     if reader.pos != bytes.len() {
         return Err(malformed("bytes after the document"));
     }
-    Ok(value)
+    Ok((value, reader.version))
 }
 
 const DOUBLE: u8 = 0x01;
@@ -104,6 +127,8 @@ fn malformed(what: &str) -> DecodeError {
 struct Reader<'de> {
     buf: &'de [u8],
     pos: usize,
+    /// The top-level `_v`, noted as the document is read.
+    version: Option<i64>,
 }
 
 impl<'de> Reader<'de> {
@@ -220,6 +245,8 @@ struct Value<'a, 'de> {
     end: Option<usize>,
     /// For the top-level document only: the name under which `_id` is presented.
     id_field: Option<&'static str>,
+    /// Whether this is the top-level document.
+    top: bool,
 }
 
 impl<'de> Value<'_, 'de> {
@@ -263,6 +290,8 @@ impl<'de> de::Deserializer<'de> for Value<'_, 'de> {
                     end,
                     pending: None,
                     id_field: self.id_field,
+                    top: self.top,
+                    version_next: false,
                 };
                 let value = if self.ty == DOCUMENT {
                     visitor.visit_map(elements)?
@@ -425,6 +454,10 @@ struct Elements<'a, 'de> {
     pending: Option<u8>,
     /// The name `_id` is presented under (top-level document only).
     id_field: Option<&'static str>,
+    /// Whether these are the top-level document's elements.
+    top: bool,
+    /// Whether the next value is the top-level `_v`.
+    version_next: bool,
 }
 
 impl<'de> Elements<'_, 'de> {
@@ -447,6 +480,7 @@ impl<'de> MapAccess<'de> for Elements<'_, 'de> {
             return Ok(None);
         };
         self.pending = Some(ty);
+        self.version_next = self.top && key == b"_v";
         match self.id_field {
             Some(name) if key == b"_id" => seed.deserialize(Key(name.as_bytes())).map(Some),
             _ => seed.deserialize(Key(key)).map(Some),
@@ -458,11 +492,21 @@ impl<'de> MapAccess<'de> for Elements<'_, 'de> {
             .pending
             .take()
             .ok_or_else(|| malformed("value without key"))?;
+        if std::mem::take(&mut self.version_next) {
+            let at = self.r.pos;
+            self.r.version = match ty {
+                INT32 => Some(i64::from(self.r.i32()?)),
+                INT64 => Some(self.r.i64()?),
+                _ => None,
+            };
+            self.r.pos = at;
+        }
         seed.deserialize(Value {
             r: &mut *self.r,
             ty,
             end: None,
             id_field: None,
+            top: false,
         })
     }
 }
@@ -479,6 +523,7 @@ impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
             ty,
             end: None,
             id_field: None,
+            top: false,
         })
         .map(Some)
     }
@@ -564,6 +609,7 @@ impl<'a, 'de> de::EnumAccess<'de> for Variant<'a, 'de> {
                 ty: self.ty,
                 end: None,
                 id_field: None,
+                top: false,
             },
         ))
     }
@@ -614,7 +660,7 @@ mod tests {
         let when = DateTime::from_millis(1_700_000_000_000);
         let doc = doc! { "_id": id, "name": "n", "when": when, "tags": ["a"], "score": null, "extra": { "x": [1, 2] } };
         let bytes = doc.to_vec().unwrap();
-        let typed: Typical = fast(&bytes, None).unwrap();
+        let (typed, _): (Typical, _) = fast(&bytes, None).unwrap();
         assert_eq!(
             typed,
             Typical {
@@ -625,7 +671,7 @@ mod tests {
                 score: None
             }
         );
-        let back: Document = fast(&bytes, None).unwrap();
+        let (back, _): (Document, _) = fast(&bytes, None).unwrap();
         assert_eq!(back, doc);
     }
 

@@ -1,6 +1,7 @@
 //! Models to stored documents and back: serde, with the id field stored as `_id` and, for a
-//! versioned model, its schema version as `_v`. Reading a document of an earlier version
-//! migrates it (`Document::upgrade`); one of a later version is an error.
+//! versioned model, its schema version as `_v`. A versioned model reading a document of an
+//! earlier version migrates it (`Document::upgrade`), and one of a later version is an error;
+//! an unversioned model (no `version`) does not look at `_v`.
 
 use bson::RawDocumentBuf;
 use bson::raw::cstr;
@@ -98,18 +99,32 @@ pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument) -> Result<T> {
 /// A model from stored bytes, migrated when older, with the reason of a failure alone (for
 /// migration chains).
 pub fn decode_versioned<T: Document>(raw: &bson::RawDocument) -> Result<T, String> {
-    let version = stored_version(raw);
-    match version.cmp(&T::VERSION) {
-        std::cmp::Ordering::Equal => {
-            odm_engine::decode::from_slice_with_id(raw.as_bytes(), id_alias::<T>())
-        }
-        std::cmp::Ordering::Less => T::upgrade(raw, version),
-        std::cmp::Ordering::Greater => Err(format!(
-            "the document is of schema version {version}, newer than this program's {} (version {})",
-            T::COLLECTION,
-            T::VERSION
-        )),
+    // One pass reads the document and notes its version; only an older or newer document
+    // takes another path. An unversioned model does not look at versions.
+    if T::VERSION == 0 {
+        return odm_engine::decode::from_slice_with_id(raw.as_bytes(), id_alias::<T>());
     }
+    let version = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
+    match odm_engine::decode::from_slice_versioned::<T>(raw.as_bytes(), id_alias::<T>()) {
+        Ok((value, stored)) if version(stored) == T::VERSION => Ok(value),
+        Ok((_, stored)) => other_version::<T>(raw, version(stored)),
+        Err(reason) => match stored_version(raw) {
+            v if v == T::VERSION => Err(reason),
+            v => other_version::<T>(raw, v),
+        },
+    }
+}
+
+/// A document of another schema version than `T`'s: migrated when older, refused when newer.
+fn other_version<T: Document>(raw: &bson::RawDocument, version: u32) -> Result<T, String> {
+    if version < T::VERSION {
+        return T::upgrade(raw, version);
+    }
+    Err(format!(
+        "the document is of schema version {version}, newer than this program's {} (version {})",
+        T::COLLECTION,
+        T::VERSION
+    ))
 }
 
 /// Runs a migration function over a stored document, then decodes the result as `T`.

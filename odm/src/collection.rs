@@ -324,7 +324,7 @@ impl<T: Document> Find<T> {
             return Ok(Vec::new());
         };
         if T::VERSION > 0 {
-            // Versioned models check each document's version (and migrate old ones).
+            // Versioned models check each document's version (and migrate older ones).
             return coll
                 .find_raw(&filter, &options)?
                 .map(|raw| from_raw::<T>(&raw?))
