@@ -235,6 +235,30 @@ impl WriteTxn<'_> {
         self.find_and_modify(collection, filter, None, options)
     }
 
+    /// The first document matching `filter` in `sort` order, read from this transaction's own
+    /// tables, so that its earlier writes count.
+    pub fn find_one(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        sort: Option<&Document>,
+    ) -> Result<Option<Document>> {
+        let query = Filter::parse(filter)?;
+        let sort = sort.map(Sort::parse).transpose()?.filter(|s| !s.is_empty());
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(None);
+        };
+        let found = self.with_selection(&meta, &query, sort, None, Some(1), |_, selected| {
+            Ok(selected.into_iter().next())
+        })?;
+        found
+            .map(|(_, raw)| {
+                Document::try_from(raw.as_ref())
+                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
+            })
+            .transpose()
+    }
+
     /// Runs a bulk write; see the module documentation. Storage errors end it with `Err`.
     pub fn bulk_write(&mut self, collection: &str, bulk: BulkWrite) -> Result<BulkResult> {
         let mut result = BulkResult::default();

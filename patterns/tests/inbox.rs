@@ -1,0 +1,154 @@
+//! S1c: the bucketed inbox in both variants: order and paging across buckets, the bucket size
+//! kept with the data, marking and deleting, reads touching one or two buckets, concurrent
+//! senders.
+
+use odm::Database;
+use odm_patterns::{Inbox, InboxVariant, PatternError};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Note {
+    text: String,
+}
+
+fn note(i: usize) -> Note {
+    Note {
+        text: format!("note {i}"),
+    }
+}
+
+fn texts(inbox: &Inbox<Note>, owner: &str, offset: usize, limit: usize) -> Vec<String> {
+    inbox
+        .latest(owner, offset, limit)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message.text)
+        .collect()
+}
+
+#[test]
+fn both_variants_read_newest_first_across_buckets_with_paging() {
+    for variant in [InboxVariant::OpenBucket, InboxVariant::Sequence] {
+        let db = Database::in_memory().unwrap();
+        let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 3, variant).unwrap();
+        for i in 1..=8 {
+            inbox.send("sam", &["ann", "bob"], &note(i)).unwrap();
+        }
+        inbox.send("sam", &["bob"], &note(9)).unwrap();
+        assert_eq!(
+            texts(&inbox, "ann", 0, 5),
+            ["note 8", "note 7", "note 6", "note 5", "note 4"],
+            "{variant:?}"
+        );
+        assert_eq!(texts(&inbox, "ann", 5, 5), ["note 3", "note 2", "note 1"]);
+        assert_eq!(texts(&inbox, "bob", 0, 2), ["note 9", "note 8"]);
+        assert!(texts(&inbox, "cy", 0, 5).is_empty());
+        // Eight messages in buckets of three: three buckets for ann.
+        let buckets = db.engine().read().unwrap();
+        let c = buckets.collection("inbox").unwrap().unwrap();
+        assert_eq!(
+            c.count_matching(&bson::doc! { "owner": "ann" }, 0, 0)
+                .unwrap(),
+            3
+        );
+    }
+}
+
+#[test]
+fn the_bucket_size_is_kept_with_the_data() {
+    let db = Database::in_memory().unwrap();
+    Inbox::<Note>::open(&db, "inbox", 50, InboxVariant::OpenBucket).unwrap();
+    let err = Inbox::<Note>::open(&db, "inbox", 20, InboxVariant::OpenBucket).unwrap_err();
+    assert!(
+        matches!(err, PatternError::ParametersChanged { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("bucket_size"), "{err}");
+    let err = Inbox::<Note>::open(&db, "inbox", 50, InboxVariant::Sequence).unwrap_err();
+    assert!(
+        matches!(err, PatternError::ParametersChanged { .. }),
+        "{err}"
+    );
+    // The same parameters reopen it.
+    Inbox::<Note>::open(&db, "inbox", 50, InboxVariant::OpenBucket).unwrap();
+}
+
+#[test]
+fn messages_are_marked_and_deleted_without_reordering() {
+    let db = Database::in_memory().unwrap();
+    let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 2, InboxVariant::OpenBucket).unwrap();
+    let ids: Vec<_> = (1..=5)
+        .map(|i| inbox.send("sam", &["ann"], &note(i)).unwrap())
+        .collect();
+    assert!(inbox.mark_read("ann", ids[1]).unwrap());
+    assert!(!inbox.mark_read("bob", ids[1]).unwrap());
+    assert!(inbox.delete("ann", ids[2]).unwrap());
+    assert!(!inbox.delete("ann", ids[2]).unwrap());
+    // A message sent after the deletion still comes first: no bucket reopened.
+    inbox.send("sam", &["ann"], &note(6)).unwrap();
+    let latest = inbox.latest("ann", 0, 10).unwrap();
+    let shown: Vec<(&str, bool)> = latest
+        .iter()
+        .map(|e| (e.message.text.as_str(), e.read))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("note 6", false),
+            ("note 5", false),
+            ("note 4", false),
+            ("note 2", true),
+            ("note 1", false)
+        ]
+    );
+}
+
+#[test]
+fn a_page_of_the_bucket_size_reads_one_or_two_buckets() {
+    let db = Database::in_memory().unwrap();
+    let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 50, InboxVariant::Sequence).unwrap();
+    for i in 0..260 {
+        inbox.send("sam", &["ann"], &note(i)).unwrap();
+    }
+    let explain = inbox.explain_latest("ann", 50).unwrap();
+    assert_eq!(explain.index_used(), Some("owner_1_seq_-1"), "{explain}");
+    assert!(explain.docs_examined <= 2, "{explain}");
+    assert_eq!(inbox.latest("ann", 0, 50).unwrap().len(), 50);
+}
+
+#[test]
+fn concurrent_senders_never_open_two_buckets() {
+    let dir = std::env::temp_dir().join(format!("odm-inbox-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = Database::open(dir.join("inbox.redb")).unwrap();
+    let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 10, InboxVariant::OpenBucket).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let inbox = inbox.clone();
+            scope.spawn(move || {
+                for i in 0..25 {
+                    inbox.send("sam", &["ann"], &note(t * 100 + i)).unwrap();
+                }
+            });
+        }
+    });
+    let all = inbox.latest("ann", 0, 1_000).unwrap();
+    assert_eq!(all.len(), 100);
+    let txn = db.engine().read().unwrap();
+    let buckets = txn.collection("inbox").unwrap().unwrap();
+    assert_eq!(
+        buckets
+            .count_matching(&bson::doc! { "owner": "ann" }, 0, 0)
+            .unwrap(),
+        10
+    );
+    assert_eq!(
+        buckets
+            .count_matching(&bson::doc! { "owner": "ann", "count": { "$lt": 10 } }, 0, 0)
+            .unwrap(),
+        0
+    );
+    drop(txn);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
