@@ -133,26 +133,47 @@ impl<M: Serialize + DeserializeOwned> Inbox<M> {
 
     /// Delivers `message` from `from` to every recipient, atomically: all or none.
     pub fn send(&self, from: &str, to: &[&str], message: &M) -> Result<ObjectId, PatternError> {
+        let ids = self.send_all([(from, to, message)])?;
+        ids.into_iter()
+            .next()
+            .ok_or_else(|| self.damaged("no message was sent"))
+    }
+
+    /// Delivers several messages in one transaction (faster than one each; all or none).
+    pub fn send_all<'m>(
+        &self,
+        messages: impl IntoIterator<Item = (&'m str, &'m [&'m str], &'m M)>,
+    ) -> Result<Vec<ObjectId>, PatternError>
+    where
+        M: 'm,
+    {
+        let mut prepared = Vec::new();
+        for (from, to, message) in messages {
+            prepared.push((to, self.envelope_of(from, message)?));
+        }
+        self.db.engine().write(|txn| {
+            let mut ids = Vec::with_capacity(prepared.len());
+            for (to, (id, envelope)) in &prepared {
+                for owner in *to {
+                    self.deliver(txn, owner, envelope)?;
+                }
+                ids.push(*id);
+            }
+            Ok::<_, PatternError>(ids)
+        })
+    }
+
+    fn envelope_of(&self, from: &str, message: &M) -> Result<(ObjectId, Document), PatternError> {
         let body = bson::serialize_to_bson(message).map_err(|e| PatternError::Damaged {
             pattern: PATTERN,
             name: self.name.clone(),
             reason: format!("the message does not serialize: {e}"),
         })?;
         let id = ObjectId::new();
-        let envelope = doc! {
-            "id": id,
-            "from": from,
-            "sent": DateTime::now(),
-            "read": false,
-            "message": body,
-        };
-        self.db.engine().write(|txn| {
-            for owner in to {
-                self.deliver(txn, owner, &envelope)?;
-            }
-            Ok::<_, PatternError>(())
-        })?;
-        Ok(id)
+        Ok((
+            id,
+            doc! { "id": id, "from": from, "sent": DateTime::now(), "read": false, "message": body },
+        ))
     }
 
     /// Puts one envelope into the owner's current bucket.

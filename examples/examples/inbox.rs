@@ -1,0 +1,340 @@
+//! The S1 inbox, three ways, side by side on the same workload (the README's showcase).
+//!
+//! - S1a fan out on read: one document per message, `to` holds every recipient; a reader's
+//!   inbox is `find({to: me}).sort({sent: -1})` over the index `{to: 1, sent: 1}`.
+//! - S1b fan out on write: one document per recipient; `{recipient: 1, sent: 1}`.
+//! - S1c buckets: `odm_patterns::Inbox`, 50 messages per bucket, in both of its variants.
+//!
+//! For each design it prints the time to send the workload, the time to read the latest 50
+//! messages of random users, the documents and index keys one such read examines (from
+//! explain) and the bytes on disk; then one sample inbox.
+//!
+//! `cargo run --release --example inbox -- [--users N] [--messages N] [--recipients N] [--reads N]`
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bson::DateTime;
+use bson::oid::ObjectId;
+use odm::engine::query::Explain;
+use odm::{Database, Document, Sort};
+use odm_patterns::{Inbox, InboxVariant};
+use serde::{Deserialize, Serialize};
+
+/// S1a: one document per message.
+#[derive(Debug, Clone, Serialize, Deserialize, Document)]
+#[odm(collection = "messages", index(keys(to = 1, sent = 1)))]
+struct Message {
+    #[odm(id)]
+    id: ObjectId,
+    from: String,
+    to: Vec<String>,
+    sent: DateTime,
+    text: String,
+}
+
+/// S1b: one document per recipient.
+#[derive(Debug, Clone, Serialize, Deserialize, Document)]
+#[odm(collection = "deliveries", index(keys(recipient = 1, sent = 1)))]
+struct Delivery {
+    #[odm(id)]
+    id: ObjectId,
+    recipient: String,
+    from: String,
+    sent: DateTime,
+    text: String,
+}
+
+/// S1c: what a bucket holds per message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Text {
+    text: String,
+}
+
+const PAGE: usize = 50;
+const BATCH: usize = 200;
+
+struct Settings {
+    users: u64,
+    messages: usize,
+    recipients: u64,
+    reads: usize,
+}
+
+/// One design's figures.
+struct Row {
+    design: &'static str,
+    send_ms: f64,
+    read_us: f64,
+    docs: f64,
+    keys: f64,
+    bytes: u64,
+}
+
+/// A small deterministic generator, so that every design gets the same workload.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+/// The workload: sender, recipients, text, for every message.
+fn workload(s: &Settings) -> Vec<(String, Vec<String>, String)> {
+    let mut rng = Rng(2026);
+    (0..s.messages)
+        .map(|i| {
+            let from = format!("user{}", rng.below(s.users));
+            let count = 1 + rng.below(2 * s.recipients - 1);
+            let mut to: Vec<String> = (0..count).map(|_| format!("user{}", rng.below(s.users))).collect();
+            to.sort();
+            to.dedup();
+            (from, to, format!("message {i}: hello from the inbox showcase"))
+        })
+        .collect()
+}
+
+fn readers(s: &Settings) -> Vec<String> {
+    let mut rng = Rng(7);
+    (0..s.reads).map(|_| format!("user{}", rng.below(s.users))).collect()
+}
+
+fn fresh(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn size_of(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// Average documents and keys examined over a sample of reads.
+fn examined(explains: &[Explain]) -> (f64, f64) {
+    let n = explains.len().max(1) as f64;
+    let docs: u64 = explains.iter().map(|e| e.docs_examined).sum();
+    let keys: u64 = explains.iter().map(|e| e.keys_examined).sum();
+    (docs as f64 / n, keys as f64 / n)
+}
+
+fn fan_out_on_read(dir: &Path, work: &[(String, Vec<String>, String)], who: &[String]) -> odm::Result<Row> {
+    let path = fresh(dir, "fan-out-on-read.redb");
+    let db = Database::open(&path)?;
+    let messages = db.collection::<Message>()?;
+    let start = Instant::now();
+    for batch in work.chunks(BATCH) {
+        db.write(|tx| {
+            for (from, to, text) in batch {
+                tx.insert_one(&Message {
+                    id: ObjectId::new(),
+                    from: from.clone(),
+                    to: to.clone(),
+                    sent: DateTime::now(),
+                    text: text.clone(),
+                })?;
+            }
+            Ok(())
+        })?;
+    }
+    let send_ms = start.elapsed().as_secs_f64() * 1e3;
+    let f = Message::fields();
+    let latest = |user: &str| {
+        messages
+            .find(f.to.contains(user))
+            .sort(Sort::desc(&f.sent))
+            .limit(PAGE as u64)
+    };
+    let start = Instant::now();
+    for user in who {
+        latest(user).to_vec()?;
+    }
+    let read_us = start.elapsed().as_secs_f64() * 1e6 / who.len().max(1) as f64;
+    let explains: Vec<Explain> = who.iter().take(20).map(|u| latest(u).explain()).collect::<odm::Result<_>>()?;
+    let (docs, keys) = examined(&explains);
+    drop(messages);
+    drop(db);
+    Ok(Row {
+        design: "S1a fan out on read",
+        send_ms,
+        read_us,
+        docs,
+        keys,
+        bytes: size_of(&path),
+    })
+}
+
+fn fan_out_on_write(dir: &Path, work: &[(String, Vec<String>, String)], who: &[String]) -> odm::Result<Row> {
+    let path = fresh(dir, "fan-out-on-write.redb");
+    let db = Database::open(&path)?;
+    let deliveries = db.collection::<Delivery>()?;
+    let start = Instant::now();
+    for batch in work.chunks(BATCH) {
+        db.write(|tx| {
+            for (from, to, text) in batch {
+                let sent = DateTime::now();
+                for recipient in to {
+                    tx.insert_one(&Delivery {
+                        id: ObjectId::new(),
+                        recipient: recipient.clone(),
+                        from: from.clone(),
+                        sent,
+                        text: text.clone(),
+                    })?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    let send_ms = start.elapsed().as_secs_f64() * 1e3;
+    let f = Delivery::fields();
+    let latest = |user: &str| {
+        deliveries
+            .find(f.recipient.eq(user))
+            .sort(Sort::desc(&f.sent))
+            .limit(PAGE as u64)
+    };
+    let start = Instant::now();
+    for user in who {
+        latest(user).to_vec()?;
+    }
+    let read_us = start.elapsed().as_secs_f64() * 1e6 / who.len().max(1) as f64;
+    let explains: Vec<Explain> = who.iter().take(20).map(|u| latest(u).explain()).collect::<odm::Result<_>>()?;
+    let (docs, keys) = examined(&explains);
+    drop(deliveries);
+    drop(db);
+    Ok(Row {
+        design: "S1b fan out on write",
+        send_ms,
+        read_us,
+        docs,
+        keys,
+        bytes: size_of(&path),
+    })
+}
+
+fn buckets(
+    dir: &Path,
+    work: &[(String, Vec<String>, String)],
+    who: &[String],
+    variant: InboxVariant,
+) -> Result<(Row, Inbox<Text>, Database), Box<dyn std::error::Error>> {
+    let (design, file) = match variant {
+        InboxVariant::OpenBucket => ("S1c buckets, open-bucket upsert", "buckets-open.redb"),
+        _ => ("S1c buckets, sequence counter", "buckets-sequence.redb"),
+    };
+    let path = fresh(dir, file);
+    let db = Database::open(&path)?;
+    let inbox: Inbox<Text> = Inbox::open(&db, "inbox", PAGE as u32, variant)?;
+    let texts: Vec<Text> = work.iter().map(|(_, _, t)| Text { text: t.clone() }).collect();
+    let recipients: Vec<Vec<&str>> = work
+        .iter()
+        .map(|(_, to, _)| to.iter().map(String::as_str).collect())
+        .collect();
+    let start = Instant::now();
+    for (i, batch) in work.chunks(BATCH).enumerate() {
+        let base = i * BATCH;
+        inbox.send_all(batch.iter().enumerate().map(|(j, (from, _, _))| {
+            (from.as_str(), recipients[base + j].as_slice(), &texts[base + j])
+        }))?;
+    }
+    let send_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    for user in who {
+        inbox.latest(user, 0, PAGE)?;
+    }
+    let read_us = start.elapsed().as_secs_f64() * 1e6 / who.len().max(1) as f64;
+    let explains: Vec<Explain> = who
+        .iter()
+        .take(20)
+        .filter_map(|u| inbox.explain_latest(u, PAGE).ok())
+        .collect();
+    let (docs, keys) = examined(&explains);
+    let bytes = size_of(&path);
+    Ok((
+        Row {
+            design,
+            send_ms,
+            read_us,
+            docs,
+            keys,
+            bytes,
+        },
+        inbox,
+        db,
+    ))
+}
+
+fn parse() -> Result<Settings, String> {
+    let mut s = Settings {
+        users: 1_000,
+        messages: 10_000,
+        recipients: 5,
+        reads: 500,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value: u64 = it
+            .next()
+            .and_then(|v| v.parse().ok())
+            .filter(|&v| v > 0)
+            .ok_or_else(|| format!("{flag} takes a positive number"))?;
+        match flag.as_str() {
+            "--users" => s.users = value,
+            "--messages" => s.messages = usize::try_from(value).map_err(|e| e.to_string())?,
+            "--recipients" => s.recipients = value,
+            "--reads" => s.reads = usize::try_from(value).map_err(|e| e.to_string())?,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(s)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let settings = parse().map_err(|e| {
+        format!("{e}\nusage: inbox [--users N] [--messages N] [--recipients N] [--reads N]")
+    })?;
+    let dir = std::env::temp_dir().join(format!("odm-inbox-showcase-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let work = workload(&settings);
+    let who = readers(&settings);
+    let deliveries: usize = work.iter().map(|(_, to, _)| to.len()).sum();
+    println!(
+        "S1 inbox: {} users, {} messages, {} deliveries (about {} recipients each), latest {PAGE} read for {} random users; {} messages per transaction when sending",
+        settings.users,
+        settings.messages,
+        deliveries,
+        settings.recipients,
+        settings.reads,
+        BATCH
+    );
+    let mut rows = vec![fan_out_on_read(&dir, &work, &who)?, fan_out_on_write(&dir, &work, &who)?];
+    let (open, _, _) = buckets(&dir, &work, &who, InboxVariant::OpenBucket)?;
+    rows.push(open);
+    let (sequence, inbox, db) = buckets(&dir, &work, &who, InboxVariant::Sequence)?;
+    rows.push(sequence);
+    println!(
+        "{:<34}{:>12}{:>14}{:>12}{:>12}{:>16}",
+        "design", "send ms", "read µs/op", "docs/read", "keys/read", "bytes on disk"
+    );
+    for r in &rows {
+        println!(
+            "{:<34}{:>12.0}{:>14.1}{:>12.1}{:>12.1}{:>16}",
+            r.design, r.send_ms, r.read_us, r.docs, r.keys, r.bytes
+        );
+    }
+    let sample = &who[0];
+    println!("\nthe inbox of {sample}, newest first (buckets):");
+    for envelope in inbox.latest(sample, 0, 5)? {
+        println!("  {} from {:<9} {}", envelope.sent, envelope.from, envelope.message.text);
+    }
+    drop(inbox);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
