@@ -1247,3 +1247,60 @@ fn explain_reports_shard_routing_for_sharded_collections() {
             .is_none()
     );
 }
+
+#[test]
+fn elem_match_conditions_bound_indexes_and_intersect_on_one_element() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(IndexSpec::ascending("scores").unwrap())
+        .unwrap();
+    c.create_index(
+        IndexSpec::new([
+            ("attrs.k", Direction::Ascending),
+            ("attrs.v", Direction::Ascending),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    c.insert_many(
+        [
+            doc! { "_id": 1, "scores": [1, 9], "attrs": [{ "k": "size", "v": 10 }, { "k": "type", "v": "text" }] },
+            doc! { "_id": 2, "scores": [6], "attrs": [{ "k": "size", "v": 100 }] },
+            doc! { "_id": 3, "scores": [7, 20], "attrs": [{ "k": "type", "v": 100 }, { "k": "size", "v": 5 }] },
+        ],
+        true,
+    )
+    .unwrap();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    let run = |filter: Document| {
+        let explain = coll.explain(&filter, &FindOptions::default()).unwrap();
+        let mut ids: Vec<i32> = coll
+            .find(&filter, &FindOptions::default())
+            .unwrap()
+            .map(|d| d.unwrap().get_i32("_id").unwrap())
+            .collect();
+        ids.sort_unstable();
+        (explain, ids)
+    };
+    // One element between 5 and 8: both bounds apply to the multikey index.
+    let (explain, ids) = run(doc! { "scores": { "$elemMatch": { "$gte": 5, "$lt": 8 } } });
+    assert_eq!(ids, [2, 3]);
+    assert_eq!(explain.index_used(), Some("scores_1"), "{explain}");
+    assert_eq!(explain.keys_examined, 2, "{explain}");
+    // Without $elemMatch, two elements may meet the two conditions: only one bound is used.
+    let (explain, ids) = run(doc! { "scores": { "$gte": 5, "$lt": 8 } });
+    assert_eq!(ids, [1, 2, 3]);
+    assert!(explain.keys_examined > 2, "{explain}");
+    // S3b: one attribute by equality on its key and a range on its value.
+    let (explain, ids) =
+        run(doc! { "attrs": { "$elemMatch": { "k": "size", "v": { "$gt": 64 } } } });
+    assert_eq!(ids, [2]);
+    assert_eq!(
+        explain.index_used(),
+        Some("attrs.k_1_attrs.v_1"),
+        "{explain}"
+    );
+    assert_eq!(explain.keys_examined, 1, "{explain}");
+}

@@ -26,6 +26,8 @@ fn value() -> impl Strategy<Value = Bson> {
         5 => scalar(),
         2 => prop::collection::vec(scalar(), 0..4).prop_map(Bson::Array),
         1 => scalar().prop_map(|x| Bson::Document(doc! { "x": x })),
+        1 => prop::collection::vec(scalar().prop_map(|x| Bson::Document(doc! { "x": x })), 0..3)
+            .prop_map(Bson::Array),
     ]
 }
 
@@ -98,6 +100,12 @@ fn condition_on(paths: &[&'static str]) -> BoxedStrategy<Document> {
         prop::sample::select(vec!["^a", "^ab", "^b", "^", "a"])
             .prop_map(|p| Bson::Document(doc! { "$regex": p })),
         prop::collection::vec(scalar(), 1..3).prop_map(|v| Bson::Document(doc! { "$nin": v })),
+        (scalar(), scalar())
+            .prop_map(|(lo, hi)| Bson::Document(doc! { "$elemMatch": { "$gte": lo, "$lt": hi } })),
+        scalar().prop_map(|v| Bson::Document(doc! { "$elemMatch": { "x": v } })),
+        (scalar(), scalar()).prop_map(|(lo, hi)| Bson::Document(
+            doc! { "$elemMatch": { "x": { "$gt": lo, "$lte": hi } } }
+        )),
     ];
     (path, op)
         .prop_map(|(p, op)| {
@@ -177,6 +185,7 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("c.d", Asc)]).unwrap().sparse(),
         IndexSpec::new([("tags", Asc)]).unwrap(),
         IndexSpec::new([("b", Asc)]).unwrap(),
+        IndexSpec::new([("a.x", Desc)]).unwrap(),
         // Never multikey (`b`, `e` and `n.g` are never arrays): these can cover queries.
         IndexSpec::new([("b", Asc), ("e", Desc)]).unwrap(),
         IndexSpec::new([("n.g", Asc), ("e", Asc)]).unwrap(),

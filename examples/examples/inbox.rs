@@ -91,17 +91,25 @@ fn workload(s: &Settings) -> Vec<(String, Vec<String>, String)> {
         .map(|i| {
             let from = format!("user{}", rng.below(s.users));
             let count = 1 + rng.below(2 * s.recipients - 1);
-            let mut to: Vec<String> = (0..count).map(|_| format!("user{}", rng.below(s.users))).collect();
+            let mut to: Vec<String> = (0..count)
+                .map(|_| format!("user{}", rng.below(s.users)))
+                .collect();
             to.sort();
             to.dedup();
-            (from, to, format!("message {i}: hello from the inbox showcase"))
+            (
+                from,
+                to,
+                format!("message {i}: hello from the inbox showcase"),
+            )
         })
         .collect()
 }
 
 fn readers(s: &Settings) -> Vec<String> {
     let mut rng = Rng(7);
-    (0..s.reads).map(|_| format!("user{}", rng.below(s.users))).collect()
+    (0..s.reads)
+        .map(|_| format!("user{}", rng.below(s.users)))
+        .collect()
 }
 
 fn fresh(dir: &Path, name: &str) -> PathBuf {
@@ -122,7 +130,11 @@ fn examined(explains: &[Explain]) -> (f64, f64) {
     (docs as f64 / n, keys as f64 / n)
 }
 
-fn fan_out_on_read(dir: &Path, work: &[(String, Vec<String>, String)], who: &[String]) -> odm::Result<Row> {
+fn fan_out_on_read(
+    dir: &Path,
+    work: &[(String, Vec<String>, String)],
+    who: &[String],
+) -> odm::Result<Row> {
     let path = fresh(dir, "fan-out-on-read.redb");
     let db = Database::open(&path)?;
     let messages = db.collection::<Message>()?;
@@ -154,7 +166,11 @@ fn fan_out_on_read(dir: &Path, work: &[(String, Vec<String>, String)], who: &[St
         latest(user).to_vec()?;
     }
     let read_us = start.elapsed().as_secs_f64() * 1e6 / who.len().max(1) as f64;
-    let explains: Vec<Explain> = who.iter().take(20).map(|u| latest(u).explain()).collect::<odm::Result<_>>()?;
+    let explains: Vec<Explain> = who
+        .iter()
+        .take(20)
+        .map(|u| latest(u).explain())
+        .collect::<odm::Result<_>>()?;
     let (docs, keys) = examined(&explains);
     drop(messages);
     drop(db);
@@ -168,7 +184,11 @@ fn fan_out_on_read(dir: &Path, work: &[(String, Vec<String>, String)], who: &[St
     })
 }
 
-fn fan_out_on_write(dir: &Path, work: &[(String, Vec<String>, String)], who: &[String]) -> odm::Result<Row> {
+fn fan_out_on_write(
+    dir: &Path,
+    work: &[(String, Vec<String>, String)],
+    who: &[String],
+) -> odm::Result<Row> {
     let path = fresh(dir, "fan-out-on-write.redb");
     let db = Database::open(&path)?;
     let deliveries = db.collection::<Delivery>()?;
@@ -203,7 +223,11 @@ fn fan_out_on_write(dir: &Path, work: &[(String, Vec<String>, String)], who: &[S
         latest(user).to_vec()?;
     }
     let read_us = start.elapsed().as_secs_f64() * 1e6 / who.len().max(1) as f64;
-    let explains: Vec<Explain> = who.iter().take(20).map(|u| latest(u).explain()).collect::<odm::Result<_>>()?;
+    let explains: Vec<Explain> = who
+        .iter()
+        .take(20)
+        .map(|u| latest(u).explain())
+        .collect::<odm::Result<_>>()?;
     let (docs, keys) = examined(&explains);
     drop(deliveries);
     drop(db);
@@ -230,7 +254,10 @@ fn buckets(
     let path = fresh(dir, file);
     let db = Database::open(&path)?;
     let inbox: Inbox<Text> = Inbox::open(&db, "inbox", PAGE as u32, variant)?;
-    let texts: Vec<Text> = work.iter().map(|(_, _, t)| Text { text: t.clone() }).collect();
+    let texts: Vec<Text> = work
+        .iter()
+        .map(|(_, _, t)| Text { text: t.clone() })
+        .collect();
     let recipients: Vec<Vec<&str>> = work
         .iter()
         .map(|(_, to, _)| to.iter().map(String::as_str).collect())
@@ -239,7 +266,11 @@ fn buckets(
     for (i, batch) in work.chunks(BATCH).enumerate() {
         let base = i * BATCH;
         inbox.send_all(batch.iter().enumerate().map(|(j, (from, _, _))| {
-            (from.as_str(), recipients[base + j].as_slice(), &texts[base + j])
+            (
+                from.as_str(),
+                recipients[base + j].as_slice(),
+                &texts[base + j],
+            )
         }))?;
     }
     let send_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -306,14 +337,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let deliveries: usize = work.iter().map(|(_, to, _)| to.len()).sum();
     println!(
         "S1 inbox: {} users, {} messages, {} deliveries (about {} recipients each), latest {PAGE} read for {} random users; {} messages per transaction when sending",
-        settings.users,
-        settings.messages,
-        deliveries,
-        settings.recipients,
-        settings.reads,
-        BATCH
+        settings.users, settings.messages, deliveries, settings.recipients, settings.reads, BATCH
     );
-    let mut rows = vec![fan_out_on_read(&dir, &work, &who)?, fan_out_on_write(&dir, &work, &who)?];
+    let mut rows = vec![
+        fan_out_on_read(&dir, &work, &who)?,
+        fan_out_on_write(&dir, &work, &who)?,
+    ];
     let (open, _, _) = buckets(&dir, &work, &who, InboxVariant::OpenBucket)?;
     rows.push(open);
     let (sequence, inbox, db) = buckets(&dir, &work, &who, InboxVariant::Sequence)?;
@@ -331,7 +360,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sample = &who[0];
     println!("\nthe inbox of {sample}, newest first (buckets):");
     for envelope in inbox.latest(sample, 0, 5)? {
-        println!("  {} from {:<9} {}", envelope.sent, envelope.from, envelope.message.text);
+        println!(
+            "  {} from {:<9} {}",
+            envelope.sent, envelope.from, envelope.message.text
+        );
     }
     drop(inbox);
     drop(db);

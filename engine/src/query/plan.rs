@@ -18,7 +18,7 @@ use std::ops::Bound;
 
 use bson::{RawBson, RawBsonRef};
 
-use super::filter::{FieldPath, Filter, Pattern, Predicate, QueryRegex};
+use super::filter::{ElemMatch, FieldPath, Filter, Pattern, Predicate, QueryRegex};
 use super::sort::Sort;
 use crate::catalog::IndexMeta;
 use crate::keys::{self, Direction};
@@ -149,6 +149,52 @@ impl ValueInterval {
         };
         format!("{open}{}, {}{close}", edge(&self.lo), edge(&self.hi))
     }
+}
+
+/// A condition that can bound an index field: a top-level one, or one inside an `$elemMatch`
+/// (`{a: {$elemMatch: {b: 1}}}` bounds `a.b`). Conditions of one `$elemMatch` share a group:
+/// they hold for the same array element, so their ranges may be intersected even on a
+/// multikey index.
+pub(crate) struct Cond<'a> {
+    pub(crate) path: FieldPath,
+    pub(crate) predicate: &'a Predicate,
+    pub(crate) group: Option<usize>,
+}
+
+/// The conditions that can bound index fields: [`conditions`], plus those inside `$elemMatch`.
+pub(crate) fn bound_conditions(filter: &Filter) -> Vec<Cond<'_>> {
+    let mut out = Vec::new();
+    let mut groups = 0;
+    for (path, predicate) in conditions(filter) {
+        out.push(Cond {
+            path: path.clone(),
+            predicate,
+            group: None,
+        });
+        if let Predicate::ElemMatch(elem) = predicate {
+            groups += 1;
+            let group = Some(groups);
+            match &**elem {
+                ElemMatch::Value(predicates) => {
+                    out.extend(predicates.iter().map(|predicate| Cond {
+                        path: path.clone(),
+                        predicate,
+                        group,
+                    }));
+                }
+                ElemMatch::Document(inner) => {
+                    for (sub, predicate) in conditions(inner) {
+                        out.push(Cond {
+                            path: FieldPath::new(&format!("{}.{}", path.as_str(), sub.as_str())),
+                            predicate,
+                            group,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The top-level conditions of a filter: its fields, through `$and`.
@@ -359,16 +405,21 @@ const MAX_POINTS: usize = 1024;
 fn index_plan(
     forced: bool,
     index: &IndexMeta,
-    conds: &[(&FieldPath, &Predicate)],
+    conds: &[Cond<'_>],
     sort: Option<&Sort>,
 ) -> Option<Plan> {
     let spec = &index.spec;
     // A partial index holds only the documents its filter accepts: usable only when the query
     // accepts no others.
-    if let Some(partial) = spec.partial_filter()
-        && !implies(conds, partial.filter())
-    {
-        return None;
+    if let Some(partial) = spec.partial_filter() {
+        let plain: Vec<(&FieldPath, &Predicate)> = conds
+            .iter()
+            .filter(|c| c.group.is_none())
+            .map(|c| (&c.path, c.predicate))
+            .collect();
+        if !implies(&plain, partial.filter()) {
+            return None;
+        }
     }
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut intervals: Option<Vec<KeyRange>> = None;
@@ -376,12 +427,19 @@ fn index_plan(
     let mut point_fields = 0;
     let mut range = false;
     for (path, direction) in spec.keys() {
-        let predicates: Vec<&Predicate> = conds
+        // (An `$elemMatch` itself bounds nothing; its conditions do.)
+        let on_field: Vec<&Cond<'_>> = conds
             .iter()
-            .filter(|(p, _)| p.as_str() == path.as_str())
-            .map(|(_, pred)| *pred)
+            .filter(|c| c.path.as_str() == path.as_str())
+            .filter(|c| !matches!(c.predicate, Predicate::ElemMatch(_)))
             .collect();
-        let Some(ivs) = field_intervals(&predicates, index.multikey, spec.is_sparse()) else {
+        // Conditions of one `$elemMatch` hold for one element: their ranges intersect.
+        let one_element = on_field.first().is_some_and(|first| {
+            first.group.is_some() && on_field.iter().all(|c| c.group == first.group)
+        });
+        let predicates: Vec<&Predicate> = on_field.iter().map(|c| c.predicate).collect();
+        let multikey = index.multikey && !one_element;
+        let Some(ivs) = field_intervals(&predicates, multikey, spec.is_sparse()) else {
             break;
         };
         bounds.push((
@@ -533,9 +591,9 @@ fn id_lookup(conds: &[(&FieldPath, &Predicate)]) -> Option<Vec<RawBson>> {
 
 /// Every candidate plan, best first; the last is always the collection scan.
 pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexMeta]) -> Vec<Plan> {
-    let conds = conditions(filter);
+    let conds = bound_conditions(filter);
     let mut plans = Vec::new();
-    if let Some(ids) = id_lookup(&conds) {
+    if let Some(ids) = id_lookup(&conditions(filter)) {
         plans.push(Plan {
             access: Access::IdLookup { ids },
             provides_sort: false,
@@ -605,7 +663,7 @@ pub(crate) fn hinted(
     };
     let index =
         index.ok_or_else(|| format!("hint {hint} does not name an index of the collection"))?;
-    index_plan(true, index, &conditions(filter), sort)
+    index_plan(true, index, &bound_conditions(filter), sort)
         .ok_or_else(|| format!("hint {hint} cannot be used"))
 }
 
@@ -678,5 +736,5 @@ pub(crate) fn index_plan_for(
     filter: &Filter,
     sort: Option<&Sort>,
 ) -> Option<Plan> {
-    index_plan(false, index, &conditions(filter), sort)
+    index_plan(false, index, &bound_conditions(filter), sort)
 }
