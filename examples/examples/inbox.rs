@@ -249,7 +249,7 @@ fn buckets(
 ) -> Result<(Row, Inbox<Text>, Database), Box<dyn std::error::Error>> {
     let (design, file) = match variant {
         InboxVariant::OpenBucket => ("S1c buckets, open-bucket upsert", "buckets-open.redb"),
-        _ => ("S1c buckets, sequence counter", "buckets-sequence.redb"),
+        InboxVariant::Sequence => ("S1c buckets, sequence counter", "buckets-sequence.redb"),
     };
     let path = fresh(dir, file);
     let db = Database::open(&path)?;

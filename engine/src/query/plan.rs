@@ -9,7 +9,9 @@
 //! type bracket, an anchored regex with a literal prefix gives a string range. A compound index
 //! takes points on its leading fields and at most one range, on the next field. On a multikey
 //! index, a field takes at most one range condition: two conditions may be met by different
-//! array elements, so their intersection could miss documents. Arrays as operands, `null` on a
+//! array elements, so their intersection could miss documents; the conditions of one
+//! `$elemMatch` hold for one element, so they bound its paths (`a.b` for `{a: {$elemMatch:
+//! {b: ..}}}`) and their ranges intersect. Arrays as operands, `null` on a
 //! sparse index, and negations give no bounds. Plans rank by: `_id` lookup, then the number of
 //! leading fields bound to points, then a range on the next field, then whether the index
 //! order gives the requested sort, then fewer index fields.
