@@ -38,21 +38,30 @@ pub fn from_slice_versioned<T: DeserializeOwned>(
     match fast::<T>(bytes, id_field) {
         Ok(decoded) => Ok(decoded),
         Err(DecodeError::Fallback) => {
-            let mut doc = bson::Document::try_from(
-                bson::RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?,
-            )
-            .map_err(|e| e.to_string())?;
-            let version = match doc.get("_v") {
-                Some(bson::Bson::Int32(v)) => Some(i64::from(*v)),
-                Some(bson::Bson::Int64(v)) => Some(*v),
+            let raw = bson::RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
+            let version = match raw.get("_v") {
+                Ok(Some(bson::RawBsonRef::Int32(v))) => Some(i64::from(v)),
+                Ok(Some(bson::RawBsonRef::Int64(v))) => Some(v),
                 _ => None,
             };
-            if let Some(name) = id_field
-                && let Some(id) = doc.remove("_id")
-            {
-                doc.insert(name, id);
+            let Some(name) = id_field else {
+                // Straight from the bytes: a detour through `Document` would present dates and
+                // other types differently.
+                let value = bson::deserialize_from_slice(bytes).map_err(|e| e.to_string())?;
+                return Ok((value, version));
+            };
+            let mut renamed = bson::RawDocumentBuf::new();
+            for element in raw {
+                let (key, value) = element.map_err(|e| e.to_string())?;
+                if key.as_str() == "_id" {
+                    let name = bson::raw::CString::try_from(name).map_err(|e| e.to_string())?;
+                    renamed.append(name, value);
+                } else {
+                    renamed.append(key, value);
+                }
             }
-            let value = bson::deserialize_from_document(doc).map_err(|e| e.to_string())?;
+            let value =
+                bson::deserialize_from_slice(renamed.as_bytes()).map_err(|e| e.to_string())?;
             Ok((value, version))
         }
         Err(DecodeError::Message(m)) => Err(m),
