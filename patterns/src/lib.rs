@@ -5,11 +5,25 @@
 //!   the open bucket or by a per-owner sequence counter. Choose it when reads of a recent
 //!   inbox dominate: a read touches one or two documents instead of one per message.
 //!
+//! - [`Tree`] (S5): a hierarchy with parent, ancestors and materialized path; all descendants
+//!   in one indexed query (multikey `ancestors` or an anchored regex on `path`), subtrees moved
+//!   and deleted atomically.
+//! - [`Identities`] (S4b): a document per identity under a unique index; sign-in by any of a
+//!   user's identities in two reads, registration all or nothing.
+//! - [`Attributes`] (S3b): user-defined attributes as `{k, v}` pairs under one compound multikey
+//!   index, queried by equality or range through `$elemMatch`.
+//!
 //! Each pattern records its parameters in the `patterns_meta` collection, so that reopening it
 //! with other parameters is an error instead of a silent reordering of stored data.
 
+mod attributes;
+mod identity;
 mod inbox;
 mod meta;
+mod tree;
 
+pub use attributes::{Attributes, Condition};
+pub use identity::Identities;
 pub use inbox::{Envelope, Inbox, InboxVariant};
 pub use meta::PatternError;
+pub use tree::{Node, Tree, TreeVariant};

@@ -22,6 +22,14 @@ pub enum PatternError {
         stored: String,
         requested: String,
     },
+    /// The operation does not apply (a missing node, a move into its own subtree, an id
+    /// containing a separator); nothing was changed.
+    #[error("{pattern} `{name}`: {reason}")]
+    Refused {
+        pattern: &'static str,
+        name: String,
+        reason: String,
+    },
     /// A stored document is not what the pattern wrote.
     #[error("{pattern} `{name}`: {reason}")]
     Damaged {

@@ -235,28 +235,42 @@ impl WriteTxn<'_> {
         self.find_and_modify(collection, filter, None, options)
     }
 
-    /// The first document matching `filter` in `sort` order, read from this transaction's own
-    /// tables, so that its earlier writes count.
+    /// The documents matching `filter` in `sort` order, at most `limit`, read from this
+    /// transaction's own tables, so that its earlier writes count.
+    pub fn find(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        sort: Option<&Document>,
+        limit: Option<u64>,
+    ) -> Result<Vec<Document>> {
+        let query = Filter::parse(filter)?;
+        let sort = sort.map(Sort::parse).transpose()?.filter(|s| !s.is_empty());
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(Vec::new());
+        };
+        let found =
+            self.with_selection(&meta, &query, sort, None, limit, |_, selected| Ok(selected))?;
+        found
+            .into_iter()
+            .map(|(_, raw)| {
+                Document::try_from(raw.as_ref())
+                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
+            })
+            .collect()
+    }
+
+    /// The first document matching `filter` in `sort` order; see [`WriteTxn::find`].
     pub fn find_one(
         &mut self,
         collection: &str,
         filter: &Document,
         sort: Option<&Document>,
     ) -> Result<Option<Document>> {
-        let query = Filter::parse(filter)?;
-        let sort = sort.map(Sort::parse).transpose()?.filter(|s| !s.is_empty());
-        let Some(meta) = self.collection_meta(collection, false)? else {
-            return Ok(None);
-        };
-        let found = self.with_selection(&meta, &query, sort, None, Some(1), |_, selected| {
-            Ok(selected.into_iter().next())
-        })?;
-        found
-            .map(|(_, raw)| {
-                Document::try_from(raw.as_ref())
-                    .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
-            })
-            .transpose()
+        Ok(self
+            .find(collection, filter, sort, Some(1))?
+            .into_iter()
+            .next())
     }
 
     /// Runs a bulk write; see the module documentation. Storage errors end it with `Err`.
