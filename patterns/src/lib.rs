@@ -5,6 +5,9 @@
 //!   the open bucket or by a per-owner sequence counter. Choose it when reads of a recent
 //!   inbox dominate: a read touches one or two documents instead of one per message.
 //!
+//! - [`History`], [`Window`], [`Daily`] (S2): events with retention, in buckets by count with
+//!   range queries and removal by date, in a fixed window, or one document per day expired by
+//!   a TTL index.
 //! - [`Tree`] (S5): a hierarchy with parent, ancestors and materialized path; all descendants
 //!   in one indexed query (multikey `ancestors` or an anchored regex on `path`), subtrees moved
 //!   and deleted atomically.
@@ -17,12 +20,14 @@
 //! with other parameters is an error instead of a silent reordering of stored data.
 
 mod attributes;
+mod history;
 mod identity;
 mod inbox;
 mod meta;
 mod tree;
 
 pub use attributes::{Attributes, Condition};
+pub use history::{Daily, Event, History, Window};
 pub use identity::Identities;
 pub use inbox::{Envelope, Inbox, InboxVariant};
 pub use meta::PatternError;
