@@ -8,6 +8,9 @@
 //! - [`History`], [`Window`], [`Daily`] (S2): events with retention, in buckets by count with
 //!   range queries and removal by date, in a fixed window, or one document per day expired by
 //!   a TTL index.
+//! - [`TimeSeries`] (time-series buckets with min and max times, retention by TTL) and
+//!   [`Counters`] (S13: per day, hours and minutes nested, one upsert per event).
+//! - [`Queue`] (S10): a priority work queue with timeouts, taken with find-and-modify.
 //! - [`Tree`] (S5): a hierarchy with parent, ancestors and materialized path; all descendants
 //!   in one indexed query (multikey `ancestors` or an anchored regex on `path`), subtrees moved
 //!   and deleted atomically.
@@ -24,6 +27,8 @@ mod history;
 mod identity;
 mod inbox;
 mod meta;
+mod queue;
+mod timeseries;
 mod tree;
 
 pub use attributes::{Attributes, Condition};
@@ -31,4 +36,6 @@ pub use history::{Daily, Event, History, Window};
 pub use identity::Identities;
 pub use inbox::{Envelope, Inbox, InboxVariant};
 pub use meta::PatternError;
+pub use queue::Queue;
+pub use timeseries::{Counters, DayCounts, Sample, TimeSeries};
 pub use tree::{Node, Tree, TreeVariant};
