@@ -98,8 +98,8 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
 
     /// Adds a sample to its series' bucket for its span (a new one when that is full).
     pub fn insert(&self, meta: &M, at: DateTime, value: &S) -> Result<(), PatternError> {
-        let meta = self.to_bson(meta)?;
-        let value = self.to_bson(value)?;
+        let meta = self.encode(meta)?;
+        let value = self.encode(value)?;
         let start = at.timestamp_millis().div_euclid(self.span_ms) * self.span_ms;
         self.db.engine().collection(&self.name).update_one(
             &doc! {
@@ -151,9 +151,9 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
                     continue;
                 }
                 out.push(Sample {
-                    meta: self.from_bson(meta.clone())?,
+                    meta: self.decode(meta.clone())?,
                     at,
-                    value: self.from_bson(sample.get("v").cloned().unwrap_or(Bson::Null))?,
+                    value: self.decode(sample.get("v").cloned().unwrap_or(Bson::Null))?,
                 });
             }
         }
@@ -184,12 +184,12 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
     ) -> Result<Document, PatternError> {
         let mut filter = doc! { "control.max": { "$gte": from }, "control.min": { "$lt": to } };
         if let Some(meta) = meta {
-            filter.insert("meta", self.to_bson(meta)?);
+            filter.insert("meta", self.encode(meta)?);
         }
         Ok(filter)
     }
 
-    fn to_bson<T: Serialize>(&self, value: &T) -> Result<Bson, PatternError> {
+    fn encode<T: Serialize>(&self, value: &T) -> Result<Bson, PatternError> {
         bson::serialize_to_bson(value).map_err(|e| PatternError::Refused {
             pattern: SERIES,
             name: self.name.clone(),
@@ -197,7 +197,7 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
         })
     }
 
-    fn from_bson<T: DeserializeOwned>(&self, value: Bson) -> Result<T, PatternError> {
+    fn decode<T: DeserializeOwned>(&self, value: Bson) -> Result<T, PatternError> {
         bson::deserialize_from_bson(value)
             .map_err(|e| self.damaged(format!("a value does not decode: {e}")))
     }
