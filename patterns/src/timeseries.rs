@@ -182,7 +182,13 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
         from: DateTime,
         to: DateTime,
     ) -> Result<Document, PatternError> {
-        let mut filter = doc! { "control.max": { "$gte": from }, "control.min": { "$lt": to } };
+        // A bucket covers one span, so one that overlaps [from, to) has its latest sample
+        // before `to + span`: both bounds narrow the index range.
+        let before = DateTime::from_millis(to.timestamp_millis().saturating_add(self.span_ms));
+        let mut filter = doc! {
+            "control.max": { "$gte": from, "$lt": before },
+            "control.min": { "$lt": to },
+        };
         if let Some(meta) = meta {
             filter.insert("meta", self.encode(meta)?);
         }
