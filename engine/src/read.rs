@@ -162,6 +162,15 @@ impl ReadCollection<'_> {
         Ok(self.docs.get(id_key)?)
     }
 
+    /// The stored documents whose encoded `_id` lies within bounds, as table rows.
+    pub(crate) fn documents_within(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+    ) -> Result<redb::Range<'static, &'static [u8], &'static [u8]>> {
+        Ok(self.docs.range::<&[u8]>((lower, upper))?)
+    }
+
     /// Every stored document, in `_id` order, as table rows.
     pub(crate) fn documents_range(
         &self,

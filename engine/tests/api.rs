@@ -1307,3 +1307,51 @@ fn elem_match_conditions_bound_indexes_and_intersect_on_one_element() {
     // ("size", 100) is examined and refused by the matcher.
     assert_eq!(explain.keys_examined, 2, "{explain}");
 }
+
+#[test]
+fn id_ranges_and_id_sorts_walk_the_documents_table() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("months");
+    for user in ["ann", "bob"] {
+        for month in ["201208", "201209", "201210", "201211"] {
+            c.insert_one(doc! { "_id": format!("{user}-{month}") })
+                .unwrap();
+        }
+    }
+    let txn = db.read().unwrap();
+    let coll = txn.collection("months").unwrap().unwrap();
+    // S9: a user's latest two months, by an anchored regex on `_id`, newest first.
+    let options = FindOptions {
+        sort: Some(doc! { "_id": -1 }),
+        limit: Some(2),
+        ..FindOptions::default()
+    };
+    let filter = doc! { "_id": { "$regex": "^bob-" } };
+    let ids: Vec<String> = coll
+        .find(&filter, &options)
+        .unwrap()
+        .map(|d| d.unwrap().get_str("_id").unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["bob-201211", "bob-201210"]);
+    let explain = coll.explain(&filter, &options).unwrap();
+    assert_eq!(explain.index_used(), Some("_id_"), "{explain}");
+    assert!(!explain.in_memory_sort, "{explain}");
+    assert_eq!(
+        (explain.keys_examined, explain.docs_examined),
+        (2, 2),
+        "{explain}"
+    );
+    // A range of `_id`s.
+    let explain = coll
+        .explain(
+            &doc! { "_id": { "$gte": "ann-201209", "$lt": "ann-201211" } },
+            &FindOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(
+        (explain.returned, explain.keys_examined),
+        (2, 2),
+        "{explain}"
+    );
+}

@@ -18,7 +18,7 @@ use bson::{RawDocument, RawDocumentBuf};
 use super::covered::Covering;
 use super::exec::WalkStats;
 use super::plan::{Access, KeyRange, Plan};
-use super::source::{DocumentRows, Guard, Source as Collection};
+use super::source::{DocumentRange, DocumentRows, Guard, Source as Collection};
 use crate::catalog::IndexMeta;
 use crate::error::{Error, Result};
 use crate::index_store::MergedRange;
@@ -55,6 +55,12 @@ enum Source<'c> {
     Done,
     Scan(Box<DocumentRows<'c>>),
     Ids(std::vec::IntoIter<Vec<u8>>),
+    /// Ranges of the documents table (the `_id_` index), interval by interval.
+    IdRanges {
+        intervals: std::vec::IntoIter<KeyRange>,
+        reverse: bool,
+        current: Option<DocumentRange<'c>>,
+    },
     Index(Box<IndexSource<'c>>),
     Or {
         branches: std::vec::IntoIter<Plan>,
@@ -111,6 +117,17 @@ fn source<'c>(
             id_keys.sort();
             id_keys.dedup();
             Source::Ids(id_keys.into_iter())
+        }
+        Access::IndexScan(scan) if scan.index == crate::index::ID_INDEX_NAME => {
+            let mut intervals = scan.intervals.clone();
+            if scan.reverse {
+                intervals.reverse();
+            }
+            Source::IdRanges {
+                intervals: intervals.into_iter(),
+                reverse: scan.reverse,
+                current: None,
+            }
         }
         Access::IndexScan(scan) => {
             let index = collection
@@ -187,6 +204,30 @@ impl<'c> Source<'c> {
                 }
             },
             Source::Index(index) => index.next(collection, stats),
+            Source::IdRanges {
+                intervals,
+                reverse,
+                current,
+            } => loop {
+                let range = if let Some(range) = current {
+                    range
+                } else {
+                    let (lower, upper) = intervals.next()?;
+                    match collection.documents_between(as_slice(&lower), as_slice(&upper), *reverse)
+                    {
+                        Ok(range) => current.insert(range),
+                        Err(e) => return Some(Err(e)),
+                    }
+                };
+                match range.next() {
+                    None => *current = None,
+                    Some(row) => {
+                        stats.keys_examined += 1;
+                        stats.docs_examined += 1;
+                        return Some(row.map(Candidate::Stored).map_err(Error::from));
+                    }
+                }
+            },
             Source::Or {
                 branches,
                 current,

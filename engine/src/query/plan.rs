@@ -525,6 +525,15 @@ fn bound_key(b: &Bound<Vec<u8>>) -> Vec<u8> {
     }
 }
 
+/// The documents table seen as the `_id_` index: its keys are the encoded `_id`s.
+pub(crate) fn id_index() -> IndexMeta {
+    IndexMeta {
+        id: u64::MAX,
+        spec: crate::schema::id_index_spec(),
+        multikey: false,
+    }
+}
+
 /// Whether walking one interval of the index gives the sort's order, and in which direction.
 fn sort_order(
     index: &IndexMeta,
@@ -535,7 +544,9 @@ fn sort_order(
     let Some(sort) = sort.filter(|s| !s.is_empty()) else {
         return (false, false);
     };
-    if index.multikey || intervals != 1 {
+    // Several intervals on the first field, walked in key order, give that field's order (the
+    // walk skips what an earlier interval returned); after point fields they would not.
+    if index.multikey || (intervals != 1 && point_fields > 0) {
         return (false, false);
     }
     let keys = index.spec.keys();
@@ -614,6 +625,9 @@ pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexM
             .iter()
             .filter_map(|i| index_plan(false, i, &conds, sort)),
     );
+    // The documents table is the `_id` index: ranges of `_id` (an anchored regex, a range) and
+    // sorts on `_id` walk it directly.
+    plans.extend(index_plan(false, &id_index(), &conds, sort));
     if let Some(or) = or_plan(filter, indexes) {
         plans.push(or);
     }

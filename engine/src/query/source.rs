@@ -23,6 +23,21 @@ pub(crate) type Guard<'a> = AccessGuard<'a, &'static [u8]>;
 /// Rows of the documents table: (encoded `_id`, document bytes).
 pub(crate) type DocumentRows<'a> = redb::Range<'a, &'static [u8], &'static [u8]>;
 
+/// Documents of an `_id` range, in either direction.
+pub(crate) type DocumentRange<'a> =
+    Box<dyn Iterator<Item = std::result::Result<Guard<'a>, redb::StorageError>> + 'a>;
+
+fn directed<'a>(range: DocumentRows<'a>, reverse: bool) -> DocumentRange<'a> {
+    let values = |row: std::result::Result<(Guard<'a>, Guard<'a>), redb::StorageError>| {
+        row.map(|(_, value)| value)
+    };
+    if reverse {
+        Box::new(range.rev().map(values))
+    } else {
+        Box::new(range.map(values))
+    }
+}
+
 /// A collection as a query reads it; see the module documentation.
 pub(crate) trait Source {
     fn meta(&self) -> &CollectionMeta;
@@ -32,6 +47,15 @@ pub(crate) trait Source {
 
     /// The document stored under an encoded `_id`.
     fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>>;
+
+    /// The documents whose encoded `_id` lies within bounds, in `_id` order (descending when
+    /// `reverse`).
+    fn documents_between(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<DocumentRange<'_>>;
 
     /// An index's entries within byte bounds, in key order (descending when `reverse`).
     fn index_rows(
@@ -63,6 +87,15 @@ impl Source for ReadCollection<'_> {
 
     fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>> {
         self.document_guard(id_key)
+    }
+
+    fn documents_between(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<DocumentRange<'_>> {
+        Ok(directed(self.documents_within(lower, upper)?, reverse))
     }
 
     fn index_rows(
@@ -126,6 +159,15 @@ impl Source for WriteView<'_> {
 
     fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>> {
         Ok(self.docs.get(id_key)?)
+    }
+
+    fn documents_between(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Result<DocumentRange<'_>> {
+        Ok(directed(self.docs.range::<&[u8]>((lower, upper))?, reverse))
     }
 
     fn index_rows(
