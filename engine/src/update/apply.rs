@@ -542,7 +542,8 @@ fn arithmetic(current: &Bson, operand: &Bson, op: Arith) -> Result<Bson, String>
     }
     match (current, operand) {
         (Bson::Decimal128(_), _) | (_, Bson::Decimal128(_)) => {
-            Err(format!("{verb} on decimal128 values is not supported yet"))
+            super::decimal::combine(current, operand, matches!(op, Arith::Mul))
+                .ok_or_else(|| non_numeric(verb, current))
         }
         (Bson::Double(_), _) | (_, Bson::Double(_)) => match (float(current), float(operand)) {
             (Some(a), Some(b)) => Ok(Bson::Double(match op {

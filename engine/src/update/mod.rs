@@ -4,11 +4,13 @@
 //!   or a replacement; malformed updates are [`UpdateError`] naming the path and operator.
 //! - `apply`: operators applied to one document (creating intermediate documents, MongoDB's
 //!   numeric types, positional `$`, `$[]` and `$[id]` with array filters).
+//! - `decimal`: decimal128 sums and products for `$inc` and `$mul`.
 //! - `upsert`: the document an upsert seeds from the query's equality conditions.
 //! - `write`: update, replace, delete, find-and-modify and bulk operations inside a write
 //!   transaction.
 
 mod apply;
+mod decimal;
 mod parse;
 mod upsert;
 mod write;
