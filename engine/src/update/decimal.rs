@@ -133,16 +133,18 @@ fn render(f: Finite) -> String {
     )
 }
 
+/// Decimal128's precision.
+const DIGITS: usize = 34;
+
 /// At most 34 significant digits, half to even.
 fn round(mut f: Finite) -> Finite {
     let leading = f.digits.iter().take_while(|&&d| d == 0).count();
     f.digits.drain(..leading);
-    const MAX: usize = 34;
-    if f.digits.len() <= MAX {
+    if f.digits.len() <= DIGITS {
         return f;
     }
-    let cut = f.digits.len() - MAX;
-    let dropped = f.digits.split_off(MAX);
+    let cut = f.digits.len() - DIGITS;
+    let dropped = f.digits.split_off(DIGITS);
     f.exponent += cut as i64;
     let first = dropped[0];
     let rest_nonzero = dropped[1..].iter().any(|&d| d != 0);
