@@ -8,10 +8,10 @@ use std::marker::PhantomData;
 
 use bson::Bson;
 use odm_engine::query::{Explain, FindOptions};
-use odm_engine::update::{UpdateOptions, UpdateResult};
+use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 
 use crate::codec::{from_raw, id_alias};
-use crate::database::Database;
+use crate::database::{Database, WriteModel};
 use crate::error::{Error, Result};
 use crate::field::Field;
 use crate::filter::Filter;
@@ -41,7 +41,7 @@ impl<T: Document> std::fmt::Debug for Collection<T> {
     }
 }
 
-/// Options of `find_one_and_update` and `find_one_and_delete`.
+/// Options of `find_one_and_update`, `find_one_and_replace` and `find_one_and_delete`.
 #[derive(Debug)]
 pub struct ModifyOptions<T> {
     /// Which match: the first in this order.
@@ -209,6 +209,28 @@ impl<T: Document> Collection<T> {
         let (filter, update) = (filter.into(), update.into());
         self.db
             .write(|t| t.find_one_and_update(filter, update, options))
+    }
+
+    /// Replaces the first match with `value`; see [`Txn::find_one_and_replace`](crate::Txn::find_one_and_replace).
+    pub fn find_one_and_replace(
+        &self,
+        filter: impl Into<Filter<T>>,
+        value: &T,
+        options: &ModifyOptions<T>,
+    ) -> Result<Option<T>> {
+        let filter = filter.into();
+        self.db
+            .write(|t| t.find_one_and_replace(filter, value, options))
+    }
+
+    /// A mix of writes in one transaction; see [`Txn::bulk_write`](crate::Txn::bulk_write). The operations that
+    /// succeeded are committed, the failures reported by position.
+    pub fn bulk_write(
+        &self,
+        models: impl IntoIterator<Item = WriteModel<T>>,
+        ordered: bool,
+    ) -> Result<BulkResult> {
+        self.db.write(|t| t.bulk_write(models, ordered))
     }
 
     pub fn find_one_and_delete(

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::Bson;
-use odm_engine::update::{FindAndModify, UpdateOptions, UpdateResult};
+use odm_engine::update::{
+    BulkResult, BulkWrite, FindAndModify, UpdateOptions, UpdateResult, WriteOp,
+};
 
 use crate::codec::{from_raw, to_raw};
 use crate::collection::{Collection, ModifyOptions};
@@ -210,11 +212,7 @@ impl<'db> Txn<'_, 'db> {
     ) -> Result<UpdateResult> {
         self.ensure::<T>()?;
         let filter = serialized::<T, _>(filter.into_document())?;
-        let replacement =
-            bson::Document::try_from(to_raw(value)?.as_ref()).map_err(|e| Error::Serialize {
-                collection: T::COLLECTION.to_owned(),
-                reason: e.to_string(),
-            })?;
+        let replacement = replacement_of(value)?;
         let options = UpdateOptions {
             upsert,
             ..UpdateOptions::default()
@@ -252,6 +250,44 @@ impl<'db> Txn<'_, 'db> {
         decode_document::<T>(found)
     }
 
+    /// Replaces the first match (in the options' sort order) with `value` and returns the
+    /// document before or after; with `upsert`, inserts `value` when nothing matches.
+    pub fn find_one_and_replace<T: Document>(
+        &mut self,
+        filter: Filter<T>,
+        value: &T,
+        options: &ModifyOptions<T>,
+    ) -> Result<Option<T>> {
+        self.ensure::<T>()?;
+        let filter = serialized::<T, _>(filter.into_document())?;
+        let replacement = replacement_of(value)?;
+        let found = self.inner.find_one_and_replace(
+            T::COLLECTION,
+            &filter,
+            &replacement,
+            &options.engine(),
+        )?;
+        decode_document::<T>(found)
+    }
+
+    /// Runs a mix of writes on the collection of `T`, each reported by its position. Ordered:
+    /// stops at the first failing operation; unordered: goes on past failures. The operations
+    /// that succeeded stay in this transaction (return an error to undo them all).
+    pub fn bulk_write<T: Document>(
+        &mut self,
+        models: impl IntoIterator<Item = WriteModel<T>>,
+        ordered: bool,
+    ) -> Result<BulkResult> {
+        self.ensure::<T>()?;
+        let ops = models
+            .into_iter()
+            .map(WriteModel::into_op)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self
+            .inner
+            .bulk_write(T::COLLECTION, BulkWrite { ops, ordered })?)
+    }
+
     /// Deletes the first match (in the options' sort order) and returns it.
     pub fn find_one_and_delete<T: Document>(
         &mut self,
@@ -265,6 +301,79 @@ impl<'db> Txn<'_, 'db> {
             .find_one_and_delete(T::COLLECTION, &filter, &options.engine())?;
         decode_document::<T>(found)
     }
+}
+
+/// One operation of a typed bulk write ([`Txn::bulk_write`], [`Collection::bulk_write`]).
+#[derive(Debug)]
+pub enum WriteModel<T> {
+    InsertOne(T),
+    UpdateOne {
+        filter: Filter<T>,
+        update: Update<T>,
+        upsert: bool,
+    },
+    UpdateMany {
+        filter: Filter<T>,
+        update: Update<T>,
+    },
+    /// The replacement's id must be the match's, or absent.
+    ReplaceOne {
+        filter: Filter<T>,
+        replacement: T,
+        upsert: bool,
+    },
+    DeleteOne(Filter<T>),
+    DeleteMany(Filter<T>),
+}
+
+impl<T: Document> WriteModel<T> {
+    /// The engine operation: the same documents MongoDB would receive.
+    fn into_op(self) -> Result<WriteOp> {
+        let upserting = |upsert| UpdateOptions {
+            upsert,
+            ..UpdateOptions::default()
+        };
+        Ok(match self {
+            WriteModel::InsertOne(value) => WriteOp::InsertOne(replacement_of(&value)?),
+            WriteModel::UpdateOne {
+                filter,
+                update,
+                upsert,
+            } => WriteOp::UpdateOne {
+                filter: serialized::<T, _>(filter.into_document())?,
+                update: serialized::<T, _>(update.into_document())?,
+                options: upserting(upsert),
+            },
+            WriteModel::UpdateMany { filter, update } => WriteOp::UpdateMany {
+                filter: serialized::<T, _>(filter.into_document())?,
+                update: serialized::<T, _>(update.into_document())?,
+                options: UpdateOptions::default(),
+            },
+            WriteModel::ReplaceOne {
+                filter,
+                replacement,
+                upsert,
+            } => WriteOp::ReplaceOne {
+                filter: serialized::<T, _>(filter.into_document())?,
+                replacement: replacement_of(&replacement)?,
+                options: upserting(upsert),
+            },
+            WriteModel::DeleteOne(filter) => WriteOp::DeleteOne {
+                filter: serialized::<T, _>(filter.into_document())?,
+            },
+            WriteModel::DeleteMany(filter) => WriteOp::DeleteMany {
+                filter: serialized::<T, _>(filter.into_document())?,
+            },
+        })
+    }
+}
+
+/// A model as the document a replacement or an insert writes.
+fn replacement_of<T: Document>(value: &T) -> Result<bson::Document> {
+    bson::Document::try_from(to_raw(value)?.as_ref()).map_err(|e| Error::Serialize {
+        collection: T::COLLECTION.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 /// A document a find-and-modify returned, as the model.

@@ -17,7 +17,8 @@
 //! - [`Collection`]: `insert_one`, `insert_many`, `get`, `find` ([`Find`]: `sort`, `skip`,
 //!   `limit`, `hint`, `to_vec`, `first`, `project`, `explain`), `find_one`, `count`,
 //!   `distinct`, `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
-//!   `delete_many`, `find_one_and_update`, `find_one_and_delete` ([`ModifyOptions`]).
+//!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
+//!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]).
 //! - [`Error`]: the engine's errors, plus serialization and declaration mismatches.
 //!
 //! Every typed value becomes the plain `bson::Document` MongoDB would receive (`to_document`
@@ -36,7 +37,7 @@ mod sort;
 mod update;
 
 pub use collection::{Collection, Find, ModifyOptions};
-pub use database::{Database, Txn};
+pub use database::{Database, Txn, WriteModel};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::Filter;
@@ -44,7 +45,7 @@ pub use indexes::IndexPlan;
 pub use model::{Document, Embedded};
 pub use odm_derive::{Document, Embedded};
 pub use odm_engine as engine;
-pub use odm_engine::update::{UpdateOptions, UpdateResult};
+pub use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 pub use sort::{Projection, Sort};
 pub use update::{DateLike, Push, Update};
 

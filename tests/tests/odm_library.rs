@@ -3,7 +3,7 @@
 //! finds, updates and explain showing which index serves.
 
 use bson::oid::ObjectId;
-use odm::{Database, Document, Embedded, Filter, Push, Sort};
+use odm::{Database, Document, Embedded, Filter, ModifyOptions, Push, Sort, WriteModel};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
@@ -159,5 +159,115 @@ fn s7_library_books_by_typed_queries_over_declared_indexes() {
         .unwrap_err();
     assert!(err.to_string().contains("duplicate key"), "{err}");
     assert_eq!(books.count(Filter::all()).unwrap(), 3);
+    assert!(db.engine().verify().unwrap().is_clean());
+}
+
+#[test]
+fn s7_library_replaces_and_bulk_writes_typed_models() {
+    let db = Database::in_memory().unwrap();
+    let books = db.collection::<Book>().unwrap();
+    let f = Book::fields();
+    let first = book("a-first-book", &["databases"], "Pragmatic", 100);
+    books.insert_one(&first).unwrap();
+
+    // find_one_and_replace returns the document before, or after, the replacement.
+    let mut second_edition = first.clone();
+    second_edition.page_count = 150;
+    let before = books
+        .find_one_and_replace(
+            f.slug.eq("a-first-book"),
+            &second_edition,
+            &ModifyOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(before, Some(first.clone()));
+    let mut third_edition = first.clone();
+    third_edition.page_count = 200;
+    let after = books
+        .find_one_and_replace(
+            f.slug.eq("a-first-book"),
+            &third_edition,
+            &ModifyOptions {
+                return_after: true,
+                ..ModifyOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(after, Some(third_edition.clone()));
+    // No match and no upsert: nothing returned, nothing written.
+    let missing = book("missing", &[], "Nobody", 1);
+    let none = books
+        .find_one_and_replace(f.slug.eq("missing"), &missing, &ModifyOptions::default())
+        .unwrap();
+    assert_eq!(none, None);
+    assert_eq!(books.count(Filter::all()).unwrap(), 1);
+
+    // An ordered bulk stops at its first failure (a duplicate slug at position 2) and reports
+    // it by position; the operations before it are committed.
+    let rust = book("programming-rust", &["rust"], "O'Reilly", 735);
+    let duplicate = book("programming-rust", &["rust"], "Elsewhere", 1);
+    let never = book("never-inserted", &[], "Nobody", 1);
+    let result = books
+        .bulk_write(
+            [
+                WriteModel::InsertOne(rust.clone()),
+                WriteModel::UpdateOne {
+                    filter: f.slug.eq("a-first-book"),
+                    update: f.page_count.inc(1),
+                    upsert: false,
+                },
+                WriteModel::InsertOne(duplicate.clone()),
+                WriteModel::InsertOne(never.clone()),
+            ],
+            true,
+        )
+        .unwrap();
+    assert_eq!(
+        (result.inserted, result.matched, result.modified),
+        (1, 1, 1)
+    );
+    assert_eq!(result.failures.len(), 1);
+    assert_eq!(result.failures[0].0, 2);
+    assert!(result.failures[0].1.to_string().contains("duplicate key"));
+    assert_eq!(books.get(never.id).unwrap(), None);
+    assert_eq!(books.get(first.id).unwrap().unwrap().page_count, 201);
+
+    // Unordered: goes on past the failure; upserts, replaces and deletes by position.
+    let upserted = book("upserted", &["sql"], "Pragmatic", 10);
+    let result = books
+        .bulk_write(
+            [
+                WriteModel::InsertOne(duplicate),
+                WriteModel::ReplaceOne {
+                    filter: f.slug.eq("upserted"),
+                    replacement: upserted.clone(),
+                    upsert: true,
+                },
+                WriteModel::UpdateMany {
+                    filter: f.publisher.name.eq("Pragmatic"),
+                    update: f.title.set("pragmatic"),
+                },
+                WriteModel::DeleteOne(f.slug.eq("programming-rust")),
+                WriteModel::DeleteMany(f.page_count.lt(0)),
+            ],
+            false,
+        )
+        .unwrap();
+    assert_eq!(result.failures.len(), 1);
+    assert_eq!(result.failures[0].0, 0);
+    assert_eq!(
+        result.upserted_ids,
+        [(1, bson::Bson::ObjectId(upserted.id))]
+    );
+    assert_eq!((result.matched, result.modified, result.deleted), (2, 2, 1));
+    let titles: Vec<String> = books
+        .find(Filter::all())
+        .sort(Sort::asc(&f.slug))
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|b| format!("{}:{}", b.slug, b.title))
+        .collect();
+    assert_eq!(titles, ["a-first-book:pragmatic", "upserted:pragmatic"]);
     assert!(db.engine().verify().unwrap().is_clean());
 }
