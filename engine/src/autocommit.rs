@@ -8,7 +8,10 @@ use crate::db::Database;
 use crate::document::IntoRawDocument;
 use crate::error::Result;
 use crate::index::IndexSpec;
-use crate::update::{BulkResult, BulkWrite, FindAndModify, UpdateOptions, UpdateResult};
+use crate::update::{
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, UpdateModifications, UpdateOptions,
+    UpdateResult,
+};
 
 /// A handle on one collection of a database; cheap to clone. Each method runs in a transaction
 /// of its own; use [`Database::write`] to group several.
@@ -74,9 +77,10 @@ impl Collection {
     pub fn update_one(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<UpdateModifications>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        let update = update.into();
         self.db
             .write(|t| t.update_one(&self.name, filter, update, options))
     }
@@ -85,9 +89,10 @@ impl Collection {
     pub fn update_many(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<UpdateModifications>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        let update = update.into();
         self.db
             .write(|t| t.update_many(&self.name, filter, update, options))
     }
@@ -111,12 +116,25 @@ impl Collection {
         self.db.write(|t| t.delete_many(&self.name, filter))
     }
 
+    /// See [`WriteTxn::delete_one_with`](crate::WriteTxn::delete_one_with).
+    pub fn delete_one_with(&self, filter: &Document, options: &DeleteOptions) -> Result<u64> {
+        self.db
+            .write(|t| t.delete_one_with(&self.name, filter, options))
+    }
+
+    /// See [`WriteTxn::delete_many_with`](crate::WriteTxn::delete_many_with).
+    pub fn delete_many_with(&self, filter: &Document, options: &DeleteOptions) -> Result<u64> {
+        self.db
+            .write(|t| t.delete_many_with(&self.name, filter, options))
+    }
+
     pub fn find_one_and_update(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<UpdateModifications>,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
+        let update = update.into();
         self.db
             .write(|t| t.find_one_and_update(&self.name, filter, update, options))
     }

@@ -88,6 +88,10 @@ pub enum Error {
     },
     #[error("{0}")]
     InvalidFilter(#[from] crate::query::FilterError),
+    /// An aggregation expression (`$expr`, a pipeline update) failed on a document: an
+    /// operator applied to a value of the wrong type; nothing was changed.
+    #[error("{0}")]
+    InvalidExpression(#[from] crate::expr::ExprError),
     /// A malformed update, or one that cannot apply to a matched document (`$inc` on a
     /// string, `$push` on a non-array, a change of `_id`); nothing was changed.
     #[error("{0}")]

@@ -19,6 +19,7 @@ mod db;
 pub mod decode;
 mod document;
 mod error;
+pub mod expr;
 mod index;
 mod index_store;
 pub mod keys;

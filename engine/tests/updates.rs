@@ -232,12 +232,12 @@ fn bulk_writes_report_each_operation() {
             WriteOp::InsertOne(doc! { "_id": 2, "u": 1 }),
             WriteOp::UpdateOne {
                 filter: doc! { "_id": 1 },
-                update: doc! { "$set": { "x": true } },
+                update: doc! { "$set": { "x": true } }.into(),
                 options: UpdateOptions::default(),
             },
             WriteOp::UpdateOne {
                 filter: doc! { "_id": 9 },
-                update: doc! { "$set": { "u": 9 } },
+                update: doc! { "$set": { "u": 9 } }.into(),
                 options: UpdateOptions {
                     upsert: true,
                     ..UpdateOptions::default()
@@ -247,6 +247,7 @@ fn bulk_writes_report_each_operation() {
                 filter: doc! { "x": true },
             },
         ],
+        let_vars: None,
     };
     let ordered = c.bulk_write(ops(true)).unwrap();
     assert_eq!(ordered.inserted, 1);

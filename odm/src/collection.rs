@@ -334,6 +334,7 @@ impl<T: Document> Find<T> {
             skip: self.skip,
             limit: self.limit,
             hint: self.hint,
+            let_vars: None,
         };
         Ok((self.db, filter, options))
     }

@@ -283,9 +283,14 @@ impl<'db> Txn<'_, 'db> {
             .into_iter()
             .map(WriteModel::into_op)
             .collect::<Result<Vec<_>>>()?;
-        Ok(self
-            .inner
-            .bulk_write(T::COLLECTION, BulkWrite { ops, ordered })?)
+        Ok(self.inner.bulk_write(
+            T::COLLECTION,
+            BulkWrite {
+                ops,
+                ordered,
+                let_vars: None,
+            },
+        )?)
     }
 
     /// Deletes the first match (in the options' sort order) and returns it.
@@ -341,12 +346,12 @@ impl<T: Document> WriteModel<T> {
                 upsert,
             } => WriteOp::UpdateOne {
                 filter: serialized::<T, _>(filter.into_document())?,
-                update: serialized::<T, _>(update.into_document())?,
+                update: serialized::<T, _>(update.into_document())?.into(),
                 options: upserting(upsert),
             },
             WriteModel::UpdateMany { filter, update } => WriteOp::UpdateMany {
                 filter: serialized::<T, _>(filter.into_document())?,
-                update: serialized::<T, _>(update.into_document())?,
+                update: serialized::<T, _>(update.into_document())?.into(),
                 options: UpdateOptions::default(),
             },
             WriteModel::ReplaceOne {
@@ -402,6 +407,7 @@ impl<T> ModifyOptions<T> {
             },
             array_filters: Vec::new(),
             hint: None,
+            let_vars: None,
         }
     }
 }

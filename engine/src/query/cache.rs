@@ -83,6 +83,11 @@ fn filter_shape(filter: &Filter, out: &mut String) {
             predicate_shape(predicate, out);
             return;
         }
+        // No index serves an expression, so every one has the same plans.
+        Filter::Expr(_) => {
+            out.push_str("expr");
+            return;
+        }
     };
     let _ = write!(out, "{name}(");
     for part in parts {

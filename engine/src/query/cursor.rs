@@ -166,7 +166,7 @@ fn sorted<'c>(
     for candidate in candidates.by_ref() {
         let candidate = candidate?;
         let raw = candidate.raw(collection.name())?;
-        if !filter.matches(raw) {
+        if !filter.try_matches(raw)? {
             continue;
         }
         bytes += raw.as_bytes().len();
@@ -230,8 +230,10 @@ impl<T> Cursor<'_, T> {
             Ok(raw) => raw,
             Err(e) => return Some(Err(e)),
         };
-        if !self.filter.matches(raw) {
-            return None;
+        match self.filter.try_matches(raw) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e.into())),
         }
         self.take(raw)
     }

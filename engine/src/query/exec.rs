@@ -29,6 +29,8 @@ pub struct FindOptions {
     pub limit: Option<u64>,
     /// Forces a plan: an index name, an index key pattern, or `{$natural: 1}`.
     pub hint: Option<Bson>,
+    /// Variables that `$expr` in the filter names as `$$name` (MongoDB's `let`).
+    pub let_vars: Option<Document>,
 }
 
 impl ReadCollection<'_> {
@@ -142,7 +144,7 @@ impl ReadCollection<'_> {
             let covering = covered::covering(self.meta(), &plan, &filter, None, Output::Count);
             let mut n = 0u64;
             for candidate in Candidates::new(self, &plan, covering)? {
-                if filter.matches(candidate?.raw(self.name())?) {
+                if filter.try_matches(candidate?.raw(self.name())?)? {
                     n += 1;
                 }
             }
@@ -163,7 +165,7 @@ impl ReadCollection<'_> {
         for candidate in Candidates::new(self, &plan, None)? {
             let candidate = candidate?;
             let raw = candidate.raw(self.name())?;
-            if !filter.matches(raw) {
+            if !filter.try_matches(raw)? {
                 continue;
             }
             let mut found = Vec::new();
@@ -255,7 +257,10 @@ pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Qu
             .as_ref()
             .map(Projection::parse)
             .transpose()?,
-        filter: Filter::parse(filter)?,
+        filter: Filter::parse_with(
+            filter,
+            &crate::expr::Scope::with_let(options.let_vars.as_ref())?,
+        )?,
         sort: parse_sort(options)?,
         skip: options.skip,
         limit: options.limit.filter(|&l| l > 0),

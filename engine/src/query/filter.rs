@@ -14,6 +14,8 @@ use std::fmt;
 
 use bson::{Bson, Document, RawBson};
 
+use crate::expr::{Expr, Scope};
+
 /// A parsed filter; see the module documentation.
 #[derive(Debug, Clone)]
 pub enum Filter {
@@ -25,6 +27,8 @@ pub enum Filter {
     Nor(Vec<Filter>),
     /// The value(s) at a dotted path satisfy a predicate.
     Field(FieldPath, Predicate),
+    /// `$expr`: an aggregation expression over the whole document is true.
+    Expr(Box<Expr>),
 }
 
 /// A dotted path as written in a filter, split at the dots.
@@ -133,10 +137,15 @@ const LOGICAL: [&str; 3] = ["$and", "$or", "$nor"];
 impl Filter {
     /// Parses a filter document; see the module documentation for the grammar.
     pub fn parse(doc: &Document) -> Result<Filter, FilterError> {
+        Filter::parse_with(doc, &Scope::default())
+    }
+
+    /// Parses a filter whose `$expr` may name the variables of `scope` (a `let` option).
+    pub fn parse_with(doc: &Document, scope: &Scope) -> Result<Filter, FilterError> {
         let mut parts = Vec::new();
         for (key, value) in doc {
             if let Some(operator) = key.strip_prefix('$') {
-                if let Some(f) = parse_top_level(operator, value)? {
+                if let Some(f) = parse_top_level(operator, value, scope)? {
                     parts.push(f);
                 }
             } else {
@@ -151,7 +160,11 @@ impl Filter {
     }
 }
 
-fn parse_top_level(operator: &str, value: &Bson) -> Result<Option<Filter>, FilterError> {
+fn parse_top_level(
+    operator: &str,
+    value: &Bson,
+    scope: &Scope,
+) -> Result<Option<Filter>, FilterError> {
     let op = format!("${operator}");
     match operator {
         "and" | "or" | "nor" => {
@@ -166,7 +179,7 @@ fn parse_top_level(operator: &str, value: &Bson) -> Result<Option<Filter>, Filte
                 let Bson::Document(d) = item else {
                     return Err(error("", &op, "every element must be a filter document"));
                 };
-                filters.push(Filter::parse(d)?);
+                filters.push(Filter::parse_with(d, scope)?);
             }
             Ok(Some(match operator {
                 "and" => Filter::And(filters),
@@ -175,7 +188,10 @@ fn parse_top_level(operator: &str, value: &Bson) -> Result<Option<Filter>, Filte
             }))
         }
         "comment" => Ok(None),
-        "where" | "expr" | "text" | "jsonSchema" | "sampleRate" => {
+        "expr" => Expr::parse(value, scope)
+            .map(|e| Some(Filter::Expr(Box::new(e))))
+            .map_err(|e| error("", &op, e)),
+        "where" | "text" | "jsonSchema" | "sampleRate" => {
             Err(error("", &op, "is not supported by this engine"))
         }
         _ => Err(error("", &op, "unknown top-level operator")),

@@ -13,21 +13,57 @@ use std::cmp::Ordering;
 
 use bson::{RawArray, RawBsonRef, RawDocument};
 
+use crate::expr::{ExprError, truthy};
+
 use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
 use crate::number::Number;
 use crate::order::{Bracket, bracket, compare, exact_number};
 
 impl Filter {
-    /// Whether `doc` matches this filter.
+    /// Whether `doc` matches this filter; an `$expr` that fails on it does not match (see
+    /// [`Filter::try_matches`]).
     pub fn matches(&self, doc: &RawDocument) -> bool {
-        match self {
-            Filter::And(filters) => filters.iter().all(|f| f.matches(doc)),
-            Filter::Or(filters) => filters.iter().any(|f| f.matches(doc)),
-            Filter::Nor(filters) => !filters.iter().any(|f| f.matches(doc)),
+        self.try_matches(doc).unwrap_or(false)
+    }
+
+    /// Whether `doc` matches this filter, or why an `$expr` could not be evaluated on it (an
+    /// operator applied to a value of the wrong type), which fails a query as in MongoDB.
+    pub fn try_matches(&self, doc: &RawDocument) -> Result<bool, ExprError> {
+        Ok(match self {
+            Filter::And(filters) => {
+                for f in filters {
+                    if !f.try_matches(doc)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            Filter::Or(filters) => {
+                for f in filters {
+                    if f.try_matches(doc)? {
+                        return Ok(true);
+                    }
+                }
+                false
+            }
+            Filter::Nor(filters) => {
+                for f in filters {
+                    if f.try_matches(doc)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
             Filter::Field(path, predicate) => {
                 field_matches(RawBsonRef::Document(doc), &path.segments, predicate)
             }
-        }
+            Filter::Expr(expr) => {
+                let decoded = bson::Document::try_from(doc).map_err(|e| {
+                    crate::expr::error("$expr", format!("the document cannot be read: {e}"))
+                })?;
+                truthy(expr.evaluate(&decoded)?.as_ref())
+            }
+        })
     }
 }
 

@@ -204,7 +204,7 @@ pub(crate) fn conditions(filter: &Filter) -> Vec<(&FieldPath, &Predicate)> {
     match filter {
         Filter::And(parts) => parts.iter().flat_map(conditions).collect(),
         Filter::Field(path, predicate) => vec![(path, predicate)],
-        Filter::Or(_) | Filter::Nor(_) => Vec::new(),
+        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => Vec::new(),
     }
 }
 
@@ -707,7 +707,7 @@ fn strict_conditions(filter: &Filter) -> Option<Vec<(&FieldPath, &Predicate)>> {
             Some(out)
         }
         Filter::Field(path, predicate) => Some(vec![(path, predicate)]),
-        Filter::Or(_) | Filter::Nor(_) => None,
+        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => None,
     }
 }
 

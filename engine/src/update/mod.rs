@@ -4,18 +4,23 @@
 //!   or a replacement; malformed updates are [`UpdateError`] naming the path and operator.
 //! - `apply`: operators applied to one document (creating intermediate documents, MongoDB's
 //!   numeric types, positional `$`, `$[]` and `$[id]` with array filters).
+//! - `pipeline`: updates written as an aggregation pipeline (`$set`, `$project`, `$unset`,
+//!   `$replaceWith`, ...), computed with [`crate::expr`] expressions.
 //! - `decimal`: decimal128 sums and products for `$inc` and `$mul`.
 //! - `upsert`: the document an upsert seeds from the query's equality conditions.
 //! - `write`: update, replace, delete, find-and-modify and bulk operations inside a write
 //!   transaction.
 
 mod apply;
-mod decimal;
+pub(crate) mod decimal;
 mod parse;
+mod pipeline;
 mod upsert;
 mod write;
 
-pub use parse::{Operators, Update, UpdateError};
+pub use parse::{Operators, Update, UpdateError, UpdateModifications};
+pub use pipeline::Pipeline;
 pub use write::{
-    BulkResult, BulkWrite, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, ReturnDocument, UpdateOptions,
+    UpdateResult, WriteOp,
 };

@@ -12,6 +12,8 @@ use std::fmt;
 
 use bson::{Bson, Document};
 
+use super::pipeline::Pipeline;
+use crate::expr::Scope;
 use crate::keys::Direction;
 use crate::query::{Filter, FilterError, Sort};
 
@@ -180,6 +182,45 @@ pub enum Update {
     Operators(Operators),
     /// A whole new document (keeping the old `_id`).
     Replacement(Document),
+    /// An aggregation pipeline computing the new document from the old.
+    Pipeline(Pipeline),
+}
+
+/// What an update call takes: an update document of operators, or a pipeline.
+#[derive(Debug, Clone)]
+pub enum UpdateModifications {
+    Document(Document),
+    Pipeline(Vec<Document>),
+}
+
+impl From<Document> for UpdateModifications {
+    fn from(d: Document) -> Self {
+        UpdateModifications::Document(d)
+    }
+}
+
+impl From<&Document> for UpdateModifications {
+    fn from(d: &Document) -> Self {
+        UpdateModifications::Document(d.clone())
+    }
+}
+
+impl From<Vec<Document>> for UpdateModifications {
+    fn from(stages: Vec<Document>) -> Self {
+        UpdateModifications::Pipeline(stages)
+    }
+}
+
+impl From<&[Document]> for UpdateModifications {
+    fn from(stages: &[Document]) -> Self {
+        UpdateModifications::Pipeline(stages.to_vec())
+    }
+}
+
+impl From<&Vec<Document>> for UpdateModifications {
+    fn from(stages: &Vec<Document>) -> Self {
+        UpdateModifications::Pipeline(stages.clone())
+    }
 }
 
 /// Update operators and their array filters.
@@ -214,6 +255,30 @@ impl Update {
         Operators::parse(update, array_filters).map(Update::Operators)
     }
 
+    /// Parses the update of an update call: operators (not a replacement) or a pipeline,
+    /// whose expressions may name the variables of `scope`.
+    pub fn parse_modifications(
+        update: &UpdateModifications,
+        array_filters: &[Document],
+        scope: &Scope,
+    ) -> Result<Update, UpdateError> {
+        match update {
+            UpdateModifications::Document(d) => {
+                Update::parse_operators(d, array_filters).map(Update::Operators)
+            }
+            UpdateModifications::Pipeline(stages) => {
+                if !array_filters.is_empty() {
+                    return Err(error(
+                        "",
+                        "arrayFilters",
+                        "a pipeline update takes no array filters",
+                    ));
+                }
+                Pipeline::parse(stages, scope).map(Update::Pipeline)
+            }
+        }
+    }
+
     /// Parses an update that must be operators (an update, not a replacement).
     pub fn parse_operators(
         update: &Document,
@@ -226,7 +291,7 @@ impl Update {
                 "update",
                 "an update document needs at least one operator",
             )),
-            Update::Replacement(_) => Err(error(
+            Update::Replacement(_) | Update::Pipeline(_) => Err(error(
                 "",
                 "update",
                 "an update document must hold only operators (`$set`, `$inc`, ...); use replace for a whole document",

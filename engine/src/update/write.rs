@@ -22,12 +22,13 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawDocumentBuf, oid::ObjectId};
 
 use super::apply::Context;
-use super::parse::{Operators, Update, UpdateError, error};
+use super::parse::{Operators, Update, UpdateError, UpdateModifications, error};
 use super::upsert::seed;
 use crate::catalog::CollectionMeta;
 use crate::collection::{Writer, is_per_document};
 use crate::db::WriteTxn;
 use crate::error::{Error, Result};
+use crate::expr::Scope;
 use crate::keys;
 use crate::query::{Cursor, Decode, Filter, Projection, Query, Sort, WriteView, choose_plan};
 
@@ -46,6 +47,17 @@ pub struct UpdateOptions {
     /// `update_many` only: MongoDB's behaviour (keep the documents updated before a failure)
     /// instead of all or nothing.
     pub stop_at_first_error: bool,
+    /// Variables that `$expr` in the filter and a pipeline update name as `$$name`.
+    pub let_vars: Option<Document>,
+}
+
+/// Options of [`WriteTxn::delete_one_with`] and [`WriteTxn::delete_many_with`].
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// Forces a plan, as in a find.
+    pub hint: Option<Bson>,
+    /// Variables that `$expr` in the filter names as `$$name`.
+    pub let_vars: Option<Document>,
 }
 
 /// What an update or replace did.
@@ -76,6 +88,8 @@ pub struct FindAndModify {
     pub return_document: ReturnDocument,
     pub array_filters: Vec<Document>,
     pub hint: Option<Bson>,
+    /// Variables that `$expr` in the filter and a pipeline update name as `$$name`.
+    pub let_vars: Option<Document>,
 }
 
 /// One operation of a bulk write.
@@ -84,12 +98,12 @@ pub enum WriteOp {
     InsertOne(Document),
     UpdateOne {
         filter: Document,
-        update: Document,
+        update: UpdateModifications,
         options: UpdateOptions,
     },
     UpdateMany {
         filter: Document,
-        update: Document,
+        update: UpdateModifications,
         options: UpdateOptions,
     },
     ReplaceOne {
@@ -111,6 +125,9 @@ pub struct BulkWrite {
     pub ops: Vec<WriteOp>,
     /// Stop at the first failing operation (otherwise go on).
     pub ordered: bool,
+    /// Variables for every operation's `$expr` and pipeline (`$$name`); an operation's own
+    /// `let_vars` come first.
+    pub let_vars: Option<Document>,
 }
 
 /// What a bulk write did; positions are indexes into its operations.
@@ -131,22 +148,18 @@ pub struct BulkResult {
 type Selected = (Vec<u8>, RawDocumentBuf);
 
 impl WriteTxn<'_> {
-    /// Applies an update document (operators only) to the first document matching `filter`.
+    /// Applies an update (a document of operators, or a pipeline) to the first document
+    /// matching `filter`.
     pub fn update_one(
         &mut self,
         collection: &str,
         filter: &Document,
-        update: &Document,
+        update: impl Into<UpdateModifications>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        let ops = Update::parse_operators(update, &options.array_filters)?;
-        self.update_with(
-            collection,
-            filter,
-            &Update::Operators(ops),
-            options,
-            Some(1),
-        )
+        let scope = Scope::with_let(options.let_vars.as_ref())?;
+        let update = Update::parse_modifications(&update.into(), &options.array_filters, &scope)?;
+        self.update_with(collection, filter, &update, options, Some(1))
     }
 
     /// Applies an update document (operators only) to every document matching `filter`; all or
@@ -155,11 +168,12 @@ impl WriteTxn<'_> {
         &mut self,
         collection: &str,
         filter: &Document,
-        update: &Document,
+        update: impl Into<UpdateModifications>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        let ops = Update::parse_operators(update, &options.array_filters)?;
-        self.update_with(collection, filter, &Update::Operators(ops), options, None)
+        let scope = Scope::with_let(options.let_vars.as_ref())?;
+        let update = Update::parse_modifications(&update.into(), &options.array_filters, &scope)?;
+        self.update_with(collection, filter, &update, options, None)
     }
 
     /// Replaces the first document matching `filter` with `replacement` (keeping its `_id`).
@@ -184,12 +198,32 @@ impl WriteTxn<'_> {
 
     /// Deletes the first document matching `filter`; returns how many were deleted (0 or 1).
     pub fn delete_one(&mut self, collection: &str, filter: &Document) -> Result<u64> {
-        self.delete_matching(collection, filter, Some(1))
+        self.delete_matching(collection, filter, &DeleteOptions::default(), Some(1))
     }
 
     /// Deletes every document matching `filter`; returns how many.
     pub fn delete_many(&mut self, collection: &str, filter: &Document) -> Result<u64> {
-        self.delete_matching(collection, filter, None)
+        self.delete_matching(collection, filter, &DeleteOptions::default(), None)
+    }
+
+    /// [`WriteTxn::delete_one`] with a hint and `let` variables.
+    pub fn delete_one_with(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &DeleteOptions,
+    ) -> Result<u64> {
+        self.delete_matching(collection, filter, options, Some(1))
+    }
+
+    /// [`WriteTxn::delete_many`] with a hint and `let` variables.
+    pub fn delete_many_with(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &DeleteOptions,
+    ) -> Result<u64> {
+        self.delete_matching(collection, filter, options, None)
     }
 
     /// Updates the first document matching `filter` (in `options.sort` order) and returns it,
@@ -198,11 +232,12 @@ impl WriteTxn<'_> {
         &mut self,
         collection: &str,
         filter: &Document,
-        update: &Document,
+        update: impl Into<UpdateModifications>,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        let ops = Update::parse_operators(update, &options.array_filters)?;
-        self.find_and_modify(collection, filter, Some(&Update::Operators(ops)), options)
+        let scope = Scope::with_let(options.let_vars.as_ref())?;
+        let update = Update::parse_modifications(&update.into(), &options.array_filters, &scope)?;
+        self.find_and_modify(collection, filter, Some(&update), options)
     }
 
     /// Replaces the first document matching `filter` and returns it, before or after.
@@ -276,6 +311,16 @@ impl WriteTxn<'_> {
     /// Runs a bulk write; see the module documentation. Storage errors end it with `Err`.
     pub fn bulk_write(&mut self, collection: &str, bulk: BulkWrite) -> Result<BulkResult> {
         let mut result = BulkResult::default();
+        let with_let = |mut options: UpdateOptions| {
+            if options.let_vars.is_none() {
+                options.let_vars.clone_from(&bulk.let_vars);
+            }
+            options
+        };
+        let delete_options = DeleteOptions {
+            hint: None,
+            let_vars: bulk.let_vars.clone(),
+        };
         for (position, op) in bulk.ops.into_iter().enumerate() {
             let outcome = match op {
                 WriteOp::InsertOne(doc) => self.insert_one(collection, &doc).map(|id| {
@@ -287,27 +332,27 @@ impl WriteTxn<'_> {
                     update,
                     options,
                 } => self
-                    .update_one(collection, &filter, &update, &options)
+                    .update_one(collection, &filter, update, &with_let(options))
                     .map(|r| result.add(position, r)),
                 WriteOp::UpdateMany {
                     filter,
                     update,
                     options,
                 } => self
-                    .update_many(collection, &filter, &update, &options)
+                    .update_many(collection, &filter, update, &with_let(options))
                     .map(|r| result.add(position, r)),
                 WriteOp::ReplaceOne {
                     filter,
                     replacement,
                     options,
                 } => self
-                    .replace_one(collection, &filter, &replacement, &options)
+                    .replace_one(collection, &filter, &replacement, &with_let(options))
                     .map(|r| result.add(position, r)),
                 WriteOp::DeleteOne { filter } => self
-                    .delete_one(collection, &filter)
+                    .delete_one_with(collection, &filter, &delete_options)
                     .map(|n| result.deleted += n),
                 WriteOp::DeleteMany { filter } => self
-                    .delete_many(collection, &filter)
+                    .delete_many_with(collection, &filter, &delete_options)
                     .map(|n| result.deleted += n),
             };
             match outcome {
@@ -387,7 +432,7 @@ impl WriteTxn<'_> {
         options: &UpdateOptions,
         limit: Option<u64>,
     ) -> Result<UpdateResult> {
-        let query = Filter::parse(filter)?;
+        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?;
         let sort = options
             .sort
             .as_ref()
@@ -429,13 +474,15 @@ impl WriteTxn<'_> {
         &mut self,
         collection: &str,
         filter: &Document,
+        options: &DeleteOptions,
         limit: Option<u64>,
     ) -> Result<u64> {
-        let query = Filter::parse(filter)?;
+        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?;
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
-        self.with_selection(&meta, &query, None, None, limit, |writer, selected| {
+        let hint = options.hint.as_ref();
+        self.with_selection(&meta, &query, None, hint, limit, |writer, selected| {
             let mut deleted = 0;
             for (key, _) in &selected {
                 if writer.delete(key)?.is_some() {
@@ -453,7 +500,7 @@ impl WriteTxn<'_> {
         update: Option<&Update>,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        let query = Filter::parse(filter)?;
+        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?;
         let sort = options
             .sort
             .as_ref()
@@ -626,6 +673,9 @@ fn updated_document(
             let doc = Document::try_from(original.as_ref()).map_err(malformed)?;
             apply_operators(ops, doc, original, query, false, now)?
         }
+        Update::Pipeline(pipeline) => {
+            pipeline.apply(Document::try_from(original.as_ref()).map_err(malformed)?)?
+        }
     };
     let new = RawDocumentBuf::try_from(&new).map_err(malformed)?;
     Ok((new.as_bytes() != original.as_bytes()).then_some(new))
@@ -665,7 +715,18 @@ fn apply_operators(
     Ok(doc)
 }
 
-fn same_id(a: &Bson, b: &Bson) -> bool {
+/// `doc` with a new ObjectId first when it has no `_id`.
+fn with_new_id(doc: Document) -> Document {
+    if doc.contains_key("_id") {
+        return doc;
+    }
+    let mut with_id = Document::new();
+    with_id.insert("_id", ObjectId::new());
+    with_id.extend(doc);
+    with_id
+}
+
+pub(crate) fn same_id(a: &Bson, b: &Bson) -> bool {
     match (
         bson::RawBson::try_from(a.clone()),
         bson::RawBson::try_from(b.clone()),
@@ -705,16 +766,10 @@ fn upserted(filter: &Document, query: &Filter, update: &Update) -> Result<Docume
         }
         Update::Operators(ops) => {
             let seed_raw = RawDocumentBuf::try_from(&seeded).map_err(|e| error("", "upsert", e))?;
-            let mut doc =
-                apply_operators(ops, seeded, &seed_raw, query, true, bson::DateTime::now())?;
-            if !doc.contains_key("_id") {
-                let mut with_id = Document::new();
-                with_id.insert("_id", ObjectId::new());
-                with_id.extend(doc);
-                doc = with_id;
-            }
-            doc
+            let doc = apply_operators(ops, seeded, &seed_raw, query, true, bson::DateTime::now())?;
+            with_new_id(doc)
         }
+        Update::Pipeline(pipeline) => with_new_id(pipeline.apply(seeded)?),
     };
     Ok(doc)
 }

@@ -7,7 +7,7 @@
 
 use bson::{Bson, Document};
 use odm_engine::query::FindOptions;
-use odm_engine::update::{FindAndModify, ReturnDocument, UpdateOptions};
+use odm_engine::update::{FindAndModify, ReturnDocument, UpdateModifications, UpdateOptions};
 use odm_engine::{Database, Direction, IndexSpec};
 use serde_json::Value;
 
@@ -146,6 +146,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                     .and_then(Value::as_i64)
                     .map(i64::unsigned_abs),
                 hint: None,
+                let_vars: case.get("let").map(document).transpose()?,
             };
             coll.find(&filter, &options)
                 .and_then(Iterator::collect)
@@ -158,11 +159,18 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
 /// Runs a write operation and reads the collection back.
 fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Actual, String> {
     let coll = db.collection(COLLECTION);
-    let update = case
-        .get("update")
-        .map(document)
-        .transpose()?
-        .unwrap_or_default();
+    // An update document, or a pipeline (an array of stages).
+    let modifications = match case.get("update") {
+        Some(Value::Array(stages)) => Some(UpdateModifications::Pipeline(
+            stages.iter().map(document).collect::<Result<_, _>>()?,
+        )),
+        _ => None,
+    };
+    let update = match (&modifications, case.get("update")) {
+        (None, Some(u)) => document(u)?,
+        _ => Document::new(),
+    };
+    let modifications = modifications.unwrap_or_else(|| update.clone().into());
     let upsert = case.get("upsert").and_then(Value::as_bool).unwrap_or(false);
     let array_filters = match case.get("array_filters") {
         Some(Value::Array(items)) => items.iter().map(document).collect::<Result<Vec<_>, _>>()?,
@@ -172,13 +180,14 @@ fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Act
     let options = UpdateOptions {
         upsert,
         array_filters: array_filters.clone(),
+        let_vars: case.get("let").map(document).transpose()?,
         ..UpdateOptions::default()
     };
     let outcome = match op {
         "update_one" | "update_many" | "replace_one" => {
             let result = match op {
-                "update_one" => coll.update_one(filter, &update, &options),
-                "update_many" => coll.update_many(filter, &update, &options),
+                "update_one" => coll.update_one(filter, modifications, &options),
+                "update_many" => coll.update_many(filter, modifications, &options),
                 _ => coll.replace_one(filter, &update, &options),
             };
             result.map(|r| WriteOutcome {
@@ -210,8 +219,9 @@ fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Act
                 },
                 array_filters,
                 hint: None,
+                let_vars: case.get("let").map(document).transpose()?,
             };
-            coll.find_one_and_update(filter, &update, &options)
+            coll.find_one_and_update(filter, modifications, &options)
                 .map(|doc| WriteOutcome {
                     returned: doc.into_iter().collect(),
                     ..WriteOutcome::default()

@@ -9,9 +9,11 @@
 use std::collections::BTreeMap;
 
 use bson::{Bson, Document};
-use odm_engine::query::{Filter, FindOptions, Projection, Sort};
+use odm_engine::expr::Scope;
+use odm_engine::query::{Filter, FindOptions, Sort};
 use odm_engine::update::{
-    BulkResult, BulkWrite, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Pipeline, ReturnDocument,
+    UpdateModifications, UpdateOptions, UpdateResult, WriteOp,
 };
 use odm_engine::{Database, IndexSpec};
 use serde_json::Value;
@@ -214,8 +216,9 @@ fn op_name(op: &Value) -> &str {
     op.get("name").and_then(Value::as_str).unwrap_or("?")
 }
 
-const READS: [&str; 6] = [
+const READS: [&str; 7] = [
     "find",
+    "findOne",
     "countDocuments",
     "estimatedDocumentCount",
     "count",
@@ -236,7 +239,19 @@ const WRITES: [&str; 12] = [
     "bulkWrite",
     "createIndex",
 ];
-const STAGES: [&str; 6] = ["$match", "$sort", "$skip", "$limit", "$project", "$count"];
+const STAGES: [&str; 11] = [
+    "$match",
+    "$sort",
+    "$skip",
+    "$limit",
+    "$project",
+    "$count",
+    "$addFields",
+    "$set",
+    "$unset",
+    "$replaceRoot",
+    "$replaceWith",
+];
 const IGNORED_ARGUMENTS: [&str; 6] = [
     "batchSize",
     "comment",
@@ -281,6 +296,7 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
             "name",
             "unique",
             "sparse",
+            "let",
         ]
         .contains(&key.as_str())
             || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -289,9 +305,6 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
                 "operation `{name}` argument `{key}` is not supported"
             ));
         }
-    }
-    if let Some(reason) = unsupported_update(arguments) {
-        return Some(format!("operation `{name}`: {reason}"));
     }
     if let Some(requests) = arguments
         .and_then(|a| a.get("requests"))
@@ -331,9 +344,6 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
                     ));
                 }
             }
-            if let Some(reason) = unsupported_update(args) {
-                return Some(format!("bulkWrite request `{kind}`: {reason}"));
-            }
         }
     }
     if name == "aggregate" {
@@ -354,14 +364,6 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
     None
 }
 
-/// Update pipelines (an array of stages instead of an update document) are not supported.
-fn unsupported_update(arguments: Option<&serde_json::Map<String, Value>>) -> Option<String> {
-    arguments
-        .and_then(|a| a.get("update"))
-        .filter(|u| u.is_array())
-        .map(|_| "update pipelines (aggregation stages as an update) are not supported".into())
-}
-
 fn argument(op: &Value, key: &str) -> Option<Value> {
     op.get("arguments").and_then(|a| a.get(key)).cloned()
 }
@@ -380,12 +382,14 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
     let Some(coll) = coll else {
         return Ok(match op_name(op) {
             "find" | "aggregate" | "distinct" => Bson::Array(Vec::new()),
+            "findOne" => Bson::Null,
             _ => Bson::Int64(0),
         });
     };
     let e = |e: odm_engine::Error| e.to_string();
     match op_name(op) {
-        "find" => {
+        "find" | "findOne" => {
+            let find_one = op_name(op) == "findOne";
             let options = FindOptions {
                 sort: argument(op, "sort").map(|s| document(&s)).transpose()?,
                 projection: argument(op, "projection")
@@ -393,14 +397,22 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
                     .transpose()?,
                 skip: u64::try_from(number("skip"))
                     .map_err(|_| "skip must not be negative".to_owned())?,
-                limit: Some(number("limit").unsigned_abs()),
+                limit: Some(if find_one {
+                    1
+                } else {
+                    number("limit").unsigned_abs()
+                }),
                 // Hints name indexes these tests never create here; plans are the engine's own.
                 hint: None,
+                let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
             };
             let docs: Vec<Document> = coll
                 .find(&filter, &options)
                 .and_then(Iterator::collect)
                 .map_err(e)?;
+            if find_one {
+                return Ok(docs.into_iter().next().map_or(Bson::Null, Bson::Document));
+            }
             Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
         }
         // The deprecated `count` takes the same skip and limit as `countDocuments`.
@@ -429,7 +441,14 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             let pipeline = argument(op, "pipeline")
                 .and_then(|p| p.as_array().cloned())
                 .unwrap_or_default();
-            aggregate(all, &pipeline)
+            let scope = Scope::with_let(
+                argument(op, "let")
+                    .map(|l| document(&l))
+                    .transpose()?
+                    .as_ref(),
+            )
+            .map_err(|e| e.to_string())?;
+            aggregate(all, &pipeline, &scope)
         }
         other => Err(format!("operation {other} is not supported")),
     }
@@ -447,6 +466,7 @@ fn update_options(args: &Value) -> Result<UpdateOptions, String> {
             _ => Vec::new(),
         },
         sort: document_argument(args, "sort")?,
+        let_vars: document_argument(args, "let")?,
         ..UpdateOptions::default()
     })
 }
@@ -487,9 +507,7 @@ fn write_request(kind: &str, args: &Value) -> Result<WriteOp, String> {
     let filter = || -> Result<Document, String> {
         Ok(document_argument(args, "filter")?.unwrap_or_default())
     };
-    let update = || -> Result<Document, String> {
-        Ok(document_argument(args, "update")?.unwrap_or_default())
-    };
+    let update = || update_argument(args);
     Ok(match kind {
         "insertOne" => WriteOp::InsertOne(document_argument(args, "document")?.unwrap_or_default()),
         "updateOne" => WriteOp::UpdateOne {
@@ -513,6 +531,18 @@ fn write_request(kind: &str, args: &Value) -> Result<WriteOp, String> {
     })
 }
 
+/// An update document, or a pipeline (an array of stages).
+fn update_argument(args: &Value) -> Result<UpdateModifications, String> {
+    match args.get("update") {
+        Some(Value::Array(stages)) => Ok(UpdateModifications::Pipeline(
+            stages.iter().map(document).collect::<Result<_, _>>()?,
+        )),
+        _ => Ok(document_argument(args, "update")?
+            .unwrap_or_default()
+            .into()),
+    }
+}
+
 /// Runs a write operation in its own transaction and returns the driver's result shape.
 fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
     let args = op.get("arguments").cloned().unwrap_or(Value::Null);
@@ -531,6 +561,7 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
             },
             array_filters: update_options(&args)?.array_filters,
             hint: None,
+            let_vars: document_argument(&args, "let")?,
         })
     };
     let or_null = |d: Option<Document>| d.map_or(Bson::Null, Bson::Document);
@@ -559,16 +590,8 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
         "updateOne" | "updateMany" | "replaceOne" => {
             let options = update_options(&args)?;
             let result = match name {
-                "updateOne" => coll.update_one(
-                    &filter,
-                    &document_argument(&args, "update")?.unwrap_or_default(),
-                    &options,
-                ),
-                "updateMany" => coll.update_many(
-                    &filter,
-                    &document_argument(&args, "update")?.unwrap_or_default(),
-                    &options,
-                ),
+                "updateOne" => coll.update_one(&filter, update_argument(&args)?, &options),
+                "updateMany" => coll.update_many(&filter, update_argument(&args)?, &options),
                 _ => coll.replace_one(
                     &filter,
                     &document_argument(&args, "replacement")?.unwrap_or_default(),
@@ -579,20 +602,20 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
             Ok(update_result(&result))
         }
         "deleteOne" | "deleteMany" => {
+            let options = DeleteOptions {
+                hint: None,
+                let_vars: document_argument(&args, "let")?,
+            };
             let n = if name == "deleteOne" {
-                coll.delete_one(&filter)
+                coll.delete_one_with(&filter, &options)
             } else {
-                coll.delete_many(&filter)
+                coll.delete_many_with(&filter, &options)
             }
             .map_err(e)?;
             Ok(Bson::Document(bson::doc! { "deletedCount": n as i64 }))
         }
         "findOneAndUpdate" => coll
-            .find_one_and_update(
-                &filter,
-                &document_argument(&args, "update")?.unwrap_or_default(),
-                &find_and_modify()?,
-            )
+            .find_one_and_update(&filter, update_argument(&args)?, &find_and_modify()?)
             .map(or_null)
             .map_err(e),
         "findOneAndReplace" => coll
@@ -622,7 +645,14 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
                 ops.push(write_request(kind, request_args)?);
             }
             let ordered = args.get("ordered").and_then(Value::as_bool).unwrap_or(true);
-            let result = coll.bulk_write(BulkWrite { ops, ordered }).map_err(e)?;
+            let let_vars = document_argument(&args, "let")?;
+            let result = coll
+                .bulk_write(BulkWrite {
+                    ops,
+                    ordered,
+                    let_vars,
+                })
+                .map_err(e)?;
             if let Some((i, failure)) = result.failures.first() {
                 return Err(format!("request {i}: {failure}"));
             }
@@ -647,7 +677,7 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
 }
 
 /// The simple stages, applied in order to documents in memory.
-fn aggregate(mut docs: Vec<Document>, pipeline: &[Value]) -> Result<Bson, String> {
+fn aggregate(mut docs: Vec<Document>, pipeline: &[Value], scope: &Scope) -> Result<Bson, String> {
     for stage in pipeline {
         let stage = document(stage)?;
         let Some((name, arg)) = stage.iter().next() else {
@@ -668,7 +698,7 @@ fn aggregate(mut docs: Vec<Document>, pipeline: &[Value]) -> Result<Bson, String
         };
         match name.as_str() {
             "$match" => {
-                let filter = Filter::parse(&spec()?).map_err(|e| e.to_string())?;
+                let filter = Filter::parse_with(&spec()?, scope).map_err(|e| e.to_string())?;
                 docs.retain(|d| {
                     bson::RawDocumentBuf::try_from(d).is_ok_and(|raw| filter.matches(&raw))
                 });
@@ -690,15 +720,13 @@ fn aggregate(mut docs: Vec<Document>, pipeline: &[Value]) -> Result<Bson, String
                 docs.drain(..n);
             }
             "$limit" => docs.truncate(count(arg)),
-            "$project" => {
-                let projection = Projection::parse(&spec()?).map_err(|e| e.to_string())?;
-                let everything = Filter::And(Vec::new());
+            // Computed with the engine's aggregation expressions, as a pipeline update is.
+            "$project" | "$addFields" | "$set" | "$unset" | "$replaceRoot" | "$replaceWith" => {
+                let pipeline = Pipeline::parse(std::slice::from_ref(&stage), scope)
+                    .map_err(|e| e.to_string())?;
                 docs = docs
-                    .iter()
-                    .map(|d| {
-                        let raw = bson::RawDocumentBuf::try_from(d).map_err(|e| e.to_string())?;
-                        projection.apply(&raw, &everything)
-                    })
+                    .into_iter()
+                    .map(|d| pipeline.transform(d).map_err(|e| e.to_string()))
                     .collect::<Result<_, _>>()?;
             }
             "$count" => {

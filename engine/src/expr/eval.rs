@@ -1,0 +1,287 @@
+//! Evaluating an [`Expr`] against a document.
+
+use std::borrow::Cow;
+
+use bson::{Bson, Document};
+
+use super::{Expr, ExprError, error};
+use crate::number::Number;
+
+/// What an expression is evaluated against: the current document, the variables bound by the
+/// operators around it, and the time `$$NOW` reads (one value for the whole evaluation).
+#[derive(Debug, Clone)]
+pub(crate) struct Env<'a> {
+    root: Cow<'a, Document>,
+    vars: Vec<(String, Option<Bson>)>,
+    now: bson::DateTime,
+}
+
+impl<'a> Env<'a> {
+    pub(crate) fn new(root: &'a Document) -> Env<'a> {
+        Env {
+            root: Cow::Borrowed(root),
+            vars: Vec::new(),
+            now: bson::DateTime::now(),
+        }
+    }
+
+    /// For expressions evaluated before any document: `let` variables, constant names.
+    pub(crate) fn constant() -> Env<'static> {
+        Env {
+            root: Cow::Owned(Document::new()),
+            vars: Vec::new(),
+            now: bson::DateTime::now(),
+        }
+    }
+
+    fn with(&self, bindings: impl IntoIterator<Item = (String, Option<Bson>)>) -> Env<'_> {
+        let mut vars = self.vars.clone();
+        vars.extend(bindings);
+        Env {
+            root: Cow::Borrowed(&*self.root),
+            vars,
+            now: self.now,
+        }
+    }
+}
+
+/// MongoDB's truth: false, null, missing, undefined and every zero are false.
+pub fn truthy(value: Option<&Bson>) -> bool {
+    match value {
+        None
+        | Some(
+            Bson::Null | Bson::Undefined | Bson::Boolean(false) | Bson::Int32(0) | Bson::Int64(0),
+        ) => false,
+        Some(Bson::Double(d)) => *d != 0.0,
+        Some(Bson::Decimal128(d)) => !matches!(
+            Number::from_decimal128(*d),
+            Number::Finite(ref n) if n.is_zero()
+        ),
+        Some(_) => true,
+    }
+}
+
+/// The value at `path` below `value`: through subdocuments, and through arrays element by
+/// element (an array of the values found; numeric segments are field names here).
+pub(crate) fn path_of(value: Option<Bson>, path: &[String]) -> Option<Bson> {
+    let value = value?;
+    if path.is_empty() {
+        return Some(value);
+    }
+    lookup(&value, path)
+}
+
+fn lookup(value: &Bson, path: &[String]) -> Option<Bson> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(value.clone());
+    };
+    match value {
+        Bson::Document(d) => lookup(d.get(first)?, rest),
+        Bson::Array(items) => Some(Bson::Array(
+            items
+                .iter()
+                .filter(|e| matches!(e, Bson::Document(_) | Bson::Array(_)))
+                .filter_map(|e| lookup(e, path))
+                .collect(),
+        )),
+        _ => None,
+    }
+}
+
+fn lookup_in(doc: &Document, path: &[String]) -> Option<Bson> {
+    match path.split_first() {
+        None => Some(Bson::Document(doc.clone())),
+        Some((first, rest)) => lookup(doc.get(first)?, rest),
+    }
+}
+
+/// Evaluates `expr` in `env`; `None` is missing.
+pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    Ok(match expr {
+        Expr::Literal(v) => Some(v.clone()),
+        // The current document is the root: no stage here rebinds `$$CURRENT`.
+        Expr::Field(path) | Expr::Root(path) => lookup_in(&env.root, path),
+        Expr::Var(name, path) => {
+            let value = env
+                .vars
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.clone());
+            path_of(value, path)
+        }
+        Expr::Remove => None,
+        Expr::Now => Some(Bson::DateTime(env.now)),
+        Expr::Object(fields) => {
+            let mut out = Document::new();
+            for (name, value) in fields {
+                if let Some(v) = eval_in(value, env)? {
+                    out.insert(name.clone(), v);
+                }
+            }
+            Some(Bson::Document(out))
+        }
+        Expr::Array(items) => Some(Bson::Array(
+            items
+                .iter()
+                .map(|e| eval_in(e, env).map(|v| v.unwrap_or(Bson::Null)))
+                .collect::<Result<_, _>>()?,
+        )),
+        Expr::Call(func, args) => func.call(args, env)?,
+        Expr::Cond(parts) => {
+            let [condition, then, otherwise] = &**parts;
+            if truthy(eval_in(condition, env)?.as_ref()) {
+                eval_in(then, env)?
+            } else {
+                eval_in(otherwise, env)?
+            }
+        }
+        Expr::Switch { branches, default } => {
+            for (case, then) in branches {
+                if truthy(eval_in(case, env)?.as_ref()) {
+                    return eval_in(then, env);
+                }
+            }
+            match default {
+                Some(d) => eval_in(d, env)?,
+                None => {
+                    return Err(error(
+                        "$switch",
+                        "no branch matched and there is no default",
+                    ));
+                }
+            }
+        }
+        Expr::Let { vars, body } => {
+            let mut bound = Vec::with_capacity(vars.len());
+            for (name, value) in vars {
+                bound.push((name.clone(), eval_in(value, env)?));
+            }
+            eval_in(body, &env.with(bound))?
+        }
+        Expr::Map { input, name, body } => match array_input("$map", eval_in(input, env)?)? {
+            None => Some(Bson::Null),
+            Some(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    let inner = env.with([(name.clone(), Some(item))]);
+                    out.push(eval_in(body, &inner)?.unwrap_or(Bson::Null));
+                }
+                Some(Bson::Array(out))
+            }
+        },
+        Expr::Filter {
+            input,
+            name,
+            cond,
+            limit,
+        } => match array_input("$filter", eval_in(input, env)?)? {
+            None => Some(Bson::Null),
+            Some(items) => {
+                let limit = match limit {
+                    None => None,
+                    Some(l) => match eval_in(l, env)? {
+                        None | Some(Bson::Null) => None,
+                        Some(v) => match super::func::as_i64(&v) {
+                            Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                            _ => {
+                                return Err(error(
+                                    "$filter",
+                                    "`limit` must be a positive whole number",
+                                ));
+                            }
+                        },
+                    },
+                };
+                let mut out = Vec::new();
+                for item in items {
+                    if limit.is_some_and(|l| out.len() >= l) {
+                        break;
+                    }
+                    let inner = env.with([(name.clone(), Some(item.clone()))]);
+                    if truthy(eval_in(cond, &inner)?.as_ref()) {
+                        out.push(item);
+                    }
+                }
+                Some(Bson::Array(out))
+            }
+        },
+        Expr::Reduce {
+            input,
+            initial,
+            body,
+        } => match array_input("$reduce", eval_in(input, env)?)? {
+            None => Some(Bson::Null),
+            Some(items) => {
+                let mut value = eval_in(initial, env)?;
+                for item in items {
+                    let inner =
+                        env.with([("this".to_owned(), Some(item)), ("value".to_owned(), value)]);
+                    value = eval_in(body, &inner)?;
+                }
+                value
+            }
+        },
+        Expr::GetField { field, input } => {
+            let name = field_name(field, env)?;
+            match eval_in(input, env)? {
+                Some(Bson::Document(d)) => d.get(&name).cloned(),
+                None | Some(Bson::Null) => None,
+                Some(_) => return Err(error("$getField", "`input` must be a document")),
+            }
+        }
+        Expr::SetField {
+            field,
+            input,
+            value,
+        } => {
+            let operator = if value.is_some() {
+                "$setField"
+            } else {
+                "$unsetField"
+            };
+            let name = field_name(field, env)?;
+            let mut doc = match eval_in(input, env)? {
+                Some(Bson::Document(d)) => d,
+                None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
+                Some(_) => return Err(error(operator, "`input` must be a document")),
+            };
+            match value {
+                Some(value) => match eval_in(value, env)? {
+                    Some(v) => {
+                        doc.insert(name, v);
+                    }
+                    None => {
+                        doc.remove(&name);
+                    }
+                },
+                None => {
+                    doc.remove(&name);
+                }
+            }
+            Some(Bson::Document(doc))
+        }
+    })
+}
+
+fn field_name(field: &Expr, env: &Env<'_>) -> Result<String, ExprError> {
+    match eval_in(field, env)? {
+        Some(Bson::String(s)) => Ok(s),
+        _ => Err(error("$getField", "`field` must evaluate to a string")),
+    }
+}
+
+/// The array an array operator iterates: `None` for null or missing (the result is null).
+fn array_input(operator: &str, value: Option<Bson>) -> Result<Option<Vec<Bson>>, ExprError> {
+    match value {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Array(items)) => Ok(Some(items)),
+        Some(other) => Err(error(
+            operator,
+            format!(
+                "`input` must be an array, not {}",
+                super::func::type_alias(Some(&other))
+            ),
+        )),
+    }
+}

@@ -1,0 +1,817 @@
+//! The operators of expressions that take positional arguments.
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Document};
+
+use super::eval::{Env, eval_in, truthy};
+use super::{Expr, ExprError, error};
+use crate::order::compare;
+
+/// An operator taking positional arguments, by group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    // Comparison, in MongoDB's order across types (missing below null).
+    Eq,
+    Ne,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    Cmp,
+    // Logic, by truth (false, null, missing and zero are false).
+    And,
+    Or,
+    Not,
+    IfNull,
+    // Arithmetic: null or missing arguments give null.
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Mod,
+    Abs,
+    Ceil,
+    Floor,
+    // Accumulators over their arguments, or over one array argument; non-numbers ignored.
+    Sum,
+    Avg,
+    Max,
+    Min,
+    // Strings.
+    Concat,
+    ToLower,
+    ToUpper,
+    StrLenCp,
+    SubstrCp,
+    Split,
+    // Arrays.
+    Size,
+    ArrayElemAt,
+    ConcatArrays,
+    In,
+    IsArray,
+    First,
+    Last,
+    Slice,
+    ReverseArray,
+    // Documents.
+    MergeObjects,
+    ObjectToArray,
+    ArrayToObject,
+    // Types and the rest.
+    Type,
+    IsNumber,
+    Rand,
+}
+
+/// Operator names, their functions and how many arguments each takes (least, most).
+const TABLE: &[(&str, Func, usize, usize)] = &[
+    ("$eq", Func::Eq, 2, 2),
+    ("$ne", Func::Ne, 2, 2),
+    ("$gt", Func::Gt, 2, 2),
+    ("$gte", Func::Gte, 2, 2),
+    ("$lt", Func::Lt, 2, 2),
+    ("$lte", Func::Lte, 2, 2),
+    ("$cmp", Func::Cmp, 2, 2),
+    ("$and", Func::And, 0, usize::MAX),
+    ("$or", Func::Or, 0, usize::MAX),
+    ("$not", Func::Not, 1, 1),
+    ("$ifNull", Func::IfNull, 2, usize::MAX),
+    ("$add", Func::Add, 0, usize::MAX),
+    ("$subtract", Func::Subtract, 2, 2),
+    ("$multiply", Func::Multiply, 0, usize::MAX),
+    ("$divide", Func::Divide, 2, 2),
+    ("$mod", Func::Mod, 2, 2),
+    ("$abs", Func::Abs, 1, 1),
+    ("$ceil", Func::Ceil, 1, 1),
+    ("$floor", Func::Floor, 1, 1),
+    ("$sum", Func::Sum, 0, usize::MAX),
+    ("$avg", Func::Avg, 0, usize::MAX),
+    ("$max", Func::Max, 0, usize::MAX),
+    ("$min", Func::Min, 0, usize::MAX),
+    ("$concat", Func::Concat, 0, usize::MAX),
+    ("$toLower", Func::ToLower, 1, 1),
+    ("$toUpper", Func::ToUpper, 1, 1),
+    ("$strLenCP", Func::StrLenCp, 1, 1),
+    ("$substrCP", Func::SubstrCp, 3, 3),
+    ("$split", Func::Split, 2, 2),
+    ("$size", Func::Size, 1, 1),
+    ("$arrayElemAt", Func::ArrayElemAt, 2, 2),
+    ("$concatArrays", Func::ConcatArrays, 0, usize::MAX),
+    ("$in", Func::In, 2, 2),
+    ("$isArray", Func::IsArray, 1, 1),
+    ("$first", Func::First, 1, 1),
+    ("$last", Func::Last, 1, 1),
+    ("$slice", Func::Slice, 2, 3),
+    ("$reverseArray", Func::ReverseArray, 1, 1),
+    ("$mergeObjects", Func::MergeObjects, 0, usize::MAX),
+    ("$objectToArray", Func::ObjectToArray, 1, 1),
+    ("$arrayToObject", Func::ArrayToObject, 1, 1),
+    ("$type", Func::Type, 1, 1),
+    ("$isNumber", Func::IsNumber, 1, 1),
+    ("$rand", Func::Rand, 0, 0),
+];
+
+impl Func {
+    pub(crate) fn named(name: &str) -> Option<Func> {
+        TABLE.iter().find(|(n, ..)| *n == name).map(|(_, f, ..)| *f)
+    }
+
+    pub fn name(self) -> &'static str {
+        TABLE
+            .iter()
+            .find(|(_, f, ..)| *f == self)
+            .map_or("?", |(n, ..)| n)
+    }
+
+    pub(crate) fn check_arity(self, count: usize) -> Result<(), ExprError> {
+        let (_, _, least, most) = TABLE
+            .iter()
+            .find(|(_, f, ..)| *f == self)
+            .copied()
+            .unwrap_or(("", self, 0, usize::MAX));
+        if count < least || count > most {
+            let wanted = if least == most {
+                format!("{least}")
+            } else if most == usize::MAX {
+                format!("at least {least}")
+            } else {
+                format!("{least} to {most}")
+            };
+            return Err(error(
+                self.name(),
+                format!("takes {wanted} arguments, not {count}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies the operator to its (unevaluated) arguments.
+    pub(crate) fn call(self, args: &[Expr], env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+        // The operators that do not evaluate every argument.
+        match self {
+            Func::And => {
+                for a in args {
+                    if !truthy(eval_in(a, env)?.as_ref()) {
+                        return Ok(Some(Bson::Boolean(false)));
+                    }
+                }
+                return Ok(Some(Bson::Boolean(true)));
+            }
+            Func::Or => {
+                for a in args {
+                    if truthy(eval_in(a, env)?.as_ref()) {
+                        return Ok(Some(Bson::Boolean(true)));
+                    }
+                }
+                return Ok(Some(Bson::Boolean(false)));
+            }
+            Func::IfNull => {
+                let (last, first) = args.split_last().unwrap_or((&Expr::Remove, &[]));
+                for a in first {
+                    match eval_in(a, env)? {
+                        None | Some(Bson::Null | Bson::Undefined) => {}
+                        value => return Ok(value),
+                    }
+                }
+                return eval_in(last, env);
+            }
+            _ => {}
+        }
+        let values: Vec<Option<Bson>> = args
+            .iter()
+            .map(|a| eval_in(a, env))
+            .collect::<Result<_, _>>()?;
+        self.apply(values)
+    }
+
+    fn apply(self, mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+        let op = self.name();
+        let boolean = |b: bool| Ok(Some(Bson::Boolean(b)));
+        match self {
+            Func::Eq => boolean(order(v[0].as_ref(), v[1].as_ref()) == Ordering::Equal),
+            Func::Ne => boolean(order(v[0].as_ref(), v[1].as_ref()) != Ordering::Equal),
+            Func::Gt => boolean(order(v[0].as_ref(), v[1].as_ref()) == Ordering::Greater),
+            Func::Gte => boolean(order(v[0].as_ref(), v[1].as_ref()) != Ordering::Less),
+            Func::Lt => boolean(order(v[0].as_ref(), v[1].as_ref()) == Ordering::Less),
+            Func::Lte => boolean(order(v[0].as_ref(), v[1].as_ref()) != Ordering::Greater),
+            Func::Cmp => Ok(Some(Bson::Int32(
+                match order(v[0].as_ref(), v[1].as_ref()) {
+                    Ordering::Less => -1,
+                    Ordering::Equal => 0,
+                    Ordering::Greater => 1,
+                },
+            ))),
+            Func::Not => boolean(!truthy(v[0].as_ref())),
+            Func::And | Func::Or | Func::IfNull => unreachable_lazy(op),
+            Func::Add | Func::Multiply => {
+                if v.iter().any(|x| is_nullish(x.as_ref())) {
+                    return Ok(Some(Bson::Null));
+                }
+                let values: Vec<Bson> = v.into_iter().flatten().collect();
+                if self == Func::Add {
+                    add(&values).map(Some)
+                } else {
+                    multiply(&values).map(Some)
+                }
+            }
+            Func::Subtract => {
+                if v.iter().any(|x| is_nullish(x.as_ref())) {
+                    return Ok(Some(Bson::Null));
+                }
+                let (a, b) = (
+                    v[0].take().unwrap_or(Bson::Null),
+                    v[1].take().unwrap_or(Bson::Null),
+                );
+                subtract(&a, &b).map(Some)
+            }
+            Func::Divide | Func::Mod => {
+                if v.iter().any(|x| is_nullish(x.as_ref())) {
+                    return Ok(Some(Bson::Null));
+                }
+                let (a, b) = (
+                    v[0].take().unwrap_or(Bson::Null),
+                    v[1].take().unwrap_or(Bson::Null),
+                );
+                divide(op, &a, &b, self == Func::Mod).map(Some)
+            }
+            Func::Abs | Func::Ceil | Func::Floor => match v[0].take() {
+                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
+                Some(x) => unary(self, &x).map(Some),
+            },
+            Func::Sum | Func::Avg | Func::Max | Func::Min => Ok(accumulate(self, v)),
+            Func::Concat => {
+                let mut out = String::new();
+                for value in v {
+                    match value {
+                        None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
+                        Some(Bson::String(s)) => out.push_str(&s),
+                        Some(other) => return Err(wrong_type(op, "strings", &other)),
+                    }
+                }
+                Ok(Some(Bson::String(out)))
+            }
+            Func::ToLower | Func::ToUpper => {
+                let s = match v[0].take() {
+                    None | Some(Bson::Null) => String::new(),
+                    Some(Bson::String(s)) => s,
+                    Some(other @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))) => {
+                        other.to_string()
+                    }
+                    Some(other) => return Err(wrong_type(op, "a string", &other)),
+                };
+                Ok(Some(Bson::String(if self == Func::ToLower {
+                    s.to_lowercase()
+                } else {
+                    s.to_uppercase()
+                })))
+            }
+            Func::StrLenCp => match v[0].take() {
+                Some(Bson::String(s)) => Ok(Some(int(s.chars().count()))),
+                other => Err(wrong_type(op, "a string", &other.unwrap_or(Bson::Null))),
+            },
+            Func::SubstrCp => {
+                let Some(Bson::String(s)) = v[0].take() else {
+                    return Err(wrong_type(
+                        op,
+                        "a string",
+                        &v[0].take().unwrap_or(Bson::Null),
+                    ));
+                };
+                let (Some(start), Some(count)) = (
+                    v[1].as_ref().and_then(as_i64),
+                    v[2].as_ref().and_then(as_i64),
+                ) else {
+                    return Err(error(op, "start and length must be whole numbers"));
+                };
+                if start < 0 || count < 0 {
+                    return Err(error(op, "start and length cannot be negative"));
+                }
+                let taken: String = s
+                    .chars()
+                    .skip(usize::try_from(start).unwrap_or(usize::MAX))
+                    .take(usize::try_from(count).unwrap_or(usize::MAX))
+                    .collect();
+                Ok(Some(Bson::String(taken)))
+            }
+            Func::Split => match (v[0].take(), v[1].take()) {
+                (None | Some(Bson::Null), _) => Ok(Some(Bson::Null)),
+                (Some(Bson::String(s)), Some(Bson::String(d))) if !d.is_empty() => {
+                    Ok(Some(Bson::Array(
+                        s.split(d.as_str())
+                            .map(|p| Bson::String(p.to_owned()))
+                            .collect(),
+                    )))
+                }
+                _ => Err(error(op, "expects a string and a non-empty delimiter")),
+            },
+            Func::Size => match v[0].take() {
+                Some(Bson::Array(items)) => Ok(Some(int(items.len()))),
+                other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))),
+            },
+            Func::ArrayElemAt => match (v[0].take(), v[1].take()) {
+                (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
+                (Some(Bson::Array(items)), Some(i)) => {
+                    let Some(i) = as_i64(&i) else {
+                        return Err(error(op, "the index must be a whole number"));
+                    };
+                    Ok(index_from(items.len(), i).map(|i| items[i].clone()))
+                }
+                (Some(other), _) => Err(wrong_type(op, "an array", &other)),
+            },
+            Func::ConcatArrays => {
+                let mut out = Vec::new();
+                for value in v {
+                    match value {
+                        None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
+                        Some(Bson::Array(items)) => out.extend(items),
+                        Some(other) => return Err(wrong_type(op, "arrays", &other)),
+                    }
+                }
+                Ok(Some(Bson::Array(out)))
+            }
+            Func::In => match v[1].take() {
+                Some(Bson::Array(items)) => boolean(
+                    items
+                        .iter()
+                        .any(|item| order(v[0].as_ref(), Some(item)) == Ordering::Equal),
+                ),
+                other => Err(wrong_type(
+                    op,
+                    "an array as its second argument",
+                    &other.unwrap_or(Bson::Null),
+                )),
+            },
+            Func::IsArray => boolean(matches!(v[0], Some(Bson::Array(_)))),
+            Func::First | Func::Last => match v[0].take() {
+                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
+                Some(Bson::Array(mut items)) => Ok(if self == Func::First {
+                    (!items.is_empty()).then(|| items.swap_remove(0))
+                } else {
+                    items.pop()
+                }),
+                Some(other) => Err(wrong_type(op, "an array", &other)),
+            },
+            Func::Slice => slice(v),
+            Func::ReverseArray => match v[0].take() {
+                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
+                Some(Bson::Array(mut items)) => {
+                    items.reverse();
+                    Ok(Some(Bson::Array(items)))
+                }
+                Some(other) => Err(wrong_type(op, "an array", &other)),
+            },
+            Func::MergeObjects => {
+                let mut out = Document::new();
+                for value in v {
+                    match value {
+                        None | Some(Bson::Null) => {}
+                        Some(Bson::Document(d)) => out.extend(d),
+                        Some(other) => return Err(wrong_type(op, "documents", &other)),
+                    }
+                }
+                Ok(Some(Bson::Document(out)))
+            }
+            Func::ObjectToArray => match v[0].take() {
+                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
+                Some(Bson::Document(d)) => Ok(Some(Bson::Array(
+                    d.into_iter()
+                        .map(|(k, v)| Bson::Document(bson::doc! { "k": k, "v": v }))
+                        .collect(),
+                ))),
+                Some(other) => Err(wrong_type(op, "a document", &other)),
+            },
+            Func::ArrayToObject => match v[0].take() {
+                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
+                Some(Bson::Array(items)) => array_to_object(items).map(Some),
+                Some(other) => Err(wrong_type(op, "an array", &other)),
+            },
+            Func::Type => Ok(Some(Bson::String(type_alias(v[0].as_ref()).to_owned()))),
+            Func::IsNumber => boolean(matches!(
+                v[0],
+                Some(Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))
+            )),
+            Func::Rand => Ok(Some(Bson::Double(random_unit()))),
+        }
+    }
+}
+
+fn unreachable_lazy(op: &str) -> Result<Option<Bson>, ExprError> {
+    Err(error(op, "evaluated out of order (an engine bug)"))
+}
+
+fn is_nullish(v: Option<&Bson>) -> bool {
+    matches!(v, None | Some(Bson::Null | Bson::Undefined))
+}
+
+fn int(n: usize) -> Bson {
+    i32::try_from(n).map_or_else(|_| Bson::Int64(n as i64), Bson::Int32)
+}
+
+fn wrong_type(op: &str, wanted: &str, got: &Bson) -> ExprError {
+    error(
+        op,
+        format!("expects {wanted}, not {}", type_alias(Some(got))),
+    )
+}
+
+/// MongoDB's order, with missing below every value.
+fn order(a: Option<&Bson>, b: Option<&Bson>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(a), Some(b)) => compare_bson(a, b),
+    }
+}
+
+pub(crate) fn compare_bson(a: &Bson, b: &Bson) -> Ordering {
+    match (
+        bson::RawBson::try_from(a.clone()),
+        bson::RawBson::try_from(b.clone()),
+    ) {
+        (Ok(a), Ok(b)) => compare(a.as_raw_bson_ref(), b.as_raw_bson_ref()),
+        _ => Ordering::Equal,
+    }
+}
+
+/// A whole number held by any numeric type.
+pub(crate) fn as_i64(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        #[allow(clippy::float_cmp, clippy::cast_possible_truncation)]
+        Bson::Double(d) if d.trunc() == *d && d.abs() < 9.2e18 => Some(*d as i64),
+        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_f64(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A position into `len` elements, counting from the end when negative.
+fn index_from(len: usize, i: i64) -> Option<usize> {
+    let len = i64::try_from(len).ok()?;
+    let i = if i < 0 { len + i } else { i };
+    (0..len)
+        .contains(&i)
+        .then(|| usize::try_from(i).ok())
+        .flatten()
+}
+
+/// The BSON type name `$type` returns (`missing` for a missing value).
+pub(crate) fn type_alias(v: Option<&Bson>) -> &'static str {
+    match v {
+        None => "missing",
+        Some(v) => match v {
+            Bson::Double(_) => "double",
+            Bson::String(_) => "string",
+            Bson::Document(_) => "object",
+            Bson::Array(_) => "array",
+            Bson::Binary(_) => "binData",
+            Bson::Undefined => "undefined",
+            Bson::ObjectId(_) => "objectId",
+            Bson::Boolean(_) => "bool",
+            Bson::DateTime(_) => "date",
+            Bson::Null => "null",
+            Bson::RegularExpression(_) => "regex",
+            Bson::DbPointer(_) => "dbPointer",
+            Bson::JavaScriptCode(_) => "javascript",
+            Bson::Symbol(_) => "symbol",
+            Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
+            Bson::Int32(_) => "int",
+            Bson::Timestamp(_) => "timestamp",
+            Bson::Int64(_) => "long",
+            Bson::Decimal128(_) => "decimal",
+            Bson::MinKey => "minKey",
+            Bson::MaxKey => "maxKey",
+        },
+    }
+}
+
+/// The numeric kind a sum or product of `values` has: the widest of them.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Width {
+    Int32,
+    Int64,
+    Double,
+    Decimal,
+}
+
+fn width(op: &str, v: &Bson) -> Result<Width, ExprError> {
+    Ok(match v {
+        Bson::Int32(_) => Width::Int32,
+        Bson::Int64(_) => Width::Int64,
+        Bson::Double(_) => Width::Double,
+        Bson::Decimal128(_) => Width::Decimal,
+        other => return Err(wrong_type(op, "numbers", other)),
+    })
+}
+
+/// Sum or product of numbers in the widest of their types; integers that overflow 64 bits
+/// become a double, an int32 result that overflows becomes an int64.
+fn combine_numbers(op: &str, values: &[Bson], multiply: bool) -> Result<Bson, ExprError> {
+    let widest = values
+        .iter()
+        .map(|v| width(op, v))
+        .try_fold(Width::Int32, |w, x| x.map(|x| w.max(x)))?;
+    let identity = i32::from(multiply);
+    match widest {
+        Width::Decimal => {
+            let mut acc = Bson::Int32(identity);
+            for v in values {
+                acc = crate::update::decimal::combine(&acc, v, multiply)
+                    .ok_or_else(|| error(op, "the decimal result cannot be represented"))?;
+            }
+            Ok(acc)
+        }
+        Width::Double => Ok(Bson::Double(values.iter().filter_map(as_f64).fold(
+            f64::from(identity),
+            |a, b| if multiply { a * b } else { a + b },
+        ))),
+        Width::Int32 | Width::Int64 => {
+            let exact = values
+                .iter()
+                .filter_map(as_i64)
+                .try_fold(i64::from(identity), |a, b| {
+                    if multiply {
+                        a.checked_mul(b)
+                    } else {
+                        a.checked_add(b)
+                    }
+                });
+            Ok(match exact {
+                Some(n) if widest == Width::Int32 => {
+                    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+                }
+                Some(n) => Bson::Int64(n),
+                None => combine_numbers(
+                    op,
+                    &values
+                        .iter()
+                        .filter_map(as_f64)
+                        .map(Bson::Double)
+                        .collect::<Vec<_>>(),
+                    multiply,
+                )?,
+            })
+        }
+    }
+}
+
+/// `$add`: numbers, and at most one date (the sum is a date, in milliseconds).
+fn add(values: &[Bson]) -> Result<Bson, ExprError> {
+    let dates: Vec<&bson::DateTime> = values
+        .iter()
+        .filter_map(|v| match v {
+            Bson::DateTime(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    match dates.as_slice() {
+        [] => combine_numbers("$add", values, false),
+        [date] => {
+            let numbers: Vec<Bson> = values
+                .iter()
+                .filter(|v| !matches!(v, Bson::DateTime(_)))
+                .cloned()
+                .collect();
+            let offset = combine_numbers("$add", &numbers, false)?;
+            let millis = as_f64(&offset).unwrap_or(0.0).round();
+            #[allow(clippy::cast_possible_truncation)]
+            Ok(Bson::DateTime(bson::DateTime::from_millis(
+                date.timestamp_millis().saturating_add(millis as i64),
+            )))
+        }
+        _ => Err(error("$add", "only one date can be added")),
+    }
+}
+
+fn multiply(values: &[Bson]) -> Result<Bson, ExprError> {
+    combine_numbers("$multiply", values, true)
+}
+
+/// `a - b` for numbers; a date minus a date is milliseconds, a date minus a number a date.
+fn subtract(minuend: &Bson, subtrahend: &Bson) -> Result<Bson, ExprError> {
+    match (minuend, subtrahend) {
+        (Bson::DateTime(x), Bson::DateTime(y)) => Ok(Bson::Int64(
+            x.timestamp_millis().saturating_sub(y.timestamp_millis()),
+        )),
+        (Bson::DateTime(x), n) => {
+            let Some(millis) = as_f64(n) else {
+                return Err(wrong_type("$subtract", "a number after a date", n));
+            };
+            #[allow(clippy::cast_possible_truncation)]
+            Ok(Bson::DateTime(bson::DateTime::from_millis(
+                x.timestamp_millis().saturating_sub(millis.round() as i64),
+            )))
+        }
+        (left, right) => {
+            let negated = match right {
+                Bson::Int32(small) => Bson::Int64(-i64::from(*small)),
+                Bson::Int64(i) => i
+                    .checked_neg()
+                    .map_or(Bson::Double(-(*i as f64)), Bson::Int64),
+                Bson::Double(double) => Bson::Double(-double),
+                Bson::Decimal128(decimal) => {
+                    let mut bytes = decimal.bytes();
+                    bytes[15] ^= 0x80;
+                    Bson::Decimal128(bson::Decimal128::from_bytes(bytes))
+                }
+                other => return Err(wrong_type("$subtract", "numbers or dates", other)),
+            };
+            let sum = combine_numbers("$subtract", &[left.clone(), negated], false)?;
+            // Two int32 operands give an int32 when the difference fits.
+            Ok(match (left, right, &sum) {
+                (Bson::Int32(_), Bson::Int32(_), Bson::Int64(difference)) => {
+                    i32::try_from(*difference).map_or(sum.clone(), Bson::Int32)
+                }
+                _ => sum,
+            })
+        }
+    }
+}
+
+/// `$divide` (always a double) and `$mod` (the type of its operands).
+fn divide(op: &str, a: &Bson, b: &Bson, remainder: bool) -> Result<Bson, ExprError> {
+    let wa = width(op, a)?;
+    let wb = width(op, b)?;
+    if wa == Width::Decimal || wb == Width::Decimal {
+        return Err(error(
+            op,
+            "decimal operands are not supported by this engine",
+        ));
+    }
+    let (x, y) = (as_f64(a).unwrap_or(0.0), as_f64(b).unwrap_or(0.0));
+    if y == 0.0 {
+        return Err(error(op, "cannot divide by zero"));
+    }
+    if !remainder {
+        return Ok(Bson::Double(x / y));
+    }
+    match (wa.max(wb), as_i64(a), as_i64(b)) {
+        (Width::Int32, Some(x), Some(y)) => Ok(Bson::Int32(
+            i32::try_from(x.wrapping_rem(y)).unwrap_or_default(),
+        )),
+        (Width::Int64, Some(x), Some(y)) => Ok(Bson::Int64(x.wrapping_rem(y))),
+        _ => Ok(Bson::Double(x % y)),
+    }
+}
+
+fn unary(func: Func, x: &Bson) -> Result<Bson, ExprError> {
+    let op = func.name();
+    Ok(match (func, x) {
+        (Func::Abs, Bson::Int32(i)) => i
+            .checked_abs()
+            .map_or(Bson::Int64(i64::from(*i).abs()), Bson::Int32),
+        (Func::Abs, Bson::Int64(i)) => i
+            .checked_abs()
+            .map(Bson::Int64)
+            .ok_or_else(|| error(op, "the absolute value overflows a long"))?,
+        (Func::Abs, Bson::Double(d)) => Bson::Double(d.abs()),
+        (Func::Ceil, Bson::Double(d)) => Bson::Double(d.ceil()),
+        (Func::Floor, Bson::Double(d)) => Bson::Double(d.floor()),
+        (_, Bson::Int32(_) | Bson::Int64(_)) => x.clone(),
+        (_, Bson::Decimal128(_)) => {
+            return Err(error(
+                op,
+                "decimal operands are not supported by this engine",
+            ));
+        }
+        (_, other) => return Err(wrong_type(op, "a number", other)),
+    })
+}
+
+/// `$sum`, `$avg`, `$max`, `$min` in an expression: over one array argument's elements, or
+/// over the arguments; `$sum` and `$avg` ignore non-numbers.
+fn accumulate(func: Func, v: Vec<Option<Bson>>) -> Option<Bson> {
+    let values: Vec<Bson> = match v.as_slice() {
+        [Some(Bson::Array(items))] => items.clone(),
+        _ => v.into_iter().flatten().collect(),
+    };
+    match func {
+        Func::Sum | Func::Avg => {
+            let numbers: Vec<Bson> = values
+                .into_iter()
+                .filter(|x| width("", x).is_ok())
+                .collect();
+            if func == Func::Avg {
+                if numbers.is_empty() {
+                    return Some(Bson::Null);
+                }
+                let total = numbers.iter().filter_map(as_f64).sum::<f64>();
+                return Some(Bson::Double(total / numbers.len() as f64));
+            }
+            combine_numbers("$sum", &numbers, false)
+                .ok()
+                .or(Some(Bson::Int32(0)))
+        }
+        _ => {
+            let candidates = values
+                .into_iter()
+                .filter(|x| !matches!(x, Bson::Null | Bson::Undefined));
+            let best = if func == Func::Max {
+                candidates.max_by(compare_bson)
+            } else {
+                candidates.min_by(compare_bson)
+            };
+            Some(best.unwrap_or(Bson::Null))
+        }
+    }
+}
+
+fn slice(mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    let items = match v[0].take() {
+        None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items,
+        Some(other) => return Err(wrong_type("$slice", "an array", &other)),
+    };
+    let numbers: Vec<i64> = v[1..]
+        .iter()
+        .map(|x| x.as_ref().and_then(as_i64))
+        .collect::<Option<_>>()
+        .ok_or_else(|| error("$slice", "positions and counts must be whole numbers"))?;
+    let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
+    let (start, count) = match numbers.as_slice() {
+        [n] if *n >= 0 => (0, *n),
+        [n] => ((len + n).max(0), -n),
+        [p, n] if *n > 0 => (
+            if *p < 0 {
+                (len + p).max(0)
+            } else {
+                (*p).min(len)
+            },
+            *n,
+        ),
+        _ => return Err(error("$slice", "the count must be positive")),
+    };
+    Ok(Some(Bson::Array(
+        items
+            .into_iter()
+            .skip(usize::try_from(start).unwrap_or(0))
+            .take(usize::try_from(count).unwrap_or(usize::MAX))
+            .collect(),
+    )))
+}
+
+fn array_to_object(items: Vec<Bson>) -> Result<Bson, ExprError> {
+    let op = "$arrayToObject";
+    let mut out = Document::new();
+    for item in items {
+        let (k, v) = match item {
+            Bson::Array(pair) if pair.len() == 2 => {
+                let mut pair = pair.into_iter();
+                (pair.next(), pair.next())
+            }
+            Bson::Document(mut d) if d.len() == 2 && d.contains_key("k") && d.contains_key("v") => {
+                (d.remove("k"), d.remove("v"))
+            }
+            other => {
+                return Err(error(
+                    op,
+                    format!(
+                        "every element must be a [key, value] pair or a {{k, v}} document, not {other}"
+                    ),
+                ));
+            }
+        };
+        match (k, v) {
+            (Some(Bson::String(k)), Some(v)) => {
+                out.insert(k, v);
+            }
+            _ => return Err(error(op, "every key must be a string")),
+        }
+    }
+    Ok(Bson::Document(out))
+}
+
+/// A uniform double in [0, 1) from a per-thread xorshift generator seeded by the clock.
+fn random_unit() -> f64 {
+    use std::cell::Cell;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0x9e37_79b9_7f4a_7c15, |d| d.as_nanos() as u64)
+                | 1,
+        );
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}

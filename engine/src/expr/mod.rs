@@ -1,0 +1,434 @@
+//! Aggregation expressions: what `$expr` in a filter and the stages of a pipeline update
+//! compute from a document.
+//!
+//! The grammar, as MongoDB documents it: a string `"$a.b"` is a field path of the current
+//! document; `"$$name.a"` a variable (`ROOT`, `CURRENT`, `NOW`, `REMOVE`, a `let` variable or one
+//! bound by `$let`, `$map`, `$filter`, `$reduce`); a document whose single key starts with `$`
+//! is an operator; any other document is an object whose fields are expressions; an array is an
+//! array of expressions; anything else is itself. Operators take an array of arguments, or a
+//! single argument written without the array.
+//!
+//! Evaluation ([`Expr::evaluate`]) distinguishes *missing* from `null`: a field path to nothing, or
+//! `$$REMOVE`, is missing, which an object expression omits. Variables of a `let` option are
+//! evaluated once, before any document, and fixed into the parsed expression; an undefined
+//! variable or an unknown operator is refused when parsing, and an operator applied to values
+//! of the wrong type fails when evaluated, naming the operator.
+
+mod eval;
+mod func;
+
+use std::fmt;
+
+use bson::{Bson, Document};
+
+pub use eval::truthy;
+pub(crate) use eval::{Env, eval_in};
+pub use func::Func;
+
+/// A parsed expression; see the module documentation.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Literal(Bson),
+    /// `$a.b`: a path from the current document.
+    Field(Vec<String>),
+    /// `$$name.a.b`: a variable bound by an enclosing `$let`, `$map`, `$filter` or `$reduce`.
+    Var(String, Vec<String>),
+    /// `$$ROOT.a.b` and `$$CURRENT.a.b`: the document itself, or a path from it.
+    Root(Vec<String>),
+    /// `$$REMOVE`: missing.
+    Remove,
+    /// `$$NOW`: the time of the evaluation.
+    Now,
+    Object(Vec<(String, Expr)>),
+    Array(Vec<Expr>),
+    /// An operator over positional arguments.
+    Call(Func, Vec<Expr>),
+    Cond(Box<[Expr; 3]>),
+    Switch {
+        branches: Vec<(Expr, Expr)>,
+        default: Option<Box<Expr>>,
+    },
+    Let {
+        vars: Vec<(String, Expr)>,
+        body: Box<Expr>,
+    },
+    Map {
+        input: Box<Expr>,
+        name: String,
+        body: Box<Expr>,
+    },
+    Filter {
+        input: Box<Expr>,
+        name: String,
+        cond: Box<Expr>,
+        limit: Option<Box<Expr>>,
+    },
+    Reduce {
+        input: Box<Expr>,
+        initial: Box<Expr>,
+        body: Box<Expr>,
+    },
+    GetField {
+        field: Box<Expr>,
+        input: Box<Expr>,
+    },
+    /// `$setField` (with a value) and `$unsetField` (without).
+    SetField {
+        field: Box<Expr>,
+        input: Box<Expr>,
+        value: Option<Box<Expr>>,
+    },
+}
+
+/// Why an expression was refused, or failed on a document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid expression, operator `{operator}`: {reason}")]
+pub struct ExprError {
+    pub operator: String,
+    pub reason: String,
+}
+
+pub(crate) fn error(operator: &str, reason: impl fmt::Display) -> ExprError {
+    ExprError {
+        operator: operator.to_owned(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The variables an expression may name while it is parsed: the `let` constants, and the
+/// names bound by the operators around it.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    constants: Vec<(String, Bson)>,
+    bound: Vec<String>,
+}
+
+impl Scope {
+    /// A scope holding the variables of a `let` option, each evaluated once now.
+    pub fn with_let(vars: Option<&Document>) -> Result<Scope, ExprError> {
+        let mut scope = Scope::default();
+        for (name, value) in vars.into_iter().flatten() {
+            check_name(name)?;
+            let expr = Expr::parse(value, &scope)?;
+            let value = eval_in(&expr, &Env::constant())?.unwrap_or(Bson::Null);
+            scope.constants.push((name.clone(), value));
+        }
+        Ok(scope)
+    }
+
+    fn binding(&self, names: impl IntoIterator<Item = String>) -> Scope {
+        let mut inner = self.clone();
+        inner.bound.extend(names);
+        inner
+    }
+}
+
+/// A user variable's name: a lowercase letter or a non-ASCII character first, then letters,
+/// digits and underscores.
+fn check_name(name: &str) -> Result<(), ExprError> {
+    let first_ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || !c.is_ascii());
+    if first_ok && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        Ok(())
+    } else {
+        Err(error(
+            "let",
+            format!(
+                "`{name}` is not a valid variable name (it must start with a lowercase letter)"
+            ),
+        ))
+    }
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    if path.is_empty() {
+        Vec::new()
+    } else {
+        path.split('.').map(str::to_owned).collect()
+    }
+}
+
+impl Expr {
+    /// Parses an expression; see the module documentation for the grammar.
+    pub fn parse(value: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+        match value {
+            Bson::String(s) if s.starts_with("$$") => parse_variable(&s[2..], scope),
+            Bson::String(s) if s.starts_with('$') => {
+                let path = &s[1..];
+                if path.is_empty() || path.split('.').any(str::is_empty) {
+                    return Err(error("$", format!("`{s}` is not a valid field path")));
+                }
+                Ok(Expr::Field(split_path(path)))
+            }
+            Bson::Document(d) => match d.iter().next() {
+                Some((key, arg)) if key.starts_with('$') => {
+                    if d.len() > 1 {
+                        return Err(error(
+                            key,
+                            "an operator expression must be the document's only field",
+                        ));
+                    }
+                    parse_operator(key, arg, scope)
+                }
+                _ => {
+                    let mut fields = Vec::with_capacity(d.len());
+                    for (k, v) in d {
+                        if k.starts_with('$') {
+                            return Err(error(
+                                k,
+                                "a field of an object expression cannot start with `$`",
+                            ));
+                        }
+                        fields.push((k.clone(), Expr::parse(v, scope)?));
+                    }
+                    Ok(Expr::Object(fields))
+                }
+            },
+            Bson::Array(items) => Ok(Expr::Array(
+                items
+                    .iter()
+                    .map(|v| Expr::parse(v, scope))
+                    .collect::<Result<_, _>>()?,
+            )),
+            other => Ok(Expr::Literal(other.clone())),
+        }
+    }
+}
+
+fn parse_variable(text: &str, scope: &Scope) -> Result<Expr, ExprError> {
+    let (name, rest) = text.split_once('.').unwrap_or((text, ""));
+    let path = split_path(rest);
+    match name {
+        "ROOT" | "CURRENT" => return Ok(Expr::Root(path)),
+        "REMOVE" if path.is_empty() => return Ok(Expr::Remove),
+        "NOW" if path.is_empty() => return Ok(Expr::Now),
+        _ => {}
+    }
+    if scope.bound.iter().any(|b| b == name) {
+        return Ok(Expr::Var(name.to_owned(), path));
+    }
+    if let Some((_, value)) = scope.constants.iter().rev().find(|(n, _)| n == name) {
+        let value = eval::path_of(Some(value.clone()), &path);
+        return Ok(value.map_or(Expr::Remove, Expr::Literal));
+    }
+    Err(error(
+        &format!("$${name}"),
+        format!("use of undefined variable `{name}`"),
+    ))
+}
+
+/// The fields of an operator's document argument, refusing unknown ones and requiring some.
+fn named_args<'a>(
+    operator: &str,
+    arg: &'a Bson,
+    known: &[&str],
+    required: &[&str],
+) -> Result<Vec<Option<&'a Bson>>, ExprError> {
+    let Bson::Document(d) = arg else {
+        return Err(error(operator, "expects a document of named arguments"));
+    };
+    if let Some(unknown) = d.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(error(operator, format!("unknown argument `{unknown}`")));
+    }
+    if let Some(missing) = required.iter().find(|r| !d.contains_key(**r)) {
+        return Err(error(operator, format!("missing argument `{missing}`")));
+    }
+    Ok(known.iter().map(|k| d.get(*k)).collect())
+}
+
+fn boxed(value: &Bson, scope: &Scope) -> Result<Box<Expr>, ExprError> {
+    Expr::parse(value, scope).map(Box::new)
+}
+
+fn variable_name(operator: &str, value: Option<&Bson>, default: &str) -> Result<String, ExprError> {
+    match value {
+        None => Ok(default.to_owned()),
+        Some(Bson::String(s)) => {
+            check_name(s).map_err(|e| error(operator, e.reason))?;
+            Ok(s.clone())
+        }
+        Some(_) => Err(error(operator, "`as` must be a variable name")),
+    }
+}
+
+fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    match key {
+        "$literal" => Ok(Expr::Literal(arg.clone())),
+        "$cond" => {
+            let parts: Vec<&Bson> = match arg {
+                Bson::Array(items) if items.len() == 3 => items.iter().collect(),
+                Bson::Array(_) => return Err(error(key, "expects three arguments")),
+                Bson::Document(_) => {
+                    named_args(key, arg, &["if", "then", "else"], &["if", "then", "else"])?
+                        .into_iter()
+                        .flatten()
+                        .collect()
+                }
+                _ => return Err(error(key, "expects an array or a document")),
+            };
+            Ok(Expr::Cond(Box::new([
+                Expr::parse(parts[0], scope)?,
+                Expr::parse(parts[1], scope)?,
+                Expr::parse(parts[2], scope)?,
+            ])))
+        }
+        "$switch" => {
+            let args = named_args(key, arg, &["branches", "default"], &["branches"])?;
+            let Some(Bson::Array(items)) = args[0] else {
+                return Err(error(key, "`branches` must be an array"));
+            };
+            let mut branches = Vec::with_capacity(items.len());
+            for item in items {
+                let case = named_args(key, item, &["case", "then"], &["case", "then"])?;
+                branches.push((
+                    Expr::parse(case[0].unwrap_or(&Bson::Null), scope)?,
+                    Expr::parse(case[1].unwrap_or(&Bson::Null), scope)?,
+                ));
+            }
+            let default = args[1].map(|d| boxed(d, scope)).transpose()?;
+            Ok(Expr::Switch { branches, default })
+        }
+        "$let" => {
+            let args = named_args(key, arg, &["vars", "in"], &["vars", "in"])?;
+            let Some(Bson::Document(defs)) = args[0] else {
+                return Err(error(key, "`vars` must be a document"));
+            };
+            let mut vars = Vec::with_capacity(defs.len());
+            for (name, value) in defs {
+                check_name(name).map_err(|e| error(key, e.reason))?;
+                vars.push((name.clone(), Expr::parse(value, scope)?));
+            }
+            let inner = scope.binding(vars.iter().map(|(n, _)| n.clone()));
+            let body = boxed(args[1].unwrap_or(&Bson::Null), &inner)?;
+            Ok(Expr::Let { vars, body })
+        }
+        "$map" => {
+            let args = named_args(key, arg, &["input", "as", "in"], &["input", "in"])?;
+            let name = variable_name(key, args[1], "this")?;
+            let inner = scope.binding([name.clone()]);
+            Ok(Expr::Map {
+                input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
+                body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+                name,
+            })
+        }
+        "$filter" => {
+            let args = named_args(
+                key,
+                arg,
+                &["input", "as", "cond", "limit"],
+                &["input", "cond"],
+            )?;
+            let name = variable_name(key, args[1], "this")?;
+            let inner = scope.binding([name.clone()]);
+            Ok(Expr::Filter {
+                input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
+                cond: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+                limit: args[3].map(|l| boxed(l, scope)).transpose()?,
+                name,
+            })
+        }
+        "$reduce" => {
+            let args = named_args(
+                key,
+                arg,
+                &["input", "initialValue", "in"],
+                &["input", "initialValue", "in"],
+            )?;
+            let inner = scope.binding(["this".to_owned(), "value".to_owned()]);
+            Ok(Expr::Reduce {
+                input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
+                initial: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
+                body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+            })
+        }
+        "$getField" => {
+            // `{$getField: "name"}` is short for `{field: "name", input: "$$CURRENT"}`.
+            let (field, input) = match arg {
+                Bson::Document(d) if !d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                    let args = named_args(key, arg, &["field", "input"], &["field"])?;
+                    (
+                        args[0].unwrap_or(&Bson::Null),
+                        args[1].map(|i| boxed(i, scope)).transpose()?,
+                    )
+                }
+                other => (other, None),
+            };
+            Ok(Expr::GetField {
+                field: Box::new(field_name(key, field, scope)?),
+                input: input.unwrap_or_else(|| Box::new(Expr::Root(Vec::new()))),
+            })
+        }
+        "$setField" | "$unsetField" => {
+            let setting = key == "$setField";
+            let known: &[&str] = if setting {
+                &["field", "input", "value"]
+            } else {
+                &["field", "input"]
+            };
+            let required: &[&str] = if setting {
+                &["field", "input", "value"]
+            } else {
+                &["field", "input"]
+            };
+            let args = named_args(key, arg, known, required)?;
+            Ok(Expr::SetField {
+                field: Box::new(field_name(key, args[0].unwrap_or(&Bson::Null), scope)?),
+                input: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
+                value: if setting {
+                    Some(boxed(args[2].unwrap_or(&Bson::Null), scope)?)
+                } else {
+                    None
+                },
+            })
+        }
+        _ => {
+            let Some(func) = Func::named(key) else {
+                return Err(error(key, "unknown expression operator"));
+            };
+            let args: Vec<Expr> = match arg {
+                Bson::Array(items) => items
+                    .iter()
+                    .map(|v| Expr::parse(v, scope))
+                    .collect::<Result<_, _>>()?,
+                // `$rand` takes an empty document.
+                Bson::Document(d) if d.is_empty() && func == Func::Rand => Vec::new(),
+                single => vec![Expr::parse(single, scope)?],
+            };
+            func.check_arity(args.len())?;
+            Ok(Expr::Call(func, args))
+        }
+    }
+}
+
+/// The `field` of `$getField` and `$setField`: a string, or an expression giving one that does
+/// not depend on the document (`$literal` is how a name starting with `$` is written).
+fn field_name(operator: &str, field: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    match field {
+        Bson::String(s) if s.starts_with('$') => Err(error(
+            operator,
+            format!("`field` `{s}` is a path; write a name starting with `$` through $literal"),
+        )),
+        Bson::String(_) => Ok(Expr::Literal(field.clone())),
+        Bson::Document(_) => {
+            let expr = Expr::parse(field, scope)?;
+            match eval_in(&expr, &Env::constant()) {
+                Ok(Some(Bson::String(_))) => Ok(expr),
+                _ => Err(error(
+                    operator,
+                    "`field` must be a string or an expression that is a constant string",
+                )),
+            }
+        }
+        _ => Err(error(operator, "`field` must be a string")),
+    }
+}
+
+impl Expr {
+    /// Evaluates against `root` (the current document); `None` is missing.
+    pub fn evaluate(&self, root: &Document) -> Result<Option<Bson>, ExprError> {
+        eval_in(self, &Env::new(root))
+    }
+}
