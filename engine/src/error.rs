@@ -92,6 +92,9 @@ pub enum Error {
     /// operator applied to a value of the wrong type; nothing was changed.
     #[error("{0}")]
     InvalidExpression(#[from] crate::expr::ExprError),
+    /// A malformed `collation` option.
+    #[error("{0}")]
+    InvalidCollation(#[from] crate::collation::CollationError),
     /// A malformed update, or one that cannot apply to a matched document (`$inc` on a
     /// string, `$push` on a non-array, a change of `_id`); nothing was changed.
     #[error("{0}")]

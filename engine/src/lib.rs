@@ -14,6 +14,7 @@
 
 mod autocommit;
 mod catalog;
+pub mod collation;
 mod collection;
 mod db;
 pub mod decode;

@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 
 use bson::{RawArray, RawBsonRef, RawDocument, RawDocumentBuf};
 
+use crate::collation::Collation;
 use crate::number::{Number, cmp_i64_f64};
 
 /// The type bracket of a value; values in different brackets never compare equal.
@@ -68,19 +69,29 @@ pub fn bracket(v: &RawBsonRef<'_>) -> Bracket {
 
 /// Compares two values in MongoDB's order.
 pub fn compare(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> Ordering {
+    compare_in(a, b, None)
+}
+
+/// Compares two values in MongoDB's order, strings and symbols (at any depth) under a
+/// collation when one is given.
+pub fn compare_in(a: RawBsonRef<'_>, b: RawBsonRef<'_>, collation: Option<&Collation>) -> Ordering {
     let by_bracket = bracket(&a).cmp(&bracket(&b));
     if by_bracket != Ordering::Equal {
         return by_bracket;
     }
     match (a, b) {
         (x, y) if bracket(&x) == Bracket::Number => compare_numbers(x, y),
+        (
+            RawBsonRef::String(x) | RawBsonRef::Symbol(x),
+            RawBsonRef::String(y) | RawBsonRef::Symbol(y),
+        ) if collation.is_some() => collation.map_or(Ordering::Equal, |c| c.compare_strings(x, y)),
         // Same bracket, so a string never meets code here.
         (
             RawBsonRef::String(x) | RawBsonRef::Symbol(x) | RawBsonRef::JavaScriptCode(x),
             RawBsonRef::String(y) | RawBsonRef::Symbol(y) | RawBsonRef::JavaScriptCode(y),
         ) => x.as_bytes().cmp(y.as_bytes()),
-        (RawBsonRef::Document(x), RawBsonRef::Document(y)) => compare_documents(x, y),
-        (RawBsonRef::Array(x), RawBsonRef::Array(y)) => compare_arrays(x, y),
+        (RawBsonRef::Document(x), RawBsonRef::Document(y)) => compare_documents_in(x, y, collation),
+        (RawBsonRef::Array(x), RawBsonRef::Array(y)) => compare_arrays_in(x, y, collation),
         (RawBsonRef::Binary(x), RawBsonRef::Binary(y)) => x
             .bytes
             .len()
@@ -152,6 +163,14 @@ pub(crate) fn exact_number(v: RawBsonRef<'_>) -> Number {
 
 /// Field by field: the value's type bracket, then the field name, then the value.
 pub fn compare_documents(a: &RawDocument, b: &RawDocument) -> Ordering {
+    compare_documents_in(a, b, None)
+}
+
+fn compare_documents_in(
+    a: &RawDocument,
+    b: &RawDocument,
+    collation: Option<&Collation>,
+) -> Ordering {
     compare_sequences(
         a.iter().map_while(Result::ok),
         b.iter().map_while(Result::ok),
@@ -159,17 +178,21 @@ pub fn compare_documents(a: &RawDocument, b: &RawDocument) -> Ordering {
             bracket(&va)
                 .cmp(&bracket(&vb))
                 .then_with(|| ka.as_str().as_bytes().cmp(kb.as_str().as_bytes()))
-                .then_with(|| compare(va, vb))
+                .then_with(|| compare_in(va, vb, collation))
         },
     )
 }
 
 /// Element by element.
 pub fn compare_arrays(a: &RawArray, b: &RawArray) -> Ordering {
+    compare_arrays_in(a, b, None)
+}
+
+fn compare_arrays_in(a: &RawArray, b: &RawArray, collation: Option<&Collation>) -> Ordering {
     compare_sequences(
         a.into_iter().map_while(Result::ok),
         b.into_iter().map_while(Result::ok),
-        compare,
+        |x, y| compare_in(x, y, collation),
     )
 }
 

@@ -239,7 +239,7 @@ proptest! {
             plain.collection("c").insert_one(&d).unwrap();
             indexed.collection("c").insert_one(&d).unwrap();
         }
-        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None };
+        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None, collation: None };
         // The first run plans and caches the choice for this shape; the second reuses it.
         let first = run(&indexed, &filter, &options);
         let (mut expected, mut actual) = match (run(&plain, &filter, &options), run(&indexed, &filter, &options)) {

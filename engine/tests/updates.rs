@@ -4,7 +4,7 @@
 
 use bson::{Bson, Document, doc};
 use odm_engine::update::{
-    BulkWrite, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+    BulkWrite, DeleteOptions, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
 };
 use odm_engine::{Database, Direction, Error, IndexSpec};
 
@@ -245,6 +245,7 @@ fn bulk_writes_report_each_operation() {
             },
             WriteOp::DeleteMany {
                 filter: doc! { "x": true },
+                options: DeleteOptions::default(),
             },
         ],
         let_vars: None,

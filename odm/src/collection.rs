@@ -335,6 +335,7 @@ impl<T: Document> Find<T> {
             limit: self.limit,
             hint: self.hint,
             let_vars: None,
+            collation: None,
         };
         Ok((self.db, filter, options))
     }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::Bson;
 use odm_engine::update::{
-    BulkResult, BulkWrite, FindAndModify, UpdateOptions, UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, UpdateOptions, UpdateResult, WriteOp,
 };
 
 use crate::codec::{from_raw, to_raw};
@@ -365,9 +365,11 @@ impl<T: Document> WriteModel<T> {
             },
             WriteModel::DeleteOne(filter) => WriteOp::DeleteOne {
                 filter: serialized::<T, _>(filter.into_document())?,
+                options: DeleteOptions::default(),
             },
             WriteModel::DeleteMany(filter) => WriteOp::DeleteMany {
                 filter: serialized::<T, _>(filter.into_document())?,
+                options: DeleteOptions::default(),
             },
         })
     }
@@ -408,6 +410,7 @@ impl<T> ModifyOptions<T> {
             array_filters: Vec::new(),
             hint: None,
             let_vars: None,
+            collation: None,
         }
     }
 }

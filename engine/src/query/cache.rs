@@ -83,6 +83,12 @@ fn filter_shape(filter: &Filter, out: &mut String) {
             predicate_shape(predicate, out);
             return;
         }
+        Filter::Collated(_, inner) => {
+            out.push_str("collated(");
+            filter_shape(inner, out);
+            out.push(')');
+            return;
+        }
         // No index serves an expression, so every one has the same plans.
         Filter::Expr(_) => {
             out.push_str("expr");

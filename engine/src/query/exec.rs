@@ -16,7 +16,10 @@ use super::projection::Projection;
 use super::sort::Sort;
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
-use crate::order::compare;
+use std::sync::Arc;
+
+use crate::collation::Collation;
+use crate::order::compare_in;
 use crate::read::ReadCollection;
 
 /// The options of a find, as in MongoDB: sort, projection, skip and limit (0 or `None`: no
@@ -31,6 +34,8 @@ pub struct FindOptions {
     pub hint: Option<Bson>,
     /// Variables that `$expr` in the filter names as `$$name` (MongoDB's `let`).
     pub let_vars: Option<Document>,
+    /// How strings compare in the filter and the sort (see [`crate::collation`]).
+    pub collation: Option<Document>,
 }
 
 impl ReadCollection<'_> {
@@ -136,7 +141,18 @@ impl ReadCollection<'_> {
     /// How many documents match `filter`, after `skip` and within `limit` (0: none). Answered
     /// from the index alone when the filter reads only indexed paths.
     pub fn count_matching(&self, filter: &Document, skip: u64, limit: u64) -> Result<u64> {
-        let filter = Filter::parse(filter)?;
+        self.count_matching_with(filter, skip, limit, None)
+    }
+
+    /// [`ReadCollection::count_matching`] with strings compared under a collation.
+    pub fn count_matching_with(
+        &self,
+        filter: &Document,
+        skip: u64,
+        limit: u64,
+        collation: Option<&Document>,
+    ) -> Result<u64> {
+        let filter = Filter::parse(filter)?.collated(parse_collation(collation)?);
         let n = if matches!(&filter, Filter::And(parts) if parts.is_empty()) {
             self.len()?
         } else {
@@ -158,7 +174,19 @@ impl ReadCollection<'_> {
     /// element, values equal under MongoDB's comparison (`1` and `1.0`) count once, in sort
     /// order.
     pub fn distinct(&self, key: &str, filter: &Document) -> Result<Vec<Bson>> {
-        let filter = Filter::parse(filter)?;
+        self.distinct_with(key, filter, None)
+    }
+
+    /// [`ReadCollection::distinct`] with strings compared (and counted once when equal) under a
+    /// collation; of equal strings, the first found is returned.
+    pub fn distinct_with(
+        &self,
+        key: &str,
+        filter: &Document,
+        collation: Option<&Document>,
+    ) -> Result<Vec<Bson>> {
+        let collation = parse_collation(collation)?;
+        let filter = Filter::parse(filter)?.collated(collation.clone());
         let segments: Vec<&str> = key.split('.').collect();
         let mut values: Vec<bson::RawBson> = Vec::new();
         let plan = self.best_plan(&filter, None);
@@ -173,13 +201,19 @@ impl ReadCollection<'_> {
             for v in found {
                 if !values
                     .iter()
-                    .any(|seen| compare(seen.as_raw_bson_ref(), v).is_eq())
+                    .any(|seen| compare_in(seen.as_raw_bson_ref(), v, collation.as_deref()).is_eq())
                 {
                     values.push(bson::RawBson::from(v));
                 }
             }
         }
-        values.sort_by(|a, b| compare(a.as_raw_bson_ref(), b.as_raw_bson_ref()));
+        values.sort_by(|a, b| {
+            compare_in(
+                a.as_raw_bson_ref(),
+                b.as_raw_bson_ref(),
+                collation.as_deref(),
+            )
+        });
         values
             .into_iter()
             .map(|v| {
@@ -251,6 +285,7 @@ pub(crate) fn best_plan(
 
 /// A find's filter and options, parsed; malformed ones are refused before anything runs.
 pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Query> {
+    let collation = parse_collation(options.collation.as_ref())?;
     Ok(Query {
         projection: options
             .projection
@@ -260,8 +295,9 @@ pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Qu
         filter: Filter::parse_with(
             filter,
             &crate::expr::Scope::with_let(options.let_vars.as_ref())?,
-        )?,
-        sort: parse_sort(options)?,
+        )?
+        .collated(collation.clone()),
+        sort: parse_sort(options)?.map(|s| s.collated(collation)),
         skip: options.skip,
         limit: options.limit.filter(|&l| l > 0),
     })
@@ -270,6 +306,14 @@ pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Qu
 /// How an `_id` reads in an error message.
 fn id_text(id: Option<RawBsonRef<'_>>) -> String {
     id.map_or_else(|| "<unknown>".into(), crate::index::render)
+}
+
+/// A `collation` option; `None` for none or the simple (binary) one.
+pub(crate) fn parse_collation(spec: Option<&Document>) -> Result<Option<Arc<Collation>>> {
+    Ok(match spec {
+        Some(spec) => Collation::parse(spec)?,
+        None => None,
+    })
 }
 
 /// The sort of a find; an empty sort document is no sort.

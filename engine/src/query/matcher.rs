@@ -16,8 +16,9 @@ use bson::{RawArray, RawBsonRef, RawDocument};
 use crate::expr::{ExprError, truthy};
 
 use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
+use crate::collation::Collation;
 use crate::number::Number;
-use crate::order::{Bracket, bracket, compare, exact_number};
+use crate::order::{Bracket, bracket, compare_in, exact_number};
 
 impl Filter {
     /// Whether `doc` matches this filter; an `$expr` that fails on it does not match (see
@@ -29,10 +30,14 @@ impl Filter {
     /// Whether `doc` matches this filter, or why an `$expr` could not be evaluated on it (an
     /// operator applied to a value of the wrong type), which fails a query as in MongoDB.
     pub fn try_matches(&self, doc: &RawDocument) -> Result<bool, ExprError> {
+        self.try_matches_in(doc, None)
+    }
+
+    fn try_matches_in(&self, doc: &RawDocument, cx: Option<&Collation>) -> Result<bool, ExprError> {
         Ok(match self {
             Filter::And(filters) => {
                 for f in filters {
-                    if !f.try_matches(doc)? {
+                    if !f.try_matches_in(doc, cx)? {
                         return Ok(false);
                     }
                 }
@@ -40,7 +45,7 @@ impl Filter {
             }
             Filter::Or(filters) => {
                 for f in filters {
-                    if f.try_matches(doc)? {
+                    if f.try_matches_in(doc, cx)? {
                         return Ok(true);
                     }
                 }
@@ -48,15 +53,16 @@ impl Filter {
             }
             Filter::Nor(filters) => {
                 for f in filters {
-                    if f.try_matches(doc)? {
+                    if f.try_matches_in(doc, cx)? {
                         return Ok(false);
                     }
                 }
                 true
             }
             Filter::Field(path, predicate) => {
-                field_matches(RawBsonRef::Document(doc), &path.segments, predicate)
+                field_matches(cx, RawBsonRef::Document(doc), &path.segments, predicate)
             }
+            Filter::Collated(collation, inner) => inner.try_matches_in(doc, Some(collation))?,
             Filter::Expr(expr) => {
                 let decoded = bson::Document::try_from(doc).map_err(|e| {
                     crate::expr::error("$expr", format!("the document cannot be read: {e}"))
@@ -67,29 +73,41 @@ impl Filter {
     }
 }
 
-fn field_matches(root: RawBsonRef<'_>, segments: &[String], predicate: &Predicate) -> bool {
+/// `cx`: the collation strings compare under, if any.
+fn field_matches(
+    cx: Option<&Collation>,
+    root: RawBsonRef<'_>,
+    segments: &[String],
+    predicate: &Predicate,
+) -> bool {
     match predicate {
-        Predicate::Not(inner) => !inner.iter().all(|p| field_matches(root, segments, p)),
-        _ => walk(root, segments, predicate),
+        Predicate::Not(inner) => !inner.iter().all(|p| field_matches(cx, root, segments, p)),
+        _ => walk(cx, root, segments, predicate),
     }
 }
 
 /// Whether any value at `segments` below `value` satisfies a positive predicate.
-fn walk(value: RawBsonRef<'_>, segments: &[String], predicate: &Predicate) -> bool {
+fn walk(
+    cx: Option<&Collation>,
+    value: RawBsonRef<'_>,
+    segments: &[String],
+    predicate: &Predicate,
+) -> bool {
     let Some((first, rest)) = segments.split_first() else {
-        return matches_value(value, predicate);
+        return matches_value_in(cx, value, predicate);
     };
     match value {
         RawBsonRef::Document(d) => match d.get(first) {
-            Ok(Some(child)) => walk(child, rest, predicate),
+            Ok(Some(child)) => walk(cx, child, rest, predicate),
             _ => matches_missing(predicate),
         },
-        RawBsonRef::Array(array) => walk_array(array, first, segments, rest, predicate),
+        RawBsonRef::Array(array) => walk_array(cx, array, first, segments, rest, predicate),
         _ => matches_missing(predicate),
     }
 }
 
 fn walk_array(
+    cx: Option<&Collation>,
     array: &RawArray,
     first: &str,
     segments: &[String],
@@ -101,14 +119,14 @@ fn walk_array(
         && let Ok(Some(element)) = array.get(position)
     {
         found = true;
-        if walk(element, rest, predicate) {
+        if walk(cx, element, rest, predicate) {
             return true;
         }
     }
     for element in array.into_iter().map_while(Result::ok) {
         if let RawBsonRef::Document(_) = element {
             found = true;
-            if walk(element, segments, predicate) {
+            if walk(cx, element, segments, predicate) {
                 return true;
             }
         }
@@ -147,23 +165,27 @@ fn is_null(v: RawBsonRef<'_>) -> bool {
 
 /// Whether the value at the end of a path satisfies a predicate, counting array elements.
 pub(crate) fn matches_value(value: RawBsonRef<'_>, predicate: &Predicate) -> bool {
+    matches_value_in(None, value, predicate)
+}
+
+fn matches_value_in(cx: Option<&Collation>, value: RawBsonRef<'_>, predicate: &Predicate) -> bool {
     match predicate {
-        Predicate::Eq(x) => any_element(value, |v| equal(v, x.as_raw_bson_ref())),
+        Predicate::Eq(x) => any_element(value, |v| equal(cx, v, x.as_raw_bson_ref())),
         Predicate::Gt(x) => any_element(value, |v| {
-            compare_op(v, x.as_raw_bson_ref(), Ordering::is_gt)
+            compare_op(cx, v, x.as_raw_bson_ref(), Ordering::is_gt)
         }),
         Predicate::Gte(x) => any_element(value, |v| {
-            compare_op(v, x.as_raw_bson_ref(), Ordering::is_ge)
+            compare_op(cx, v, x.as_raw_bson_ref(), Ordering::is_ge)
         }),
         Predicate::Lt(x) => any_element(value, |v| {
-            compare_op(v, x.as_raw_bson_ref(), Ordering::is_lt)
+            compare_op(cx, v, x.as_raw_bson_ref(), Ordering::is_lt)
         }),
         Predicate::Lte(x) => any_element(value, |v| {
-            compare_op(v, x.as_raw_bson_ref(), Ordering::is_le)
+            compare_op(cx, v, x.as_raw_bson_ref(), Ordering::is_le)
         }),
-        Predicate::In(patterns) => patterns.iter().any(|p| pattern_matches(value, p)),
+        Predicate::In(patterns) => patterns.iter().any(|p| pattern_matches(cx, value, p)),
         Predicate::All(patterns) => {
-            !patterns.is_empty() && patterns.iter().all(|p| pattern_matches(value, p))
+            !patterns.is_empty() && patterns.iter().all(|p| pattern_matches(cx, value, p))
         }
         Predicate::Size(n) => {
             matches!(value, RawBsonRef::Array(a) if a.into_iter().count() as u64 == *n)
@@ -178,10 +200,10 @@ pub(crate) fn matches_value(value: RawBsonRef<'_>, predicate: &Predicate) -> boo
             RawBsonRef::Array(a) => a
                 .into_iter()
                 .map_while(Result::ok)
-                .any(|e| elem_matches(e, em)),
+                .any(|e| elem_matches(cx, e, em)),
             _ => false,
         },
-        Predicate::Not(inner) => !inner.iter().all(|p| matches_value(value, p)),
+        Predicate::Not(inner) => !inner.iter().all(|p| matches_value_in(cx, value, p)),
     }
 }
 
@@ -196,25 +218,25 @@ fn any_element(value: RawBsonRef<'_>, test: impl Fn(RawBsonRef<'_>) -> bool) -> 
     }
 }
 
-fn pattern_matches(value: RawBsonRef<'_>, pattern: &Pattern) -> bool {
+fn pattern_matches(cx: Option<&Collation>, value: RawBsonRef<'_>, pattern: &Pattern) -> bool {
     match pattern {
-        Pattern::Value(x) => any_element(value, |v| equal(v, x.as_raw_bson_ref())),
+        Pattern::Value(x) => any_element(value, |v| equal(cx, v, x.as_raw_bson_ref())),
         Pattern::Regex(r) => any_element(value, |v| regex_matches(v, r)),
-        Pattern::ElemMatch(em) => matches_value(value, &Predicate::ElemMatch(em.clone())),
+        Pattern::ElemMatch(em) => matches_value_in(cx, value, &Predicate::ElemMatch(em.clone())),
     }
 }
 
-fn elem_matches(element: RawBsonRef<'_>, em: &ElemMatch) -> bool {
+fn elem_matches(cx: Option<&Collation>, element: RawBsonRef<'_>, em: &ElemMatch) -> bool {
     match em {
-        ElemMatch::Value(predicates) => predicates.iter().all(|p| matches_value(element, p)),
+        ElemMatch::Value(predicates) => predicates.iter().all(|p| matches_value_in(cx, element, p)),
         ElemMatch::Document(filter) => {
-            matches!(element, RawBsonRef::Document(d) if filter.matches(d))
+            matches!(element, RawBsonRef::Document(d) if filter.try_matches_in(d, cx).unwrap_or(false))
         }
     }
 }
 
-fn equal(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> bool {
-    compare(a, b) == Ordering::Equal
+fn equal(cx: Option<&Collation>, a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> bool {
+    compare_in(a, b, cx) == Ordering::Equal
 }
 
 fn is_nan(v: RawBsonRef<'_>) -> bool {
@@ -224,19 +246,20 @@ fn is_nan(v: RawBsonRef<'_>) -> bool {
 /// A range comparison within one type bracket (across brackets only for MinKey and MaxKey
 /// operands). NaN equals NaN and is neither above nor below anything.
 fn compare_op(
+    cx: Option<&Collation>,
     value: RawBsonRef<'_>,
     operand: RawBsonRef<'_>,
     accept: fn(Ordering) -> bool,
 ) -> bool {
     let operand_bracket = bracket(&operand);
     if matches!(operand_bracket, Bracket::MinKey | Bracket::MaxKey) {
-        return accept(compare(value, operand));
+        return accept(compare_in(value, operand, cx));
     }
     if bracket(&value) != operand_bracket {
         return false;
     }
     match (is_nan(value), is_nan(operand)) {
-        (false, false) => accept(compare(value, operand)),
+        (false, false) => accept(compare_in(value, operand, cx)),
         (true, true) => accept(Ordering::Equal),
         _ => false,
     }

@@ -33,8 +33,8 @@ mod source;
 pub(crate) use cache::PlanCache;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
 pub(crate) use cursor::{Decode, Query};
-pub(crate) use exec::choose_plan;
 pub use exec::{FindOptions, WalkStats};
+pub(crate) use exec::{choose_plan, parse_collation};
 pub use explain::Explain;
 pub use filter::{
     ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,

@@ -204,7 +204,49 @@ pub(crate) fn conditions(filter: &Filter) -> Vec<(&FieldPath, &Predicate)> {
     match filter {
         Filter::And(parts) => parts.iter().flat_map(conditions).collect(),
         Filter::Field(path, predicate) => vec![(path, predicate)],
+        // Indexes hold binary strings: under a collation only conditions without strings bound.
+        Filter::Collated(_, inner) => conditions(inner)
+            .into_iter()
+            .filter(|(_, p)| !mentions_strings(p))
+            .collect(),
         Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => Vec::new(),
+    }
+}
+
+/// Whether a condition compares strings (which a collation changes); regular expressions do
+/// not, as a collation does not apply to them.
+fn mentions_strings(predicate: &Predicate) -> bool {
+    let value = |v: &RawBson| holds_string(v.as_raw_bson_ref());
+    let pattern = |p: &Pattern| match p {
+        Pattern::Value(v) => value(v),
+        Pattern::Regex(_) => false,
+        Pattern::ElemMatch(_) => true,
+    };
+    match predicate {
+        Predicate::Eq(v)
+        | Predicate::Gt(v)
+        | Predicate::Gte(v)
+        | Predicate::Lt(v)
+        | Predicate::Lte(v) => value(v),
+        Predicate::In(ps) | Predicate::All(ps) => ps.iter().any(pattern),
+        Predicate::ElemMatch(_) => true,
+        Predicate::Not(inner) => inner.iter().any(mentions_strings),
+        Predicate::Size(_)
+        | Predicate::Exists
+        | Predicate::Type(_)
+        | Predicate::Mod { .. }
+        | Predicate::Regex(_) => false,
+    }
+}
+
+fn holds_string(v: bson::RawBsonRef<'_>) -> bool {
+    match v {
+        bson::RawBsonRef::String(_) | bson::RawBsonRef::Symbol(_) => true,
+        bson::RawBsonRef::Document(d) => {
+            d.iter().map_while(Result::ok).any(|(_, v)| holds_string(v))
+        }
+        bson::RawBsonRef::Array(a) => a.into_iter().map_while(Result::ok).any(holds_string),
+        _ => false,
     }
 }
 
@@ -541,7 +583,7 @@ fn sort_order(
     intervals: usize,
     sort: Option<&Sort>,
 ) -> (bool, bool) {
-    let Some(sort) = sort.filter(|s| !s.is_empty()) else {
+    let Some(sort) = sort.filter(|s| !s.is_empty() && !s.is_collated()) else {
         return (false, false);
     };
     // Several intervals on the first field, walked in key order, give that field's order (the
@@ -707,6 +749,13 @@ fn strict_conditions(filter: &Filter) -> Option<Vec<(&FieldPath, &Predicate)>> {
             Some(out)
         }
         Filter::Field(path, predicate) => Some(vec![(path, predicate)]),
+        // Fewer conditions imply less: leaving out the collated string ones is safe.
+        Filter::Collated(_, inner) => Some(
+            strict_conditions(inner)?
+                .into_iter()
+                .filter(|(_, p)| !mentions_strings(p))
+                .collect(),
+        ),
         Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => None,
     }
 }

@@ -420,6 +420,7 @@ pub(crate) fn element_matches_query(path: &str, element: &Bson, filter: &Filter)
 fn conditions_on(filter: &Filter, path: &str) -> Vec<Filter> {
     match filter {
         Filter::And(parts) => parts.iter().flat_map(|p| conditions_on(p, path)).collect(),
+        Filter::Collated(_, inner) => conditions_on(inner, path),
         Filter::Field(field, _)
             if field.as_str() == path || field.as_str().starts_with(&format!("{path}.")) =>
         {

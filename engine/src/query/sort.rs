@@ -11,13 +11,25 @@ use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use super::filter::FilterError;
 use crate::keys::Direction;
-use crate::order::compare;
+use std::sync::Arc;
+
+use crate::collation::Collation;
+use crate::order::compare_in;
 use crate::path::{Path, key_values};
 
-/// A parsed sort document, `{a: 1, b: -1}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parsed sort document, `{a: 1, b: -1}`, with the collation its strings compare under.
+#[derive(Debug, Clone)]
 pub struct Sort {
     fields: Vec<(Path, Direction)>,
+    collation: Option<Arc<Collation>>,
+}
+
+impl PartialEq for Sort {
+    fn eq(&self, other: &Sort) -> bool {
+        self.fields == other.fields
+            && self.collation.as_ref().map(|c| c.spec())
+                == other.collation.as_ref().map(|c| c.spec())
+    }
 }
 
 impl Sort {
@@ -39,7 +51,22 @@ impl Sort {
             let parsed = Path::parse(path).map_err(|e| bad(path, &e.to_string()))?;
             fields.push((parsed, direction));
         }
-        Ok(Sort { fields })
+        Ok(Sort {
+            fields,
+            collation: None,
+        })
+    }
+
+    /// This sort with strings compared under `collation`.
+    #[must_use]
+    pub fn collated(mut self, collation: Option<Arc<Collation>>) -> Sort {
+        self.collation = collation;
+        self
+    }
+
+    /// Whether strings sort under a collation (which no index, holding binary strings, gives).
+    pub fn is_collated(&self) -> bool {
+        self.collation.is_some()
     }
 
     pub fn fields(&self) -> &[(Path, Direction)] {
@@ -52,8 +79,13 @@ impl Sort {
 
     /// Compares two documents in this sort's order.
     pub fn compare(&self, a: &RawDocument, b: &RawDocument) -> Ordering {
+        let cx = self.collation.as_deref();
         for (path, direction) in &self.fields {
-            let order = compare(sort_key(a, path, *direction), sort_key(b, path, *direction));
+            let order = compare_in(
+                sort_key(cx, a, path, *direction),
+                sort_key(cx, b, path, *direction),
+                cx,
+            );
             let order = match direction {
                 Direction::Ascending => order,
                 Direction::Descending => order.reverse(),
@@ -68,12 +100,17 @@ impl Sort {
 
 /// The value a document sorts by on one field: the smallest of its values ascending, the
 /// largest descending.
-fn sort_key<'a>(doc: &'a RawDocument, path: &Path, direction: Direction) -> RawBsonRef<'a> {
+fn sort_key<'a>(
+    cx: Option<&Collation>,
+    doc: &'a RawDocument,
+    path: &Path,
+    direction: Direction,
+) -> RawBsonRef<'a> {
     let Ok(values) = key_values(doc, path) else {
         return RawBsonRef::Null;
     };
     let pick = values.values.into_iter().reduce(|best, v| {
-        let order = compare(v, best);
+        let order = compare_in(v, best, cx);
         let better = match direction {
             Direction::Ascending => order == Ordering::Less,
             Direction::Descending => order == Ordering::Greater,

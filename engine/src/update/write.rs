@@ -30,7 +30,9 @@ use crate::db::WriteTxn;
 use crate::error::{Error, Result};
 use crate::expr::Scope;
 use crate::keys;
-use crate::query::{Cursor, Decode, Filter, Projection, Query, Sort, WriteView, choose_plan};
+use crate::query::{
+    Cursor, Decode, Filter, Projection, Query, Sort, WriteView, choose_plan, parse_collation,
+};
 
 /// Options of [`WriteTxn::update_one`], [`WriteTxn::update_many`] and
 /// [`WriteTxn::replace_one`].
@@ -49,6 +51,8 @@ pub struct UpdateOptions {
     pub stop_at_first_error: bool,
     /// Variables that `$expr` in the filter and a pipeline update name as `$$name`.
     pub let_vars: Option<Document>,
+    /// How strings compare in the filter and the sort (see [`crate::collation`]).
+    pub collation: Option<Document>,
 }
 
 /// Options of [`WriteTxn::delete_one_with`] and [`WriteTxn::delete_many_with`].
@@ -58,6 +62,8 @@ pub struct DeleteOptions {
     pub hint: Option<Bson>,
     /// Variables that `$expr` in the filter names as `$$name`.
     pub let_vars: Option<Document>,
+    /// How strings compare in the filter (see [`crate::collation`]).
+    pub collation: Option<Document>,
 }
 
 /// What an update or replace did.
@@ -90,6 +96,8 @@ pub struct FindAndModify {
     pub hint: Option<Bson>,
     /// Variables that `$expr` in the filter and a pipeline update name as `$$name`.
     pub let_vars: Option<Document>,
+    /// How strings compare in the filter and the sort (see [`crate::collation`]).
+    pub collation: Option<Document>,
 }
 
 /// One operation of a bulk write.
@@ -113,9 +121,11 @@ pub enum WriteOp {
     },
     DeleteOne {
         filter: Document,
+        options: DeleteOptions,
     },
     DeleteMany {
         filter: Document,
+        options: DeleteOptions,
     },
 }
 
@@ -317,9 +327,11 @@ impl WriteTxn<'_> {
             }
             options
         };
-        let delete_options = DeleteOptions {
-            hint: None,
-            let_vars: bulk.let_vars.clone(),
+        let delete_with_let = |mut options: DeleteOptions| {
+            if options.let_vars.is_none() {
+                options.let_vars.clone_from(&bulk.let_vars);
+            }
+            options
         };
         for (position, op) in bulk.ops.into_iter().enumerate() {
             let outcome = match op {
@@ -348,11 +360,11 @@ impl WriteTxn<'_> {
                 } => self
                     .replace_one(collection, &filter, &replacement, &with_let(options))
                     .map(|r| result.add(position, r)),
-                WriteOp::DeleteOne { filter } => self
-                    .delete_one_with(collection, &filter, &delete_options)
+                WriteOp::DeleteOne { filter, options } => self
+                    .delete_one_with(collection, &filter, &delete_with_let(options))
                     .map(|n| result.deleted += n),
-                WriteOp::DeleteMany { filter } => self
-                    .delete_many_with(collection, &filter, &delete_options)
+                WriteOp::DeleteMany { filter, options } => self
+                    .delete_many_with(collection, &filter, &delete_with_let(options))
                     .map(|n| result.deleted += n),
             };
             match outcome {
@@ -432,13 +444,16 @@ impl WriteTxn<'_> {
         options: &UpdateOptions,
         limit: Option<u64>,
     ) -> Result<UpdateResult> {
-        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?;
+        let collation = parse_collation(options.collation.as_ref())?;
+        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
+            .collated(collation.clone());
         let sort = options
             .sort
             .as_ref()
             .map(Sort::parse)
             .transpose()?
-            .filter(|s| !s.is_empty() && limit.is_some());
+            .filter(|s| !s.is_empty() && limit.is_some())
+            .map(|s| s.collated(collation));
         let matched = match self.collection_meta(collection, false)? {
             Some(meta) => self.with_selection(
                 &meta,
@@ -477,7 +492,8 @@ impl WriteTxn<'_> {
         options: &DeleteOptions,
         limit: Option<u64>,
     ) -> Result<u64> {
-        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?;
+        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
+            .collated(parse_collation(options.collation.as_ref())?);
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
@@ -500,13 +516,16 @@ impl WriteTxn<'_> {
         update: Option<&Update>,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?;
+        let collation = parse_collation(options.collation.as_ref())?;
+        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
+            .collated(collation.clone());
         let sort = options
             .sort
             .as_ref()
             .map(Sort::parse)
             .transpose()?
-            .filter(|s| !s.is_empty());
+            .filter(|s| !s.is_empty())
+            .map(|s| s.collated(collation));
         let projection = options
             .projection
             .as_ref()

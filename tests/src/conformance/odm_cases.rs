@@ -7,7 +7,9 @@
 
 use bson::{Bson, Document};
 use odm_engine::query::FindOptions;
-use odm_engine::update::{FindAndModify, ReturnDocument, UpdateModifications, UpdateOptions};
+use odm_engine::update::{
+    DeleteOptions, FindAndModify, ReturnDocument, UpdateModifications, UpdateOptions,
+};
 use odm_engine::{Database, Direction, IndexSpec};
 use serde_json::Value;
 
@@ -127,14 +129,18 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
             _ => Actual::Documents(Vec::new()),
         });
     };
+    let collation = case.get("collation").map(document).transpose()?;
     let outcome = match op {
-        "count" => coll.count_matching(&filter, 0, 0).map(Actual::Count),
+        "count" => coll
+            .count_matching_with(&filter, 0, 0, collation.as_ref())
+            .map(Actual::Count),
         "distinct" => {
             let key = case
                 .get("key")
                 .and_then(Value::as_str)
                 .ok_or("distinct needs `key`")?;
-            coll.distinct(key, &filter).map(Actual::Values)
+            coll.distinct_with(key, &filter, collation.as_ref())
+                .map(Actual::Values)
         }
         _ => {
             let options = FindOptions {
@@ -147,6 +153,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                     .map(i64::unsigned_abs),
                 hint: None,
                 let_vars: case.get("let").map(document).transpose()?,
+                collation: case.get("collation").map(document).transpose()?,
             };
             coll.find(&filter, &options)
                 .and_then(Iterator::collect)
@@ -181,6 +188,7 @@ fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Act
         upsert,
         array_filters: array_filters.clone(),
         let_vars: case.get("let").map(document).transpose()?,
+        collation: case.get("collation").map(document).transpose()?,
         ..UpdateOptions::default()
     };
     let outcome = match op {
@@ -198,10 +206,15 @@ fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Act
             })
         }
         "delete_one" | "delete_many" => {
+            let options = DeleteOptions {
+                hint: None,
+                let_vars: case.get("let").map(document).transpose()?,
+                collation: case.get("collation").map(document).transpose()?,
+            };
             let result = if op == "delete_one" {
-                coll.delete_one(filter)
+                coll.delete_one_with(filter, &options)
             } else {
-                coll.delete_many(filter)
+                coll.delete_many_with(filter, &options)
             };
             result.map(|n| WriteOutcome {
                 deleted: Some(n),
@@ -220,6 +233,7 @@ fn write(db: &Database, case: &Value, op: &str, filter: &Document) -> Result<Act
                 array_filters,
                 hint: None,
                 let_vars: case.get("let").map(document).transpose()?,
+                collation: case.get("collation").map(document).transpose()?,
             };
             coll.find_one_and_update(filter, modifications, &options)
                 .map(|doc| WriteOutcome {

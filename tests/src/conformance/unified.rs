@@ -9,6 +9,9 @@
 use std::collections::BTreeMap;
 
 use bson::{Bson, Document};
+use std::sync::Arc;
+
+use odm_engine::collation::Collation;
 use odm_engine::expr::Scope;
 use odm_engine::query::{Filter, FindOptions, Sort};
 use odm_engine::update::{
@@ -297,6 +300,7 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
             "unique",
             "sparse",
             "let",
+            "collation",
         ]
         .contains(&key.as_str())
             || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -335,6 +339,7 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
                     "upsert",
                     "arrayFilters",
                     "sort",
+                    "collation",
                 ]
                 .contains(&key.as_str())
                     || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -387,6 +392,9 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
         });
     };
     let e = |e: odm_engine::Error| e.to_string();
+    let collation = argument(op, "collation")
+        .map(|c| document(&c))
+        .transpose()?;
     match op_name(op) {
         "find" | "findOne" => {
             let find_one = op_name(op) == "findOne";
@@ -405,6 +413,7 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
                 // Hints name indexes these tests never create here; plans are the engine's own.
                 hint: None,
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
+                collation: collation.clone(),
             };
             let docs: Vec<Document> = coll
                 .find(&filter, &options)
@@ -420,7 +429,12 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             let skip = u64::try_from(number("skip"))
                 .map_err(|_| "skip must not be negative".to_owned())?;
             let n = coll
-                .count_matching(&filter, skip, number("limit").unsigned_abs())
+                .count_matching_with(
+                    &filter,
+                    skip,
+                    number("limit").unsigned_abs(),
+                    collation.as_ref(),
+                )
                 .map_err(e)?;
             Ok(Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)))
         }
@@ -431,7 +445,10 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             let key = argument(op, "fieldName")
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .ok_or("distinct needs fieldName")?;
-            Ok(Bson::Array(coll.distinct(&key, &filter).map_err(e)?))
+            Ok(Bson::Array(
+                coll.distinct_with(&key, &filter, collation.as_ref())
+                    .map_err(e)?,
+            ))
         }
         "aggregate" => {
             let all: Vec<Document> = coll
@@ -448,7 +465,10 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
                     .as_ref(),
             )
             .map_err(|e| e.to_string())?;
-            aggregate(all, &pipeline, &scope)
+            let collation =
+                Collation::parse(&collation.unwrap_or_else(|| bson::doc! { "locale": "simple" }))
+                    .map_err(|e| e.to_string())?;
+            aggregate(all, &pipeline, &scope, collation)
         }
         other => Err(format!("operation {other} is not supported")),
     }
@@ -467,7 +487,16 @@ fn update_options(args: &Value) -> Result<UpdateOptions, String> {
         },
         sort: document_argument(args, "sort")?,
         let_vars: document_argument(args, "let")?,
+        collation: document_argument(args, "collation")?,
         ..UpdateOptions::default()
+    })
+}
+
+fn delete_options(args: &Value) -> Result<DeleteOptions, String> {
+    Ok(DeleteOptions {
+        hint: None,
+        let_vars: document_argument(args, "let")?,
+        collation: document_argument(args, "collation")?,
     })
 }
 
@@ -525,8 +554,14 @@ fn write_request(kind: &str, args: &Value) -> Result<WriteOp, String> {
             replacement: document_argument(args, "replacement")?.unwrap_or_default(),
             options: update_options(args)?,
         },
-        "deleteOne" => WriteOp::DeleteOne { filter: filter()? },
-        "deleteMany" => WriteOp::DeleteMany { filter: filter()? },
+        "deleteOne" => WriteOp::DeleteOne {
+            filter: filter()?,
+            options: delete_options(args)?,
+        },
+        "deleteMany" => WriteOp::DeleteMany {
+            filter: filter()?,
+            options: delete_options(args)?,
+        },
         other => return Err(format!("bulkWrite request `{other}` is not supported")),
     })
 }
@@ -562,6 +597,7 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
             array_filters: update_options(&args)?.array_filters,
             hint: None,
             let_vars: document_argument(&args, "let")?,
+            collation: document_argument(&args, "collation")?,
         })
     };
     let or_null = |d: Option<Document>| d.map_or(Bson::Null, Bson::Document);
@@ -602,10 +638,7 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
             Ok(update_result(&result))
         }
         "deleteOne" | "deleteMany" => {
-            let options = DeleteOptions {
-                hint: None,
-                let_vars: document_argument(&args, "let")?,
-            };
+            let options = delete_options(&args)?;
             let n = if name == "deleteOne" {
                 coll.delete_one_with(&filter, &options)
             } else {
@@ -677,7 +710,12 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
 }
 
 /// The simple stages, applied in order to documents in memory.
-fn aggregate(mut docs: Vec<Document>, pipeline: &[Value], scope: &Scope) -> Result<Bson, String> {
+fn aggregate(
+    mut docs: Vec<Document>,
+    pipeline: &[Value],
+    scope: &Scope,
+    collation: Option<Arc<Collation>>,
+) -> Result<Bson, String> {
     for stage in pipeline {
         let stage = document(stage)?;
         let Some((name, arg)) = stage.iter().next() else {
@@ -698,13 +736,17 @@ fn aggregate(mut docs: Vec<Document>, pipeline: &[Value], scope: &Scope) -> Resu
         };
         match name.as_str() {
             "$match" => {
-                let filter = Filter::parse_with(&spec()?, scope).map_err(|e| e.to_string())?;
+                let filter = Filter::parse_with(&spec()?, scope)
+                    .map_err(|e| e.to_string())?
+                    .collated(collation.clone());
                 docs.retain(|d| {
                     bson::RawDocumentBuf::try_from(d).is_ok_and(|raw| filter.matches(&raw))
                 });
             }
             "$sort" => {
-                let sort = Sort::parse(&spec()?).map_err(|e| e.to_string())?;
+                let sort = Sort::parse(&spec()?)
+                    .map_err(|e| e.to_string())?
+                    .collated(collation.clone());
                 let mut raws: Vec<bson::RawDocumentBuf> = docs
                     .iter()
                     .filter_map(|d| bson::RawDocumentBuf::try_from(d).ok())

@@ -1,0 +1,177 @@
+//! Collations: language-aware string comparison for queries, sorts and distinct, as MongoDB's
+//! `collation` option gives (`{locale: "en", strength: 2}` compares case-insensitively).
+//!
+//! A collation changes how strings (and symbols) compare, at every depth of a value; every
+//! other type compares as before, and the order of type brackets does not change. Field names
+//! compare by bytes. `$regex` is not affected, as in MongoDB. The locale `simple` is MongoDB's
+//! binary comparison, the same as no collation.
+//!
+//! The comparison is the Unicode Collation Algorithm with CLDR's tailoring for the locale
+//! (ICU4X, the Unicode project's Rust implementation, as MongoDB uses ICU). Fields, as MongoDB
+//! documents them: `locale` (required), `strength` 1-5 (primary: base letters; secondary:
+//! accents; tertiary, the default: case; quaternary; identical), `caseLevel`, `caseFirst`
+//! (`upper`, `lower`, `off`), `numericOrdering`, `alternate` (`non-ignorable`, `shifted`),
+//! `maxVariable` (`punct`, `space`), `normalization` (the comparison always normalizes, so both
+//! values give the same result). `backwards` is refused: ICU4X takes it from the locale only.
+//!
+//! Indexes hold binary strings, so under a collation the planner bounds an index only by
+//! conditions whose values hold no string, and a sort on strings is done in memory.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use bson::{Bson, Document};
+use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVariable, Strength};
+use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
+use icu_collator::{Collator, CollatorBorrowed, CollatorPreferences};
+
+/// A parsed collation; see the module documentation.
+pub struct Collation {
+    spec: Document,
+    collator: CollatorBorrowed<'static>,
+}
+
+impl fmt::Debug for Collation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Collation({})", self.spec)
+    }
+}
+
+/// Why a collation document was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid collation, field `{field}`: {reason}")]
+pub struct CollationError {
+    pub field: String,
+    pub reason: String,
+}
+
+fn error(field: &str, reason: impl fmt::Display) -> CollationError {
+    CollationError {
+        field: field.to_owned(),
+        reason: reason.to_string(),
+    }
+}
+
+impl Collation {
+    /// Parses a collation document; `None` for the `simple` locale (binary comparison).
+    pub fn parse(spec: &Document) -> Result<Option<Arc<Collation>>, CollationError> {
+        let Some(locale) = spec.get("locale") else {
+            return Err(error("locale", "is required"));
+        };
+        let Bson::String(locale) = locale else {
+            return Err(error("locale", "must be a string"));
+        };
+        let mut prefs = CollatorPreferences::default();
+        let mut options = CollatorOptions::default();
+        for (key, value) in spec {
+            let flag = || match value {
+                Bson::Boolean(b) => Ok(*b),
+                _ => Err(error(key, "must be a boolean")),
+            };
+            let text = || match value {
+                Bson::String(s) => Ok(s.as_str()),
+                _ => Err(error(key, "must be a string")),
+            };
+            match key.as_str() {
+                "locale" | "version" => {}
+                "strength" => {
+                    options.strength = Some(match crate::expr::as_i64(value) {
+                        Some(1) => Strength::Primary,
+                        Some(2) => Strength::Secondary,
+                        Some(3) => Strength::Tertiary,
+                        Some(4) => Strength::Quaternary,
+                        Some(5) => Strength::Identical,
+                        _ => return Err(error(key, "must be 1, 2, 3, 4 or 5")),
+                    });
+                }
+                "caseLevel" => {
+                    options.case_level = Some(if flag()? {
+                        CaseLevel::On
+                    } else {
+                        CaseLevel::Off
+                    });
+                }
+                "caseFirst" => {
+                    prefs.case_first = Some(match text()? {
+                        "upper" => CollationCaseFirst::Upper,
+                        "lower" => CollationCaseFirst::Lower,
+                        "off" => CollationCaseFirst::False,
+                        other => {
+                            return Err(error(
+                                key,
+                                format!("`{other}` is not upper, lower or off"),
+                            ));
+                        }
+                    });
+                }
+                "numericOrdering" => {
+                    prefs.numeric_ordering = Some(if flag()? {
+                        CollationNumericOrdering::True
+                    } else {
+                        CollationNumericOrdering::False
+                    });
+                }
+                "alternate" => {
+                    options.alternate_handling = Some(match text()? {
+                        "non-ignorable" => AlternateHandling::NonIgnorable,
+                        "shifted" => AlternateHandling::Shifted,
+                        other => {
+                            return Err(error(
+                                key,
+                                format!("`{other}` is not non-ignorable or shifted"),
+                            ));
+                        }
+                    });
+                }
+                "maxVariable" => {
+                    options.max_variable = Some(match text()? {
+                        "punct" => MaxVariable::Punctuation,
+                        "space" => MaxVariable::Space,
+                        other => {
+                            return Err(error(key, format!("`{other}` is not punct or space")));
+                        }
+                    });
+                }
+                "normalization" => {
+                    flag()?;
+                }
+                "backwards" => {
+                    if flag()? {
+                        return Err(error(key, "is not supported by this engine"));
+                    }
+                }
+                other => return Err(error(other, "unknown collation field")),
+            }
+        }
+        if locale == "simple" {
+            if spec.len() > 1 {
+                return Err(error(
+                    "locale",
+                    "the simple locale takes no other collation fields",
+                ));
+            }
+            return Ok(None);
+        }
+        let parsed = icu_locale_core::Locale::try_from_str(&locale.replace('_', "-"))
+            .map_err(|e| error("locale", format!("`{locale}` is not a locale: {e}")))?;
+        let mut from_locale = CollatorPreferences::from(&parsed);
+        from_locale.extend(prefs);
+        let collator = Collator::try_new(from_locale, options)
+            .map_err(|e| error("locale", format!("`{locale}` has no collation data: {e}")))?;
+        Ok(Some(Arc::new(Collation {
+            spec: spec.clone(),
+            collator,
+        })))
+    }
+
+    /// The collation document it was parsed from.
+    pub fn spec(&self) -> &Document {
+        &self.spec
+    }
+
+    /// Compares two strings under this collation.
+    pub fn compare_strings(&self, a: &str, b: &str) -> Ordering {
+        self.collator.compare(a, b)
+    }
+}
