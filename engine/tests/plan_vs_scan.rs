@@ -1,7 +1,8 @@
 //! The planner law: for random documents (nested, arrays, mixed types, missing fields) and
-//! random filters, sorts, skips, limits and projections, a collection with indexes of every kind returns
-//! exactly what the same collection without secondary indexes returns. Index scans may visit
-//! extra candidates; they must never miss one, and the matcher must reject the extras.
+//! random filters, sorts, skips, limits, projections and collations, a collection with indexes
+//! of every kind returns exactly what the same collection without secondary indexes returns.
+//! Index scans may visit extra candidates; they must never miss one, and the matcher must
+//! reject the extras.
 
 use bson::{Bson, Document, doc};
 use odm_engine::query::FindOptions;
@@ -202,6 +203,16 @@ fn indexes() -> Vec<IndexSpec> {
     ]
 }
 
+/// No collation (binary strings), or English at strength 2 (case-insensitive) or 1 (base
+/// letters only): under a collation indexes may bound only string-free conditions.
+fn collation() -> impl Strategy<Value = Option<Document>> {
+    prop_oneof![
+        4 => Just(None),
+        1 => Just(Some(doc! { "locale": "en", "strength": 2 })),
+        1 => Just(Some(doc! { "locale": "en", "strength": 1 })),
+    ]
+}
+
 fn run(db: &Database, filter: &Document, options: &FindOptions) -> Result<Vec<Document>, String> {
     let txn = db.read().unwrap();
     let Some(c) = txn.collection("c").unwrap() else {
@@ -224,6 +235,7 @@ proptest! {
         skip in prop_oneof![Just(0u64), 0u64..5],
         limit in prop_oneof![Just(None), (1u64..6).prop_map(Some)],
         merge_threshold in 0u64..4,
+        collation in collation(),
     ) {
         let plain = Database::in_memory().unwrap();
         let indexed = Database::in_memory().unwrap();
@@ -239,7 +251,7 @@ proptest! {
             plain.collection("c").insert_one(&d).unwrap();
             indexed.collection("c").insert_one(&d).unwrap();
         }
-        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None, collation: None };
+        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None, collation: collation.clone() };
         // The first run plans and caches the choice for this shape; the second reuses it.
         let first = run(&indexed, &filter, &options);
         let (mut expected, mut actual) = match (run(&plain, &filter, &options), run(&indexed, &filter, &options)) {
@@ -273,8 +285,8 @@ proptest! {
             }
         }
         prop_assert_eq!(&expected, &actual, "filter {}", filter);
-        let count_plain = plain.read().unwrap().collection("c").unwrap().map(|c| c.count_matching(&filter, 0, 0).unwrap());
-        let count_indexed = indexed.read().unwrap().collection("c").unwrap().map(|c| c.count_matching(&filter, 0, 0).unwrap());
+        let count_plain = plain.read().unwrap().collection("c").unwrap().map(|c| c.count_matching_with(&filter, 0, 0, collation.as_ref()).unwrap());
+        let count_indexed = indexed.read().unwrap().collection("c").unwrap().map(|c| c.count_matching_with(&filter, 0, 0, collation.as_ref()).unwrap());
         prop_assert_eq!(count_plain, count_indexed);
     }
 }

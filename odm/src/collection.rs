@@ -111,6 +111,7 @@ impl<T: Document> Collection<T> {
             skip: 0,
             limit: None,
             hint: None,
+            collation: None,
         }
     }
 
@@ -298,6 +299,7 @@ pub struct Find<T> {
     skip: u64,
     limit: Option<u64>,
     hint: Option<Bson>,
+    collation: Option<bson::Document>,
 }
 
 impl<T: Document> Find<T> {
@@ -326,6 +328,14 @@ impl<T: Document> Find<T> {
         self
     }
 
+    /// Compares strings under a collation, MongoDB's `{locale, strength, ...}` document
+    /// (`{locale: "en", strength: 2}` is case-insensitive); see [`odm_engine::collation`].
+    #[must_use]
+    pub fn collation(mut self, collation: bson::Document) -> Self {
+        self.collation = Some(collation);
+        self
+    }
+
     fn parts(self) -> Result<(Database, bson::Document, FindOptions)> {
         let filter = filter_document(self.filter)?;
         let options = FindOptions {
@@ -335,7 +345,7 @@ impl<T: Document> Find<T> {
             limit: self.limit,
             hint: self.hint,
             let_vars: None,
-            collation: None,
+            collation: self.collation,
         };
         Ok((self.db, filter, options))
     }

@@ -269,5 +269,20 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
         .map(|b| format!("{}:{}", b.slug, b.title))
         .collect();
     assert_eq!(titles, ["a-first-book:pragmatic", "upserted:pragmatic"]);
+
+    // A collation makes the typed equality case-insensitive (strength 2).
+    let pragmatic = books
+        .find(f.publisher.name.eq("PRAGMATIC"))
+        .collation(bson::doc! { "locale": "en", "strength": 2 })
+        .to_vec()
+        .unwrap();
+    assert_eq!(pragmatic.len(), 2);
+    assert!(
+        books
+            .find(f.publisher.name.eq("PRAGMATIC"))
+            .to_vec()
+            .unwrap()
+            .is_empty()
+    );
     assert!(db.engine().verify().unwrap().is_clean());
 }
