@@ -112,6 +112,12 @@ pub enum Error {
         "sort of collection `{collection}` needs more than {limit} bytes of memory; add a limit or an index"
     )]
     SortMemoryExceeded { collection: String, limit: usize },
+    /// An aggregation stage that holds every document (`$sort`, `$group`) would hold more than
+    /// the limit.
+    #[error(
+        "aggregation stage `{stage}` needs more than {limit} bytes of memory; filter earlier or add a limit"
+    )]
+    AggregateMemoryExceeded { stage: String, limit: usize },
     #[error("invalid index specification: {0}")]
     InvalidIndexSpec(#[from] IndexSpecError),
     /// An index with this name or these keys exists with other options.

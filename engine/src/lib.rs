@@ -12,6 +12,7 @@
 //!
 //! The engine knows nothing of Rust structs; the `odm` crate adds types on top.
 
+pub mod aggregate;
 mod autocommit;
 mod catalog;
 pub mod collation;

@@ -128,6 +128,20 @@ impl<T: Document> Collection<T> {
         }
     }
 
+    /// Runs an aggregation pipeline over the collection (stages and accumulators as
+    /// [`odm_engine::aggregate`] lists; a leading `$match` uses indexes). The stages shape
+    /// their own output, so results come back as plain documents.
+    pub fn aggregate(&self, pipeline: &[bson::Document]) -> Result<Vec<bson::Document>> {
+        let txn = self.db.engine().read()?;
+        match txn.collection(T::COLLECTION)? {
+            Some(coll) => Ok(coll.aggregate(
+                pipeline,
+                &odm_engine::aggregate::AggregateOptions::default(),
+            )?),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// The distinct values of a field among matches (array elements counted one by one).
     pub fn distinct<V>(
         &self,

@@ -16,7 +16,7 @@
 //!   (multi-model transactions through [`Txn`]), [`Database::sync_indexes`] ([`IndexPlan`]).
 //! - [`Collection`]: `insert_one`, `insert_many`, `get`, `find` ([`Find`]: `sort`, `skip`,
 //!   `limit`, `hint`, `collation`, `to_vec`, `first`, `project`, `explain`), `find_one`, `count`,
-//!   `distinct`, `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
+//!   `distinct`, `aggregate`, `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
 //!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]).
 //! - [`Error`]: the engine's errors, plus serialization and declaration mismatches.

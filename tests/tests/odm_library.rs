@@ -284,5 +284,23 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
             .unwrap()
             .is_empty()
     );
+
+    // An aggregation over the typed collection: books per publisher, most first.
+    books
+        .insert_one(&book("rust-in-action", &["rust"], "Manning", 456))
+        .unwrap();
+    let per_publisher = books
+        .aggregate(&[
+            bson::doc! { "$group": { "_id": "$publisher.name", "books": { "$sum": 1 } } },
+            bson::doc! { "$sort": { "books": -1, "_id": 1 } },
+        ])
+        .unwrap();
+    assert_eq!(
+        per_publisher,
+        [
+            bson::doc! { "_id": "Pragmatic", "books": 2 },
+            bson::doc! { "_id": "Manning", "books": 1 },
+        ]
+    );
     assert!(db.engine().verify().unwrap().is_clean());
 }

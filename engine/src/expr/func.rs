@@ -698,6 +698,11 @@ fn accumulate(func: Func, v: Vec<Option<Bson>>) -> Option<Bson> {
         [Some(Bson::Array(items))] => items.clone(),
         _ => v.into_iter().flatten().collect(),
     };
+    accumulate_values(func, values)
+}
+
+/// `$sum`, `$avg`, `$max` or `$min` of values (the accumulators of `$group` use it too).
+pub(crate) fn accumulate_values(func: Func, values: Vec<Bson>) -> Option<Bson> {
     match func {
         Func::Sum | Func::Avg => {
             let numbers: Vec<Bson> = values

@@ -24,7 +24,7 @@ use bson::{Bson, Document};
 pub use eval::truthy;
 pub(crate) use eval::{Env, eval_in};
 pub use func::Func;
-pub(crate) use func::as_i64;
+pub(crate) use func::{accumulate_values, as_i64};
 
 /// A parsed expression; see the module documentation.
 #[derive(Debug, Clone)]

@@ -232,16 +232,27 @@ fn parse_projection(spec: &Document, scope: &Scope) -> Result<Projection, Update
             "cannot mix inclusion and exclusion of fields (other than `_id`)",
         ));
     }
-    if fields.is_empty() && include_id {
+    if spec.is_empty() {
         return Err(error(
             "",
             "$project",
             "a projection needs at least one field",
         ));
     }
+    // `{_id: 1}` alone includes only `_id`; `{_id: 0}` alone excludes only `_id`.
+    let id_included = spec.get("_id").is_some_and(|v| {
+        matches!(
+            v,
+            Bson::Boolean(_)
+                | Bson::Int32(_)
+                | Bson::Int64(_)
+                | Bson::Double(_)
+                | Bson::Decimal128(_)
+        ) && crate::expr::truthy(Some(v))
+    });
     Ok(Projection {
         include_id,
-        inclusion: !excludes,
+        inclusion: includes || (!excludes && id_included),
         fields,
     })
 }

@@ -6,6 +6,7 @@
 //! whole collection afterwards, and an expected error must leave the collection unchanged.
 
 use bson::{Bson, Document};
+use odm_engine::aggregate::AggregateOptions;
 use odm_engine::query::FindOptions;
 use odm_engine::update::{
     DeleteOptions, FindAndModify, ReturnDocument, UpdateModifications, UpdateOptions,
@@ -69,7 +70,7 @@ const WRITES: [&str; 6] = [
 
 fn run_case(case: &Value) -> Result<Outcome, String> {
     let op = case.get("op").and_then(Value::as_str).unwrap_or("find");
-    if !matches!(op, "find" | "count" | "distinct") && !WRITES.contains(&op) {
+    if !matches!(op, "find" | "count" | "distinct" | "aggregate") && !WRITES.contains(&op) {
         return Ok(Outcome::Failed(format!("unknown operation `{op}`")));
     }
     let mut plain = execute(case, op, false)?;
@@ -78,7 +79,7 @@ fn run_case(case: &Value) -> Result<Outcome, String> {
     for actual in [&mut plain, &mut indexed] {
         blank_generated_ids(actual);
     }
-    if case.get("sort").is_none() {
+    if !is_ordered(case) {
         // Without a sort, result order depends on the plan: compare as sets.
         for actual in [&mut plain, &mut indexed] {
             if let Actual::Documents(docs) = actual {
@@ -115,8 +116,22 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
         .transpose()?
         .unwrap_or_default();
     let sort = case.get("sort").map(document).transpose()?;
+    // An aggregation's leading `$match` names the paths to index.
+    let pipeline = match case.get("pipeline") {
+        Some(Value::Array(stages)) => stages.iter().map(document).collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err("`pipeline` must be an array of stages".into()),
+        None => Vec::new(),
+    };
+    let leading_match = pipeline
+        .first()
+        .and_then(|s| s.get_document("$match").ok())
+        .cloned();
     if with_indexes {
-        create_indexes(&db, &filter, sort.as_ref());
+        create_indexes(
+            &db,
+            leading_match.as_ref().unwrap_or(&filter),
+            sort.as_ref(),
+        );
     }
     if WRITES.contains(&op) {
         return write(&db, case, op, &filter);
@@ -134,6 +149,14 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
         "count" => coll
             .count_matching_with(&filter, 0, 0, collation.as_ref())
             .map(Actual::Count),
+        "aggregate" => {
+            let options = AggregateOptions {
+                let_vars: case.get("let").map(document).transpose()?,
+                collation,
+                hint: None,
+            };
+            coll.aggregate(&pipeline, &options).map(Actual::Documents)
+        }
         "distinct" => {
             let key = case
                 .get("key")
@@ -289,6 +312,15 @@ fn blank_generated_ids(actual: &mut Actual) {
 }
 
 /// The encoded `_id` of a result, which orders results by `_id`.
+/// Whether results come in a defined order: the case sorts, or its pipeline has a `$sort`.
+fn is_ordered(case: &Value) -> bool {
+    case.get("sort").is_some()
+        || case
+            .get("pipeline")
+            .and_then(Value::as_array)
+            .is_some_and(|stages| stages.iter().any(|s| s.get("$sort").is_some()))
+}
+
 fn by_id(doc: &Document) -> Vec<u8> {
     let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
     bson::RawBson::try_from(id).map_or_else(
@@ -372,7 +404,7 @@ fn check(case: &Value, expect: &Value, actual: &Actual) -> Result<Outcome, Strin
         )));
     }
     let strict = case.get("strict").and_then(Value::as_bool).unwrap_or(false);
-    let ordered = case.get("sort").is_some();
+    let ordered = is_ordered(case);
     let mut problems = Vec::new();
     match actual {
         Actual::Documents(docs) => {

@@ -9,14 +9,11 @@
 use std::collections::BTreeMap;
 
 use bson::{Bson, Document};
-use std::sync::Arc;
-
-use odm_engine::collation::Collation;
-use odm_engine::expr::Scope;
-use odm_engine::query::{Filter, FindOptions, Sort};
+use odm_engine::aggregate::AggregateOptions;
+use odm_engine::query::FindOptions;
 use odm_engine::update::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Pipeline, ReturnDocument,
-    UpdateModifications, UpdateOptions, UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, ReturnDocument, UpdateModifications,
+    UpdateOptions, UpdateResult, WriteOp,
 };
 use odm_engine::{Database, IndexSpec};
 use serde_json::Value;
@@ -242,8 +239,10 @@ const WRITES: [&str; 12] = [
     "bulkWrite",
     "createIndex",
 ];
-const STAGES: [&str; 11] = [
+const STAGES: [&str; 13] = [
     "$match",
+    "$unwind",
+    "$group",
     "$sort",
     "$skip",
     "$limit",
@@ -451,24 +450,19 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             ))
         }
         "aggregate" => {
-            let all: Vec<Document> = coll
-                .find(&Document::new(), &FindOptions::default())
-                .and_then(Iterator::collect)
-                .map_err(e)?;
             let pipeline = argument(op, "pipeline")
                 .and_then(|p| p.as_array().cloned())
-                .unwrap_or_default();
-            let scope = Scope::with_let(
-                argument(op, "let")
-                    .map(|l| document(&l))
-                    .transpose()?
-                    .as_ref(),
-            )
-            .map_err(|e| e.to_string())?;
-            let collation =
-                Collation::parse(&collation.unwrap_or_else(|| bson::doc! { "locale": "simple" }))
-                    .map_err(|e| e.to_string())?;
-            aggregate(all, &pipeline, &scope, collation)
+                .unwrap_or_default()
+                .iter()
+                .map(document)
+                .collect::<Result<Vec<_>, _>>()?;
+            let options = AggregateOptions {
+                let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
+                collation,
+                hint: None,
+            };
+            let docs = coll.aggregate(&pipeline, &options).map_err(e)?;
+            Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
         }
         other => Err(format!("operation {other} is not supported")),
     }
@@ -707,83 +701,6 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
         }
         other => Err(format!("operation {other} is not supported")),
     }
-}
-
-/// The simple stages, applied in order to documents in memory.
-fn aggregate(
-    mut docs: Vec<Document>,
-    pipeline: &[Value],
-    scope: &Scope,
-    collation: Option<Arc<Collation>>,
-) -> Result<Bson, String> {
-    for stage in pipeline {
-        let stage = document(stage)?;
-        let Some((name, arg)) = stage.iter().next() else {
-            continue;
-        };
-        let spec = || {
-            arg.as_document()
-                .cloned()
-                .ok_or_else(|| format!("{name} expects a document"))
-        };
-        let count = |v: &Bson| -> usize {
-            match v {
-                Bson::Int32(i) => usize::try_from(*i).unwrap_or(0),
-                Bson::Int64(i) => usize::try_from(*i).unwrap_or(0),
-                Bson::Double(d) => *d as usize,
-                _ => 0,
-            }
-        };
-        match name.as_str() {
-            "$match" => {
-                let filter = Filter::parse_with(&spec()?, scope)
-                    .map_err(|e| e.to_string())?
-                    .collated(collation.clone());
-                docs.retain(|d| {
-                    bson::RawDocumentBuf::try_from(d).is_ok_and(|raw| filter.matches(&raw))
-                });
-            }
-            "$sort" => {
-                let sort = Sort::parse(&spec()?)
-                    .map_err(|e| e.to_string())?
-                    .collated(collation.clone());
-                let mut raws: Vec<bson::RawDocumentBuf> = docs
-                    .iter()
-                    .filter_map(|d| bson::RawDocumentBuf::try_from(d).ok())
-                    .collect();
-                raws.sort_by(|a, b| sort.compare(a, b));
-                docs = raws
-                    .iter()
-                    .filter_map(|r| Document::try_from(r.as_ref()).ok())
-                    .collect();
-            }
-            "$skip" => {
-                let n = count(arg).min(docs.len());
-                docs.drain(..n);
-            }
-            "$limit" => docs.truncate(count(arg)),
-            // Computed with the engine's aggregation expressions, as a pipeline update is.
-            "$project" | "$addFields" | "$set" | "$unset" | "$replaceRoot" | "$replaceWith" => {
-                let pipeline = Pipeline::parse(std::slice::from_ref(&stage), scope)
-                    .map_err(|e| e.to_string())?;
-                docs = docs
-                    .into_iter()
-                    .map(|d| pipeline.transform(d).map_err(|e| e.to_string()))
-                    .collect::<Result<_, _>>()?;
-            }
-            "$count" => {
-                let field = arg.as_str().ok_or("$count expects a field name")?;
-                let n = i32::try_from(docs.len()).unwrap_or(i32::MAX);
-                docs = if n == 0 {
-                    Vec::new()
-                } else {
-                    vec![bson::doc! { field: n }]
-                };
-            }
-            other => return Err(format!("stage {other} is not supported")),
-        }
-    }
-    Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
 }
 
 /// `None` when the operation's result or error is as expected.

@@ -1,0 +1,571 @@
+//! Aggregation pipelines over one collection: [`ReadCollection::aggregate`].
+//!
+//! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
+//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`. The leading `$match`, with the
+//! `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses indexes and streams;
+//! later stages work on the documents in memory (a `$sort` or `$group` over more than
+//! [`SORT_MEMORY_LIMIT`] bytes of documents fails with [`Error::AggregateMemoryExceeded`]).
+//! Other stages are refused by name.
+//!
+//! `$group`: `_id` is any expression (groups are equal values in MongoDB's order, under the
+//! collation if any, and come out in the order first seen); accumulators `$sum`, `$avg`, `$min`,
+//! `$max`, `$first`, `$last`, `$push`, `$addToSet`, `$count`. `$unwind`: a path, or
+//! `{path, includeArrayIndex, preserveNullAndEmptyArrays}`.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bson::{Bson, Document, RawBson};
+
+use crate::collation::Collation;
+use crate::error::{Error, Result};
+use crate::expr::{Env, Expr, Func, Scope, accumulate_values, error, eval_in};
+use crate::keys::{self, Direction};
+use crate::order::compare_in;
+use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
+use crate::read::ReadCollection;
+use crate::update::Pipeline;
+
+/// Options of [`ReadCollection::aggregate`].
+#[derive(Debug, Clone, Default)]
+pub struct AggregateOptions {
+    /// Variables the pipeline's expressions name as `$$name`.
+    pub let_vars: Option<Document>,
+    /// How strings compare in `$match`, `$sort` and `$group` keys.
+    pub collation: Option<Document>,
+    /// Forces the plan of the leading `$match`, as in a find.
+    pub hint: Option<Bson>,
+}
+
+impl ReadCollection<'_> {
+    /// Runs an aggregation pipeline; see the module documentation.
+    pub fn aggregate(
+        &self,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Vec<Document>> {
+        let scope = Scope::with_let(options.let_vars.as_ref())?;
+        let collation = match &options.collation {
+            Some(spec) => Collation::parse(spec)?,
+            None => None,
+        };
+        let stages = pipeline
+            .iter()
+            .map(|s| Stage::parse(s, &scope, collation.as_ref()))
+            .collect::<Result<Vec<_>>>()?;
+        // The leading $match, $sort, $skip and $limit become a find.
+        let mut find = FindOptions {
+            let_vars: options.let_vars.clone(),
+            collation: options.collation.clone(),
+            hint: options.hint.clone(),
+            ..FindOptions::default()
+        };
+        let mut filter = Document::new();
+        let mut rest = stages.as_slice();
+        if let Some((Stage::Match(_, spec), tail)) = rest.split_first() {
+            filter = spec.clone();
+            rest = tail;
+        }
+        let mut sorted = false;
+        while let Some((stage, tail)) = rest.split_first() {
+            match stage {
+                Stage::Sort(_, spec) if !sorted && find.skip == 0 && find.limit.is_none() => {
+                    find.sort = Some(spec.clone());
+                    sorted = true;
+                }
+                Stage::Skip(n) if find.limit.is_none() => find.skip += n,
+                Stage::Limit(n) => find.limit = Some(find.limit.map_or(*n, |l| l.min(*n))),
+                _ => break,
+            }
+            rest = tail;
+        }
+        let mut docs: Vec<Document> = if find.limit == Some(0) {
+            Vec::new()
+        } else {
+            self.find(&filter, &find)?.collect::<Result<_>>()?
+        };
+        for stage in rest {
+            docs = stage.apply(docs, collation.as_ref())?;
+        }
+        Ok(docs)
+    }
+}
+
+enum Stage {
+    /// The parsed filter, and its document (for the leading `$match`, run as a find).
+    Match(crate::query::Filter, Document),
+    Sort(Sort, Document),
+    Skip(u64),
+    Limit(u64),
+    /// `$project`, `$addFields`, `$unset`, `$replaceRoot`: the update pipeline's stages.
+    Shape(Pipeline),
+    Unwind {
+        path: Vec<String>,
+        index_field: Option<String>,
+        preserve: bool,
+    },
+    Group {
+        id: Expr,
+        fields: Vec<(String, Accumulator, Expr)>,
+    },
+    Count(String),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Accumulator {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+    Push,
+    AddToSet,
+    Count,
+}
+
+fn stage_error(stage: &str, reason: impl std::fmt::Display) -> Error {
+    Error::from(error(stage, reason))
+}
+
+fn whole(stage: &str, v: &Bson) -> Result<u64> {
+    crate::expr::as_i64(v)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| stage_error(stage, "expects a non-negative whole number"))
+}
+
+impl Stage {
+    fn parse(stage: &Document, scope: &Scope, collation: Option<&Arc<Collation>>) -> Result<Stage> {
+        let mut fields = stage.iter();
+        let (Some((name, arg)), None) = (fields.next(), fields.next()) else {
+            return Err(stage_error(
+                "pipeline",
+                "every stage must be a document with exactly one field",
+            ));
+        };
+        let spec = || match arg {
+            Bson::Document(d) => Ok(d.clone()),
+            _ => Err(stage_error(name, "expects a document")),
+        };
+        Ok(match name.as_str() {
+            "$match" => {
+                let spec = spec()?;
+                let filter =
+                    crate::query::Filter::parse_with(&spec, scope)?.collated(collation.cloned());
+                Stage::Match(filter, spec)
+            }
+            "$sort" => {
+                let spec = spec()?;
+                if spec.is_empty() {
+                    return Err(stage_error(name, "needs at least one field"));
+                }
+                Stage::Sort(Sort::parse(&spec)?.collated(collation.cloned()), spec)
+            }
+            "$skip" => Stage::Skip(whole(name, arg)?),
+            "$limit" => match whole(name, arg)? {
+                0 => return Err(stage_error(name, "must be positive")),
+                n => Stage::Limit(n),
+            },
+            "$project" | "$addFields" | "$set" | "$unset" | "$replaceRoot" | "$replaceWith" => {
+                Stage::Shape(Pipeline::parse(std::slice::from_ref(stage), scope)?)
+            }
+            "$count" => match arg {
+                Bson::String(s) if !s.is_empty() && !s.starts_with('$') && !s.contains('.') => {
+                    Stage::Count(s.clone())
+                }
+                _ => {
+                    return Err(stage_error(
+                        name,
+                        "expects a field name (not empty, no `$` first, no dot)",
+                    ));
+                }
+            },
+            "$unwind" => parse_unwind(arg)?,
+            "$group" => parse_group(&spec()?, scope)?,
+            other => {
+                return Err(stage_error(
+                    other,
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count)",
+                ));
+            }
+        })
+    }
+
+    fn apply(
+        &self,
+        docs: Vec<Document>,
+        collation: Option<&Arc<Collation>>,
+    ) -> Result<Vec<Document>> {
+        Ok(match self {
+            Stage::Match(filter, _) => {
+                let mut kept = Vec::with_capacity(docs.len());
+                for d in docs {
+                    let raw =
+                        bson::RawDocumentBuf::try_from(&d).map_err(|e| stage_error("$match", e))?;
+                    if filter.try_matches(&raw)? {
+                        kept.push(d);
+                    }
+                }
+                kept
+            }
+            Stage::Sort(sort, _) => {
+                check_memory("$sort", &docs)?;
+                let mut raws = docs
+                    .iter()
+                    .map(|d| bson::RawDocumentBuf::try_from(d).map_err(|e| stage_error("$sort", e)))
+                    .collect::<Result<Vec<_>>>()?;
+                raws.sort_by(|a, b| sort.compare(a, b));
+                raws.iter()
+                    .map(|r| Document::try_from(r.as_ref()).map_err(|e| stage_error("$sort", e)))
+                    .collect::<Result<_>>()?
+            }
+            Stage::Skip(n) => docs
+                .into_iter()
+                .skip(usize::try_from(*n).unwrap_or(usize::MAX))
+                .collect(),
+            Stage::Limit(n) => docs
+                .into_iter()
+                .take(usize::try_from(*n).unwrap_or(usize::MAX))
+                .collect(),
+            Stage::Shape(pipeline) => docs
+                .into_iter()
+                .map(|d| pipeline.transform(d).map_err(Error::from))
+                .collect::<Result<_>>()?,
+            Stage::Count(field) => {
+                if docs.is_empty() {
+                    Vec::new()
+                } else {
+                    let n = i32::try_from(docs.len())
+                        .map_or(Bson::Int64(docs.len() as i64), Bson::Int32);
+                    vec![bson::doc! { field.clone(): n }]
+                }
+            }
+            Stage::Unwind {
+                path,
+                index_field,
+                preserve,
+            } => unwind(docs, path, index_field.as_deref(), *preserve),
+            Stage::Group { id, fields } => group(docs, id, fields, collation.map(AsRef::as_ref))?,
+        })
+    }
+}
+
+fn check_memory(stage: &str, docs: &[Document]) -> Result<()> {
+    let bytes: usize = docs
+        .iter()
+        .map(|d| bson::RawDocumentBuf::try_from(d).map_or(0, |r| r.as_bytes().len()))
+        .sum();
+    if bytes > SORT_MEMORY_LIMIT {
+        return Err(Error::AggregateMemoryExceeded {
+            stage: stage.to_owned(),
+            limit: SORT_MEMORY_LIMIT,
+        });
+    }
+    Ok(())
+}
+
+fn parse_unwind(arg: &Bson) -> Result<Stage> {
+    let name = "$unwind";
+    let (path, index_field, preserve) = match arg {
+        Bson::String(p) => (p.clone(), None, false),
+        Bson::Document(d) => {
+            if let Some(unknown) = d.keys().find(|k| {
+                !["path", "includeArrayIndex", "preserveNullAndEmptyArrays"].contains(&k.as_str())
+            }) {
+                return Err(stage_error(name, format!("unknown option `{unknown}`")));
+            }
+            let Some(Bson::String(p)) = d.get("path") else {
+                return Err(stage_error(name, "`path` must be a string"));
+            };
+            let index = match d.get("includeArrayIndex") {
+                None => None,
+                Some(Bson::String(f)) if !f.is_empty() && !f.starts_with('$') => Some(f.clone()),
+                Some(_) => {
+                    return Err(stage_error(
+                        name,
+                        "`includeArrayIndex` must be a field name",
+                    ));
+                }
+            };
+            let preserve = match d.get("preserveNullAndEmptyArrays") {
+                None => false,
+                Some(Bson::Boolean(b)) => *b,
+                Some(_) => {
+                    return Err(stage_error(
+                        name,
+                        "`preserveNullAndEmptyArrays` must be a boolean",
+                    ));
+                }
+            };
+            (p.clone(), index, preserve)
+        }
+        _ => return Err(stage_error(name, "expects a field path or a document")),
+    };
+    let Some(path) = path
+        .strip_prefix('$')
+        .filter(|p| !p.is_empty() && !p.starts_with('$'))
+    else {
+        return Err(stage_error(
+            name,
+            format!("`{path}` must be a field path starting with `$`"),
+        ));
+    };
+    Ok(Stage::Unwind {
+        path: path.split('.').map(str::to_owned).collect(),
+        index_field,
+        preserve,
+    })
+}
+
+fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
+    let name = "$group";
+    let Some(id) = spec.get("_id") else {
+        return Err(stage_error(name, "needs an `_id` (null for one group)"));
+    };
+    let id = Expr::parse(id, scope)?;
+    let mut fields = Vec::new();
+    for (field, value) in spec {
+        if field == "_id" {
+            continue;
+        }
+        if field.contains('.') || field.starts_with('$') {
+            return Err(stage_error(
+                name,
+                format!("`{field}` is not a valid output field name"),
+            ));
+        }
+        let Bson::Document(acc) = value else {
+            return Err(stage_error(
+                name,
+                format!("`{field}` must be an accumulator document"),
+            ));
+        };
+        let (Some((op, arg)), 1) = (acc.iter().next(), acc.len()) else {
+            return Err(stage_error(
+                name,
+                format!("`{field}` must hold exactly one accumulator"),
+            ));
+        };
+        let accumulator = match op.as_str() {
+            "$sum" => Accumulator::Sum,
+            "$avg" => Accumulator::Avg,
+            "$min" => Accumulator::Min,
+            "$max" => Accumulator::Max,
+            "$first" => Accumulator::First,
+            "$last" => Accumulator::Last,
+            "$push" => Accumulator::Push,
+            "$addToSet" => Accumulator::AddToSet,
+            "$count" => match arg {
+                Bson::Document(d) if d.is_empty() => Accumulator::Count,
+                _ => return Err(stage_error("$count", "takes an empty document")),
+            },
+            other => {
+                return Err(stage_error(
+                    other,
+                    "is not a supported accumulator ($sum, $avg, $min, $max, $first, $last, $push, $addToSet, $count)",
+                ));
+            }
+        };
+        let expr = if accumulator == Accumulator::Count {
+            Expr::Literal(Bson::Int32(1))
+        } else {
+            Expr::parse(arg, scope)?
+        };
+        fields.push((field.clone(), accumulator, expr));
+    }
+    Ok(Stage::Group { id, fields })
+}
+
+fn unwind(
+    docs: Vec<Document>,
+    path: &[String],
+    index_field: Option<&str>,
+    preserve: bool,
+) -> Vec<Document> {
+    let mut out = Vec::with_capacity(docs.len());
+    for doc in docs {
+        let value = lookup(&doc, path);
+        let with_index = |mut d: Document, i: Option<usize>| {
+            if let Some(f) = index_field {
+                d.insert(f, i.map_or(Bson::Null, |i| Bson::Int64(i as i64)));
+            }
+            d
+        };
+        match value {
+            Some(Bson::Array(items)) if !items.is_empty() => {
+                for (i, item) in items.into_iter().enumerate() {
+                    let mut d = doc.clone();
+                    set_path(&mut d, path, item);
+                    out.push(with_index(d, Some(i)));
+                }
+            }
+            Some(Bson::Array(_)) => {
+                if preserve {
+                    let mut d = doc.clone();
+                    remove_path(&mut d, path);
+                    out.push(with_index(d, None));
+                }
+            }
+            None | Some(Bson::Null) => {
+                if preserve {
+                    out.push(with_index(doc, None));
+                }
+            }
+            // A value that is not an array unwinds to itself.
+            Some(_) => out.push(with_index(doc, None)),
+        }
+    }
+    out
+}
+
+fn lookup(doc: &Document, path: &[String]) -> Option<Bson> {
+    let (first, rest) = path.split_first()?;
+    let value = doc.get(first)?;
+    if rest.is_empty() {
+        return Some(value.clone());
+    }
+    match value {
+        Bson::Document(d) => lookup(d, rest),
+        _ => None,
+    }
+}
+
+fn set_path(doc: &mut Document, path: &[String], value: Bson) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.insert(first.clone(), value);
+    } else if let Some(Bson::Document(d)) = doc.get_mut(first) {
+        set_path(d, rest, value);
+    }
+}
+
+fn remove_path(doc: &mut Document, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.remove(first);
+    } else if let Some(Bson::Document(d)) = doc.get_mut(first) {
+        remove_path(d, rest);
+    }
+}
+
+/// Values equal in MongoDB's order (under the collation), as `$group` keys and `$addToSet`
+/// members are.
+fn same(a: &Bson, b: &Bson, collation: Option<&Collation>) -> bool {
+    match (RawBson::try_from(a.clone()), RawBson::try_from(b.clone())) {
+        (Ok(x), Ok(y)) => {
+            compare_in(x.as_raw_bson_ref(), y.as_raw_bson_ref(), collation) == Ordering::Equal
+        }
+        _ => false,
+    }
+}
+
+/// One group's accumulated values, field by field.
+struct Group {
+    key: Bson,
+    values: Vec<Vec<Bson>>,
+    seen: Vec<bool>,
+}
+
+fn group(
+    docs: Vec<Document>,
+    id: &Expr,
+    fields: &[(String, Accumulator, Expr)],
+    collation: Option<&Collation>,
+) -> Result<Vec<Document>> {
+    check_memory("$group", &docs)?;
+    let mut groups: Vec<Group> = Vec::new();
+    let mut by_key: HashMap<Vec<u8>, usize> = HashMap::new();
+    for doc in &docs {
+        let env = Env::new(doc);
+        let key = eval_in(id, &env)?.unwrap_or(Bson::Null);
+        // Without a collation, equal values have equal key encodings: find the group by hash.
+        let encoded = if collation.is_none() {
+            let mut bytes = Vec::new();
+            keys::encode_bson_into(&mut bytes, &key, Direction::Ascending)
+                .map_err(|e| stage_error("$group", e))?;
+            Some(bytes)
+        } else {
+            None
+        };
+        let found = match &encoded {
+            Some(bytes) => by_key.get(bytes).copied(),
+            None => groups.iter().position(|g| same(&g.key, &key, collation)),
+        };
+        let position = if let Some(p) = found {
+            p
+        } else {
+            if let Some(bytes) = encoded {
+                by_key.insert(bytes, groups.len());
+            }
+            groups.push(Group {
+                key,
+                values: vec![Vec::new(); fields.len()],
+                seen: vec![false; fields.len()],
+            });
+            groups.len() - 1
+        };
+        let g = &mut groups[position];
+        for (i, (_, accumulator, expr)) in fields.iter().enumerate() {
+            let value = eval_in(expr, &env)?;
+            let first_time = !g.seen[i];
+            g.seen[i] = true;
+            match accumulator {
+                Accumulator::First => {
+                    if first_time {
+                        g.values[i].push(value.unwrap_or(Bson::Null));
+                    }
+                }
+                Accumulator::Last => g.values[i] = vec![value.unwrap_or(Bson::Null)],
+                Accumulator::AddToSet => {
+                    if let Some(v) = value
+                        && !g.values[i].iter().any(|seen| same(seen, &v, collation))
+                    {
+                        g.values[i].push(v);
+                    }
+                }
+                // `$sum` of an array argument adds nothing (as in MongoDB, it is not a number).
+                _ => g.values[i].extend(value),
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for g in groups {
+        let mut d = Document::new();
+        d.insert("_id", g.key);
+        for ((field, accumulator, _), values) in fields.iter().zip(g.values) {
+            let result = match accumulator {
+                Accumulator::Sum | Accumulator::Count => accumulate_values(Func::Sum, values),
+                Accumulator::Avg => accumulate_values(Func::Avg, values),
+                Accumulator::Min => extreme(values, collation, Ordering::Less),
+                Accumulator::Max => extreme(values, collation, Ordering::Greater),
+                Accumulator::First | Accumulator::Last => values.into_iter().next(),
+                Accumulator::Push | Accumulator::AddToSet => Some(Bson::Array(values)),
+            };
+            d.insert(field.clone(), result.unwrap_or(Bson::Null));
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The least (or greatest) value, nulls ignored; null when there is none.
+fn extreme(values: Vec<Bson>, collation: Option<&Collation>, wanted: Ordering) -> Option<Bson> {
+    values
+        .into_iter()
+        .filter(|v| !matches!(v, Bson::Null | Bson::Undefined))
+        .reduce(|best, v| {
+            let order = match (
+                RawBson::try_from(v.clone()),
+                RawBson::try_from(best.clone()),
+            ) {
+                (Ok(x), Ok(y)) => compare_in(x.as_raw_bson_ref(), y.as_raw_bson_ref(), collation),
+                _ => Ordering::Equal,
+            };
+            if order == wanted { v } else { best }
+        })
+}
