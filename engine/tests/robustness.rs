@@ -1,7 +1,7 @@
 //! Bad input never panics and a refused write changes nothing: random documents built from the
 //! query, update and expression vocabularies (operators in odd places, wrong argument types,
-//! deep nesting) go through finds, counts, updates (operators and pipelines), deletes and
-//! expression evaluation. Each call may succeed or fail; it must not panic, and when a write
+//! deep nesting) go through finds, counts, aggregations, updates (operators and pipelines),
+//! deletes and expression evaluation. Each call may succeed or fail; it must not panic, and when a write
 //! fails the collection must be exactly as before, its indexes equal to their recomputation.
 
 use bson::{Bson, Document, doc};
@@ -326,6 +326,18 @@ proptest! {
         }
         let _ = coll.count_matching(&filter, 0, 0);
         let _ = coll.distinct("a", &filter);
+        // The same documents as aggregation stages, and shaped ones.
+        let stages = [
+            doc! { "$match": filter.clone() },
+            doc! { "$group": { "_id": "$a", "n": { "$sum": 1 }, "s": { "$addToSet": "$b" } } },
+            doc! { "$unwind": { "path": "$a", "preserveNullAndEmptyArrays": true } },
+            doc! { "$sort": sort.clone() },
+            doc! { "$project": projection.clone() },
+            let_vars.clone(),
+        ];
+        let options = odm_engine::aggregate::AggregateOptions { let_vars: Some(let_vars.clone()), ..Default::default() };
+        let _ = coll.aggregate(&stages, &options);
+        let _ = coll.aggregate(&stages[1..3], &options);
     }
 
     #[test]
