@@ -38,7 +38,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm [--docs N] [--runs R] [--only engine|raw|sqlite]"
+        "usage: bench core|query|update|odm [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]"
     );
     std::process::exit(2);
 }
@@ -50,6 +50,8 @@ pub struct Options {
     pub runs: usize,
     /// Measure one system only (`engine`, `raw` or `sqlite`), for profiling.
     pub only: Option<String>,
+    /// Run one kind of query or update only (`range`, `upsert_bucket`, ...), for profiling.
+    pub kind: Option<String>,
 }
 
 impl Options {
@@ -58,12 +60,17 @@ impl Options {
             docs: 100_000,
             runs: 3,
             only: None,
+            kind: None,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
             let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
             if flag == "--only" {
                 options.only = Some(value.clone());
+                continue;
+            }
+            if flag == "--kind" {
+                options.kind = Some(value.clone());
                 continue;
             }
             let n: usize = value

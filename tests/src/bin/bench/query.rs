@@ -244,7 +244,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         "kind", "queries", "engine µs/q", "raw µs/q", "ratio", "keys/q", "returned/q"
     );
     let mut lines = Vec::new();
-    for (kind, count) in KINDS {
+    for (kind, count) in KINDS
+        .into_iter()
+        .filter(|(k, _)| options.kind.as_deref().is_none_or(|wanted| wanted == *k))
+    {
         let mut engine_times = Vec::new();
         let mut raw_times = Vec::new();
         let (mut keys, mut returned) = (0u64, 0u64);

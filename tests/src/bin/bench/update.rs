@@ -230,7 +230,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         ..UpdateOptions::default()
     };
     let plain = UpdateOptions::default();
-    for kind in KINDS {
+    for kind in KINDS
+        .into_iter()
+        .filter(|k| options.kind.as_deref().is_none_or(|wanted| wanted == *k))
+    {
         let (mut engine_times, mut raw_times) = (Vec::new(), Vec::new());
         for run in 0..options.runs {
             let mut ops_rng = Rng::new(1_000 + run as u64);
