@@ -230,7 +230,11 @@ impl Stage {
                 .collect(),
             Stage::Shape(pipeline) => docs
                 .into_iter()
-                .map(|d| pipeline.transform(d).map_err(Error::from))
+                .map(|d| {
+                    pipeline
+                        .transform_collated(d, collation.map(AsRef::as_ref))
+                        .map_err(Error::from)
+                })
                 .collect::<Result<_>>()?,
             Stage::Count(field) => {
                 if docs.is_empty() {
@@ -367,10 +371,15 @@ fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
                 ));
             }
         };
-        let expr = if accumulator == Accumulator::Count {
-            Expr::Literal(Bson::Int32(1))
-        } else {
-            Expr::parse(arg, scope)?
+        let expr = match arg {
+            _ if accumulator == Accumulator::Count => Expr::Literal(Bson::Int32(1)),
+            Bson::Array(_) => {
+                return Err(stage_error(
+                    op,
+                    format!("`{field}`: an accumulator takes one expression, not an array"),
+                ));
+            }
+            _ => Expr::parse(arg, scope)?,
         };
         fields.push((field.clone(), accumulator, expr));
     }
@@ -481,7 +490,7 @@ fn group(
     let mut groups: Vec<Group> = Vec::new();
     let mut by_key: HashMap<Vec<u8>, usize> = HashMap::new();
     for doc in &docs {
-        let env = Env::new(doc);
+        let env = Env::collated(doc, collation);
         let key = eval_in(id, &env)?.unwrap_or(Bson::Null);
         // Without a collation, equal values have equal key encodings: find the group by hash.
         let encoded = if collation.is_none() {
@@ -539,8 +548,10 @@ fn group(
         d.insert("_id", g.key);
         for ((field, accumulator, _), values) in fields.iter().zip(g.values) {
             let result = match accumulator {
-                Accumulator::Sum | Accumulator::Count => accumulate_values(Func::Sum, values),
-                Accumulator::Avg => accumulate_values(Func::Avg, values),
+                Accumulator::Sum | Accumulator::Count => {
+                    accumulate_values(Func::Sum, values, collation)
+                }
+                Accumulator::Avg => accumulate_values(Func::Avg, values, collation),
                 Accumulator::Min => extreme(values, collation, Ordering::Less),
                 Accumulator::Max => extreme(values, collation, Ordering::Greater),
                 Accumulator::First | Accumulator::Last => values.into_iter().next(),

@@ -13,6 +13,8 @@
 //! (`upper`, `lower`, `off`), `numericOrdering`, `alternate` (`non-ignorable`, `shifted`),
 //! `maxVariable` (`punct`, `space`), `normalization` (the comparison always normalizes, so both
 //! values give the same result). `backwards` is refused: ICU4X takes it from the locale only.
+//! Locales are ICU's (`en_US`, `de@collation=phonebook`); one ICU4X has no tailoring for
+//! compares as the root collation, where MongoDB would refuse a locale it does not list.
 //!
 //! Indexes hold binary strings, so under a collation the planner bounds an index only by
 //! conditions whose values hold no string, and a sort on strings is done in memory.
@@ -153,7 +155,20 @@ impl Collation {
             }
             return Ok(None);
         }
-        let parsed = icu_locale_core::Locale::try_from_str(&locale.replace('_', "-"))
+        // ICU's `de@collation=phonebook` is BCP 47's `de-u-co-phonebk` form for the parser.
+        let bcp47 = match locale.split_once("@collation=") {
+            Some((base, variant)) => {
+                let variant = match variant {
+                    "phonebook" => "phonebk",
+                    "dictionary" => "dict",
+                    "traditional" => "trad",
+                    other => other,
+                };
+                format!("{base}-u-co-{variant}")
+            }
+            None => locale.clone(),
+        };
+        let parsed = icu_locale_core::Locale::try_from_str(&bcp47.replace('_', "-"))
             .map_err(|e| error("locale", format!("`{locale}` is not a locale: {e}")))?;
         let mut from_locale = CollatorPreferences::from(&parsed);
         from_locale.extend(prefs);

@@ -105,3 +105,22 @@ fn a_malformed_collation_is_refused_by_name() {
         }
     }
 }
+
+#[test]
+fn icu_style_locale_variants_are_understood() {
+    let db = database(false);
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    for locale in [
+        "de@collation=phonebook",
+        "en_US",
+        "es@collation=search",
+        "simple",
+    ] {
+        let options = FindOptions {
+            collation: Some(doc! { "locale": locale }),
+            ..FindOptions::default()
+        };
+        assert!(coll.find(&doc! {}, &options).is_ok(), "{locale}");
+    }
+}

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use bson::{Bson, Document};
 
 use super::{Expr, ExprError, error};
+use crate::collation::Collation;
 use crate::number::Number;
 
 /// What an expression is evaluated against: the current document, the variables bound by the
@@ -14,14 +15,22 @@ pub(crate) struct Env<'a> {
     root: Cow<'a, Document>,
     vars: Vec<(String, Option<Bson>)>,
     now: bson::DateTime,
+    /// How strings compare (`$eq`, `$lt`, `$in`, ...), the query's collation.
+    pub(crate) collation: Option<&'a Collation>,
 }
 
 impl<'a> Env<'a> {
     pub(crate) fn new(root: &'a Document) -> Env<'a> {
+        Env::collated(root, None)
+    }
+
+    /// An environment whose string comparisons follow `collation`.
+    pub(crate) fn collated(root: &'a Document, collation: Option<&'a Collation>) -> Env<'a> {
         Env {
             root: Cow::Borrowed(root),
             vars: Vec::new(),
             now: bson::DateTime::now(),
+            collation,
         }
     }
 
@@ -31,6 +40,7 @@ impl<'a> Env<'a> {
             root: Cow::Owned(Document::new()),
             vars: Vec::new(),
             now: bson::DateTime::now(),
+            collation: None,
         }
     }
 
@@ -41,6 +51,7 @@ impl<'a> Env<'a> {
             root: Cow::Borrowed(&*self.root),
             vars,
             now: self.now,
+            collation: self.collation,
         }
     }
 }
@@ -226,7 +237,7 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             let name = field_name(field, env)?;
             match eval_in(input, env)? {
                 Some(Bson::Document(d)) => d.get(&name).cloned(),
-                None | Some(Bson::Null) => None,
+                None | Some(Bson::Null | Bson::Undefined) => Some(Bson::Null),
                 Some(_) => return Err(error("$getField", "`input` must be a document")),
             }
         }
@@ -243,7 +254,7 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             let name = field_name(field, env)?;
             let mut doc = match eval_in(input, env)? {
                 Some(Bson::Document(d)) => d,
-                None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
+                None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
                 Some(_) => return Err(error(operator, "`input` must be a document")),
             };
             match value {

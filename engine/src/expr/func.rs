@@ -6,7 +6,8 @@ use bson::{Bson, Document};
 
 use super::eval::{Env, eval_in, truthy};
 use super::{Expr, ExprError, error};
-use crate::order::compare;
+use crate::collation::Collation;
+use crate::order::compare_in;
 
 /// An operator taking positional arguments, by group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,10 +184,15 @@ impl Func {
             .iter()
             .map(|a| eval_in(a, env))
             .collect::<Result<_, _>>()?;
-        self.apply(values)
+        self.apply(values, env.collation)
     }
 
-    fn apply(self, mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    fn apply(
+        self,
+        mut v: Vec<Option<Bson>>,
+        cx: Option<&Collation>,
+    ) -> Result<Option<Bson>, ExprError> {
+        let order = |a: Option<&Bson>, b: Option<&Bson>| order(a, b, cx);
         let op = self.name();
         let boolean = |b: bool| Ok(Some(Bson::Boolean(b)));
         match self {
@@ -240,7 +246,7 @@ impl Func {
                 None | Some(Bson::Null) => Ok(Some(Bson::Null)),
                 Some(x) => unary(self, &x).map(Some),
             },
-            Func::Sum | Func::Avg | Func::Max | Func::Min => Ok(accumulate(self, v)),
+            Func::Sum | Func::Avg | Func::Max | Func::Min => Ok(accumulate(self, v, cx)),
             Func::Concat => {
                 let mut out = String::new();
                 for value in v {
@@ -272,12 +278,17 @@ impl Func {
                 other => Err(wrong_type(op, "a string", &other.unwrap_or(Bson::Null))),
             },
             Func::SubstrCp => {
-                let Some(Bson::String(s)) = v[0].take() else {
-                    return Err(wrong_type(
-                        op,
-                        "a string",
-                        &v[0].take().unwrap_or(Bson::Null),
-                    ));
+                // Null or missing is the empty string; numbers are taken as their text.
+                let s = match v[0].take() {
+                    None | Some(Bson::Null | Bson::Undefined) => String::new(),
+                    Some(Bson::String(s)) => s,
+                    Some(
+                        n @ (Bson::Int32(_)
+                        | Bson::Int64(_)
+                        | Bson::Double(_)
+                        | Bson::Decimal128(_)),
+                    ) => n.to_string(),
+                    Some(other) => return Err(wrong_type(op, "a string", &other)),
                 };
                 let (Some(start), Some(count)) = (
                     v[1].as_ref().and_then(as_i64),
@@ -296,7 +307,7 @@ impl Func {
                 Ok(Some(Bson::String(taken)))
             }
             Func::Split => match (v[0].take(), v[1].take()) {
-                (None | Some(Bson::Null), _) => Ok(Some(Bson::Null)),
+                (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
                 (Some(Bson::String(s)), Some(Bson::String(d))) if !d.is_empty() => {
                     Ok(Some(Bson::Array(
                         s.split(d.as_str())
@@ -417,21 +428,21 @@ fn wrong_type(op: &str, wanted: &str, got: &Bson) -> ExprError {
 }
 
 /// MongoDB's order, with missing below every value.
-fn order(a: Option<&Bson>, b: Option<&Bson>) -> Ordering {
+fn order(a: Option<&Bson>, b: Option<&Bson>, cx: Option<&Collation>) -> Ordering {
     match (a, b) {
         (None, None) => Ordering::Equal,
         (None, Some(_)) => Ordering::Less,
         (Some(_), None) => Ordering::Greater,
-        (Some(a), Some(b)) => compare_bson(a, b),
+        (Some(a), Some(b)) => compare_bson(a, b, cx),
     }
 }
 
-pub(crate) fn compare_bson(a: &Bson, b: &Bson) -> Ordering {
+pub(crate) fn compare_bson(a: &Bson, b: &Bson, cx: Option<&Collation>) -> Ordering {
     match (
         bson::RawBson::try_from(a.clone()),
         bson::RawBson::try_from(b.clone()),
     ) {
-        (Ok(a), Ok(b)) => compare(a.as_raw_bson_ref(), b.as_raw_bson_ref()),
+        (Ok(a), Ok(b)) => compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), cx),
         _ => Ordering::Equal,
     }
 }
@@ -693,16 +704,20 @@ fn unary(func: Func, x: &Bson) -> Result<Bson, ExprError> {
 
 /// `$sum`, `$avg`, `$max`, `$min` in an expression: over one array argument's elements, or
 /// over the arguments; `$sum` and `$avg` ignore non-numbers.
-fn accumulate(func: Func, v: Vec<Option<Bson>>) -> Option<Bson> {
+fn accumulate(func: Func, v: Vec<Option<Bson>>, cx: Option<&Collation>) -> Option<Bson> {
     let values: Vec<Bson> = match v.as_slice() {
         [Some(Bson::Array(items))] => items.clone(),
         _ => v.into_iter().flatten().collect(),
     };
-    accumulate_values(func, values)
+    accumulate_values(func, values, cx)
 }
 
 /// `$sum`, `$avg`, `$max` or `$min` of values (the accumulators of `$group` use it too).
-pub(crate) fn accumulate_values(func: Func, values: Vec<Bson>) -> Option<Bson> {
+pub(crate) fn accumulate_values(
+    func: Func,
+    values: Vec<Bson>,
+    cx: Option<&Collation>,
+) -> Option<Bson> {
     match func {
         Func::Sum | Func::Avg => {
             let numbers: Vec<Bson> = values
@@ -725,9 +740,9 @@ pub(crate) fn accumulate_values(func: Func, values: Vec<Bson>) -> Option<Bson> {
                 .into_iter()
                 .filter(|x| !matches!(x, Bson::Null | Bson::Undefined));
             let best = if func == Func::Max {
-                candidates.max_by(compare_bson)
+                candidates.max_by(|a, b| compare_bson(a, b, cx))
             } else {
-                candidates.min_by(compare_bson)
+                candidates.min_by(|a, b| compare_bson(a, b, cx))
             };
             Some(best.unwrap_or(Bson::Null))
         }
@@ -740,6 +755,9 @@ fn slice(mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
         Some(Bson::Array(items)) => items,
         Some(other) => return Err(wrong_type("$slice", "an array", &other)),
     };
+    if v[1..].iter().any(|x| is_nullish(x.as_ref())) {
+        return Ok(Some(Bson::Null));
+    }
     let numbers: Vec<i64> = v[1..]
         .iter()
         .map(|x| x.as_ref().and_then(as_i64))

@@ -432,4 +432,13 @@ impl Expr {
     pub fn evaluate(&self, root: &Document) -> Result<Option<Bson>, ExprError> {
         eval_in(self, &Env::new(root))
     }
+
+    /// [`Expr::evaluate`] with strings compared under a collation.
+    pub fn evaluate_collated(
+        &self,
+        root: &Document,
+        collation: Option<&crate::collation::Collation>,
+    ) -> Result<Option<Bson>, ExprError> {
+        eval_in(self, &Env::collated(root, collation))
+    }
 }

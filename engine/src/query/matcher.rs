@@ -67,7 +67,7 @@ impl Filter {
                 let decoded = bson::Document::try_from(doc).map_err(|e| {
                     crate::expr::error("$expr", format!("the document cannot be read: {e}"))
                 })?;
-                truthy(expr.evaluate(&decoded)?.as_ref())
+                truthy(expr.evaluate_collated(&decoded, cx)?.as_ref())
             }
         })
     }

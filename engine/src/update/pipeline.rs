@@ -16,6 +16,7 @@
 use bson::{Bson, Document};
 
 use super::parse::{UpdateError, error};
+use crate::collation::Collation;
 use crate::expr::{Env, Expr, ExprError, Scope, eval_in};
 
 /// A parsed update pipeline.
@@ -85,9 +86,18 @@ impl Pipeline {
     /// The document the stages turn `doc` into, as an aggregation computes it (no rule on
     /// `_id`).
     pub fn transform(&self, doc: Document) -> Result<Document, UpdateError> {
+        self.transform_collated(doc, None)
+    }
+
+    /// [`Pipeline::transform`] with the expressions' strings compared under a collation.
+    pub fn transform_collated(
+        &self,
+        doc: Document,
+        collation: Option<&Collation>,
+    ) -> Result<Document, UpdateError> {
         let mut current = doc;
         for stage in &self.stages {
-            current = stage.apply(current)?;
+            current = stage.apply(current, collation)?;
         }
         Ok(current)
     }
@@ -315,10 +325,10 @@ fn scan_kinds(fields: &[(String, Shape)], kinds: &mut (bool, bool)) {
 }
 
 impl Stage {
-    fn apply(&self, doc: Document) -> Result<Document, UpdateError> {
+    fn apply(&self, doc: Document, cx: Option<&Collation>) -> Result<Document, UpdateError> {
         match self {
             Stage::AddFields(assignments) => {
-                let env = Env::new(&doc);
+                let env = Env::collated(&doc, cx);
                 let values = evaluate_assignments(assignments, &env)?;
                 drop(env);
                 let mut doc = doc;
@@ -332,8 +342,8 @@ impl Stage {
                 }
                 Ok(doc)
             }
-            Stage::Project(projection) => projection.apply(&doc),
-            Stage::ReplaceRoot(expr) => match eval_in(expr, &Env::new(&doc))? {
+            Stage::Project(projection) => projection.apply(&doc, cx),
+            Stage::ReplaceRoot(expr) => match eval_in(expr, &Env::collated(&doc, cx))? {
                 Some(Bson::Document(root)) => Ok(root),
                 other => Err(error(
                     "",
@@ -383,10 +393,16 @@ fn merge_into(doc: &mut Document, values: Vec<(String, Evaluated)>) {
             Evaluated::Value(Some(v)) => {
                 doc.insert(name, v);
             }
-            Evaluated::Merge(children) => {
-                let merged = merged_value(doc.remove(&name), children);
-                doc.insert(name, merged);
-            }
+            // In place: an existing field keeps its position.
+            Evaluated::Merge(children) => match doc.get_mut(&name) {
+                Some(slot) => {
+                    let old = std::mem::replace(slot, Bson::Null);
+                    *slot = merged_value(Some(old), children);
+                }
+                None => {
+                    doc.insert(name, merged_value(None, children));
+                }
+            },
         }
     }
 }
@@ -450,8 +466,8 @@ fn remove_path(doc: &mut Document, path: &[String]) {
 }
 
 impl Projection {
-    fn apply(&self, doc: &Document) -> Result<Document, UpdateError> {
-        let env = Env::new(doc);
+    fn apply(&self, doc: &Document, cx: Option<&Collation>) -> Result<Document, UpdateError> {
+        let env = Env::collated(doc, cx);
         let mut out = if self.inclusion {
             include(doc, &self.fields, &env)?
         } else {
@@ -459,10 +475,17 @@ impl Projection {
             exclude(&mut out, &self.fields);
             out
         };
-        if self.inclusion && self.include_id {
-            if let Some(id) = doc.get("_id") {
+        // A computed `_id` replaces the document's; either way `_id` comes first.
+        let id_computed = self.fields.iter().any(|(name, _)| name == "_id");
+        if self.inclusion && (self.include_id || id_computed) {
+            let id = if id_computed {
+                out.remove("_id")
+            } else {
+                doc.get("_id").cloned()
+            };
+            if let Some(id) = id {
                 let mut with_id = Document::new();
-                with_id.insert("_id", id.clone());
+                with_id.insert("_id", id);
                 out.remove("_id");
                 with_id.extend(out);
                 out = with_id;
