@@ -64,6 +64,49 @@ pub enum Func {
     Type,
     IsNumber,
     Rand,
+    // Conversions (`expr/convert`).
+    ToString,
+    ToInt,
+    ToLong,
+    ToDouble,
+    ToDecimal,
+    ToBool,
+    // More arithmetic.
+    Round,
+    Trunc,
+    Sqrt,
+    Pow,
+    Exp,
+    Ln,
+    Log10,
+    // More strings (`expr/text`).
+    Trim,
+    Ltrim,
+    Rtrim,
+    RegexMatch,
+    Strcasecmp,
+    SubstrBytes,
+    StrLenBytes,
+    // More arrays and sets.
+    IndexOfArray,
+    Range,
+    SetUnion,
+    SetIntersection,
+    SetDifference,
+    SetIsSubset,
+    AllElementsTrue,
+    AnyElementTrue,
+    // Dates, in UTC (`expr/dates`).
+    Year,
+    Month,
+    DayOfMonth,
+    Hour,
+    Minute,
+    Second,
+    Millisecond,
+    DayOfWeek,
+    DayOfYear,
+    DateToString,
 }
 
 /// Operator names, their functions and how many arguments each takes (least, most).
@@ -112,6 +155,45 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("$type", Func::Type, 1, 1),
     ("$isNumber", Func::IsNumber, 1, 1),
     ("$rand", Func::Rand, 0, 0),
+    ("$toString", Func::ToString, 1, 1),
+    ("$toInt", Func::ToInt, 1, 1),
+    ("$toLong", Func::ToLong, 1, 1),
+    ("$toDouble", Func::ToDouble, 1, 1),
+    ("$toDecimal", Func::ToDecimal, 1, 1),
+    ("$toBool", Func::ToBool, 1, 1),
+    ("$round", Func::Round, 1, 2),
+    ("$trunc", Func::Trunc, 1, 2),
+    ("$sqrt", Func::Sqrt, 1, 1),
+    ("$pow", Func::Pow, 2, 2),
+    ("$exp", Func::Exp, 1, 1),
+    ("$ln", Func::Ln, 1, 1),
+    ("$log10", Func::Log10, 1, 1),
+    ("$trim", Func::Trim, 1, 1),
+    ("$ltrim", Func::Ltrim, 1, 1),
+    ("$rtrim", Func::Rtrim, 1, 1),
+    ("$regexMatch", Func::RegexMatch, 1, 1),
+    ("$strcasecmp", Func::Strcasecmp, 2, 2),
+    ("$substrBytes", Func::SubstrBytes, 3, 3),
+    ("$substr", Func::SubstrBytes, 3, 3),
+    ("$strLenBytes", Func::StrLenBytes, 1, 1),
+    ("$indexOfArray", Func::IndexOfArray, 2, 4),
+    ("$range", Func::Range, 2, 3),
+    ("$setUnion", Func::SetUnion, 0, usize::MAX),
+    ("$setIntersection", Func::SetIntersection, 0, usize::MAX),
+    ("$setDifference", Func::SetDifference, 2, 2),
+    ("$setIsSubset", Func::SetIsSubset, 2, 2),
+    ("$allElementsTrue", Func::AllElementsTrue, 1, 1),
+    ("$anyElementTrue", Func::AnyElementTrue, 1, 1),
+    ("$year", Func::Year, 1, 1),
+    ("$month", Func::Month, 1, 1),
+    ("$dayOfMonth", Func::DayOfMonth, 1, 1),
+    ("$hour", Func::Hour, 1, 1),
+    ("$minute", Func::Minute, 1, 1),
+    ("$second", Func::Second, 1, 1),
+    ("$millisecond", Func::Millisecond, 1, 1),
+    ("$dayOfWeek", Func::DayOfWeek, 1, 1),
+    ("$dayOfYear", Func::DayOfYear, 1, 1),
+    ("$dateToString", Func::DateToString, 1, 1),
 ];
 
 impl Func {
@@ -404,8 +486,333 @@ impl Func {
                 Some(Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))
             )),
             Func::Rand => Ok(Some(Bson::Double(random_unit()))),
+            Func::ToString => nullish_or(v, super::convert::to_string),
+            Func::ToInt => nullish_or(v, super::convert::to_int),
+            Func::ToLong => nullish_or(v, super::convert::to_long),
+            Func::ToDouble => nullish_or(v, super::convert::to_double),
+            Func::ToDecimal => nullish_or(v, super::convert::to_decimal),
+            Func::ToBool => nullish_or(v, |x| Ok(Some(super::convert::to_bool(x)))),
+            Func::Round | Func::Trunc => round(self, v),
+            Func::Sqrt | Func::Exp | Func::Ln | Func::Log10 => nullish_or(v, |x| real(self, &x)),
+            Func::Pow => pow(v),
+            Func::Trim | Func::Ltrim | Func::Rtrim => {
+                super::text::trim(op, v.swap_remove(0).unwrap_or(Bson::Null))
+            }
+            Func::RegexMatch => super::text::regex_match(v.swap_remove(0).unwrap_or(Bson::Null)),
+            Func::Strcasecmp => {
+                let b = v.pop().flatten();
+                super::text::strcasecmp(v.pop().flatten(), b)
+            }
+            Func::SubstrBytes => super::text::substr_bytes(op, v),
+            Func::StrLenBytes => super::text::len_bytes(v.swap_remove(0)),
+            Func::IndexOfArray => index_of_array(v, cx),
+            Func::Range => range(&v),
+            Func::SetUnion | Func::SetIntersection | Func::SetDifference | Func::SetIsSubset => {
+                sets(self, v, cx)
+            }
+            Func::AllElementsTrue | Func::AnyElementTrue => match v.swap_remove(0) {
+                Some(Bson::Array(items)) => boolean(if self == Func::AllElementsTrue {
+                    items.iter().all(|x| truthy(Some(x)))
+                } else {
+                    items.iter().any(|x| truthy(Some(x)))
+                }),
+                other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))),
+            },
+            Func::Year
+            | Func::Month
+            | Func::DayOfMonth
+            | Func::Hour
+            | Func::Minute
+            | Func::Second
+            | Func::Millisecond
+            | Func::DayOfWeek
+            | Func::DayOfYear => super::dates::part(op, v.swap_remove(0).unwrap_or(Bson::Null)),
+            Func::DateToString => super::dates::to_string(v.swap_remove(0).unwrap_or(Bson::Null)),
         }
     }
+}
+
+/// Null for a null or missing argument, else `f` of it.
+fn nullish_or(
+    mut v: Vec<Option<Bson>>,
+    f: impl FnOnce(Bson) -> Result<Option<Bson>, ExprError>,
+) -> Result<Option<Bson>, ExprError> {
+    match v.swap_remove(0) {
+        None | Some(Bson::Null | Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(x) => f(x),
+    }
+}
+
+/// `$round` (half to even, as MongoDB rounds) and `$trunc` to a number of decimal places
+/// (negative: to tens, hundreds, ...); the result keeps the input's type.
+fn round(func: Func, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    let op = func.name();
+    if v.iter().any(|x| is_nullish(x.as_ref())) {
+        return Ok(Some(Bson::Null));
+    }
+    let places = match v.get(1).cloned().flatten() {
+        None => 0,
+        Some(p) => match as_i64(&p) {
+            Some(p) if (-20..=100).contains(&p) => p,
+            _ => {
+                return Err(error(
+                    op,
+                    "the place must be a whole number from -20 to 100",
+                ));
+            }
+        },
+    };
+    let half_even = func == Func::Round;
+    let cut = |x: f64| {
+        if half_even {
+            x.round_ties_even()
+        } else {
+            x.trunc()
+        }
+    };
+    #[allow(clippy::cast_possible_truncation)]
+    let scale = 10f64.powi(places.unsigned_abs().min(300) as i32);
+    let on_double = |d: f64| {
+        if places >= 0 {
+            cut(d * scale) / scale
+        } else {
+            cut(d / scale) * scale
+        }
+    };
+    let on_int = |i: i64| -> Result<i64, ExprError> {
+        if places >= 0 {
+            return Ok(i);
+        }
+        #[allow(clippy::cast_possible_truncation)]
+        let unit = 10i64
+            .checked_pow(places.unsigned_abs() as u32)
+            .ok_or_else(|| error(op, "the place is beyond the range of a long"))?;
+        let q = i / unit;
+        let r = i % unit;
+        let q = if half_even {
+            match (2 * r.abs()).cmp(&unit) {
+                Ordering::Greater => q + r.signum(),
+                Ordering::Equal if q % 2 != 0 => q + r.signum(),
+                _ => q,
+            }
+        } else {
+            q
+        };
+        q.checked_mul(unit)
+            .ok_or_else(|| error(op, "the result overflows a long"))
+    };
+    Ok(Some(match v.into_iter().next().flatten() {
+        Some(Bson::Int32(i)) => {
+            let n = on_int(i64::from(i))?;
+            i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+        }
+        Some(Bson::Int64(i)) => Bson::Int64(on_int(i)?),
+        Some(Bson::Double(d)) => Bson::Double(on_double(d)),
+        Some(Bson::Decimal128(_)) => {
+            return Err(error(
+                op,
+                "decimal operands are not supported by this engine",
+            ));
+        }
+        other => return Err(wrong_type(op, "a number", &other.unwrap_or(Bson::Null))),
+    }))
+}
+
+/// `$sqrt`, `$exp`, `$ln`, `$log10`: doubles.
+fn real(func: Func, x: &Bson) -> Result<Option<Bson>, ExprError> {
+    let op = func.name();
+    let Some(d) = as_f64(x).filter(|_| width(op, x).is_ok_and(|w| w != Width::Decimal)) else {
+        return Err(wrong_type(op, "a number", x));
+    };
+    let result = match func {
+        Func::Sqrt if d < 0.0 => return Err(error(op, "the argument must not be negative")),
+        Func::Sqrt => d.sqrt(),
+        Func::Exp => d.exp(),
+        Func::Ln | Func::Log10 if d <= 0.0 => {
+            return Err(error(op, "the argument must be positive"));
+        }
+        Func::Ln => d.ln(),
+        _ => d.log10(),
+    };
+    Ok(Some(Bson::Double(result)))
+}
+
+/// `$pow`: whole powers of whole numbers stay whole while they fit; otherwise a double.
+fn pow(v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    let op = "$pow";
+    if v.iter().any(|x| is_nullish(x.as_ref())) {
+        return Ok(Some(Bson::Null));
+    }
+    let mut v = v.into_iter().flatten();
+    let (Some(base), Some(exponent)) = (v.next(), v.next()) else {
+        return Ok(Some(Bson::Null));
+    };
+    let (wb, we) = (width(op, &base)?, width(op, &exponent)?);
+    if wb == Width::Decimal || we == Width::Decimal {
+        return Err(error(
+            op,
+            "decimal operands are not supported by this engine",
+        ));
+    }
+    let (b, e) = (
+        as_f64(&base).unwrap_or(0.0),
+        as_f64(&exponent).unwrap_or(0.0),
+    );
+    if b == 0.0 && e < 0.0 {
+        return Err(error(op, "zero cannot be raised to a negative power"));
+    }
+    if wb <= Width::Int64
+        && we <= Width::Int64
+        && let (Some(x), Some(n)) = (as_i64(&base), as_i64(&exponent))
+        && let Ok(n) = u32::try_from(n)
+        && let Some(p) = x.checked_pow(n)
+    {
+        return Ok(Some(if wb == Width::Int32 && we == Width::Int32 {
+            i32::try_from(p).map_or(Bson::Int64(p), Bson::Int32)
+        } else {
+            Bson::Int64(p)
+        }));
+    }
+    Ok(Some(Bson::Double(b.powf(e))))
+}
+
+/// `$indexOfArray: [array, value, start, end]`: the first position of an equal element, or -1.
+fn index_of_array(
+    mut v: Vec<Option<Bson>>,
+    cx: Option<&Collation>,
+) -> Result<Option<Bson>, ExprError> {
+    let op = "$indexOfArray";
+    let items = match v[0].take() {
+        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items,
+        Some(other) => return Err(wrong_type(op, "an array", &other)),
+    };
+    let bound = |x: Option<&Option<Bson>>, default: usize| -> Result<usize, ExprError> {
+        match x {
+            None => Ok(default),
+            Some(x) => match x.as_ref().and_then(as_i64) {
+                Some(n) if n >= 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+                _ => Err(error(
+                    op,
+                    "start and end must be non-negative whole numbers",
+                )),
+            },
+        }
+    };
+    let start = bound(v.get(2), 0)?;
+    let end = bound(v.get(3), items.len())?.min(items.len());
+    let wanted = v[1].take();
+    let found =
+        (start..end).find(|&i| order(Some(&items[i]), wanted.as_ref(), cx) == Ordering::Equal);
+    Ok(Some(Bson::Int32(
+        found.map_or(-1, |i| i32::try_from(i).unwrap_or(-1)),
+    )))
+}
+
+/// `$range: [start, end, step]`: whole numbers from start up to (not including) end.
+fn range(v: &[Option<Bson>]) -> Result<Option<Bson>, ExprError> {
+    let op = "$range";
+    let whole = |x: Option<&Option<Bson>>, default: Option<i64>| match x {
+        None => default.ok_or_else(|| error(op, "start and end are required")),
+        Some(x) => x
+            .as_ref()
+            .and_then(as_i64)
+            .filter(|n| i32::try_from(*n).is_ok())
+            .ok_or_else(|| {
+                error(
+                    op,
+                    "start, end and step must be whole numbers that fit an int",
+                )
+            }),
+    };
+    let (start, end, step) = (
+        whole(v.first(), None)?,
+        whole(v.get(1), None)?,
+        whole(v.get(2), Some(1))?,
+    );
+    if step == 0 {
+        return Err(error(op, "the step cannot be zero"));
+    }
+    let count = if (step > 0 && start >= end) || (step < 0 && start <= end) {
+        0
+    } else {
+        ((end - start).abs() + step.abs() - 1) / step.abs()
+    };
+    if count > 10_000_000 {
+        return Err(error(op, "the range has more than ten million elements"));
+    }
+    Ok(Some(Bson::Array(
+        (0..count)
+            .map(|i| Bson::Int32(i32::try_from(start + i * step).unwrap_or(0)))
+            .collect(),
+    )))
+}
+
+/// The set operators: arrays as sets (duplicates once, order of first appearance).
+fn sets(
+    func: Func,
+    v: Vec<Option<Bson>>,
+    cx: Option<&Collation>,
+) -> Result<Option<Bson>, ExprError> {
+    let op = func.name();
+    if func != Func::SetIsSubset && v.iter().any(|x| is_nullish(x.as_ref())) {
+        return Ok(Some(Bson::Null));
+    }
+    let mut arrays = Vec::with_capacity(v.len());
+    for x in v {
+        match x {
+            Some(Bson::Array(items)) => arrays.push(items),
+            other => return Err(wrong_type(op, "arrays", &other.unwrap_or(Bson::Null))),
+        }
+    }
+    let contains = |set: &[Bson], x: &Bson| {
+        set.iter()
+            .any(|y| compare_bson(x, y, cx) == Ordering::Equal)
+    };
+    let distinct = |items: Vec<Bson>| {
+        let mut out: Vec<Bson> = Vec::new();
+        for x in items {
+            if !contains(&out, &x) {
+                out.push(x);
+            }
+        }
+        out
+    };
+    Ok(Some(match func {
+        Func::SetUnion => Bson::Array(distinct(arrays.into_iter().flatten().collect())),
+        Func::SetIntersection => {
+            let mut iter = arrays.into_iter();
+            let first = distinct(iter.next().unwrap_or_default());
+            let rest: Vec<Vec<Bson>> = iter.collect();
+            Bson::Array(
+                first
+                    .into_iter()
+                    .filter(|x| rest.iter().all(|r| contains(r, x)))
+                    .collect(),
+            )
+        }
+        Func::SetDifference => {
+            let mut iter = arrays.into_iter();
+            let (a, b) = (
+                iter.next().unwrap_or_default(),
+                iter.next().unwrap_or_default(),
+            );
+            Bson::Array(
+                distinct(a)
+                    .into_iter()
+                    .filter(|x| !contains(&b, x))
+                    .collect(),
+            )
+        }
+        _ => {
+            let mut iter = arrays.into_iter();
+            let (a, b) = (
+                iter.next().unwrap_or_default(),
+                iter.next().unwrap_or_default(),
+            );
+            Bson::Boolean(a.iter().all(|x| contains(&b, x)))
+        }
+    }))
 }
 
 fn unreachable_lazy(op: &str) -> Result<Option<Bson>, ExprError> {

@@ -1,5 +1,5 @@
-//! Aggregation expressions: what `$expr` in a filter and the stages of a pipeline update
-//! compute from a document.
+//! Aggregation expressions: what `$expr` in a filter, the stages of a pipeline update and
+//! aggregation stages compute from a document.
 //!
 //! The grammar, as MongoDB documents it: a string `"$a.b"` is a field path of the current
 //! document; `"$$name.a"` a variable (`ROOT`, `CURRENT`, `NOW`, `REMOVE`, a `let` variable or one
@@ -12,10 +12,19 @@
 //! `$$REMOVE`, is missing, which an object expression omits. Variables of a `let` option are
 //! evaluated once, before any document, and fixed into the parsed expression; an undefined
 //! variable or an unknown operator is refused when parsing, and an operator applied to values
-//! of the wrong type fails when evaluated, naming the operator.
+//! of the wrong type fails when evaluated, naming the operator. Comparisons follow the
+//! query's collation when it has one.
+//!
+//! - `eval`: the evaluator and its environment (current document, bound variables, `$$NOW`,
+//!   collation); `func`: the operators over positional arguments, by group; `convert`: the
+//!   `$to*` conversions; `text`: trimming, `$regexMatch`, byte-wise strings; `dates`: UTC date
+//!   parts and `$dateToString`.
 
+mod convert;
+mod dates;
 mod eval;
 mod func;
+mod text;
 
 use std::fmt;
 

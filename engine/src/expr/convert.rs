@@ -1,0 +1,127 @@
+//! Type conversions: `$toString`, `$toInt`, `$toLong`, `$toDouble`, `$toDecimal`, `$toBool`.
+//!
+//! Null or missing gives null; a value that cannot convert is an error naming the operator,
+//! as MongoDB's `$convert` without `onError` is.
+
+use bson::{Bson, Decimal128};
+
+use super::ExprError;
+use super::dates::iso_string;
+use super::func::type_alias;
+
+fn cannot(op: &str, v: &Bson) -> ExprError {
+    super::error(op, format!("cannot convert {} `{v}`", type_alias(Some(v))))
+}
+
+/// A double as MongoDB prints it: integral values without a fraction, others in the shortest
+/// form that reads back the same.
+pub(crate) fn double_text(d: f64) -> String {
+    if d.is_nan() {
+        "NaN".to_owned()
+    } else if d.is_infinite() {
+        if d > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
+    } else if d.fract() == 0.0 && d.abs() < 1e15 {
+        format!("{d:.0}")
+    } else {
+        format!("{d}")
+    }
+}
+
+pub(crate) fn to_string(v: Bson) -> Result<Option<Bson>, ExprError> {
+    Ok(Some(Bson::String(match v {
+        Bson::Null | Bson::Undefined => return Ok(Some(Bson::Null)),
+        Bson::String(s) => s,
+        Bson::Int32(i) => i.to_string(),
+        Bson::Int64(i) => i.to_string(),
+        Bson::Double(d) => double_text(d),
+        Bson::Decimal128(d) => d.to_string(),
+        Bson::Boolean(b) => b.to_string(),
+        Bson::ObjectId(id) => id.to_hex(),
+        Bson::DateTime(d) => iso_string(d.timestamp_millis()),
+        other => return Err(cannot("$toString", &other)),
+    })))
+}
+
+/// A whole number from any convertible value, truncated toward zero; `None` when it cannot be.
+fn whole(op: &str, v: &Bson) -> Result<i64, ExprError> {
+    match v {
+        Bson::Int32(i) => Ok(i64::from(*i)),
+        Bson::Int64(i) => Ok(*i),
+        Bson::Boolean(b) => Ok(i64::from(*b)),
+        #[allow(clippy::cast_possible_truncation)]
+        Bson::Double(d) if d.is_finite() && d.trunc().abs() < 9.223_372_036_854_775e18 => {
+            Ok(d.trunc() as i64)
+        }
+        Bson::Decimal128(d) => {
+            let text = d.to_string();
+            let integral = text.split(['.', 'E', 'e']).next().unwrap_or("");
+            integral.parse().map_err(|_| cannot(op, v))
+        }
+        Bson::String(s) => s.trim().parse().map_err(|_| cannot(op, v)),
+        Bson::DateTime(d) if op == "$toLong" => Ok(d.timestamp_millis()),
+        _ => Err(cannot(op, v)),
+    }
+}
+
+pub(crate) fn to_int(v: Bson) -> Result<Option<Bson>, ExprError> {
+    if matches!(v, Bson::Null | Bson::Undefined) {
+        return Ok(Some(Bson::Null));
+    }
+    let n = whole("$toInt", &v)?;
+    i32::try_from(n)
+        .map(|i| Some(Bson::Int32(i)))
+        .map_err(|_| super::error("$toInt", format!("`{v}` is out of the range of an int")))
+}
+
+pub(crate) fn to_long(v: Bson) -> Result<Option<Bson>, ExprError> {
+    if matches!(v, Bson::Null | Bson::Undefined) {
+        return Ok(Some(Bson::Null));
+    }
+    whole("$toLong", &v).map(|n| Some(Bson::Int64(n)))
+}
+
+pub(crate) fn to_double(v: Bson) -> Result<Option<Bson>, ExprError> {
+    Ok(Some(Bson::Double(match &v {
+        Bson::Null | Bson::Undefined => return Ok(Some(Bson::Null)),
+        Bson::Int32(i) => f64::from(*i),
+        Bson::Int64(i) => *i as f64,
+        Bson::Double(d) => *d,
+        Bson::Boolean(b) => f64::from(u8::from(*b)),
+        Bson::Decimal128(d) => d.to_string().parse().map_err(|_| cannot("$toDouble", &v))?,
+        Bson::String(s) => s.trim().parse().map_err(|_| cannot("$toDouble", &v))?,
+        Bson::DateTime(d) => d.timestamp_millis() as f64,
+        _ => return Err(cannot("$toDouble", &v)),
+    })))
+}
+
+pub(crate) fn to_decimal(v: Bson) -> Result<Option<Bson>, ExprError> {
+    let text = match &v {
+        Bson::Null | Bson::Undefined => return Ok(Some(Bson::Null)),
+        Bson::Decimal128(_) => return Ok(Some(v)),
+        Bson::Int32(i) => i.to_string(),
+        Bson::Int64(i) => i.to_string(),
+        // Fifteen significant digits, as MongoDB converts a double.
+        Bson::Double(d) if d.is_finite() => format!("{d:.14e}"),
+        Bson::Boolean(b) => u8::from(*b).to_string(),
+        Bson::String(s) => s.trim().to_owned(),
+        Bson::DateTime(d) => d.timestamp_millis().to_string(),
+        _ => return Err(cannot("$toDecimal", &v)),
+    };
+    text.parse::<Decimal128>()
+        .map(|d| Some(Bson::Decimal128(d)))
+        .map_err(|_| cannot("$toDecimal", &v))
+}
+
+pub(crate) fn to_bool(v: Bson) -> Bson {
+    match v {
+        Bson::Null | Bson::Undefined => Bson::Null,
+        Bson::Boolean(b) => Bson::Boolean(b),
+        // Any string, even empty, and any document, array, id or date is true.
+        other => Bson::Boolean(match other {
+            Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+                super::truthy(Some(&other))
+            }
+            _ => true,
+        }),
+    }
+}
