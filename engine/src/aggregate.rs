@@ -1,7 +1,7 @@
 //! Aggregation pipelines over one collection: [`ReadCollection::aggregate`].
 //!
 //! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
-//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`. The leading `$match`, with the
+//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`. The leading `$match`, with the
 //! `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses indexes and streams;
 //! later stages work on the documents in memory (a `$sort` or `$group` over more than
 //! [`SORT_MEMORY_LIMIT`] bytes of documents fails with [`Error::AggregateMemoryExceeded`]).
@@ -11,6 +11,12 @@
 //! collation if any, and come out in the order first seen); accumulators `$sum`, `$avg`, `$min`,
 //! `$max`, `$first`, `$last`, `$push`, `$addToSet`, `$count`. `$unwind`: a path, or
 //! `{path, includeArrayIndex, preserveNullAndEmptyArrays}`.
+//!
+//! `$lookup` joins another collection of the same snapshot: by equality (`localField`,
+//! `foreignField`: a foreign document joins when its field equals the local value or, for an
+//! array, one of its elements; a missing local value joins null and missing, as in MongoDB),
+//! run as a find with `$in` so the foreign field's index serves; or by a `pipeline` whose
+//! `$$` variables come from `let`, evaluated on each input document; or both.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -19,6 +25,7 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawBson};
 
 use crate::collation::Collation;
+use crate::db::ReadTxn;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Func, Scope, accumulate_values, error, eval_in};
 use crate::keys::{self, Direction};
@@ -54,6 +61,11 @@ impl ReadCollection<'_> {
             .iter()
             .map(|s| Stage::parse(s, &scope, collation.as_ref()))
             .collect::<Result<Vec<_>>>()?;
+        let context = Context {
+            snapshot: self.snapshot(),
+            options,
+            collation: collation.as_ref(),
+        };
         // The leading $match, $sort, $skip and $limit become a find.
         let mut find = FindOptions {
             let_vars: options.let_vars.clone(),
@@ -86,10 +98,17 @@ impl ReadCollection<'_> {
             self.find(&filter, &find)?.collect::<Result<_>>()?
         };
         for stage in rest {
-            docs = stage.apply(docs, collation.as_ref())?;
+            docs = stage.apply(docs, &context)?;
         }
         Ok(docs)
     }
+}
+
+/// What later stages may need besides their documents.
+struct Context<'a> {
+    snapshot: &'a ReadTxn,
+    options: &'a AggregateOptions,
+    collation: Option<&'a Arc<Collation>>,
 }
 
 enum Stage {
@@ -110,6 +129,18 @@ enum Stage {
         fields: Vec<(String, Accumulator, Expr)>,
     },
     Count(String),
+    Lookup(Box<Lookup>),
+}
+
+/// A parsed `$lookup`.
+struct Lookup {
+    from: String,
+    /// `localField` and `foreignField`, for an equality join.
+    equality: Option<(Vec<String>, String)>,
+    /// `let` variables, evaluated on each input document for the pipeline.
+    vars: Vec<(String, Expr)>,
+    pipeline: Vec<Document>,
+    output: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -182,6 +213,7 @@ impl Stage {
                 }
             },
             "$unwind" => parse_unwind(arg)?,
+            "$lookup" => Stage::Lookup(Box::new(parse_lookup(&spec()?, scope)?)),
             "$group" => parse_group(&spec()?, scope)?,
             other => {
                 return Err(stage_error(
@@ -192,11 +224,8 @@ impl Stage {
         })
     }
 
-    fn apply(
-        &self,
-        docs: Vec<Document>,
-        collation: Option<&Arc<Collation>>,
-    ) -> Result<Vec<Document>> {
+    fn apply(&self, docs: Vec<Document>, context: &Context<'_>) -> Result<Vec<Document>> {
+        let collation = context.collation;
         Ok(match self {
             Stage::Match(filter, _) => {
                 let mut kept = Vec::with_capacity(docs.len());
@@ -251,6 +280,7 @@ impl Stage {
                 preserve,
             } => unwind(docs, path, index_field.as_deref(), *preserve),
             Stage::Group { id, fields } => group(docs, id, fields, collation.map(AsRef::as_ref))?,
+            Stage::Lookup(lookup) => lookup.apply(docs, context)?,
         })
     }
 }
@@ -267,6 +297,180 @@ fn check_memory(stage: &str, docs: &[Document]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
+    let name = "$lookup";
+    let known = [
+        "from",
+        "localField",
+        "foreignField",
+        "let",
+        "pipeline",
+        "as",
+    ];
+    if let Some(unknown) = spec.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(stage_error(name, format!("unknown option `{unknown}`")));
+    }
+    let text = |key: &str| match spec.get(key) {
+        None => Ok(None),
+        Some(Bson::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(_) => Err(stage_error(
+            name,
+            format!("`{key}` must be a non-empty string"),
+        )),
+    };
+    let Some(from) = text("from")? else {
+        return Err(stage_error(name, "needs `from`, the collection to join"));
+    };
+    let Some(output) = text("as")? else {
+        return Err(stage_error(
+            name,
+            "needs `as`, the field that receives the joined documents",
+        ));
+    };
+    let equality = match (text("localField")?, text("foreignField")?) {
+        (Some(local), Some(foreign)) => {
+            Some((local.split('.').map(str::to_owned).collect(), foreign))
+        }
+        (None, None) => None,
+        _ => {
+            return Err(stage_error(
+                name,
+                "`localField` and `foreignField` go together",
+            ));
+        }
+    };
+    let pipeline = match spec.get("pipeline") {
+        None => Vec::new(),
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(stage_error(
+                    name,
+                    "every `pipeline` stage must be a document",
+                )),
+            })
+            .collect::<Result<_>>()?,
+        Some(_) => return Err(stage_error(name, "`pipeline` must be an array of stages")),
+    };
+    if equality.is_none() && spec.get("pipeline").is_none() {
+        return Err(stage_error(
+            name,
+            "needs `localField` and `foreignField`, or a `pipeline`",
+        ));
+    }
+    let vars = match spec.get("let") {
+        None => Vec::new(),
+        Some(Bson::Document(d)) => d
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), Expr::parse(v, scope)?)))
+            .collect::<Result<_>>()?,
+        Some(_) => return Err(stage_error(name, "`let` must be a document")),
+    };
+    Ok(Lookup {
+        from,
+        equality,
+        vars,
+        pipeline,
+        output: output.split('.').map(str::to_owned).collect(),
+    })
+}
+
+impl Lookup {
+    fn apply(&self, docs: Vec<Document>, context: &Context<'_>) -> Result<Vec<Document>> {
+        let foreign = context.snapshot.collection(&self.from)?;
+        let mut out = Vec::with_capacity(docs.len());
+        for mut doc in docs {
+            let joined = match &foreign {
+                None => Vec::new(),
+                Some(coll) => {
+                    let mut pipeline = Vec::with_capacity(self.pipeline.len() + 1);
+                    if let Some((local, foreign_field)) = &self.equality {
+                        let mut values = lookup_values(&doc, local);
+                        if values.is_empty() {
+                            values.push(Bson::Null);
+                        }
+                        pipeline.push(
+                            bson::doc! { "$match": { foreign_field.clone(): { "$in": values } } },
+                        );
+                    }
+                    pipeline.extend(self.pipeline.iter().cloned());
+                    // The variables are values of this document: literals, never re-read as
+                    // expressions.
+                    let env = Env::collated(&doc, context.collation.map(AsRef::as_ref));
+                    let mut vars = context.options.let_vars.clone().unwrap_or_default();
+                    for (name, expr) in &self.vars {
+                        let value = match eval_in(expr, &env)? {
+                            Some(value) => Bson::Document(bson::doc! { "$literal": value }),
+                            // A missing field binds the variable to missing.
+                            None => Bson::String("$$REMOVE".to_owned()),
+                        };
+                        vars.insert(name.clone(), value);
+                    }
+                    let options = AggregateOptions {
+                        let_vars: Some(vars),
+                        collation: context.options.collation.clone(),
+                        hint: None,
+                    };
+                    coll.aggregate(&pipeline, &options)?
+                }
+            };
+            let joined = Bson::Array(joined.into_iter().map(Bson::Document).collect());
+            set_output(&mut doc, &self.output, joined);
+            out.push(doc);
+        }
+        Ok(out)
+    }
+}
+
+/// The values a local field holds: through subdocuments and arrays, an array counting as its
+/// elements.
+fn lookup_values(doc: &Document, path: &[String]) -> Vec<Bson> {
+    fn walk(v: &Bson, path: &[String], out: &mut Vec<Bson>) {
+        match (path.split_first(), v) {
+            (None, Bson::Array(items)) => out.extend(items.iter().cloned()),
+            (None, value) => out.push(value.clone()),
+            (Some((first, rest)), Bson::Document(d)) => {
+                if let Some(child) = d.get(first) {
+                    walk(child, rest, out);
+                }
+            }
+            (Some(_), Bson::Array(items)) => {
+                for item in items {
+                    if matches!(item, Bson::Document(_)) {
+                        walk(item, path, out);
+                    }
+                }
+            }
+            (Some(_), _) => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some((first, rest)) = path.split_first()
+        && let Some(v) = doc.get(first)
+    {
+        walk(v, rest, &mut out);
+    }
+    out
+}
+
+/// Sets `value` at a dotted path, creating (or replacing non-document) parents.
+fn set_output(doc: &mut Document, path: &[String], value: Bson) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.insert(first.clone(), value);
+        return;
+    }
+    if !matches!(doc.get(first), Some(Bson::Document(_))) {
+        doc.insert(first.clone(), Document::new());
+    }
+    if let Some(Bson::Document(d)) = doc.get_mut(first) {
+        set_output(d, rest, value);
+    }
 }
 
 fn parse_unwind(arg: &Bson) -> Result<Stage> {

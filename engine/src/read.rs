@@ -55,6 +55,13 @@ impl std::fmt::Debug for ReadCollection<'_> {
     }
 }
 
+impl<'t> ReadCollection<'t> {
+    /// The snapshot this collection reads (for stages that read other collections).
+    pub(crate) fn snapshot(&self) -> &'t ReadTxn {
+        self.txn
+    }
+}
+
 impl ReadCollection<'_> {
     pub fn name(&self) -> &str {
         &self.meta.name

@@ -109,7 +109,8 @@ pub(crate) fn error(operator: &str, reason: impl fmt::Display) -> ExprError {
 /// names bound by the operators around it.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
-    constants: Vec<(String, Bson)>,
+    /// Each value, or `None` for missing (a variable bound to `$$REMOVE` or an absent field).
+    constants: Vec<(String, Option<Bson>)>,
     bound: Vec<String>,
 }
 
@@ -120,7 +121,7 @@ impl Scope {
         for (name, value) in vars.into_iter().flatten() {
             check_name(name)?;
             let expr = Expr::parse(value, &scope)?;
-            let value = eval_in(&expr, &Env::constant())?.unwrap_or(Bson::Null);
+            let value = eval_in(&expr, &Env::constant())?;
             scope.constants.push((name.clone(), value));
         }
         Ok(scope)
@@ -220,7 +221,7 @@ fn parse_variable(text: &str, scope: &Scope) -> Result<Expr, ExprError> {
         return Ok(Expr::Var(name.to_owned(), path));
     }
     if let Some((_, value)) = scope.constants.iter().rev().find(|(n, _)| n == name) {
-        let value = eval::path_of(Some(value.clone()), &path);
+        let value = eval::path_of(value.clone(), &path);
         return Ok(value.map_or(Expr::Remove, Expr::Literal));
     }
     Err(error(

@@ -145,6 +145,14 @@ impl Filter {
         Filter::parse_with(doc, &Scope::default())
     }
 
+    /// The collation this filter's strings compare under, if any.
+    pub fn collation(&self) -> Option<&Collation> {
+        match self {
+            Filter::Collated(c, _) => Some(c),
+            _ => None,
+        }
+    }
+
     /// This filter with strings compared under `collation` (unchanged without one).
     #[must_use]
     pub fn collated(self, collation: Option<Arc<Collation>>) -> Filter {

@@ -104,9 +104,13 @@ impl Pipeline {
 
     /// The document the pipeline turns `doc` into as an update: `_id` kept (or restored when
     /// dropped), never changed.
-    pub(crate) fn apply(&self, doc: Document) -> Result<Document, UpdateError> {
+    pub(crate) fn apply(
+        &self,
+        doc: Document,
+        collation: Option<&Collation>,
+    ) -> Result<Document, UpdateError> {
         let id = doc.get("_id").cloned();
-        let mut current = self.transform(doc)?;
+        let mut current = self.transform_collated(doc, collation)?;
         match (id, current.get("_id")) {
             (Some(id), None) => {
                 let mut with_id = Document::new();

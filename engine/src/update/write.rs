@@ -692,9 +692,10 @@ fn updated_document(
             let doc = Document::try_from(original.as_ref()).map_err(malformed)?;
             apply_operators(ops, doc, original, query, false, now)?
         }
-        Update::Pipeline(pipeline) => {
-            pipeline.apply(Document::try_from(original.as_ref()).map_err(malformed)?)?
-        }
+        Update::Pipeline(pipeline) => pipeline.apply(
+            Document::try_from(original.as_ref()).map_err(malformed)?,
+            query.collation(),
+        )?,
     };
     let new = RawDocumentBuf::try_from(&new).map_err(malformed)?;
     Ok((new.as_bytes() != original.as_bytes()).then_some(new))
@@ -788,7 +789,7 @@ fn upserted(filter: &Document, query: &Filter, update: &Update) -> Result<Docume
             let doc = apply_operators(ops, seeded, &seed_raw, query, true, bson::DateTime::now())?;
             with_new_id(doc)
         }
-        Update::Pipeline(pipeline) => with_new_id(pipeline.apply(seeded)?),
+        Update::Pipeline(pipeline) => with_new_id(pipeline.apply(seeded, query.collation())?),
     };
     Ok(doc)
 }

@@ -110,6 +110,33 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
     if let Some((i, e)) = result.failures.first() {
         return Err(format!("document {i} cannot be inserted: {e}"));
     }
+    // Other collections (what `$lookup` joins), indexed on their fields in the indexed run.
+    if let Some(others) = case.get("collections") {
+        let Some(others) = others.as_object() else {
+            return Err("`collections` must map names to arrays of documents".into());
+        };
+        for (name, docs) in others {
+            let docs = match docs {
+                Value::Array(items) => items.iter().map(document).collect::<Result<Vec<_>, _>>()?,
+                _ => return Err(format!("collection `{name}` must be an array of documents")),
+            };
+            let coll = db.collection(name);
+            if with_indexes {
+                let mut fields: Vec<&String> = docs.iter().flat_map(Document::keys).collect();
+                fields.sort();
+                fields.dedup();
+                for field in fields.into_iter().filter(|f| *f != "_id") {
+                    if let Ok(spec) = IndexSpec::ascending(field) {
+                        let _ = coll.create_index(spec);
+                    }
+                }
+            }
+            let result = coll.insert_many(docs, true).map_err(|e| e.to_string())?;
+            if let Some((i, e)) = result.failures.first() {
+                return Err(format!("document {i} of `{name}` cannot be inserted: {e}"));
+            }
+        }
+    }
     let filter = case
         .get("filter")
         .map(document)
