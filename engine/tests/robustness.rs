@@ -353,11 +353,14 @@ proptest! {
             doc! { "$unwind": { "path": "$a", "preserveNullAndEmptyArrays": true } },
             doc! { "$sort": sort.clone() },
             doc! { "$project": projection.clone() },
+            doc! { "$lookup": { "from": "c", "localField": "a", "foreignField": "b", "as": "j" } },
+            doc! { "$lookup": { "from": "c", "let": let_vars.clone(), "pipeline": [{ "$match": filter.clone() }], "as": "k" } },
             let_vars.clone(),
         ];
         let options = odm_engine::aggregate::AggregateOptions { let_vars: Some(let_vars.clone()), ..Default::default() };
         let _ = coll.aggregate(&stages, &options);
         let _ = coll.aggregate(&stages[1..3], &options);
+        let _ = coll.aggregate(&stages[5..], &options);
     }
 
     #[test]
