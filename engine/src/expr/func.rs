@@ -1096,6 +1096,11 @@ fn unary(func: Func, x: &Bson) -> Result<Bson, ExprError> {
             .map(Bson::Int64)
             .ok_or_else(|| error(op, "the absolute value overflows a long"))?,
         (Func::Abs, Bson::Double(d)) => Bson::Double(d.abs()),
+        (Func::Abs, Bson::Decimal128(d)) => {
+            let mut bytes = d.bytes();
+            bytes[15] &= 0x7f;
+            Bson::Decimal128(bson::Decimal128::from_bytes(bytes))
+        }
         (Func::Ceil, Bson::Double(d)) => Bson::Double(d.ceil()),
         (Func::Floor, Bson::Double(d)) => Bson::Double(d.floor()),
         (_, Bson::Int32(_) | Bson::Int64(_)) => x.clone(),
