@@ -1063,15 +1063,17 @@ fn subtract(minuend: &Bson, subtrahend: &Bson) -> Result<Bson, ExprError> {
 fn divide(op: &str, a: &Bson, b: &Bson, remainder: bool) -> Result<Bson, ExprError> {
     let wa = width(op, a)?;
     let wb = width(op, b)?;
-    if wa == Width::Decimal || wb == Width::Decimal {
-        return Err(error(
-            op,
-            "decimal operands are not supported by this engine",
-        ));
-    }
     let (x, y) = (as_f64(a).unwrap_or(0.0), as_f64(b).unwrap_or(0.0));
     if y == 0.0 {
         return Err(error(op, "cannot divide by zero"));
+    }
+    if wa == Width::Decimal || wb == Width::Decimal {
+        let result = if remainder {
+            crate::update::decimal::remainder(a, b)
+        } else {
+            crate::update::decimal::divide(a, b)
+        };
+        return result.ok_or_else(|| error(op, "the decimal result cannot be computed"));
     }
     if !remainder {
         return Ok(Bson::Double(x / y));
@@ -1104,6 +1106,9 @@ fn unary(func: Func, x: &Bson) -> Result<Bson, ExprError> {
         (Func::Ceil, Bson::Double(d)) => Bson::Double(d.ceil()),
         (Func::Floor, Bson::Double(d)) => Bson::Double(d.floor()),
         (_, Bson::Int32(_) | Bson::Int64(_)) => x.clone(),
+        (Func::Ceil | Func::Floor, Bson::Decimal128(d)) => {
+            crate::update::decimal::integral(*d, func == Func::Floor)
+        }
         (_, Bson::Decimal128(_)) => {
             return Err(error(
                 op,
@@ -1139,6 +1144,12 @@ pub(crate) fn accumulate_values(
             if func == Func::Avg {
                 if numbers.is_empty() {
                     return Some(Bson::Null);
+                }
+                // Decimals average as a decimal, everything else as a double.
+                if numbers.iter().any(|n| matches!(n, Bson::Decimal128(_))) {
+                    let total = combine_numbers("$avg", &numbers, false).ok()?;
+                    let count = Bson::Int64(i64::try_from(numbers.len()).unwrap_or(i64::MAX));
+                    return crate::update::decimal::divide(&total, &count);
                 }
                 let total = numbers.iter().filter_map(as_f64).sum::<f64>();
                 return Some(Bson::Double(total / numbers.len() as f64));

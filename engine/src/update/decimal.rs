@@ -1,4 +1,5 @@
-//! Decimal128 arithmetic for `$inc` and `$mul`: exact on the operands' decimal values, then
+//! Decimal128 arithmetic for `$inc` and `$mul` (and the expressions' `$add`, `$multiply`,
+//! `$divide`, `$mod`, `$floor`, `$ceil`, `$avg`): exact on the operands' decimal values, then
 //! rounded to decimal128's 34 significant digits (half to even), as IEEE 754 decimal does.
 //!
 //! Operands: a decimal128 as it is, an integer exactly, a double rounded to 15 significant
@@ -260,11 +261,185 @@ fn product(x: &Finite, y: &Finite) -> Finite {
     }
 }
 
+/// `a ÷ b` as a decimal128, IEEE 754's way: an exact quotient at the ideal exponent (the
+/// dividend's minus the divisor's, trailing zeros dropped toward it), others rounded to 34
+/// digits half to even. `None` when an operand is not a number or the divisor is zero.
+pub(crate) fn divide(a: &Bson, b: &Bson) -> Option<Bson> {
+    let result = match (value(a)?, value(b)?) {
+        (Value::NaN, _) | (_, Value::NaN) | (Value::Infinity { .. }, Value::Infinity { .. }) => {
+            Value::NaN
+        }
+        (Value::Infinity { negative }, Value::Finite(f)) => Value::Infinity {
+            negative: negative != f.negative,
+        },
+        (Value::Finite(f), Value::Infinity { negative }) => Value::Finite(Finite {
+            negative: f.negative != negative,
+            digits: Vec::new(),
+            exponent: 0,
+        }),
+        (Value::Finite(x), Value::Finite(y)) => Value::Finite(quotient(&x, &y)?),
+    };
+    finish(result)
+}
+
+/// `a mod b` (the sign of `a`), exact, as a decimal128; `None` when an operand is not a
+/// number, the divisor is zero, or the operands' exponents are too far apart to align.
+pub(crate) fn remainder(a: &Bson, b: &Bson) -> Option<Bson> {
+    let result = match (value(a)?, value(b)?) {
+        (Value::Finite(x), Value::Finite(y)) => {
+            let divisor = trimmed(&y.digits);
+            if divisor.is_empty() {
+                return None;
+            }
+            let low = x.exponent.min(y.exponent);
+            if x.exponent - low > 200 || y.exponent - low > 200 {
+                return None;
+            }
+            let (_, rest) = long_divide(&scaled_to(&x, low), &trimmed(&scaled_to(&y, low)));
+            let zero = rest.iter().all(|&d| d == 0);
+            Value::Finite(Finite {
+                negative: x.negative && !zero,
+                digits: rest,
+                exponent: low,
+            })
+        }
+        (Value::Finite(x), Value::Infinity { .. }) => Value::Finite(x),
+        _ => Value::NaN,
+    };
+    finish(result)
+}
+
+/// The integral value below (`floor`) or above a decimal128, at exponent 0 or its own if
+/// already integral.
+pub(crate) fn integral(d: Decimal128, floor: bool) -> Bson {
+    let Value::Finite(mut f) = decimal(d) else {
+        return Bson::Decimal128(d);
+    };
+    if f.exponent >= 0 {
+        return Bson::Decimal128(d);
+    }
+    let fraction = usize::try_from(-f.exponent)
+        .unwrap_or(usize::MAX)
+        .min(f.digits.len());
+    let cut = f.digits.len() - fraction;
+    let fractional = f.digits[cut..].iter().any(|&x| x != 0);
+    f.digits.truncate(cut);
+    f.exponent = 0;
+    // Away from zero when the fraction is dropped on the far side.
+    if fractional && f.negative == floor {
+        increment(&mut f.digits);
+    }
+    if f.digits.iter().all(|&x| x == 0) {
+        f.negative = false;
+    }
+    finish(Value::Finite(f)).unwrap_or(Bson::Decimal128(d))
+}
+
+fn increment(digits: &mut Vec<u8>) {
+    for d in digits.iter_mut().rev() {
+        if *d == 9 {
+            *d = 0;
+        } else {
+            *d += 1;
+            return;
+        }
+    }
+    digits.insert(0, 1);
+}
+
+fn finish(result: Value) -> Option<Bson> {
+    let text = match result {
+        Value::NaN => "NaN".to_owned(),
+        Value::Infinity { negative } => if negative { "-Infinity" } else { "Infinity" }.to_owned(),
+        Value::Finite(f) => render(round(f)),
+    };
+    text.parse::<Decimal128>().ok().map(Bson::Decimal128)
+}
+
+fn trimmed(digits: &[u8]) -> Vec<u8> {
+    let leading = digits.iter().take_while(|&&d| d == 0).count();
+    digits[leading..].to_vec()
+}
+
+fn quotient(x: &Finite, y: &Finite) -> Option<Finite> {
+    let divisor = trimmed(&y.digits);
+    if divisor.is_empty() {
+        return None;
+    }
+    let negative = x.negative != y.negative;
+    let ideal = x.exponent - y.exponent;
+    let dividend = trimmed(&x.digits);
+    if dividend.is_empty() {
+        return Some(Finite {
+            negative,
+            digits: Vec::new(),
+            exponent: ideal,
+        });
+    }
+    // Enough digits for 34 significant ones, a rounding digit and a sticky remainder.
+    let extra = (divisor.len() + DIGITS + 1).saturating_sub(dividend.len());
+    let mut scaled = dividend;
+    scaled.extend(std::iter::repeat_n(0, extra));
+    let (mut digits, rest) = long_divide(&scaled, &divisor);
+    let mut exponent = ideal - extra as i64;
+    if rest.iter().any(|&d| d != 0) {
+        // Inexact: a trailing nonzero digit tells the rounding the remainder was not zero.
+        digits.push(1);
+        exponent -= 1;
+    } else {
+        while exponent < ideal && digits.last() == Some(&0) {
+            digits.pop();
+            exponent += 1;
+        }
+    }
+    Some(Finite {
+        negative,
+        digits,
+        exponent,
+    })
+}
+
+/// Schoolbook division of digit strings: the quotient's digits and the remainder's.
+fn long_divide(dividend: &[u8], divisor: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let greater_or_equal = |a: &[u8], b: &[u8]| a.len() > b.len() || (a.len() == b.len() && a >= b);
+    let mut rest: Vec<u8> = Vec::new();
+    let mut quotient = Vec::with_capacity(dividend.len());
+    for &d in dividend {
+        rest.push(d);
+        rest = trimmed(&rest);
+        let mut digit = 0u8;
+        while greater_or_equal(&rest, divisor) {
+            rest = subtract(&rest, divisor);
+            digit += 1;
+        }
+        quotient.push(digit);
+    }
+    (quotient, rest)
+}
+
+/// `a - b` for digit strings with `a >= b`, leading zeros trimmed.
+fn subtract(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut out = a.to_vec();
+    let offset = a.len() - b.len();
+    let mut borrow = 0u8;
+    for i in (0..a.len()).rev() {
+        let sub = if i >= offset { b[i - offset] } else { 0 } + borrow;
+        if out[i] >= sub {
+            out[i] -= sub;
+            borrow = 0;
+        } else {
+            out[i] = out[i] + 10 - sub;
+            borrow = 1;
+        }
+    }
+    trimmed(&out)
+}
+
 #[cfg(test)]
 mod tests {
     use bson::{Bson, Decimal128};
 
-    use super::combine;
+    use super::{combine, divide, integral, remainder};
 
     fn d(s: &str) -> Bson {
         Bson::Decimal128(s.parse::<Decimal128>().unwrap())
@@ -293,5 +468,29 @@ mod tests {
         );
         assert_eq!(combine(&d("NaN"), &Bson::Int32(1), true), Some(d("NaN")));
         assert_eq!(combine(&Bson::String("x".into()), &d("1"), false), None);
+    }
+
+    #[test]
+    fn decimal_quotients_are_exact_at_the_ideal_exponent_or_rounded() {
+        assert_eq!(divide(&d("1"), &d("4")), Some(d("0.25")));
+        assert_eq!(divide(&d("6.0"), &Bson::Int32(2)), Some(d("3.0")));
+        assert_eq!(divide(&d("100"), &d("10")), Some(d("10")));
+        assert_eq!(
+            divide(&d("1"), &d("3")),
+            Some(d("0.3333333333333333333333333333333333"))
+        );
+        assert_eq!(
+            divide(&d("2"), &d("3")),
+            Some(d("0.6666666666666666666666666666666667"))
+        );
+        assert_eq!(divide(&d("-1"), &d("8")), Some(d("-0.125")));
+        assert_eq!(divide(&d("1"), &d("0")), None);
+        assert_eq!(remainder(&d("7.5"), &d("2")), Some(d("1.5")));
+        assert_eq!(remainder(&d("-7"), &Bson::Int32(3)), Some(d("-1")));
+        assert_eq!(integral("1.5".parse().unwrap(), true), d("1"));
+        assert_eq!(integral("-1.5".parse().unwrap(), true), d("-2"));
+        assert_eq!(integral("1.2".parse().unwrap(), false), d("2"));
+        assert_eq!(integral("-1.2".parse().unwrap(), false), d("-1"));
+        assert_eq!(integral("9.9".parse().unwrap(), false), d("10"));
     }
 }
