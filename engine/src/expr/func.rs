@@ -608,12 +608,7 @@ fn round(func: Func, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
         }
         Some(Bson::Int64(i)) => Bson::Int64(on_int(i)?),
         Some(Bson::Double(d)) => Bson::Double(on_double(d)),
-        Some(Bson::Decimal128(_)) => {
-            return Err(error(
-                op,
-                "decimal operands are not supported by this engine",
-            ));
-        }
+        Some(Bson::Decimal128(d)) => crate::update::decimal::to_places(d, places, half_even),
         other => return Err(wrong_type(op, "a number", &other.unwrap_or(Bson::Null))),
     }))
 }

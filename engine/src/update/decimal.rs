@@ -1,5 +1,5 @@
 //! Decimal128 arithmetic for `$inc` and `$mul` (and the expressions' `$add`, `$multiply`,
-//! `$divide`, `$mod`, `$floor`, `$ceil`, `$avg`): exact on the operands' decimal values, then
+//! `$divide`, `$mod`, `$floor`, `$ceil`, `$round`, `$trunc`, `$avg`): exact on the operands' decimal values, then
 //! rounded to decimal128's 34 significant digits (half to even), as IEEE 754 decimal does.
 //!
 //! Operands: a decimal128 as it is, an integer exactly, a double rounded to 15 significant
@@ -335,6 +335,41 @@ pub(crate) fn integral(d: Decimal128, floor: bool) -> Bson {
     finish(Value::Finite(f)).unwrap_or(Bson::Decimal128(d))
 }
 
+/// A decimal128 rounded (half to even) or truncated to `places` decimal places (negative: to
+/// tens, hundreds, ...); a value with no more places is unchanged.
+pub(crate) fn to_places(d: Decimal128, places: i64, half_even: bool) -> Bson {
+    let Value::Finite(mut f) = decimal(d) else {
+        return Bson::Decimal128(d);
+    };
+    let target = -places;
+    if f.exponent >= target {
+        return Bson::Decimal128(d);
+    }
+    let drop = usize::try_from(target - f.exponent).unwrap_or(usize::MAX);
+    let (kept, dropped): (Vec<u8>, Vec<u8>) = if drop >= f.digits.len() {
+        let mut dropped = vec![0; drop - f.digits.len()];
+        dropped.extend_from_slice(&f.digits);
+        (Vec::new(), dropped)
+    } else {
+        let cut = f.digits.len() - drop;
+        (f.digits[..cut].to_vec(), f.digits[cut..].to_vec())
+    };
+    f.digits = kept;
+    f.exponent = target;
+    if half_even {
+        let first = dropped.first().copied().unwrap_or(0);
+        let rest = dropped.iter().skip(1).any(|&x| x != 0);
+        let odd = f.digits.last().is_some_and(|x| x % 2 == 1);
+        if first > 5 || (first == 5 && (rest || odd)) {
+            increment(&mut f.digits);
+        }
+    }
+    if f.digits.iter().all(|&x| x == 0) {
+        f.negative = false;
+    }
+    finish(Value::Finite(f)).unwrap_or(Bson::Decimal128(d))
+}
+
 fn increment(digits: &mut Vec<u8>) {
     for d in digits.iter_mut().rev() {
         if *d == 9 {
@@ -439,7 +474,7 @@ fn subtract(a: &[u8], b: &[u8]) -> Vec<u8> {
 mod tests {
     use bson::{Bson, Decimal128};
 
-    use super::{combine, divide, integral, remainder};
+    use super::{combine, divide, integral, remainder, to_places};
 
     fn d(s: &str) -> Bson {
         Bson::Decimal128(s.parse::<Decimal128>().unwrap())
@@ -492,5 +527,12 @@ mod tests {
         assert_eq!(integral("1.2".parse().unwrap(), false), d("2"));
         assert_eq!(integral("-1.2".parse().unwrap(), false), d("-1"));
         assert_eq!(integral("9.9".parse().unwrap(), false), d("10"));
+        assert_eq!(to_places("2.5".parse().unwrap(), 0, true), d("2"));
+        assert_eq!(to_places("3.5".parse().unwrap(), 0, true), d("4"));
+        assert_eq!(to_places("1.2345".parse().unwrap(), 2, true), d("1.23"));
+        assert_eq!(to_places("1.2355".parse().unwrap(), 3, true), d("1.236"));
+        assert_eq!(to_places("1250".parse().unwrap(), -2, true), d("1.2E3"));
+        assert_eq!(to_places("-1.99".parse().unwrap(), 1, false), d("-1.9"));
+        assert_eq!(to_places("0.04".parse().unwrap(), 1, true), d("0.0"));
     }
 }
