@@ -239,8 +239,11 @@ const WRITES: [&str; 12] = [
     "bulkWrite",
     "createIndex",
 ];
-const STAGES: [&str; 13] = [
+const STAGES: [&str; 16] = [
     "$match",
+    "$lookup",
+    "$out",
+    "$merge",
     "$unwind",
     "$group",
     "$sort",
@@ -375,6 +378,9 @@ fn argument(op: &Value, key: &str) -> Option<Value> {
 fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
     if WRITES.contains(&op_name(op)) {
         return execute_write(db, collection, op);
+    }
+    if op_name(op) == "aggregate" && writes_output(op) {
+        return aggregate_into(db, collection, op);
     }
     let txn = db.read().map_err(|e| e.to_string())?;
     let coll = txn.collection(collection).map_err(|e| e.to_string())?;
@@ -731,6 +737,58 @@ fn check_operation(
     } else {
         Some(format!("expected {expected}\n  actual   {actual}"))
     }
+}
+
+/// Whether an aggregation ends with `$out` or `$merge`.
+fn writes_output(op: &Value) -> bool {
+    argument(op, "pipeline")
+        .and_then(|p| p.as_array().and_then(|stages| stages.last().cloned()))
+        .is_some_and(|last| last.get("$out").is_some() || last.get("$merge").is_some())
+}
+
+/// An aggregation that writes: its `$out` or `$merge` target named in the source's database
+/// (engine collections are named `database.collection`).
+fn aggregate_into(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
+    let database = collection.split_once('.').map_or("", |(d, _)| d);
+    let mut pipeline = argument(op, "pipeline")
+        .and_then(|p| p.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(document)
+        .collect::<Result<Vec<_>, _>>()?;
+    let qualify = |target: &Bson| -> Bson {
+        match target {
+            Bson::String(name) => Bson::String(format!("{database}.{name}")),
+            Bson::Document(d) => {
+                let db_name = d.get_str("db").unwrap_or(database);
+                let coll = d.get_str("coll").unwrap_or_default();
+                Bson::String(format!("{db_name}.{coll}"))
+            }
+            other => other.clone(),
+        }
+    };
+    if let Some(last) = pipeline.last_mut() {
+        if let Some(target) = last.get("$out").cloned() {
+            last.insert("$out", qualify(&target));
+        } else if let Some(Bson::Document(mut merge)) = last.get("$merge").cloned() {
+            if let Some(into) = merge.get("into").cloned() {
+                merge.insert("into", qualify(&into));
+            }
+            last.insert("$merge", merge);
+        } else if let Some(into) = last.get("$merge").cloned() {
+            last.insert("$merge", qualify(&into));
+        }
+    }
+    let options = AggregateOptions {
+        let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
+        collation: argument(op, "collation")
+            .map(|c| document(&c))
+            .transpose()?,
+        hint: None,
+    };
+    db.aggregate(collection, &pipeline, &options)
+        .map(|docs| Bson::Array(docs.into_iter().map(Bson::Document).collect()))
+        .map_err(|e| e.to_string())
 }
 
 /// The engine collection of an `initialData` or `outcome` element: `database.collection`.

@@ -5,7 +5,8 @@
 //! `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses indexes and streams;
 //! later stages work on the documents in memory (a `$sort` or `$group` over more than
 //! [`SORT_MEMORY_LIMIT`] bytes of documents fails with [`Error::AggregateMemoryExceeded`]).
-//! Other stages are refused by name.
+//! Other stages are refused by name. A final `$out` or `$merge` writes the results: see
+//! `output` and [`Database::aggregate`](crate::Database::aggregate).
 //!
 //! `$group`: `_id` is any expression (groups are equal values in MongoDB's order, under the
 //! collation if any, and come out in the order first seen); accumulators `$sum`, `$avg`, `$min`,
@@ -17,6 +18,8 @@
 //! array, one of its elements; a missing local value joins null and missing, as in MongoDB),
 //! run as a find with `$in` so the foreign field's index serves; or by a `pipeline` whose
 //! `$$` variables come from `let`, evaluated on each input document; or both.
+
+mod output;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -214,6 +217,12 @@ impl Stage {
             },
             "$unwind" => parse_unwind(arg)?,
             "$lookup" => Stage::Lookup(Box::new(parse_lookup(&spec()?, scope)?)),
+            "$out" | "$merge" => {
+                return Err(stage_error(
+                    name,
+                    "writes: it must be the last stage, run through Database::aggregate",
+                ));
+            }
             "$group" => parse_group(&spec()?, scope)?,
             other => {
                 return Err(stage_error(
