@@ -4,7 +4,8 @@
 
 use bson::{Bson, Document, doc};
 use odm_engine::update::{
-    BulkWrite, DeleteOptions, FindAndModify, ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+    BulkWrite, DeleteOptions, FindAndModify, OpResult, ReturnDocument, UpdateOptions, UpdateResult,
+    WriteOp,
 };
 use odm_engine::{Database, Direction, Error, IndexSpec};
 
@@ -344,4 +345,66 @@ fn concurrent_bucket_upserts_never_open_two_buckets_or_lose_a_message() {
     assert!(db.verify().unwrap().is_clean());
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bulk_write_across_collections_reports_each_operation_and_stops_when_ordered() {
+    let db = Database::in_memory().unwrap();
+    db.collection("a").insert_one(&doc! { "_id": 1 }).unwrap();
+    let ops = || {
+        vec![
+            ("a".to_owned(), WriteOp::InsertOne(doc! { "_id": 2 })),
+            (
+                "b".to_owned(),
+                WriteOp::UpdateOne {
+                    filter: doc! { "_id": 7 },
+                    update: doc! { "$set": { "x": 1 } }.into(),
+                    options: UpdateOptions {
+                        upsert: true,
+                        ..UpdateOptions::default()
+                    },
+                },
+            ),
+            // A duplicate `_id` in `a`: the failing operation.
+            ("a".to_owned(), WriteOp::InsertOne(doc! { "_id": 1 })),
+            (
+                "b".to_owned(),
+                WriteOp::DeleteMany {
+                    filter: doc! {},
+                    options: DeleteOptions::default(),
+                },
+            ),
+        ]
+    };
+    let ordered = db
+        .write(|t| t.bulk_write_across(ops(), true, None))
+        .unwrap();
+    assert_eq!(ordered.failures.len(), 1);
+    assert_eq!(ordered.failures[0].0, 2);
+    assert_eq!(
+        ordered.results,
+        [
+            (0, OpResult::Inserted(Bson::Int32(2))),
+            (
+                1,
+                OpResult::Updated(UpdateResult {
+                    matched: 0,
+                    modified: 0,
+                    upserted_id: Some(Bson::Int32(7)),
+                })
+            ),
+        ]
+    );
+    // The operations before the failure stay; the one after did not run.
+    let txn = db.read().unwrap();
+    assert_eq!(txn.collection("a").unwrap().unwrap().len().unwrap(), 2);
+    assert_eq!(txn.collection("b").unwrap().unwrap().len().unwrap(), 1);
+    drop(txn);
+    // Unordered: it goes on past the failure (the upsert now matches, the delete runs).
+    let unordered = db
+        .write(|t| t.bulk_write_across(ops()[1..].to_vec(), false, None))
+        .unwrap();
+    assert_eq!(unordered.failures.len(), 1);
+    assert_eq!(unordered.deleted, 1);
+    assert!(db.verify().unwrap().is_clean());
 }

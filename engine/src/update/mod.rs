@@ -21,6 +21,6 @@ mod write;
 pub use parse::{Operators, Update, UpdateError, UpdateModifications};
 pub use pipeline::Pipeline;
 pub use write::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, ReturnDocument, UpdateOptions,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, OpResult, ReturnDocument, UpdateOptions,
     UpdateResult, WriteOp,
 };

@@ -152,6 +152,16 @@ pub struct BulkResult {
     pub upserted_ids: Vec<(usize, Bson)>,
     /// The failing operations and their errors; an ordered bulk has at most one.
     pub failures: Vec<(usize, Error)>,
+    /// What each operation that succeeded did, by position (MongoDB's verbose results).
+    pub results: Vec<(usize, OpResult)>,
+}
+
+/// One operation's own result in a bulk write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpResult {
+    Inserted(Bson),
+    Updated(UpdateResult),
+    Deleted(u64),
 }
 
 /// A matched document: its encoded `_id` and its bytes.
@@ -320,24 +330,46 @@ impl WriteTxn<'_> {
 
     /// Runs a bulk write; see the module documentation. Storage errors end it with `Err`.
     pub fn bulk_write(&mut self, collection: &str, bulk: BulkWrite) -> Result<BulkResult> {
+        let BulkWrite {
+            ops,
+            ordered,
+            let_vars,
+        } = bulk;
+        let ops = ops
+            .into_iter()
+            .map(|op| (collection.to_owned(), op))
+            .collect();
+        self.bulk_write_across(ops, ordered, let_vars.as_ref())
+    }
+
+    /// A bulk write whose operations each name their collection (MongoDB's client-level bulk
+    /// write), with the same rules as [`WriteTxn::bulk_write`].
+    pub fn bulk_write_across(
+        &mut self,
+        ops: Vec<(String, WriteOp)>,
+        ordered: bool,
+        let_vars: Option<&Document>,
+    ) -> Result<BulkResult> {
         let mut result = BulkResult::default();
         let with_let = |mut options: UpdateOptions| {
             if options.let_vars.is_none() {
-                options.let_vars.clone_from(&bulk.let_vars);
+                options.let_vars = let_vars.cloned();
             }
             options
         };
         let delete_with_let = |mut options: DeleteOptions| {
             if options.let_vars.is_none() {
-                options.let_vars.clone_from(&bulk.let_vars);
+                options.let_vars = let_vars.cloned();
             }
             options
         };
-        for (position, op) in bulk.ops.into_iter().enumerate() {
+        for (position, (collection, op)) in ops.into_iter().enumerate() {
+            let collection = collection.as_str();
             let outcome = match op {
                 WriteOp::InsertOne(doc) => self.insert_one(collection, &doc).map(|id| {
                     result.inserted += 1;
-                    result.inserted_ids.push((position, id));
+                    result.inserted_ids.push((position, id.clone()));
+                    result.results.push((position, OpResult::Inserted(id)));
                 }),
                 WriteOp::UpdateOne {
                     filter,
@@ -362,16 +394,16 @@ impl WriteTxn<'_> {
                     .map(|r| result.add(position, r)),
                 WriteOp::DeleteOne { filter, options } => self
                     .delete_one_with(collection, &filter, &delete_with_let(options))
-                    .map(|n| result.deleted += n),
+                    .map(|n| result.deleted(position, n)),
                 WriteOp::DeleteMany { filter, options } => self
                     .delete_many_with(collection, &filter, &delete_with_let(options))
-                    .map(|n| result.deleted += n),
+                    .map(|n| result.deleted(position, n)),
             };
             match outcome {
                 Ok(()) => {}
                 Err(e) if is_per_document(&e) => {
                     result.failures.push((position, e));
-                    if bulk.ordered {
+                    if ordered {
                         break;
                     }
                 }
@@ -648,10 +680,16 @@ impl BulkResult {
     fn add(&mut self, position: usize, r: UpdateResult) {
         self.matched += r.matched;
         self.modified += r.modified;
-        if let Some(id) = r.upserted_id {
+        if let Some(id) = &r.upserted_id {
             self.upserted += 1;
-            self.upserted_ids.push((position, id));
+            self.upserted_ids.push((position, id.clone()));
         }
+        self.results.push((position, OpResult::Updated(r)));
+    }
+
+    fn deleted(&mut self, position: usize, n: u64) {
+        self.deleted += n;
+        self.results.push((position, OpResult::Deleted(n)));
     }
 }
 

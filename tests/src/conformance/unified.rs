@@ -12,8 +12,8 @@ use bson::{Bson, Document};
 use odm_engine::aggregate::AggregateOptions;
 use odm_engine::query::FindOptions;
 use odm_engine::update::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, ReturnDocument, UpdateModifications,
-    UpdateOptions, UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, OpResult, ReturnDocument,
+    UpdateModifications, UpdateOptions, UpdateResult, WriteOp,
 };
 use odm_engine::{Database, IndexSpec};
 use serde_json::Value;
@@ -190,6 +190,15 @@ fn run_test(json: &Value, test: &Value, collections: &Collections) -> Result<Out
         .map_err(|e: odm_engine::Error| e.to_string())?;
     }
     for (i, op) in operations.iter().enumerate() {
+        if op_name(op) == "clientBulkWrite" {
+            let result = client_bulk_write(&db, op);
+            if let Some(failure) = check_operation(op, result, false) {
+                return Ok(Outcome::Failed(format!(
+                    "operation {i} (clientBulkWrite): {failure}"
+                )));
+            }
+            continue;
+        }
         let object = op.get("object").and_then(Value::as_str).unwrap_or_default();
         let Some(entity) = collections.get(object) else {
             return Err(format!("`{object}` is not a collection entity"));
@@ -269,6 +278,9 @@ const IGNORED_ARGUMENTS: [&str; 6] = [
 /// Why an operation cannot be checked here, if it cannot.
 fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
     let name = op_name(op);
+    if name == "clientBulkWrite" {
+        return unsupported_client_bulk(op);
+    }
     let object = op.get("object").and_then(Value::as_str).unwrap_or_default();
     if !collections.contains_key(object) {
         return Some(format!(
@@ -737,6 +749,131 @@ fn check_operation(
     } else {
         Some(format!("expected {expected}\n  actual   {actual}"))
     }
+}
+
+/// Why a client-level bulk write cannot be checked here, if it cannot.
+fn unsupported_client_bulk(op: &Value) -> Option<String> {
+    let arguments = op.get("arguments").and_then(Value::as_object)?;
+    for key in arguments.keys() {
+        let known = [
+            "models",
+            "ordered",
+            "verboseResults",
+            "let",
+            "bypassDocumentValidation",
+        ]
+        .contains(&key.as_str())
+            || IGNORED_ARGUMENTS.contains(&key.as_str());
+        if !known {
+            return Some(format!("clientBulkWrite argument `{key}` is not supported"));
+        }
+    }
+    for model in arguments
+        .get("models")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some((kind, args)) = model.as_object().and_then(|m| m.iter().next()) else {
+            return Some("a clientBulkWrite model is not a document".into());
+        };
+        for key in args.as_object().into_iter().flat_map(|a| a.keys()) {
+            let known = [
+                "namespace",
+                "document",
+                "filter",
+                "update",
+                "replacement",
+                "upsert",
+                "arrayFilters",
+                "collation",
+                "sort",
+            ]
+            .contains(&key.as_str())
+                || IGNORED_ARGUMENTS.contains(&key.as_str());
+            if !known {
+                return Some(format!(
+                    "clientBulkWrite model `{kind}` argument `{key}` is not supported"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A client-level bulk write: each model names its namespace, an engine collection.
+fn client_bulk_write(db: &Database, op: &Value) -> Result<Bson, String> {
+    let args = op.get("arguments").cloned().unwrap_or(Value::Null);
+    let mut ops = Vec::new();
+    for model in args
+        .get("models")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (kind, model_args) = model
+            .as_object()
+            .and_then(|m| m.iter().next())
+            .ok_or("a clientBulkWrite model is not a document")?;
+        let namespace = model_args
+            .get("namespace")
+            .and_then(Value::as_str)
+            .ok_or("a clientBulkWrite model needs a namespace")?;
+        ops.push((namespace.to_owned(), write_request(kind, model_args)?));
+    }
+    if ops.is_empty() {
+        return Err("a client bulk write needs at least one model".into());
+    }
+    let ordered = args.get("ordered").and_then(Value::as_bool).unwrap_or(true);
+    let verbose = args
+        .get("verboseResults")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let let_vars = document_argument(&args, "let")?;
+    let result = db
+        .write(|t| t.bulk_write_across(ops, ordered, let_vars.as_ref()))
+        .map_err(|e| e.to_string())?;
+    if let Some((i, failure)) = result.failures.first() {
+        return Err(format!("model {i}: {failure}"));
+    }
+    let mut out = bson::doc! {
+        "insertedCount": result.inserted as i64,
+        "upsertedCount": result.upserted as i64,
+        "matchedCount": result.matched as i64,
+        "modifiedCount": result.modified as i64,
+        "deletedCount": result.deleted as i64,
+    };
+    if verbose {
+        let (mut inserts, mut updates, mut deletes) =
+            (Document::new(), Document::new(), Document::new());
+        for (i, r) in &result.results {
+            match r {
+                OpResult::Inserted(id) => {
+                    inserts.insert(i.to_string(), bson::doc! { "insertedId": id.clone() });
+                }
+                OpResult::Updated(u) => {
+                    // As the server's per-operation `n`, which drivers report as matchedCount,
+                    // an upsert counts its new document.
+                    let matched = u.matched + u64::from(u.upserted_id.is_some());
+                    let mut d = bson::doc! {
+                        "matchedCount": matched as i64,
+                        "modifiedCount": u.modified as i64,
+                    };
+                    if let Some(id) = &u.upserted_id {
+                        d.insert("upsertedId", id.clone());
+                    }
+                    updates.insert(i.to_string(), d);
+                }
+                OpResult::Deleted(n) => {
+                    deletes.insert(i.to_string(), bson::doc! { "deletedCount": *n as i64 });
+                }
+            }
+        }
+        out.insert("insertResults", inserts);
+        out.insert("updateResults", updates);
+        out.insert("deleteResults", deletes);
+    }
+    Ok(Bson::Document(out))
 }
 
 /// Whether an aggregation ends with `$out` or `$merge`.
