@@ -182,10 +182,10 @@ impl<'db> Txn<'_, 'db> {
     ) -> Result<UpdateResult> {
         self.ensure::<T>()?;
         let filter = serialized::<T, _>(filter.into_document())?;
-        let update = serialized::<T, _>(update.into_document())?;
+        let update = serialized::<T, _>(update.into_modifications())?;
         Ok(self
             .inner
-            .update_one(T::COLLECTION, &filter, &update, options)?)
+            .update_one(T::COLLECTION, &filter, update, options)?)
     }
 
     /// Updates every match; all or nothing (see [`UpdateOptions`]).
@@ -197,10 +197,10 @@ impl<'db> Txn<'_, 'db> {
     ) -> Result<UpdateResult> {
         self.ensure::<T>()?;
         let filter = serialized::<T, _>(filter.into_document())?;
-        let update = serialized::<T, _>(update.into_document())?;
+        let update = serialized::<T, _>(update.into_modifications())?;
         Ok(self
             .inner
-            .update_many(T::COLLECTION, &filter, &update, options)?)
+            .update_many(T::COLLECTION, &filter, update, options)?)
     }
 
     /// Replaces the first match with `value` (its id must be the match's, or absent).
@@ -243,10 +243,10 @@ impl<'db> Txn<'_, 'db> {
     ) -> Result<Option<T>> {
         self.ensure::<T>()?;
         let filter = serialized::<T, _>(filter.into_document())?;
-        let update = serialized::<T, _>(update.into_document())?;
+        let update = serialized::<T, _>(update.into_modifications())?;
         let found =
             self.inner
-                .find_one_and_update(T::COLLECTION, &filter, &update, &options.engine())?;
+                .find_one_and_update(T::COLLECTION, &filter, update, &options.engine())?;
         decode_document::<T>(found)
     }
 
@@ -346,12 +346,12 @@ impl<T: Document> WriteModel<T> {
                 upsert,
             } => WriteOp::UpdateOne {
                 filter: serialized::<T, _>(filter.into_document())?,
-                update: serialized::<T, _>(update.into_document())?.into(),
+                update: serialized::<T, _>(update.into_modifications())?,
                 options: upserting(upsert),
             },
             WriteModel::UpdateMany { filter, update } => WriteOp::UpdateMany {
                 filter: serialized::<T, _>(filter.into_document())?,
-                update: serialized::<T, _>(update.into_document())?.into(),
+                update: serialized::<T, _>(update.into_modifications())?,
                 options: UpdateOptions::default(),
             },
             WriteModel::ReplaceOne {

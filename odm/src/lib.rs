@@ -10,7 +10,8 @@
 //!   - [`Update`]: `set`, `unset`, `inc`, `mul`, `min`, `max`, `rename_to`, `set_on_insert`,
 //!     `current_date`, `push`, `push_with` ([`Push`]: each, position, sort, slice),
 //!     `add_to_set`, `add_each_to_set`, `pull`, `pull_where`, `pull_all`, `pop_first`,
-//!     `pop_last`; positional handles `matched` (`$`), `all` (`$[]`), `filtered` (`$[id]`).
+//!     `pop_last`; positional handles `matched` (`$`), `all` (`$[]`), `filtered` (`$[id]`);
+//!     `Update::pipeline` for an update written as aggregation stages.
 //!   - [`Sort`] and [`Projection`].
 //! - [`Database`]: [`Database::collection`] (syncs declared indexes), [`Database::write`]
 //!   (multi-model transactions through [`Txn`]), [`Database::sync_indexes`] ([`IndexPlan`]).

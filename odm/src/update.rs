@@ -5,6 +5,7 @@
 //! field's type allows them: `inc` and `mul` on numbers, `push`, `add_to_set`, `pull` and `pop`
 //! on `Vec`s, `current_date` on dates.
 
+use odm_engine::update::UpdateModifications;
 use std::marker::PhantomData;
 
 use bson::{Bson, Document};
@@ -17,6 +18,8 @@ use crate::model::Embedded;
 /// A typed update; see the module documentation.
 pub struct Update<R> {
     doc: Document,
+    /// A pipeline update (aggregation stages) instead of operators.
+    pipeline: Option<Vec<Document>>,
     error: Option<String>,
     _model: PhantomData<fn() -> R>,
 }
@@ -25,6 +28,7 @@ impl<R> Clone for Update<R> {
     fn clone(&self) -> Self {
         Update {
             doc: self.doc.clone(),
+            pipeline: self.pipeline.clone(),
             error: self.error.clone(),
             _model: PhantomData,
         }
@@ -48,6 +52,19 @@ impl<R> Update<R> {
     pub fn raw(doc: Document) -> Self {
         Update {
             doc,
+            pipeline: None,
+            error: None,
+            _model: PhantomData,
+        }
+    }
+
+    /// An update written as an aggregation pipeline (`$set`, `$unset`, `$project`,
+    /// `$replaceWith`, ... computed from the document's own fields), unchecked; it cannot be
+    /// combined with operators.
+    pub fn pipeline(stages: Vec<Document>) -> Self {
+        Update {
+            doc: Document::new(),
+            pipeline: Some(stages),
             error: None,
             _model: PhantomData,
         }
@@ -70,6 +87,11 @@ impl<R> Update<R> {
     #[must_use]
     pub fn and(mut self, other: Update<R>) -> Self {
         self.error = self.error.or(other.error);
+        if self.pipeline.is_some() || other.pipeline.is_some() {
+            self.error = self.error.or_else(|| {
+                Some("a pipeline update cannot be combined with another update".to_owned())
+            });
+        }
         for (operator, fields) in other.doc {
             match (self.doc.get_mut(&operator), fields) {
                 (Some(Bson::Document(mine)), Bson::Document(theirs)) => mine.extend(theirs),
@@ -81,15 +103,23 @@ impl<R> Update<R> {
         self
     }
 
-    /// The MongoDB update document.
+    /// The MongoDB update document (empty for a pipeline update, see
+    /// [`Update::to_pipeline`]).
     pub fn to_document(&self) -> &Document {
         &self.doc
     }
 
-    pub(crate) fn into_document(self) -> Result<Document, String> {
-        match self.error {
-            Some(e) => Err(e),
-            None => Ok(self.doc),
+    /// The stages of a pipeline update.
+    pub fn to_pipeline(&self) -> Option<&[Document]> {
+        self.pipeline.as_deref()
+    }
+
+    /// What the engine applies: the operators, or the pipeline.
+    pub(crate) fn into_modifications(self) -> Result<UpdateModifications, String> {
+        match (self.error, self.pipeline) {
+            (Some(e), _) => Err(e),
+            (None, Some(stages)) => Ok(UpdateModifications::Pipeline(stages)),
+            (None, None) => Ok(UpdateModifications::Document(self.doc)),
         }
     }
 }

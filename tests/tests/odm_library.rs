@@ -285,6 +285,19 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
             .is_empty()
     );
 
+    // A pipeline update computes from the document's own fields.
+    books
+        .update_many(
+            f.publisher.name.eq("Pragmatic"),
+            odm::Update::pipeline(vec![bson::doc! {
+                "$set": { "pageCount": { "$multiply": ["$pageCount", 2] } }
+            }]),
+        )
+        .unwrap();
+    assert_eq!(books.get(first.id).unwrap().unwrap().page_count, 402);
+    let combined = odm::Update::pipeline(Vec::new()).and(f.page_count.inc(1));
+    assert!(books.update_many(Filter::all(), combined).is_err());
+
     // An aggregation over the typed collection: books per publisher, most first.
     books
         .insert_one(&book("rust-in-action", &["rust"], "Manning", 456))
