@@ -214,15 +214,24 @@ impl Database {
             catalog_changed: false,
             pending: BTreeMap::new(),
         };
-        match f(&mut write) {
-            Ok(value) => {
+        // A panic in `f` (the caller's code or ours) is caught here so that the transaction is
+        // aborted before unwinding goes on: redb marks a file as needing repair when a write
+        // transaction is dropped during a panic.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut write)));
+        match outcome {
+            Ok(Ok(value)) => {
                 write.commit()?;
                 Ok(value)
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 // Dropping the redb transaction aborts it; an abort error changes nothing.
                 drop(write);
                 Err(e)
+            }
+            Err(payload) => {
+                // The abort's own error cannot be reported past the panic; nothing was committed.
+                let _ = write.txn.abort();
+                std::panic::resume_unwind(payload)
             }
         }
     }

@@ -1,6 +1,7 @@
 //! What may be stored as a document: MongoDB's rules, checked before anything is written.
 //!
-//! - at most [`MAX_DOCUMENT_SIZE`] bytes of BSON, `_id` included;
+//! - at most [`MAX_DOCUMENT_SIZE`] bytes of BSON, `_id` included, and at most
+//!   [`MAX_STORED_DEPTH`] levels of nesting;
 //! - an `_id` of any type but array, regular expression or undefined, and with no field name
 //!   starting with `$` inside it; an ObjectId is generated when `_id` is absent, and `_id` is
 //!   always stored as the first field.
@@ -11,6 +12,7 @@
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId};
 
 use crate::error::DocumentError;
+use crate::nesting::{self, MAX_STORED_DEPTH, RawNestingError};
 
 /// MongoDB's `BSONObjMaxUserSize`: 16 MiB.
 pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
@@ -65,6 +67,14 @@ impl Prepared {
 
 /// Checks a document and puts `_id` first, generating an ObjectId when it is absent.
 pub(crate) fn prepare(raw: RawDocumentBuf) -> Result<Prepared, DocumentError> {
+    // Malformed bytes anywhere, and nesting past the limit, are refused at the door rather
+    // than stored; every later walk over the document relies on both.
+    nesting::check_raw(&raw, MAX_STORED_DEPTH).map_err(|e| match e {
+        RawNestingError::Malformed(e) => malformed(e),
+        RawNestingError::TooDeep => DocumentError::TooDeep {
+            max: MAX_STORED_DEPTH,
+        },
+    })?;
     let mut id_position = None;
     for (position, element) in raw.iter().enumerate() {
         let (name, value) = element.map_err(malformed)?;
@@ -72,7 +82,6 @@ pub(crate) fn prepare(raw: RawDocumentBuf) -> Result<Prepared, DocumentError> {
             check_id(value)?;
             id_position = Some(position);
         }
-        validate_value(value)?;
     }
     let raw = match id_position {
         Some(0) => raw,
@@ -93,26 +102,6 @@ fn malformed(e: impl ToString) -> DocumentError {
     DocumentError::Malformed {
         reason: e.to_string(),
     }
-}
-
-/// Walks nested documents and arrays so that malformed bytes are refused at the door rather
-/// than stored.
-fn validate_value(value: RawBsonRef<'_>) -> Result<(), DocumentError> {
-    match value {
-        RawBsonRef::Document(d) => {
-            for element in d {
-                validate_value(element.map_err(malformed)?.1)?;
-            }
-        }
-        RawBsonRef::Array(a) => {
-            for element in a {
-                validate_value(element.map_err(malformed)?)?;
-            }
-        }
-        RawBsonRef::JavaScriptCodeWithScope(c) => validate_value(RawBsonRef::Document(c.scope))?,
-        _ => {}
-    }
-    Ok(())
 }
 
 pub(crate) fn check_id(value: RawBsonRef<'_>) -> Result<(), DocumentError> {

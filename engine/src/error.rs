@@ -6,6 +6,8 @@
 
 use thiserror::Error;
 
+use crate::code::ErrorCode;
+
 /// Why a document was refused before anything was written.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
@@ -13,6 +15,10 @@ pub enum DocumentError {
     /// MongoDB's limit on a stored document: 16 MiB of BSON.
     #[error("document is {size} bytes, over the {max}-byte limit")]
     TooLarge { size: usize, max: usize },
+    /// MongoDB's limit on nesting in a stored document: 100 levels, the top-level document
+    /// being the first and empty documents and arrays adding none.
+    #[error("document exceeds the maximum nesting depth of {max} levels")]
+    TooDeep { max: usize },
     /// Field names inside `_id` may not start with `$` (elsewhere they may, since
     /// MongoDB 5.0).
     #[error("field name `{field}` starts with `$`, which `_id` may not hold")]
@@ -48,6 +54,18 @@ pub enum IndexSpecError {
     InvalidPartialFilter { reason: String },
     #[error("index name `{name}` is reserved or empty")]
     BadName { name: String },
+}
+
+impl IndexSpecError {
+    /// MongoDB's code for the condition: `CannotCreateIndex` for a malformed key pattern.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            IndexSpecError::IdIndexOption { .. } | IndexSpecError::TtlCompound { .. } => {
+                ErrorCode::INVALID_OPTIONS
+            }
+            _ => ErrorCode::CANNOT_CREATE_INDEX,
+        }
+    }
 }
 
 /// What a database operation can fail with.
@@ -86,6 +104,10 @@ pub enum Error {
         index: String,
         limit: usize,
     },
+    /// A filter, update, pipeline or option nests deeper than MongoDB accepts in a command
+    /// ([`crate::MAX_INPUT_DEPTH`] levels); refused before it is parsed.
+    #[error("{what} exceeds the maximum nesting depth of {max} levels")]
+    InputTooDeep { what: &'static str, max: usize },
     #[error("{0}")]
     InvalidFilter(#[from] crate::query::FilterError),
     /// An aggregation expression (`$expr`, a pipeline update) failed on a document: an
@@ -187,7 +209,64 @@ storage_errors!(
     redb::CommitError
 );
 
+impl DocumentError {
+    /// MongoDB's code for the condition.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DocumentError::TooLarge { .. } => ErrorCode::BSON_OBJECT_TOO_LARGE,
+            DocumentError::TooDeep { .. } => ErrorCode::OVERFLOW,
+            DocumentError::DollarField { .. } => ErrorCode::DOLLAR_PREFIXED_FIELD_NAME,
+            DocumentError::InvalidId { .. } => ErrorCode::INVALID_ID_FIELD,
+            DocumentError::IdChanged { .. } => ErrorCode::IMMUTABLE_FIELD,
+            DocumentError::Malformed { .. } => ErrorCode::BAD_VALUE,
+        }
+    }
+}
+
 impl Error {
+    /// MongoDB's error code for the condition: `11000` for a duplicate key, `2` (BadValue) for
+    /// a malformed argument, and so on (see [`ErrorCode`]).
+    pub fn code(&self) -> i32 {
+        self.error_code().code
+    }
+
+    /// MongoDB's code name for the condition: `DuplicateKey`, `BadValue`, `Location16766`.
+    pub fn code_name(&self) -> String {
+        self.error_code().name()
+    }
+
+    /// The code and its name together.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            Error::DuplicateKey { .. } => ErrorCode::DUPLICATE_KEY,
+            Error::InvalidDocument { source, .. } => source.code(),
+            Error::ParallelArrays { .. } => ErrorCode::CANNOT_INDEX_PARALLEL_ARRAYS,
+            Error::TooManyIndexKeys { .. } | Error::InvalidCollation(_) | Error::Decode { .. } => {
+                ErrorCode::BAD_VALUE
+            }
+            Error::InputTooDeep { .. } => ErrorCode::OVERFLOW,
+            Error::InvalidFilter(e) => e.code,
+            Error::InvalidExpression(e) => e.code,
+            Error::InvalidUpdate(e) => e.code,
+            Error::UpdateStopped { source, .. } => source.error_code(),
+            Error::SortMemoryExceeded { .. } | Error::AggregateMemoryExceeded { .. } => {
+                ErrorCode::QUERY_EXCEEDED_MEMORY_LIMIT
+            }
+            Error::InvalidIndexSpec(e) => e.code(),
+            Error::IndexConflict { .. } => ErrorCode::INDEX_OPTIONS_CONFLICT,
+            Error::IndexNotFound { .. } => ErrorCode::INDEX_NOT_FOUND,
+            Error::NestedWrite => ErrorCode::ILLEGAL_OPERATION,
+            Error::IdIndexRequired => ErrorCode::INVALID_OPTIONS,
+            Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
+            Error::CollectionNotFound(_) => ErrorCode::NAMESPACE_NOT_FOUND,
+            Error::InvalidCollectionName { .. } => ErrorCode::INVALID_NAMESPACE,
+            Error::FormatVersion { .. }
+            | Error::Corrupt { .. }
+            | Error::Storage(_)
+            | Error::Io { .. } => ErrorCode::INTERNAL_ERROR,
+        }
+    }
+
     pub(crate) fn corrupt(location: impl Into<String>, reason: impl ToString) -> Self {
         Error::Corrupt {
             location: location.into(),

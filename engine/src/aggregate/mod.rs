@@ -55,6 +55,12 @@ impl ReadCollection<'_> {
         pipeline: &[Document],
         options: &AggregateOptions,
     ) -> Result<Vec<Document>> {
+        if crate::nesting::any_exceeds(pipeline, crate::MAX_INPUT_DEPTH) {
+            return Err(Error::InputTooDeep {
+                what: "pipeline",
+                max: crate::MAX_INPUT_DEPTH,
+            });
+        }
         let scope = Scope::with_let(options.let_vars.as_ref())?;
         let collation = match &options.collation {
             Some(spec) => Collation::parse(spec)?,
@@ -89,7 +95,7 @@ impl ReadCollection<'_> {
                     find.sort = Some(spec.clone());
                     sorted = true;
                 }
-                Stage::Skip(n) if find.limit.is_none() => find.skip += n,
+                Stage::Skip(n) if find.limit.is_none() => find.skip = find.skip.saturating_add(*n),
                 Stage::Limit(n) => find.limit = Some(find.limit.map_or(*n, |l| l.min(*n))),
                 _ => break,
             }

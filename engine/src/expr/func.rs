@@ -1184,7 +1184,10 @@ fn slice(mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
     let len = i64::try_from(items.len()).unwrap_or(i64::MAX);
     let (start, count) = match numbers.as_slice() {
         [n] if *n >= 0 => (0, *n),
-        [n] => ((len + n).max(0), -n),
+        [n] => (
+            (len + n).max(0),
+            i64::try_from(n.unsigned_abs()).unwrap_or(i64::MAX),
+        ),
         [p, n] if *n > 0 => (
             if *p < 0 {
                 (len + p).max(0)

@@ -26,6 +26,8 @@ mod eval;
 mod func;
 mod text;
 
+use crate::code::ErrorCode;
+use crate::nesting::{self, MAX_INPUT_DEPTH};
 use std::fmt;
 
 use bson::{Bson, Document};
@@ -96,12 +98,23 @@ pub enum Expr {
 pub struct ExprError {
     pub operator: String,
     pub reason: String,
+    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
+    pub code: ErrorCode,
+}
+
+impl ExprError {
+    #[must_use]
+    pub(crate) fn with_code(mut self, code: ErrorCode) -> ExprError {
+        self.code = code;
+        self
+    }
 }
 
 pub(crate) fn error(operator: &str, reason: impl fmt::Display) -> ExprError {
     ExprError {
         operator: operator.to_owned(),
         reason: reason.to_string(),
+        code: ErrorCode::BAD_VALUE,
     }
 }
 
@@ -164,6 +177,11 @@ fn split_path(path: &str) -> Vec<String> {
 impl Expr {
     /// Parses an expression; see the module documentation for the grammar.
     pub fn parse(value: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+        if nesting::value_exceeds(value, MAX_INPUT_DEPTH) {
+            return Err(
+                error("expression", nesting::too_deep_reason()).with_code(ErrorCode::OVERFLOW)
+            );
+        }
         match value {
             Bson::String(s) if s.starts_with("$$") => parse_variable(&s[2..], scope),
             Bson::String(s) if s.starts_with('$') => {

@@ -248,11 +248,7 @@ pub(crate) fn choose_plan(
 ) -> Result<Plan> {
     match hint {
         Some(hint) => hinted(hint, filter, sort, &meta.indexes).map_err(|reason| {
-            Error::InvalidFilter(super::filter::FilterError {
-                path: String::new(),
-                operator: "hint".into(),
-                reason,
-            })
+            Error::InvalidFilter(super::filter::FilterError::new("", "hint", reason))
         }),
         None => Ok(best_plan(meta, cache, filter, sort)),
     }

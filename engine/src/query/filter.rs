@@ -10,6 +10,8 @@
 //! Negations (`$ne`, `$nin`, `$not`, `$exists: false`) are kept as [`Predicate::Not`] so the
 //! matcher can apply them to the field as a whole: `{a: {$ne: 1}}` excludes `[1, 2]`.
 
+use crate::code::ErrorCode;
+use crate::nesting::{self, MAX_INPUT_DEPTH};
 use std::fmt;
 
 use bson::{Bson, Document, RawBson};
@@ -122,14 +124,29 @@ pub struct FilterError {
     pub path: String,
     pub operator: String,
     pub reason: String,
+    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
+    pub code: ErrorCode,
+}
+
+impl FilterError {
+    pub(crate) fn new(path: &str, operator: &str, reason: impl fmt::Display) -> FilterError {
+        FilterError {
+            path: path.to_owned(),
+            operator: operator.to_owned(),
+            reason: reason.to_string(),
+            code: ErrorCode::BAD_VALUE,
+        }
+    }
+
+    #[must_use]
+    pub(crate) fn with_code(mut self, code: ErrorCode) -> FilterError {
+        self.code = code;
+        self
+    }
 }
 
 fn error(path: &str, operator: &str, reason: impl fmt::Display) -> FilterError {
-    FilterError {
-        path: path.to_owned(),
-        operator: operator.to_owned(),
-        reason: reason.to_string(),
-    }
+    FilterError::new(path, operator, reason)
 }
 
 fn raw(path: &str, operator: &str, value: &Bson) -> Result<RawBson, FilterError> {
@@ -164,6 +181,11 @@ impl Filter {
 
     /// Parses a filter whose `$expr` may name the variables of `scope` (a `let` option).
     pub fn parse_with(doc: &Document, scope: &Scope) -> Result<Filter, FilterError> {
+        if nesting::exceeds(doc, MAX_INPUT_DEPTH) {
+            return Err(
+                error("", "filter", nesting::too_deep_reason()).with_code(ErrorCode::OVERFLOW)
+            );
+        }
         let mut parts = Vec::new();
         for (key, value) in doc {
             if let Some(operator) = key.strip_prefix('$') {

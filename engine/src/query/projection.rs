@@ -8,6 +8,8 @@
 //! the first matching element of an array; `a.$` returns the first element of `a` that the
 //! query's conditions on `a` matched.
 
+use crate::code::ErrorCode;
+use crate::nesting::{self, MAX_INPUT_DEPTH};
 use std::collections::BTreeMap;
 
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
@@ -36,11 +38,7 @@ pub struct Projection {
 }
 
 fn error(path: &str, operator: &str, reason: &str) -> FilterError {
-    FilterError {
-        path: path.to_owned(),
-        operator: operator.to_owned(),
-        reason: reason.to_owned(),
-    }
+    FilterError::new(path, operator, reason)
 }
 
 fn truthy(v: &Bson) -> Option<bool> {
@@ -55,6 +53,12 @@ fn truthy(v: &Bson) -> Option<bool> {
 
 impl Projection {
     pub fn parse(spec: &Document) -> Result<Projection, FilterError> {
+        if nesting::exceeds(spec, MAX_INPUT_DEPTH) {
+            return Err(
+                FilterError::new("", "projection", nesting::too_deep_reason())
+                    .with_code(ErrorCode::OVERFLOW),
+            );
+        }
         let mut tree = Tree::new();
         let mut mode: Option<bool> = None;
         let mut exclude_id = false;
@@ -398,7 +402,7 @@ fn slice(items: &[Bson], skip: i64, limit: Option<i64>) -> Vec<Bson> {
     } else {
         skip.min(len)
     };
-    let end = limit.map_or(len, |l| (start + l).min(len));
+    let end = limit.map_or(len, |l| start.saturating_add(l).min(len));
     items[start as usize..end as usize].to_vec()
 }
 

@@ -34,11 +34,7 @@ impl PartialEq for Sort {
 
 impl Sort {
     pub fn parse(spec: &Document) -> Result<Sort, FilterError> {
-        let bad = |path: &str, reason: &str| FilterError {
-            path: path.to_owned(),
-            operator: "sort".to_owned(),
-            reason: reason.to_owned(),
-        };
+        let bad = |path: &str, reason: &str| FilterError::new(path, "sort", reason);
         let mut fields = Vec::new();
         for (path, direction) in spec {
             let direction = match direction {

@@ -18,6 +18,7 @@ use super::parse::{
     BitOp, Op, Operators, PULL_FIELD, PullCondition, PushSort, Segment, UpdateError, UpdatePath,
     error,
 };
+use crate::code::ErrorCode;
 use crate::keys::Direction;
 use crate::order::compare;
 use crate::query::Filter;
@@ -120,8 +121,10 @@ impl Slot<'_> {
 }
 
 impl Step<'_> {
+    /// An operation that cannot apply to this document: [`ErrorCode::BAD_VALUE`] unless the
+    /// caller names another code.
     fn err(&self, reason: impl std::fmt::Display) -> UpdateError {
-        error(&self.path.dotted, self.operator, reason)
+        error(&self.path.dotted, self.operator, reason).with_code(ErrorCode::BAD_VALUE)
     }
 
     /// Whether the operation writes a value where there is none.
@@ -211,10 +214,18 @@ impl Step<'_> {
                 }
             }
             Bson::Array(items) => match array_index(name) {
-                None if self.creates() => Err(self.err(format!(
-                    "cannot create field `{name}` in the array at `{}`",
-                    parent(concrete)
-                ))),
+                None if self.creates() => Err(self
+                    .err(format!(
+                        "cannot create field `{name}` in the array at `{}`",
+                        parent(concrete)
+                    ))
+                    .with_code(ErrorCode::PATH_NOT_VIABLE)),
+                Some(i) if i >= items.len() && self.creates() && !within_padding(items, i) => {
+                    Err(self.err(format!(
+                        "cannot backfill the array at `{}` past position {i}: an update adds at most {MAX_PADDING} elements",
+                        parent(concrete)
+                    )))
+                }
                 Some(i) if last => self.leaf(Slot::Element(items, i)),
                 Some(i) if i < items.len() => self.walk(&mut items[i], at + 1, concrete),
                 Some(i) if self.creates() => {
@@ -225,11 +236,13 @@ impl Step<'_> {
                 // Nothing to remove.
                 None | Some(_) => Ok(()),
             },
-            other if self.creates() => Err(self.err(format!(
-                "cannot create field `{name}` in element `{}` holding {}",
-                parent(concrete),
-                other
-            ))),
+            other if self.creates() => Err(self
+                .err(format!(
+                    "cannot create field `{name}` in element `{}` holding {}",
+                    parent(concrete),
+                    other
+                ))
+                .with_code(ErrorCode::PATH_NOT_VIABLE)),
             _ => Ok(()),
         };
         concrete.pop();
@@ -275,14 +288,16 @@ impl Step<'_> {
             Op::Inc(n) => {
                 let value = match current {
                     None => n.clone(),
-                    Some(c) => arithmetic(c, n, Arith::Add).map_err(|reason| self.err(reason))?,
+                    Some(c) => arithmetic(c, n, Arith::Add)
+                        .map_err(|reason| self.err(reason).with_code(ErrorCode::TYPE_MISMATCH))?,
                 };
                 slot.set(value);
             }
             Op::Mul(n) => {
                 let value = match current {
                     None => zero_like(n),
-                    Some(c) => arithmetic(c, n, Arith::Mul).map_err(|reason| self.err(reason))?,
+                    Some(c) => arithmetic(c, n, Arith::Mul)
+                        .map_err(|reason| self.err(reason).with_code(ErrorCode::TYPE_MISMATCH))?,
                 };
                 slot.set(value);
             }
@@ -420,6 +435,15 @@ impl Step<'_> {
 
 fn parent(concrete: &[String]) -> String {
     concrete[..concrete.len().saturating_sub(1)].join(".")
+}
+
+/// MongoDB's `kMaxPaddingAllowed`: an update that sets a position past an array's end may add
+/// at most this many elements (the padding nulls and the new one).
+pub(crate) const MAX_PADDING: usize = 1_500_000;
+
+/// Whether setting position `index` of `items` stays within [`MAX_PADDING`].
+fn within_padding(items: &[Bson], index: usize) -> bool {
+    index - items.len() < MAX_PADDING
 }
 
 fn array_index(segment: &str) -> Option<usize> {

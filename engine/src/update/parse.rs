@@ -7,6 +7,8 @@
 //! `$rename` into or out of an array element, an array filter that no path uses or a path
 //! identifier without an array filter, and a document mixing operators and plain fields.
 
+use crate::code::ErrorCode;
+use crate::nesting::{self, MAX_INPUT_DEPTH};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -24,13 +26,26 @@ pub struct UpdateError {
     pub path: String,
     pub operator: String,
     pub reason: String,
+    /// MongoDB's code for the condition ([`ErrorCode::FAILED_TO_PARSE`] for a malformed
+    /// update, [`ErrorCode::BAD_VALUE`] for one that cannot apply, unless another fits).
+    pub code: ErrorCode,
 }
 
+impl UpdateError {
+    #[must_use]
+    pub(crate) fn with_code(mut self, code: ErrorCode) -> UpdateError {
+        self.code = code;
+        self
+    }
+}
+
+/// A malformed update: [`ErrorCode::FAILED_TO_PARSE`] unless the caller names another code.
 pub(crate) fn error(path: &str, operator: &str, reason: impl fmt::Display) -> UpdateError {
     UpdateError {
         path: path.to_owned(),
         operator: operator.to_owned(),
         reason: reason.to_string(),
+        code: ErrorCode::FAILED_TO_PARSE,
     }
 }
 
@@ -58,7 +73,10 @@ impl UpdatePath {
         let mut segments = Vec::new();
         for part in dotted.split('.') {
             let segment = match part {
-                "" => return Err(error(dotted, operator, "the path has an empty segment")),
+                "" => {
+                    return Err(error(dotted, operator, "the path has an empty segment")
+                        .with_code(ErrorCode::EMPTY_FIELD_NAME));
+                }
                 "$" => Segment::Matched,
                 "$[]" => Segment::All,
                 _ if part.starts_with("$[") && part.ends_with(']') => {
@@ -234,6 +252,13 @@ pub struct Operators {
 impl Update {
     /// Parses an update document (operators or a replacement) with its array filters.
     pub fn parse(update: &Document, array_filters: &[Document]) -> Result<Update, UpdateError> {
+        if nesting::exceeds(update, MAX_INPUT_DEPTH)
+            || nesting::any_exceeds(array_filters, MAX_INPUT_DEPTH)
+        {
+            return Err(
+                error("", "update", nesting::too_deep_reason()).with_code(ErrorCode::OVERFLOW)
+            );
+        }
         let operators = update.keys().filter(|k| k.starts_with('$')).count();
         if operators == 0 {
             if !array_filters.is_empty() {
@@ -628,7 +653,8 @@ fn check_conflicts(ops: &[(&'static str, UpdatePath, Op)]) -> Result<(), UpdateE
                         "updating the path `{}` would create a conflict at `{}`",
                         b.dotted, shorter.dotted
                     ),
-                ));
+                )
+                .with_code(ErrorCode::CONFLICTING_UPDATE_OPERATORS));
             }
         }
     }

@@ -13,6 +13,7 @@
 //!   (`0`, `false`) of paths, never both except `_id: 0`; `_id` is kept unless excluded.
 //! - `$unset: path` or `[paths]`: removes them (through arrays, from every element).
 
+use crate::nesting::{self, MAX_INPUT_DEPTH};
 use bson::{Bson, Document};
 
 use super::parse::{UpdateError, error};
@@ -59,7 +60,7 @@ enum Shape {
 
 impl From<ExprError> for UpdateError {
     fn from(e: ExprError) -> UpdateError {
-        error("", &e.operator, e.reason)
+        error("", &e.operator, e.reason).with_code(e.code)
     }
 }
 
@@ -68,6 +69,10 @@ const STAGES: &str = "$addFields, $set, $project, $unset, $replaceRoot or $repla
 impl Pipeline {
     /// Parses the stages; variables of the `let` option are in `scope`.
     pub fn parse(stages: &[Document], scope: &Scope) -> Result<Pipeline, UpdateError> {
+        if nesting::any_exceeds(stages, MAX_INPUT_DEPTH) {
+            return Err(error("", "pipeline", nesting::too_deep_reason())
+                .with_code(crate::code::ErrorCode::OVERFLOW));
+        }
         let mut parsed = Vec::with_capacity(stages.len());
         for stage in stages {
             let mut fields = stage.iter();

@@ -800,6 +800,7 @@ fn id_changed() -> UpdateError {
         "update",
         "performing an update on the path `_id` would modify the immutable field `_id`",
     )
+    .with_code(crate::code::ErrorCode::IMMUTABLE_FIELD)
 }
 
 /// The document an upsert inserts: the query's equality fields, then the update (or the

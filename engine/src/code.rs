@@ -1,0 +1,87 @@
+//! MongoDB's error codes (the server's `error_codes.yml`): every engine error answers the code
+//! and code name a MongoDB server gives for the same condition, so that conformance checks and
+//! wire-protocol clients see what they would see from MongoDB. Conditions MongoDB reports with a
+//! bare assertion number have no name of their own; theirs is `Location<number>`, as the server
+//! spells it.
+
+use std::fmt;
+
+/// A MongoDB error code with its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ErrorCode {
+    pub code: i32,
+    /// The code name; empty for a location code (see [`ErrorCode::name`]).
+    name: &'static str,
+}
+
+impl ErrorCode {
+    const fn named(code: i32, name: &'static str) -> ErrorCode {
+        ErrorCode { code, name }
+    }
+
+    /// A code MongoDB raises with a bare assertion number.
+    pub const fn location(code: i32) -> ErrorCode {
+        ErrorCode { code, name: "" }
+    }
+
+    /// The code name: `DuplicateKey`, or `Location16766` for a location code.
+    pub fn name(&self) -> String {
+        if self.name.is_empty() {
+            format!("Location{}", self.code)
+        } else {
+            self.name.to_owned()
+        }
+    }
+
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode::named(1, "InternalError");
+    pub const BAD_VALUE: ErrorCode = ErrorCode::named(2, "BadValue");
+    pub const NO_SUCH_KEY: ErrorCode = ErrorCode::named(4, "NoSuchKey");
+    pub const FAILED_TO_PARSE: ErrorCode = ErrorCode::named(9, "FailedToParse");
+    pub const TYPE_MISMATCH: ErrorCode = ErrorCode::named(14, "TypeMismatch");
+    pub const OVERFLOW: ErrorCode = ErrorCode::named(15, "Overflow");
+    pub const ILLEGAL_OPERATION: ErrorCode = ErrorCode::named(20, "IllegalOperation");
+    pub const NAMESPACE_NOT_FOUND: ErrorCode = ErrorCode::named(26, "NamespaceNotFound");
+    pub const INDEX_NOT_FOUND: ErrorCode = ErrorCode::named(27, "IndexNotFound");
+    pub const PATH_NOT_VIABLE: ErrorCode = ErrorCode::named(28, "PathNotViable");
+    pub const CANNOT_INDEX_PARALLEL_ARRAYS: ErrorCode =
+        ErrorCode::named(171, "CannotIndexParallelArrays");
+    pub const CONFLICTING_UPDATE_OPERATORS: ErrorCode =
+        ErrorCode::named(40, "ConflictingUpdateOperators");
+    pub const NAMESPACE_EXISTS: ErrorCode = ErrorCode::named(48, "NamespaceExists");
+    pub const DOLLAR_PREFIXED_FIELD_NAME: ErrorCode =
+        ErrorCode::named(52, "DollarPrefixedFieldName");
+    pub const INVALID_ID_FIELD: ErrorCode = ErrorCode::named(53, "InvalidIdField");
+    pub const EMPTY_FIELD_NAME: ErrorCode = ErrorCode::named(56, "EmptyFieldName");
+    pub const IMMUTABLE_FIELD: ErrorCode = ErrorCode::named(66, "ImmutableField");
+    pub const CANNOT_CREATE_INDEX: ErrorCode = ErrorCode::named(67, "CannotCreateIndex");
+    pub const INVALID_OPTIONS: ErrorCode = ErrorCode::named(72, "InvalidOptions");
+    pub const INVALID_NAMESPACE: ErrorCode = ErrorCode::named(73, "InvalidNamespace");
+    pub const INDEX_OPTIONS_CONFLICT: ErrorCode = ErrorCode::named(85, "IndexOptionsConflict");
+    pub const INDEX_KEY_SPECS_CONFLICT: ErrorCode = ErrorCode::named(86, "IndexKeySpecsConflict");
+    pub const OPERATION_FAILED: ErrorCode = ErrorCode::named(96, "OperationFailed");
+    pub const EXCEEDED_MEMORY_LIMIT: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
+    pub const INVALID_PIPELINE_OPERATOR: ErrorCode =
+        ErrorCode::named(168, "InvalidPipelineOperator");
+    pub const QUERY_EXCEEDED_MEMORY_LIMIT: ErrorCode =
+        ErrorCode::named(292, "QueryExceededMemoryLimitNoDiskUseAllowed");
+    pub const BSON_OBJECT_TOO_LARGE: ErrorCode = ErrorCode::named(10334, "BSONObjectTooLarge");
+    pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.code, self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn location_codes_are_named_as_the_server_names_them() {
+        assert_eq!(ErrorCode::location(16766).name(), "Location16766");
+        assert_eq!(ErrorCode::DUPLICATE_KEY.name(), "DuplicateKey");
+        assert_eq!(ErrorCode::DUPLICATE_KEY.to_string(), "11000 (DuplicateKey)");
+    }
+}
