@@ -39,6 +39,7 @@ impl ErrorCode {
     pub const FAILED_TO_PARSE: ErrorCode = ErrorCode::named(9, "FailedToParse");
     pub const TYPE_MISMATCH: ErrorCode = ErrorCode::named(14, "TypeMismatch");
     pub const OVERFLOW: ErrorCode = ErrorCode::named(15, "Overflow");
+    pub const CANNOT_BACKFILL_ARRAY: ErrorCode = ErrorCode::named(34, "CannotBackfillArray");
     pub const ILLEGAL_OPERATION: ErrorCode = ErrorCode::named(20, "IllegalOperation");
     pub const NAMESPACE_NOT_FOUND: ErrorCode = ErrorCode::named(26, "NamespaceNotFound");
     pub const INDEX_NOT_FOUND: ErrorCode = ErrorCode::named(27, "IndexNotFound");
@@ -59,6 +60,8 @@ impl ErrorCode {
     pub const INDEX_OPTIONS_CONFLICT: ErrorCode = ErrorCode::named(85, "IndexOptionsConflict");
     pub const INDEX_KEY_SPECS_CONFLICT: ErrorCode = ErrorCode::named(86, "IndexKeySpecsConflict");
     pub const OPERATION_FAILED: ErrorCode = ErrorCode::named(96, "OperationFailed");
+    pub const INVALID_INDEX_SPECIFICATION_OPTION: ErrorCode =
+        ErrorCode::named(197, "InvalidIndexSpecificationOption");
     pub const EXCEEDED_MEMORY_LIMIT: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
     pub const INVALID_PIPELINE_OPERATOR: ErrorCode =
         ErrorCode::named(168, "InvalidPipelineOperator");

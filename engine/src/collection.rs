@@ -541,6 +541,11 @@ pub(crate) fn key_error(collection: &str, index: &IndexMeta, e: KeyError) -> Err
             first,
             second,
         },
+        KeyError::HashedArray { path } => Error::HashedIndexArray {
+            collection: collection.to_owned(),
+            index: index.spec.name().to_owned(),
+            path,
+        },
         KeyError::TooManyKeys { limit } => Error::TooManyIndexKeys {
             collection: collection.to_owned(),
             index: index.spec.name().to_owned(),

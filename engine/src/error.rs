@@ -54,15 +54,26 @@ pub enum IndexSpecError {
     InvalidPartialFilter { reason: String },
     #[error("index name `{name}` is reserved or empty")]
     BadName { name: String },
+    /// A key pattern value that is neither a non-zero number nor a known index type.
+    #[error("index key `{path}`: {reason}")]
+    BadKeyValue { path: String, reason: String },
+    /// An index type MongoDB has that this engine does not build (text, geospatial,
+    /// wildcard); refused rather than built as an ascending index.
+    #[error("index key `{path}` asks for a `{kind}` index, which this engine does not support")]
+    UnsupportedKind { path: String, kind: String },
+    #[error("a hashed index cannot be unique: hashes of different values may collide")]
+    HashedUnique,
+    #[error("an index may hash at most one field, this one hashes {fields}")]
+    SeveralHashed { fields: usize },
 }
 
 impl IndexSpecError {
     /// MongoDB's code for the condition: `CannotCreateIndex` for a malformed key pattern.
     pub fn code(&self) -> ErrorCode {
         match self {
-            IndexSpecError::IdIndexOption { .. } | IndexSpecError::TtlCompound { .. } => {
-                ErrorCode::INVALID_OPTIONS
-            }
+            IndexSpecError::IdIndexOption { .. } => ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION,
+            IndexSpecError::HashedUnique => ErrorCode::location(16764),
+            IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),
             _ => ErrorCode::CANNOT_CREATE_INDEX,
         }
     }
@@ -84,6 +95,15 @@ pub enum Error {
         collection: String,
         #[source]
         source: DocumentError,
+    },
+    /// A hashed index holds no arrays, on any of its fields.
+    #[error(
+        "hashed index `{index}` of collection `{collection}` cannot hold the array at `{path}`"
+    )]
+    HashedIndexArray {
+        collection: String,
+        index: String,
+        path: String,
     },
     /// A compound index may hold at most one array per document ("parallel arrays").
     #[error(
@@ -148,6 +168,9 @@ pub enum Error {
         existing: String,
         requested: String,
         reason: String,
+        /// The name is taken by another definition (MongoDB's `IndexKeySpecsConflict`), rather
+        /// than the keys being indexed under another name or options (`IndexOptionsConflict`).
+        same_name: bool,
     },
     #[error("collection `{collection}` has no index named `{index}`")]
     IndexNotFound { collection: String, index: String },
@@ -224,8 +247,8 @@ impl DocumentError {
 }
 
 impl Error {
-    /// MongoDB's error code for the condition: `11000` for a duplicate key, `2` (BadValue) for
-    /// a malformed argument, and so on (see [`ErrorCode`]).
+    /// MongoDB's error code for the condition: `11000` for a duplicate key, `2` (`BadValue`)
+    /// for a malformed argument, and so on (see [`ErrorCode`]).
     pub fn code(&self) -> i32 {
         self.error_code().code
     }
@@ -241,6 +264,7 @@ impl Error {
             Error::DuplicateKey { .. } => ErrorCode::DUPLICATE_KEY,
             Error::InvalidDocument { source, .. } => source.code(),
             Error::ParallelArrays { .. } => ErrorCode::CANNOT_INDEX_PARALLEL_ARRAYS,
+            Error::HashedIndexArray { .. } => ErrorCode::location(16766),
             Error::TooManyIndexKeys { .. } | Error::InvalidCollation(_) | Error::Decode { .. } => {
                 ErrorCode::BAD_VALUE
             }
@@ -253,6 +277,9 @@ impl Error {
                 ErrorCode::QUERY_EXCEEDED_MEMORY_LIMIT
             }
             Error::InvalidIndexSpec(e) => e.code(),
+            Error::IndexConflict {
+                same_name: true, ..
+            } => ErrorCode::INDEX_KEY_SPECS_CONFLICT,
             Error::IndexConflict { .. } => ErrorCode::INDEX_OPTIONS_CONFLICT,
             Error::IndexNotFound { .. } => ErrorCode::INDEX_NOT_FOUND,
             Error::NestedWrite => ErrorCode::ILLEGAL_OPERATION,

@@ -40,6 +40,9 @@ pub struct IndexSpec {
     sparse: bool,
     expire_after: Option<Duration>,
     partial: Option<PartialFilter>,
+    /// The position in `keys` of the one hashed field, if any: its key is MongoDB's hash of the
+    /// value ([`crate::hashed`]), stored ascending, which serves equality and `$in` only.
+    hashed: Option<usize>,
 }
 
 /// A partial index's filter: only documents it matches are indexed.
@@ -83,7 +86,7 @@ impl IndexSpec {
         if keys.is_empty() {
             return Err(IndexSpecError::NoKeys);
         }
-        let name = default_name(&keys);
+        let name = default_name(&keys, None);
         Ok(IndexSpec {
             name,
             keys,
@@ -91,7 +94,13 @@ impl IndexSpec {
             sparse: false,
             expire_after: None,
             partial: None,
+            hashed: None,
         })
+    }
+
+    /// A single-field hashed index, `{path: "hashed"}`.
+    pub fn hashed(path: &str) -> Result<IndexSpec, IndexSpecError> {
+        IndexSpec::from_keys_document(&bson::doc! { path: "hashed" })
     }
 
     /// A single-field ascending index.
@@ -99,19 +108,53 @@ impl IndexSpec {
         IndexSpec::new([(path, Direction::Ascending)])
     }
 
-    /// Parses MongoDB's key document, `{a: 1, b: -1}`.
+    /// Parses MongoDB's key document, `{a: 1, b: -1}` or with one hashed field,
+    /// `{a: 1, b: "hashed"}`. A key value is a non-zero number (its sign gives the direction) or
+    /// the string `"hashed"`; MongoDB's other index types (`text`, `2d`, `2dsphere`, wildcard)
+    /// are refused by name, and anything else as MongoDB refuses it.
     pub fn from_keys_document(keys: &Document) -> Result<IndexSpec, IndexSpecError> {
         let mut fields = Vec::new();
-        for (path, direction) in keys {
-            let direction = match direction {
-                Bson::Int32(d) if *d < 0 => Direction::Descending,
-                Bson::Int64(d) if *d < 0 => Direction::Descending,
-                Bson::Double(d) if *d < 0.0 => Direction::Descending,
-                _ => Direction::Ascending,
+        let mut hashed = Vec::new();
+        for (position, (path, value)) in keys.iter().enumerate() {
+            let direction = match value {
+                Bson::Int32(d) if *d != 0 => Direction::of_sign(i64::from(*d)),
+                Bson::Int64(d) if *d != 0 => Direction::of_sign(*d),
+                Bson::Double(d) if *d != 0.0 && !d.is_nan() => {
+                    Direction::of_sign(if *d < 0.0 { -1 } else { 1 })
+                }
+                Bson::Decimal128(d) => match crate::number::Number::from_decimal128(*d) {
+                    crate::number::Number::Finite(f) if !f.is_zero() => {
+                        Direction::of_sign(if f.negative { -1 } else { 1 })
+                    }
+                    crate::number::Number::NegInfinity => Direction::Descending,
+                    crate::number::Number::PosInfinity => Direction::Ascending,
+                    _ => return Err(bad_key_value(path, &Bson::Int32(0))),
+                },
+                Bson::String(kind) if kind == "hashed" => {
+                    hashed.push(position);
+                    Direction::Ascending
+                }
+                other => return Err(bad_key_value(path, other)),
             };
+            if path == "$**" || path.ends_with(".$**") {
+                return Err(IndexSpecError::UnsupportedKind {
+                    path: path.clone(),
+                    kind: "wildcard".into(),
+                });
+            }
             fields.push((path.as_str(), direction));
         }
-        IndexSpec::new(fields)
+        if hashed.len() > 1 {
+            return Err(IndexSpecError::SeveralHashed {
+                fields: hashed.len(),
+            });
+        }
+        let mut spec = IndexSpec::new(fields)?;
+        spec.hashed = hashed.first().copied();
+        if spec.hashed.is_some() {
+            spec.name = default_name(&spec.keys, spec.hashed);
+        }
+        Ok(spec)
     }
 
     #[must_use]
@@ -177,11 +220,24 @@ impl IndexSpec {
         self.expire_after
     }
 
-    /// The key document, `{a: 1, b: -1}`.
+    /// The position of the hashed field among [`IndexSpec::keys`], if the index has one.
+    pub fn hashed_field(&self) -> Option<usize> {
+        self.hashed
+    }
+
+    /// The key document, `{a: 1, b: -1}` (`"hashed"` for a hashed field).
     pub fn keys_document(&self) -> Document {
         self.keys
             .iter()
-            .map(|(p, d)| (p.as_str().to_owned(), Bson::Int32(d.as_i32())))
+            .enumerate()
+            .map(|(i, (p, d))| {
+                let value = if self.hashed == Some(i) {
+                    Bson::String("hashed".into())
+                } else {
+                    Bson::Int32(d.as_i32())
+                };
+                (p.as_str().to_owned(), value)
+            })
             .collect()
     }
 
@@ -191,6 +247,9 @@ impl IndexSpec {
             return Err(IndexSpecError::BadName {
                 name: self.name.clone(),
             });
+        }
+        if self.hashed.is_some() && self.unique {
+            return Err(IndexSpecError::HashedUnique);
         }
         if self.expire_after.is_some() && self.keys.len() != 1 {
             return Err(IndexSpecError::TtlCompound {
@@ -235,6 +294,9 @@ impl IndexSpec {
             return Ok(None);
         }
         self.check_parallel_arrays(&per_field)?;
+        if let Some(hashed) = self.hashed {
+            hash_field(&self.keys, &mut per_field, hashed)?;
+        }
         let multikey = per_field.iter().any(|f| !f.array_depths.is_empty());
         let count = per_field
             .iter()
@@ -311,11 +373,71 @@ impl IndexSpec {
     }
 }
 
-fn default_name(keys: &[(Path, Direction)]) -> String {
+fn default_name(keys: &[(Path, Direction)], hashed: Option<usize>) -> String {
     keys.iter()
-        .map(|(p, d)| format!("{}_{}", p.as_str(), d.as_i32()))
+        .enumerate()
+        .map(|(i, (p, d))| {
+            if hashed == Some(i) {
+                format!("{}_hashed", p.as_str())
+            } else {
+                format!("{}_{}", p.as_str(), d.as_i32())
+            }
+        })
         .collect::<Vec<_>>()
         .join("_")
+}
+
+/// Replaces the hashed field's value by its hash. A hashed index holds no arrays, on any of
+/// its fields, as in MongoDB: an array has no single hash to stand for its elements.
+fn hash_field(
+    keys: &[(Path, Direction)],
+    per_field: &mut [KeyValues<'_>],
+    hashed: usize,
+) -> Result<(), KeyError> {
+    for (field, (path, _)) in per_field.iter().zip(keys) {
+        if let Some(&depth) = field.array_depths.first() {
+            return Err(KeyError::HashedArray {
+                path: path.segments()[..depth].join("."),
+            });
+        }
+    }
+    let field = &mut per_field[hashed];
+    let value = field.values.first().copied().unwrap_or(RawBsonRef::Null);
+    field.values = vec![RawBsonRef::Int64(crate::hashed::hash(value))];
+    Ok(())
+}
+
+/// Why a key document's value is refused: MongoDB's rules for key pattern values.
+fn bad_key_value(path: &str, value: &Bson) -> IndexSpecError {
+    let reason = match value {
+        Bson::String(kind)
+            if matches!(
+                kind.as_str(),
+                "text" | "2d" | "2dsphere" | "geoHaystack" | "wildcard" | "columnstore"
+            ) =>
+        {
+            return IndexSpecError::UnsupportedKind {
+                path: path.to_owned(),
+                kind: kind.clone(),
+            };
+        }
+        Bson::String(kind) if kind.is_empty() => {
+            "values in the index key pattern cannot be empty strings".to_owned()
+        }
+        Bson::String(kind) => format!("unknown index plugin `{kind}`"),
+        Bson::Double(d) if d.is_nan() => "values in the index key pattern cannot be NaN".to_owned(),
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => {
+            "values in the index key pattern cannot be 0".to_owned()
+        }
+        other => format!(
+            "values in the index key pattern cannot be of type {}; only numbers > 0, numbers < 0 and strings are allowed",
+            crate::expr::type_alias(Some(other))
+        ),
+    };
+    IndexSpecError::BadKeyValue {
+        path: path.to_owned(),
+        reason,
+    }
 }
 
 /// The keys one document gives one index.
@@ -333,8 +455,17 @@ pub(crate) struct DocumentKeys {
 /// Why a document cannot be indexed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum KeyError {
-    ParallelArrays { first: String, second: String },
-    TooManyKeys { limit: usize },
+    ParallelArrays {
+        first: String,
+        second: String,
+    },
+    /// A hashed index met an array at `path`.
+    HashedArray {
+        path: String,
+    },
+    TooManyKeys {
+        limit: usize,
+    },
     Malformed(String),
 }
 

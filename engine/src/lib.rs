@@ -23,6 +23,7 @@ pub mod decode;
 mod document;
 mod error;
 pub mod expr;
+pub mod hashed;
 mod index;
 mod index_store;
 pub mod keys;

@@ -6,7 +6,10 @@
 
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
-/// MongoDB's `BSONDepth::getMaxDepthForUserStorage`: a stored document has at most 100 levels.
+/// The nesting a stored document may have: 100 levels, the limit MongoDB documents ("BSON
+/// Document Nesting Depth"). The server itself refuses only past 180, leaving 20 of its own
+/// 200-level parse limit for the oplog and replies; keeping to the documented limit means a
+/// document stored here can always be moved to MongoDB.
 pub const MAX_STORED_DEPTH: usize = 100;
 
 /// MongoDB's `BSONDepth::kDefaultMaxAllowableDepth`: what a command may carry (filters, updates,

@@ -226,7 +226,7 @@ fn list_indexes(meta: Option<&Arc<CollectionMeta>>) -> Vec<IndexSpec> {
 fn conflicting_index(meta: &CollectionMeta, spec: &IndexSpec) -> Result<Option<String>> {
     for existing in &meta.indexes {
         let same_name = existing.spec.name() == spec.name();
-        let same_keys = existing.spec.keys() == spec.keys();
+        let same_keys = existing.spec.keys_document() == spec.keys_document();
         if existing.spec == *spec {
             return Ok(Some(existing.spec.name().to_owned()));
         }
@@ -240,6 +240,7 @@ fn conflicting_index(meta: &CollectionMeta, spec: &IndexSpec) -> Result<Option<S
                 existing: existing.spec.name().to_owned(),
                 requested: spec.name().to_owned(),
                 reason: reason.to_owned(),
+                same_name,
             });
         }
     }

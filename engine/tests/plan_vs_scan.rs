@@ -190,6 +190,10 @@ fn indexes() -> Vec<IndexSpec> {
         // Never multikey (`b`, `e` and `n.g` are never arrays): these can cover queries.
         IndexSpec::new([("b", Asc), ("e", Desc)]).unwrap(),
         IndexSpec::new([("n.g", Asc), ("e", Asc)]).unwrap(),
+        // Hashed (on fields never arrays): equality and `$in` through hashes, the matcher
+        // removing collisions such as 2 and 2.5.
+        IndexSpec::hashed("e").unwrap(),
+        IndexSpec::from_keys_document(&doc! { "n.g": 1, "b": "hashed" }).unwrap(),
         // Partial indexes with two fields, so that they outrank the others when both are bound.
         // (`b` is never an array, so these never hold parallel arrays.)
         IndexSpec::new([("c.d", Asc), ("b", Asc)])

@@ -35,7 +35,7 @@ use bson::{Bson, Document};
 pub use eval::truthy;
 pub(crate) use eval::{Env, eval_in};
 pub use func::Func;
-pub(crate) use func::{accumulate_values, as_i64};
+pub(crate) use func::{accumulate_values, as_i64, type_alias};
 
 /// A parsed expression; see the module documentation.
 #[derive(Debug, Clone)]

@@ -44,6 +44,15 @@ impl Direction {
             Direction::Descending => -1,
         }
     }
+
+    /// Descending for a negative number, ascending otherwise.
+    pub fn of_sign(n: i64) -> Direction {
+        if n < 0 {
+            Direction::Descending
+        } else {
+            Direction::Ascending
+        }
+    }
 }
 
 const END: u8 = 0x00;

@@ -51,7 +51,8 @@ pub(crate) fn covering(
         return None;
     };
     let index = meta.index(&scan.index)?;
-    if index.multikey || scan.multikey {
+    // A hashed index's keys hold hashes, not the values a covered query would return.
+    if index.multikey || scan.multikey || index.spec.hashed_field().is_some() {
         return None;
     }
     let paths: Vec<Vec<String>> = index

@@ -125,11 +125,15 @@ impl ValueInterval {
         }
     }
 
+    /// Whether the interval holds one value: both edges included and equal (an inclusive
+    /// range such as `$gte: 0, $lte: 1` is not a point).
     fn is_point(&self) -> bool {
-        matches!(
-            (&self.lo, &self.hi),
-            (Edge::Value(_, true), Edge::Value(_, true))
-        )
+        match (&self.lo, &self.hi) {
+            (Edge::Value(lo, true), Edge::Value(hi, true)) => {
+                compare(lo.as_raw_bson_ref(), hi.as_raw_bson_ref()).is_eq()
+            }
+            _ => false,
+        }
     }
 
     fn describe(&self) -> String {
@@ -381,6 +385,38 @@ fn field_intervals(
     }])
 }
 
+/// The points a hashed field is bound to: the hashes of an equality's or an `$in`'s values.
+/// Ranges, regexes and arrays bound nothing: a hash keeps no order and no elements.
+fn hashed_points(predicates: &[&Predicate], sparse: bool) -> Option<Vec<ValueInterval>> {
+    let point = |v: &RawBson| {
+        (usable_operand(v) && !(sparse && matches_null(v)))
+            .then(|| ValueInterval::point(RawBson::Int64(crate::hashed::hash(v.as_raw_bson_ref()))))
+    };
+    for p in predicates {
+        match p {
+            Predicate::Eq(v) => {
+                if let Some(iv) = point(v) {
+                    return Some(vec![iv]);
+                }
+            }
+            Predicate::In(patterns) => {
+                let points: Option<Vec<ValueInterval>> = patterns
+                    .iter()
+                    .map(|pattern| match pattern {
+                        Pattern::Value(v) => point(v),
+                        Pattern::Regex(_) | Pattern::ElemMatch(_) => None,
+                    })
+                    .collect();
+                if points.is_some() {
+                    return points;
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 fn encoded(prefix: &[u8], v: &RawBson, direction: Direction) -> Vec<u8> {
     let mut out = prefix.to_vec();
     keys::encode_into(&mut out, v.as_raw_bson_ref(), direction);
@@ -470,7 +506,7 @@ fn index_plan(
     let mut bounds = Vec::new();
     let mut point_fields = 0;
     let mut range = false;
-    for (path, direction) in spec.keys() {
+    for (position, (path, direction)) in spec.keys().iter().enumerate() {
         // (An `$elemMatch` itself bounds nothing; its conditions do.)
         let on_field: Vec<&Cond<'_>> = conds
             .iter()
@@ -483,7 +519,12 @@ fn index_plan(
         });
         let predicates: Vec<&Predicate> = on_field.iter().map(|c| c.predicate).collect();
         let multikey = index.multikey && !one_element;
-        let Some(ivs) = field_intervals(&predicates, multikey, spec.is_sparse()) else {
+        let ivs = if spec.hashed_field() == Some(position) {
+            hashed_points(&predicates, spec.is_sparse())
+        } else {
+            field_intervals(&predicates, multikey, spec.is_sparse())
+        };
+        let Some(ivs) = ivs else {
             break;
         };
         bounds.push((
@@ -605,7 +646,12 @@ fn sort_order(
     if wanted.is_empty() {
         return (true, false);
     }
-    if wanted.len() > rest.len() {
+    // A hashed field's keys are in hash order, not the field's.
+    let hashed_in_sort = index
+        .spec
+        .hashed_field()
+        .is_some_and(|h| h >= point_fields && h < point_fields + wanted.len());
+    if wanted.len() > rest.len() || hashed_in_sort {
         return (false, false);
     }
     let same = wanted

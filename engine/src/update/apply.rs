@@ -221,10 +221,12 @@ impl Step<'_> {
                     ))
                     .with_code(ErrorCode::PATH_NOT_VIABLE)),
                 Some(i) if i >= items.len() && self.creates() && !within_padding(items, i) => {
-                    Err(self.err(format!(
-                        "cannot backfill the array at `{}` past position {i}: an update adds at most {MAX_PADDING} elements",
-                        parent(concrete)
-                    )))
+                    Err(self
+                        .err(format!(
+                            "cannot backfill the array at `{}` past position {i}: an update adds at most {MAX_PADDING} elements",
+                            parent(concrete)
+                        ))
+                        .with_code(ErrorCode::CANNOT_BACKFILL_ARRAY))
                 }
                 Some(i) if last => self.leaf(Slot::Element(items, i)),
                 Some(i) if i < items.len() => self.walk(&mut items[i], at + 1, concrete),
