@@ -48,6 +48,11 @@ impl Database {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             loop {
+                // A stop asked before this thread first took the lock finds no waiter to wake:
+                // the flag is checked before waiting too, or the drop would wait an interval.
+                if *stopped {
+                    return;
+                }
                 let (guard, _) = thread_state
                     .wake
                     .wait_timeout(stopped, interval)

@@ -9,11 +9,13 @@ use std::any::TypeId;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use bson::Bson;
 use odm_engine::update::{
     BulkResult, BulkWrite, DeleteOptions, FindAndModify, UpdateOptions, UpdateResult, WriteOp,
 };
+use odm_engine::{TtlMonitor, TtlStats};
 
 use crate::codec::{from_raw, to_raw};
 use crate::collection::{Collection, ModifyOptions};
@@ -24,11 +26,34 @@ use crate::model::Document;
 use crate::update::Update;
 
 /// A database of typed models; cheap to clone, `Send + Sync`.
+///
+/// Models that declare a TTL index expire without more code: unless [`Options::ttl_interval`]
+/// turns it off, a background monitor deletes expired documents every minute, as MongoDB's
+/// does. It stops when the last clone of the database is dropped.
 #[derive(Clone)]
 pub struct Database {
     engine: odm_engine::Database,
     /// Models whose declaration was synced through this handle.
     synced: Arc<Mutex<BTreeSet<TypeId>>>,
+    /// Dropped (which stops the thread) with the last clone; declared after `engine` so that the
+    /// engine handle is released first and the monitor's own is the last.
+    ttl_monitor: Option<Arc<TtlMonitor>>,
+}
+
+/// How a [`Database`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// How often expired documents are deleted; `None` turns expiry off (then
+    /// [`odm_engine::Database::expire`] deletes them on demand). MongoDB's default: 60 seconds.
+    pub ttl_interval: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            ttl_interval: Some(TtlMonitor::DEFAULT_INTERVAL),
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -38,21 +63,50 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// Opens (or creates) a database file.
+    /// Opens (or creates) a database file, with the default [`Options`].
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database::from_engine(odm_engine::Database::open(path)?))
+        Database::open_with(path, &Options::default())
+    }
+
+    /// Opens (or creates) a database file.
+    pub fn open_with(path: impl AsRef<Path>, options: &Options) -> Result<Database> {
+        Ok(Database::from_engine_with(
+            odm_engine::Database::open(path)?,
+            options,
+        ))
     }
 
     pub fn in_memory() -> Result<Database> {
-        Ok(Database::from_engine(odm_engine::Database::in_memory()?))
+        Database::in_memory_with(&Options::default())
+    }
+
+    pub fn in_memory_with(options: &Options) -> Result<Database> {
+        Ok(Database::from_engine_with(
+            odm_engine::Database::in_memory()?,
+            options,
+        ))
+    }
+
+    /// The typed layer over an engine database, with the default [`Options`].
+    pub fn from_engine(engine: odm_engine::Database) -> Database {
+        Database::from_engine_with(engine, &Options::default())
     }
 
     /// The typed layer over an engine database.
-    pub fn from_engine(engine: odm_engine::Database) -> Database {
+    pub fn from_engine_with(engine: odm_engine::Database, options: &Options) -> Database {
+        let ttl_monitor = options
+            .ttl_interval
+            .map(|interval| Arc::new(engine.start_ttl_monitor(interval)));
         Database {
             engine,
             synced: Arc::default(),
+            ttl_monitor,
         }
+    }
+
+    /// What the TTL monitor has done, when it runs.
+    pub fn ttl_stats(&self) -> Option<TtlStats> {
+        self.ttl_monitor.as_ref().map(|m| m.stats())
     }
 
     /// The untyped engine underneath, for raw documents.

@@ -38,7 +38,7 @@ mod sort;
 mod update;
 
 pub use collection::{Collection, Find, ModifyOptions};
-pub use database::{Database, Txn, WriteModel};
+pub use database::{Database, Options, Txn, WriteModel};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::Filter;

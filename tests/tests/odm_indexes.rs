@@ -124,3 +124,45 @@ fn an_aborted_transaction_does_not_count_as_synced() {
     });
     assert!(duplicate.is_err());
 }
+
+/// A model with a TTL index expires with no code of the user's: the typed database runs the
+/// expiry monitor by default (here at a short interval), and `ttl_interval: None` turns it off.
+#[test]
+fn a_declared_ttl_index_expires_documents_without_more_code() {
+    let old =
+        bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 31 * 86_400_000);
+    let account = |id| Account {
+        id,
+        region: "eu".into(),
+        email: format!("{id}@example.com"),
+        last_seen: old,
+    };
+    let quick = odm::Options {
+        ttl_interval: Some(std::time::Duration::from_millis(20)),
+    };
+    let db = Database::in_memory_with(&quick).unwrap();
+    let accounts = db.collection::<Account>().unwrap();
+    accounts.insert_one(&account(1)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while db.engine().collection("accounts").count().unwrap() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the document never expired"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(db.ttl_stats().unwrap().expired >= 1);
+
+    let off = odm::Options { ttl_interval: None };
+    let db = Database::in_memory_with(&off).unwrap();
+    let accounts = db.collection::<Account>().unwrap();
+    accounts.insert_one(&account(2)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(db.engine().collection("accounts").count().unwrap(), 1);
+    assert!(db.ttl_stats().is_none());
+    // The default is MongoDB's minute.
+    assert_eq!(
+        odm::Options::default().ttl_interval,
+        Some(std::time::Duration::from_mins(1))
+    );
+}
