@@ -74,6 +74,12 @@ impl Database {
         Database::init(redb::Database::open(path)?)
     }
 
+    /// A database over any redb storage backend, opened when it holds one and created when it
+    /// is empty: a file, memory, or the caller's own (a fault-injecting backend in tests).
+    pub fn with_backend(backend: impl redb::StorageBackend) -> Result<Database> {
+        Database::init(redb::Database::builder().create_with_backend(backend)?)
+    }
+
     /// A database that lives in memory only, for tests and scratch work.
     pub fn in_memory() -> Result<Database> {
         let redb =

@@ -1,0 +1,37 @@
+//! Decoding stored bytes: arbitrary bytes through the engine's decoder (what a damaged file
+//! gives it) and through a derived model's decode path. Never a panic; where both the engine's
+//! decoder and the bson crate accept the bytes, they agree.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Serialize, Deserialize, odm::Document)]
+#[odm(collection = "fuzz")]
+struct Model {
+    #[odm(id)]
+    id: i64,
+    name: String,
+    tags: Vec<String>,
+    inner: Option<Inner>,
+    score: f64,
+    when: Option<bson::DateTime>,
+}
+
+#[derive(Debug, Serialize, Deserialize, odm::Embedded)]
+struct Inner {
+    a: i32,
+    b: Vec<Inner>,
+}
+
+fuzz_target!(|data: &[u8]| {
+    let ours = odm_engine::decode::from_slice_with_id::<bson::Document>(data, None);
+    let theirs = bson::RawDocument::from_bytes(data).and_then(bson::Document::try_from);
+    if let (Ok(ours), Ok(theirs)) = (&ours, &theirs) {
+        assert_eq!(ours, theirs);
+    }
+    let _ = odm_engine::decode::from_slice_with_id::<Model>(data, Some("id"));
+    if let Ok(raw) = bson::RawDocument::from_bytes(data) {
+        let _ = odm::__private::decode_versioned::<Model>(raw);
+    }
+});
