@@ -224,7 +224,7 @@ impl DocumentError {
 }
 
 impl Error {
-    /// MongoDB's error code for the condition: `11000` for a duplicate key, `2` (BadValue) for
+    /// MongoDB's error code for the condition: `11000` for a duplicate key, `2` (`BadValue`) for
     /// a malformed argument, and so on (see [`ErrorCode`]).
     pub fn code(&self) -> i32 {
         self.error_code().code

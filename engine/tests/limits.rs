@@ -160,7 +160,7 @@ fn extreme_slice_skip_and_limit_arguments_do_not_overflow() {
         // Either answer is fine; a panic is not.
         let _ = rc
             .find(&doc! {}, &options)
-            .and_then(|c| c.collect::<Result<Vec<_>, _>>());
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>);
     }
     let extremes = [
         Bson::Int64(i64::MAX),
