@@ -52,11 +52,13 @@ impl ErrorCode {
     pub const DOLLAR_PREFIXED_FIELD_NAME: ErrorCode =
         ErrorCode::named(52, "DollarPrefixedFieldName");
     pub const INVALID_ID_FIELD: ErrorCode = ErrorCode::named(53, "InvalidIdField");
+    pub const NOT_SINGLE_VALUE_FIELD: ErrorCode = ErrorCode::named(54, "NotSingleValueField");
     pub const EMPTY_FIELD_NAME: ErrorCode = ErrorCode::named(56, "EmptyFieldName");
     pub const IMMUTABLE_FIELD: ErrorCode = ErrorCode::named(66, "ImmutableField");
     pub const CANNOT_CREATE_INDEX: ErrorCode = ErrorCode::named(67, "CannotCreateIndex");
     pub const INVALID_OPTIONS: ErrorCode = ErrorCode::named(72, "InvalidOptions");
     pub const INVALID_NAMESPACE: ErrorCode = ErrorCode::named(73, "InvalidNamespace");
+    pub const NOT_EXACT_VALUE_FIELD: ErrorCode = ErrorCode::named(111, "NotExactValueField");
     pub const INDEX_OPTIONS_CONFLICT: ErrorCode = ErrorCode::named(85, "IndexOptionsConflict");
     pub const INDEX_KEY_SPECS_CONFLICT: ErrorCode = ErrorCode::named(86, "IndexKeySpecsConflict");
     pub const OPERATION_FAILED: ErrorCode = ErrorCode::named(96, "OperationFailed");

@@ -29,6 +29,20 @@ fn value() -> impl Strategy<Value = Bson> {
         1 => scalar().prop_map(|x| Bson::Document(doc! { "x": x })),
         1 => prop::collection::vec(scalar().prop_map(|x| Bson::Document(doc! { "x": x })), 0..3)
             .prop_map(Bson::Array),
+        // Arrays of arrays, and fields named like positions (`a.0` reads both).
+        1 => prop::collection::vec(prop::collection::vec(scalar(), 0..3).prop_map(Bson::Array), 0..3)
+            .prop_map(Bson::Array),
+        1 => scalar().prop_map(|x| Bson::Document(doc! { "0": x })),
+        1 => prop::collection::vec(
+            prop_oneof![
+                scalar().prop_map(|x| Bson::Document(doc! { "0": x })),
+                scalar().prop_map(|x| Bson::Document(doc! { "x": x })),
+                Just(Bson::Document(Document::new())),
+                scalar(),
+            ],
+            0..3
+        )
+        .prop_map(Bson::Array),
     ]
 }
 
@@ -71,7 +85,9 @@ fn document() -> BoxedStrategy<Document> {
         .boxed()
 }
 
-const PATHS: [&str; 7] = ["a", "b", "c.d", "tags", "_id", "e", "n.g"];
+const PATHS: [&str; 11] = [
+    "a", "b", "c.d", "tags", "_id", "e", "n.g", "a.x", "a.0", "a.0.x", "tags.1",
+];
 
 /// Paths of the never-multikey index `{b: 1, e: -1}`: filters on them alone can be covered.
 const COVERABLE: [&str; 2] = ["b", "e"];
@@ -187,6 +203,7 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("tags", Asc)]).unwrap(),
         IndexSpec::new([("b", Asc)]).unwrap(),
         IndexSpec::new([("a.x", Desc)]).unwrap(),
+        IndexSpec::new([("a.0", Asc)]).unwrap(),
         // Never multikey (`b`, `e` and `n.g` are never arrays): these can cover queries.
         IndexSpec::new([("b", Asc), ("e", Desc)]).unwrap(),
         IndexSpec::new([("n.g", Asc), ("e", Asc)]).unwrap(),

@@ -142,9 +142,9 @@ impl<'c, T> Cursor<'c, T> {
     fn output(&self, raw: &RawDocument) -> Result<T> {
         match &self.projection {
             Some(p) => {
-                let projected = p.apply(raw, &self.filter).map_err(|e| {
-                    Error::corrupt(format!("collection `{}`", self.collection.name()), e)
-                })?;
+                let projected = p
+                    .apply(raw, &self.filter)
+                    .map_err(|e| e.into_error(self.collection.name()))?;
                 (self.decode.projected)(self.collection.name(), projected, self.decode.id_field)
             }
             None => (self.decode.raw)(self.collection.name(), raw, self.decode.id_field),

@@ -41,7 +41,6 @@ pub use filter::{
 };
 pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
-pub(crate) use projection::element_matches_query;
 pub use routing::Routing;
 pub use sort::Sort;
 pub(crate) use source::WriteView;

@@ -167,8 +167,20 @@ pub(crate) struct Cond<'a> {
     pub(crate) group: Option<usize>,
 }
 
-/// The conditions that can bound index fields: [`conditions`], plus those inside `$elemMatch`.
+/// The conditions that can bound index fields: [`conditions`], plus those inside `$elemMatch`,
+/// except on paths with a numeric segment: the matcher reads `a.0` as a position or as a field
+/// named `0` in any element of `a`, while an index holds the position alone.
 pub(crate) fn bound_conditions(filter: &Filter) -> Vec<Cond<'_>> {
+    let mut out = bound_conditions_any_path(filter);
+    out.retain(|cond| !cond.path.segments.iter().any(|s| is_numeric(s)));
+    out
+}
+
+fn is_numeric(segment: &str) -> bool {
+    !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn bound_conditions_any_path(filter: &Filter) -> Vec<Cond<'_>> {
     let mut out = Vec::new();
     let mut groups = 0;
     for (path, predicate) in conditions(filter) {

@@ -5,24 +5,51 @@
 //! inclusion. Included fields keep the document's field order; a dotted inclusion keeps the
 //! path inside subdocuments and inside each subdocument of an array. `$slice` (`n`, `-n` or
 //! `[skip, limit]`) trims an array and otherwise leaves the document whole; `$elemMatch` returns
-//! the first matching element of an array; `a.$` returns the first element of `a` that the
-//! query's conditions on `a` matched.
+//! the first matching element of an array (or omits the field), and neither sets the
+//! projection's kind; `a.b.$` includes `a.b` and narrows the first array on that path to the
+//! element at the position the query's match recorded (see `query::matcher`), an error when the
+//! match recorded none. A nested projection document (`{a: {b: 1}}`) is the dotted one;
+//! `$slice` reaches into the documents of an array, one level deep.
 
 use crate::code::ErrorCode;
 use crate::nesting::{self, MAX_INPUT_DEPTH};
 use std::collections::BTreeMap;
 
-use bson::{Bson, Document, RawDocument, RawDocumentBuf};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
 
 use super::filter::{Filter, FilterError};
+
+/// Why a projection could not be applied to a document.
+#[derive(Debug)]
+pub(crate) enum ApplyError {
+    /// The stored document does not decode.
+    Unreadable(String),
+    /// The document's match gives the positional projection no array element.
+    Positional(FilterError),
+}
+
+impl ApplyError {
+    /// The engine error for a projection of a document of `collection`.
+    pub(crate) fn into_error(self, collection: &str) -> crate::error::Error {
+        match self {
+            ApplyError::Unreadable(reason) => {
+                crate::error::Error::corrupt(format!("collection `{collection}`"), reason)
+            }
+            ApplyError::Positional(refusal) => crate::error::Error::InvalidFilter(refusal),
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 enum Node {
     Include,
     Exclude,
-    Slice { skip: i64, limit: Option<i64> },
+    Slice {
+        skip: i64,
+        limit: Option<i64>,
+    },
+    /// `{field: {$elemMatch: ..}}` as a filter on a one-field document.
     ElemMatch(Filter),
-    Positional,
     Children(Tree),
 }
 
@@ -35,10 +62,87 @@ pub struct Projection {
     /// Whether listed fields are the ones returned (otherwise the ones dropped).
     inclusive: bool,
     exclude_id: bool,
+    /// The path of a positional projection (`a.b` for `a.b.$`), also included in `tree`.
+    positional: Option<String>,
 }
 
 fn error(path: &str, operator: &str, reason: &str) -> FilterError {
     FilterError::new(path, operator, reason)
+}
+
+/// A refusal with MongoDB's location code for it (`projection_parser.cpp`).
+fn refused(path: &str, code: i32, reason: &str) -> FilterError {
+    FilterError::new(path, "projection", reason).with_code(ErrorCode::location(code))
+}
+
+/// A nested projection document (`{a: {b: 1}}`) as dotted paths (`a.b: 1`).
+fn flatten(
+    spec: &Document,
+    prefix: &str,
+    out: &mut Vec<(String, Bson)>,
+) -> Result<(), FilterError> {
+    for (key, value) in spec {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            Bson::Document(d) if d.is_empty() => {
+                return Err(refused(
+                    &path,
+                    51270,
+                    "an empty sub-projection is not a valid value",
+                ));
+            }
+            Bson::Document(d) if !d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                if path.ends_with(".$") {
+                    return Err(refused(
+                        &path,
+                        31271,
+                        "a positional projection cannot hold a sub-object",
+                    ));
+                }
+                flatten(d, &path, out)?;
+            }
+            _ => out.push((path, value.clone())),
+        }
+    }
+    Ok(())
+}
+
+/// Checks a positional path (`a.b.$`) and returns the projected field (`a.b`).
+fn positional_field<'p>(path: &'p str, value: &Bson) -> Result<&'p str, FilterError> {
+    let field = path.strip_suffix(".$").unwrap_or(path);
+    if field.is_empty() || field.split('.').any(str::is_empty) {
+        return Err(refused(
+            path,
+            5_392_900,
+            "a positional projection needs a field path before `.$`",
+        ));
+    }
+    if field.split('.').any(|s| s == "$") {
+        return Err(refused(
+            path,
+            31394,
+            "a positional operator may only end a path (a.b.$); remove what follows the `$`",
+        ));
+    }
+    match value {
+        Bson::Document(_) => Err(refused(
+            path,
+            31271,
+            "a positional projection cannot take an operator",
+        )),
+        other => match truthy(other) {
+            Some(true) => Ok(field),
+            _ => Err(refused(
+                path,
+                31395,
+                "a positional projection cannot exclude array elements",
+            )),
+        },
+    }
 }
 
 fn truthy(v: &Bson) -> Option<bool> {
@@ -59,15 +163,44 @@ impl Projection {
                     .with_code(ErrorCode::OVERFLOW),
             );
         }
+        let mut entries = Vec::new();
+        flatten(spec, "", &mut entries)?;
         let mut tree = Tree::new();
         let mut mode: Option<bool> = None;
         let mut exclude_id = false;
-        for (path, value) in spec {
+        let mut positional: Option<String> = None;
+        let mut elem_match = false;
+        for (path, value) in &entries {
+            let path = path.as_str();
+            if path.split('.').any(|s| s == "$") {
+                let field = positional_field(path, value)?;
+                if positional.is_some() {
+                    return Err(refused(
+                        path,
+                        31276,
+                        "a projection holds at most one positional operator",
+                    ));
+                }
+                if elem_match {
+                    return Err(refused(
+                        path,
+                        31256,
+                        "a positional projection cannot follow $elemMatch",
+                    ));
+                }
+                if mode == Some(false) {
+                    return Err(refused(
+                        path,
+                        31254,
+                        "cannot mix a positional projection with exclusions",
+                    ));
+                }
+                mode = Some(true);
+                positional = Some(field.to_owned());
+                insert(&mut tree, field, Node::Include)?;
+                continue;
+            }
             let node = match value {
-                _ if path.ends_with(".$") => match truthy(value) {
-                    Some(true) => Node::Positional,
-                    _ => return Err(error(path, "projection", "a positional projection takes 1")),
-                },
                 Bson::Document(op) => parse_operator(path, op)?,
                 other => match truthy(other) {
                     Some(true) => Node::Include,
@@ -81,6 +214,16 @@ impl Projection {
                     }
                 },
             };
+            if let Node::ElemMatch(_) = node {
+                if positional.is_some() {
+                    return Err(refused(
+                        path,
+                        31255,
+                        "$elemMatch cannot follow a positional projection",
+                    ));
+                }
+                elem_match = true;
+            }
             if path == "_id" {
                 match node {
                     Node::Exclude => exclude_id = true,
@@ -90,32 +233,26 @@ impl Projection {
                 continue;
             }
             let inclusive = match node {
-                // `$elemMatch` alone returns `_id` and the field, like an inclusion.
-                Node::Include | Node::Positional | Node::ElemMatch(_) => Some(true),
+                Node::Include => Some(true),
                 Node::Exclude => Some(false),
                 _ => None,
             };
             if let Some(inclusive) = inclusive {
                 if mode.is_some_and(|m| m != inclusive) {
-                    return Err(error(
-                        path,
-                        "projection",
-                        "cannot mix inclusion and exclusion",
-                    ));
+                    let code = if inclusive { 31253 } else { 31254 };
+                    return Err(refused(path, code, "cannot mix inclusion and exclusion"));
                 }
                 mode = Some(inclusive);
             }
-            if matches!(node, Node::Positional) {
-                let parent = path.strip_suffix(".$").unwrap_or(path);
-                insert(&mut tree, parent, Node::Positional)?;
-            } else {
-                insert(&mut tree, path, node)?;
-            }
+            insert(&mut tree, path, node)?;
         }
+        // `$elemMatch` alone returns `_id` and the field, like an inclusion.
+        let inclusive = mode.unwrap_or(elem_match);
         Ok(Projection {
             tree,
-            inclusive: mode.unwrap_or(false),
+            inclusive,
             exclude_id,
+            positional,
         })
     }
 
@@ -137,7 +274,7 @@ impl Projection {
             }
             Some(())
         }
-        if !self.inclusive {
+        if !self.inclusive || self.positional.is_some() {
             return None;
         }
         let mut paths = Vec::new();
@@ -146,8 +283,8 @@ impl Projection {
     }
 
     /// Applies the projection; `filter` is the query, for positional projections.
-    pub fn apply(&self, doc: &RawDocument, filter: &Filter) -> Result<Document, String> {
-        let doc = Document::try_from(doc).map_err(|e| e.to_string())?;
+    pub(crate) fn apply(&self, raw: &RawDocument, filter: &Filter) -> Result<Document, ApplyError> {
+        let doc = Document::try_from(raw).map_err(|e| ApplyError::Unreadable(e.to_string()))?;
         let mut out = if self.inclusive {
             let mut out = Document::new();
             if !self.exclude_id
@@ -155,16 +292,20 @@ impl Projection {
             {
                 out.insert("_id", id.clone());
             }
-            include(&self.tree, &doc, &mut out, "", filter);
+            include(&self.tree, &doc, &mut out, "");
             out
         } else {
             let mut out = doc.clone();
             if self.exclude_id {
                 out.remove("_id");
             }
-            exclude(&self.tree, &mut out, filter, "");
+            exclude(&self.tree, &mut out, "", true);
             out
         };
+        if let Some(path) = &self.positional {
+            let position = || filter.matched_position(raw);
+            narrow_first_array(&mut out, path, position).map_err(ApplyError::Positional)?;
+        }
         if self.inclusive {
             // Field order follows the stored document, `_id` first.
             let order: Vec<String> = doc.keys().cloned().collect();
@@ -230,10 +371,19 @@ fn parse_operator(path: &str, op: &Document) -> Result<Node, FilterError> {
             }
         }
         "$elemMatch" => {
-            let Bson::Document(d) = arg else {
-                return Err(error(path, "$elemMatch", "expects a document"));
+            if path.contains('.') {
+                return Err(refused(
+                    path,
+                    31275,
+                    "$elemMatch cannot project a dotted path",
+                ));
+            }
+            let Bson::Document(_) = arg else {
+                return Err(refused(path, 31274, "$elemMatch expects a document"));
             };
-            Ok(Node::ElemMatch(Filter::parse(d)?))
+            Ok(Node::ElemMatch(Filter::parse(
+                &doc! { path: { "$elemMatch": arg.clone() } },
+            )?))
         }
         other => Err(error(path, other, "unknown projection operator")),
     }
@@ -264,7 +414,7 @@ fn insert(tree: &mut Tree, path: &str, node: Node) -> Result<(), FilterError> {
     Ok(())
 }
 
-fn include(tree: &Tree, doc: &Document, out: &mut Document, prefix: &str, filter: &Filter) {
+fn include(tree: &Tree, doc: &Document, out: &mut Document, prefix: &str) {
     for (key, node) in tree {
         let Some(value) = doc.get(key) else { continue };
         let full = if prefix.is_empty() {
@@ -277,12 +427,12 @@ fn include(tree: &Tree, doc: &Document, out: &mut Document, prefix: &str, filter
                 out.insert(key.clone(), value.clone());
             }
             Node::Children(sub) => {
-                if let Some(v) = include_nested(sub, value, &full, filter) {
+                if let Some(v) = include_nested(sub, value, &full) {
                     out.insert(key.clone(), v);
                 }
             }
             other => {
-                if let Some(v) = special(other, value, &full, filter) {
+                if let Some(v) = special(other, value, &full) {
                     out.insert(key.clone(), v);
                 }
             }
@@ -290,11 +440,11 @@ fn include(tree: &Tree, doc: &Document, out: &mut Document, prefix: &str, filter
     }
 }
 
-fn include_nested(tree: &Tree, value: &Bson, path: &str, filter: &Filter) -> Option<Bson> {
+fn include_nested(tree: &Tree, value: &Bson, path: &str) -> Option<Bson> {
     match value {
         Bson::Document(d) => {
             let mut sub = Document::new();
-            include(tree, d, &mut sub, path, filter);
+            include(tree, d, &mut sub, path);
             // Keep the subdocument's own field order.
             let mut ordered = Document::new();
             for k in d.keys() {
@@ -308,7 +458,7 @@ fn include_nested(tree: &Tree, value: &Bson, path: &str, filter: &Filter) -> Opt
             items
                 .iter()
                 .filter_map(|i| match i {
-                    Bson::Document(_) | Bson::Array(_) => include_nested(tree, i, path, filter),
+                    Bson::Document(_) | Bson::Array(_) => include_nested(tree, i, path),
                     _ => None,
                 })
                 .collect(),
@@ -317,7 +467,8 @@ fn include_nested(tree: &Tree, value: &Bson, path: &str, filter: &Filter) -> Opt
     }
 }
 
-fn exclude(tree: &Tree, doc: &mut Document, filter: &Filter, prefix: &str) {
+/// `slices`: whether `$slice` applies here (not inside an array nested in an array).
+fn exclude(tree: &Tree, doc: &mut Document, prefix: &str, slices: bool) {
     for (key, node) in tree {
         let full = if prefix.is_empty() {
             key.clone()
@@ -330,11 +481,12 @@ fn exclude(tree: &Tree, doc: &mut Document, filter: &Filter, prefix: &str) {
             }
             Node::Children(sub) => {
                 if let Some(value) = doc.get_mut(key) {
-                    exclude_nested(sub, value, filter, &full);
+                    exclude_nested(sub, value, &full, slices);
                 }
             }
+            Node::Slice { .. } if !slices => {}
             other => {
-                let replaced = doc.get(key).map(|v| special(other, v, &full, filter));
+                let replaced = doc.get(key).map(|v| special(other, v, &full));
                 match replaced {
                     Some(Some(v)) => {
                         doc.insert(key.clone(), v);
@@ -349,12 +501,13 @@ fn exclude(tree: &Tree, doc: &mut Document, filter: &Filter, prefix: &str) {
     }
 }
 
-fn exclude_nested(tree: &Tree, value: &mut Bson, filter: &Filter, path: &str) {
+fn exclude_nested(tree: &Tree, value: &mut Bson, path: &str, slices: bool) {
     match value {
-        Bson::Document(d) => exclude(tree, d, filter, path),
+        Bson::Document(d) => exclude(tree, d, path, slices),
         Bson::Array(items) => {
             for item in items {
-                exclude_nested(tree, item, filter, path);
+                let nested = matches!(item, Bson::Array(_));
+                exclude_nested(tree, item, path, slices && !nested);
             }
         }
         _ => {}
@@ -362,7 +515,7 @@ fn exclude_nested(tree: &Tree, value: &mut Bson, filter: &Filter, path: &str) {
 }
 
 /// `$slice`, `$elemMatch` and positional projections of one field; `None` drops the field.
-fn special(node: &Node, value: &Bson, path: &str, filter: &Filter) -> Option<Bson> {
+fn special(node: &Node, value: &Bson, path: &str) -> Option<Bson> {
     match node {
         Node::Slice { skip, limit } => match value {
             Bson::Array(items) => Some(Bson::Array(slice(items, *skip, *limit))),
@@ -372,24 +525,10 @@ fn special(node: &Node, value: &Bson, path: &str, filter: &Filter) -> Option<Bso
             let Bson::Array(items) = value else {
                 return None;
             };
-            items
-                .iter()
-                .find(|item| match item {
-                    Bson::Document(d) => {
-                        RawDocumentBuf::try_from(d).is_ok_and(|raw| f.matches(&raw))
-                    }
-                    _ => false,
-                })
-                .map(|item| Bson::Array(vec![item.clone()]))
-        }
-        Node::Positional => {
-            let Bson::Array(items) = value else {
-                return Some(value.clone());
-            };
-            items
-                .iter()
-                .find(|item| element_matches_query(path, item, filter))
-                .map(|item| Bson::Array(vec![item.clone()]))
+            let field = path.rsplit('.').next().unwrap_or(path);
+            let probe = RawDocumentBuf::try_from(&doc! { field: value.clone() }).ok()?;
+            let position = f.matched_position(&probe)?;
+            Some(Bson::Array(vec![items.get(position)?.clone()]))
         }
         _ => Some(value.clone()),
     }
@@ -406,45 +545,41 @@ fn slice(items: &[Bson], skip: i64, limit: Option<i64>) -> Vec<Bson> {
     items[start as usize..end as usize].to_vec()
 }
 
-/// Whether one array element, standing alone at `path`, satisfies the query's conditions on
-/// that path (for `a.$`).
-pub(crate) fn element_matches_query(path: &str, element: &Bson, filter: &Filter) -> bool {
-    let conditions = conditions_on(filter, path);
-    if conditions.is_empty() {
-        return false;
-    }
-    let mut probe = Document::new();
-    set_path(&mut probe, path, Bson::Array(vec![element.clone()]));
-    let Ok(raw) = RawDocumentBuf::try_from(&probe) else {
-        return false;
+/// Replaces the first array on `path` in `out` by its element at the recorded position
+/// (MongoDB's `applyFindPositionalProjection`); a path that meets no array is left as it is.
+fn narrow_first_array(
+    out: &mut Document,
+    path: &str,
+    position: impl FnOnce() -> Option<usize>,
+) -> Result<(), FilterError> {
+    let positional = |code: i32, reason: &str| {
+        FilterError::new(&format!("{path}.$"), "projection", reason)
+            .with_code(ErrorCode::location(code))
     };
-    conditions.iter().all(|c| c.matches(&raw))
-}
-
-fn conditions_on(filter: &Filter, path: &str) -> Vec<Filter> {
-    match filter {
-        Filter::And(parts) => parts.iter().flat_map(|p| conditions_on(p, path)).collect(),
-        Filter::Collated(_, inner) => conditions_on(inner, path),
-        Filter::Field(field, _)
-            if field.as_str() == path || field.as_str().starts_with(&format!("{path}.")) =>
-        {
-            vec![filter.clone()]
-        }
-        _ => Vec::new(),
-    }
-}
-
-fn set_path(doc: &mut Document, path: &str, value: Bson) {
-    match path.split_once('.') {
-        None => {
-            doc.insert(path, value);
-        }
-        Some((first, rest)) => {
-            let mut sub = Document::new();
-            set_path(&mut sub, rest, value);
-            doc.insert(first, sub);
+    let mut at = out;
+    for segment in path.split('.') {
+        match at.get_mut(segment) {
+            Some(Bson::Document(d)) => at = d,
+            Some(Bson::Array(items)) => {
+                let Some(i) = position() else {
+                    return Err(positional(
+                        51246,
+                        "positional operator '.$' couldn't find a matching element in the array",
+                    ));
+                };
+                let Some(element) = items.get(i).cloned() else {
+                    return Err(positional(
+                        51247,
+                        "positional operator '.$' element mismatch",
+                    ));
+                };
+                *items = vec![element];
+                return Ok(());
+            }
+            _ => return Ok(()),
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

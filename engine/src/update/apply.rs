@@ -38,13 +38,29 @@ pub(crate) struct Context<'a> {
 impl Operators {
     /// Applies every operation to `doc`; see the module documentation.
     pub(crate) fn apply(&self, doc: &mut Document, ctx: &Context<'_>) -> Result<(), UpdateError> {
-        for (operator, path, op) in &self.ops {
+        // The concrete paths each operation with array updates wrote, for conflicts found only
+        // against the document (two `$[id]`s selecting one element).
+        let mut written: Vec<(usize, Vec<String>)> = Vec::new();
+        for (n, (operator, path, op)) in self.ops.iter().enumerate() {
+            // MongoDB 5.0+ stores `$`-prefixed top-level fields only in new documents.
+            if !ctx.inserting
+                && let Some(Segment::Field(name)) = path.segments.first()
+                && name.starts_with('$')
+            {
+                return Err(error(
+                    &path.dotted,
+                    operator,
+                    format!("the top-level field `{name}` starts with `$`, which an update of a stored document cannot write"),
+                )
+                .with_code(ErrorCode::DOLLAR_PREFIXED_FIELD_NAME));
+            }
             let step = Step {
                 operator,
                 path,
                 op,
                 ctx,
                 filters: self,
+                reached: std::cell::RefCell::new(Vec::new()),
             };
             if let Op::Rename(to) = op {
                 step.rename(doc, to)?;
@@ -56,6 +72,27 @@ impl Operators {
                 *doc = d;
             }
             result?;
+            if path.has_positional() {
+                for reached in step.reached.into_inner() {
+                    if let Some((_, earlier)) = written
+                        .iter()
+                        .find(|(m, other)| *m != n && overlaps(other, &reached))
+                    {
+                        let at = if earlier.len() < reached.len() {
+                            earlier
+                        } else {
+                            &reached
+                        };
+                        return Err(error(
+                            &path.dotted,
+                            operator,
+                            format!("the update created a conflict at `{}`", at.join(".")),
+                        )
+                        .with_code(ErrorCode::CONFLICTING_UPDATE_OPERATORS));
+                    }
+                    written.push((n, reached));
+                }
+            }
         }
         Ok(())
     }
@@ -68,6 +105,14 @@ struct Step<'a> {
     op: &'a Op,
     ctx: &'a Context<'a>,
     filters: &'a Operators,
+    /// The concrete paths the operation reached (array positions resolved).
+    reached: std::cell::RefCell<Vec<Vec<String>>>,
+}
+
+/// Whether one concrete path equals the other or lies inside it.
+fn overlaps(a: &[String], b: &[String]) -> bool {
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
 }
 
 /// Where a value lives: a field of a document or an element of an array.
@@ -148,7 +193,7 @@ impl Step<'_> {
         match &self.path.segments[at] {
             Segment::Field(name) => self.field(node, name, at, last, concrete),
             Segment::Matched => {
-                let index = self.matched_index(concrete)?;
+                let index = self.matched_index()?;
                 self.field(node, &index.to_string(), at, last, concrete)
             }
             segment @ (Segment::All | Segment::Filtered(_)) => {
@@ -160,12 +205,13 @@ impl Step<'_> {
                 };
                 for i in 0..items.len() {
                     if let Segment::Filtered(id) = segment
-                        && !self.element_passes(id, &items[i])
+                        && !self.element_passes(id, &self.as_matched(concrete, i, &items[i]))
                     {
                         continue;
                     }
                     concrete.push(i.to_string());
                     let result = if last {
+                        self.reached.borrow_mut().push(concrete.clone());
                         self.leaf(Slot::Element(items, i))
                     } else {
                         self.walk(&mut items[i], at + 1, concrete)
@@ -194,6 +240,7 @@ impl Step<'_> {
         let result = match node {
             Bson::Document(d) => {
                 if last {
+                    self.reached.borrow_mut().push(concrete.clone());
                     self.leaf(Slot::Field(d, name))
                 } else if d.contains_key(name) {
                     let child = d.get_mut(name).expect("checked above");
@@ -228,7 +275,10 @@ impl Step<'_> {
                         ))
                         .with_code(ErrorCode::CANNOT_BACKFILL_ARRAY))
                 }
-                Some(i) if last => self.leaf(Slot::Element(items, i)),
+                Some(i) if last => {
+                    self.reached.borrow_mut().push(concrete.clone());
+                    self.leaf(Slot::Element(items, i))
+                }
                 Some(i) if i < items.len() => self.walk(&mut items[i], at + 1, concrete),
                 Some(i) if self.creates() => {
                     items.resize(i, Bson::Null);
@@ -251,19 +301,41 @@ impl Step<'_> {
         result
     }
 
-    /// The position of the array element the query matched, for `$`.
-    fn matched_index(&self, concrete: &[String]) -> Result<usize, UpdateError> {
-        let array_path = concrete.join(".");
-        let not_found =
-            || self.err("the positional operator did not find the match needed from the query");
-        let original = Document::try_from(self.ctx.original).map_err(|e| self.err(e))?;
-        let Some(Bson::Array(items)) = get_path(&original, &array_path) else {
-            return Err(not_found());
-        };
-        items
+    /// The array position the query's match recorded, for `$` (see `query::matcher`): the
+    /// same whichever array the path names, as in MongoDB.
+    fn matched_index(&self) -> Result<usize, UpdateError> {
+        self.ctx
+            .query
+            .matched_position(self.ctx.original)
+            .ok_or_else(|| {
+                self.err("the positional operator did not find the match needed from the query")
+                    .with_code(ErrorCode::BAD_VALUE)
+            })
+    }
+
+    /// Element `i` of the array at `concrete` as the document held it before the update
+    /// (`current` when it did not exist): every array filter of an update judges the elements
+    /// before any operation changes them, as MongoDB judges them all in one pass.
+    fn as_matched(&self, concrete: &[String], i: usize, current: &Bson) -> Bson {
+        let mut at = bson::RawBsonRef::Document(self.ctx.original);
+        for segment in concrete
             .iter()
-            .position(|item| crate::query::element_matches_query(&array_path, item, self.ctx.query))
-            .ok_or_else(not_found)
+            .map(String::as_str)
+            .chain([i.to_string().as_str()])
+        {
+            let next = match at {
+                bson::RawBsonRef::Document(d) => d.get(segment).ok().flatten(),
+                bson::RawBsonRef::Array(a) => {
+                    segment.parse().ok().and_then(|n| a.get(n).ok().flatten())
+                }
+                _ => None,
+            };
+            let Some(next) = next else {
+                return current.clone();
+            };
+            at = next;
+        }
+        Bson::try_from(at).unwrap_or_else(|_| current.clone())
     }
 
     /// Whether an array element passes the array filter `id`.
@@ -453,20 +525,6 @@ fn array_index(segment: &str) -> Option<usize> {
         return None;
     }
     segment.parse().ok()
-}
-
-/// The value at a dotted path through subdocuments and array positions.
-fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
-    let mut segments = path.split('.');
-    let mut current = doc.get(segments.next()?)?;
-    for segment in segments {
-        current = match current {
-            Bson::Document(d) => d.get(segment)?,
-            Bson::Array(items) => items.get(array_index(segment)?)?,
-            _ => return None,
-        };
-    }
-    Some(current)
 }
 
 /// Removes and returns the value at a path of subdocuments; an array on the way is an error.

@@ -94,16 +94,26 @@ impl UpdatePath {
                     }
                     Segment::Filtered(id.to_owned())
                 }
-                _ if part.starts_with('$') => {
-                    return Err(error(
-                        dotted,
-                        operator,
-                        format!("the segment `{part}` starts with `$`"),
-                    ));
+                // `$[i.j]` split at its dot: no field can be created under it.
+                _ if part.starts_with("$[") => {
+                    return Err(
+                        error(dotted, operator, format!("cannot create field `{part}`"))
+                            .with_code(ErrorCode::PATH_NOT_VIABLE),
+                    );
                 }
+                // Other `$`-prefixed names are field names (MongoDB 5.0+); a top-level one is
+                // refused when it would change a stored document (see `apply`).
                 _ => Segment::Field(part.to_owned()),
             };
             segments.push(segment);
+        }
+        if segments.iter().filter(|s| **s == Segment::Matched).count() > 1 {
+            return Err(error(
+                dotted,
+                operator,
+                "too many positional (`$`) elements in the path",
+            )
+            .with_code(ErrorCode::BAD_VALUE));
         }
         if matches!(
             segments.first(),
@@ -127,10 +137,18 @@ impl UpdatePath {
             .any(|s| !matches!(s, Segment::Field(_)))
     }
 
-    /// Whether one path equals the other or lies inside it.
+    /// Whether one path equals the other or lies inside it, or both reach one array where
+    /// one names elements through `$[]` or `$[id]` and the other by a field, a position or
+    /// `$` (MongoDB cannot hold both under one node of its update tree). Paths that differ
+    /// only in their array filters may still meet on one element: that is found when applying.
     fn conflicts_with(&self, other: &UpdatePath) -> bool {
-        let n = self.segments.len().min(other.segments.len());
-        self.segments[..n] == other.segments[..n]
+        let array_update = |s: &Segment| matches!(s, Segment::All | Segment::Filtered(_));
+        for (a, b) in self.segments.iter().zip(&other.segments) {
+            if a != b {
+                return array_update(a) != array_update(b);
+            }
+        }
+        true
     }
 }
 

@@ -23,7 +23,7 @@ use bson::{Bson, Document, RawDocumentBuf, oid::ObjectId};
 
 use super::apply::Context;
 use super::parse::{Operators, Update, UpdateError, UpdateModifications, error};
-use super::upsert::seed;
+use super::upsert::{Seeding, seed};
 use crate::catalog::CollectionMeta;
 use crate::collection::{Writer, is_per_document};
 use crate::db::WriteTxn;
@@ -605,7 +605,10 @@ impl WriteTxn<'_> {
         let corrupt = |e: String| Error::corrupt(format!("collection `{collection}`"), e);
         match (returned, projection) {
             (None, _) => Ok(None),
-            (Some(raw), Some(p)) => p.apply(&raw, &query).map(Some).map_err(corrupt),
+            (Some(raw), Some(p)) => p
+                .apply(&raw, &query)
+                .map(Some)
+                .map_err(|e| e.into_error(collection)),
             (Some(raw), None) => Document::try_from(raw.as_ref())
                 .map(Some)
                 .map_err(|e| corrupt(e.to_string())),
@@ -806,7 +809,11 @@ fn id_changed() -> UpdateError {
 /// The document an upsert inserts: the query's equality fields, then the update (or the
 /// replacement with the query's `_id`).
 fn upserted(filter: &Document, query: &Filter, update: &Update) -> Result<Document> {
-    let seeded = seed(filter)?;
+    let seeding = match update {
+        Update::Replacement(_) => Seeding::IdOnly,
+        Update::Operators(_) | Update::Pipeline(_) => Seeding::AllFields,
+    };
+    let seeded = seed(filter, seeding)?;
     let doc = match update {
         Update::Replacement(replacement) => {
             let mut doc = Document::new();
