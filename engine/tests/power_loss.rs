@@ -109,7 +109,9 @@ impl redb::StorageBackend for PowerLossBackend {
     fn sync_data(&self) -> io::Result<()> {
         let mut disk = self.disk();
         disk.step()?;
-        let Disk { current, durable, .. } = &mut *disk;
+        let Disk {
+            current, durable, ..
+        } = &mut *disk;
         durable.clone_from(current);
         disk.unsynced.clear();
         Ok(())
