@@ -245,7 +245,8 @@ fn parse_variable(text: &str, scope: &Scope) -> Result<Expr, ExprError> {
     Err(error(
         &format!("$${name}"),
         format!("use of undefined variable `{name}`"),
-    ))
+    )
+    .with_code(ErrorCode::location(17276)))
 }
 
 /// The fields of an operator's document argument, refusing unknown ones and requiring some.

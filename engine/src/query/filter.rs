@@ -234,7 +234,11 @@ fn parse_top_level(
         "comment" => Ok(None),
         "expr" => Expr::parse(value, scope)
             .map(|e| Some(Filter::Expr(Box::new(e))))
-            .map_err(|e| error("", &op, e)),
+            // The expression's own code is the one MongoDB reports.
+            .map_err(|e| {
+                let code = e.code;
+                error("", &op, e).with_code(code)
+            }),
         "where" | "text" | "jsonSchema" | "sampleRate" => {
             Err(error("", &op, "is not supported by this engine"))
         }

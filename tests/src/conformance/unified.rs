@@ -24,6 +24,69 @@ use super::{Outcome, Report, bson, document, documents_of};
 /// The server version the engine presents itself as.
 const SERVER_VERSION: [u64; 3] = [8, 0, 0];
 
+/// An operation's failure as a driver reports it, with what the unified format may assert of
+/// it (`errorCode`, `errorCodeName`, `errorContains`, `isClientError`, `expectResult` of a
+/// failed bulk write, `writeErrors`).
+#[derive(Debug, Default)]
+struct OpError {
+    message: String,
+    /// The server's code and code name; `None` for an error the driver raises itself.
+    code: Option<(i32, String)>,
+    /// Raised by the driver before anything reaches the server (argument validation).
+    client: bool,
+    /// What a failed bulk write did besides its failures, in the driver's result shape.
+    partial: Option<Box<Bson>>,
+    /// A client-level bulk write's failed operations: position -> code.
+    write_errors: BTreeMap<usize, i32>,
+}
+
+impl OpError {
+    /// An error the driver itself raises: invalid arguments it refuses before sending.
+    fn client(message: impl Into<String>) -> OpError {
+        OpError {
+            message: message.into(),
+            client: true,
+            ..OpError::default()
+        }
+    }
+}
+
+impl From<odm_engine::Error> for OpError {
+    fn from(e: odm_engine::Error) -> OpError {
+        OpError {
+            message: e.to_string(),
+            code: Some((e.code(), e.code_name())),
+            ..OpError::default()
+        }
+    }
+}
+
+/// A failure of the runner itself (a malformed test): no code, not the driver's.
+impl From<String> for OpError {
+    fn from(message: String) -> OpError {
+        OpError {
+            message,
+            ..OpError::default()
+        }
+    }
+}
+
+impl From<&str> for OpError {
+    fn from(message: &str) -> OpError {
+        OpError::from(message.to_owned())
+    }
+}
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.code {
+            Some((code, name)) => write!(f, "{} (code {code}, {name})", self.message),
+            None if self.client => write!(f, "{} (client-side)", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
 pub(super) fn run_file(file: &str, json: &Value) -> Vec<Report> {
     let tests = json
         .get("tests")
@@ -70,32 +133,51 @@ fn requirements_met(requirements: Option<&Value>) -> Result<(), String> {
     let Some(list) = requirements.and_then(Value::as_array) else {
         return Ok(());
     };
-    let met = list.iter().any(|r| {
-        let min_ok = r
-            .get("minServerVersion")
-            .and_then(Value::as_str)
-            .is_none_or(|v| version(v) <= SERVER_VERSION);
-        let max_ok = r
-            .get("maxServerVersion")
-            .and_then(Value::as_str)
-            .is_none_or(|v| version(v) >= SERVER_VERSION);
-        let topology_ok = r
-            .get("topologies")
-            .and_then(Value::as_array)
-            .is_none_or(|t| t.iter().any(|x| x == "single"));
-        let serverless_ok = r.get("serverless").and_then(Value::as_str) != Some("require");
-        let auth_ok = r.get("auth").and_then(Value::as_bool) != Some(true);
-        let plain = r.get("serverParameters").is_none() && r.get("csfle").is_none();
-        min_ok && max_ok && topology_ok && serverless_ok && auth_ok && plain
-    });
-    if met {
-        Ok(())
-    } else {
-        Err(format!(
-            "runOnRequirements exclude a single node of server {}.{}.{}",
-            SERVER_VERSION[0], SERVER_VERSION[1], SERVER_VERSION[2]
-        ))
+    // Met when any one requirement is; otherwise the first one's unmet condition says what the
+    // test really needs.
+    let reasons: Vec<String> = list.iter().filter_map(unmet).collect();
+    if reasons.len() < list.len() || list.is_empty() {
+        return Ok(());
     }
+    let mut reasons = reasons;
+    reasons.dedup();
+    Err(format!(
+        "needs {} (the engine presents a single node of server {}.{}.{})",
+        reasons.join(", or "),
+        SERVER_VERSION[0],
+        SERVER_VERSION[1],
+        SERVER_VERSION[2]
+    ))
+}
+
+/// What one run requirement needs that the engine does not present, if anything.
+fn unmet(r: &Value) -> Option<String> {
+    let text = |key: &str| r.get(key).and_then(Value::as_str);
+    if let Some(v) = text("minServerVersion").filter(|v| version(v) > SERVER_VERSION) {
+        return Some(format!("a newer server (at least {v})"));
+    }
+    if let Some(v) = text("maxServerVersion").filter(|v| version(v) < SERVER_VERSION) {
+        return Some(format!("an older server (at most {v})"));
+    }
+    if let Some(topologies) = r.get("topologies").and_then(Value::as_array)
+        && !topologies.iter().any(|x| x == "single")
+    {
+        let names: Vec<&str> = topologies.iter().filter_map(Value::as_str).collect();
+        return Some(format!("a {} topology", names.join(" or ")));
+    }
+    if text("serverless") == Some("require") {
+        return Some("a serverless deployment".into());
+    }
+    if r.get("auth").and_then(Value::as_bool) == Some(true) {
+        return Some("authentication".into());
+    }
+    if r.get("serverParameters").is_some() {
+        return Some("server parameters".into());
+    }
+    if r.get("csfle").is_some() {
+        return Some("client-side field level encryption".into());
+    }
+    None
 }
 
 /// A collection entity: the engine collection (`database.collection`), and whether its write
@@ -266,18 +348,37 @@ const STAGES: [&str; 16] = [
     "$replaceRoot",
     "$replaceWith",
 ];
-const IGNORED_ARGUMENTS: [&str; 6] = [
+const IGNORED_ARGUMENTS: [&str; 5] = [
     "batchSize",
     "comment",
-    "hint",
     "allowDiskUse",
     "maxTimeMS",
     "session",
 ];
 
+/// What `check_error` checks of an `expectError`.
+const CHECKED_ERROR_ASSERTIONS: [&str; 7] = [
+    "isError",
+    "isClientError",
+    "errorCode",
+    "errorCodeName",
+    "errorContains",
+    "expectResult",
+    "writeErrors",
+];
+
 /// Why an operation cannot be checked here, if it cannot.
 fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
     let name = op_name(op);
+    // Assertions the runner cannot check are a reason to skip, never a silent pass.
+    let expect_error = op.get("expectError").and_then(Value::as_object);
+    for key in expect_error.into_iter().flat_map(|e| e.keys()) {
+        if !CHECKED_ERROR_ASSERTIONS.contains(&key.as_str()) {
+            return Some(format!(
+                "asserts `{key}` of an error, which the engine does not report"
+            ));
+        }
+    }
     if name == "clientBulkWrite" {
         return unsupported_client_bulk(op);
     }
@@ -315,6 +416,7 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
             "sparse",
             "let",
             "collation",
+            "hint",
         ]
         .contains(&key.as_str())
             || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -354,6 +456,7 @@ fn unsupported(op: &Value, collections: &Collections) -> Option<String> {
                     "arrayFilters",
                     "sort",
                     "collation",
+                    "hint",
                 ]
                 .contains(&key.as_str())
                     || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -387,15 +490,15 @@ fn argument(op: &Value, key: &str) -> Option<Value> {
     op.get("arguments").and_then(|a| a.get(key)).cloned()
 }
 
-fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
+fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, OpError> {
     if WRITES.contains(&op_name(op)) {
         return execute_write(db, collection, op);
     }
     if op_name(op) == "aggregate" && writes_output(op) {
-        return aggregate_into(db, collection, op);
+        return aggregate_into(db, collection, op).map_err(OpError::from);
     }
-    let txn = db.read().map_err(|e| e.to_string())?;
-    let coll = txn.collection(collection).map_err(|e| e.to_string())?;
+    let txn = db.read()?;
+    let coll = txn.collection(collection)?;
     let filter = argument(op, "filter")
         .map(|f| document(&f))
         .transpose()?
@@ -408,7 +511,7 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             _ => Bson::Int64(0),
         });
     };
-    let e = |e: odm_engine::Error| e.to_string();
+    let e = OpError::from;
     let collation = argument(op, "collation")
         .map(|c| document(&c))
         .transpose()?;
@@ -427,8 +530,7 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
                 } else {
                     number("limit").unsigned_abs()
                 }),
-                // Hints name indexes these tests never create here; plans are the engine's own.
-                hint: None,
+                hint: hint(op.get("arguments").unwrap_or(&Value::Null))?,
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
                 collation: collation.clone(),
             };
@@ -477,12 +579,12 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> 
             let options = AggregateOptions {
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
                 collation,
-                hint: None,
+                hint: hint(op.get("arguments").unwrap_or(&Value::Null))?,
             };
             let docs = coll.aggregate(&pipeline, &options).map_err(e)?;
             Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
         }
-        other => Err(format!("operation {other} is not supported")),
+        other => Err(format!("operation {other} is not supported").into()),
     }
 }
 
@@ -490,8 +592,14 @@ fn document_argument(args: &Value, key: &str) -> Result<Option<Document>, String
     args.get(key).map(document).transpose()
 }
 
+/// A `hint` argument: an index name or key pattern, as the engine takes it.
+fn hint(args: &Value) -> Result<Option<Bson>, String> {
+    args.get("hint").map(bson).transpose()
+}
+
 fn update_options(args: &Value) -> Result<UpdateOptions, String> {
     Ok(UpdateOptions {
+        hint: hint(args)?,
         upsert: args.get("upsert").and_then(Value::as_bool).unwrap_or(false),
         array_filters: match args.get("arrayFilters") {
             Some(Value::Array(items)) => items.iter().map(document).collect::<Result<_, _>>()?,
@@ -506,7 +614,7 @@ fn update_options(args: &Value) -> Result<UpdateOptions, String> {
 
 fn delete_options(args: &Value) -> Result<DeleteOptions, String> {
     Ok(DeleteOptions {
-        hint: None,
+        hint: hint(args)?,
         let_vars: document_argument(args, "let")?,
         collation: document_argument(args, "collation")?,
     })
@@ -544,7 +652,34 @@ fn bulk_result(r: &BulkResult) -> Bson {
     })
 }
 
-fn write_request(kind: &str, args: &Value) -> Result<WriteOp, String> {
+/// What a driver checks before sending an update or a replacement: an update document holds
+/// operators (its first key starts with `$`), a replacement holds none. Both are client-side
+/// errors in the unified format.
+fn driver_validation(kind: &str, args: &Value) -> Result<(), OpError> {
+    let first_key = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_object)
+            .and_then(|d| d.keys().next().cloned())
+    };
+    match kind {
+        "updateOne" | "updateMany" => match first_key("update") {
+            Some(k) if !k.starts_with('$') => Err(OpError::client(
+                "an update document must contain atomic operators",
+            )),
+            _ => Ok(()),
+        },
+        "replaceOne" | "findOneAndReplace" => match first_key("replacement") {
+            Some(k) if k.starts_with('$') => Err(OpError::client(
+                "a replacement document must not contain atomic operators",
+            )),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+fn write_request(kind: &str, args: &Value) -> Result<WriteOp, OpError> {
+    driver_validation(kind, args)?;
     let filter = || -> Result<Document, String> {
         Ok(document_argument(args, "filter")?.unwrap_or_default())
     };
@@ -574,7 +709,7 @@ fn write_request(kind: &str, args: &Value) -> Result<WriteOp, String> {
             filter: filter()?,
             options: delete_options(args)?,
         },
-        other => return Err(format!("bulkWrite request `{other}` is not supported")),
+        other => return Err(format!("bulkWrite request `{other}` is not supported").into()),
     })
 }
 
@@ -591,11 +726,12 @@ fn update_argument(args: &Value) -> Result<UpdateModifications, String> {
 }
 
 /// Runs a write operation in its own transaction and returns the driver's result shape.
-fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, String> {
+fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, OpError> {
     let args = op.get("arguments").cloned().unwrap_or(Value::Null);
     let name = op_name(op);
+    driver_validation(name, &args)?;
     let filter = document_argument(&args, "filter")?.unwrap_or_default();
-    let e = |e: odm_engine::Error| e.to_string();
+    let e = OpError::from;
     let coll = db.collection(collection);
     let find_and_modify = || -> Result<FindAndModify, String> {
         Ok(FindAndModify {
@@ -607,7 +743,7 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
                 _ => ReturnDocument::Before,
             },
             array_filters: update_options(&args)?.array_filters,
-            hint: None,
+            hint: hint(&args)?,
             let_vars: document_argument(&args, "let")?,
             collation: document_argument(&args, "collation")?,
         })
@@ -629,7 +765,21 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
             let ordered = args.get("ordered").and_then(Value::as_bool).unwrap_or(true);
             let result = coll.insert_many(docs, ordered).map_err(e)?;
             if let Some((i, failure)) = result.failures.first() {
-                return Err(format!("document {i}: {failure}"));
+                return Err(OpError {
+                    message: format!("document {i}: {failure}"),
+                    code: Some((failure.code(), failure.code_name())),
+                    // A driver reports an insertMany that failed part way as a bulk write.
+                    partial: Some(Box::new(Bson::Document(bson::doc! {
+                        "insertedCount": result.inserted.len() as i64,
+                        "matchedCount": 0_i64,
+                        "modifiedCount": 0_i64,
+                        "deletedCount": 0_i64,
+                        "upsertedCount": 0_i64,
+                        "upsertedIds": {},
+                        "insertedIds": ids_by_position(&result.inserted),
+                    }))),
+                    ..OpError::default()
+                });
             }
             Ok(Bson::Document(
                 bson::doc! { "insertedIds": ids_by_position(&result.inserted) },
@@ -699,7 +849,12 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
                 })
                 .map_err(e)?;
             if let Some((i, failure)) = result.failures.first() {
-                return Err(format!("request {i}: {failure}"));
+                return Err(OpError {
+                    message: format!("request {i}: {failure}"),
+                    code: Some((failure.code(), failure.code_name())),
+                    partial: Some(Box::new(bulk_result(&result))),
+                    ..OpError::default()
+                });
             }
             Ok(bulk_result(&result))
         }
@@ -717,7 +872,7 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
             }
             coll.create_index(spec).map(Bson::String).map_err(e)
         }
-        other => Err(format!("operation {other} is not supported")),
+        other => Err(format!("operation {other} is not supported").into()),
     }
 }
 
@@ -725,12 +880,12 @@ fn execute_write(db: &Database, collection: &str, op: &Value) -> Result<Bson, St
 /// An unacknowledged operation has no result to compare (as a driver reports none).
 fn check_operation(
     op: &Value,
-    result: Result<Bson, String>,
+    result: Result<Bson, OpError>,
     unacknowledged: bool,
 ) -> Option<String> {
     if let Some(expect_error) = op.get("expectError") {
         return match result {
-            Err(_) => None,
+            Err(error) => check_error(expect_error, &error),
             Ok(actual) => Some(format!("expected an error ({expect_error}), got {actual}")),
         };
     }
@@ -749,6 +904,70 @@ fn check_operation(
     } else {
         Some(format!("expected {expected}\n  actual   {actual}"))
     }
+}
+
+/// Checks an error against every assertion of an `expectError`; `None` when all hold.
+fn check_error(expect: &Value, error: &OpError) -> Option<String> {
+    let mismatch = |what: &str, want: &dyn std::fmt::Display| {
+        Some(format!(
+            "expected an error with {what} {want}, got: {error}"
+        ))
+    };
+    if let Some(client) = expect.get("isClientError").and_then(Value::as_bool)
+        && client != error.client
+    {
+        return mismatch("isClientError", &client);
+    }
+    if let Some(code) = expect.get("errorCode").and_then(Value::as_i64)
+        && error.code.as_ref().map(|(c, _)| i64::from(*c)) != Some(code)
+    {
+        return mismatch("code", &code);
+    }
+    if let Some(name) = expect.get("errorCodeName").and_then(Value::as_str)
+        && error.code.as_ref().map(|(_, n)| n.as_str()) != Some(name)
+    {
+        return mismatch("code name", &name);
+    }
+    if let Some(text) = expect.get("errorContains").and_then(Value::as_str)
+        && !error.message.to_lowercase().contains(&text.to_lowercase())
+    {
+        return mismatch("a message containing", &text);
+    }
+    if let Some(expected) = expect.get("expectResult") {
+        let expected = match bson(expected) {
+            Ok(e) => e,
+            Err(e) => return Some(e),
+        };
+        if !values_match(&expected, error.partial.as_deref(), true) {
+            let actual = error
+                .partial
+                .as_ref()
+                .map_or_else(|| "no partial result".to_owned(), ToString::to_string);
+            return Some(format!(
+                "expected the partial result {expected}\n  actual   {actual}"
+            ));
+        }
+    }
+    if let Some(Value::Object(expected)) = expect.get("writeErrors") {
+        for (position, want) in expected {
+            let got = position
+                .parse::<usize>()
+                .ok()
+                .and_then(|p| error.write_errors.get(&p));
+            let want_code = want.get("code").and_then(Value::as_i64);
+            if want_code.is_some() && got.map(|c| i64::from(*c)) != want_code {
+                return mismatch(&format!("write error {position} of code"), &want);
+            }
+        }
+        if error.write_errors.len() != expected.len() {
+            return Some(format!(
+                "expected {} write errors, got {:?}",
+                expected.len(),
+                error.write_errors
+            ));
+        }
+    }
+    None
 }
 
 /// Why a client-level bulk write cannot be checked here, if it cannot.
@@ -788,6 +1007,7 @@ fn unsupported_client_bulk(op: &Value) -> Option<String> {
                 "arrayFilters",
                 "collation",
                 "sort",
+                "hint",
             ]
             .contains(&key.as_str())
                 || IGNORED_ARGUMENTS.contains(&key.as_str());
@@ -802,7 +1022,7 @@ fn unsupported_client_bulk(op: &Value) -> Option<String> {
 }
 
 /// A client-level bulk write: each model names its namespace, an engine collection.
-fn client_bulk_write(db: &Database, op: &Value) -> Result<Bson, String> {
+fn client_bulk_write(db: &Database, op: &Value) -> Result<Bson, OpError> {
     let args = op.get("arguments").cloned().unwrap_or(Value::Null);
     let mut ops = Vec::new();
     for model in args
@@ -822,7 +1042,9 @@ fn client_bulk_write(db: &Database, op: &Value) -> Result<Bson, String> {
         ops.push((namespace.to_owned(), write_request(kind, model_args)?));
     }
     if ops.is_empty() {
-        return Err("a client bulk write needs at least one model".into());
+        return Err(OpError::client(
+            "a client bulk write needs at least one model",
+        ));
     }
     let ordered = args.get("ordered").and_then(Value::as_bool).unwrap_or(true);
     let verbose = args
@@ -830,12 +1052,7 @@ fn client_bulk_write(db: &Database, op: &Value) -> Result<Bson, String> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let let_vars = document_argument(&args, "let")?;
-    let result = db
-        .write(|t| t.bulk_write_across(ops, ordered, let_vars.as_ref()))
-        .map_err(|e| e.to_string())?;
-    if let Some((i, failure)) = result.failures.first() {
-        return Err(format!("model {i}: {failure}"));
-    }
+    let result = db.write(|t| t.bulk_write_across(ops, ordered, let_vars.as_ref()))?;
     let mut out = bson::doc! {
         "insertedCount": result.inserted as i64,
         "upsertedCount": result.upserted as i64,
@@ -872,6 +1089,19 @@ fn client_bulk_write(db: &Database, op: &Value) -> Result<Bson, String> {
         out.insert("insertResults", inserts);
         out.insert("updateResults", updates);
         out.insert("deleteResults", deletes);
+    }
+    if let Some((i, failure)) = result.failures.first() {
+        return Err(OpError {
+            message: format!("model {i}: {failure}"),
+            // A driver reports the partial result only when some operation succeeded.
+            partial: (!result.results.is_empty()).then(|| Box::new(Bson::Document(out))),
+            write_errors: result
+                .failures
+                .iter()
+                .map(|(i, e)| (*i, e.code()))
+                .collect(),
+            ..OpError::default()
+        });
     }
     Ok(Bson::Document(out))
 }
