@@ -38,6 +38,7 @@ mod schema;
 mod tables;
 mod ttl;
 pub mod update;
+mod value_set;
 mod verify;
 
 pub use autocommit::Collection;

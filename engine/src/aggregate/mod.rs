@@ -1,10 +1,12 @@
 //! Aggregation pipelines over one collection: [`ReadCollection::aggregate`].
 //!
 //! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
-//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`. The leading `$match`, with the
-//! `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses indexes and streams;
-//! later stages work on the documents in memory (a `$sort` or `$group` over more than
-//! [`SORT_MEMORY_LIMIT`] bytes of documents fails with [`Error::AggregateMemoryExceeded`]).
+//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`. The leading
+//! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
+//! indexes. Documents stream through the stages one at a time
+//! ([`ReadCollection::aggregate_iter`]); only `$sort` (the documents) and `$group` (one running
+//! state per group and field) hold anything, counted as they grow: past [`SORT_MEMORY_LIMIT`]
+//! bytes they fail with [`Error::AggregateMemoryExceeded`].
 //! Other stages are refused by name. A final `$out` or `$merge` writes the results: see
 //! `output` and [`Database::aggregate`](crate::Database::aggregate).
 //!
@@ -19,23 +21,22 @@
 //! run as a find with `$in` so the foreign field's index serves; or by a `pipeline` whose
 //! `$$` variables come from `let`, evaluated on each input document; or both.
 
+mod group;
 mod output;
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
-use bson::{Bson, Document, RawBson};
+use bson::{Bson, Document};
 
 use crate::collation::Collation;
 use crate::db::ReadTxn;
 use crate::error::{Error, Result};
-use crate::expr::{Env, Expr, Func, Scope, accumulate_values, error, eval_in};
-use crate::keys::{self, Direction};
-use crate::order::compare_in;
+use crate::expr::{Env, Expr, Scope, error, eval_in};
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
 use crate::update::Pipeline;
+use group::Accumulator;
 
 /// Options of [`ReadCollection::aggregate`].
 #[derive(Debug, Clone, Default)]
@@ -55,6 +56,17 @@ impl ReadCollection<'_> {
         pipeline: &[Document],
         options: &AggregateOptions,
     ) -> Result<Vec<Document>> {
+        self.aggregate_iter(pipeline, options)?.collect()
+    }
+
+    /// Runs an aggregation pipeline as a stream: documents flow through the stages one at a
+    /// time as the caller pulls them, so memory holds what `$sort` and `$group` must (within
+    /// their bound), never the whole input.
+    pub fn aggregate_iter<'a>(
+        &'a self,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Documents<'a>> {
         if crate::nesting::any_exceeds(pipeline, crate::MAX_INPUT_DEPTH) {
             return Err(Error::InputTooDeep {
                 what: "pipeline",
@@ -70,11 +82,6 @@ impl ReadCollection<'_> {
             .iter()
             .map(|s| Stage::parse(s, &scope, collation.as_ref()))
             .collect::<Result<Vec<_>>>()?;
-        let context = Context {
-            snapshot: self.snapshot(),
-            options,
-            collation: collation.as_ref(),
-        };
         // The leading $match, $sort, $skip and $limit become a find.
         let mut find = FindOptions {
             let_vars: options.let_vars.clone(),
@@ -83,13 +90,13 @@ impl ReadCollection<'_> {
             ..FindOptions::default()
         };
         let mut filter = Document::new();
-        let mut rest = stages.as_slice();
-        if let Some((Stage::Match(_, spec), tail)) = rest.split_first() {
+        let mut rest = stages.into_iter().peekable();
+        if let Some(Stage::Match(_, spec)) = rest.peek() {
             filter = spec.clone();
-            rest = tail;
+            rest.next();
         }
         let mut sorted = false;
-        while let Some((stage, tail)) = rest.split_first() {
+        while let Some(stage) = rest.peek() {
             match stage {
                 Stage::Sort(_, spec) if !sorted && find.skip == 0 && find.limit.is_none() => {
                     find.sort = Some(spec.clone());
@@ -99,25 +106,45 @@ impl ReadCollection<'_> {
                 Stage::Limit(n) => find.limit = Some(find.limit.map_or(*n, |l| l.min(*n))),
                 _ => break,
             }
-            rest = tail;
+            rest.next();
         }
-        let mut docs: Vec<Document> = if find.limit == Some(0) {
-            Vec::new()
+        let mut docs: Documents<'a> = if find.limit == Some(0) {
+            Box::new(std::iter::empty())
         } else {
-            self.find(&filter, &find)?.collect::<Result<_>>()?
+            Box::new(self.find(&filter, &find)?)
         };
+        let context = Rc::new(Context {
+            snapshot: self.snapshot(),
+            options: options.clone(),
+            collation,
+        });
         for stage in rest {
-            docs = stage.apply(docs, &context)?;
+            docs = stage.stream(docs, &context);
         }
         Ok(docs)
     }
 }
 
+/// Documents flowing out of a stage, pulled one at a time.
+pub type Documents<'a> = Box<dyn Iterator<Item = Result<Document>> + 'a>;
+
+/// The documents of a blocking stage (`$sort`, `$group`, `$count`), computed when first pulled.
+fn blocking<'a>(run: impl FnOnce() -> Result<Vec<Document>> + 'a) -> Documents<'a> {
+    Box::new(
+        std::iter::once_with(run).flat_map(|result| -> Documents<'a> {
+            match result {
+                Ok(docs) => Box::new(docs.into_iter().map(Ok)),
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            }
+        }),
+    )
+}
+
 /// What later stages may need besides their documents.
 struct Context<'a> {
     snapshot: &'a ReadTxn,
-    options: &'a AggregateOptions,
-    collation: Option<&'a Arc<Collation>>,
+    options: AggregateOptions,
+    collation: Option<Arc<Collation>>,
 }
 
 enum Stage {
@@ -150,19 +177,6 @@ struct Lookup {
     vars: Vec<(String, Expr)>,
     pipeline: Vec<Document>,
     output: Vec<String>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Accumulator {
-    Sum,
-    Avg,
-    Min,
-    Max,
-    First,
-    Last,
-    Push,
-    AddToSet,
-    Count,
 }
 
 fn stage_error(stage: &str, reason: impl std::fmt::Display) -> Error {
@@ -239,79 +253,95 @@ impl Stage {
         })
     }
 
-    fn apply(&self, docs: Vec<Document>, context: &Context<'_>) -> Result<Vec<Document>> {
-        let collation = context.collation;
-        Ok(match self {
-            Stage::Match(filter, _) => {
-                let mut kept = Vec::with_capacity(docs.len());
-                for d in docs {
+    /// This stage over `input`: streaming stages pass documents on one at a time; `$sort`,
+    /// `$group` and `$count` read their whole input when first pulled.
+    fn stream<'a>(self, input: Documents<'a>, context: &Rc<Context<'a>>) -> Documents<'a> {
+        let collation = context.collation.clone();
+        match self {
+            Stage::Match(filter, _) => Box::new(input.filter_map(move |doc| {
+                let keep = doc.and_then(|d| {
                     let raw =
                         bson::RawDocumentBuf::try_from(&d).map_err(|e| stage_error("$match", e))?;
-                    if filter.try_matches(&raw)? {
-                        kept.push(d);
+                    Ok(filter.try_matches(&raw)?.then_some(d))
+                });
+                keep.transpose()
+            })),
+            Stage::Sort(sort, _) => blocking(move || sort_all(input, &sort)),
+            Stage::Skip(n) => {
+                let mut to_skip = n;
+                // Errors pass through: a skipped position is a document, not a failure.
+                Box::new(input.filter(move |doc| {
+                    if doc.is_ok() && to_skip > 0 {
+                        to_skip -= 1;
+                        return false;
                     }
+                    true
+                }))
+            }
+            Stage::Limit(n) => Box::new(input.take(usize::try_from(n).unwrap_or(usize::MAX))),
+            Stage::Shape(pipeline) => Box::new(input.map(move |doc| {
+                pipeline
+                    .transform_collated(doc?, collation.as_deref())
+                    .map_err(Error::from)
+            })),
+            Stage::Count(field) => blocking(move || {
+                let mut n: i64 = 0;
+                for doc in input {
+                    doc?;
+                    n += 1;
                 }
-                kept
-            }
-            Stage::Sort(sort, _) => {
-                check_memory("$sort", &docs)?;
-                let mut raws = docs
-                    .iter()
-                    .map(|d| bson::RawDocumentBuf::try_from(d).map_err(|e| stage_error("$sort", e)))
-                    .collect::<Result<Vec<_>>>()?;
-                raws.sort_by(|a, b| sort.compare(a, b));
-                raws.iter()
-                    .map(|r| Document::try_from(r.as_ref()).map_err(|e| stage_error("$sort", e)))
-                    .collect::<Result<_>>()?
-            }
-            Stage::Skip(n) => docs
-                .into_iter()
-                .skip(usize::try_from(*n).unwrap_or(usize::MAX))
-                .collect(),
-            Stage::Limit(n) => docs
-                .into_iter()
-                .take(usize::try_from(*n).unwrap_or(usize::MAX))
-                .collect(),
-            Stage::Shape(pipeline) => docs
-                .into_iter()
-                .map(|d| {
-                    pipeline
-                        .transform_collated(d, collation.map(AsRef::as_ref))
-                        .map_err(Error::from)
-                })
-                .collect::<Result<_>>()?,
-            Stage::Count(field) => {
-                if docs.is_empty() {
+                Ok(if n == 0 {
                     Vec::new()
                 } else {
-                    let n = i32::try_from(docs.len())
-                        .map_or(Bson::Int64(docs.len() as i64), Bson::Int32);
-                    vec![bson::doc! { field.clone(): n }]
-                }
-            }
+                    let n = i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32);
+                    vec![bson::doc! { field: n }]
+                })
+            }),
             Stage::Unwind {
                 path,
                 index_field,
                 preserve,
-            } => unwind(docs, path, index_field.as_deref(), *preserve),
-            Stage::Group { id, fields } => group(docs, id, fields, collation.map(AsRef::as_ref))?,
-            Stage::Lookup(lookup) => lookup.apply(docs, context)?,
-        })
+            } => Box::new(input.flat_map(move |doc| -> Documents<'a> {
+                match doc {
+                    Ok(doc) => Box::new(
+                        unwind(doc, &path, index_field.as_deref(), preserve)
+                            .into_iter()
+                            .map(Ok),
+                    ),
+                    Err(e) => Box::new(std::iter::once(Err(e))),
+                }
+            })),
+            Stage::Group { id, fields } => {
+                blocking(move || group::group(input, &id, &fields, collation.as_deref()))
+            }
+            Stage::Lookup(lookup) => {
+                let context = context.clone();
+                Box::new(input.map(move |doc| lookup.join(doc?, &context)))
+            }
+        }
     }
 }
 
-fn check_memory(stage: &str, docs: &[Document]) -> Result<()> {
-    let bytes: usize = docs
-        .iter()
-        .map(|d| bson::RawDocumentBuf::try_from(d).map_or(0, |r| r.as_bytes().len()))
-        .sum();
-    if bytes > SORT_MEMORY_LIMIT {
-        return Err(Error::AggregateMemoryExceeded {
-            stage: stage.to_owned(),
-            limit: SORT_MEMORY_LIMIT,
-        });
+/// `$sort`: every input document, held as raw BSON and counted as it comes (past
+/// [`SORT_MEMORY_LIMIT`] bytes the stage fails rather than grows on), then sorted.
+fn sort_all(input: Documents<'_>, sort: &Sort) -> Result<Vec<Document>> {
+    let mut raws = Vec::new();
+    let mut held = 0usize;
+    for doc in input {
+        let raw = bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?;
+        held += raw.as_bytes().len();
+        if held > SORT_MEMORY_LIMIT {
+            return Err(Error::AggregateMemoryExceeded {
+                stage: "$sort".to_owned(),
+                limit: SORT_MEMORY_LIMIT,
+            });
+        }
+        raws.push(raw);
     }
-    Ok(())
+    raws.sort_by(|a, b| sort.compare(a, b));
+    raws.iter()
+        .map(|r| Document::try_from(r.as_ref()).map_err(|e| stage_error("$sort", e)))
+        .collect()
 }
 
 fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
@@ -394,49 +424,45 @@ fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
 }
 
 impl Lookup {
-    fn apply(&self, docs: Vec<Document>, context: &Context<'_>) -> Result<Vec<Document>> {
-        let foreign = context.snapshot.collection(&self.from)?;
-        let mut out = Vec::with_capacity(docs.len());
-        for mut doc in docs {
-            let joined = match &foreign {
-                None => Vec::new(),
-                Some(coll) => {
-                    let mut pipeline = Vec::with_capacity(self.pipeline.len() + 1);
-                    if let Some((local, foreign_field)) = &self.equality {
-                        let mut values = lookup_values(&doc, local);
-                        if values.is_empty() {
-                            values.push(Bson::Null);
-                        }
-                        pipeline.push(
-                            bson::doc! { "$match": { foreign_field.clone(): { "$in": values } } },
-                        );
+    /// One input document with its joined documents at the output path.
+    fn join(&self, mut doc: Document, context: &Context<'_>) -> Result<Document> {
+        let joined = match context.snapshot.collection(&self.from)? {
+            None => Vec::new(),
+            Some(coll) => {
+                let mut pipeline = Vec::with_capacity(self.pipeline.len() + 1);
+                if let Some((local, foreign_field)) = &self.equality {
+                    let mut values = lookup_values(&doc, local);
+                    if values.is_empty() {
+                        values.push(Bson::Null);
                     }
-                    pipeline.extend(self.pipeline.iter().cloned());
-                    // The variables are values of this document: literals, never re-read as
-                    // expressions.
-                    let env = Env::collated(&doc, context.collation.map(AsRef::as_ref));
-                    let mut vars = context.options.let_vars.clone().unwrap_or_default();
-                    for (name, expr) in &self.vars {
-                        let value = match eval_in(expr, &env)? {
-                            Some(value) => Bson::Document(bson::doc! { "$literal": value }),
-                            // A missing field binds the variable to missing.
-                            None => Bson::String("$$REMOVE".to_owned()),
-                        };
-                        vars.insert(name.clone(), value);
-                    }
-                    let options = AggregateOptions {
-                        let_vars: Some(vars),
-                        collation: context.options.collation.clone(),
-                        hint: None,
-                    };
-                    coll.aggregate(&pipeline, &options)?
+                    pipeline.push(
+                        bson::doc! { "$match": { foreign_field.clone(): { "$in": values } } },
+                    );
                 }
-            };
-            let joined = Bson::Array(joined.into_iter().map(Bson::Document).collect());
-            set_output(&mut doc, &self.output, joined);
-            out.push(doc);
-        }
-        Ok(out)
+                pipeline.extend(self.pipeline.iter().cloned());
+                // The variables are values of this document: literals, never re-read as
+                // expressions.
+                let env = Env::collated(&doc, context.collation.as_deref());
+                let mut vars = context.options.let_vars.clone().unwrap_or_default();
+                for (name, expr) in &self.vars {
+                    let value = match eval_in(expr, &env)? {
+                        Some(value) => Bson::Document(bson::doc! { "$literal": value }),
+                        // A missing field binds the variable to missing.
+                        None => Bson::String("$$REMOVE".to_owned()),
+                    };
+                    vars.insert(name.clone(), value);
+                }
+                let options = AggregateOptions {
+                    let_vars: Some(vars),
+                    collation: context.options.collation.clone(),
+                    hint: None,
+                };
+                coll.aggregate(&pipeline, &options)?
+            }
+        };
+        let joined = Bson::Array(joined.into_iter().map(Bson::Document).collect());
+        set_output(&mut doc, &self.output, joined);
+        Ok(doc)
     }
 }
 
@@ -605,46 +631,39 @@ fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
     Ok(Stage::Group { id, fields })
 }
 
+/// The documents one input document unwinds to.
 fn unwind(
-    docs: Vec<Document>,
+    doc: Document,
     path: &[String],
     index_field: Option<&str>,
     preserve: bool,
 ) -> Vec<Document> {
-    let mut out = Vec::with_capacity(docs.len());
-    for doc in docs {
-        let value = lookup(&doc, path);
-        let with_index = |mut d: Document, i: Option<usize>| {
-            if let Some(f) = index_field {
-                d.insert(f, i.map_or(Bson::Null, |i| Bson::Int64(i as i64)));
-            }
-            d
-        };
-        match value {
-            Some(Bson::Array(items)) if !items.is_empty() => {
-                for (i, item) in items.into_iter().enumerate() {
-                    let mut d = doc.clone();
-                    set_path(&mut d, path, item);
-                    out.push(with_index(d, Some(i)));
-                }
-            }
-            Some(Bson::Array(_)) => {
-                if preserve {
-                    let mut d = doc.clone();
-                    remove_path(&mut d, path);
-                    out.push(with_index(d, None));
-                }
-            }
-            None | Some(Bson::Null) => {
-                if preserve {
-                    out.push(with_index(doc, None));
-                }
-            }
-            // A value that is not an array unwinds to itself.
-            Some(_) => out.push(with_index(doc, None)),
+    let with_index = |mut d: Document, i: Option<usize>| {
+        if let Some(f) = index_field {
+            d.insert(f, i.map_or(Bson::Null, |i| Bson::Int64(i as i64)));
         }
+        d
+    };
+    match lookup(&doc, path) {
+        Some(Bson::Array(items)) if !items.is_empty() => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let mut d = doc.clone();
+                set_path(&mut d, path, item);
+                with_index(d, Some(i))
+            })
+            .collect(),
+        Some(Bson::Array(_)) if preserve => {
+            let mut d = doc;
+            remove_path(&mut d, path);
+            vec![with_index(d, None)]
+        }
+        None | Some(Bson::Null) if preserve => vec![with_index(doc, None)],
+        Some(Bson::Array(_) | Bson::Null) | None => Vec::new(),
+        // A value that is not an array unwinds to itself.
+        Some(_) => vec![with_index(doc, None)],
     }
-    out
 }
 
 fn lookup(doc: &Document, path: &[String]) -> Option<Bson> {
@@ -679,123 +698,4 @@ fn remove_path(doc: &mut Document, path: &[String]) {
     } else if let Some(Bson::Document(d)) = doc.get_mut(first) {
         remove_path(d, rest);
     }
-}
-
-/// Values equal in MongoDB's order (under the collation), as `$group` keys and `$addToSet`
-/// members are.
-fn same(a: &Bson, b: &Bson, collation: Option<&Collation>) -> bool {
-    match (RawBson::try_from(a.clone()), RawBson::try_from(b.clone())) {
-        (Ok(x), Ok(y)) => {
-            compare_in(x.as_raw_bson_ref(), y.as_raw_bson_ref(), collation) == Ordering::Equal
-        }
-        _ => false,
-    }
-}
-
-/// One group's accumulated values, field by field.
-struct Group {
-    key: Bson,
-    values: Vec<Vec<Bson>>,
-    seen: Vec<bool>,
-}
-
-fn group(
-    docs: Vec<Document>,
-    id: &Expr,
-    fields: &[(String, Accumulator, Expr)],
-    collation: Option<&Collation>,
-) -> Result<Vec<Document>> {
-    check_memory("$group", &docs)?;
-    let mut groups: Vec<Group> = Vec::new();
-    let mut by_key: HashMap<Vec<u8>, usize> = HashMap::new();
-    for doc in &docs {
-        let env = Env::collated(doc, collation);
-        let key = eval_in(id, &env)?.unwrap_or(Bson::Null);
-        // Without a collation, equal values have equal key encodings: find the group by hash.
-        let encoded = if collation.is_none() {
-            let mut bytes = Vec::new();
-            keys::encode_bson_into(&mut bytes, &key, Direction::Ascending)
-                .map_err(|e| stage_error("$group", e))?;
-            Some(bytes)
-        } else {
-            None
-        };
-        let found = match &encoded {
-            Some(bytes) => by_key.get(bytes).copied(),
-            None => groups.iter().position(|g| same(&g.key, &key, collation)),
-        };
-        let position = if let Some(p) = found {
-            p
-        } else {
-            if let Some(bytes) = encoded {
-                by_key.insert(bytes, groups.len());
-            }
-            groups.push(Group {
-                key,
-                values: vec![Vec::new(); fields.len()],
-                seen: vec![false; fields.len()],
-            });
-            groups.len() - 1
-        };
-        let g = &mut groups[position];
-        for (i, (_, accumulator, expr)) in fields.iter().enumerate() {
-            let value = eval_in(expr, &env)?;
-            let first_time = !g.seen[i];
-            g.seen[i] = true;
-            match accumulator {
-                Accumulator::First => {
-                    if first_time {
-                        g.values[i].push(value.unwrap_or(Bson::Null));
-                    }
-                }
-                Accumulator::Last => g.values[i] = vec![value.unwrap_or(Bson::Null)],
-                Accumulator::AddToSet => {
-                    if let Some(v) = value
-                        && !g.values[i].iter().any(|seen| same(seen, &v, collation))
-                    {
-                        g.values[i].push(v);
-                    }
-                }
-                // `$sum` of an array argument adds nothing (as in MongoDB, it is not a number).
-                _ => g.values[i].extend(value),
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(groups.len());
-    for g in groups {
-        let mut d = Document::new();
-        d.insert("_id", g.key);
-        for ((field, accumulator, _), values) in fields.iter().zip(g.values) {
-            let result = match accumulator {
-                Accumulator::Sum | Accumulator::Count => {
-                    accumulate_values(Func::Sum, values, collation)
-                }
-                Accumulator::Avg => accumulate_values(Func::Avg, values, collation),
-                Accumulator::Min => extreme(values, collation, Ordering::Less),
-                Accumulator::Max => extreme(values, collation, Ordering::Greater),
-                Accumulator::First | Accumulator::Last => values.into_iter().next(),
-                Accumulator::Push | Accumulator::AddToSet => Some(Bson::Array(values)),
-            };
-            d.insert(field.clone(), result.unwrap_or(Bson::Null));
-        }
-        out.push(d);
-    }
-    Ok(out)
-}
-
-/// The least (or greatest) value, nulls ignored; null when there is none.
-fn extreme(values: Vec<Bson>, collation: Option<&Collation>, wanted: Ordering) -> Option<Bson> {
-    values
-        .into_iter()
-        .filter(|v| !matches!(v, Bson::Null | Bson::Undefined))
-        .reduce(|best, v| {
-            let order = match (
-                RawBson::try_from(v.clone()),
-                RawBson::try_from(best.clone()),
-            ) {
-                (Ok(x), Ok(y)) => compare_in(x.as_raw_bson_ref(), y.as_raw_bson_ref(), collation),
-                _ => Ordering::Equal,
-            };
-            if order == wanted { v } else { best }
-        })
 }

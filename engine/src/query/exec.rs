@@ -188,6 +188,8 @@ impl ReadCollection<'_> {
         let collation = parse_collation(collation)?;
         let filter = Filter::parse(filter)?.collated(collation.clone());
         let segments: Vec<&str> = key.split('.').collect();
+        // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
+        let mut seen = crate::value_set::ValueIndex::default();
         let mut values: Vec<bson::RawBson> = Vec::new();
         let plan = self.best_plan(&filter, None);
         for candidate in Candidates::new(self, &plan, None)? {
@@ -199,11 +201,11 @@ impl ReadCollection<'_> {
             let mut found = Vec::new();
             collect_values(RawBsonRef::Document(raw), &segments, &mut found);
             for v in found {
-                if !values
-                    .iter()
-                    .any(|seen| compare_in(seen.as_raw_bson_ref(), v, collation.as_deref()).is_eq())
-                {
-                    values.push(bson::RawBson::from(v));
+                let owned = bson::RawBson::from(v);
+                let value = Bson::try_from(owned.clone())
+                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e))?;
+                if seen.position(&value, values.len(), collation.as_deref()).1 {
+                    values.push(owned);
                 }
             }
         }

@@ -1,0 +1,138 @@
+//! Aggregation streams and bounds what it holds: stages pull documents one at a time, `$group`
+//! keeps running accumulators rather than documents, and only what must be held (a `$sort`'s
+//! documents, a `$push`'s values) counts against the memory bound.
+
+use bson::doc;
+use odm_engine::aggregate::AggregateOptions;
+use odm_engine::{Database, Error};
+
+/// 110 documents of 1 MiB each: more than the 100 MiB a blocking stage may hold.
+fn big_collection() -> Database {
+    let db = Database::in_memory().unwrap();
+    db.write(|t| {
+        for i in 0..110 {
+            t.insert_one(
+                "c",
+                doc! { "_id": i, "g": i % 3, "pad": "x".repeat(1 << 20) },
+            )?;
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    db
+}
+
+#[test]
+fn group_keeps_running_totals_not_documents() {
+    let db = big_collection();
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let groups = c
+        .aggregate(
+            &[
+                doc! { "$group": { "_id": "$g", "n": { "$sum": 1 }, "avg": { "$avg": "$_id" }, "first": { "$first": "$_id" }, "max": { "$max": "$_id" } } },
+                doc! { "$sort": { "_id": 1 } },
+            ],
+            &AggregateOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(groups.len(), 3);
+    assert_eq!(
+        groups[0],
+        doc! { "_id": 0, "n": 37, "avg": 54.0, "first": 0, "max": 108 }
+    );
+    // Holding the values themselves passes the bound, and says which stage did.
+    let err = c
+        .aggregate(
+            &[doc! { "$group": { "_id": null, "all": { "$push": "$pad" } } }],
+            &AggregateOptions::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AggregateMemoryExceeded { stage, .. } if stage == "$group"),
+        "{err}"
+    );
+    let err = c
+        .aggregate(
+            &[
+                doc! { "$project": { "pad": 1 } },
+                doc! { "$sort": { "pad": 1 } },
+            ],
+            &AggregateOptions::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AggregateMemoryExceeded { stage, .. } if stage == "$sort"),
+        "{err}"
+    );
+    // `$count` counts, holding nothing.
+    let counted = c
+        .aggregate(
+            &[doc! { "$project": { "pad": 1 } }, doc! { "$count": "n" }],
+            &AggregateOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(counted, [doc! { "n": 110 }]);
+}
+
+#[test]
+fn stages_pull_documents_one_at_a_time() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.insert_one(doc! { "_id": 1, "d": 1 }).unwrap();
+    c.insert_one(doc! { "_id": 2, "d": "not a number" })
+        .unwrap();
+    let txn = db.read().unwrap();
+    let rc = txn.collection("c").unwrap().unwrap();
+    // The second document would fail `$abs`; a `$limit` after the `$project` never pulls it.
+    let pipeline = [
+        doc! { "$project": { "v": { "$abs": "$d" } } },
+        doc! { "$limit": 1 },
+    ];
+    let docs = rc
+        .aggregate(&pipeline, &AggregateOptions::default())
+        .unwrap();
+    assert_eq!(docs, [doc! { "_id": 1, "v": 1 }]);
+    // Pulled one by one, the failure comes with the document that causes it.
+    let mut stream = rc
+        .aggregate_iter(&pipeline[..1], &AggregateOptions::default())
+        .unwrap();
+    assert_eq!(stream.next().unwrap().unwrap(), doc! { "_id": 1, "v": 1 });
+    assert!(stream.next().unwrap().is_err());
+    // A `$skip` does not swallow an error in a skipped position.
+    let err = rc.aggregate(
+        &[
+            doc! { "$project": { "v": { "$abs": "$d" } } },
+            doc! { "$skip": 5 },
+        ],
+        &AggregateOptions::default(),
+    );
+    assert!(err.is_err());
+}
+
+#[test]
+fn add_to_set_and_distinct_use_mongodb_equality() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    for (i, v) in [
+        bson::Bson::Int32(1),
+        bson::Bson::Double(1.0),
+        bson::Bson::Int64(2),
+        bson::Bson::String("1".into()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        c.insert_one(doc! { "_id": i as i32, "v": v }).unwrap();
+    }
+    let txn = db.read().unwrap();
+    let rc = txn.collection("c").unwrap().unwrap();
+    let set = rc
+        .aggregate(
+            &[doc! { "$group": { "_id": null, "s": { "$addToSet": "$v" } } }],
+            &AggregateOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(set[0].get_array("s").unwrap().len(), 3);
+    assert_eq!(rc.distinct_with("v", &doc! {}, None).unwrap().len(), 3);
+}
