@@ -304,6 +304,62 @@ impl<T: Document> Collection<T> {
     }
 }
 
+/// How many matches a [`FindIter`] reads ahead of its caller.
+pub const STREAM_BUFFER: usize = 64;
+
+/// The matches of a find, pulled one at a time; see [`Find::stream`].
+#[derive(Debug)]
+pub struct FindIter<T> {
+    /// `None` once dropped, so that the reader stops before it is joined.
+    receiver: Option<std::sync::mpsc::Receiver<Result<T>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<T> Iterator for FindIter<T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        self.receiver.as_ref()?.recv().ok()
+    }
+}
+
+impl<T> Drop for FindIter<T> {
+    fn drop(&mut self) {
+        self.receiver = None;
+        if let Some(reader) = self.reader.take() {
+            // The reader's next send fails and it returns; a panic in it was already reported.
+            let _ = reader.join();
+        }
+    }
+}
+
+/// Runs a find in `txn` and gives each match, decoded, to `f` until it returns `Ok(false)`.
+fn each_match<T: Document>(
+    txn: &odm_engine::ReadTxn,
+    filter: &bson::Document,
+    options: &FindOptions,
+    mut f: impl FnMut(Result<T>) -> Result<bool>,
+) -> Result<()> {
+    let Some(coll) = txn.collection(T::COLLECTION)? else {
+        return Ok(());
+    };
+    if T::VERSION > 0 {
+        // Versioned models check each document's version (and migrate older ones).
+        for raw in coll.find_raw(filter, options)? {
+            if !f(raw.map_err(Error::from).and_then(|raw| from_raw::<T>(&raw)))? {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    for item in coll.find_as_with_id::<T>(filter, options, id_alias::<T>())? {
+        if !f(item.map_err(Error::from))? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// A find being built; see [`Collection::find`].
 #[derive(Debug)]
 pub struct Find<T> {
@@ -367,19 +423,42 @@ impl<T: Document> Find<T> {
     /// Every match, decoded as `T`.
     pub fn to_vec(self) -> Result<Vec<T>> {
         let (db, filter, options) = self.parts()?;
-        let txn = db.engine().read()?;
-        let Some(coll) = txn.collection(T::COLLECTION)? else {
-            return Ok(Vec::new());
-        };
-        if T::VERSION > 0 {
-            // Versioned models check each document's version (and migrate older ones).
-            return coll
-                .find_raw(&filter, &options)?
-                .map(|raw| from_raw::<T>(&raw?))
-                .collect();
-        }
-        let cursor = coll.find_as_with_id::<T>(&filter, &options, id_alias::<T>())?;
-        Ok(cursor.collect::<odm_engine::Result<Vec<T>>>()?)
+        let mut out = Vec::new();
+        each_match::<T>(&db.engine().read()?, &filter, &options, |item| {
+            out.push(item?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// The matches as a stream: each is read and decoded when pulled, and at most
+    /// [`STREAM_BUFFER`] wait in memory, however many match. All come from one snapshot, taken
+    /// when this is called.
+    ///
+    /// A reader thread holds the snapshot and the cursor (a cursor borrows its snapshot, so the
+    /// two cannot travel inside the iterator) and hands the matches over through a bounded
+    /// channel; dropping the iterator stops the thread.
+    pub fn stream(self) -> Result<FindIter<T>>
+    where
+        T: Send + 'static,
+    {
+        let (db, filter, options) = self.parts()?;
+        // Taken here, so that writes made after this call are not seen.
+        let snapshot = db.engine().read()?;
+        let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
+        let reader = std::thread::spawn(move || {
+            let outcome = each_match::<T>(&snapshot, &filter, &options, |item| {
+                // A send fails once the iterator is dropped: nobody wants more.
+                Ok(sender.send(item).is_ok())
+            });
+            if let Err(e) = outcome {
+                let _ = sender.send(Err(e));
+            }
+        });
+        Ok(FindIter {
+            receiver: Some(receiver),
+            reader: Some(reader),
+        })
     }
 
     /// The first match.

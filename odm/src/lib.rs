@@ -37,7 +37,7 @@ mod model;
 mod sort;
 mod update;
 
-pub use collection::{Collection, Find, ModifyOptions};
+pub use collection::{Collection, Find, FindIter, ModifyOptions, STREAM_BUFFER};
 pub use database::{Database, Options, Txn, WriteModel};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};

@@ -317,3 +317,35 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
     );
     assert!(db.engine().verify().unwrap().is_clean());
 }
+
+/// Typed finds stream: `Find::stream` decodes matches as they are pulled, from one snapshot, and
+/// stops reading when dropped.
+#[test]
+fn s7_typed_finds_stream_from_one_snapshot() {
+    let db = Database::in_memory().unwrap();
+    let books = db.collection::<Book>().unwrap();
+    let all: Vec<Book> = (0..500)
+        .map(|i| book(&format!("book-{i:03}"), &["databases"], "O'Reilly", i))
+        .collect();
+    books.insert_many(&all).unwrap();
+    let f = books.fields();
+    let mut stream = books
+        .find(f.subjects.contains("databases"))
+        .sort(Sort::asc(&f.page_count))
+        .stream()
+        .unwrap();
+    // Writes after the stream began are not seen by it: one snapshot.
+    books
+        .insert_one(&book("late", &["databases"], "O'Reilly", -1))
+        .unwrap();
+    let first = stream.next().unwrap().unwrap();
+    assert_eq!(first.page_count, 0);
+    let rest: Vec<i32> = stream.map(|b| b.unwrap().page_count).collect();
+    assert_eq!(rest.len(), 499);
+    assert!(rest.windows(2).all(|w| w[0] < w[1]));
+    // Dropping a stream part way stops its reader.
+    let mut partial = books.find(Filter::all()).stream().unwrap();
+    assert!(partial.next().is_some());
+    drop(partial);
+    assert_eq!(books.find(Filter::all()).stream().unwrap().count(), 501);
+}

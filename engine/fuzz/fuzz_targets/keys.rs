@@ -33,12 +33,21 @@ fuzz_target!(|data: &[u8]| {
                 .expect("a decodable key decodes");
             let want = Bson::try_from(a.clone()).ok();
             let got = decoded.into_iter().next().flatten();
-            // Compared as documents' bytes: exact types and bits (NaN included).
+            // Compared as documents' bytes: exact types and bits, but for NaN, which MongoDB
+            // holds as one value whatever its payload (a key keeps no payload).
             let bytes = |v: Option<Bson>| {
-                v.and_then(|v| bson::RawDocumentBuf::try_from(&bson::doc! { "v": v }).ok())
+                v.map(canonical_nan)
+                    .and_then(|v| bson::RawDocumentBuf::try_from(&bson::doc! { "v": v }).ok())
                     .map(|d| d.as_bytes().to_vec())
             };
             assert_eq!(bytes(got), bytes(want), "{a:?}");
         }
     }
 });
+
+fn canonical_nan(v: Bson) -> Bson {
+    match v {
+        Bson::Double(d) if d.is_nan() => Bson::Double(f64::NAN),
+        other => other,
+    }
+}
