@@ -69,6 +69,10 @@ impl ErrorCode {
         ErrorCode::named(168, "InvalidPipelineOperator");
     pub const QUERY_EXCEEDED_MEMORY_LIMIT: ErrorCode =
         ErrorCode::named(292, "QueryExceededMemoryLimitNoDiskUseAllowed");
+    pub const CONVERSION_FAILURE: ErrorCode = ErrorCode::named(241, "ConversionFailure");
+    /// A required field missing from a document the server parses with its IDL
+    /// (`Location40414` before MongoDB 8.0 named it).
+    pub const IDL_FAILED_TO_PARSE: ErrorCode = ErrorCode::named(40414, "IDLFailedToParse");
     pub const BSON_OBJECT_TOO_LARGE: ErrorCode = ErrorCode::named(10334, "BSONObjectTooLarge");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
 }

@@ -23,6 +23,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::code::ErrorCode;
+
 use bson::{Bson, Document};
 use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVariable, Strength};
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
@@ -46,10 +48,21 @@ impl fmt::Debug for Collation {
 pub struct CollationError {
     pub field: String,
     pub reason: String,
+    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
+    pub code: ErrorCode,
+}
+
+impl CollationError {
+    #[must_use]
+    fn with_code(mut self, code: ErrorCode) -> CollationError {
+        self.code = code;
+        self
+    }
 }
 
 fn error(field: &str, reason: impl fmt::Display) -> CollationError {
     CollationError {
+        code: ErrorCode::BAD_VALUE,
         field: field.to_owned(),
         reason: reason.to_string(),
     }
@@ -59,7 +72,8 @@ impl Collation {
     /// Parses a collation document; `None` for the `simple` locale (binary comparison).
     pub fn parse(spec: &Document) -> Result<Option<Arc<Collation>>, CollationError> {
         let Some(locale) = spec.get("locale") else {
-            return Err(error("locale", "is required"));
+            // The IDL parser's refusal of a missing required field.
+            return Err(error("locale", "is required").with_code(ErrorCode::IDL_FAILED_TO_PARSE));
         };
         let Bson::String(locale) = locale else {
             return Err(error("locale", "must be a string"));

@@ -265,9 +265,8 @@ impl Error {
             Error::InvalidDocument { source, .. } => source.code(),
             Error::ParallelArrays { .. } => ErrorCode::CANNOT_INDEX_PARALLEL_ARRAYS,
             Error::HashedIndexArray { .. } => ErrorCode::location(16766),
-            Error::TooManyIndexKeys { .. } | Error::InvalidCollation(_) | Error::Decode { .. } => {
-                ErrorCode::BAD_VALUE
-            }
+            Error::TooManyIndexKeys { .. } | Error::Decode { .. } => ErrorCode::BAD_VALUE,
+            Error::InvalidCollation(e) => e.code,
             Error::InputTooDeep { .. } => ErrorCode::OVERFLOW,
             Error::InvalidFilter(e) => e.code,
             Error::InvalidExpression(e) => e.code,

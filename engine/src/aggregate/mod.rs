@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 
+use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::db::ReadTxn;
 use crate::error::{Error, Result};
@@ -218,7 +219,11 @@ impl Stage {
             }
             "$skip" => Stage::Skip(whole(name, arg)?),
             "$limit" => match whole(name, arg)? {
-                0 => return Err(stage_error(name, "must be positive")),
+                0 => {
+                    return Err(Error::from(
+                        error(name, "must be positive").with_code(ErrorCode::location(15958)),
+                    ));
+                }
                 n => Stage::Limit(n),
             },
             "$project" | "$addFields" | "$set" | "$unset" | "$replaceRoot" | "$replaceWith" => {
@@ -570,7 +575,10 @@ fn parse_unwind(arg: &Bson) -> Result<Stage> {
 fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
     let name = "$group";
     let Some(id) = spec.get("_id") else {
-        return Err(stage_error(name, "needs an `_id` (null for one group)"));
+        return Err(Error::from(
+            error(name, "needs an `_id` (null for one group)")
+                .with_code(ErrorCode::location(15955)),
+        ));
     };
     let id = Expr::parse(id, scope)?;
     let mut fields = Vec::new();

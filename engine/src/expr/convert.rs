@@ -8,9 +8,11 @@ use bson::{Bson, Decimal128};
 use super::ExprError;
 use super::dates::iso_string;
 use super::func::type_alias;
+use crate::code::ErrorCode;
 
 fn cannot(op: &str, v: &Bson) -> ExprError {
     super::error(op, format!("cannot convert {} `{v}`", type_alias(Some(v))))
+        .with_code(ErrorCode::CONVERSION_FAILURE)
 }
 
 /// A double as MongoDB prints it: integral values without a fraction, others in the shortest

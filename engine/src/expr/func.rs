@@ -6,6 +6,7 @@ use bson::{Bson, Document};
 
 use super::eval::{Env, eval_in, truthy};
 use super::{Expr, ExprError, error};
+use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::order::compare_in;
 
@@ -401,7 +402,8 @@ impl Func {
             },
             Func::Size => match v[0].take() {
                 Some(Bson::Array(items)) => Ok(Some(int(items.len()))),
-                other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))),
+                other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))
+                    .with_code(ErrorCode::location(17124))),
             },
             Func::ArrayElemAt => match (v[0].take(), v[1].take()) {
                 (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
@@ -620,7 +622,10 @@ fn real(func: Func, x: &Bson) -> Result<Option<Bson>, ExprError> {
         return Err(wrong_type(op, "a number", x));
     };
     let result = match func {
-        Func::Sqrt if d < 0.0 => return Err(error(op, "the argument must not be negative")),
+        Func::Sqrt if d < 0.0 => {
+            return Err(error(op, "the argument must not be negative")
+                .with_code(ErrorCode::location(28714)));
+        }
         Func::Sqrt => d.sqrt(),
         Func::Exp => d.exp(),
         Func::Ln | Func::Log10 if d <= 0.0 => {
@@ -926,6 +931,10 @@ fn width(op: &str, v: &Bson) -> Result<Width, ExprError> {
         Bson::Int64(_) => Width::Int64,
         Bson::Double(_) => Width::Double,
         Bson::Decimal128(_) => Width::Decimal,
+        // `$add` refuses other types with TypeMismatch.
+        other if op == "$add" => {
+            return Err(wrong_type(op, "numbers", other).with_code(ErrorCode::TYPE_MISMATCH));
+        }
         other => return Err(wrong_type(op, "numbers", other)),
     })
 }

@@ -416,7 +416,8 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
         }
         _ => {
             let Some(func) = Func::named(key) else {
-                return Err(error(key, "unknown expression operator"));
+                return Err(error(key, "unknown expression operator")
+                    .with_code(ErrorCode::INVALID_PIPELINE_OPERATOR));
             };
             let args: Vec<Expr> = match arg {
                 Bson::Array(items) => items

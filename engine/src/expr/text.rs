@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 
 use super::{ExprError, error};
+use crate::code::ErrorCode;
 
 /// The named arguments of an operator, refusing unknown ones.
 fn named(op: &str, v: Bson, known: &[&str]) -> Result<Document, ExprError> {
@@ -167,7 +168,16 @@ pub(crate) fn substr_bytes(op: &str, v: Vec<Option<Bson>>) -> Result<Option<Bson
     };
     match s.get(start..end) {
         Some(part) => Ok(Some(Bson::String(part.to_owned()))),
-        None => Err(error(op, "the range cuts a UTF-8 character in the middle")),
+        // MongoDB checks the start (28656), then the end (28657).
+        None => Err(
+            error(op, "the range cuts a UTF-8 character in the middle").with_code(
+                ErrorCode::location(if s.is_char_boundary(start) {
+                    28657
+                } else {
+                    28656
+                }),
+            ),
+        ),
     }
 }
 

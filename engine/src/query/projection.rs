@@ -338,8 +338,11 @@ fn parse_operator(path: &str, op: &Document) -> Result<Node, FilterError> {
             };
             match arg {
                 Bson::Array(pair) => {
+                    // MongoDB retries any other length as the `$slice` expression, whose
+                    // arity check refuses it (28667).
                     let [skip, limit] = pair.as_slice() else {
-                        return Err(error(path, "$slice", "expects a number or [skip, limit]"));
+                        return Err(error(path, "$slice", "expects a number or [skip, limit]")
+                            .with_code(ErrorCode::location(28667)));
                     };
                     let (Some(skip), Some(limit)) = (number(skip), number(limit)) else {
                         return Err(error(path, "$slice", "skip and limit must be numbers"));
@@ -397,7 +400,7 @@ fn insert(tree: &mut Tree, path: &str, node: Node) -> Result<(), FilterError> {
     match rest {
         None => {
             if tree.contains_key(first) {
-                return Err(error(path, "projection", "path collision"));
+                return Err(refused(path, 31250, "path collision"));
             }
             tree.insert(first.to_owned(), node);
         }
@@ -406,7 +409,7 @@ fn insert(tree: &mut Tree, path: &str, node: Node) -> Result<(), FilterError> {
                 .entry(first.to_owned())
                 .or_insert_with(|| Node::Children(Tree::new()));
             let Node::Children(sub) = child else {
-                return Err(error(path, "projection", "path collision"));
+                return Err(refused(path, 31249, "path collision"));
             };
             insert(sub, rest, node)?;
         }

@@ -10,6 +10,7 @@ use std::cmp::Ordering;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use super::filter::FilterError;
+use crate::code::ErrorCode;
 use crate::keys::Direction;
 use std::sync::Arc;
 
@@ -42,7 +43,16 @@ impl Sort {
                 Bson::Int32(-1) | Bson::Int64(-1) => Direction::Descending,
                 Bson::Double(d) if (*d - 1.0).abs() < f64::EPSILON => Direction::Ascending,
                 Bson::Double(d) if (*d + 1.0).abs() < f64::EPSILON => Direction::Descending,
-                _ => return Err(bad(path, "sort direction must be 1 or -1")),
+                // MongoDB: 15975 for another number, 15974 for anything else.
+                other => {
+                    let numeric = matches!(
+                        other,
+                        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
+                    );
+                    let code = if numeric { 15975 } else { 15974 };
+                    return Err(bad(path, "sort direction must be 1 or -1")
+                        .with_code(ErrorCode::location(code)));
+                }
             };
             let parsed = Path::parse(path).map_err(|e| bad(path, &e.to_string()))?;
             fields.push((parsed, direction));

@@ -363,7 +363,7 @@ impl Step<'_> {
                 let value = match current {
                     None => n.clone(),
                     Some(c) => arithmetic(c, n, Arith::Add)
-                        .map_err(|reason| self.err(reason).with_code(ErrorCode::TYPE_MISMATCH))?,
+                        .map_err(|(code, reason)| self.err(reason).with_code(code))?,
                 };
                 slot.set(value);
             }
@@ -371,7 +371,7 @@ impl Step<'_> {
                 let value = match current {
                     None => zero_like(n),
                     Some(c) => arithmetic(c, n, Arith::Mul)
-                        .map_err(|reason| self.err(reason).with_code(ErrorCode::TYPE_MISMATCH))?,
+                        .map_err(|(code, reason)| self.err(reason).with_code(code))?,
                 };
                 slot.set(value);
             }
@@ -439,7 +439,9 @@ impl Step<'_> {
                     items.pop();
                 }
                 Some(other) => {
-                    return Err(self.err(format!("cannot pop from the non-array value {other}")));
+                    return Err(self
+                        .err(format!("cannot pop from the non-array value {other}"))
+                        .with_code(ErrorCode::TYPE_MISMATCH));
                 }
             },
             Op::Pull(condition) => match slot.get_mut() {
@@ -604,8 +606,9 @@ enum Arith {
     Mul,
 }
 
-/// `current` combined with `operand`, with MongoDB's result types.
-fn arithmetic(current: &Bson, operand: &Bson, op: Arith) -> Result<Bson, String> {
+/// `current` combined with `operand`, with MongoDB's result types; refused with
+/// `TypeMismatch` for a non-numeric value, `BadValue` for an overflow (`arithmetic_node.cpp`).
+fn arithmetic(current: &Bson, operand: &Bson, op: Arith) -> Result<Bson, (ErrorCode, String)> {
     let verb = match op {
         Arith::Add => "$inc",
         Arith::Mul => "$mul",
@@ -642,7 +645,10 @@ fn arithmetic(current: &Bson, operand: &Bson, op: Arith) -> Result<Bson, String>
                     Arith::Add => a.checked_add(b),
                     Arith::Mul => a.checked_mul(b),
                 }
-                .ok_or_else(|| format!("{verb} overflows the 64-bit integer {current}"))?;
+                .ok_or_else(|| {
+                    let reason = format!("{verb} overflows the 64-bit integer {current}");
+                    (ErrorCode::BAD_VALUE, reason)
+                })?;
                 let both_int32 =
                     matches!(current, Bson::Int32(_)) && matches!(operand, Bson::Int32(_));
                 Ok(match i32::try_from(result) {
@@ -655,11 +661,12 @@ fn arithmetic(current: &Bson, operand: &Bson, op: Arith) -> Result<Bson, String>
     }
 }
 
-fn non_numeric(verb: &str, current: &Bson) -> String {
-    format!(
+fn non_numeric(verb: &str, current: &Bson) -> (ErrorCode, String) {
+    let reason = format!(
         "cannot apply {verb} to {}, a non-numeric value",
         type_name(current)
-    )
+    );
+    (ErrorCode::TYPE_MISMATCH, reason)
 }
 
 /// Zero of the multiplier's type, what `$mul` writes into a missing field.

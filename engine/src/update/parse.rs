@@ -90,7 +90,8 @@ impl UpdatePath {
                             format!(
                                 "array filter identifier `{id}` must be a lowercase letter followed by letters and digits"
                             ),
-                        ));
+                        )
+                        .with_code(ErrorCode::BAD_VALUE));
                     }
                     Segment::Filtered(id.to_owned())
                 }
@@ -356,14 +357,16 @@ impl Operators {
                 let op = parse_op(operator, path, value)?;
                 if let Op::Rename(to) = &op {
                     if parsed.has_positional() || to.has_positional() {
-                        return Err(error(path, name, "$rename cannot use positional paths"));
+                        return Err(error(path, name, "$rename cannot use positional paths")
+                            .with_code(ErrorCode::BAD_VALUE));
                     }
                     if parsed.conflicts_with(to) {
                         return Err(error(
                             path,
                             name,
                             format!("cannot rename `{path}` to `{}`", to.dotted),
-                        ));
+                        )
+                        .with_code(ErrorCode::BAD_VALUE));
                     }
                 }
                 ops.push((operator, parsed, op));
@@ -416,7 +419,9 @@ fn parse_op(operator: &str, path: &str, value: &Bson) -> Result<Op, UpdateError>
         "$setOnInsert" => Op::SetOnInsert(value.clone()),
         "$inc" | "$mul" => {
             if !is_number(value) {
-                return Err(bad("the argument must be a number"));
+                return Err(
+                    bad("the argument must be a number").with_code(ErrorCode::TYPE_MISMATCH)
+                );
             }
             if operator == "$inc" {
                 Op::Inc(value.clone())
@@ -466,11 +471,13 @@ fn parse_op(operator: &str, path: &str, value: &Bson) -> Result<Op, UpdateError>
         "$pull" => Op::Pull(parse_pull(path, value)?),
         "$pullAll" => {
             let Bson::Array(values) = value else {
-                return Err(bad("expects an array of values"));
+                return Err(bad("expects an array of values").with_code(ErrorCode::BAD_VALUE));
             };
             Op::PullAll(values.clone())
         }
         "$bit" => {
+            // `bit_node.cpp` refuses every malformed `$bit` with BadValue.
+            let bad = |reason: &str| bad(reason).with_code(ErrorCode::BAD_VALUE);
             let Bson::Document(d) = value else {
                 return Err(bad("expects a document such as {and: 5}"));
             };
@@ -749,7 +756,8 @@ fn parse_array_filters(
                     &path.dotted,
                     operator,
                     format!("no array filter found for identifier `{id}`"),
-                ));
+                )
+                .with_code(ErrorCode::BAD_VALUE));
             }
         }
     }

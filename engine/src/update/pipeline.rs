@@ -17,6 +17,7 @@ use crate::nesting::{self, MAX_INPUT_DEPTH};
 use bson::{Bson, Document};
 
 use super::parse::{UpdateError, error};
+use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::expr::{Env, Expr, ExprError, Scope, eval_in};
 
@@ -128,7 +129,8 @@ impl Pipeline {
                     "_id",
                     "pipeline",
                     "performing an update on the path `_id` would modify the immutable field `_id`",
-                ));
+                )
+                .with_code(ErrorCode::IMMUTABLE_FIELD));
             }
             _ => {}
         }
@@ -185,7 +187,8 @@ fn parse_stage(name: &str, arg: &Bson, scope: &Scope) -> Result<Stage, UpdateErr
             "",
             other,
             format!("is not allowed in an update pipeline (only {STAGES})"),
-        )),
+        )
+        .with_code(ErrorCode::INVALID_OPTIONS)),
     }
 }
 
@@ -245,11 +248,19 @@ fn parse_projection(spec: &Document, scope: &Scope) -> Result<Projection, Update
     scan_kinds(&fields, &mut kinds);
     let (includes, excludes) = kinds;
     if includes && excludes {
+        // MongoDB refuses the first field of the other kind: an exclusion in an inclusion
+        // projection (31254) or an inclusion in an exclusion projection (31253).
+        let code = if first_is_exclusion(&fields) {
+            31253
+        } else {
+            31254
+        };
         return Err(error(
             "",
             "$project",
             "cannot mix inclusion and exclusion of fields (other than `_id`)",
-        ));
+        )
+        .with_code(ErrorCode::location(code)));
     }
     if spec.is_empty() {
         return Err(error(
@@ -323,6 +334,14 @@ fn flag(keep: bool) -> Shape {
 }
 
 /// (some inclusion or computed field, some exclusion).
+fn first_is_exclusion(fields: &[(String, Shape)]) -> bool {
+    match fields.first().map(|(_, shape)| shape) {
+        Some(Shape::Drop) => true,
+        Some(Shape::Nested(children)) => first_is_exclusion(children),
+        _ => false,
+    }
+}
+
 fn scan_kinds(fields: &[(String, Shape)], kinds: &mut (bool, bool)) {
     for (_, shape) in fields {
         match shape {
@@ -361,7 +380,8 @@ impl Stage {
                         "the new root must be a document, not {}",
                         other.map_or_else(|| "missing".to_owned(), |v| format!("{v}"))
                     ),
-                )),
+                )
+                .with_code(ErrorCode::location(40228))),
             },
         }
     }
