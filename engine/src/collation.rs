@@ -14,7 +14,8 @@
 //! `maxVariable` (`punct`, `space`), `normalization` (the comparison always normalizes, so both
 //! values give the same result). `backwards` is refused: ICU4X takes it from the locale only.
 //! Locales are ICU's (`en_US`, `de@collation=phonebook`); one ICU4X has no tailoring for
-//! compares as the root collation, where MongoDB would refuse a locale it does not list.
+//! compares as the root collation; a locale MongoDB does not list is refused, as MongoDB
+//! refuses it.
 //!
 //! Indexes hold binary strings, so under a collation the planner bounds an index only by
 //! conditions whose values hold no string, and a sort on strings is done in memory.
@@ -169,6 +170,15 @@ impl Collation {
             }
             return Ok(None);
         }
+        let base = locale
+            .split_once('@')
+            .map_or(locale.as_str(), |(base, _)| base);
+        if !is_supported_locale(base) {
+            return Err(error(
+                "locale",
+                format!("`{locale}` is not a locale MongoDB's collations support"),
+            ));
+        }
         // ICU's `de@collation=phonebook` is BCP 47's `de-u-co-phonebk` form for the parser.
         let bcp47 = match locale.split_once("@collation=") {
             Some((base, variant)) => {
@@ -203,4 +213,127 @@ impl Collation {
     pub fn compare_strings(&self, a: &str, b: &str) -> Ordering {
         self.collator.compare(a, b)
     }
+}
+
+/// The locales MongoDB's collation supports (the manual's "Collation Locales and Default
+/// Parameters"), ICU locale ids; a variant follows after `@collation=`.
+const SUPPORTED_LOCALES: &[&str] = &[
+    "af",
+    "sq",
+    "am",
+    "ar",
+    "hy",
+    "as",
+    "az",
+    "bn",
+    "be",
+    "bs",
+    "bs_Cyrl",
+    "bg",
+    "my",
+    "ca",
+    "chr",
+    "zh",
+    "zh_Hant",
+    "hr",
+    "cs",
+    "da",
+    "nl",
+    "dz",
+    "en",
+    "en_US",
+    "en_US_POSIX",
+    "eo",
+    "et",
+    "ee",
+    "fo",
+    "fil",
+    "fi",
+    "fr",
+    "fr_CA",
+    "gl",
+    "ka",
+    "de",
+    "de_AT",
+    "el",
+    "gu",
+    "ha",
+    "haw",
+    "he",
+    "hi",
+    "hu",
+    "is",
+    "ig",
+    "smn",
+    "id",
+    "ga",
+    "it",
+    "ja",
+    "kl",
+    "kn",
+    "kk",
+    "km",
+    "kok",
+    "ko",
+    "ky",
+    "lkt",
+    "lo",
+    "lv",
+    "ln",
+    "lt",
+    "dsb",
+    "lb",
+    "mk",
+    "ms",
+    "ml",
+    "mt",
+    "mr",
+    "mn",
+    "ne",
+    "se",
+    "nb",
+    "nn",
+    "or",
+    "om",
+    "ps",
+    "fa",
+    "fa_AF",
+    "pl",
+    "pt",
+    "pa",
+    "ro",
+    "ru",
+    "sr",
+    "sr_Latn",
+    "si",
+    "sk",
+    "sl",
+    "es",
+    "sw",
+    "sv",
+    "ta",
+    "te",
+    "th",
+    "bo",
+    "to",
+    "tr",
+    "uk",
+    "hsb",
+    "ur",
+    "ug",
+    "vi",
+    "wae",
+    "cy",
+    "yi",
+    "yo",
+    "zu",
+];
+
+/// Whether MongoDB supports `base` (a locale without its variant), compared as ICU ids are,
+/// case aside and with `-` for `_`.
+fn is_supported_locale(base: &str) -> bool {
+    let normalized = base.replace('-', "_");
+    SUPPORTED_LOCALES
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case(&normalized))
 }

@@ -76,6 +76,18 @@ fn parse_output(stage: &Document) -> Result<Option<Output>> {
             if let Some(unknown) = spec.keys().find(|k| !known.contains(&k.as_str())) {
                 return Err(stage_error(name, format!("unknown option `{unknown}`")));
             }
+            // `let` names variables for a `whenMatched` pipeline; this engine runs none, so the
+            // option would be accepted and ignored: refused, as MongoDB refuses `let` without a
+            // pipeline.
+            if spec.contains_key("let") {
+                return Err(Error::from(
+                    crate::expr::error(
+                        name,
+                        "`let` applies only to a `whenMatched` pipeline, which this engine does not run",
+                    )
+                    .with_code(crate::code::ErrorCode::location(51199)),
+                ));
+            }
             let into = target(name, spec.get("into").unwrap_or(&Bson::Null))?;
             let on = match spec.get("on") {
                 None => vec!["_id".to_owned()],

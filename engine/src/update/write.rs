@@ -479,12 +479,23 @@ impl WriteTxn<'_> {
         let collation = parse_collation(options.collation.as_ref())?;
         let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
             .collated(collation.clone());
+        // MongoDB takes `sort` for an update of one document (which one it picks); for several
+        // it would mean nothing, and is refused rather than ignored.
+        if limit.is_none() && options.sort.is_some() {
+            return Err(error(
+                "",
+                "sort",
+                "`sort` applies to an update of one document, not to update_many",
+            )
+            .with_code(crate::code::ErrorCode::FAILED_TO_PARSE)
+            .into());
+        }
         let sort = options
             .sort
             .as_ref()
             .map(Sort::parse)
             .transpose()?
-            .filter(|s| !s.is_empty() && limit.is_some())
+            .filter(|s| !s.is_empty())
             .map(|s| s.collated(collation));
         let matched = match self.collection_meta(collection, false)? {
             Some(meta) => self.with_selection(
