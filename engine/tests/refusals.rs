@@ -18,7 +18,7 @@ fn an_unknown_collation_locale_is_refused_as_mongodb_refuses_it() {
             collation: Some(doc! { "locale": locale }),
             ..FindOptions::default()
         };
-        c.find(&doc! {}, &options).map(|cursor| cursor.count())
+        c.find(&doc! {}, &options).map(Iterator::count)
     };
     for supported in [
         "en",
