@@ -361,6 +361,27 @@ impl<'t> Writer<'t> {
         Ok(Some(old))
     }
 
+    /// The stored document under `id_key` in this transaction.
+    pub(crate) fn stored(&self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {
+        let Some(bytes) = self.docs.get(id_key)?.map(|v| v.value().to_vec()) else {
+            return Ok(None);
+        };
+        stored_document(&self.meta.name, &bytes).map(Some)
+    }
+
+    /// Whether this collection has a unique index besides `_id_`: the only rule a replacement
+    /// can break that depends on other documents.
+    pub(crate) fn has_unique_index(&self) -> bool {
+        self.meta.indexes.iter().any(|i| i.spec.is_unique())
+    }
+
+    /// Checks `replacement` against every rule that depends on it alone (document rules, index
+    /// keys: parallel arrays, hashed arrays, key counts) without writing it.
+    pub(crate) fn check_replacement(&self, replacement: RawDocumentBuf) -> Result<()> {
+        let prepared = prepare(replacement).map_err(|source| invalid(&self.meta.name, source))?;
+        self.index_keys(&prepared.raw).map(drop)
+    }
+
     /// Replaces `old`, which the caller has just read under `id_key` in this transaction, with
     /// `replacement`: the update path, which has the old document already.
     pub(crate) fn replace_known(

@@ -62,6 +62,47 @@ fn update_many_is_all_or_nothing_even_inside_a_committing_transaction() {
     assert!(db.verify().unwrap().is_clean());
 }
 
+/// Without a unique index, `update_many` holds the matched ids alone: every new document is
+/// computed and checked before the first is written, so a refusal found at the last document
+/// (here a parallel-arrays index key, and a `$inc` of a string) leaves nothing written.
+#[test]
+fn update_many_checks_every_document_before_writing_any() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(
+        IndexSpec::new([("a", Direction::Ascending), ("b", Direction::Ascending)]).unwrap(),
+    )
+    .unwrap();
+    let docs: Vec<_> = (0..50)
+        .map(|i| doc! { "_id": i, "a": [i], "b": 0, "n": i })
+        .collect();
+    c.insert_many(docs, true).unwrap();
+    c.insert_one(doc! { "_id": 50, "a": 1, "b": 0, "n": "text" })
+        .unwrap();
+    let before = all(&db, "c");
+    for (update, refusal) in [
+        (doc! { "$set": { "b": [1, 2] } }, "parallel"),
+        (doc! { "$inc": { "n": 1 } }, "$inc"),
+    ] {
+        let outcome = db
+            .write(|t| {
+                let failed = t.update_many("c", &doc! {}, &update, &UpdateOptions::default());
+                t.insert_one("log", doc! { "tried": refusal })?;
+                Ok::<_, Error>(failed)
+            })
+            .unwrap();
+        let err = outcome.unwrap_err();
+        assert!(err.to_string().contains(refusal), "{err}");
+        assert_eq!(all(&db, "c"), before);
+    }
+    assert_eq!(
+        all(&db, "log").len(),
+        2,
+        "the rest of each transaction committed"
+    );
+    assert!(db.verify().unwrap().is_clean());
+}
+
 #[test]
 fn stop_at_first_error_keeps_what_was_updated_and_says_so() {
     let db = Database::in_memory().unwrap();

@@ -167,6 +167,11 @@ pub enum OpResult {
 /// A matched document: its encoded `_id` and its bytes.
 type Selected = (Vec<u8>, RawDocumentBuf);
 
+/// What a selection keeps of a document that needs its bytes (updates, find-and-modify).
+fn keep_all(key: Vec<u8>, doc: RawDocumentBuf) -> Selected {
+    (key, doc)
+}
+
 impl WriteTxn<'_> {
     /// Applies an update (a document of operators, or a pipeline) to the first document
     /// matching `filter`.
@@ -305,7 +310,9 @@ impl WriteTxn<'_> {
             return Ok(Vec::new());
         };
         let found =
-            self.with_selection(&meta, &query, sort, None, limit, |_, selected| Ok(selected))?;
+            self.with_selection(&meta, &query, sort, None, limit, keep_all, |_, selected| {
+                Ok(selected)
+            })?;
         found
             .into_iter()
             .map(|(_, raw)| {
@@ -414,16 +421,19 @@ impl WriteTxn<'_> {
     }
 
     /// Selects the documents matching `filter` (at most `limit`, in `sort` order) from this
-    /// transaction's tables, then runs `work` with them and a writer over the same open tables.
+    /// transaction's tables, keeping of each what `keep` makes of its encoded `_id` and bytes
+    /// (a delete keeps the `_id` alone, so that memory never holds every matched document), then
+    /// runs `work` with them and a writer over the same open tables.
     #[allow(clippy::too_many_arguments)]
-    fn with_selection<R>(
+    fn with_selection<S, R>(
         &mut self,
         meta: &Arc<CollectionMeta>,
         filter: &Filter,
         sort: Option<Sort>,
         hint: Option<&Bson>,
         limit: Option<u64>,
-        work: impl FnOnce(&mut Writer<'_>, Vec<Selected>) -> Result<R>,
+        keep: impl Fn(Vec<u8>, RawDocumentBuf) -> S,
+        work: impl FnOnce(&mut Writer<'_>, Vec<S>) -> Result<R>,
     ) -> Result<R> {
         // The index tables must hold this transaction's buffered changes before they are read.
         self.flush_index_writes_of(meta.id)?;
@@ -459,7 +469,7 @@ impl WriteTxn<'_> {
                     "a document has no _id",
                 )
             })?;
-            selected.push((keys::encode(id), doc));
+            selected.push(keep(keys::encode(id), doc));
         }
         let mut writer = Writer::from_view(view, &self.txn, &mut self.pending);
         let result = work(&mut writer, selected);
@@ -497,13 +507,30 @@ impl WriteTxn<'_> {
             .transpose()?
             .filter(|s| !s.is_empty())
             .map(|s| s.collated(collation));
+        let bounded = limit.is_none() && !options.stop_at_first_error;
         let matched = match self.collection_meta(collection, false)? {
+            // Several documents, all or nothing: the selection keeps their ids alone.
+            Some(meta) if bounded => self.with_selection(
+                &meta,
+                &query,
+                sort,
+                options.hint.as_ref(),
+                limit,
+                |key, _| key,
+                |writer, ids| {
+                    if ids.is_empty() {
+                        return Ok(None);
+                    }
+                    update_all_or_nothing(writer, &ids, &query, update).map(Some)
+                },
+            )?,
             Some(meta) => self.with_selection(
                 &meta,
                 &query,
                 sort,
                 options.hint.as_ref(),
                 limit,
+                keep_all,
                 |writer, selected| {
                     if selected.is_empty() {
                         return Ok(None);
@@ -541,15 +568,24 @@ impl WriteTxn<'_> {
             return Ok(0);
         };
         let hint = options.hint.as_ref();
-        self.with_selection(&meta, &query, None, hint, limit, |writer, selected| {
-            let mut deleted = 0;
-            for (key, _) in &selected {
-                if writer.delete(key)?.is_some() {
-                    deleted += 1;
+        let ids_only = |key, _| key;
+        self.with_selection(
+            &meta,
+            &query,
+            None,
+            hint,
+            limit,
+            ids_only,
+            |writer, selected| {
+                let mut deleted = 0;
+                for key in &selected {
+                    if writer.delete(key)?.is_some() {
+                        deleted += 1;
+                    }
                 }
-            }
-            Ok(deleted)
-        })
+                Ok(deleted)
+            },
+        )
     }
 
     fn find_and_modify(
@@ -581,6 +617,7 @@ impl WriteTxn<'_> {
                 sort,
                 options.hint.as_ref(),
                 Some(1),
+                keep_all,
                 |writer, selected| {
                     let Some((key, original)) = selected.into_iter().next() else {
                         return Ok(None);
@@ -629,6 +666,60 @@ impl WriteTxn<'_> {
 
 /// Applies an update to the selected documents through `writer`; see the module
 /// documentation for the all-or-nothing and stop-at-first-error modes.
+/// Updates every document of `ids`, or none: memory holds the ids, not the documents.
+///
+/// A first pass computes each new document and checks it against every rule that depends on it
+/// alone, writing nothing; so the second pass, which writes, can only be refused by a unique
+/// index (a key another document holds at that moment). Only then must the documents written
+/// before be put back, so only a collection with a unique index keeps the originals of what it
+/// has written, for that.
+fn update_all_or_nothing(
+    writer: &mut Writer<'_>,
+    ids: &[Vec<u8>],
+    query: &Filter,
+    update: &Update,
+) -> Result<UpdateResult> {
+    let now = bson::DateTime::now();
+    let read = |writer: &Writer<'_>, key: &[u8]| -> Result<RawDocumentBuf> {
+        writer.stored(key)?.ok_or_else(|| {
+            Error::corrupt(
+                format!("collection `{}`", writer.collection_name()),
+                "a selected document vanished",
+            )
+        })
+    };
+    for key in ids {
+        let original = read(writer, key)?;
+        if let Some(new) = updated_document(&original, query, update, now)? {
+            writer.check_replacement(new)?;
+        }
+    }
+    let keep_originals = writer.has_unique_index();
+    let mut written: Vec<(&[u8], RawDocumentBuf, RawDocumentBuf)> = Vec::new();
+    let mut modified = 0;
+    for key in ids {
+        let original = read(writer, key)?;
+        let Some(new) = updated_document(&original, query, update, now)? else {
+            continue;
+        };
+        if let Err(e) = writer.replace_known(key, &original, new.clone()) {
+            for (key, original, new) in written.into_iter().rev() {
+                writer.replace_known(key, &new, original)?;
+            }
+            return Err(e);
+        }
+        modified += 1;
+        if keep_originals {
+            written.push((key, original, new));
+        }
+    }
+    Ok(UpdateResult {
+        matched: ids.len() as u64,
+        modified,
+        upserted_id: None,
+    })
+}
+
 fn apply_update(
     writer: &mut Writer<'_>,
     selected: Vec<Selected>,
