@@ -375,6 +375,17 @@ impl<'t> Writer<'t> {
         self.meta.indexes.iter().any(|i| i.spec.is_unique())
     }
 
+    /// The transaction's undo table ([`tables::UNDO`]), created empty; the caller must
+    /// [`Writer::drop_undo_table`] it before the transaction ends.
+    pub(crate) fn undo_table(&self) -> Result<Table<'t, &'static [u8], &'static [u8]>> {
+        Ok(self.txn.open_table(tables::UNDO)?)
+    }
+
+    pub(crate) fn drop_undo_table(&self) -> Result<()> {
+        self.txn.delete_table(tables::UNDO)?;
+        Ok(())
+    }
+
     /// Checks `replacement` against every rule that depends on it alone (document rules, index
     /// keys: parallel arrays, hashed arrays, key counts) without writing it.
     pub(crate) fn check_replacement(&self, replacement: RawDocumentBuf) -> Result<()> {

@@ -4,7 +4,10 @@
 //! - `odm.c{collection}.docs`: encoded `_id` -> raw BSON document, one table per collection;
 //! - `odm.c{collection}.i{index}` and `odm.c{collection}.i{index}.delta`: the entries of an index
 //!   (see [`crate::index`]), split between a main table and a small delta of recent entries (see
-//!   `index_store`).
+//!   `index_store`);
+//! - `odm.undo`: inside one write transaction only, never committed: the documents an
+//!   all-or-nothing `update_many` has replaced, so that it can put them back without holding
+//!   them in memory.
 //!
 //! Tables are named by numeric ids from the catalog, never by user-chosen names, so renaming a
 //! collection or an index touches only the catalog.
@@ -20,6 +23,9 @@ pub(crate) const META: TableDefinition<'static, &'static str, &'static [u8]> =
 /// Keys of the meta table.
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const CATALOG_KEY: &str = "catalog";
+
+/// See the module documentation; deleted before the transaction that creates it ends.
+pub(crate) const UNDO: Bytes<'static> = TableDefinition::new("odm.undo");
 
 pub(crate) fn docs_name(collection: u64) -> String {
     format!("odm.c{collection}.docs")

@@ -449,3 +449,52 @@ fn a_bulk_write_across_collections_reports_each_operation_and_stops_when_ordered
     assert_eq!(unordered.deleted, 1);
     assert!(db.verify().unwrap().is_clean());
 }
+
+/// An all-or-nothing `update_many` over a collection with a unique index keeps what it replaces
+/// in a scratch table of the transaction, never committed: after a refused and a successful
+/// update, the file holds no such table, and the collection is as each outcome says.
+#[test]
+fn the_undo_table_of_update_many_never_reaches_the_file() {
+    let dir = std::env::temp_dir().join(format!("odm-undo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("undo.odm");
+    let _ = std::fs::remove_file(&path);
+    {
+        let db = Database::open(&path).unwrap();
+        let c = db.collection("c");
+        c.create_index(IndexSpec::ascending("n").unwrap().unique())
+            .unwrap();
+        c.insert_many((1..=20).map(|i| doc! { "_id": i, "n": i }), true)
+            .unwrap();
+        let before = all(&db, "c");
+        // 1 becomes 2 while 2 still holds it: refused part way, everything put back.
+        assert!(
+            c.update_many(
+                &doc! {},
+                doc! { "$inc": { "n": 1 } },
+                &UpdateOptions::default()
+            )
+            .is_err()
+        );
+        assert_eq!(all(&db, "c"), before);
+        // Downwards in `_id` order every new key is free when written.
+        let result = c
+            .update_many(
+                &doc! {},
+                doc! { "$inc": { "n": -1 } },
+                &UpdateOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(result.modified, 20);
+        assert!(db.verify().unwrap().is_clean());
+    }
+    let raw = redb::Database::open(&path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&raw).unwrap();
+    let names: Vec<String> = txn
+        .list_tables()
+        .unwrap()
+        .map(|t| redb::TableHandle::name(&t).to_owned())
+        .collect();
+    assert!(names.iter().all(|n| n != "odm.undo"), "{names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

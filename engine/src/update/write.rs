@@ -671,8 +671,8 @@ impl WriteTxn<'_> {
 /// A first pass computes each new document and checks it against every rule that depends on it
 /// alone, writing nothing; so the second pass, which writes, can only be refused by a unique
 /// index (a key another document holds at that moment). Only then must the documents written
-/// before be put back, so only a collection with a unique index keeps the originals of what it
-/// has written, for that.
+/// before be put back: a collection with a unique index keeps the originals it replaces in the
+/// transaction's undo table, on disk rather than in memory, and drops the table when done.
 fn update_all_or_nothing(
     writer: &mut Writer<'_>,
     ids: &[Vec<u8>],
@@ -680,43 +680,63 @@ fn update_all_or_nothing(
     update: &Update,
 ) -> Result<UpdateResult> {
     let now = bson::DateTime::now();
-    let read = |writer: &Writer<'_>, key: &[u8]| -> Result<RawDocumentBuf> {
-        writer.stored(key)?.ok_or_else(|| {
-            Error::corrupt(
-                format!("collection `{}`", writer.collection_name()),
-                "a selected document vanished",
-            )
-        })
-    };
     for key in ids {
-        let original = read(writer, key)?;
+        let original = read_selected(writer, key)?;
         if let Some(new) = updated_document(&original, query, update, now)? {
             writer.check_replacement(new)?;
         }
     }
-    let keep_originals = writer.has_unique_index();
-    let mut written: Vec<(&[u8], RawDocumentBuf, RawDocumentBuf)> = Vec::new();
+    let mut undo = if writer.has_unique_index() {
+        Some(writer.undo_table()?)
+    } else {
+        None
+    };
     let mut modified = 0;
+    let mut failure = None;
     for key in ids {
-        let original = read(writer, key)?;
+        let original = read_selected(writer, key)?;
         let Some(new) = updated_document(&original, query, update, now)? else {
             continue;
         };
-        if let Err(e) = writer.replace_known(key, &original, new.clone()) {
-            for (key, original, new) in written.into_iter().rev() {
-                writer.replace_known(key, &new, original)?;
-            }
-            return Err(e);
+        if let Err(e) = writer.replace_known(key, &original, new) {
+            failure = Some(e);
+            break;
         }
         modified += 1;
-        if keep_originals {
-            written.push((key, original, new));
+        if let Some(undo) = &mut undo {
+            undo.insert(key.as_slice(), original.as_bytes())?;
         }
+    }
+    if let Some(undo) = undo {
+        if failure.is_some() {
+            for row in redb::ReadableTable::iter(&undo)? {
+                let (key, original) = row?;
+                let current = read_selected(writer, key.value())?;
+                let original = RawDocumentBuf::from_bytes(original.value().to_vec())
+                    .map_err(|e| Error::corrupt("the undo table", e))?;
+                writer.replace_known(key.value(), &current, original)?;
+            }
+        }
+        drop(undo);
+        writer.drop_undo_table()?;
+    }
+    if let Some(e) = failure {
+        return Err(e);
     }
     Ok(UpdateResult {
         matched: ids.len() as u64,
         modified,
         upserted_id: None,
+    })
+}
+
+/// A selected document, read again in the transaction that selected it.
+fn read_selected(writer: &Writer<'_>, key: &[u8]) -> Result<RawDocumentBuf> {
+    writer.stored(key)?.ok_or_else(|| {
+        Error::corrupt(
+            format!("collection `{}`", writer.collection_name()),
+            "a selected document vanished",
+        )
     })
 }
 
