@@ -45,9 +45,14 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
+/// `v` with every NaN, at any depth, the canonical one.
 fn canonical_nan(v: Bson) -> Bson {
     match v {
         Bson::Double(d) if d.is_nan() => Bson::Double(f64::NAN),
+        Bson::Array(items) => Bson::Array(items.into_iter().map(canonical_nan).collect()),
+        Bson::Document(d) => {
+            Bson::Document(d.into_iter().map(|(k, v)| (k, canonical_nan(v))).collect())
+        }
         other => other,
     }
 }

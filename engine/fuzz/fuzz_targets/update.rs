@@ -13,7 +13,11 @@ fn contents(db: &Database) -> Vec<Vec<u8>> {
         return Vec::new();
     };
     c.scan()
-        .map(|rows| rows.filter_map(Result::ok).map(|d| d.bytes().to_vec()).collect())
+        .map(|rows| {
+            rows.filter_map(Result::ok)
+                .map(|d| d.bytes().to_vec())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -42,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
         .values()
         .map(|v| v.as_document().cloned())
         .collect::<Option<_>>()
-        .filter(|stages: &Vec<Document>| !stages.is_empty() && update.keys().all(|k| k.parse::<usize>().is_ok()));
+        .filter(|stages: &Vec<Document>| {
+            !stages.is_empty() && update.keys().all(|k| k.parse::<usize>().is_ok())
+        });
     let modifications = match pipeline {
         Some(stages) => UpdateModifications::Pipeline(stages),
         None => UpdateModifications::Document(update.clone()),
@@ -54,8 +60,15 @@ fuzz_target!(|data: &[u8]| {
     };
     let outcome = c.update_many(filter, modifications, &options);
     if outcome.is_err() {
-        assert_eq!(contents(&db), before, "a refused update changed the collection");
+        assert_eq!(
+            contents(&db),
+            before,
+            "a refused update changed the collection"
+        );
     }
     let report = db.verify().expect("verify runs");
-    assert!(report.is_clean(), "indexes differ from their recomputation: {report:?}");
+    assert!(
+        report.is_clean(),
+        "indexes differ from their recomputation: {report:?}"
+    );
 });
