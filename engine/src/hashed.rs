@@ -4,7 +4,7 @@
 //!
 //! The hash is MD5 over the seed (an int32, little-endian) and the value: its canonical type
 //! (an int32), then for a number its value as an int64 (every numeric type hashes alike; see
-//! [`number_for_hash`]), for a document, array or code with scope each child as canonical type,
+//! `number_for_hash`), for a document, array or code with scope each child as canonical type,
 //! field name with its NUL and value, closed by four zero bytes, and for any other type its BSON
 //! value bytes as stored. The first eight digest bytes, little-endian, are the hash.
 
