@@ -213,6 +213,14 @@ impl Collation {
     pub fn compare_strings(&self, a: &str, b: &str) -> Ordering {
         self.collator.compare(a, b)
     }
+
+    /// The string's sort key: strings equal under this collation have equal keys.
+    pub(crate) fn sort_key(&self, s: &str) -> Vec<u8> {
+        let mut key = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = self.collator.write_sort_key_to(s, &mut key);
+        key
+    }
 }
 
 /// The locales MongoDB's collation supports (the manual's "Collation Locales and Default

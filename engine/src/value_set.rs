@@ -1,8 +1,9 @@
 //! Sets and maps of BSON values under MongoDB's equality (`1`, `1.0` and `NumberLong(1)` are
 //! one value; strings under a collation when there is one): `distinct`, `$addToSet` and `$group`
 //! keys. Without a collation, equal values have equal key encodings ([`crate::keys`]), so
-//! membership is a hash lookup of the encoding; under a collation strings compare by the
-//! collator, and membership is a comparison with each member.
+//! membership is a hash lookup of the encoding. Under a collation, strings equal to the collator
+//! have equal sort keys: a value's bucket is the encoding of the value with each string replaced
+//! by its sort key, and the collator's comparison settles membership within the bucket.
 
 use std::collections::HashMap;
 
@@ -16,8 +17,8 @@ use crate::order::compare_in;
 #[derive(Debug, Default)]
 pub(crate) struct ValueIndex {
     by_encoding: HashMap<Vec<u8>, usize>,
-    /// Under a collation: the members, compared one by one.
-    members: Vec<RawBson>,
+    /// Under a collation: the members by bucket, with their positions.
+    buckets: HashMap<Vec<u8>, Vec<(usize, RawBson)>>,
 }
 
 impl ValueIndex {
@@ -30,35 +31,58 @@ impl ValueIndex {
         next: usize,
         collation: Option<&Collation>,
     ) -> (usize, bool) {
-        match collation {
-            None => {
-                let mut encoded = Vec::new();
-                // A value the encoding refuses (none in practice) is a value of its own.
-                if keys::encode_bson_into(&mut encoded, value, Direction::Ascending).is_err() {
-                    return (next, true);
-                }
-                if let Some(&p) = self.by_encoding.get(&encoded) {
-                    (p, false)
-                } else {
-                    self.by_encoding.insert(encoded, next);
-                    (next, true)
-                }
+        let Some(c) = collation else {
+            let Some(encoded) = encoding(value) else {
+                return (next, true);
+            };
+            if let Some(&p) = self.by_encoding.get(&encoded) {
+                return (p, false);
             }
-            Some(c) => {
-                let Ok(raw) = RawBson::try_from(value.clone()) else {
-                    return (next, true);
-                };
-                let found = self.members.iter().position(|m| {
-                    compare_in(m.as_raw_bson_ref(), raw.as_raw_bson_ref(), Some(c)).is_eq()
-                });
-                if let Some(p) = found {
-                    (p, false)
-                } else {
-                    self.members.push(raw);
-                    (next, true)
-                }
-            }
+            self.by_encoding.insert(encoded, next);
+            return (next, true);
+        };
+        let (Some(bucket), Ok(raw)) = (
+            encoding(&with_sort_keys(value, c)),
+            RawBson::try_from(value.clone()),
+        ) else {
+            return (next, true);
+        };
+        let members = self.buckets.entry(bucket).or_default();
+        let found = members
+            .iter()
+            .find(|(_, m)| compare_in(m.as_raw_bson_ref(), raw.as_raw_bson_ref(), Some(c)).is_eq());
+        if let Some((p, _)) = found {
+            return (*p, false);
         }
+        members.push((next, raw));
+        (next, true)
+    }
+}
+
+/// The key encoding of a value; `None` for one the encoding refuses (none in practice), which
+/// then counts as a value of its own.
+fn encoding(value: &Bson) -> Option<Vec<u8>> {
+    let mut encoded = Vec::new();
+    keys::encode_bson_into(&mut encoded, value, Direction::Ascending).ok()?;
+    Some(encoded)
+}
+
+/// `value` with every string, at any depth, replaced by its sort key under `collation`.
+fn with_sort_keys(value: &Bson, collation: &Collation) -> Bson {
+    match value {
+        Bson::String(s) => Bson::Binary(bson::Binary {
+            subtype: bson::spec::BinarySubtype::Generic,
+            bytes: collation.sort_key(s),
+        }),
+        Bson::Array(items) => {
+            Bson::Array(items.iter().map(|v| with_sort_keys(v, collation)).collect())
+        }
+        Bson::Document(d) => Bson::Document(
+            d.iter()
+                .map(|(k, v)| (k.clone(), with_sort_keys(v, collation)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -98,6 +122,27 @@ mod tests {
         assert_eq!(
             set.into_values(),
             [Bson::Int32(1), Bson::String("1".into())]
+        );
+    }
+
+    #[test]
+    fn strings_equal_under_the_collation_are_one_value() {
+        let collation = Collation::parse(&bson::doc! { "locale": "en", "strength": 2 })
+            .unwrap()
+            .unwrap();
+        let mut set = ValueSet::default();
+        for s in ["Apple", "apple", "APPLE", "banana", "Banana"] {
+            set.insert(Bson::String(s.into()), Some(&collation));
+        }
+        set.insert(Bson::Array(vec!["X".into()]), Some(&collation));
+        set.insert(Bson::Array(vec!["x".into()]), Some(&collation));
+        assert_eq!(
+            set.into_values(),
+            [
+                Bson::String("Apple".into()),
+                Bson::String("banana".into()),
+                Bson::Array(vec!["X".into()])
+            ]
         );
     }
 }
