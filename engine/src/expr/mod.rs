@@ -182,6 +182,11 @@ impl Expr {
                 error("expression", nesting::too_deep_reason()).with_code(ErrorCode::OVERFLOW)
             );
         }
+        Expr::parse_nested(value, scope)
+    }
+
+    /// [`Expr::parse`] of a part of an expression whose depth was checked whole.
+    fn parse_nested(value: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
         match value {
             Bson::String(s) if s.starts_with("$$") => parse_variable(&s[2..], scope),
             Bson::String(s) if s.starts_with('$') => {
@@ -210,7 +215,7 @@ impl Expr {
                                 "a field of an object expression cannot start with `$`",
                             ));
                         }
-                        fields.push((k.clone(), Expr::parse(v, scope)?));
+                        fields.push((k.clone(), Expr::parse_nested(v, scope)?));
                     }
                     Ok(Expr::Object(fields))
                 }
@@ -218,7 +223,7 @@ impl Expr {
             Bson::Array(items) => Ok(Expr::Array(
                 items
                     .iter()
-                    .map(|v| Expr::parse(v, scope))
+                    .map(|v| Expr::parse_nested(v, scope))
                     .collect::<Result<_, _>>()?,
             )),
             other => Ok(Expr::Literal(other.clone())),
@@ -269,7 +274,7 @@ fn named_args<'a>(
 }
 
 fn boxed(value: &Bson, scope: &Scope) -> Result<Box<Expr>, ExprError> {
-    Expr::parse(value, scope).map(Box::new)
+    Expr::parse_nested(value, scope).map(Box::new)
 }
 
 fn variable_name(operator: &str, value: Option<&Bson>, default: &str) -> Result<String, ExprError> {
@@ -299,9 +304,9 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
                 _ => return Err(error(key, "expects an array or a document")),
             };
             Ok(Expr::Cond(Box::new([
-                Expr::parse(parts[0], scope)?,
-                Expr::parse(parts[1], scope)?,
-                Expr::parse(parts[2], scope)?,
+                Expr::parse_nested(parts[0], scope)?,
+                Expr::parse_nested(parts[1], scope)?,
+                Expr::parse_nested(parts[2], scope)?,
             ])))
         }
         "$switch" => {
@@ -313,8 +318,8 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             for item in items {
                 let case = named_args(key, item, &["case", "then"], &["case", "then"])?;
                 branches.push((
-                    Expr::parse(case[0].unwrap_or(&Bson::Null), scope)?,
-                    Expr::parse(case[1].unwrap_or(&Bson::Null), scope)?,
+                    Expr::parse_nested(case[0].unwrap_or(&Bson::Null), scope)?,
+                    Expr::parse_nested(case[1].unwrap_or(&Bson::Null), scope)?,
                 ));
             }
             let default = args[1].map(|d| boxed(d, scope)).transpose()?;
@@ -328,7 +333,7 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             let mut vars = Vec::with_capacity(defs.len());
             for (name, value) in defs {
                 check_name(name).map_err(|e| error(key, e.reason))?;
-                vars.push((name.clone(), Expr::parse(value, scope)?));
+                vars.push((name.clone(), Expr::parse_nested(value, scope)?));
             }
             let inner = scope.binding(vars.iter().map(|(n, _)| n.clone()));
             let body = boxed(args[1].unwrap_or(&Bson::Null), &inner)?;
@@ -422,11 +427,11 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             let args: Vec<Expr> = match arg {
                 Bson::Array(items) => items
                     .iter()
-                    .map(|v| Expr::parse(v, scope))
+                    .map(|v| Expr::parse_nested(v, scope))
                     .collect::<Result<_, _>>()?,
                 // `$rand` takes an empty document.
                 Bson::Document(d) if d.is_empty() && func == Func::Rand => Vec::new(),
-                single => vec![Expr::parse(single, scope)?],
+                single => vec![Expr::parse_nested(single, scope)?],
             };
             func.check_arity(args.len())?;
             Ok(Expr::Call(func, args))
@@ -444,7 +449,7 @@ fn field_name(operator: &str, field: &Bson, scope: &Scope) -> Result<Expr, ExprE
         )),
         Bson::String(_) => Ok(Expr::Literal(field.clone())),
         Bson::Document(_) => {
-            let expr = Expr::parse(field, scope)?;
+            let expr = Expr::parse_nested(field, scope)?;
             match eval_in(&expr, &Env::constant()) {
                 Ok(Some(Bson::String(_))) => Ok(expr),
                 _ => Err(error(

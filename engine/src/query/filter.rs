@@ -186,6 +186,11 @@ impl Filter {
                 error("", "filter", nesting::too_deep_reason()).with_code(ErrorCode::OVERFLOW)
             );
         }
+        Filter::parse_nested(doc, scope)
+    }
+
+    /// [`Filter::parse_with`] of a part of a filter whose depth was checked whole.
+    fn parse_nested(doc: &Document, scope: &Scope) -> Result<Filter, FilterError> {
         let mut parts = Vec::new();
         for (key, value) in doc {
             if let Some(operator) = key.strip_prefix('$') {
@@ -223,7 +228,7 @@ fn parse_top_level(
                 let Bson::Document(d) = item else {
                     return Err(error("", &op, "every element must be a filter document"));
                 };
-                filters.push(Filter::parse_with(d, scope)?);
+                filters.push(Filter::parse_nested(d, scope)?);
             }
             Ok(Some(match operator {
                 "and" => Filter::And(filters),
@@ -574,7 +579,10 @@ fn parse_elem_match(path: &str, arg: &Bson) -> Result<ElemMatch, FilterError> {
     if value_form {
         Ok(ElemMatch::Value(parse_operators(path, d)?))
     } else {
-        Ok(ElemMatch::Document(Filter::parse(d)?))
+        Ok(ElemMatch::Document(Filter::parse_nested(
+            d,
+            &Scope::default(),
+        )?))
     }
 }
 
