@@ -73,6 +73,22 @@ impl ErrorCode {
     /// A required field missing from a document the server parses with its IDL
     /// (`Location40414` before MongoDB 8.0 named it).
     pub const IDL_FAILED_TO_PARSE: ErrorCode = ErrorCode::named(40414, "IDLFailedToParse");
+    pub const INVALID_BSON: ErrorCode = ErrorCode::named(22, "InvalidBSON");
+    pub const INVALID_LENGTH: ErrorCode = ErrorCode::named(16, "InvalidLength");
+    pub const USER_NOT_FOUND: ErrorCode = ErrorCode::named(11, "UserNotFound");
+    pub const UNAUTHORIZED: ErrorCode = ErrorCode::named(13, "Unauthorized");
+    pub const AUTHENTICATION_FAILED: ErrorCode = ErrorCode::named(18, "AuthenticationFailed");
+    pub const CURSOR_NOT_FOUND: ErrorCode = ErrorCode::named(43, "CursorNotFound");
+    pub const COMMAND_NOT_FOUND: ErrorCode = ErrorCode::named(59, "CommandNotFound");
+    pub const NOT_IMPLEMENTED: ErrorCode = ErrorCode::named(238, "NotImplemented");
+    pub const TRANSACTION_TOO_OLD: ErrorCode = ErrorCode::named(225, "TransactionTooOld");
+    pub const NO_SUCH_TRANSACTION: ErrorCode = ErrorCode::named(251, "NoSuchTransaction");
+    pub const OPERATION_NOT_SUPPORTED_IN_TRANSACTION: ErrorCode =
+        ErrorCode::named(263, "OperationNotSupportedInTransaction");
+    pub const TRANSACTION_EXCEEDED_LIFETIME_LIMIT: ErrorCode =
+        ErrorCode::named(290, "TransactionExceededLifetimeLimitSeconds");
+    pub const TOO_MANY_OPEN_CURSORS: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
+    pub const NOT_WRITABLE_PRIMARY: ErrorCode = ErrorCode::named(10107, "NotWritablePrimary");
     pub const BSON_OBJECT_TOO_LARGE: ErrorCode = ErrorCode::named(10334, "BSONObjectTooLarge");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
 }

@@ -46,6 +46,16 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
     Ok(())
 }
 
+/// Checks raw bytes from outside (a network message) before anything recursive reads them:
+/// every element well formed and at most `max` levels, walked without recursion. The error
+/// says which.
+pub fn check_input(doc: &RawDocument, max: usize) -> Result<(), String> {
+    check_raw(doc, max).map_err(|e| match e {
+        RawNestingError::Malformed(e) => e.to_string(),
+        RawNestingError::TooDeep => format!("nests deeper than the limit of {max} levels"),
+    })
+}
+
 type RawValues<'a> = Box<dyn Iterator<Item = bson::error::Result<RawBsonRef<'a>>> + 'a>;
 
 fn raw_values(doc: &RawDocument) -> RawValues<'_> {

@@ -34,6 +34,8 @@ mod field;
 mod filter;
 mod indexes;
 mod model;
+#[cfg(feature = "server")]
+pub mod server;
 mod sort;
 mod update;
 

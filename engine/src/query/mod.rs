@@ -34,7 +34,7 @@ pub(crate) use cache::PlanCache;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
 pub(crate) use cursor::{Decode, Query};
 pub use exec::{FindOptions, WalkStats};
-pub(crate) use exec::{choose_plan, parse_collation};
+pub(crate) use exec::{choose_plan, parse_collation, parse_query};
 pub use explain::Explain;
 pub use filter::{
     ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,

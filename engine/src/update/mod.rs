@@ -21,6 +21,6 @@ mod write;
 pub use parse::{Operators, Update, UpdateError, UpdateModifications};
 pub use pipeline::Pipeline;
 pub use write::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, OpResult, ReturnDocument, UpdateOptions,
-    UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modified, Modify, OpResult,
+    ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
 };

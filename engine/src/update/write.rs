@@ -100,6 +100,28 @@ pub struct FindAndModify {
     pub collation: Option<Document>,
 }
 
+/// What [`WriteTxn::find_and_modify`] does to the document it finds.
+#[derive(Debug, Clone)]
+pub enum Modify {
+    /// Update operators, or a pipeline.
+    Update(UpdateModifications),
+    /// A whole new document (`_id` kept).
+    Replace(Document),
+    Delete,
+}
+
+/// What [`WriteTxn::find_and_modify`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Modified {
+    /// The document before or after (as asked), projected; `None` when none matched, or when
+    /// an upsert inserted and the document before was asked for.
+    pub value: Option<Document>,
+    /// Whether a document matched (and was updated, replaced or deleted).
+    pub matched: bool,
+    /// The `_id` of the document an upsert inserted.
+    pub upserted_id: Option<Bson>,
+}
+
 /// One operation of a bulk write.
 #[derive(Debug, Clone)]
 pub enum WriteOp {
@@ -260,9 +282,9 @@ impl WriteTxn<'_> {
         update: impl Into<UpdateModifications>,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        let scope = Scope::with_let(options.let_vars.as_ref())?;
-        let update = Update::parse_modifications(&update.into(), &options.array_filters, &scope)?;
-        self.find_and_modify(collection, filter, Some(&update), options)
+        Ok(self
+            .find_and_modify(collection, filter, Modify::Update(update.into()), options)?
+            .value)
     }
 
     /// Replaces the first document matching `filter` and returns it, before or after.
@@ -273,16 +295,14 @@ impl WriteTxn<'_> {
         replacement: &Document,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
-            return Err(error(
-                key,
-                "replace",
-                "a replacement document cannot hold update operators",
-            )
-            .into());
-        }
-        let update = Update::Replacement(replacement.clone());
-        self.find_and_modify(collection, filter, Some(&update), options)
+        Ok(self
+            .find_and_modify(
+                collection,
+                filter,
+                Modify::Replace(replacement.clone()),
+                options,
+            )?
+            .value)
     }
 
     /// Deletes the first document matching `filter` and returns it.
@@ -292,7 +312,44 @@ impl WriteTxn<'_> {
         filter: &Document,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        self.find_and_modify(collection, filter, None, options)
+        Ok(self
+            .find_and_modify(collection, filter, Modify::Delete, options)?
+            .value)
+    }
+
+    /// MongoDB's `findAndModify`: updates, replaces or deletes the first document matching
+    /// `filter` (in `options.sort` order) and tells what happened, as the command's
+    /// `lastErrorObject` does, with the document before or after.
+    pub fn find_and_modify(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        action: Modify,
+        options: &FindAndModify,
+    ) -> Result<Modified> {
+        let update = match action {
+            Modify::Update(update) => {
+                let scope = Scope::with_let(options.let_vars.as_ref())?;
+                Some(Update::parse_modifications(
+                    &update,
+                    &options.array_filters,
+                    &scope,
+                )?)
+            }
+            Modify::Replace(replacement) => {
+                if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
+                    return Err(error(
+                        key,
+                        "replace",
+                        "a replacement document cannot hold update operators",
+                    )
+                    .into());
+                }
+                Some(Update::Replacement(replacement))
+            }
+            Modify::Delete => None,
+        };
+        self.modify_first(collection, filter, update.as_ref(), options)
     }
 
     /// The documents matching `filter` in `sort` order, at most `limit`, read from this
@@ -320,6 +377,40 @@ impl WriteTxn<'_> {
                     .map_err(|e| Error::corrupt(format!("collection `{collection}`"), e))
             })
             .collect()
+    }
+
+    /// A find with every option of [`FindOptions`](crate::query::FindOptions) (projection,
+    /// skip, collation, hint, `let`), read from this transaction's own tables so that its
+    /// earlier writes count; each result's bytes.
+    pub fn find_with(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &crate::query::FindOptions,
+    ) -> Result<Vec<RawDocumentBuf>> {
+        let query = crate::query::parse_query(filter, options)?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(Vec::new());
+        };
+        // The index tables must hold this transaction's buffered changes before they are read.
+        self.flush_index_writes_of(meta.id)?;
+        let plan = choose_plan(
+            &meta,
+            &self.db.shared.plan_cache,
+            &query.filter,
+            query.sort.as_ref(),
+            options.hint.as_ref(),
+        )?;
+        let view = WriteView::open(&self.txn, meta.clone())?;
+        let decode = Decode {
+            raw: |_: &str, raw: &bson::RawDocument, _| Ok(raw.to_owned()),
+            projected: |c: &str, doc: Document, _| {
+                RawDocumentBuf::try_from(&doc)
+                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
+            },
+            id_field: None,
+        };
+        Cursor::new(&view, plan, query, decode)?.collect()
     }
 
     /// The first document matching `filter` in `sort` order; see [`WriteTxn::find`].
@@ -588,13 +679,13 @@ impl WriteTxn<'_> {
         )
     }
 
-    fn find_and_modify(
+    fn modify_first(
         &mut self,
         collection: &str,
         filter: &Document,
         update: Option<&Update>,
         options: &FindAndModify,
-    ) -> Result<Option<Document>> {
+    ) -> Result<Modified> {
         let collation = parse_collation(options.collation.as_ref())?;
         let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
             .collated(collation.clone());
@@ -638,11 +729,14 @@ impl WriteTxn<'_> {
             )?,
             None => None,
         };
+        let matched = found.is_some();
+        let mut upserted_id = None;
         let returned = match (found, update) {
             (Some(doc), _) => Some(doc),
             (None, Some(update)) if options.upsert => {
                 let doc = upserted(filter, &query, update)?;
                 let id = self.insert_one(collection, &doc)?;
+                upserted_id = Some(id.clone());
                 match options.return_document {
                     ReturnDocument::Before => None,
                     ReturnDocument::After => self.get(collection, &id)?,
@@ -651,16 +745,21 @@ impl WriteTxn<'_> {
             (None, _) => None,
         };
         let corrupt = |e: String| Error::corrupt(format!("collection `{collection}`"), e);
-        match (returned, projection) {
-            (None, _) => Ok(None),
-            (Some(raw), Some(p)) => p
-                .apply(&raw, &query)
-                .map(Some)
-                .map_err(|e| e.into_error(collection)),
-            (Some(raw), None) => Document::try_from(raw.as_ref())
-                .map(Some)
-                .map_err(|e| corrupt(e.to_string())),
-        }
+        let value = match (returned, projection) {
+            (None, _) => None,
+            (Some(raw), Some(p)) => Some(
+                p.apply(&raw, &query)
+                    .map_err(|e| e.into_error(collection))?,
+            ),
+            (Some(raw), None) => {
+                Some(Document::try_from(raw.as_ref()).map_err(|e| corrupt(e.to_string()))?)
+            }
+        };
+        Ok(Modified {
+            value,
+            matched,
+            upserted_id,
+        })
     }
 }
 

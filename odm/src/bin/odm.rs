@@ -1,0 +1,125 @@
+//! The `odm` command: `odm serve` puts the databases of a folder behind MongoDB's wire
+//! protocol.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use odm::server::{Config, Server, Storage, auth, tls::TlsFiles};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "odm",
+    version,
+    about = "The odm document database's command-line tools"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serves the databases under PATH (a file `<name>.odm` each) over MongoDB's wire protocol.
+    Serve(Serve),
+}
+
+#[derive(Debug, clap::Args)]
+struct Serve {
+    /// The folder of database files (created when missing).
+    path: Option<PathBuf>,
+    /// Keep every database in memory instead of a folder.
+    #[arg(long, conflicts_with = "path")]
+    in_memory: bool,
+    #[arg(long, default_value_t = 27017)]
+    port: u16,
+    /// The address to listen on. Anything but loopback needs --auth (or --insecure-no-auth).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Present the server as a one-member replica set of this name (drivers then run
+    /// transactions).
+    #[arg(long)]
+    replica_set: Option<String>,
+    /// Require SCRAM-SHA-256 authentication.
+    #[arg(long)]
+    auth: bool,
+    /// Create (or reset) this user in `admin` before serving, with the password in the
+    /// environment variable named by --password-env.
+    #[arg(long)]
+    user: Option<String>,
+    #[arg(long, default_value = "ODM_PASSWORD")]
+    password_env: String,
+    /// Listen on a non-loopback address without authentication.
+    #[arg(long)]
+    insecure_no_auth: bool,
+    /// TLS certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM); needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    #[arg(long, default_value_t = 1000)]
+    max_connections: usize,
+    /// Seconds an idle cursor is kept.
+    #[arg(long, default_value_t = 600)]
+    cursor_timeout: u64,
+    /// Seconds a transaction may stay open.
+    #[arg(long, default_value_t = 60)]
+    transaction_lifetime: u64,
+}
+
+fn serve(args: Serve) -> Result<(), String> {
+    let storage = match (&args.path, args.in_memory) {
+        (_, true) => Storage::in_memory(),
+        (Some(path), false) => {
+            std::fs::create_dir_all(path)
+                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+            Storage::in_folder(path.clone())
+        }
+        (None, false) => return Err("give the folder to serve, or --in-memory".into()),
+    };
+    if let Some(user) = &args.user {
+        let password = std::env::var(&args.password_env).map_err(|_| {
+            format!(
+                "--user needs the password in the environment variable {}",
+                args.password_env
+            )
+        })?;
+        auth::put_user(&storage, "admin", user, &password).map_err(|e| e.to_string())?;
+    }
+    let config = Config {
+        bind: SocketAddr::new(args.bind, args.port),
+        replica_set: args.replica_set,
+        auth: args.auth,
+        insecure_no_auth: args.insecure_no_auth,
+        tls: match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            _ => None,
+        },
+        max_connections: args.max_connections,
+        cursor_timeout: Duration::from_secs(args.cursor_timeout),
+        transaction_lifetime: Duration::from_secs(args.transaction_lifetime),
+        argv: std::env::args().collect(),
+        ..Config::default()
+    };
+    let server = Server::bind(storage, config).map_err(|e| e.to_string())?;
+    eprintln!("odm serve: listening on {}", server.local_addr());
+    server.run();
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("odm: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Databases and collections: `listDatabases`, `listCollections`, `create`, `drop`,
+//! `dropDatabase`, `renameCollection`, `collStats`, `dbStats`, `validate`.
+
+use bson::{Bson, Document, RawDocumentBuf, doc};
+use odm_engine::ErrorCode;
+use odm_engine::query::Filter;
+
+use super::{Args, CommandError, CommandResult, Ctx, check_collection_name, collection_name};
+use crate::server::session;
+
+/// Keeps the documents a `filter` argument matches (MongoDB's listing commands take one).
+fn filtered(docs: Vec<Document>, filter: Option<&Document>) -> Result<Vec<Document>, CommandError> {
+    let Some(filter) = filter.filter(|f| !f.is_empty()) else {
+        return Ok(docs);
+    };
+    let filter = Filter::parse(filter).map_err(odm_engine::Error::from)?;
+    let mut kept = Vec::new();
+    for doc in docs {
+        let raw = RawDocumentBuf::try_from(&doc)
+            .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
+        if filter.try_matches(&raw).map_err(odm_engine::Error::from)? {
+            kept.push(doc);
+        }
+    }
+    Ok(kept)
+}
+
+pub fn list_databases(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "listDatabases");
+    let name_only = args.flag("nameOnly")?;
+    let mut databases = Vec::new();
+    let mut total = 0u64;
+    for name in ctx.server.storage.names()? {
+        let size = ctx.server.storage.size_on_disk(&name);
+        total += size;
+        let empty = match ctx.server.storage.get(&name)? {
+            Some(db) => db.list_collections().is_empty(),
+            None => true,
+        };
+        databases.push(if name_only {
+            doc! {"name": name}
+        } else {
+            doc! {"name": name, "sizeOnDisk": size as i64, "empty": empty}
+        });
+    }
+    let databases = filtered(databases, args.doc("filter")?)?;
+    if name_only {
+        return Ok(doc! {"databases": databases}.into());
+    }
+    Ok(doc! {
+        "databases": databases,
+        "totalSize": total as i64,
+        "totalSizeMb": (total / (1024 * 1024)) as i64,
+    }
+    .into())
+}
+
+pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "listCollections");
+    let name_only = args.flag("nameOnly")?;
+    let ns = format!("{}.$cmd.listCollections", ctx.db);
+    let names = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => db.list_collections(),
+        None => Vec::new(),
+    };
+    let docs: Vec<Document> = names
+        .into_iter()
+        .map(|name| {
+            if name_only {
+                doc! {"name": name, "type": "collection"}
+            } else {
+                doc! {
+                    "name": name,
+                    "type": "collection",
+                    "options": {},
+                    "info": {"readOnly": false},
+                    "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+                }
+            }
+        })
+        .collect();
+    let docs = filtered(docs, args.doc("filter")?)?;
+    let first = args
+        .doc("cursor")?
+        .and_then(|c| c.get("batchSize"))
+        .and_then(super::args::whole_number)
+        .map_or(usize::MAX, |n| n.max(0) as usize);
+    let raw = docs
+        .iter()
+        .map(RawDocumentBuf::try_from)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
+    let (batch, id) = ctx.server.cursors.buffered(ns.clone(), raw, first)?;
+    Ok(super::query::cursor_reply(id, &ns, true, batch))
+}
+
+/// `create` options this server does not implement: refused rather than ignored.
+const UNSUPPORTED_CREATE_OPTIONS: [&str; 9] = [
+    "capped",
+    "viewOn",
+    "timeseries",
+    "validator",
+    "clusteredIndex",
+    "changeStreamPreAndPostImages",
+    "encryptedFields",
+    "expireAfterSeconds",
+    "storageEngine",
+];
+
+pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let collection = collection_name(command, "create")?.to_owned();
+    for option in UNSUPPORTED_CREATE_OPTIONS {
+        if command
+            .get(option)
+            .is_some_and(|v| !matches!(v, Bson::Boolean(false) | Bson::Null))
+        {
+            return Err(CommandError::new(
+                ErrorCode::NOT_IMPLEMENTED,
+                format!("create option `{option}` is not supported by this server"),
+            ));
+        }
+    }
+    session::write(ctx, move |t| {
+        t.create_collection(&collection).map_err(|e| match e {
+            odm_engine::Error::CollectionExists(name) => CommandError::new(
+                ErrorCode::NAMESPACE_EXISTS,
+                format!("Collection {name} already exists."),
+            ),
+            other => other.into(),
+        })
+    })?;
+    Ok(Document::new().into())
+}
+
+pub fn drop(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let collection = collection_name(command, "drop")?.to_owned();
+    let ns = format!("{}.{collection}", ctx.db);
+    if ctx.server.storage.get(&ctx.db)?.is_none() {
+        // Dropping what does not exist succeeds, as in MongoDB 7.0 and later.
+        return Ok(doc! {"ns": ns}.into());
+    }
+    let was = session::write(ctx, move |t| {
+        let indexes = t.list_indexes(&collection).len();
+        let existed = t.drop_collection(&collection)?;
+        Ok(existed.then_some(indexes))
+    })?;
+    ctx.server.cursors.kill_namespace(&ns);
+    let mut reply = doc! {"ns": ns};
+    if let Some(n) = was {
+        reply.insert("nIndexesWas", n as i32);
+    }
+    Ok(reply.into())
+}
+
+pub fn drop_database(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
+    if session::in_transaction(ctx) {
+        return Err(CommandError::new(
+            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+            "dropDatabase cannot run in a transaction",
+        ));
+    }
+    ctx.server.cursors.kill_namespace(&format!("{}.", ctx.db));
+    ctx.server.storage.drop_database(&ctx.db)?;
+    Ok(doc! {"dropped": ctx.db.clone()}.into())
+}
+
+/// Splits `db.collection`.
+fn split_ns(ns: &str) -> Result<(&str, &str), CommandError> {
+    let (db, coll) = ns.split_once('.').ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::INVALID_NAMESPACE,
+            format!("Invalid namespace specified '{ns}'"),
+        )
+    })?;
+    crate::server::storage::check_name(db)?;
+    check_collection_name(coll)?;
+    Ok((db, coll))
+}
+
+pub fn rename_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "renameCollection");
+    if ctx.db != "admin" {
+        return Err(CommandError::new(
+            ErrorCode::UNAUTHORIZED,
+            "renameCollection may only be run against the admin database.",
+        ));
+    }
+    let from = args.required_str("renameCollection")?;
+    let to = args.required_str("to")?;
+    let drop_target = args.flag("dropTarget")?;
+    let (from_db, from_coll) = split_ns(from)?;
+    let (to_db, to_coll) = split_ns(to)?;
+    if from_db != to_db {
+        return Err(CommandError::new(
+            ErrorCode::NOT_IMPLEMENTED,
+            "renaming a collection to another database is not supported by this server: each database is its own file",
+        ));
+    }
+    let (from_coll, to_coll) = (from_coll.to_owned(), to_coll.to_owned());
+    let saved = std::mem::replace(&mut ctx.db, from_db.to_owned());
+    if ctx.server.storage.get(&ctx.db)?.is_none() {
+        ctx.db = saved;
+        return Err(CommandError::new(
+            ErrorCode::NAMESPACE_NOT_FOUND,
+            "source namespace does not exist",
+        ));
+    }
+    let result = session::write(ctx, move |t| {
+        if t.collection_options(&from_coll).is_none() {
+            return Err(CommandError::new(
+                ErrorCode::NAMESPACE_NOT_FOUND,
+                "source namespace does not exist",
+            ));
+        }
+        if t.collection_options(&to_coll).is_some() {
+            if !drop_target {
+                return Err(CommandError::new(
+                    ErrorCode::NAMESPACE_EXISTS,
+                    "target namespace exists",
+                ));
+            }
+            t.drop_collection(&to_coll)?;
+        }
+        Ok(t.rename_collection(&from_coll, &to_coll)?)
+    });
+    ctx.db = saved;
+    result?;
+    ctx.server.cursors.kill_namespace(from);
+    ctx.server.cursors.kill_namespace(to);
+    Ok(Document::new().into())
+}
+
+/// The statistics of one collection, as `collStats` and `$collStats` give them.
+pub fn collection_stats(ctx: &Ctx<'_>, collection: &str) -> Result<Document, CommandError> {
+    let collection = collection.to_owned();
+    let stats = session::read(ctx, move |txn| {
+        let Some(c) = txn.collection(&collection)? else {
+            return Ok(None);
+        };
+        let mut count = 0i64;
+        let mut size = 0i64;
+        for doc in c.scan()? {
+            count += 1;
+            size += doc?.bytes().len() as i64;
+        }
+        let indexes = txn.list_indexes(&collection);
+        let names: Vec<String> = indexes.iter().map(|s| s.name().to_owned()).collect();
+        Ok(Some((count, size, names)))
+    })?
+    .flatten();
+    let (count, size, names) = stats.unwrap_or((0, 0, Vec::new()));
+    let index_sizes: Document = names.iter().map(|n| (n.clone(), Bson::Int64(0))).collect();
+    Ok(doc! {
+        "count": count,
+        "size": size,
+        "avgObjSize": if count > 0 { size / count } else { 0 },
+        "storageSize": size,
+        "nindexes": names.len() as i32,
+        "indexSizes": index_sizes,
+        "totalIndexSize": 0i64,
+        "totalSize": size,
+        "capped": false,
+    })
+}
+
+pub fn coll_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let collection = collection_name(command, "collStats")?;
+    let mut stats = collection_stats(ctx, collection)?;
+    let mut reply = doc! {"ns": format!("{}.{collection}", ctx.db)};
+    reply.extend(std::mem::take(&mut stats));
+    Ok(reply.into())
+}
+
+pub fn db_stats(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
+    let names = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => db.list_collections(),
+        None => Vec::new(),
+    };
+    let (mut objects, mut data, mut indexes) = (0i64, 0i64, 0i64);
+    for name in &names {
+        let stats = collection_stats(ctx, name)?;
+        objects += stats.get_i64("count").unwrap_or(0);
+        data += stats.get_i64("size").unwrap_or(0);
+        indexes += i64::from(stats.get_i32("nindexes").unwrap_or(0));
+    }
+    let file = ctx.server.storage.size_on_disk(&ctx.db) as i64;
+    Ok(doc! {
+        "db": ctx.db.clone(),
+        "collections": names.len() as i64,
+        "views": 0i64,
+        "objects": objects,
+        "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
+        "dataSize": data as f64,
+        "storageSize": file as f64,
+        "indexes": indexes,
+        "indexSize": 0.0,
+        "totalSize": file as f64,
+        "scaleFactor": 1,
+        "fsUsedSize": file as f64,
+        "fsTotalSize": file as f64,
+    }
+    .into())
+}
+
+/// `validate`: the engine's `verify` of the collection's database (every index recomputed
+/// from the documents).
+pub fn validate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let collection = collection_name(command, "validate")?;
+    let ns = format!("{}.{collection}", ctx.db);
+    let Some(db) = ctx.server.storage.get(&ctx.db)? else {
+        return Err(CommandError::new(
+            ErrorCode::NAMESPACE_NOT_FOUND,
+            format!("Collection '{ns}' does not exist to validate."),
+        ));
+    };
+    if !db.list_collections().iter().any(|c| c == collection) {
+        return Err(CommandError::new(
+            ErrorCode::NAMESPACE_NOT_FOUND,
+            format!("Collection '{ns}' does not exist to validate."),
+        ));
+    }
+    let report = db.verify()?;
+    let prefix = format!("collection `{collection}`");
+    let errors: Vec<String> = report
+        .problems
+        .iter()
+        .filter(|p| p.contains(&prefix) || !p.contains("collection `"))
+        .cloned()
+        .collect();
+    let records = {
+        let txn = db.read()?;
+        txn.collection(collection)?.map_or(Ok(0), |c| c.len())?
+    };
+    Ok(doc! {
+        "ns": ns,
+        "nrecords": records as i64,
+        "nIndexes": db.read()?.list_indexes(collection).len() as i32,
+        "valid": errors.is_empty(),
+        "errors": errors,
+        "warnings": [],
+        "repaired": false,
+        "databaseChecks": {"collections": report.collections as i64, "documents": report.documents as i64, "indexEntries": report.index_entries as i64, "problems": report.problems.len() as i64},
+    }
+    .into())
+}

@@ -1,0 +1,636 @@
+//! Writing commands: `insert`, `update`, `delete`, `findAndModify`, and 8.0's client-level
+//! `bulkWrite`. A command's statements run in one engine transaction, in order; a statement
+//! that fails changes nothing and becomes an entry of `writeErrors` with its index, and an
+//! ordered command stops there while an unordered one goes on, as in MongoDB.
+
+use bson::{Bson, Document, doc};
+use odm_engine::ErrorCode;
+use odm_engine::update::{
+    BulkResult, DeleteOptions, FindAndModify, Modify, OpResult, ReturnDocument,
+    UpdateModifications, UpdateOptions, WriteOp,
+};
+
+use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name};
+use crate::server::Stats;
+use crate::server::session;
+
+/// MongoDB's `maxWriteBatchSize`.
+const MAX_BATCH: usize = super::handshake::MAX_WRITE_BATCH_SIZE as usize;
+
+fn check_batch(len: usize, field: &str) -> Result<(), CommandError> {
+    if len == 0 || len > MAX_BATCH {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_LENGTH,
+            format!("Write batch sizes must be between 1 and {MAX_BATCH}. Got {len} {field}."),
+        ));
+    }
+    Ok(())
+}
+
+/// The write errors of a bulk result, by statement index.
+fn write_errors(result: &BulkResult) -> Vec<Document> {
+    result
+        .failures
+        .iter()
+        .map(|(i, e)| write_error(*i, e))
+        .collect()
+}
+
+fn write_error(index: usize, e: &odm_engine::Error) -> Document {
+    CommandError::from(clone_error(e)).to_write_error(index)
+}
+
+/// Engine errors are not `Clone`; a write error needs only what the reply shows.
+fn clone_error(e: &odm_engine::Error) -> ErrorSnapshot {
+    ErrorSnapshot {
+        code: e.code(),
+        code_name: e.code_name(),
+        message: match e {
+            odm_engine::Error::DuplicateKey {
+                collection,
+                index,
+                key,
+            } => format!(
+                "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
+            ),
+            other => other.to_string(),
+        },
+    }
+}
+
+struct ErrorSnapshot {
+    code: i32,
+    code_name: String,
+    message: String,
+}
+
+impl From<ErrorSnapshot> for CommandError {
+    fn from(e: ErrorSnapshot) -> CommandError {
+        CommandError {
+            code: e.code,
+            code_name: e.code_name,
+            message: e.message,
+            labels: Vec::new(),
+            extra: Document::new(),
+        }
+    }
+}
+
+/// Runs write operations on one collection of the command's database; the bulk result.
+fn run_ops(
+    ctx: &mut Ctx<'_>,
+    collection: &str,
+    ops: Vec<WriteOp>,
+    ordered: bool,
+    let_vars: Option<Document>,
+) -> Result<BulkResult, CommandError> {
+    let collection = collection.to_owned();
+    session::write(ctx, move |t| {
+        let ops = ops.into_iter().map(|op| (collection.clone(), op)).collect();
+        Ok(t.bulk_write_across(ops, ordered, let_vars.as_ref())?)
+    })
+}
+
+fn with_write_errors(mut reply: Document, result: &BulkResult) -> Reply {
+    let errors = write_errors(result);
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    reply.into()
+}
+
+pub fn insert(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "insert");
+    let collection = collection_name(command, "insert")?.to_owned();
+    let documents = args
+        .documents("documents")?
+        .ok_or_else(|| args.missing("documents"))?;
+    check_batch(documents.len(), "ops")?;
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let ops = documents
+        .into_iter()
+        .map(|d| WriteOp::InsertOne(d.clone()))
+        .collect();
+    let result = run_ops(ctx, &collection, ops, ordered, None)?;
+    Stats::add(&ctx.server.stats.op_insert, result.inserted);
+    Ok(with_write_errors(
+        doc! {"n": result.inserted as i32},
+        &result,
+    ))
+}
+
+/// An update's `u`: operators or a replacement document, or a pipeline.
+fn modification(value: &Bson, field: &str) -> Result<UpdateModifications, CommandError> {
+    match value {
+        Bson::Document(d) => Ok(UpdateModifications::Document(d.clone())),
+        Bson::Array(stages) => stages
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(CommandError::new(
+                    ErrorCode::FAILED_TO_PARSE,
+                    format!("each stage of the `{field}` pipeline must be an object"),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(UpdateModifications::Pipeline),
+        other => Err(CommandError::new(
+            ErrorCode::FAILED_TO_PARSE,
+            format!(
+                "`{field}` must be an object or an array, not {}",
+                super::args::type_name(other)
+            ),
+        )),
+    }
+}
+
+fn is_replacement(update: &UpdateModifications) -> bool {
+    matches!(update, UpdateModifications::Document(d) if d.keys().next().is_none_or(|k| !k.starts_with('$')))
+}
+
+fn hint_of(args: &Args<'_>) -> Option<Bson> {
+    args.get("hint")
+        .filter(|h| matches!(h, Bson::String(_) | Bson::Document(_)))
+        .cloned()
+}
+
+/// An update statement (`{q, u, upsert, multi, arrayFilters, hint, collation, sort, c}`).
+fn update_op(statement: &Document) -> Result<WriteOp, CommandError> {
+    let args = Args::new(statement, "update");
+    let filter = args.doc("q")?.cloned().unwrap_or_default();
+    let update = modification(args.get("u").ok_or_else(|| args.missing("u"))?, "u")?;
+    let multi = args.flag("multi")?;
+    let options = UpdateOptions {
+        upsert: args.flag("upsert")?,
+        array_filters: args
+            .documents("arrayFilters")?
+            .unwrap_or_default()
+            .into_iter()
+            .cloned()
+            .collect(),
+        hint: hint_of(&args),
+        sort: args.doc("sort")?.cloned(),
+        stop_at_first_error: false,
+        let_vars: args.doc("c")?.cloned(),
+        collation: args.doc("collation")?.cloned(),
+    };
+    if is_replacement(&update) {
+        if multi {
+            return Err(CommandError::new(
+                ErrorCode::FAILED_TO_PARSE,
+                "multi update is not supported for replacement-style update",
+            ));
+        }
+        let UpdateModifications::Document(replacement) = update else {
+            unreachable!("a replacement is a document")
+        };
+        return Ok(WriteOp::ReplaceOne {
+            filter,
+            replacement,
+            options,
+        });
+    }
+    Ok(if multi {
+        WriteOp::UpdateMany {
+            filter,
+            update,
+            options,
+        }
+    } else {
+        WriteOp::UpdateOne {
+            filter,
+            update,
+            options,
+        }
+    })
+}
+
+/// A delete statement (`{q, limit, hint, collation}`).
+fn delete_op(statement: &Document) -> Result<WriteOp, CommandError> {
+    let args = Args::new(statement, "delete");
+    let filter = args.doc("q")?.ok_or_else(|| args.missing("q"))?.clone();
+    let options = DeleteOptions {
+        hint: hint_of(&args),
+        let_vars: None,
+        collation: args.doc("collation")?.cloned(),
+    };
+    match args.i64("limit")?.ok_or_else(|| args.missing("limit"))? {
+        0 => Ok(WriteOp::DeleteMany { filter, options }),
+        1 => Ok(WriteOp::DeleteOne { filter, options }),
+        n => Err(CommandError::new(
+            ErrorCode::FAILED_TO_PARSE,
+            format!("The limit field in delete objects must be 0 or 1. Got {n}"),
+        )),
+    }
+}
+
+/// Parses statements; a statement that does not parse is a write error at its index, and in
+/// an ordered command the statements after it are not run.
+fn parse_statements(
+    statements: Vec<&Document>,
+    ordered: bool,
+    parse: fn(&Document) -> Result<WriteOp, CommandError>,
+) -> (Vec<WriteOp>, Vec<usize>, Vec<Document>) {
+    let mut ops = Vec::new();
+    let mut positions = Vec::new();
+    let mut errors = Vec::new();
+    for (i, statement) in statements.into_iter().enumerate() {
+        match parse(statement) {
+            Ok(op) => {
+                ops.push(op);
+                positions.push(i);
+            }
+            Err(e) => {
+                errors.push(e.to_write_error(i));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    (ops, positions, errors)
+}
+
+/// Runs parsed statements; the result with positions mapped back to statement indexes, and
+/// every write error, parse errors included, in index order.
+fn run_statements(
+    ctx: &mut Ctx<'_>,
+    collection: &str,
+    statements: Vec<&Document>,
+    ordered: bool,
+    let_vars: Option<Document>,
+    parse: fn(&Document) -> Result<WriteOp, CommandError>,
+) -> Result<(BulkResult, Vec<Document>), CommandError> {
+    let (ops, positions, mut errors) = parse_statements(statements, ordered, parse);
+    // An ordered command runs the statements before the first that does not parse.
+    let result = if ops.is_empty() {
+        BulkResult::default()
+    } else {
+        let mut result = run_ops(ctx, collection, ops, ordered, let_vars)?;
+        for (i, _) in &mut result.upserted_ids {
+            *i = positions[*i];
+        }
+        for (i, _) in &mut result.results {
+            *i = positions[*i];
+        }
+        errors.extend(
+            result
+                .failures
+                .iter()
+                .map(|(i, e)| write_error(positions[*i], e)),
+        );
+        result
+    };
+    if ordered && errors.len() > 1 {
+        errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
+        errors.truncate(1);
+    }
+    errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
+    Ok((result, errors))
+}
+
+pub fn update(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "update");
+    let collection = collection_name(command, "update")?.to_owned();
+    let statements = args
+        .documents("updates")?
+        .ok_or_else(|| args.missing("updates"))?;
+    check_batch(statements.len(), "ops")?;
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let let_vars = args.doc("let")?.cloned();
+    let (result, errors) =
+        run_statements(ctx, &collection, statements, ordered, let_vars, update_op)?;
+    Stats::add(
+        &ctx.server.stats.op_update,
+        result.matched + result.upserted,
+    );
+    let mut reply = doc! {
+        "n": (result.matched + result.upserted) as i32,
+        "nModified": result.modified as i32,
+    };
+    if !result.upserted_ids.is_empty() {
+        let upserted: Vec<Document> = result
+            .upserted_ids
+            .iter()
+            .map(|(i, id)| doc! {"index": *i as i32, "_id": id.clone()})
+            .collect();
+        reply.insert("upserted", upserted);
+    }
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(reply.into())
+}
+
+pub fn delete(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "delete");
+    let collection = collection_name(command, "delete")?.to_owned();
+    let statements = args
+        .documents("deletes")?
+        .ok_or_else(|| args.missing("deletes"))?;
+    check_batch(statements.len(), "ops")?;
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let let_vars = args.doc("let")?.cloned();
+    let (result, errors) =
+        run_statements(ctx, &collection, statements, ordered, let_vars, delete_op)?;
+    Stats::add(&ctx.server.stats.op_delete, result.deleted);
+    let mut reply = doc! {"n": result.deleted as i32};
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(reply.into())
+}
+
+pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let name = command
+        .keys()
+        .next()
+        .map_or("findAndModify", String::as_str);
+    let args = Args::new(command, "findAndModify");
+    let collection = collection_name(command, name)?.to_owned();
+    let filter = args.doc("query")?.cloned().unwrap_or_default();
+    let remove = args.flag("remove")?;
+    let action = match (remove, args.get("update")) {
+        (true, Some(_)) => {
+            return Err(CommandError::new(
+                ErrorCode::FAILED_TO_PARSE,
+                "Cannot specify both an update and remove=true",
+            ));
+        }
+        (true, None) => Modify::Delete,
+        (false, Some(update)) => match modification(update, "update")? {
+            m if is_replacement(&m) => match m {
+                UpdateModifications::Document(d) => Modify::Replace(d),
+                UpdateModifications::Pipeline(_) => unreachable!("a replacement is a document"),
+            },
+            m => Modify::Update(m),
+        },
+        (false, None) => {
+            return Err(CommandError::new(
+                ErrorCode::FAILED_TO_PARSE,
+                "Either an update or remove=true must be specified",
+            ));
+        }
+    };
+    let upsert = args.flag("upsert")?;
+    if remove && (upsert || args.flag("new")?) {
+        return Err(CommandError::new(
+            ErrorCode::FAILED_TO_PARSE,
+            "Cannot specify both upsert=true and remove=true, or new=true and remove=true",
+        ));
+    }
+    let options = FindAndModify {
+        sort: args.doc("sort")?.cloned().filter(|s| !s.is_empty()),
+        projection: args.doc("fields")?.cloned().filter(|p| !p.is_empty()),
+        upsert,
+        return_document: if args.flag("new")? {
+            ReturnDocument::After
+        } else {
+            ReturnDocument::Before
+        },
+        array_filters: args
+            .documents("arrayFilters")?
+            .unwrap_or_default()
+            .into_iter()
+            .cloned()
+            .collect(),
+        hint: hint_of(&args),
+        let_vars: args.doc("let")?.cloned(),
+        collation: args.doc("collation")?.cloned(),
+    };
+    let is_delete = matches!(action, Modify::Delete);
+    let modified = session::write(ctx, move |t| {
+        Ok(t.find_and_modify(&collection, &filter, action, &options)?)
+    })?;
+    let counter = if is_delete {
+        &ctx.server.stats.op_delete
+    } else {
+        &ctx.server.stats.op_update
+    };
+    Stats::add(counter, 1);
+    let n = i32::from(modified.matched || modified.upserted_id.is_some());
+    let mut last_error = doc! {"n": n};
+    if !is_delete {
+        last_error.insert("updatedExisting", modified.matched);
+    }
+    if let Some(id) = modified.upserted_id {
+        last_error.insert("upserted", id);
+    }
+    Ok(doc! {
+        "lastErrorObject": last_error,
+        "value": modified.value.map_or(Bson::Null, Bson::Document),
+    }
+    .into())
+}
+
+/// 8.0's client-level `bulkWrite` on `admin`: operations on any collections of any databases
+/// (`nsInfo`), run in order; consecutive operations on one database share a transaction.
+pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "bulkWrite");
+    if ctx.db != "admin" {
+        return Err(CommandError::new(
+            ErrorCode::UNAUTHORIZED,
+            "bulkWrite may only be run against the admin database.",
+        ));
+    }
+    let ops = args.documents("ops")?.ok_or_else(|| args.missing("ops"))?;
+    let ns_info = args
+        .documents("nsInfo")?
+        .ok_or_else(|| args.missing("nsInfo"))?;
+    check_batch(ops.len(), "ops")?;
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let errors_only = args.flag("errorsOnly")?;
+    let let_vars = args.doc("let")?.cloned();
+    let namespaces = ns_info
+        .iter()
+        .map(|info| {
+            let ns = Args::new(info, "bulkWrite").required_str("ns")?;
+            let (db, coll) = ns.split_once('.').ok_or_else(|| {
+                CommandError::new(
+                    ErrorCode::INVALID_NAMESPACE,
+                    format!("Invalid namespace '{ns}'"),
+                )
+            })?;
+            crate::server::storage::check_name(db)?;
+            super::check_collection_name(coll)?;
+            Ok((db.to_owned(), coll.to_owned()))
+        })
+        .collect::<Result<Vec<_>, CommandError>>()?;
+    // Each operation: its database, collection, and engine operation.
+    let mut parsed: Vec<Result<(usize, String, WriteOp), CommandError>> = Vec::new();
+    for op in &ops {
+        parsed.push(bulk_op(op, &namespaces));
+    }
+    let mut results: Vec<Document> = Vec::new();
+    let mut counts = BulkResult::default();
+    let mut n_errors = 0usize;
+    let saved_db = ctx.db.clone();
+    let mut i = 0;
+    while i < parsed.len() {
+        let (db, coll, op) = match &parsed[i] {
+            Err(e) => {
+                n_errors += 1;
+                results.push(bulk_error(i, e));
+                i += 1;
+                if ordered {
+                    break;
+                }
+                continue;
+            }
+            Ok((ns, _, _)) => {
+                let (db, coll) = &namespaces[*ns];
+                let Ok((_, _, op)) =
+                    std::mem::replace(&mut parsed[i], Err(CommandError::bad_value("taken")))
+                else {
+                    unreachable!("matched Ok")
+                };
+                (db.clone(), coll.clone(), op)
+            }
+        };
+        ctx.db = db;
+        let outcome = run_ops(ctx, &coll, vec![op], true, let_vars.clone());
+        match outcome {
+            Ok(result) => {
+                if let Some((_, e)) = result.failures.first() {
+                    n_errors += 1;
+                    results.push(bulk_error(i, &CommandError::from(clone_error(e))));
+                    if ordered {
+                        break;
+                    }
+                } else {
+                    if !errors_only {
+                        results.push(bulk_success(i, &result));
+                    }
+                    counts.inserted += result.inserted;
+                    counts.matched += result.matched;
+                    counts.modified += result.modified;
+                    counts.deleted += result.deleted;
+                    counts.upserted += result.upserted;
+                }
+            }
+            Err(e) => {
+                n_errors += 1;
+                results.push(bulk_error(i, &e));
+                if ordered {
+                    break;
+                }
+            }
+        }
+        i += 1;
+    }
+    ctx.db = saved_db;
+    let docs = results
+        .iter()
+        .map(|d| bson::RawDocumentBuf::try_from(d))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
+    let (batch, id) =
+        ctx.server
+            .cursors
+            .buffered("admin.$cmd.bulkWrite".to_owned(), docs, usize::MAX)?;
+    let Reply::Raw(mut reply) = super::query::cursor_reply(id, "admin.$cmd.bulkWrite", true, batch)
+    else {
+        unreachable!("cursor replies are raw")
+    };
+    for (key, value) in [
+        ("nErrors", n_errors as i32),
+        ("nInserted", counts.inserted as i32),
+        ("nMatched", counts.matched as i32),
+        ("nModified", counts.modified as i32),
+        ("nUpserted", counts.upserted as i32),
+        ("nDeleted", counts.deleted as i32),
+    ] {
+        reply.append(<&bson::raw::CStr>::try_from(key).expect("no NUL"), value);
+    }
+    Ok(Reply::Raw(reply))
+}
+
+fn bulk_error(index: usize, e: &CommandError) -> Document {
+    let mut doc = doc! {"ok": 0.0, "idx": index as i32, "code": e.code, "codeName": &e.code_name, "errmsg": &e.message};
+    doc.extend(e.extra.clone());
+    doc
+}
+
+fn bulk_success(index: usize, result: &BulkResult) -> Document {
+    let mut doc = doc! {"ok": 1.0, "idx": index as i32};
+    match result.results.first().map(|(_, r)| r) {
+        Some(OpResult::Inserted(_)) => {
+            doc.insert("n", 1);
+        }
+        Some(OpResult::Updated(u)) => {
+            doc.insert("n", (u.matched + u64::from(u.upserted_id.is_some())) as i32);
+            doc.insert("nModified", u.modified as i32);
+            if let Some(id) = &u.upserted_id {
+                doc.insert("upserted", doc! {"_id": id.clone()});
+            }
+        }
+        Some(OpResult::Deleted(n)) => {
+            doc.insert("n", *n as i32);
+        }
+        None => {
+            doc.insert("n", 0);
+        }
+    }
+    doc
+}
+
+/// One `bulkWrite` operation: `{insert: i, document}`, `{update: i, filter, updateMods,
+/// multi, upsert, arrayFilters, hint, collation, sort}`, `{delete: i, filter, multi, hint,
+/// collation}`.
+fn bulk_op(
+    op: &Document,
+    namespaces: &[(String, String)],
+) -> Result<(usize, String, WriteOp), CommandError> {
+    let args = Args::new(op, "bulkWrite.ops");
+    let kind = op.keys().next().map_or("", String::as_str);
+    let ns = match op.get(kind).and_then(super::args::whole_number) {
+        Some(n) if n >= 0 && (n as usize) < namespaces.len() => n as usize,
+        _ => {
+            return Err(CommandError::bad_value(format!(
+                "BulkWrite ops entry `{kind}` must name an index into nsInfo"
+            )));
+        }
+    };
+    let collection = namespaces[ns].1.clone();
+    let filter = || args.doc("filter").map(|f| f.cloned().unwrap_or_default());
+    let op = match kind {
+        "insert" => WriteOp::InsertOne(
+            args.doc("document")?
+                .ok_or_else(|| args.missing("document"))?
+                .clone(),
+        ),
+        "update" => {
+            let mut statement = doc! {"q": filter()?, "u": args.get("updateMods").cloned().ok_or_else(|| args.missing("updateMods"))?};
+            for key in [
+                "multi",
+                "upsert",
+                "arrayFilters",
+                "hint",
+                "collation",
+                "sort",
+            ] {
+                if let Some(v) = op.get(key) {
+                    statement.insert(key, v.clone());
+                }
+            }
+            update_op(&statement)?
+        }
+        "delete" => {
+            let mut statement =
+                doc! {"q": filter()?, "limit": if args.flag("multi")? { 0 } else { 1 }};
+            for key in ["hint", "collation"] {
+                if let Some(v) = op.get(key) {
+                    statement.insert(key, v.clone());
+                }
+            }
+            delete_op(&statement)?
+        }
+        other => {
+            return Err(CommandError::new(
+                ErrorCode::FAILED_TO_PARSE,
+                format!("Unrecognized bulkWrite operation `{other}`"),
+            ));
+        }
+    };
+    Ok((ns, collection, op))
+}

@@ -1,0 +1,306 @@
+//! Commands: the table of every command the server answers, the context a command runs in, and
+//! the shape of replies and errors (`{ok: 1, ...}`, or `{ok: 0, errmsg, code, codeName}`).
+//!
+//! Rules: the command's name is the first field of its document; a name not in the table is
+//! `CommandNotFound` (59), never `ok: 1`; every error carries MongoDB's code and code name;
+//! write errors go in `writeErrors` with their index (see `crud`).
+
+mod admin;
+mod args;
+mod crud;
+mod handshake;
+mod indexes;
+mod query;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use odm_engine::ErrorCode;
+
+pub(crate) use args::Args;
+
+use super::Shared;
+use super::connection::ConnectionState;
+
+/// What a command answers: a document built here, or one built from raw bytes (batches of
+/// stored documents, copied as they are).
+#[derive(Debug)]
+pub enum Reply {
+    Doc(Document),
+    Raw(RawDocumentBuf),
+}
+
+impl From<Document> for Reply {
+    fn from(doc: Document) -> Reply {
+        Reply::Doc(doc)
+    }
+}
+
+impl Reply {
+    /// The reply as sent: the command's fields, then `ok: 1`.
+    pub fn finish(self) -> RawDocumentBuf {
+        let mut raw = match self {
+            Reply::Doc(doc) => super::wire::to_raw(&doc),
+            Reply::Raw(raw) => raw,
+        };
+        raw.append(bson::raw::cstr!("ok"), 1.0);
+        raw
+    }
+}
+
+/// A command's failure, as MongoDB reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandError {
+    pub code: i32,
+    pub code_name: String,
+    pub message: String,
+    /// `errorLabels` (`TransientTransactionError`, ...).
+    pub labels: Vec<String>,
+    /// Further fields of the error (`keyPattern`, `keyValue`, ...).
+    pub extra: Document,
+}
+
+impl CommandError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> CommandError {
+        CommandError {
+            code: code.code,
+            code_name: code.name(),
+            message: message.into(),
+            labels: Vec::new(),
+            extra: Document::new(),
+        }
+    }
+
+    pub fn bad_value(message: impl Into<String>) -> CommandError {
+        CommandError::new(ErrorCode::BAD_VALUE, message)
+    }
+
+    pub fn with_label(mut self, label: &str) -> CommandError {
+        self.labels.push(label.to_owned());
+        self
+    }
+
+    /// The error reply.
+    pub fn to_document(&self) -> Document {
+        let mut doc = bson::doc! {
+            "ok": 0.0,
+            "errmsg": &self.message,
+            "code": self.code,
+            "codeName": &self.code_name,
+        };
+        if !self.labels.is_empty() {
+            doc.insert("errorLabels", self.labels.clone());
+        }
+        doc.extend(self.extra.clone());
+        doc
+    }
+
+    /// The entry of a `writeErrors` array.
+    pub fn to_write_error(&self, index: usize) -> Document {
+        // As MongoDB writes them: no code name.
+        let mut doc = bson::doc! {
+            "index": index as i32,
+            "code": self.code,
+            "errmsg": &self.message,
+        };
+        doc.extend(self.extra.clone());
+        doc
+    }
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code_name, self.code, self.message)
+    }
+}
+
+impl From<odm_engine::Error> for CommandError {
+    fn from(e: odm_engine::Error) -> CommandError {
+        let mut error = CommandError {
+            code: e.code(),
+            code_name: e.code_name(),
+            message: e.to_string(),
+            labels: Vec::new(),
+            extra: Document::new(),
+        };
+        if let odm_engine::Error::DuplicateKey {
+            collection,
+            index,
+            key,
+        } = &e
+        {
+            error.message = format!(
+                "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
+            );
+        }
+        error
+    }
+}
+
+pub type CommandResult = Result<Reply, CommandError>;
+
+/// What a command may use: the server, its connection, and the database it names (`$db`).
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    pub server: &'a Shared,
+    pub conn: &'a mut ConnectionState,
+    pub db: String,
+    /// The transaction the command runs in, if any (see `session`).
+    pub txn: Option<std::sync::Arc<super::session::Transaction>>,
+}
+
+/// Who may run a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Before authentication too: the handshake and authentication itself.
+    Anyone,
+    /// Only an authenticated connection (when the server requires authentication).
+    Authenticated,
+}
+
+/// One command of the table.
+#[derive(Debug)]
+pub struct Spec {
+    pub name: &'static str,
+    pub run: fn(&mut Ctx<'_>, &Document) -> CommandResult,
+    pub access: Access,
+    /// Commands whose requests and replies are never compressed (the handshake and
+    /// authentication, as the compression specification lists them).
+    pub uncompressed: bool,
+}
+
+const fn open(name: &'static str, run: fn(&mut Ctx<'_>, &Document) -> CommandResult) -> Spec {
+    Spec {
+        name,
+        run,
+        access: Access::Anyone,
+        uncompressed: true,
+    }
+}
+
+const fn cmd(name: &'static str, run: fn(&mut Ctx<'_>, &Document) -> CommandResult) -> Spec {
+    Spec {
+        name,
+        run,
+        access: Access::Authenticated,
+        uncompressed: false,
+    }
+}
+
+/// Every command, by the name its document starts with.
+pub static COMMANDS: &[Spec] = &[
+    open("hello", handshake::hello),
+    open("isMaster", handshake::hello),
+    open("ismaster", handshake::hello),
+    open("saslStart", super::auth::sasl_start),
+    open("saslContinue", super::auth::sasl_continue),
+    Spec {
+        access: Access::Anyone,
+        uncompressed: false,
+        ..cmd("ping", handshake::ping)
+    },
+    Spec {
+        access: Access::Anyone,
+        uncompressed: false,
+        ..cmd("buildInfo", handshake::build_info)
+    },
+    Spec {
+        access: Access::Anyone,
+        uncompressed: false,
+        ..cmd("buildinfo", handshake::build_info)
+    },
+    Spec {
+        access: Access::Anyone,
+        uncompressed: false,
+        ..cmd("endSessions", handshake::end_sessions)
+    },
+    Spec {
+        access: Access::Anyone,
+        uncompressed: false,
+        ..cmd("logout", super::auth::logout)
+    },
+    cmd("connectionStatus", handshake::connection_status),
+    cmd("getCmdLineOpts", handshake::get_cmd_line_opts),
+    cmd("getParameter", handshake::get_parameter),
+    cmd("serverStatus", handshake::server_status),
+    cmd("hostInfo", handshake::host_info),
+    cmd("whatsmyuri", handshake::whatsmyuri),
+    cmd("getLog", handshake::get_log),
+    cmd("killSessions", handshake::kill_sessions),
+    cmd("killAllSessions", handshake::kill_sessions),
+    cmd("refreshSessions", handshake::refresh_sessions),
+    cmd("listCommands", handshake::list_commands),
+    cmd("getFreeMonitoringStatus", handshake::not_enabled),
+    cmd("listDatabases", admin::list_databases),
+    cmd("listCollections", admin::list_collections),
+    cmd("create", admin::create),
+    cmd("drop", admin::drop),
+    cmd("dropDatabase", admin::drop_database),
+    cmd("renameCollection", admin::rename_collection),
+    cmd("collStats", admin::coll_stats),
+    cmd("dbStats", admin::db_stats),
+    cmd("validate", admin::validate),
+    cmd("createUser", super::auth::create_user),
+    cmd("dropUser", super::auth::drop_user),
+    cmd("usersInfo", super::auth::users_info),
+    cmd("insert", crud::insert),
+    cmd("update", crud::update),
+    cmd("delete", crud::delete),
+    cmd("findAndModify", crud::find_and_modify),
+    cmd("findandmodify", crud::find_and_modify),
+    cmd("bulkWrite", crud::bulk_write),
+    cmd("find", query::find),
+    cmd("getMore", query::get_more),
+    cmd("killCursors", query::kill_cursors),
+    cmd("aggregate", query::aggregate),
+    cmd("count", query::count),
+    cmd("distinct", query::distinct),
+    cmd("explain", query::explain),
+    cmd("createIndexes", indexes::create_indexes),
+    cmd("listIndexes", indexes::list_indexes),
+    cmd("dropIndexes", indexes::drop_indexes),
+    cmd("deleteIndexes", indexes::drop_indexes),
+    cmd("commitTransaction", super::session::commit_transaction),
+    cmd("abortTransaction", super::session::abort_transaction),
+];
+
+/// The table entry for a command name.
+pub fn lookup(name: &str) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|spec| spec.name == name)
+}
+
+/// The error for a name not in the table.
+pub fn not_found(name: &str) -> CommandError {
+    CommandError::new(
+        ErrorCode::COMMAND_NOT_FOUND,
+        format!("no such command: '{name}'"),
+    )
+}
+
+/// The collection a command names in its first field (`{find: "c"}`), checked.
+pub fn collection_name<'d>(command: &'d Document, name: &str) -> Result<&'d str, CommandError> {
+    match command.get(name) {
+        Some(Bson::String(s)) => {
+            check_collection_name(s)?;
+            Ok(s)
+        }
+        Some(other) => Err(CommandError::new(
+            ErrorCode::INVALID_NAMESPACE,
+            format!(
+                "collection name has invalid type {}",
+                args::type_name(other)
+            ),
+        )),
+        None => Err(CommandError::bad_value(format!("missing `{name}`"))),
+    }
+}
+
+/// MongoDB's rules for a collection name: not empty, no `$` (outside the system's own names)
+/// and no NUL.
+pub fn check_collection_name(name: &str) -> Result<(), CommandError> {
+    if name.is_empty() || name.contains('\0') || name.contains('$') {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_NAMESPACE,
+            format!("Invalid collection name: '{name}'"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,528 @@
+//! Reading commands: `find`, `getMore`, `killCursors`, `aggregate`, `count`, `distinct`,
+//! `explain`. Results leave through cursors (see `cursors`); inside a transaction they are
+//! read from the transaction's own writes (see `session`).
+
+use bson::raw::cstr;
+use bson::{Bson, Document, RawArrayBuf, RawDocumentBuf, doc};
+use odm_engine::ErrorCode;
+use odm_engine::aggregate::AggregateOptions;
+use odm_engine::query::FindOptions;
+
+use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name};
+use crate::server::Stats;
+use crate::server::cursors::{self, DEFAULT_FIRST_BATCH, Open, Results};
+
+/// A cursor reply: `{cursor: {id, ns, firstBatch | nextBatch}}`.
+pub fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<RawDocumentBuf>) -> Reply {
+    let mut batch = RawArrayBuf::new();
+    for doc in docs {
+        batch.push(doc);
+    }
+    let mut cursor = RawDocumentBuf::new();
+    cursor.append(
+        if first {
+            cstr!("firstBatch")
+        } else {
+            cstr!("nextBatch")
+        },
+        batch,
+    );
+    cursor.append(cstr!("id"), id);
+    cursor.append(cstr!("ns"), ns);
+    let mut reply = RawDocumentBuf::new();
+    reply.append(cstr!("cursor"), cursor);
+    Reply::Raw(reply)
+}
+
+/// `hint`: an index name or a key pattern.
+fn hint(args: &Args<'_>) -> Result<Option<Bson>, CommandError> {
+    match args.get("hint") {
+        None | Some(Bson::Null) => Ok(None),
+        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
+        Some(other) => Err(CommandError::new(
+            ErrorCode::FAILED_TO_PARSE,
+            format!(
+                "hint must be a string or an object, not {}",
+                super::args::type_name(other)
+            ),
+        )),
+    }
+}
+
+/// The find options of a `find` command (also `explain`'s).
+fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
+    let limit = match args.i64("limit")? {
+        Some(n) if n < 0 => {
+            return Err(CommandError::new(
+                ErrorCode::location(51024),
+                format!("BSON field 'limit' value must be >= 0, actual value '{n}'"),
+            ));
+        }
+        Some(0) | None => None,
+        Some(n) => Some(n as u64),
+    };
+    for unsupported in [
+        "tailable",
+        "awaitData",
+        "returnKey",
+        "showRecordId",
+        "min",
+        "max",
+    ] {
+        if args
+            .get(unsupported)
+            .is_some_and(|v| v != &Bson::Boolean(false))
+        {
+            return Err(CommandError::new(
+                ErrorCode::NOT_IMPLEMENTED,
+                format!("find option `{unsupported}` is not supported by this server"),
+            ));
+        }
+    }
+    Ok(FindOptions {
+        sort: args.doc("sort")?.cloned().filter(|s| !s.is_empty()),
+        projection: args.doc("projection")?.cloned().filter(|p| !p.is_empty()),
+        skip: args.non_negative("skip")?.unwrap_or(0),
+        limit,
+        hint: hint(args)?,
+        let_vars: args.doc("let")?.cloned(),
+        collation: args.doc("collation")?.cloned(),
+    })
+}
+
+fn batch_size(args: &Args<'_>) -> Result<Option<usize>, CommandError> {
+    match args.i64("batchSize")? {
+        Some(n) if n < 0 => Err(CommandError::new(
+            ErrorCode::location(51024),
+            format!("BSON field 'batchSize' value must be >= 0, actual value '{n}'"),
+        )),
+        Some(n) => Ok(Some(n as usize)),
+        None => Ok(None),
+    }
+}
+
+fn raw(doc: &Document) -> Result<RawDocumentBuf, CommandError> {
+    RawDocumentBuf::try_from(doc).map_err(|e| {
+        CommandError::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("cannot encode a result: {e}"),
+        )
+    })
+}
+
+pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "find");
+    let collection = collection_name(command, "find")?.to_owned();
+    let filter = args.doc("filter")?.cloned().unwrap_or_default();
+    let options = find_options(&args)?;
+    let first = batch_size(&args)?.unwrap_or(DEFAULT_FIRST_BATCH);
+    let single = args.flag("singleBatch")?;
+    let ns = format!("{}.{collection}", ctx.db);
+    Stats::add(&ctx.server.stats.op_query, 1);
+    if let Some(docs) =
+        crate::server::session::find_in_transaction(ctx, &collection, &filter, &options)?
+    {
+        let (batch, id) = ctx.server.cursors.buffered(
+            ns.clone(),
+            docs,
+            if single { usize::MAX } else { first },
+        )?;
+        return Ok(cursor_reply(if single { 0 } else { id }, &ns, true, batch));
+    }
+    let Some(db) = ctx.server.storage.get(&ctx.db)? else {
+        return Ok(cursor_reply(0, &ns, true, Vec::new()));
+    };
+    let inline = single || options.limit.is_some_and(|l| l <= first as u64);
+    let open: Open = Box::new(move |c| {
+        let results = c.find_raw(&filter, &options)?;
+        Ok(Box::new(results.map(|r| r.map_err(CommandError::from))) as Results<'_>)
+    });
+    let (batch, id) = if inline {
+        let limit = if single { usize::MAX } else { first };
+        (cursors::inline(&db, &collection, open, limit)?, 0)
+    } else {
+        ctx.server
+            .cursors
+            .live(db, ns.clone(), collection, open, first)?
+    };
+    Ok(cursor_reply(id, &ns, true, batch))
+}
+
+pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "getMore");
+    let id = match command.get("getMore") {
+        Some(Bson::Int64(id)) => *id,
+        Some(other) => {
+            return Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                format!(
+                    "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                    super::args::type_name(other)
+                ),
+            ));
+        }
+        None => return Err(args.missing("getMore")),
+    };
+    let collection = args.required_str("collection")?;
+    let limit = batch_size(&args)?.filter(|n| *n > 0).unwrap_or(usize::MAX);
+    let ns = format!("{}.{collection}", ctx.db);
+    Stats::add(&ctx.server.stats.op_getmore, 1);
+    let (docs, exhausted) = ctx.server.cursors.get_more(id, &ns, limit)?;
+    Ok(cursor_reply(
+        if exhausted { 0 } else { id },
+        &ns,
+        false,
+        docs,
+    ))
+}
+
+pub fn kill_cursors(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "killCursors");
+    let collection = collection_name(command, "killCursors")?;
+    let ns = format!("{}.{collection}", ctx.db);
+    let ids = args
+        .array("cursors")?
+        .ok_or_else(|| args.missing("cursors"))?;
+    let (mut killed, mut not_found) = (Vec::new(), Vec::new());
+    for id in ids {
+        let Bson::Int64(id) = id else {
+            return Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                "killCursors.cursors must hold cursor ids (long)",
+            ));
+        };
+        if ctx.server.cursors.kill(*id, &ns) {
+            killed.push(*id);
+        } else {
+            not_found.push(*id);
+        }
+    }
+    Ok(doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": not_found,
+        "cursorsAlive": Vec::<i64>::new(),
+        "cursorsUnknown": Vec::<i64>::new(),
+    }
+    .into())
+}
+
+/// The stage name of a pipeline stage (its one key).
+fn stage_name(stage: &Document) -> &str {
+    stage.keys().next().map_or("", String::as_str)
+}
+
+pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "aggregate");
+    let collection = match command.get("aggregate") {
+        Some(Bson::Int32(1) | Bson::Int64(1)) => {
+            return Err(CommandError::new(
+                ErrorCode::NOT_IMPLEMENTED,
+                "database-level aggregation ({aggregate: 1}) is not supported by this server",
+            ));
+        }
+        _ => collection_name(command, "aggregate")?.to_owned(),
+    };
+    let pipeline: Vec<Document> = args
+        .documents("pipeline")?
+        .ok_or_else(|| args.missing("pipeline"))?
+        .into_iter()
+        .cloned()
+        .collect();
+    let options = AggregateOptions {
+        let_vars: args.doc("let")?.cloned(),
+        collation: args.doc("collation")?.cloned(),
+        hint: hint(&args)?,
+    };
+    let ns = format!("{}.{collection}", ctx.db);
+    if args.flag("explain")? {
+        return explain_pipeline(ctx, &collection, &pipeline, &options);
+    }
+    let cursor = args.doc("cursor")?.ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::FAILED_TO_PARSE,
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        )
+    })?;
+    let first = match cursor.get("batchSize") {
+        None => DEFAULT_FIRST_BATCH,
+        Some(v) => match super::args::whole_number(v) {
+            Some(n) if n >= 0 => n as usize,
+            _ => {
+                return Err(CommandError::bad_value(
+                    "cursor.batchSize must be a non-negative number",
+                ));
+            }
+        },
+    };
+    if let Some(stats) = coll_stats_stage(ctx, &collection, &pipeline)? {
+        return Ok(cursor_reply(0, &ns, true, vec![raw(&stats)?]));
+    }
+    let writes = pipeline
+        .last()
+        .is_some_and(|s| matches!(stage_name(s), "$out" | "$merge"));
+    if crate::server::session::in_transaction(ctx) {
+        if writes {
+            return Err(CommandError::new(
+                ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+                "$out and $merge cannot run in a transaction",
+            ));
+        }
+        return Err(CommandError::new(
+            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+            "aggregate is not supported in a transaction by this server",
+        ));
+    }
+    if writes {
+        let db = ctx.server.storage.get_or_create(&ctx.db)?;
+        db.aggregate(&collection, &pipeline, &options)?;
+        return Ok(cursor_reply(0, &ns, true, Vec::new()));
+    }
+    let Some(db) = ctx.server.storage.get(&ctx.db)? else {
+        return Ok(cursor_reply(0, &ns, true, Vec::new()));
+    };
+    let open: Open = Box::new(move |c| {
+        let results = c.aggregate_iter(&pipeline, &options)?;
+        Ok(
+            Box::new(results.map(|r| r.map_err(CommandError::from).and_then(|d| raw(&d))))
+                as Results<'_>,
+        )
+    });
+    let (batch, id) = ctx
+        .server
+        .cursors
+        .live(db, ns.clone(), collection, open, first)?;
+    Ok(cursor_reply(id, &ns, true, batch))
+}
+
+/// `[{$collStats: {...}}]`: the collection's statistics, as the `collStats` command gives them.
+fn coll_stats_stage(
+    ctx: &mut Ctx<'_>,
+    collection: &str,
+    pipeline: &[Document],
+) -> Result<Option<Document>, CommandError> {
+    match pipeline.first() {
+        Some(stage) if stage_name(stage) == "$collStats" => {
+            if pipeline.len() > 1 {
+                return Err(CommandError::new(
+                    ErrorCode::NOT_IMPLEMENTED,
+                    "$collStats is supported only as the whole pipeline",
+                ));
+            }
+            let stats = super::admin::collection_stats(ctx, collection)?;
+            Ok(Some(doc! {
+                "ns": format!("{}.{collection}", ctx.db),
+                "host": ctx.server.address.clone(),
+                "localTime": bson::DateTime::now(),
+                "storageStats": stats,
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// An aggregation's explain: the plan of the head that runs as a find, and the stages.
+fn explain_pipeline(
+    ctx: &mut Ctx<'_>,
+    collection: &str,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+) -> CommandResult {
+    let mut filter = Document::new();
+    let mut find = FindOptions {
+        hint: options.hint.clone(),
+        collation: options.collation.clone(),
+        let_vars: options.let_vars.clone(),
+        ..FindOptions::default()
+    };
+    if let Some(first) = pipeline.first() {
+        match first.get("$match") {
+            Some(Bson::Document(m)) => filter = m.clone(),
+            Some(_) => return Err(CommandError::bad_value("$match takes a document")),
+            None => {}
+        }
+        if let Some(Bson::Document(sort)) = pipeline.get(1).and_then(|s| s.get("$sort")) {
+            find.sort = Some(sort.clone());
+        }
+    }
+    let mut reply = explain_find(ctx, collection, &filter, &find)?;
+    reply.insert("stages", pipeline.to_vec());
+    Ok(reply.into())
+}
+
+fn explain_find(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<Document, CommandError> {
+    let ns = format!("{}.{collection}", ctx.db);
+    let explained = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => {
+            let txn = db.read()?;
+            match txn.collection(collection)? {
+                Some(c) => Some(c.explain(filter, options)?.to_document()),
+                None => None,
+            }
+        }
+        None => None,
+    };
+    let mut reply = explained.unwrap_or_else(|| {
+        doc! {
+            "queryPlanner": {"namespace": &ns, "winningPlan": {"stage": "EOF"}, "rejectedPlans": []},
+            "executionStats": {"nReturned": 0i64, "totalKeysExamined": 0i64, "totalDocsExamined": 0i64},
+        }
+    });
+    reply.insert(
+        "serverInfo",
+        doc! {"host": ctx.server.address.clone(), "version": super::handshake::VERSION},
+    );
+    Ok(reply)
+}
+
+pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "count");
+    let collection = collection_name(command, "count")?;
+    let filter = args.doc("query")?.cloned().unwrap_or_default();
+    let skip = args.non_negative("skip")?.unwrap_or(0);
+    // A negative limit counts as its absolute value, as in MongoDB.
+    let limit = args.i64("limit")?.map_or(0, i64::unsigned_abs);
+    let collation = args.doc("collation")?;
+    Stats::add(&ctx.server.stats.op_query, 1);
+    if let Some(docs) = crate::server::session::find_in_transaction(
+        ctx,
+        collection,
+        &filter,
+        &FindOptions {
+            collation: collation.cloned(),
+            ..FindOptions::default()
+        },
+    )? {
+        let n = (docs.len() as u64).saturating_sub(skip);
+        let n = if limit > 0 { n.min(limit) } else { n };
+        return Ok(doc! {"n": n as i64}.into());
+    }
+    let n = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => {
+            let txn = db.read()?;
+            match txn.collection(collection)? {
+                Some(c) => c.count_matching_with(&filter, skip, limit, collation)?,
+                None => 0,
+            }
+        }
+        None => 0,
+    };
+    Ok(doc! {"n": n as i64}.into())
+}
+
+pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "distinct");
+    let collection = collection_name(command, "distinct")?;
+    let key = args.required_str("key")?;
+    let filter = args.doc("query")?.cloned().unwrap_or_default();
+    let collation = args.doc("collation")?;
+    if crate::server::session::in_transaction(ctx) {
+        return Err(CommandError::new(
+            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+            "distinct is not supported in a transaction by this server",
+        ));
+    }
+    Stats::add(&ctx.server.stats.op_query, 1);
+    let values = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => {
+            let txn = db.read()?;
+            match txn.collection(collection)? {
+                Some(c) => c.distinct_with(key, &filter, collation)?,
+                None => Vec::new(),
+            }
+        }
+        None => Vec::new(),
+    };
+    Ok(doc! {"values": values}.into())
+}
+
+/// `explain` of `find`, `aggregate`, `count`, `distinct`, `update`, `delete` and
+/// `findAndModify`: the plan their filter gets, as a find.
+pub fn explain(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "explain");
+    let inner = args
+        .doc("explain")?
+        .ok_or_else(|| args.missing("explain"))?;
+    let name = inner.keys().next().map_or("", String::as_str);
+    let inner_args = Args::new(inner, "explain");
+    let collection = collection_name(inner, name)?.to_owned();
+    let mut reply = match name {
+        "find" => {
+            let filter = inner_args.doc("filter")?.cloned().unwrap_or_default();
+            explain_find(ctx, &collection, &filter, &find_options(&inner_args)?)?
+        }
+        "aggregate" => {
+            let pipeline: Vec<Document> = inner_args
+                .documents("pipeline")?
+                .ok_or_else(|| inner_args.missing("pipeline"))?
+                .into_iter()
+                .cloned()
+                .collect();
+            let options = AggregateOptions {
+                let_vars: inner_args.doc("let")?.cloned(),
+                collation: inner_args.doc("collation")?.cloned(),
+                hint: hint(&inner_args)?,
+            };
+            match explain_pipeline(ctx, &collection, &pipeline, &options)? {
+                Reply::Doc(d) => d,
+                Reply::Raw(r) => Document::try_from(r.as_ref()).unwrap_or_default(),
+            }
+        }
+        "count" | "distinct" => {
+            let filter = inner_args.doc("query")?.cloned().unwrap_or_default();
+            let options = FindOptions {
+                collation: inner_args.doc("collation")?.cloned(),
+                hint: hint(&inner_args)?,
+                ..FindOptions::default()
+            };
+            explain_find(ctx, &collection, &filter, &options)?
+        }
+        "findAndModify" | "findandmodify" => {
+            let filter = inner_args.doc("query")?.cloned().unwrap_or_default();
+            let options = FindOptions {
+                sort: inner_args.doc("sort")?.cloned(),
+                collation: inner_args.doc("collation")?.cloned(),
+                hint: hint(&inner_args)?,
+                ..FindOptions::default()
+            };
+            explain_find(ctx, &collection, &filter, &options)?
+        }
+        "update" | "delete" => {
+            let key = if name == "update" {
+                "updates"
+            } else {
+                "deletes"
+            };
+            let statements = inner_args.documents(key)?.unwrap_or_default();
+            let first = statements.first().ok_or_else(|| {
+                CommandError::bad_value(format!("explain of {name} needs one statement"))
+            })?;
+            let statement = Args::new(first, "explain");
+            let filter = statement.doc("q")?.cloned().unwrap_or_default();
+            let options = FindOptions {
+                collation: statement.doc("collation")?.cloned(),
+                hint: hint(&statement)?,
+                ..FindOptions::default()
+            };
+            explain_find(ctx, &collection, &filter, &options)?
+        }
+        other => {
+            return Err(CommandError::new(
+                ErrorCode::COMMAND_NOT_FOUND,
+                format!("Explain failed due to unknown command: {other}"),
+            ));
+        }
+    };
+    reply.insert("command", inner.clone());
+    if let Some(verbosity) = args.str("verbosity")? {
+        reply.insert("explainVersion", "1");
+        if verbosity == "queryPlanner" {
+            reply.remove("executionStats");
+        }
+    }
+    Ok(reply.into())
+}

@@ -1,0 +1,231 @@
+//! One client's connection: messages read in turn, each command run and answered before the
+//! next is read. A message whose framing is broken (its length out of range, an unknown
+//! opcode) closes the connection; one whose content is malformed gets an error reply.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bson::{Bson, Document, RawDocumentBuf};
+use odm_engine::ErrorCode;
+
+use super::command::{self, Access, CommandError, Ctx};
+use super::compression::Compressor;
+use super::wire::{self, HEADER_LEN, Header, Request, RequestKind};
+use super::{Shared, Stats};
+
+/// What a connection has negotiated and who it is.
+#[derive(Debug)]
+pub struct ConnectionState {
+    pub id: u64,
+    /// The client's address, as `whatsmyuri` tells it.
+    pub peer: String,
+    /// Compressors agreed in `hello`.
+    pub compressors: Vec<Compressor>,
+    /// The authenticated user: (database, name).
+    pub user: Option<(String, String)>,
+    /// A SCRAM conversation in progress.
+    pub scram: Option<super::auth::Conversation>,
+}
+
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+/// Serves one connection until the client closes it or sends a message that cannot be framed.
+pub(super) fn serve(
+    shared: &Arc<Shared>,
+    stream: TcpStream,
+    id: u64,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| "unknown".to_owned(), |a| a.to_string());
+    let _ = stream.set_nodelay(true);
+    let mut stream: Box<dyn Stream> = match tls {
+        Some(config) => match rustls::ServerConnection::new(config) {
+            Ok(conn) => Box::new(rustls::StreamOwned::new(conn, stream)),
+            Err(_) => return,
+        },
+        None => Box::new(stream),
+    };
+    Stats::add(&shared.stats.connections_current, 1);
+    Stats::add(&shared.stats.connections_total, 1);
+    let mut state = ConnectionState {
+        id,
+        peer,
+        compressors: Vec::new(),
+        user: None,
+        scram: None,
+    };
+    let mut next_request_id = 1i32;
+    loop {
+        let mut head = [0u8; HEADER_LEN];
+        if stream.read_exact(&mut head).is_err() {
+            break;
+        }
+        let Ok(header) = Header::parse(&head) else {
+            break;
+        };
+        let mut body = vec![0u8; header.body_len()];
+        if stream.read_exact(&mut body).is_err() {
+            break;
+        }
+        Stats::add(&shared.stats.requests, 1);
+        Stats::add(&shared.stats.bytes_in, header.length as u64);
+        let reply = match wire::parse(&header, &body) {
+            Ok(request) => respond(shared, &mut state, request, &mut next_request_id),
+            Err(wire::WireError::UnknownOpCode(_)) => break,
+            Err(e) => {
+                let error = CommandError::new(e.code(), e.to_string());
+                let body = wire::to_raw(&error.to_document());
+                let legacy = header.op_code == wire::OP_QUERY;
+                Some(encode(
+                    &body,
+                    header.request_id,
+                    legacy,
+                    None,
+                    &mut next_request_id,
+                ))
+            }
+        };
+        if let Some(bytes) = reply {
+            Stats::add(&shared.stats.bytes_out, bytes.len() as u64);
+            if stream
+                .write_all(&bytes)
+                .and_then(|()| stream.flush())
+                .is_err()
+            {
+                break;
+            }
+        }
+        if shared.stopping.load(Ordering::Acquire) {
+            break;
+        }
+    }
+    shared
+        .stats
+        .connections_current
+        .fetch_sub(1, Ordering::Relaxed);
+}
+
+fn encode(
+    body: &RawDocumentBuf,
+    response_to: i32,
+    legacy: bool,
+    compressor: Option<Compressor>,
+    next_request_id: &mut i32,
+) -> Vec<u8> {
+    let request_id = *next_request_id;
+    *next_request_id = next_request_id.wrapping_add(1);
+    if legacy {
+        wire::encode_reply(request_id, response_to, body, compressor)
+    } else {
+        wire::encode_msg(request_id, response_to, body, 0, compressor)
+    }
+}
+
+/// Runs a request's command; the encoded reply, or `None` when the client asked for none.
+fn respond(
+    shared: &Shared,
+    state: &mut ConnectionState,
+    request: Request,
+    next_request_id: &mut i32,
+) -> Option<Vec<u8>> {
+    let more_to_come = request.more_to_come();
+    let (command, db, legacy) = match request.kind {
+        RequestKind::Msg { command, .. } => {
+            let db = match command.get("$db") {
+                Some(Bson::String(db)) => Ok(db.clone()),
+                Some(_) => Err(CommandError::new(
+                    ErrorCode::TYPE_MISMATCH,
+                    "the `$db` field must be a string",
+                )),
+                None => Err(CommandError::new(
+                    ErrorCode::IDL_FAILED_TO_PARSE,
+                    "OP_MSG requests require a $db argument",
+                )),
+            };
+            (command, db, false)
+        }
+        RequestKind::Query {
+            collection,
+            command,
+        } => {
+            let db = match collection.strip_suffix(".$cmd") {
+                Some(db) => Ok(db.to_owned()),
+                None => Err(CommandError::new(
+                    ErrorCode::location(5739101),
+                    "OP_QUERY is no longer supported except for commands on `<db>.$cmd`",
+                )),
+            };
+            (command, db, true)
+        }
+    };
+    let name = command.keys().next().cloned().unwrap_or_default();
+    let spec = command::lookup(&name);
+    let body = match db {
+        Ok(db) => run(shared, state, &name, spec, db, &command),
+        Err(e) => wire::to_raw(&e.to_document()),
+    };
+    if more_to_come {
+        return None;
+    }
+    let compressor = request
+        .compressor
+        .filter(|c| state.compressors.contains(c) && !spec.is_some_and(|s| s.uncompressed));
+    Some(encode(
+        &body,
+        request.request_id,
+        legacy,
+        compressor,
+        next_request_id,
+    ))
+}
+
+/// Runs one command; its reply, an error reply when it fails.
+fn run(
+    shared: &Shared,
+    state: &mut ConnectionState,
+    name: &str,
+    spec: Option<&'static command::Spec>,
+    db: String,
+    command: &Document,
+) -> RawDocumentBuf {
+    Stats::add(&shared.stats.op_command, 1);
+    let result = (|| {
+        let spec = spec.ok_or_else(|| command::not_found(name))?;
+        if shared.config.auth
+            && spec.access == Access::Authenticated
+            && state.user.is_none()
+            && !super::auth::localhost_exception(shared, state, spec.name)
+        {
+            return Err(CommandError::new(
+                ErrorCode::UNAUTHORIZED,
+                format!("Command {name} requires authentication"),
+            ));
+        }
+        super::storage::check_name(&db)?;
+        let mut ctx = Ctx {
+            server: shared,
+            conn: state,
+            db,
+            txn: None,
+        };
+        // A panic in a command is a bug; it fails that command, not the server.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::session::run_command(&mut ctx, spec, command)
+        }));
+        ran.unwrap_or_else(|_| {
+            Err(CommandError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("command {name} failed with an internal error"),
+            ))
+        })
+    })();
+    match result {
+        Ok(reply) => reply.finish(),
+        Err(error) => wire::to_raw(&error.to_document()),
+    }
+}

@@ -1,0 +1,433 @@
+//! Server-side cursors. A find or an aggregation answers its first batch at once; when results
+//! remain, a cursor keeps them for `getMore` until they run out, `killCursors` closes it, or it
+//! stays unused past the idle timeout (MongoDB's 10 minutes).
+//!
+//! A cursor over the engine reads one snapshot, whose iterator borrows it: so a live cursor is
+//! a thread that owns the snapshot and hands over batches on request (the connection thread
+//! that asks may change from one `getMore` to the next, as drivers pool connections). A query
+//! that cannot outgrow its first batch runs inline, without that thread. Results computed
+//! inside a transaction are buffered instead; their bytes count against a bound, and so does
+//! the number of open cursors.
+//!
+//! A batch holds at most the requested number of documents and stops before 16 MiB; a batch
+//! that may hold any holds at least one, however large.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bson::RawDocumentBuf;
+use odm_engine::{Database, ErrorCode, ReadCollection};
+
+use super::command::CommandError;
+use super::{Config, Shared};
+
+/// The most bytes of documents in one batch.
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+/// MongoDB's default size of a first batch.
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+
+/// Results, one at a time.
+pub type Results<'t> = Box<dyn Iterator<Item = Result<RawDocumentBuf, CommandError>> + 't>;
+
+/// Opens a query's results over a collection of a snapshot; runs on the thread that keeps the
+/// cursor.
+pub type Open =
+    Box<dyn for<'c, 't> FnOnce(&'c ReadCollection<'t>) -> Result<Results<'c>, CommandError> + Send>;
+
+/// One batch and whether the results are over.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub docs: Vec<RawDocumentBuf>,
+    pub exhausted: bool,
+}
+
+/// The open cursors of a server.
+#[derive(Debug)]
+pub struct Cursors {
+    next_id: AtomicI64,
+    open: Mutex<HashMap<i64, Entry>>,
+    buffered_bytes: AtomicUsize,
+    max_cursors: usize,
+    max_bytes: usize,
+    timeout: Duration,
+}
+
+#[derive(Debug)]
+struct Entry {
+    /// `db.collection`, which `getMore` must name.
+    ns: String,
+    last_used: Instant,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Buffered {
+        docs: VecDeque<RawDocumentBuf>,
+        bytes: usize,
+    },
+    Live(Live),
+}
+
+/// A cursor's thread: asked for batches of at most `n` documents.
+#[derive(Debug)]
+struct Live {
+    requests: SyncSender<usize>,
+    batches: Receiver<Result<Batch, CommandError>>,
+}
+
+impl Cursors {
+    pub fn new(config: &Config) -> Cursors {
+        // Ids start at a random point so that they are not guessed from one another's.
+        let seed = i64::from_le_bytes(
+            bson::oid::ObjectId::new().bytes()[4..12]
+                .try_into()
+                .unwrap_or([1; 8]),
+        );
+        Cursors {
+            next_id: AtomicI64::new((seed & 0x3fff_ffff_ffff_ffff).max(1)),
+            open: Mutex::new(HashMap::new()),
+            buffered_bytes: AtomicUsize::new(0),
+            max_cursors: config.max_cursors,
+            max_bytes: config.max_cursor_bytes,
+            timeout: config.cursor_timeout,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<i64, Entry>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn check_room(&self, bytes: usize) -> Result<(), CommandError> {
+        if self.open_count() >= self.max_cursors {
+            return Err(CommandError::new(
+                ErrorCode::EXCEEDED_MEMORY_LIMIT,
+                format!(
+                    "too many open cursors: the server keeps at most {}; close cursors or let them finish",
+                    self.max_cursors
+                ),
+            ));
+        }
+        if self.buffered_bytes.load(Ordering::Relaxed) + bytes > self.max_bytes {
+            return Err(CommandError::new(
+                ErrorCode::EXCEEDED_MEMORY_LIMIT,
+                format!(
+                    "open cursors would hold more than {} bytes of results",
+                    self.max_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn insert(&self, ns: String, source: Source) -> i64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(
+            id,
+            Entry {
+                ns,
+                last_used: Instant::now(),
+                source,
+            },
+        );
+        id
+    }
+
+    /// Keeps results computed in advance (inside a transaction); the first batch is taken from
+    /// them here. Returns the batch and the cursor id (0 when nothing remains).
+    pub fn buffered(
+        &self,
+        ns: String,
+        docs: Vec<RawDocumentBuf>,
+        first_batch: usize,
+    ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
+        let mut docs: VecDeque<RawDocumentBuf> = docs.into();
+        let batch = take_batch(&mut docs, first_batch);
+        if docs.is_empty() {
+            return Ok((batch, 0));
+        }
+        let bytes = docs.iter().map(|d| d.as_bytes().len()).sum();
+        self.check_room(bytes)?;
+        self.buffered_bytes.fetch_add(bytes, Ordering::Relaxed);
+        Ok((batch, self.insert(ns, Source::Buffered { docs, bytes })))
+    }
+
+    /// Runs a query on a cursor thread of its own; the first batch and the cursor id (0 when
+    /// the results fit in it, and then the thread has ended).
+    pub fn live(
+        &self,
+        db: Arc<Database>,
+        ns: String,
+        collection: String,
+        open: Open,
+        first_batch: usize,
+    ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
+        self.check_room(0)?;
+        let (requests, incoming) = sync_channel::<usize>(1);
+        let (outgoing, batches) = sync_channel::<Result<Batch, CommandError>>(1);
+        std::thread::Builder::new()
+            .name("odm-cursor".into())
+            .spawn(move || {
+                cursor_thread(&db, &collection, open, first_batch, &incoming, &outgoing);
+            })
+            .map_err(|e| {
+                CommandError::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("cannot start a cursor: {e}"),
+                )
+            })?;
+        let first = batches.recv().map_err(|_| thread_gone())??;
+        if first.exhausted {
+            return Ok((first.docs, 0));
+        }
+        let id = self.insert(ns, Source::Live(Live { requests, batches }));
+        Ok((first.docs, id))
+    }
+
+    /// The next batch of cursor `id`, which must belong to `ns`.
+    pub fn get_more(
+        &self,
+        id: i64,
+        ns: &str,
+        limit: usize,
+    ) -> Result<(Vec<RawDocumentBuf>, bool), CommandError> {
+        let mut entry = {
+            let mut open = self.lock();
+            match open.get(&id) {
+                None => {
+                    return Err(CommandError::new(
+                        ErrorCode::CURSOR_NOT_FOUND,
+                        format!("cursor id {id} not found"),
+                    ));
+                }
+                Some(entry) if entry.ns != ns => {
+                    return Err(CommandError::new(
+                        ErrorCode::UNAUTHORIZED,
+                        format!(
+                            "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}",
+                            entry.ns
+                        ),
+                    ));
+                }
+                Some(_) => open.remove(&id).expect("present"),
+            }
+        };
+        let (docs, exhausted) = match &mut entry.source {
+            Source::Buffered { docs, bytes } => {
+                let batch = take_batch(docs, limit);
+                let taken: usize = batch.iter().map(|d| d.as_bytes().len()).sum();
+                *bytes -= taken;
+                self.buffered_bytes.fetch_sub(taken, Ordering::Relaxed);
+                (batch, docs.is_empty())
+            }
+            Source::Live(live) => {
+                live.requests.send(limit).map_err(|_| thread_gone())?;
+                let batch = live.batches.recv().map_err(|_| thread_gone())??;
+                (batch.docs, batch.exhausted)
+            }
+        };
+        if exhausted {
+            self.release(&entry);
+        } else {
+            entry.last_used = Instant::now();
+            self.lock().insert(id, entry);
+        }
+        Ok((docs, exhausted))
+    }
+
+    fn release(&self, entry: &Entry) {
+        if let Source::Buffered { bytes, .. } = &entry.source {
+            self.buffered_bytes.fetch_sub(*bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Closes cursor `id` of `ns`; whether it was open.
+    pub fn kill(&self, id: i64, ns: &str) -> bool {
+        let removed = {
+            let mut open = self.lock();
+            match open.get(&id) {
+                Some(entry) if entry.ns == ns => open.remove(&id),
+                _ => None,
+            }
+        };
+        match removed {
+            Some(entry) => {
+                self.release(&entry);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes every cursor of `ns`, or of a database (`ns` ending in `.`).
+    pub fn kill_namespace(&self, ns: &str) {
+        let removed: Vec<Entry> = {
+            let mut open = self.lock();
+            let ids: Vec<i64> = open
+                .iter()
+                .filter(|(_, e)| e.ns == ns || (ns.ends_with('.') && e.ns.starts_with(ns)))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| open.remove(id)).collect()
+        };
+        for entry in &removed {
+            self.release(entry);
+        }
+    }
+
+    /// Closes the cursors unused for longer than the idle timeout; how many.
+    pub fn reap(&self) -> usize {
+        let now = Instant::now();
+        let removed: Vec<Entry> = {
+            let mut open = self.lock();
+            let ids: Vec<i64> = open
+                .iter()
+                .filter(|(_, e)| now.duration_since(e.last_used) > self.timeout)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| open.remove(id)).collect()
+        };
+        for entry in &removed {
+            self.release(entry);
+        }
+        removed.len()
+    }
+}
+
+fn thread_gone() -> CommandError {
+    CommandError::new(ErrorCode::CURSOR_NOT_FOUND, "the cursor's reader ended")
+}
+
+/// Takes a batch from buffered documents.
+fn take_batch(docs: &mut VecDeque<RawDocumentBuf>, limit: usize) -> Vec<RawDocumentBuf> {
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    while batch.len() < limit {
+        let Some(next) = docs.front() else { break };
+        let size = next.as_bytes().len();
+        if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+            break;
+        }
+        bytes += size;
+        batch.push(docs.pop_front().expect("peeked"));
+    }
+    batch
+}
+
+/// Fills a batch from results; `exhausted` when nothing follows it.
+pub fn fill(
+    results: &mut std::iter::Peekable<Results<'_>>,
+    limit: usize,
+) -> Result<Batch, CommandError> {
+    let mut docs = Vec::new();
+    let mut bytes = 0;
+    while docs.len() < limit {
+        let size = match results.peek() {
+            None => break,
+            Some(Err(_)) => return Err(results.next().expect("peeked").expect_err("an error")),
+            Some(Ok(doc)) => doc.as_bytes().len(),
+        };
+        if !docs.is_empty() && bytes + size > MAX_BATCH_BYTES {
+            break;
+        }
+        bytes += size;
+        docs.push(results.next().expect("peeked")?);
+    }
+    let exhausted = match results.peek() {
+        None => true,
+        Some(Err(_)) => return Err(results.next().expect("peeked").expect_err("an error")),
+        Some(Ok(_)) => false,
+    };
+    Ok(Batch { docs, exhausted })
+}
+
+/// Runs a query on the calling thread when it cannot outgrow one batch: the batch, the rest
+/// dropped.
+pub fn inline(
+    db: &Database,
+    collection: &str,
+    open: Open,
+    limit: usize,
+) -> Result<Vec<RawDocumentBuf>, CommandError> {
+    let txn = db.read()?;
+    let Some(collection) = txn.collection(collection)? else {
+        return Ok(Vec::new());
+    };
+    let mut results = open(&collection)?.peekable();
+    Ok(fill(&mut results, limit)?.docs)
+}
+
+fn cursor_thread(
+    db: &Database,
+    collection: &str,
+    open: Open,
+    first_batch: usize,
+    requests: &Receiver<usize>,
+    batches: &SyncSender<Result<Batch, CommandError>>,
+) {
+    let txn = match db.read() {
+        Ok(txn) => txn,
+        Err(e) => {
+            let _ = batches.send(Err(e.into()));
+            return;
+        }
+    };
+    let collection = match txn.collection(collection) {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            let _ = batches.send(Ok(Batch {
+                docs: Vec::new(),
+                exhausted: true,
+            }));
+            return;
+        }
+        Err(e) => {
+            let _ = batches.send(Err(e.into()));
+            return;
+        }
+    };
+    let mut results = match open(&collection) {
+        Ok(results) => results.peekable(),
+        Err(e) => {
+            let _ = batches.send(Err(e));
+            return;
+        }
+    };
+    let mut limit = first_batch;
+    loop {
+        let batch = fill(&mut results, limit);
+        let last = !matches!(&batch, Ok(b) if !b.exhausted);
+        if batches.send(batch).is_err() || last {
+            return;
+        }
+        // The cursor was killed, timed out or dropped when the sender is gone.
+        match requests.recv() {
+            Ok(n) => limit = n,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Closes idle cursors every second until the server stops.
+pub(super) fn start_reaper(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    let shared = shared.clone();
+    std::thread::Builder::new()
+        .name("odm-cursor-reaper".into())
+        .spawn(move || {
+            while !shared.is_stopping() {
+                std::thread::sleep(Duration::from_millis(500));
+                shared.cursors.reap();
+                shared.sessions.expire(&shared);
+            }
+        })
+        .ok()
+}

@@ -1,0 +1,322 @@
+//! `odm serve`: the engine behind MongoDB's wire protocol, so that mongosh, Compass, and every
+//! driver reach a database file.
+//!
+//! One thread per connection reads a message, runs its command and writes the reply; a
+//! connection's commands run in order, as MongoDB runs them. The pieces, one module each:
+//!
+//! | module | concept |
+//! |---|---|
+//! | `wire` | message framing: headers, `OP_MSG`, `OP_QUERY`/`OP_REPLY`, `OP_COMPRESSED` |
+//! | `compression` | zstd, zlib and snappy, negotiated in `hello` |
+//! | `connection` | one client's connection: read, dispatch, reply; its negotiated state |
+//! | `command` | the command table, arguments, replies and errors; one submodule per group |
+//! | `storage` | databases by name: a file each under the served folder |
+//! | `cursors` | server-side cursors: batches, `getMore`, idle timeout, the bound on their memory |
+//! | `session` | logical sessions and multi-document transactions (replica-set mode) |
+//! | `auth` | users (salted, hashed) and SCRAM-SHA-256 |
+//! | `tls` | TLS through rustls |
+
+pub mod auth;
+pub mod command;
+pub mod compression;
+mod connection;
+pub mod cursors;
+pub mod session;
+pub mod storage;
+pub mod tls;
+pub mod wire;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use compression::Compressor;
+pub use storage::Storage;
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen. A non-loopback address needs `auth` or `insecure_no_auth`.
+    pub bind: SocketAddr,
+    /// Present the server as this one-member replica set (drivers then run transactions).
+    pub replica_set: Option<String>,
+    /// Require SCRAM-SHA-256 authentication.
+    pub auth: bool,
+    /// Allow a non-loopback address without authentication.
+    pub insecure_no_auth: bool,
+    pub tls: Option<tls::TlsFiles>,
+    /// Connections served at once; more are closed on arrival.
+    pub max_connections: usize,
+    /// A cursor unused this long is closed (MongoDB: 10 minutes).
+    pub cursor_timeout: Duration,
+    /// The most open cursors the server keeps, and the bytes their buffered documents may hold.
+    pub max_cursors: usize,
+    pub max_cursor_bytes: usize,
+    /// A transaction open this long is aborted (MongoDB's
+    /// `transactionLifetimeLimitSeconds`: 60).
+    pub transaction_lifetime: Duration,
+    /// The compressors offered to clients.
+    pub compressors: Vec<Compressor>,
+    /// The command line, for `getCmdLineOpts`.
+    pub argv: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 27017)),
+            replica_set: None,
+            auth: false,
+            insecure_no_auth: false,
+            tls: None,
+            max_connections: 1000,
+            cursor_timeout: Duration::from_secs(600),
+            max_cursors: 10_000,
+            max_cursor_bytes: 1 << 30,
+            transaction_lifetime: Duration::from_secs(60),
+            compressors: compression::SUPPORTED.to_vec(),
+            argv: vec!["odm".to_owned(), "serve".to_owned()],
+        }
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to listen on {0} without authentication: pass --auth, or --insecure-no-auth \
+         to accept connections from anyone who can reach this address"
+    )]
+    NoAuthOnPublicAddress(SocketAddr),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("users: {0}")]
+    Users(String),
+}
+
+/// What every connection shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub config: Config,
+    pub storage: Storage,
+    pub cursors: cursors::Cursors,
+    pub sessions: session::Sessions,
+    pub users: auth::Users,
+    pub stats: Stats,
+    pub started: Instant,
+    /// Identifies this process in `topologyVersion`.
+    pub process_id: bson::oid::ObjectId,
+    /// The address clients dial, as `hello` states it in replica-set mode.
+    pub address: String,
+    stopping: AtomicBool,
+    open: Mutex<Vec<(u64, TcpStream)>>,
+}
+
+/// Counters `serverStatus` reports.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub connections_current: AtomicU64,
+    pub connections_total: AtomicU64,
+    pub requests: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+    pub op_insert: AtomicU64,
+    pub op_query: AtomicU64,
+    pub op_update: AtomicU64,
+    pub op_delete: AtomicU64,
+    pub op_getmore: AtomicU64,
+    pub op_command: AtomicU64,
+}
+
+impl Stats {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// A server bound to its address, not yet accepting.
+#[derive(Debug)]
+pub struct Server {
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Server {
+    /// Binds the configured address (port 0 picks a free one).
+    pub fn bind(storage: Storage, config: Config) -> Result<Server, ServeError> {
+        if !config.bind.ip().is_loopback() && !config.auth && !config.insecure_no_auth {
+            return Err(ServeError::NoAuthOnPublicAddress(config.bind));
+        }
+        let tls = match &config.tls {
+            Some(files) => Some(tls::server_config(files).map_err(ServeError::Tls)?),
+            None => None,
+        };
+        let listener = TcpListener::bind(config.bind).map_err(|source| ServeError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let local = listener.local_addr().map_err(|source| ServeError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let address = format!("{}:{}", local.ip(), local.port());
+        let users = auth::Users::load(&storage).map_err(|e| ServeError::Users(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            cursors: cursors::Cursors::new(&config),
+            sessions: session::Sessions::default(),
+            users,
+            stats: Stats::default(),
+            started: Instant::now(),
+            process_id: bson::oid::ObjectId::new(),
+            address,
+            stopping: AtomicBool::new(false),
+            open: Mutex::new(Vec::new()),
+            storage,
+            config,
+        });
+        Ok(Server {
+            shared,
+            listener,
+            tls,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The state every connection shares (for commands run from the command line, such as
+    /// creating a user before serving).
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Accepts connections until [`ServerHandle::stop`], a thread each.
+    pub fn run(self) {
+        let Server {
+            shared,
+            listener,
+            tls,
+        } = self;
+        let reaper = cursors::start_reaper(&shared);
+        let mut next_id = 1u64;
+        for stream in listener.incoming() {
+            if shared.stopping.load(Ordering::Acquire) {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            let current = shared.stats.connections_current.load(Ordering::Relaxed);
+            if current as usize >= shared.config.max_connections {
+                // Over the limit: closed at once, as MongoDB does past `net.maxIncomingConnections`.
+                drop(stream);
+                continue;
+            }
+            let id = next_id;
+            next_id += 1;
+            if let Ok(clone) = stream.try_clone() {
+                shared.lock_open().push((id, clone));
+            }
+            let conn_shared = shared.clone();
+            let tls = tls.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("conn{id}"))
+                .spawn(move || {
+                    connection::serve(&conn_shared, stream, id, tls);
+                    conn_shared
+                        .lock_open()
+                        .retain(|(open_id, _)| *open_id != id);
+                });
+            if spawned.is_err() {
+                shared.lock_open().retain(|(open_id, _)| *open_id != id);
+            }
+        }
+        drop(reaper);
+    }
+
+    /// Runs the server on a thread of its own.
+    pub fn spawn(self) -> ServerHandle {
+        let addr = self.local_addr();
+        let shared = self.shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("odm-serve".into())
+            .spawn(move || self.run())
+            .expect("spawning the accept thread");
+        ServerHandle {
+            addr,
+            shared,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Shared {
+    fn lock_open(&self) -> std::sync::MutexGuard<'_, Vec<(u64, TcpStream)>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the server is shutting down.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    pub fn is_replica_set(&self) -> bool {
+        self.config.replica_set.is_some()
+    }
+}
+
+/// A server running on its own thread; stops it when dropped.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A `mongodb://` URI for this server.
+    pub fn uri(&self) -> String {
+        match &self.shared.config.replica_set {
+            Some(name) => format!("mongodb://{}/?replicaSet={name}", self.addr),
+            None => format!("mongodb://{}/?directConnection=true", self.addr),
+        }
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Stops accepting, closes every connection, and waits for the accept thread.
+    pub fn stop(&mut self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        // Wake the accept loop.
+        let _ = TcpStream::connect(self.addr);
+        for (_, stream) in self.shared.lock_open().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,165 @@
+//! Where the server keeps its databases: one engine database file per MongoDB database, named
+//! `<name>.odm` in the served folder (or, for tests, each in memory). A database exists once
+//! something was written to it; reads of a missing one see nothing and create nothing, as in
+//! MongoDB.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use odm_engine::Database;
+
+use super::command::CommandError;
+use odm_engine::ErrorCode;
+
+/// The extension of a database file.
+pub const EXTENSION: &str = "odm";
+
+/// The databases of a server.
+#[derive(Debug)]
+pub struct Storage {
+    /// `None`: every database in memory.
+    root: Option<PathBuf>,
+    open: Mutex<BTreeMap<String, Arc<Database>>>,
+}
+
+impl Storage {
+    /// Databases in files under `root` (which must be a folder).
+    pub fn in_folder(root: PathBuf) -> Storage {
+        Storage {
+            root: Some(root),
+            open: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Databases in memory, gone when the server stops.
+    pub fn in_memory() -> Storage {
+        Storage {
+            root: None,
+            open: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Arc<Database>>> {
+        // A panic while the map was locked left it consistent: every change is one insert or
+        // remove.
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn path_of(&self, name: &str) -> Option<PathBuf> {
+        self.root
+            .as_ref()
+            .map(|root| root.join(format!("{name}.{EXTENSION}")))
+    }
+
+    /// The database `name` if it exists.
+    pub fn get(&self, name: &str) -> Result<Option<Arc<Database>>, CommandError> {
+        check_name(name)?;
+        let mut open = self.lock();
+        if let Some(db) = open.get(name) {
+            return Ok(Some(db.clone()));
+        }
+        match self.path_of(name) {
+            Some(path) if path.exists() => {
+                let db = Arc::new(Database::open(&path).map_err(CommandError::from)?);
+                open.insert(name.to_owned(), db.clone());
+                Ok(Some(db))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The database `name`, created when missing.
+    pub fn get_or_create(&self, name: &str) -> Result<Arc<Database>, CommandError> {
+        if let Some(db) = self.get(name)? {
+            return Ok(db);
+        }
+        let mut open = self.lock();
+        if let Some(db) = open.get(name) {
+            return Ok(db.clone());
+        }
+        let db = match self.path_of(name) {
+            Some(path) => Database::open(&path),
+            None => Database::in_memory(),
+        }
+        .map_err(CommandError::from)?;
+        let db = Arc::new(db);
+        open.insert(name.to_owned(), db.clone());
+        Ok(db)
+    }
+
+    /// The names of the databases, in order.
+    pub fn names(&self) -> Result<Vec<String>, CommandError> {
+        let mut names: Vec<String> = self.lock().keys().cloned().collect();
+        if let Some(root) = &self.root {
+            let entries = std::fs::read_dir(root).map_err(|e| {
+                CommandError::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("cannot list the served folder: {e}"),
+                )
+            })?;
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == EXTENSION)
+                    && let Some(stem) = path.file_stem().and_then(|s| s.to_str())
+                    && check_name(stem).is_ok()
+                    && !names.iter().any(|n| n == stem)
+                {
+                    names.push(stem.to_owned());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The size of a database's file in bytes (0 in memory).
+    pub fn size_on_disk(&self, name: &str) -> u64 {
+        self.path_of(name)
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len())
+    }
+
+    /// Drops the database `name`: forgets it and deletes its file. Cursors and transactions
+    /// still holding it keep reading what they read until they end (the file is unlinked, not
+    /// truncated).
+    pub fn drop_database(&self, name: &str) -> Result<bool, CommandError> {
+        check_name(name)?;
+        let mut open = self.lock();
+        let was_open = open.remove(name).is_some();
+        match self.path_of(name) {
+            Some(path) if path.exists() => {
+                std::fs::remove_file(&path).map_err(|e| {
+                    CommandError::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!("cannot delete the file of database `{name}`: {e}"),
+                    )
+                })?;
+                Ok(true)
+            }
+            _ => Ok(was_open),
+        }
+    }
+}
+
+/// MongoDB's rules for a database name: not empty, under 64 bytes, none of `/\. "$*<>:|?` and
+/// no NUL.
+pub fn check_name(name: &str) -> Result<(), CommandError> {
+    let bad = name.is_empty()
+        || name.len() >= 64
+        || name.chars().any(|c| {
+            matches!(
+                c,
+                '/' | '\\' | '.' | ' ' | '"' | '$' | '*' | '<' | '>' | ':' | '|' | '?' | '\0'
+            )
+        });
+    if bad {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_NAMESPACE,
+            format!("Invalid database name: '{name}'"),
+        ));
+    }
+    Ok(())
+}
