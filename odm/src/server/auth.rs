@@ -33,12 +33,6 @@ const MECHANISM: &str = "SCRAM-SHA-256";
 const ITERATIONS: u32 = 15_000;
 const SALT_LEN: usize = 28;
 
-/// The users of a server, read from `admin.system.users` when needed.
-#[derive(Debug, Default)]
-pub struct Users {
-    _private: (),
-}
-
 /// A user's stored credentials.
 #[derive(Debug, Clone)]
 struct Credentials {
@@ -59,6 +53,9 @@ pub struct Conversation {
     nonce: String,
     /// Set once the proof was checked: the next `saslContinue` only closes the exchange.
     verified: bool,
+    /// The client asked (in `saslStart`) to finish with the proof's reply, without the last
+    /// empty exchange.
+    skip_empty: bool,
 }
 
 fn failed() -> CommandError {
@@ -119,16 +116,11 @@ impl Credentials {
     }
 }
 
-impl Users {
-    /// The users of `storage` (nothing is cached: each lookup reads `admin.system.users`).
-    pub fn load(_storage: &Storage) -> Result<Users, CommandError> {
-        Ok(Users { _private: () })
-    }
-
-    /// Whether `"db.user"` names a user (for `hello`'s `saslSupportedMechs`).
-    pub fn exists(&self, _qualified: &str) -> bool {
-        true
-    }
+/// Whether `"db.user"` names a user (for `hello`'s `saslSupportedMechs`).
+pub fn user_exists(storage: &Storage, qualified: &str) -> bool {
+    qualified
+        .split_once('.')
+        .is_some_and(|(db, user)| matches!(user_document(storage, db, user), Ok(Some(_))))
 }
 
 fn user_document(
@@ -311,6 +303,13 @@ fn payload_of(args: &Args<'_>) -> Result<Vec<u8>, CommandError> {
     }
 }
 
+fn skips_empty_exchange(args: &Args<'_>) -> bool {
+    args.doc("options")
+        .ok()
+        .flatten()
+        .is_some_and(|o| o.get_bool("skipEmptyExchange").unwrap_or(false))
+}
+
 fn binary(bytes: impl Into<Vec<u8>>) -> Bson {
     Bson::Binary(Binary {
         subtype: BinarySubtype::Generic,
@@ -337,7 +336,12 @@ fn attribute<'m>(attrs: &[(char, &'m str)], key: char) -> Option<&'m str> {
 }
 
 /// Starts a conversation from the client's first message; the server's first message.
-fn start(ctx: &mut Ctx<'_>, mechanism: &str, payload: &[u8]) -> Result<Document, CommandError> {
+fn start(
+    ctx: &mut Ctx<'_>,
+    mechanism: &str,
+    payload: &[u8],
+    skip_empty: bool,
+) -> Result<Document, CommandError> {
     if mechanism != MECHANISM {
         return Err(CommandError::new(
             ErrorCode::location(2),
@@ -377,6 +381,7 @@ fn start(ctx: &mut Ctx<'_>, mechanism: &str, payload: &[u8]) -> Result<Document,
         server_first: server_first.clone(),
         nonce,
         verified: false,
+        skip_empty,
     });
     Ok(doc! {"conversationId": 1, "done": false, "payload": binary(server_first)})
 }
@@ -385,7 +390,7 @@ pub fn sasl_start(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "saslStart");
     let mechanism = args.required_str("mechanism")?;
     let payload = payload_of(&args)?;
-    Ok(start(ctx, mechanism, &payload)?.into())
+    Ok(start(ctx, mechanism, &payload, skips_empty_exchange(&args))?.into())
 }
 
 pub fn sasl_continue(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -427,12 +432,7 @@ pub fn sasl_continue(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     }
     let server_signature = hmac(&c.server_key, auth_message.as_bytes());
     let reply_payload = binary(format!("v={}", BASE64.encode(server_signature)));
-    let skip_empty = args
-        .doc("options")
-        .ok()
-        .flatten()
-        .is_some_and(|o| o.get_bool("skipEmptyExchange").unwrap_or(false));
-    if skip_empty {
+    if conversation.skip_empty || skips_empty_exchange(&args) {
         ctx.conn.user = Some((conversation.db, conversation.user));
         return Ok(doc! {"conversationId": 1, "done": true, "payload": reply_payload}.into());
     }
@@ -451,7 +451,7 @@ pub fn speculative(ctx: &mut Ctx<'_>, first: &Document) -> Option<Document> {
     let payload = payload_of(&args).ok()?;
     let db = args.str("db").ok()?.unwrap_or("admin").to_owned();
     let saved = std::mem::replace(&mut ctx.db, db);
-    let reply = start(ctx, mechanism, &payload).ok();
+    let reply = start(ctx, mechanism, &payload, skips_empty_exchange(&args)).ok();
     ctx.db = saved;
     reply
 }

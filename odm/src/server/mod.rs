@@ -96,8 +96,6 @@ pub enum ServeError {
     },
     #[error("TLS: {0}")]
     Tls(String),
-    #[error("users: {0}")]
-    Users(String),
 }
 
 /// What every connection shares.
@@ -107,7 +105,6 @@ pub struct Shared {
     pub storage: Storage,
     pub cursors: cursors::Cursors,
     pub sessions: session::Sessions,
-    pub users: auth::Users,
     pub stats: Stats,
     pub started: Instant,
     /// Identifies this process in `topologyVersion`.
@@ -167,11 +164,9 @@ impl Server {
             source,
         })?;
         let address = format!("{}:{}", local.ip(), local.port());
-        let users = auth::Users::load(&storage).map_err(|e| ServeError::Users(e.to_string()))?;
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),
             sessions: session::Sessions::default(),
-            users,
             stats: Stats::default(),
             started: Instant::now(),
             process_id: bson::oid::ObjectId::new(),

@@ -80,7 +80,7 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         reply.insert("compression", agreed);
     }
     if let Some(user) = args.str("saslSupportedMechs")? {
-        if ctx.server.users.exists(user) {
+        if crate::server::auth::user_exists(&ctx.server.storage, user) {
             reply.insert("saslSupportedMechs", vec!["SCRAM-SHA-256"]);
         }
     }

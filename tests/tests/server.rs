@@ -1,0 +1,620 @@
+//! `odm serve` through the official Rust driver: each command group, cursors, compression,
+//! transactions, authentication, TLS, limits and malformed messages.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bson::{Document, doc};
+use mongodb::IndexModel;
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{ClientOptions, IndexOptions};
+use mongodb::sync::Client;
+use odm::server::{Config, Server, ServerHandle, Storage};
+
+fn start_with(storage: Storage, config: Config) -> ServerHandle {
+    let config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        ..config
+    };
+    Server::bind(storage, config).expect("binds").spawn()
+}
+
+fn start() -> ServerHandle {
+    start_with(Storage::in_memory(), Config::default())
+}
+
+fn client(server: &ServerHandle) -> Client {
+    client_at(&server.uri())
+}
+
+fn client_at(uri: &str) -> Client {
+    let mut options = ClientOptions::parse(uri).run().expect("a valid uri");
+    options.server_selection_timeout = Some(Duration::from_secs(5));
+    Client::with_options(options).expect("client")
+}
+
+fn code_of(e: &mongodb::error::Error) -> Option<i32> {
+    match e.kind.as_ref() {
+        ErrorKind::Command(c) => Some(c.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        ErrorKind::InsertMany(m) => m.write_errors.as_ref()?.first().map(|w| w.code),
+        _ => None,
+    }
+}
+
+#[test]
+fn crud_through_the_driver_matches_what_was_written() {
+    let server = start();
+    let c = client(&server)
+        .database("shop")
+        .collection::<Document>("items");
+    let docs: Vec<Document> = (0..500)
+        .map(|i| doc! {"_id": i, "k": i % 10, "s": format!("item{i}")})
+        .collect();
+    assert_eq!(c.insert_many(&docs).run().unwrap().inserted_ids.len(), 500);
+    assert_eq!(c.count_documents(doc! {"k": 3}).run().unwrap(), 50);
+    // Batches of 7: the cursor pages through getMore and returns every document once, in order.
+    let found: Vec<Document> = c
+        .find(doc! {})
+        .sort(doc! {"_id": 1})
+        .batch_size(7)
+        .run()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(found, docs);
+    let updated = c
+        .update_many(doc! {"k": 3}, doc! {"$inc": {"n": 1}})
+        .run()
+        .unwrap();
+    assert_eq!((updated.matched_count, updated.modified_count), (50, 50));
+    let upserted = c
+        .update_one(doc! {"_id": 1000}, doc! {"$set": {"k": 99}})
+        .upsert(true)
+        .run()
+        .unwrap();
+    assert_eq!(upserted.upserted_id, Some(bson::Bson::Int32(1000)));
+    assert_eq!(
+        c.delete_many(doc! {"k": 4}).run().unwrap().deleted_count,
+        50
+    );
+    let replaced = c
+        .replace_one(doc! {"_id": 2}, doc! {"r": true})
+        .run()
+        .unwrap();
+    assert_eq!(replaced.modified_count, 1);
+    assert_eq!(
+        c.find_one(doc! {"_id": 2}).run().unwrap(),
+        Some(doc! {"_id": 2, "r": true})
+    );
+    let before = c
+        .find_one_and_update(doc! {"_id": 5}, doc! {"$set": {"s": "five"}})
+        .run()
+        .unwrap();
+    assert_eq!(before.unwrap().get_str("s").unwrap(), "item5");
+    let mut distinct = c.distinct("k", doc! {"k": {"$lt": 3}}).run().unwrap();
+    distinct.sort_by_key(|v| v.as_i32());
+    assert_eq!(
+        distinct,
+        vec![
+            bson::Bson::Int32(0),
+            bson::Bson::Int32(1),
+            bson::Bson::Int32(2)
+        ]
+    );
+    let grouped: Vec<Document> = c
+        .aggregate(vec![
+            doc! {"$match": {"k": {"$lte": 1}}},
+            doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}},
+            doc! {"$sort": {"_id": 1}},
+        ])
+        .batch_size(1)
+        .run()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        grouped,
+        vec![doc! {"_id": 0, "n": 50}, doc! {"_id": 1, "n": 50}]
+    );
+}
+
+#[test]
+fn write_errors_carry_their_index_and_code_and_change_nothing_else() {
+    let server = start();
+    let c = client(&server).database("d").collection::<Document>("c");
+    c.insert_one(doc! {"_id": 1}).run().unwrap();
+    let e = c.insert_one(doc! {"_id": 1}).run().unwrap_err();
+    assert_eq!(code_of(&e), Some(11000));
+    // Unordered: the duplicate at index 1 fails, the others land.
+    let e = c
+        .insert_many(vec![doc! {"_id": 2}, doc! {"_id": 1}, doc! {"_id": 3}])
+        .ordered(false)
+        .run()
+        .unwrap_err();
+    let ErrorKind::InsertMany(failure) = e.kind.as_ref() else {
+        panic!("{e}")
+    };
+    let errors = failure.write_errors.as_ref().unwrap();
+    assert_eq!(
+        (errors.len(), errors[0].index, errors[0].code),
+        (1, 1, 11000)
+    );
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 3);
+    // Ordered: stops at the duplicate.
+    let _ = c
+        .insert_many(vec![doc! {"_id": 4}, doc! {"_id": 1}, doc! {"_id": 5}])
+        .run()
+        .unwrap_err();
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 4);
+    // A malformed update is refused with MongoDB's code.
+    let e = c
+        .update_one(doc! {}, doc! {"$set": {"a": 1}, "$inc": {"a": 1}})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(40));
+}
+
+#[test]
+fn indexes_are_created_listed_used_and_dropped() {
+    let server = start();
+    let db = client(&server).database("d");
+    let c = db.collection::<Document>("c");
+    c.insert_many((0..100).map(|i| doc! {"a": i, "b": i % 3}))
+        .run()
+        .unwrap();
+    let name = c
+        .create_index(
+            IndexModel::builder()
+                .keys(doc! {"a": 1})
+                .options(IndexOptions::builder().unique(true).build())
+                .build(),
+        )
+        .run()
+        .unwrap()
+        .index_name;
+    assert_eq!(name, "a_1");
+    let names = c.list_index_names().run().unwrap();
+    assert_eq!(names, vec!["_id_".to_owned(), "a_1".to_owned()]);
+    let explain = db
+        .run_command(doc! {"explain": {"find": "c", "filter": {"a": 5}}})
+        .run()
+        .unwrap();
+    let plan = explain
+        .get_document("queryPlanner")
+        .unwrap()
+        .get_document("winningPlan")
+        .unwrap();
+    assert_eq!(
+        plan.get_document("inputStage")
+            .unwrap()
+            .get_str("indexName")
+            .unwrap(),
+        "a_1"
+    );
+    assert_eq!(
+        code_of(&c.insert_one(doc! {"a": 5}).run().unwrap_err()),
+        Some(11000)
+    );
+    c.drop_index("a_1").run().unwrap();
+    assert_eq!(c.list_index_names().run().unwrap(), vec!["_id_".to_owned()]);
+}
+
+#[test]
+fn databases_are_files_listed_and_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(Storage::in_folder(dir.path().to_owned()), Config::default());
+    let client = client(&server);
+    client
+        .database("one")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .run()
+        .unwrap();
+    client
+        .database("two")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 2})
+        .run()
+        .unwrap();
+    assert_eq!(
+        client.list_database_names().run().unwrap(),
+        vec!["one", "two"]
+    );
+    assert!(dir.path().join("one.odm").exists());
+    client.database("one").drop().run().unwrap();
+    assert!(!dir.path().join("one.odm").exists());
+    assert_eq!(client.list_database_names().run().unwrap(), vec!["two"]);
+    // Reading a database that does not exist creates nothing.
+    assert_eq!(
+        client
+            .database("three")
+            .collection::<Document>("c")
+            .count_documents(doc! {})
+            .run()
+            .unwrap(),
+        0
+    );
+    assert!(!dir.path().join("three.odm").exists());
+    let db = client.database("two");
+    client
+        .database("admin")
+        .run_command(doc! {"renameCollection": "two.c", "to": "two.d"})
+        .run()
+        .unwrap();
+    assert_eq!(db.list_collection_names().run().unwrap(), vec!["d"]);
+}
+
+#[test]
+fn unknown_commands_answer_command_not_found() {
+    let server = start();
+    let e = client(&server)
+        .database("admin")
+        .run_command(doc! {"noSuchCommand": 1})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(59));
+}
+
+#[test]
+fn every_compressor_carries_the_same_replies() {
+    let server = start();
+    for compressor in ["zstd", "zlib", "snappy"] {
+        let uri = format!("{}&compressors={compressor}", server.uri());
+        let c = client_at(&uri)
+            .database("d")
+            .collection::<Document>(compressor);
+        let docs: Vec<Document> = (0..300)
+            .map(|i| doc! {"_id": i, "pad": "y".repeat(100)})
+            .collect();
+        c.insert_many(&docs).run().unwrap();
+        let back: Vec<Document> = c.find(doc! {}).run().unwrap().map(Result::unwrap).collect();
+        assert_eq!(back, docs, "{compressor}");
+    }
+}
+
+#[test]
+fn idle_cursors_time_out_and_killed_cursors_are_gone() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            cursor_timeout: Duration::from_millis(300),
+            ..Config::default()
+        },
+    );
+    let db = client(&server).database("d");
+    db.collection::<Document>("c")
+        .insert_many((0..50).map(|i| doc! {"_id": i}))
+        .run()
+        .unwrap();
+    let first = db
+        .run_command(doc! {"find": "c", "batchSize": 2})
+        .run()
+        .unwrap();
+    let id = first.get_document("cursor").unwrap().get_i64("id").unwrap();
+    assert_ne!(id, 0);
+    std::thread::sleep(Duration::from_millis(1500));
+    let e = db
+        .run_command(doc! {"getMore": id, "collection": "c"})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(43));
+    let second = db
+        .run_command(doc! {"find": "c", "batchSize": 2})
+        .run()
+        .unwrap();
+    let id = second
+        .get_document("cursor")
+        .unwrap()
+        .get_i64("id")
+        .unwrap();
+    let killed = db
+        .run_command(doc! {"killCursors": "c", "cursors": [id]})
+        .run()
+        .unwrap();
+    assert_eq!(killed.get_array("cursorsKilled").unwrap().len(), 1);
+    let e = db
+        .run_command(doc! {"getMore": id, "collection": "c"})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(43));
+}
+
+#[test]
+fn transactions_commit_whole_and_abort_without_trace() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let client = client(&server);
+    let c = client.database("bank").collection::<Document>("accounts");
+    c.insert_many(vec![doc! {"_id": "a", "v": 100}, doc! {"_id": "b", "v": 0}])
+        .run()
+        .unwrap();
+    let mut session = client.start_session().run().unwrap();
+    session.start_transaction().run().unwrap();
+    c.update_one(doc! {"_id": "a"}, doc! {"$inc": {"v": -30}})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    c.update_one(doc! {"_id": "b"}, doc! {"$inc": {"v": 30}})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    // The transaction reads its own writes.
+    let inside = c
+        .find_one(doc! {"_id": "b"})
+        .session(&mut session)
+        .run()
+        .unwrap()
+        .unwrap();
+    assert_eq!(inside.get_i32("v").unwrap(), 30);
+    session.commit_transaction().run().unwrap();
+    assert_eq!(
+        c.find_one(doc! {"_id": "b"})
+            .run()
+            .unwrap()
+            .unwrap()
+            .get_i32("v")
+            .unwrap(),
+        30
+    );
+
+    session.start_transaction().run().unwrap();
+    c.insert_one(doc! {"_id": "c", "v": 1})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    session.abort_transaction().run().unwrap();
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 2);
+}
+
+#[test]
+fn a_transaction_past_its_lifetime_is_aborted_and_frees_the_writer() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            transaction_lifetime: Duration::from_millis(500),
+            ..Config::default()
+        },
+    );
+    let client = client(&server);
+    let c = client.database("d").collection::<Document>("c");
+    c.insert_one(doc! {"_id": 0}).run().unwrap();
+    let mut session = client.start_session().run().unwrap();
+    session.start_transaction().run().unwrap();
+    c.insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    // Another writer waits for the engine's one writer, then proceeds once the idle
+    // transaction is aborted.
+    c.insert_one(doc! {"_id": 2}).run().unwrap();
+    let e = session.commit_transaction().run().unwrap_err();
+    assert_eq!(code_of(&e), Some(251), "{e}");
+    let ids: Vec<i32> = c
+        .find(doc! {})
+        .run()
+        .unwrap()
+        .map(|d| d.unwrap().get_i32("_id").unwrap())
+        .collect();
+    assert_eq!(ids, vec![0, 2]);
+}
+
+#[test]
+fn authentication_is_required_and_checks_the_password() {
+    let storage = Storage::in_memory();
+    odm::server::auth::put_user(&storage, "admin", "ann", "s3cret pass").unwrap();
+    let server = start_with(
+        storage,
+        Config {
+            auth: true,
+            ..Config::default()
+        },
+    );
+    let addr = server.addr();
+    let good = client_at(&format!(
+        "mongodb://ann:s3cret%20pass@{addr}/?directConnection=true"
+    ));
+    good.database("d")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .run()
+        .unwrap();
+    let wrong = client_at(&format!("mongodb://ann:nope@{addr}/?directConnection=true"));
+    let e = wrong
+        .database("d")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(e.kind.as_ref(), ErrorKind::Authentication { .. }),
+        "{e}"
+    );
+    let anonymous = client(&server);
+    let e = anonymous
+        .database("d")
+        .collection::<Document>("c")
+        .count_documents(doc! {})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(13), "{e}");
+    // The handshake and ping need no authentication.
+    anonymous
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .run()
+        .unwrap();
+    // Credentials are stored salted and hashed, never in clear.
+    let users = good
+        .database("admin")
+        .collection::<Document>("system.users")
+        .find_one(doc! {})
+        .run()
+        .unwrap()
+        .unwrap();
+    assert!(!users.to_string().contains("s3cret"));
+    assert!(
+        users
+            .get_document("credentials")
+            .unwrap()
+            .contains_key("SCRAM-SHA-256")
+    );
+}
+
+#[test]
+fn a_public_address_needs_auth_or_an_explicit_override() {
+    let config = Config {
+        bind: "0.0.0.0:0".parse().unwrap(),
+        ..Config::default()
+    };
+    let refused = Server::bind(Storage::in_memory(), config.clone()).unwrap_err();
+    assert!(refused.to_string().contains("--auth"), "{refused}");
+    assert!(
+        Server::bind(
+            Storage::in_memory(),
+            Config {
+                insecure_no_auth: true,
+                ..config
+            }
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn tls_connections_work_with_a_trusted_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            tls: Some(odm::server::tls::TlsFiles {
+                cert: cert_path.clone(),
+                key: key_path,
+            }),
+            ..Config::default()
+        },
+    );
+    let port = server.addr().port();
+    let uri = format!(
+        "mongodb://localhost:{port}/?directConnection=true&tls=true&tlsCAFile={}",
+        cert_path.display()
+    );
+    let c = client_at(&uri).database("d").collection::<Document>("c");
+    c.insert_one(doc! {"over": "tls"}).run().unwrap();
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 1);
+    // A client speaking plain TCP to the TLS port gets nowhere, and the server keeps serving.
+    let plain = client_at(&format!(
+        "mongodb://localhost:{port}/?directConnection=true&serverSelectionTimeoutMS=500"
+    ));
+    assert!(
+        plain
+            .database("d")
+            .run_command(doc! {"ping": 1})
+            .run()
+            .is_err()
+    );
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 1);
+}
+
+/// Sends raw bytes; what comes back before the server closes or goes quiet.
+fn exchange(server: &ServerHandle, bytes: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    stream.write_all(bytes).unwrap();
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    reply
+}
+
+fn op_msg(body: &Document, flags: u32) -> Vec<u8> {
+    let raw = bson::RawDocumentBuf::try_from(body).unwrap();
+    odm::server::wire::encode_msg(1, 0, &raw, flags, None)
+}
+
+#[test]
+fn malformed_messages_get_an_error_or_a_closed_connection_never_a_crash() {
+    let server = start();
+    // A length past the 48 MB limit: the connection is closed unanswered.
+    let mut huge = op_msg(&doc! {"ping": 1, "$db": "admin"}, 0);
+    huge[..4].copy_from_slice(&(60_000_000i32).to_le_bytes());
+    assert!(exchange(&server, &huge).is_empty());
+    // A document whose length lies: an error reply naming the problem.
+    let mut lying = op_msg(&doc! {"ping": 1, "$db": "admin"}, 0);
+    lying[21..25].copy_from_slice(&(5000i32).to_le_bytes());
+    let reply = exchange(&server, &lying);
+    assert!(
+        String::from_utf8_lossy(&reply).contains("past the end"),
+        "{reply:?}"
+    );
+    // A wrong checksum.
+    let mut summed = op_msg(&doc! {"ping": 1, "$db": "admin"}, 0);
+    odm::server::wire::add_checksum(&mut summed);
+    let last = summed.len() - 1;
+    summed[last] ^= 0xff;
+    let reply = exchange(&server, &summed);
+    assert!(
+        String::from_utf8_lossy(&reply).contains("checksum"),
+        "{reply:?}"
+    );
+    // Garbage after a valid header.
+    let mut garbage = vec![0u8; 64];
+    garbage[..4].copy_from_slice(&64i32.to_le_bytes());
+    garbage[12..16].copy_from_slice(&2013i32.to_le_bytes());
+    garbage[20] = 9;
+    assert!(!exchange(&server, &garbage).is_empty());
+    // A request with moreToCome gets no reply, and the server is still there.
+    assert!(exchange(&server, &op_msg(&doc! {"ping": 1, "$db": "admin"}, 2)).is_empty());
+    let reply = exchange(&server, &op_msg(&doc! {"ping": 1, "$db": "admin"}, 0));
+    assert!(!reply.is_empty());
+    client(&server)
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .run()
+        .unwrap();
+}
+
+#[test]
+fn client_level_bulk_write_spans_collections_and_databases() {
+    let server = start();
+    let admin = client(&server).database("admin");
+    let reply = admin
+        .run_command(doc! {
+            "bulkWrite": 1,
+            "ops": [
+                {"insert": 0, "document": {"_id": 1}},
+                {"insert": 1, "document": {"_id": 1}},
+                {"insert": 0, "document": {"_id": 1}},
+                {"update": 1, "filter": {"_id": 1}, "updateMods": {"$set": {"x": 1}}},
+            ],
+            "nsInfo": [{"ns": "a.c"}, {"ns": "b.c"}],
+            "ordered": false,
+        })
+        .run()
+        .unwrap();
+    assert_eq!(reply.get_i32("nInserted").unwrap(), 2);
+    assert_eq!(reply.get_i32("nErrors").unwrap(), 1);
+    assert_eq!(reply.get_i32("nModified").unwrap(), 1);
+    let results = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let failed = results
+        .iter()
+        .find(|r| r.as_document().unwrap().get_f64("ok").unwrap() == 0.0)
+        .unwrap();
+    assert_eq!(failed.as_document().unwrap().get_i32("idx").unwrap(), 2);
+}
