@@ -94,7 +94,7 @@ fn crud_through_the_driver_matches_what_was_written() {
         .unwrap();
     assert_eq!(before.unwrap().get_str("s").unwrap(), "item5");
     let mut distinct = c.distinct("k", doc! {"k": {"$lt": 3}}).run().unwrap();
-    distinct.sort_by_key(|v| v.as_i32());
+    distinct.sort_by_key(bson::Bson::as_i32);
     assert_eq!(
         distinct,
         vec![

@@ -69,7 +69,7 @@ fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
 }
 
 impl Credentials {
-    /// Derives the stored and server keys of `password` (SASLprep'd) with a new salt.
+    /// Derives the stored and server keys of `password` (after `SASLprep`) with a new salt.
     fn derive(password: &str) -> Result<Credentials, CommandError> {
         let prepared = stringprep::saslprep(password)
             .map_err(|e| CommandError::bad_value(format!("the password is not valid: {e}")))?;

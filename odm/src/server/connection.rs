@@ -156,7 +156,7 @@ fn respond(
             let db = match collection.strip_suffix(".$cmd") {
                 Some(db) => Ok(db.to_owned()),
                 None => Err(CommandError::new(
-                    ErrorCode::location(5739101),
+                    ErrorCode::location(5_739_101),
                     "OP_QUERY is no longer supported except for commands on `<db>.$cmd`",
                 )),
             };

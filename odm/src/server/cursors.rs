@@ -50,7 +50,7 @@ pub struct Cursors {
     next_id: AtomicI64,
     open: Mutex<HashMap<i64, Entry>>,
     buffered_bytes: AtomicUsize,
-    max_cursors: usize,
+    max_open: usize,
     max_bytes: usize,
     timeout: Duration,
 }
@@ -91,7 +91,7 @@ impl Cursors {
             next_id: AtomicI64::new((seed & 0x3fff_ffff_ffff_ffff).max(1)),
             open: Mutex::new(HashMap::new()),
             buffered_bytes: AtomicUsize::new(0),
-            max_cursors: config.max_cursors,
+            max_open: config.max_cursors,
             max_bytes: config.max_cursor_bytes,
             timeout: config.cursor_timeout,
         }
@@ -108,12 +108,12 @@ impl Cursors {
     }
 
     fn check_room(&self, bytes: usize) -> Result<(), CommandError> {
-        if self.open_count() >= self.max_cursors {
+        if self.open_count() >= self.max_open {
             return Err(CommandError::new(
                 ErrorCode::EXCEEDED_MEMORY_LIMIT,
                 format!(
                     "too many open cursors: the server keeps at most {}; close cursors or let them finish",
-                    self.max_cursors
+                    self.max_open
                 ),
             ));
         }

@@ -71,10 +71,10 @@ impl Default for Config {
             insecure_no_auth: false,
             tls: None,
             max_connections: 1000,
-            cursor_timeout: Duration::from_secs(600),
+            cursor_timeout: Duration::from_mins(10),
             max_cursors: 10_000,
             max_cursor_bytes: 1 << 30,
-            transaction_lifetime: Duration::from_secs(60),
+            transaction_lifetime: Duration::from_mins(1),
             compressors: compression::SUPPORTED.to_vec(),
             argv: vec!["odm".to_owned(), "serve".to_owned()],
         }

@@ -28,7 +28,7 @@ use super::Shared;
 use super::command::{CommandError, CommandResult, Ctx, Reply, Spec};
 
 /// A session unused this long is forgotten (MongoDB's `logicalSessionTimeoutMinutes`: 30).
-const SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+const SESSION_TIMEOUT: Duration = Duration::from_mins(30);
 
 /// The commands that may run inside a transaction.
 const IN_TRANSACTION: [&str; 13] = [

@@ -71,7 +71,7 @@ impl From<ErrorSnapshot> for CommandError {
             code_name: e.code_name,
             message: e.message,
             labels: Vec::new(),
-            extra: Document::new(),
+            extra: None,
         }
     }
 }
@@ -521,7 +521,7 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     ctx.db = saved_db;
     let docs = results
         .iter()
-        .map(|d| bson::RawDocumentBuf::try_from(d))
+        .map(bson::RawDocumentBuf::try_from)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
     let (batch, id) =
@@ -547,7 +547,9 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 
 fn bulk_error(index: usize, e: &CommandError) -> Document {
     let mut doc = doc! {"ok": 0.0, "idx": index as i32, "code": e.code, "codeName": &e.code_name, "errmsg": &e.message};
-    doc.extend(e.extra.clone());
+    if let Some(extra) = &e.extra {
+        doc.extend((**extra).clone());
+    }
     doc
 }
 
@@ -616,8 +618,7 @@ fn bulk_op(
             update_op(&statement)?
         }
         "delete" => {
-            let mut statement =
-                doc! {"q": filter()?, "limit": if args.flag("multi")? { 0 } else { 1 }};
+            let mut statement = doc! {"q": filter()?, "limit": i32::from(!args.flag("multi")?)};
             for key in ["hint", "collation"] {
                 if let Some(v) = op.get(key) {
                     statement.insert(key, v.clone());

@@ -79,15 +79,15 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         let agreed: Vec<&str> = ctx.conn.compressors.iter().map(|c| c.name()).collect();
         reply.insert("compression", agreed);
     }
-    if let Some(user) = args.str("saslSupportedMechs")? {
-        if crate::server::auth::user_exists(&ctx.server.storage, user) {
-            reply.insert("saslSupportedMechs", vec!["SCRAM-SHA-256"]);
-        }
+    if let Some(user) = args.str("saslSupportedMechs")?
+        && crate::server::auth::user_exists(&ctx.server.storage, user)
+    {
+        reply.insert("saslSupportedMechs", vec!["SCRAM-SHA-256"]);
     }
-    if let Some(first) = args.doc("speculativeAuthenticate")? {
-        if let Some(reply_doc) = crate::server::auth::speculative(ctx, first) {
-            reply.insert("speculativeAuthenticate", reply_doc);
-        }
+    if let Some(first) = args.doc("speculativeAuthenticate")?
+        && let Some(reply_doc) = crate::server::auth::speculative(ctx, first)
+    {
+        reply.insert("speculativeAuthenticate", reply_doc);
     }
     Ok(reply.into())
 }

@@ -137,7 +137,7 @@ pub fn list_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         if txn.collection_options(&collection).is_none() {
             return Err(CommandError::new(
                 ErrorCode::NAMESPACE_NOT_FOUND,
-                format!("ns does not exist: {}", collection),
+                format!("ns does not exist: {collection}"),
             ));
         }
         Ok(txn.list_indexes(&collection))

@@ -5,11 +5,17 @@
 //! `CommandNotFound` (59), never `ok: 1`; every error carries MongoDB's code and code name;
 //! write errors go in `writeErrors` with their index (see `crud`).
 
+// Every command has the table's signature, so some return `Ok` always.
+#[allow(clippy::unnecessary_wraps)]
 mod admin;
 mod args;
+#[allow(clippy::unnecessary_wraps)]
 mod crud;
-mod handshake;
+#[allow(clippy::unnecessary_wraps)]
+pub(crate) mod handshake;
+#[allow(clippy::unnecessary_wraps)]
 mod indexes;
+#[allow(clippy::unnecessary_wraps)]
 mod query;
 
 use bson::{Bson, Document, RawDocumentBuf};
@@ -55,7 +61,7 @@ pub struct CommandError {
     /// `errorLabels` (`TransientTransactionError`, ...).
     pub labels: Vec<String>,
     /// Further fields of the error (`keyPattern`, `keyValue`, ...).
-    pub extra: Document,
+    pub extra: Option<Box<Document>>,
 }
 
 impl CommandError {
@@ -65,7 +71,7 @@ impl CommandError {
             code_name: code.name(),
             message: message.into(),
             labels: Vec::new(),
-            extra: Document::new(),
+            extra: None,
         }
     }
 
@@ -73,6 +79,7 @@ impl CommandError {
         CommandError::new(ErrorCode::BAD_VALUE, message)
     }
 
+    #[must_use]
     pub fn with_label(mut self, label: &str) -> CommandError {
         self.labels.push(label.to_owned());
         self
@@ -89,7 +96,9 @@ impl CommandError {
         if !self.labels.is_empty() {
             doc.insert("errorLabels", self.labels.clone());
         }
-        doc.extend(self.extra.clone());
+        if let Some(extra) = &self.extra {
+            doc.extend((**extra).clone());
+        }
         doc
     }
 
@@ -101,7 +110,9 @@ impl CommandError {
             "code": self.code,
             "errmsg": &self.message,
         };
-        doc.extend(self.extra.clone());
+        if let Some(extra) = &self.extra {
+            doc.extend((**extra).clone());
+        }
         doc
     }
 }
@@ -119,7 +130,7 @@ impl From<odm_engine::Error> for CommandError {
             code_name: e.code_name(),
             message: e.to_string(),
             labels: Vec::new(),
-            extra: Document::new(),
+            extra: None,
         };
         if let odm_engine::Error::DuplicateKey {
             collection,
