@@ -1,0 +1,46 @@
+// Run by .ci/run through mongosh against `odm serve`: every step asserts what MongoDB answers,
+// and a failed assertion ends mongosh with a non-zero status.
+const coll = db.getSiblingDB("mongosh_check").items;
+coll.drop();
+
+const inserted = coll.insertMany([
+  { _id: 1, kind: "a", n: 5 },
+  { _id: 2, kind: "b", n: 7 },
+  { _id: 3, kind: "a", n: 9 },
+]);
+assert.strictEqual(Object.keys(inserted.insertedIds).length, 3);
+assert.strictEqual(coll.insertOne({ _id: 4, kind: "c", n: 1 }).insertedId, 4);
+
+const found = coll.find({ kind: "a" }).sort({ n: -1 }).toArray();
+assert.deepStrictEqual(found.map((d) => d._id), [3, 1]);
+
+const totals = coll
+  .aggregate([{ $group: { _id: "$kind", total: { $sum: "$n" } } }, { $sort: { _id: 1 } }])
+  .toArray();
+assert.deepStrictEqual(totals, [
+  { _id: "a", total: 14 },
+  { _id: "b", total: 7 },
+  { _id: "c", total: 1 },
+]);
+
+assert.strictEqual(coll.createIndex({ kind: 1, n: -1 }), "kind_1_n_-1");
+const indexes = coll.getIndexes().map((i) => i.name);
+assert.deepStrictEqual(indexes, ["_id_", "kind_1_n_-1"]);
+
+const plan = coll.find({ kind: "a" }).explain();
+assert.strictEqual(plan.queryPlanner.winningPlan.inputStage.indexName, "kind_1_n_-1");
+
+assert.strictEqual(coll.updateOne({ _id: 2 }, { $inc: { n: 1 } }).modifiedCount, 1);
+assert.strictEqual(coll.findOne({ _id: 2 }).n, 8);
+assert.strictEqual(coll.deleteMany({ kind: "a" }).deletedCount, 2);
+assert.strictEqual(coll.countDocuments(), 2);
+
+let duplicate = null;
+try {
+  coll.insertOne({ _id: 2 });
+} catch (e) {
+  duplicate = e.code;
+}
+assert.strictEqual(duplicate, 11000);
+
+print("mongosh script: every check passed");
