@@ -618,3 +618,97 @@ fn client_level_bulk_write_spans_collections_and_databases() {
         .unwrap();
     assert_eq!(failed.as_document().unwrap().get_i32("idx").unwrap(), 2);
 }
+
+#[test]
+fn what_the_server_does_not_do_is_refused_by_name() {
+    let server = start();
+    let client = client(&server);
+    let db = client.database("d");
+    let e = db
+        .run_command(doc! {"create": "capped", "capped": true, "size": 4096})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(238), "{e}");
+    db.collection::<Document>("c")
+        .insert_one(doc! {})
+        .run()
+        .unwrap();
+    let e = db
+        .run_command(doc! {"find": "c", "tailable": true})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(238), "{e}");
+    let e = client
+        .database("admin")
+        .run_command(doc! {"renameCollection": "d.c", "to": "other.c"})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(238), "{e}");
+    // A cursor belongs to its namespace.
+    db.collection::<Document>("c")
+        .insert_many((0..10).map(|i| doc! {"i": i}))
+        .run()
+        .unwrap();
+    let first = db
+        .run_command(doc! {"find": "c", "batchSize": 1})
+        .run()
+        .unwrap();
+    let id = first.get_document("cursor").unwrap().get_i64("id").unwrap();
+    let e = db
+        .run_command(doc! {"getMore": id, "collection": "elsewhere"})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&e), Some(13), "{e}");
+    // Nothing was created by the refusals.
+    assert_eq!(db.list_collection_names().run().unwrap(), vec!["c"]);
+    assert_eq!(client.list_database_names().run().unwrap(), vec!["d"]);
+}
+
+#[test]
+fn transactions_need_replica_set_mode() {
+    let server = start();
+    let lsid =
+        doc! {"id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] }};
+    let reply = exchange(
+        &server,
+        &op_msg(
+            &doc! {
+                "insert": "c", "documents": [{"_id": 1}], "$db": "d",
+                "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "startTransaction": true,
+            },
+            0,
+        ),
+    );
+    assert!(
+        String::from_utf8_lossy(&reply).contains("IllegalOperation"),
+        "{reply:?}"
+    );
+    assert_eq!(
+        client(&server)
+            .database("d")
+            .collection::<Document>("c")
+            .count_documents(doc! {})
+            .run()
+            .unwrap(),
+        0
+    );
+}
+
+#[test]
+fn connections_past_the_limit_are_closed() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            max_connections: 1,
+            ..Config::default()
+        },
+    );
+    let ping = op_msg(&doc! {"ping": 1, "$db": "admin"}, 0);
+    let mut first = TcpStream::connect(server.addr()).unwrap();
+    first.write_all(&ping).unwrap();
+    let mut header = [0u8; 16];
+    first.read_exact(&mut header).unwrap();
+    // The first connection is served; the second is closed unanswered.
+    assert!(exchange(&server, &ping).is_empty());
+    drop(first);
+}

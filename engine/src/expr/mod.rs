@@ -37,6 +37,17 @@ pub(crate) use eval::{Env, eval_in};
 pub use func::Func;
 pub(crate) use func::{accumulate_values, as_i64, type_alias};
 
+/// The type name MongoDB gives a value (`$type`'s, and its messages'): `int`, `object`, ...
+pub fn type_name(value: &Bson) -> &'static str {
+    type_alias(Some(value))
+}
+
+/// The whole number a numeric value holds: an int32, an int64, or a double or decimal without
+/// a fraction (MongoDB's rule for counts, limits and positions).
+pub fn whole_number(value: &Bson) -> Option<i64> {
+    as_i64(value)
+}
+
 /// A parsed expression; see the module documentation.
 #[derive(Debug, Clone)]
 pub enum Expr {

@@ -48,6 +48,20 @@ pub(crate) struct Decode<T> {
     pub(crate) id_field: Option<&'static str>,
 }
 
+impl Decode<RawDocumentBuf> {
+    /// Each result's bytes: stored ones as they are, projected ones encoded.
+    pub(crate) fn bytes() -> Self {
+        Decode {
+            raw: |_: &str, raw: &RawDocument, _| Ok(raw.to_owned()),
+            projected: |c: &str, doc: Document, _| {
+                RawDocumentBuf::try_from(&doc)
+                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
+            },
+            id_field: None,
+        }
+    }
+}
+
 enum Results<'c> {
     /// Candidates in result order, judged as they come.
     Streaming(Box<Candidates<'c>>),

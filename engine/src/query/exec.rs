@@ -58,15 +58,7 @@ impl ReadCollection<'_> {
         filter: &Document,
         options: &FindOptions,
     ) -> Result<Cursor<'c, bson::RawDocumentBuf>> {
-        let decode = Decode {
-            raw: |_: &str, raw: &bson::RawDocument, _| Ok(raw.to_owned()),
-            projected: |c: &str, doc: Document, _| {
-                bson::RawDocumentBuf::try_from(&doc)
-                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
-            },
-            id_field: None,
-        };
-        self.cursor(filter, options, decode)
+        self.cursor(filter, options, Decode::bytes())
     }
 
     /// [`ReadCollection::find`] decoding each result straight from the stored bytes into `T`

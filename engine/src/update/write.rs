@@ -186,6 +186,19 @@ pub enum OpResult {
     Deleted(u64),
 }
 
+/// A replacement document, refused when it holds update operators.
+fn replacement_of(replacement: Document) -> Result<Update> {
+    if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
+        return Err(error(
+            key,
+            "replace",
+            "a replacement document cannot hold update operators",
+        )
+        .into());
+    }
+    Ok(Update::Replacement(replacement))
+}
+
 /// A matched document: its encoded `_id` and its bytes.
 type Selected = (Vec<u8>, RawDocumentBuf);
 
@@ -231,15 +244,7 @@ impl WriteTxn<'_> {
         replacement: &Document,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
-            return Err(error(
-                key,
-                "replace",
-                "a replacement document cannot hold update operators",
-            )
-            .into());
-        }
-        let update = Update::Replacement(replacement.clone());
+        let update = replacement_of(replacement.clone())?;
         self.update_with(collection, filter, &update, options, Some(1))
     }
 
@@ -336,17 +341,7 @@ impl WriteTxn<'_> {
                     &scope,
                 )?)
             }
-            Modify::Replace(replacement) => {
-                if let Some(key) = replacement.keys().find(|k| k.starts_with('$')) {
-                    return Err(error(
-                        key,
-                        "replace",
-                        "a replacement document cannot hold update operators",
-                    )
-                    .into());
-                }
-                Some(Update::Replacement(replacement))
-            }
+            Modify::Replace(replacement) => Some(replacement_of(replacement)?),
             Modify::Delete => None,
         };
         self.modify_first(collection, filter, update.as_ref(), options)
@@ -392,25 +387,9 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        // The index tables must hold this transaction's buffered changes before they are read.
-        self.flush_index_writes_of(meta.id)?;
-        let plan = choose_plan(
-            &meta,
-            &self.db.shared.plan_cache,
-            &query.filter,
-            query.sort.as_ref(),
-            options.hint.as_ref(),
-        )?;
+        let plan = self.plan_over_own_writes(&meta, &query, options.hint.as_ref())?;
         let view = WriteView::open(&self.txn, meta.clone())?;
-        let decode = Decode {
-            raw: |_: &str, raw: &bson::RawDocument, _| Ok(raw.to_owned()),
-            projected: |c: &str, doc: Document, _| {
-                RawDocumentBuf::try_from(&doc)
-                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
-            },
-            id_field: None,
-        };
-        Cursor::new(&view, plan, query, decode)?.collect()
+        Cursor::new(&view, plan, query, Decode::bytes())?.collect()
     }
 
     /// The first document matching `filter` in `sort` order; see [`WriteTxn::find`].
@@ -526,24 +505,6 @@ impl WriteTxn<'_> {
         keep: impl Fn(Vec<u8>, RawDocumentBuf) -> S,
         work: impl FnOnce(&mut Writer<'_>, Vec<S>) -> Result<R>,
     ) -> Result<R> {
-        // The index tables must hold this transaction's buffered changes before they are read.
-        self.flush_index_writes_of(meta.id)?;
-        let plan = choose_plan(
-            meta,
-            &self.db.shared.plan_cache,
-            filter,
-            sort.as_ref(),
-            hint,
-        )?;
-        let view = WriteView::open(&self.txn, meta.clone())?;
-        let decode = Decode {
-            raw: |_: &str, raw: &bson::RawDocument, _| Ok(raw.to_owned()),
-            projected: |c: &str, doc: Document, _| {
-                RawDocumentBuf::try_from(&doc)
-                    .map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
-            },
-            id_field: None,
-        };
         let query = Query {
             filter: filter.clone(),
             sort,
@@ -551,8 +512,10 @@ impl WriteTxn<'_> {
             skip: 0,
             limit,
         };
+        let plan = self.plan_over_own_writes(meta, &query, hint)?;
+        let view = WriteView::open(&self.txn, meta.clone())?;
         let mut selected = Vec::new();
-        for doc in Cursor::new(&view, plan, query, decode)? {
+        for doc in Cursor::new(&view, plan, query, Decode::bytes())? {
             let doc = doc?;
             let id = doc.get("_id").ok().flatten().ok_or_else(|| {
                 Error::corrupt(
@@ -567,6 +530,24 @@ impl WriteTxn<'_> {
         let newly_multikey = writer.finish();
         self.mark_multikey(&meta.name, &newly_multikey);
         result
+    }
+
+    /// The plan of `query` over this transaction's tables, once they hold its buffered index
+    /// changes (a read must see the transaction's own writes).
+    fn plan_over_own_writes(
+        &mut self,
+        meta: &Arc<CollectionMeta>,
+        query: &Query,
+        hint: Option<&Bson>,
+    ) -> Result<crate::query::Plan> {
+        self.flush_index_writes_of(meta.id)?;
+        choose_plan(
+            meta,
+            &self.db.shared.plan_cache,
+            &query.filter,
+            query.sort.as_ref(),
+            hint,
+        )
     }
 
     fn update_with(

@@ -13,7 +13,7 @@
 //! that may hold any holds at least one, however large.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -47,7 +47,6 @@ pub struct Batch {
 /// The open cursors of a server.
 #[derive(Debug)]
 pub struct Cursors {
-    next_id: AtomicI64,
     open: Mutex<HashMap<i64, Entry>>,
     buffered_bytes: AtomicUsize,
     max_open: usize,
@@ -81,14 +80,7 @@ struct Live {
 
 impl Cursors {
     pub fn new(config: &Config) -> Cursors {
-        // Ids start at a random point so that they are not guessed from one another's.
-        let seed = i64::from_le_bytes(
-            bson::oid::ObjectId::new().bytes()[4..12]
-                .try_into()
-                .unwrap_or([1; 8]),
-        );
         Cursors {
-            next_id: AtomicI64::new((seed & 0x3fff_ffff_ffff_ffff).max(1)),
             open: Mutex::new(HashMap::new()),
             buffered_bytes: AtomicUsize::new(0),
             max_open: config.max_cursors,
@@ -129,9 +121,23 @@ impl Cursors {
         Ok(())
     }
 
-    fn insert(&self, ns: String, source: Source) -> i64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(
+    /// Keeps a cursor under a random id, as MongoDB's are: positive, never 0 (which means
+    /// "no cursor"), unused.
+    fn insert(&self, ns: String, source: Source) -> Result<i64, CommandError> {
+        let mut open = self.lock();
+        let id = loop {
+            let random = getrandom::u64().map_err(|e| {
+                CommandError::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("no randomness for a cursor id: {e}"),
+                )
+            })?;
+            let id = (random >> 1) as i64;
+            if id != 0 && !open.contains_key(&id) {
+                break id;
+            }
+        };
+        open.insert(
             id,
             Entry {
                 ns,
@@ -139,7 +145,7 @@ impl Cursors {
                 source,
             },
         );
-        id
+        Ok(id)
     }
 
     /// Keeps results computed in advance (inside a transaction); the first batch is taken from
@@ -158,7 +164,7 @@ impl Cursors {
         let bytes = docs.iter().map(|d| d.as_bytes().len()).sum();
         self.check_room(bytes)?;
         self.buffered_bytes.fetch_add(bytes, Ordering::Relaxed);
-        Ok((batch, self.insert(ns, Source::Buffered { docs, bytes })))
+        Ok((batch, self.insert(ns, Source::Buffered { docs, bytes })?))
     }
 
     /// Runs a query on a cursor thread of its own; the first batch and the cursor id (0 when
@@ -189,7 +195,7 @@ impl Cursors {
         if first.exhausted {
             return Ok((first.docs, 0));
         }
-        let id = self.insert(ns, Source::Live(Live { requests, batches }));
+        let id = self.insert(ns, Source::Live(Live { requests, batches }))?;
         Ok((first.docs, id))
     }
 
@@ -426,7 +432,7 @@ pub(super) fn start_reaper(shared: &Arc<Shared>) -> Option<std::thread::JoinHand
             while !shared.is_stopping() {
                 std::thread::sleep(Duration::from_millis(500));
                 shared.cursors.reap();
-                shared.sessions.expire(&shared);
+                shared.sessions.expire();
             }
         })
         .ok()

@@ -24,7 +24,6 @@ use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::query::FindOptions;
 use odm_engine::{Database, ErrorCode, ReadTxn, WriteTxn};
 
-use super::Shared;
 use super::command::{CommandError, CommandResult, Ctx, Reply, Spec};
 
 /// A session unused this long is forgotten (MongoDB's `logicalSessionTimeoutMinutes`: 30).
@@ -74,17 +73,26 @@ impl std::fmt::Debug for Message {
 }
 
 impl Transaction {
-    fn start(db: Arc<Database>, name: String, lifetime: Duration) -> Arc<Transaction> {
+    fn start(
+        db: Arc<Database>,
+        name: String,
+        lifetime: Duration,
+    ) -> Result<Arc<Transaction>, CommandError> {
         let (jobs, incoming) = sync_channel::<Message>(1);
         let deadline = Instant::now() + lifetime;
         std::thread::Builder::new()
             .name("odm-transaction".into())
             .spawn(move || transaction_thread(&db, &incoming, deadline))
-            .ok();
-        Arc::new(Transaction {
+            .map_err(|e| {
+                CommandError::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("cannot start a transaction: {e}"),
+                )
+            })?;
+        Ok(Arc::new(Transaction {
             db: name,
             jobs: Mutex::new(Some(jobs)),
-        })
+        }))
     }
 
     fn sender(&self) -> Option<SyncSender<Message>> {
@@ -195,6 +203,16 @@ struct Session {
     last_used: Instant,
 }
 
+impl Session {
+    fn new() -> Session {
+        Session {
+            txn_number: -1,
+            state: State::None,
+            last_used: Instant::now(),
+        }
+    }
+}
+
 /// The sessions the server has seen, by their `lsid.id`.
 #[derive(Debug, Default)]
 pub struct Sessions {
@@ -216,7 +234,7 @@ impl Sessions {
     }
 
     /// Ends a session: its open transaction is aborted.
-    pub fn end(&self, _server: &Shared, lsid: &Document) {
+    pub fn end(&self, lsid: &Document) {
         let Some(key) = session_key(lsid) else { return };
         if let Some(session) = self.lock().remove(&key)
             && let State::Active(txn) = session.state
@@ -225,7 +243,7 @@ impl Sessions {
         }
     }
 
-    pub fn end_all(&self, _server: &Shared) {
+    pub fn end_all(&self) {
         for (_, session) in self.lock().drain() {
             if let State::Active(txn) = session.state {
                 txn.abort();
@@ -234,7 +252,7 @@ impl Sessions {
     }
 
     /// Forgets sessions unused past the session timeout.
-    pub fn expire(&self, _server: &Shared) {
+    pub fn expire(&self) {
         let now = Instant::now();
         self.lock().retain(|_, s| {
             let keep = now.duration_since(s.last_used) < SESSION_TIMEOUT;
@@ -275,11 +293,7 @@ fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
             "autocommit may only be false (and then names a transaction)",
         ));
     }
-    let key = match command.get("lsid") {
-        Some(Bson::Document(lsid)) => session_key(lsid),
-        _ => None,
-    }
-    .ok_or_else(|| {
+    let key = lsid_key(command).ok_or_else(|| {
         CommandError::new(
             ErrorCode::INVALID_OPTIONS,
             "a transaction needs a session (lsid)",
@@ -301,18 +315,12 @@ fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
 
 /// Runs a command, inside its transaction when it names one.
 pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> CommandResult {
-    if let Some(Bson::Document(lsid)) = command.get("lsid")
-        && let Some(key) = session_key(lsid)
-    {
+    if let Some(key) = lsid_key(command) {
         ctx.server
             .sessions
             .lock()
             .entry(key)
-            .or_insert_with(|| Session {
-                txn_number: -1,
-                state: State::None,
-                last_used: Instant::now(),
-            })
+            .or_insert_with(Session::new)
             .last_used = Instant::now();
     }
     let Some(fields) = txn_fields(command)? else {
@@ -387,11 +395,7 @@ fn enter(
     let mut sessions = ctx.server.sessions.lock();
     let session = sessions
         .entry(fields.key.clone())
-        .or_insert_with(|| Session {
-            txn_number: -1,
-            state: State::None,
-            last_used: Instant::now(),
-        });
+        .or_insert_with(Session::new);
     if fields.number < session.txn_number {
         return Err(CommandError::new(
             ErrorCode::TRANSACTION_TOO_OLD,
@@ -415,7 +419,7 @@ fn enter(
             old.abort();
         }
         let db = ctx.server.storage.get_or_create(&ctx.db)?;
-        let txn = Transaction::start(db, ctx.db.clone(), ctx.server.config.transaction_lifetime);
+        let txn = Transaction::start(db, ctx.db.clone(), ctx.server.config.transaction_lifetime)?;
         session.txn_number = fields.number;
         session.state = State::Active(txn.clone());
         return Ok(Some(txn));

@@ -1,11 +1,11 @@
 //! Databases and collections: `listDatabases`, `listCollections`, `create`, `drop`,
 //! `dropDatabase`, `renameCollection`, `collStats`, `dbStats`, `validate`.
 
-use bson::{Bson, Document, RawDocumentBuf, doc};
+use bson::{Bson, Document, doc};
 use odm_engine::ErrorCode;
 use odm_engine::query::Filter;
 
-use super::{Args, CommandError, CommandResult, Ctx, check_collection_name, collection_name};
+use super::{Args, CommandError, CommandResult, Ctx, collection_name};
 use crate::server::session;
 
 /// Keeps the documents a `filter` argument matches (MongoDB's listing commands take one).
@@ -16,8 +16,7 @@ fn filtered(docs: Vec<Document>, filter: Option<&Document>) -> Result<Vec<Docume
     let filter = Filter::parse(filter).map_err(odm_engine::Error::from)?;
     let mut kept = Vec::new();
     for doc in docs {
-        let raw = RawDocumentBuf::try_from(&doc)
-            .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
+        let raw = super::encode(&doc)?;
         if filter.try_matches(&raw).map_err(odm_engine::Error::from)? {
             kept.push(doc);
         }
@@ -85,13 +84,7 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
         .and_then(|c| c.get("batchSize"))
         .and_then(super::args::whole_number)
         .map_or(usize::MAX, |n| n.max(0) as usize);
-    let raw = docs
-        .iter()
-        .map(RawDocumentBuf::try_from)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-    let (batch, id) = ctx.server.cursors.buffered(ns.clone(), raw, first)?;
-    Ok(super::query::cursor_reply(id, &ns, true, batch))
+    super::query::buffered_reply(ctx, &ns, &docs, first)
 }
 
 /// `create` options this server does not implement: refused rather than ignored.
@@ -164,19 +157,6 @@ pub fn drop_database(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
     Ok(doc! {"dropped": ctx.db.clone()}.into())
 }
 
-/// Splits `db.collection`.
-fn split_ns(ns: &str) -> Result<(&str, &str), CommandError> {
-    let (db, coll) = ns.split_once('.').ok_or_else(|| {
-        CommandError::new(
-            ErrorCode::INVALID_NAMESPACE,
-            format!("Invalid namespace specified '{ns}'"),
-        )
-    })?;
-    crate::server::storage::check_name(db)?;
-    check_collection_name(coll)?;
-    Ok((db, coll))
-}
-
 pub fn rename_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "renameCollection");
     if ctx.db != "admin" {
@@ -188,8 +168,8 @@ pub fn rename_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult
     let from = args.required_str("renameCollection")?;
     let to = args.required_str("to")?;
     let drop_target = args.flag("dropTarget")?;
-    let (from_db, from_coll) = split_ns(from)?;
-    let (to_db, to_coll) = split_ns(to)?;
+    let (from_db, from_coll) = super::split_namespace(from)?;
+    let (to_db, to_coll) = super::split_namespace(to)?;
     if from_db != to_db {
         return Err(CommandError::new(
             ErrorCode::NOT_IMPLEMENTED,

@@ -6,38 +6,15 @@ use odm_engine::ErrorCode;
 
 use super::CommandError;
 
+/// MongoDB's names for types and its rule for whole numbers, as the engine has them.
+pub use odm_engine::expr::{type_name, whole_number};
+
 /// A command's document, read argument by argument.
 #[derive(Debug, Clone, Copy)]
 pub struct Args<'d> {
     pub doc: &'d Document,
     /// The command's name, for messages.
     pub command: &'static str,
-}
-
-pub fn type_name(value: &Bson) -> &'static str {
-    match value {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::DbPointer(_) => "dbPointer",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::Symbol(_) => "symbol",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
-    }
 }
 
 impl<'d> Args<'d> {
@@ -113,6 +90,13 @@ impl<'d> Args<'d> {
             .map(Some)
     }
 
+    /// An array of documents, copied out of the command.
+    pub fn owned_documents(&self, name: &str) -> Result<Option<Vec<Document>>, CommandError> {
+        Ok(self
+            .documents(name)?
+            .map(|docs| docs.into_iter().cloned().collect()))
+    }
+
     /// A boolean; MongoDB's command parsers also take numbers (non-zero is true).
     pub fn bool(&self, name: &str) -> Result<Option<bool>, CommandError> {
         match self.doc.get(name) {
@@ -149,15 +133,5 @@ impl<'d> Args<'d> {
                 format!("BSON field '{name}' value must be >= 0, actual value '{n}'"),
             )),
         }
-    }
-}
-
-pub fn whole_number(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(n) => Some(i64::from(*n)),
-        Bson::Int64(n) => Some(*n),
-        Bson::Double(d) if d.fract() == 0.0 && d.is_finite() && d.abs() < 9.2e18 => Some(*d as i64),
-        Bson::Decimal128(d) => d.to_string().parse::<i64>().ok(),
-        _ => None,
     }
 }

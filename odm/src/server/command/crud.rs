@@ -27,53 +27,8 @@ fn check_batch(len: usize, field: &str) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// The write errors of a bulk result, by statement index.
-fn write_errors(result: &BulkResult) -> Vec<Document> {
-    result
-        .failures
-        .iter()
-        .map(|(i, e)| write_error(*i, e))
-        .collect()
-}
-
 fn write_error(index: usize, e: &odm_engine::Error) -> Document {
-    CommandError::from(clone_error(e)).to_write_error(index)
-}
-
-/// Engine errors are not `Clone`; a write error needs only what the reply shows.
-fn clone_error(e: &odm_engine::Error) -> ErrorSnapshot {
-    ErrorSnapshot {
-        code: e.code(),
-        code_name: e.code_name(),
-        message: match e {
-            odm_engine::Error::DuplicateKey {
-                collection,
-                index,
-                key,
-            } => format!(
-                "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
-            ),
-            other => other.to_string(),
-        },
-    }
-}
-
-struct ErrorSnapshot {
-    code: i32,
-    code_name: String,
-    message: String,
-}
-
-impl From<ErrorSnapshot> for CommandError {
-    fn from(e: ErrorSnapshot) -> CommandError {
-        CommandError {
-            code: e.code,
-            code_name: e.code_name,
-            message: e.message,
-            labels: Vec::new(),
-            extra: None,
-        }
-    }
+    CommandError::from_engine(e).to_write_error(index)
 }
 
 /// Runs write operations on one collection of the command's database; the bulk result.
@@ -91,8 +46,7 @@ fn run_ops(
     })
 }
 
-fn with_write_errors(mut reply: Document, result: &BulkResult) -> Reply {
-    let errors = write_errors(result);
+fn with_write_errors(mut reply: Document, errors: Vec<Document>) -> Reply {
     if !errors.is_empty() {
         reply.insert("writeErrors", errors);
     }
@@ -113,9 +67,14 @@ pub fn insert(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .collect();
     let result = run_ops(ctx, &collection, ops, ordered, None)?;
     Stats::add(&ctx.server.stats.op_insert, result.inserted);
+    let errors = result
+        .failures
+        .iter()
+        .map(|(i, e)| write_error(*i, e))
+        .collect();
     Ok(with_write_errors(
         doc! {"n": result.inserted as i32},
-        &result,
+        errors,
     ))
 }
 
@@ -148,12 +107,6 @@ fn is_replacement(update: &UpdateModifications) -> bool {
     matches!(update, UpdateModifications::Document(d) if d.keys().next().is_none_or(|k| !k.starts_with('$')))
 }
 
-fn hint_of(args: &Args<'_>) -> Option<Bson> {
-    args.get("hint")
-        .filter(|h| matches!(h, Bson::String(_) | Bson::Document(_)))
-        .cloned()
-}
-
 /// An update statement (`{q, u, upsert, multi, arrayFilters, hint, collation, sort, c}`).
 fn update_op(statement: &Document) -> Result<WriteOp, CommandError> {
     let args = Args::new(statement, "update");
@@ -162,13 +115,8 @@ fn update_op(statement: &Document) -> Result<WriteOp, CommandError> {
     let multi = args.flag("multi")?;
     let options = UpdateOptions {
         upsert: args.flag("upsert")?,
-        array_filters: args
-            .documents("arrayFilters")?
-            .unwrap_or_default()
-            .into_iter()
-            .cloned()
-            .collect(),
-        hint: hint_of(&args),
+        array_filters: args.owned_documents("arrayFilters")?.unwrap_or_default(),
+        hint: super::query::hint(&args)?,
         sort: args.doc("sort")?.cloned(),
         stop_at_first_error: false,
         let_vars: args.doc("c")?.cloned(),
@@ -210,7 +158,7 @@ fn delete_op(statement: &Document) -> Result<WriteOp, CommandError> {
     let args = Args::new(statement, "delete");
     let filter = args.doc("q")?.ok_or_else(|| args.missing("q"))?.clone();
     let options = DeleteOptions {
-        hint: hint_of(&args),
+        hint: super::query::hint(&args)?,
         let_vars: None,
         collation: args.doc("collation")?.cloned(),
     };
@@ -251,22 +199,28 @@ fn parse_statements(
     (ops, positions, errors)
 }
 
-/// Runs parsed statements; the result with positions mapped back to statement indexes, and
-/// every write error, parse errors included, in index order.
+/// Runs the statements of an `update` or `delete` command (`field`: `updates` or `deletes`);
+/// the result with positions mapped back to statement indexes, and every write error, parse
+/// errors included, in index order (only the first in an ordered command).
 fn run_statements(
     ctx: &mut Ctx<'_>,
-    collection: &str,
-    statements: Vec<&Document>,
-    ordered: bool,
-    let_vars: Option<Document>,
+    command: &Document,
+    name: &'static str,
+    field: &str,
     parse: fn(&Document) -> Result<WriteOp, CommandError>,
 ) -> Result<(BulkResult, Vec<Document>), CommandError> {
+    let args = Args::new(command, name);
+    let collection = collection_name(command, name)?.to_owned();
+    let statements = args.documents(field)?.ok_or_else(|| args.missing(field))?;
+    check_batch(statements.len(), "ops")?;
+    let ordered = args.bool("ordered")?.unwrap_or(true);
+    let let_vars = args.doc("let")?.cloned();
     let (ops, positions, mut errors) = parse_statements(statements, ordered, parse);
     // An ordered command runs the statements before the first that does not parse.
     let result = if ops.is_empty() {
         BulkResult::default()
     } else {
-        let mut result = run_ops(ctx, collection, ops, ordered, let_vars)?;
+        let mut result = run_ops(ctx, &collection, ops, ordered, let_vars)?;
         for (i, _) in &mut result.upserted_ids {
             *i = positions[*i];
         }
@@ -281,25 +235,15 @@ fn run_statements(
         );
         result
     };
-    if ordered && errors.len() > 1 {
-        errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
+    errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
+    if ordered {
         errors.truncate(1);
     }
-    errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
     Ok((result, errors))
 }
 
 pub fn update(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    let args = Args::new(command, "update");
-    let collection = collection_name(command, "update")?.to_owned();
-    let statements = args
-        .documents("updates")?
-        .ok_or_else(|| args.missing("updates"))?;
-    check_batch(statements.len(), "ops")?;
-    let ordered = args.bool("ordered")?.unwrap_or(true);
-    let let_vars = args.doc("let")?.cloned();
-    let (result, errors) =
-        run_statements(ctx, &collection, statements, ordered, let_vars, update_op)?;
+    let (result, errors) = run_statements(ctx, command, "update", "updates", update_op)?;
     Stats::add(
         &ctx.server.stats.op_update,
         result.matched + result.upserted,
@@ -316,29 +260,13 @@ pub fn update(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             .collect();
         reply.insert("upserted", upserted);
     }
-    if !errors.is_empty() {
-        reply.insert("writeErrors", errors);
-    }
-    Ok(reply.into())
+    Ok(with_write_errors(reply, errors))
 }
 
 pub fn delete(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    let args = Args::new(command, "delete");
-    let collection = collection_name(command, "delete")?.to_owned();
-    let statements = args
-        .documents("deletes")?
-        .ok_or_else(|| args.missing("deletes"))?;
-    check_batch(statements.len(), "ops")?;
-    let ordered = args.bool("ordered")?.unwrap_or(true);
-    let let_vars = args.doc("let")?.cloned();
-    let (result, errors) =
-        run_statements(ctx, &collection, statements, ordered, let_vars, delete_op)?;
+    let (result, errors) = run_statements(ctx, command, "delete", "deletes", delete_op)?;
     Stats::add(&ctx.server.stats.op_delete, result.deleted);
-    let mut reply = doc! {"n": result.deleted as i32};
-    if !errors.is_empty() {
-        reply.insert("writeErrors", errors);
-    }
-    Ok(reply.into())
+    Ok(with_write_errors(doc! {"n": result.deleted as i32}, errors))
 }
 
 pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -388,13 +316,8 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         } else {
             ReturnDocument::Before
         },
-        array_filters: args
-            .documents("arrayFilters")?
-            .unwrap_or_default()
-            .into_iter()
-            .cloned()
-            .collect(),
-        hint: hint_of(&args),
+        array_filters: args.owned_documents("arrayFilters")?.unwrap_or_default(),
+        hint: super::query::hint(&args)?,
         let_vars: args.doc("let")?.cloned(),
         collation: args.doc("collation")?.cloned(),
     };
@@ -445,68 +368,36 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .iter()
         .map(|info| {
             let ns = Args::new(info, "bulkWrite").required_str("ns")?;
-            let (db, coll) = ns.split_once('.').ok_or_else(|| {
-                CommandError::new(
-                    ErrorCode::INVALID_NAMESPACE,
-                    format!("Invalid namespace '{ns}'"),
-                )
-            })?;
-            crate::server::storage::check_name(db)?;
-            super::check_collection_name(coll)?;
+            let (db, coll) = super::split_namespace(ns)?;
             Ok((db.to_owned(), coll.to_owned()))
         })
         .collect::<Result<Vec<_>, CommandError>>()?;
-    // Each operation: its database, collection, and engine operation.
-    let mut parsed: Vec<Result<(usize, String, WriteOp), CommandError>> = Vec::new();
-    for op in &ops {
-        parsed.push(bulk_op(op, &namespaces));
-    }
     let mut results: Vec<Document> = Vec::new();
     let mut counts = BulkResult::default();
     let mut n_errors = 0usize;
     let saved_db = ctx.db.clone();
-    let mut i = 0;
-    while i < parsed.len() {
-        let (db, coll, op) = match &parsed[i] {
-            Err(e) => {
-                n_errors += 1;
-                results.push(bulk_error(i, e));
-                i += 1;
-                if ordered {
-                    break;
-                }
-                continue;
+    for (i, op) in ops.iter().enumerate() {
+        // Each operation in a transaction of its database's, so that the ones before a failure
+        // stay written, as in MongoDB.
+        let outcome = bulk_op(op, &namespaces).and_then(|(ns, op)| {
+            let (db, collection) = &namespaces[ns];
+            ctx.db.clone_from(db);
+            let result = run_ops(ctx, collection, vec![op], true, let_vars.clone())?;
+            match result.failures.first() {
+                Some((_, e)) => Err(CommandError::from_engine(e)),
+                None => Ok(result),
             }
-            Ok((ns, _, _)) => {
-                let (db, coll) = &namespaces[*ns];
-                let Ok((_, _, op)) =
-                    std::mem::replace(&mut parsed[i], Err(CommandError::bad_value("taken")))
-                else {
-                    unreachable!("matched Ok")
-                };
-                (db.clone(), coll.clone(), op)
-            }
-        };
-        ctx.db = db;
-        let outcome = run_ops(ctx, &coll, vec![op], true, let_vars.clone());
+        });
         match outcome {
             Ok(result) => {
-                if let Some((_, e)) = result.failures.first() {
-                    n_errors += 1;
-                    results.push(bulk_error(i, &CommandError::from(clone_error(e))));
-                    if ordered {
-                        break;
-                    }
-                } else {
-                    if !errors_only {
-                        results.push(bulk_success(i, &result));
-                    }
-                    counts.inserted += result.inserted;
-                    counts.matched += result.matched;
-                    counts.modified += result.modified;
-                    counts.deleted += result.deleted;
-                    counts.upserted += result.upserted;
+                if !errors_only {
+                    results.push(bulk_success(i, &result));
                 }
+                counts.inserted += result.inserted;
+                counts.matched += result.matched;
+                counts.modified += result.modified;
+                counts.deleted += result.deleted;
+                counts.upserted += result.upserted;
             }
             Err(e) => {
                 n_errors += 1;
@@ -516,19 +407,10 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 }
             }
         }
-        i += 1;
     }
     ctx.db = saved_db;
-    let docs = results
-        .iter()
-        .map(bson::RawDocumentBuf::try_from)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-    let (batch, id) =
-        ctx.server
-            .cursors
-            .buffered("admin.$cmd.bulkWrite".to_owned(), docs, usize::MAX)?;
-    let Reply::Raw(mut reply) = super::query::cursor_reply(id, "admin.$cmd.bulkWrite", true, batch)
+    let Reply::Raw(mut reply) =
+        super::query::buffered_reply(ctx, "admin.$cmd.bulkWrite", &results, usize::MAX)?
     else {
         unreachable!("cursor replies are raw")
     };
@@ -582,7 +464,7 @@ fn bulk_success(index: usize, result: &BulkResult) -> Document {
 fn bulk_op(
     op: &Document,
     namespaces: &[(String, String)],
-) -> Result<(usize, String, WriteOp), CommandError> {
+) -> Result<(usize, WriteOp), CommandError> {
     let args = Args::new(op, "bulkWrite.ops");
     let kind = op.keys().next().map_or("", String::as_str);
     let ns = match op.get(kind).and_then(super::args::whole_number) {
@@ -593,7 +475,6 @@ fn bulk_op(
             )));
         }
     };
-    let collection = namespaces[ns].1.clone();
     let filter = || args.doc("filter").map(|f| f.cloned().unwrap_or_default());
     let op = match kind {
         "insert" => WriteOp::InsertOne(
@@ -633,5 +514,5 @@ fn bulk_op(
             ));
         }
     };
-    Ok((ns, collection, op))
+    Ok((ns, op))
 }

@@ -290,7 +290,7 @@ pub fn end_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 pub fn kill_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let name = command.keys().next().map_or("killSessions", String::as_str);
     if name == "killAllSessions" {
-        ctx.server.sessions.end_all(ctx.server);
+        ctx.server.sessions.end_all();
         return Ok(Document::new().into());
     }
     end_listed(ctx, command, "killSessions")
@@ -300,7 +300,7 @@ fn end_listed(ctx: &mut Ctx<'_>, command: &Document, name: &'static str) -> Comm
     let args = Args::new(command, name);
     let ids = args.documents(name)?.unwrap_or_default();
     for lsid in ids {
-        ctx.server.sessions.end(ctx.server, lsid);
+        ctx.server.sessions.end(lsid);
     }
     Ok(Document::new().into())
 }

@@ -148,13 +148,8 @@ pub fn list_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             format!("ns does not exist: {ns}"),
         ));
     };
-    let docs = specs
-        .iter()
-        .map(|s| bson::RawDocumentBuf::try_from(&spec_to_document(s)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
-    let (batch, id) = ctx.server.cursors.buffered(ns.clone(), docs, usize::MAX)?;
-    Ok(super::query::cursor_reply(id, &ns, true, batch))
+    let docs: Vec<Document> = specs.iter().map(spec_to_document).collect();
+    super::query::buffered_reply(ctx, &ns, &docs, usize::MAX)
 }
 
 pub fn drop_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {

@@ -123,30 +123,47 @@ impl std::fmt::Display for CommandError {
     }
 }
 
-impl From<odm_engine::Error> for CommandError {
-    fn from(e: odm_engine::Error) -> CommandError {
-        let mut error = CommandError {
+impl CommandError {
+    /// The engine's error as MongoDB reports the condition (its code, and for a duplicate key
+    /// MongoDB's `E11000` message).
+    pub fn from_engine(e: &odm_engine::Error) -> CommandError {
+        let message = match e {
+            odm_engine::Error::DuplicateKey {
+                collection,
+                index,
+                key,
+            } => format!(
+                "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
+            ),
+            other => other.to_string(),
+        };
+        CommandError {
             code: e.code(),
             code_name: e.code_name(),
-            message: e.to_string(),
+            message,
             labels: Vec::new(),
             extra: None,
-        };
-        if let odm_engine::Error::DuplicateKey {
-            collection,
-            index,
-            key,
-        } = &e
-        {
-            error.message = format!(
-                "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
-            );
         }
-        error
+    }
+}
+
+impl From<odm_engine::Error> for CommandError {
+    fn from(e: odm_engine::Error) -> CommandError {
+        CommandError::from_engine(&e)
     }
 }
 
 pub type CommandResult = Result<Reply, CommandError>;
+
+/// A document as the bytes a reply carries.
+pub fn encode(doc: &Document) -> Result<RawDocumentBuf, CommandError> {
+    RawDocumentBuf::try_from(doc).map_err(|e| {
+        CommandError::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("cannot encode a result: {e}"),
+        )
+    })
+}
 
 /// What a command may use: the server, its connection, and the database it names (`$db`).
 #[derive(Debug)]
@@ -171,14 +188,17 @@ pub enum Access {
 #[derive(Debug)]
 pub struct Spec {
     pub name: &'static str,
-    pub run: fn(&mut Ctx<'_>, &Document) -> CommandResult,
+    pub run: Run,
     pub access: Access,
     /// Commands whose requests and replies are never compressed (the handshake and
     /// authentication, as the compression specification lists them).
     pub uncompressed: bool,
 }
 
-const fn open(name: &'static str, run: fn(&mut Ctx<'_>, &Document) -> CommandResult) -> Spec {
+type Run = fn(&mut Ctx<'_>, &Document) -> CommandResult;
+
+/// The handshake and authentication: open to anyone, never compressed.
+const fn opening(name: &'static str, run: Run) -> Spec {
     Spec {
         name,
         run,
@@ -187,7 +207,17 @@ const fn open(name: &'static str, run: fn(&mut Ctx<'_>, &Document) -> CommandRes
     }
 }
 
-const fn cmd(name: &'static str, run: fn(&mut Ctx<'_>, &Document) -> CommandResult) -> Spec {
+/// Open to anyone before authentication, compressed like any command.
+const fn public(name: &'static str, run: Run) -> Spec {
+    Spec {
+        name,
+        run,
+        access: Access::Anyone,
+        uncompressed: false,
+    }
+}
+
+const fn cmd(name: &'static str, run: Run) -> Spec {
     Spec {
         name,
         run,
@@ -198,36 +228,16 @@ const fn cmd(name: &'static str, run: fn(&mut Ctx<'_>, &Document) -> CommandResu
 
 /// Every command, by the name its document starts with.
 pub static COMMANDS: &[Spec] = &[
-    open("hello", handshake::hello),
-    open("isMaster", handshake::hello),
-    open("ismaster", handshake::hello),
-    open("saslStart", super::auth::sasl_start),
-    open("saslContinue", super::auth::sasl_continue),
-    Spec {
-        access: Access::Anyone,
-        uncompressed: false,
-        ..cmd("ping", handshake::ping)
-    },
-    Spec {
-        access: Access::Anyone,
-        uncompressed: false,
-        ..cmd("buildInfo", handshake::build_info)
-    },
-    Spec {
-        access: Access::Anyone,
-        uncompressed: false,
-        ..cmd("buildinfo", handshake::build_info)
-    },
-    Spec {
-        access: Access::Anyone,
-        uncompressed: false,
-        ..cmd("endSessions", handshake::end_sessions)
-    },
-    Spec {
-        access: Access::Anyone,
-        uncompressed: false,
-        ..cmd("logout", super::auth::logout)
-    },
+    opening("hello", handshake::hello),
+    opening("isMaster", handshake::hello),
+    opening("ismaster", handshake::hello),
+    opening("saslStart", super::auth::sasl_start),
+    opening("saslContinue", super::auth::sasl_continue),
+    public("ping", handshake::ping),
+    public("buildInfo", handshake::build_info),
+    public("buildinfo", handshake::build_info),
+    public("endSessions", handshake::end_sessions),
+    public("logout", super::auth::logout),
     cmd("connectionStatus", handshake::connection_status),
     cmd("getCmdLineOpts", handshake::get_cmd_line_opts),
     cmd("getParameter", handshake::get_parameter),
@@ -302,6 +312,19 @@ pub fn collection_name<'d>(command: &'d Document, name: &str) -> Result<&'d str,
         )),
         None => Err(CommandError::bad_value(format!("missing `{name}`"))),
     }
+}
+
+/// Splits and checks a namespace, `db.collection`.
+pub fn split_namespace(ns: &str) -> Result<(&str, &str), CommandError> {
+    let (db, coll) = ns.split_once('.').ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::INVALID_NAMESPACE,
+            format!("Invalid namespace specified '{ns}'"),
+        )
+    })?;
+    super::storage::check_name(db)?;
+    check_collection_name(coll)?;
+    Ok((db, coll))
 }
 
 /// MongoDB's rules for a collection name: not empty, no `$` (outside the system's own names)

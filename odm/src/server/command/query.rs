@@ -8,7 +8,7 @@ use odm_engine::ErrorCode;
 use odm_engine::aggregate::AggregateOptions;
 use odm_engine::query::FindOptions;
 
-use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name};
+use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name, encode};
 use crate::server::Stats;
 use crate::server::cursors::{self, DEFAULT_FIRST_BATCH, Open, Results};
 
@@ -34,8 +34,29 @@ pub fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<RawDocumentBuf>) -
     Reply::Raw(reply)
 }
 
+/// A cursor over documents computed in advance (listings, `bulkWrite`'s results): its first
+/// batch, the rest kept for `getMore`.
+pub fn buffered_reply(ctx: &Ctx<'_>, ns: &str, docs: &[Document], first: usize) -> CommandResult {
+    let docs = docs.iter().map(encode).collect::<Result<Vec<_>, _>>()?;
+    let (batch, id) = ctx.server.cursors.buffered(ns.to_owned(), docs, first)?;
+    Ok(cursor_reply(id, ns, true, batch))
+}
+
+/// An aggregation's `pipeline` and its options (`let`, `collation`, `hint`).
+fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), CommandError> {
+    let pipeline = args
+        .owned_documents("pipeline")?
+        .ok_or_else(|| args.missing("pipeline"))?;
+    let options = AggregateOptions {
+        let_vars: args.doc("let")?.cloned(),
+        collation: args.doc("collation")?.cloned(),
+        hint: hint(args)?,
+    };
+    Ok((pipeline, options))
+}
+
 /// `hint`: an index name or a key pattern.
-fn hint(args: &Args<'_>) -> Result<Option<Bson>, CommandError> {
+pub(super) fn hint(args: &Args<'_>) -> Result<Option<Bson>, CommandError> {
     match args.get("hint") {
         None | Some(Bson::Null) => Ok(None),
         Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
@@ -99,15 +120,6 @@ fn batch_size(args: &Args<'_>) -> Result<Option<usize>, CommandError> {
         Some(n) => Ok(Some(n as usize)),
         None => Ok(None),
     }
-}
-
-fn raw(doc: &Document) -> Result<RawDocumentBuf, CommandError> {
-    RawDocumentBuf::try_from(doc).map_err(|e| {
-        CommandError::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!("cannot encode a result: {e}"),
-        )
-    })
 }
 
 pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -222,20 +234,10 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         }
         _ => collection_name(command, "aggregate")?.to_owned(),
     };
-    let pipeline: Vec<Document> = args
-        .documents("pipeline")?
-        .ok_or_else(|| args.missing("pipeline"))?
-        .into_iter()
-        .cloned()
-        .collect();
-    let options = AggregateOptions {
-        let_vars: args.doc("let")?.cloned(),
-        collation: args.doc("collation")?.cloned(),
-        hint: hint(&args)?,
-    };
+    let (pipeline, options) = pipeline_of(&args)?;
     let ns = format!("{}.{collection}", ctx.db);
     if args.flag("explain")? {
-        return explain_pipeline(ctx, &collection, &pipeline, &options);
+        return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
     }
     let cursor = args.doc("cursor")?.ok_or_else(|| {
         CommandError::new(
@@ -255,7 +257,7 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         },
     };
     if let Some(stats) = coll_stats_stage(ctx, &collection, &pipeline)? {
-        return Ok(cursor_reply(0, &ns, true, vec![raw(&stats)?]));
+        return Ok(cursor_reply(0, &ns, true, vec![encode(&stats)?]));
     }
     let writes = pipeline
         .last()
@@ -283,7 +285,7 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let open: Open = Box::new(move |c| {
         let results = c.aggregate_iter(&pipeline, &options)?;
         Ok(
-            Box::new(results.map(|r| r.map_err(CommandError::from).and_then(|d| raw(&d))))
+            Box::new(results.map(|r| r.map_err(CommandError::from).and_then(|d| encode(&d))))
                 as Results<'_>,
         )
     });
@@ -326,7 +328,7 @@ fn explain_pipeline(
     collection: &str,
     pipeline: &[Document],
     options: &AggregateOptions,
-) -> CommandResult {
+) -> Result<Document, CommandError> {
     let mut filter = Document::new();
     let mut find = FindOptions {
         hint: options.hint.clone(),
@@ -334,19 +336,18 @@ fn explain_pipeline(
         let_vars: options.let_vars.clone(),
         ..FindOptions::default()
     };
-    if let Some(first) = pipeline.first() {
-        match first.get("$match") {
-            Some(Bson::Document(m)) => filter = m.clone(),
-            Some(_) => return Err(CommandError::bad_value("$match takes a document")),
-            None => {}
-        }
-        if let Some(Bson::Document(sort)) = pipeline.get(1).and_then(|s| s.get("$sort")) {
-            find.sort = Some(sort.clone());
-        }
+    // The head the engine runs as a find: a leading `$match`, then a `$sort`.
+    let mut head = pipeline.iter().peekable();
+    if let Some(Bson::Document(m)) = head.peek().and_then(|s| s.get("$match")) {
+        filter = m.clone();
+        head.next();
+    }
+    if let Some(Bson::Document(sort)) = head.peek().and_then(|s| s.get("$sort")) {
+        find.sort = Some(sort.clone());
     }
     let mut reply = explain_find(ctx, collection, &filter, &find)?;
     reply.insert("stages", pipeline.to_vec());
-    Ok(reply.into())
+    Ok(reply)
 }
 
 fn explain_find(
@@ -456,21 +457,8 @@ pub fn explain(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             explain_find(ctx, &collection, &filter, &find_options(&inner_args)?)?
         }
         "aggregate" => {
-            let pipeline: Vec<Document> = inner_args
-                .documents("pipeline")?
-                .ok_or_else(|| inner_args.missing("pipeline"))?
-                .into_iter()
-                .cloned()
-                .collect();
-            let options = AggregateOptions {
-                let_vars: inner_args.doc("let")?.cloned(),
-                collation: inner_args.doc("collation")?.cloned(),
-                hint: hint(&inner_args)?,
-            };
-            match explain_pipeline(ctx, &collection, &pipeline, &options)? {
-                Reply::Doc(d) => d,
-                Reply::Raw(r) => Document::try_from(r.as_ref()).unwrap_or_default(),
-            }
+            let (pipeline, options) = pipeline_of(&inner_args)?;
+            explain_pipeline(ctx, &collection, &pipeline, &options)?
         }
         "count" | "distinct" => {
             let filter = inner_args.doc("query")?.cloned().unwrap_or_default();
