@@ -157,3 +157,22 @@ fn wrong_types_are_errors_in_both_decoders() {
     assert!(bson::deserialize_from_slice::<Narrow>(found.bytes()).is_err());
     assert!(found.decode::<i32>().is_err());
 }
+
+/// Field names that look like extended JSON (`$symbol`, `$number`) inside a stored document:
+/// the engine's decoder gives what the bson crate's deserializer gives. (Both read
+/// `{$number, $symbol}` as a symbol, as bson's visitor of maps does; the engine's reads into
+/// `bson::Document` convert the raw bytes instead, and keep the document as stored. Found by
+/// the `decode` fuzz target.)
+#[test]
+fn dollar_field_names_decode_as_the_bson_crate_decodes_them() {
+    let bytes: &[u8] = &[
+        99, 0, 0, 0, 2, 31, 105, 100, 0, 5, 0, 0, 0, 69, 49, 50, 51, 0, 3, 97, 100, 100, 114, 101,
+        115, 115, 0, 40, 0, 0, 0, 16, 36, 110, 117, 109, 98, 101, 114, 0, 123, 0, 0, 0, 2, 36, 115,
+        121, 109, 98, 111, 108, 0, 9, 0, 0, 0, 69, 108, 109, 32, 82, 111, 97, 100, 0, 0, 3, 36,
+        114, 111, 111, 109, 115, 0, 23, 0, 0, 0, 16, 98, 114, 0, 2, 0, 0, 0, 16, 98, 97, 116, 104,
+        0, 1, 0, 0, 0, 0, 0,
+    ];
+    let ours = odm_engine::decode::from_slice_with_id::<Document>(bytes, None).unwrap();
+    let theirs = bson::deserialize_from_slice::<Document>(bytes).unwrap();
+    assert_eq!(ours, theirs);
+}
