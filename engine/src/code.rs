@@ -88,6 +88,10 @@ impl ErrorCode {
     pub const TRANSACTION_EXCEEDED_LIFETIME_LIMIT: ErrorCode =
         ErrorCode::named(290, "TransactionExceededLifetimeLimitSeconds");
     pub const TOO_MANY_OPEN_CURSORS: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
+    pub const UNKNOWN_REPL_WRITE_CONCERN: ErrorCode =
+        ErrorCode::named(79, "UnknownReplWriteConcern");
+    pub const UNSATISFIABLE_WRITE_CONCERN: ErrorCode =
+        ErrorCode::named(100, "UnsatisfiableWriteConcern");
     pub const NOT_WRITABLE_PRIMARY: ErrorCode = ErrorCode::named(10107, "NotWritablePrimary");
     pub const BSON_OBJECT_TOO_LARGE: ErrorCode = ErrorCode::named(10334, "BSONObjectTooLarge");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");

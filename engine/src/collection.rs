@@ -329,10 +329,13 @@ impl<'t> Writer<'t> {
         if let Some(previous) = previous {
             // Put the existing document back: the insert must change nothing.
             self.docs.insert(id_key.as_slice(), previous.as_slice())?;
+            let id = Bson::try_from(prepared.id()).unwrap_or(Bson::Null);
             return Err(Error::DuplicateKey {
                 collection: self.meta.name.clone(),
                 index: ID_INDEX_NAME.to_owned(),
                 key: format!("{{ _id: {} }}", render(prepared.id())),
+                key_pattern: Box::new(bson::doc! { "_id": 1 }),
+                key_value: Box::new(bson::doc! { "_id": id }),
             });
         }
         for (index, keys) in meta.indexes.iter().zip(keys) {
@@ -514,11 +517,16 @@ impl<'t> Writer<'t> {
             table.get(key)?
         };
         match holder {
-            Some(holder) if unique_holder(&holder) != Some(id_key) => Err(Error::DuplicateKey {
-                collection: self.meta.name.clone(),
-                index: index.spec.name().to_owned(),
-                key: describe_key(&index.spec, doc, key),
-            }),
+            Some(holder) if unique_holder(&holder) != Some(id_key) => {
+                let described = describe_key(&index.spec, doc, key);
+                Err(Error::DuplicateKey {
+                    collection: self.meta.name.clone(),
+                    index: index.spec.name().to_owned(),
+                    key: described.text,
+                    key_pattern: Box::new(described.pattern),
+                    key_value: Box::new(described.value),
+                })
+            }
             _ => Ok(()),
         }
     }

@@ -4,6 +4,7 @@
 //! [`IndexSpecError`] for index definitions); [`Error`] is what a database operation returns and
 //! wraps them. Storage failures keep redb's error as their source.
 
+use bson::Document;
 use thiserror::Error;
 
 use crate::code::ErrorCode;
@@ -88,7 +89,12 @@ pub enum Error {
     DuplicateKey {
         collection: String,
         index: String,
+        /// The key as MongoDB's message writes it: `{ email: "a@b" }`.
         key: String,
+        /// MongoDB's `keyPattern` and `keyValue`: the index's fields, and the values that
+        /// collided.
+        key_pattern: Box<Document>,
+        key_value: Box<Document>,
     },
     #[error("invalid document for collection `{collection}`: {source}")]
     InvalidDocument {

@@ -504,25 +504,40 @@ pub(crate) fn unique_holder(value: &[u8]) -> Option<&[u8]> {
 
 /// A readable rendering of the key values of a document for an index, for error messages:
 /// `{ a: 1, b: "x" }`.
-pub(crate) fn describe_key(spec: &IndexSpec, doc: &RawDocument, key: &[u8]) -> String {
-    // Find the combination of values whose encoding is `key`; fall back to the field values.
+/// The duplicate key of a unique index as MongoDB reports it: the message's `{ a: 1, b: "x" }`
+/// and the `keyValue` document (the values of `doc` whose encoding is `key`, or the
+/// document's field values where no combination encodes to it).
+pub(crate) fn describe_key(spec: &IndexSpec, doc: &RawDocument, key: &[u8]) -> DuplicateOf {
     let fields: Vec<KeyValues<'_>> = spec
         .keys
         .iter()
         .filter_map(|(p, _)| key_values(doc, p).ok())
         .collect();
     let mut chosen: Vec<RawBsonRef<'_>> = Vec::new();
-    if find_combination(spec, &fields, 0, &mut Vec::new(), key, &mut chosen) {
-        let parts: Vec<String> = spec
-            .keys
+    if !find_combination(spec, &fields, 0, &mut Vec::new(), key, &mut chosen) {
+        chosen = fields
             .iter()
-            .zip(&chosen)
-            .map(|((p, _), v)| format!("{}: {}", p, render(*v)))
+            .map(|f| f.values.first().copied().unwrap_or(RawBsonRef::Null))
             .collect();
-        format!("{{ {} }}", parts.join(", "))
-    } else {
-        format!("{:?}", spec.keys_document())
     }
+    let mut value = Document::new();
+    let mut parts = Vec::new();
+    for ((path, _), v) in spec.keys.iter().zip(&chosen) {
+        parts.push(format!("{}: {}", path, render(*v)));
+        value.insert(path.to_string(), Bson::try_from(*v).unwrap_or(Bson::Null));
+    }
+    DuplicateOf {
+        text: format!("{{ {} }}", parts.join(", ")),
+        pattern: spec.keys_document(),
+        value,
+    }
+}
+
+/// A duplicate key, described: see [`describe_key`].
+pub(crate) struct DuplicateOf {
+    pub text: String,
+    pub pattern: Document,
+    pub value: Document,
 }
 
 fn find_combination<'a>(
@@ -627,7 +642,9 @@ mod tests {
         let s = spec(&[("a", 1), ("b", -1)]);
         let doc = rawdoc! { "a": [1, 2], "b": "x" };
         let keys = s.document_keys(&doc).unwrap().unwrap();
-        let text = describe_key(&s, &doc, &keys.keys[1]);
-        assert_eq!(text, "{ a: 2, b: \"x\" }");
+        let described = describe_key(&s, &doc, &keys.keys[1]);
+        assert_eq!(described.text, "{ a: 2, b: \"x\" }");
+        assert_eq!(described.value, bson::doc! { "a": 2, "b": "x" });
+        assert_eq!(described.pattern, bson::doc! { "a": 1, "b": -1 });
     }
 }

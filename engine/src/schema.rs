@@ -156,10 +156,13 @@ impl WriteTxn<'_> {
                     && index.spec.is_unique()
                     && unique_holder(&holder) != Some(id_key.value())
                 {
+                    let described = describe_key(&index.spec, &doc, key);
                     return Err(Error::DuplicateKey {
                         collection: meta.name.clone(),
                         index: index.spec.name().to_owned(),
-                        key: describe_key(&index.spec, &doc, key),
+                        key: described.text,
+                        key_pattern: Box::new(described.pattern),
+                        key_value: Box::new(described.value),
                     });
                 }
             }

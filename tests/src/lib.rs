@@ -2,4 +2,5 @@
 
 pub mod conformance;
 pub mod crash;
+pub mod load;
 pub mod rng;

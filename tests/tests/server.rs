@@ -34,6 +34,13 @@ fn client_at(uri: &str) -> Client {
     Client::with_options(options).expect("client")
 }
 
+/// The raw reply to a command that answers `ok: 1`.
+fn command_reply(db: &mongodb::sync::Database, command: Document) -> Document {
+    db.run_command(command)
+        .run()
+        .expect("the command answers ok")
+}
+
 fn code_of(e: &mongodb::error::Error) -> Option<i32> {
     match e.kind.as_ref() {
         ErrorKind::Command(c) => Some(c.code),
@@ -123,7 +130,8 @@ fn crud_through_the_driver_matches_what_was_written() {
 #[test]
 fn write_errors_carry_their_index_and_code_and_change_nothing_else() {
     let server = start();
-    let c = client(&server).database("d").collection::<Document>("c");
+    let db = client(&server).database("d");
+    let c = db.collection::<Document>("c");
     c.insert_one(doc! {"_id": 1}).run().unwrap();
     let e = c.insert_one(doc! {"_id": 1}).run().unwrap_err();
     assert_eq!(code_of(&e), Some(11000));
@@ -148,6 +156,56 @@ fn write_errors_carry_their_index_and_code_and_change_nothing_else() {
         .run()
         .unwrap_err();
     assert_eq!(c.count_documents(doc! {}).run().unwrap(), 4);
+    // A duplicate in a secondary unique index names its fields and the values that collided,
+    // as a command error (findAndModify) and as a write error.
+    let c = db.collection::<Document>("u");
+    c.insert_one(doc! {"_id": 1}).run().unwrap();
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! {"email": 1, "org": -1})
+            .options(IndexOptions::builder().unique(true).build())
+            .build(),
+    )
+    .run()
+    .unwrap();
+    c.insert_one(doc! {"_id": 10, "email": "a@b", "org": 7})
+        .run()
+        .unwrap();
+    let e = c
+        .find_one_and_update(doc! {"_id": 1}, doc! {"$set": {"email": "a@b", "org": 7}})
+        .run()
+        .unwrap_err();
+    let ErrorKind::Command(command) = e.kind.as_ref() else {
+        panic!("{e}")
+    };
+    assert_eq!(command.code, 11000);
+    let reply = command_reply(
+        &db,
+        doc! {
+            "insert": "u", "documents": [{"_id": 11, "email": "a@b", "org": 7}],
+        },
+    );
+    let error = reply.get_array("writeErrors").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        error.get_document("keyPattern").unwrap(),
+        &doc! {"email": 1, "org": -1}
+    );
+    assert_eq!(
+        error.get_document("keyValue").unwrap(),
+        &doc! {"email": "a@b", "org": 7}
+    );
+    let reply = command_reply(
+        &db,
+        doc! { "insert": "u", "documents": [{"_id": 10, "email": "x", "org": 1}] },
+    );
+    let error = reply.get_array("writeErrors").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(error.get_document("keyValue").unwrap(), &doc! {"_id": 10});
     // A malformed update is refused with MongoDB's code.
     let e = c
         .update_one(doc! {}, doc! {"$set": {"a": 1}, "$inc": {"a": 1}})
@@ -711,4 +769,94 @@ fn connections_past_the_limit_are_closed() {
     // The first connection is served; the second is closed unanswered.
     assert!(exchange(&server, &ping).is_empty());
     drop(first);
+}
+
+/// The load test, short: 64 clients of mixed reads and writes against one server; nothing is
+/// lost, duplicated or left behind, and `validate` is clean (`odm_tests::load` checks it all;
+/// `bench load` runs it longer, in release, for the figures).
+#[test]
+fn sixty_four_clients_of_mixed_reads_and_writes_lose_nothing() {
+    let mut server = start();
+    let report = odm_tests::load::run(
+        &server.uri(),
+        &odm_tests::load::LoadOptions {
+            clients: 64,
+            duration: Duration::from_secs(3),
+            seed: 64,
+        },
+    )
+    .expect("the load runs without an error and checks out");
+    assert!(
+        report.operations() > 64,
+        "{} operations",
+        report.operations()
+    );
+    assert!(report.documents_checked > 0);
+    report.print();
+    server.stop();
+}
+
+/// In replica-set mode every reply carries a cluster time that only goes forward, and a write
+/// concern one member cannot satisfy is reported after the write, as MongoDB reports it.
+#[test]
+fn replica_set_replies_carry_cluster_time_and_report_unsatisfiable_write_concerns() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let db = client(&server).database("d");
+    let time = |d: &Document| {
+        let t = d.get_timestamp("operationTime").expect("operationTime");
+        (t.time, t.increment)
+    };
+    let insert = command_reply(&db, doc! {"insert": "c", "documents": [{"_id": 1}]});
+    let find = command_reply(&db, doc! {"find": "c"});
+    assert!(time(&find) > time(&insert));
+    let gossip = find.get_document("$clusterTime").expect("$clusterTime");
+    let cluster = gossip.get_timestamp("clusterTime").unwrap();
+    assert_eq!((cluster.time, cluster.increment), time(&find));
+    // Reads after a cluster time work at once (every write is applied before its reply).
+    let after = command_reply(
+        &db,
+        doc! {"find": "c", "readConcern": {"afterClusterTime": find.get_timestamp("operationTime").unwrap()}},
+    );
+    assert_eq!(
+        after
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .len(),
+        1
+    );
+
+    let two = command_reply(
+        &db,
+        doc! {"insert": "c", "documents": [{"_id": 2}], "writeConcern": {"w": 2}},
+    );
+    let concern = two
+        .get_document("writeConcernError")
+        .expect("a write concern error");
+    assert_eq!(concern.get_i32("code").unwrap(), 100);
+    assert_eq!(two.get_i32("n").unwrap(), 1, "the write itself is applied");
+    let tagged = command_reply(
+        &db,
+        doc! {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}], "writeConcern": {"w": "east"}},
+    );
+    assert_eq!(
+        tagged
+            .get_document("writeConcernError")
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        79
+    );
+    let majority = command_reply(
+        &db,
+        doc! {"insert": "c", "documents": [{"_id": 3}], "writeConcern": {"w": "majority"}},
+    );
+    assert!(!majority.contains_key("writeConcernError"));
 }

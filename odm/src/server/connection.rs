@@ -224,8 +224,47 @@ fn run(
             ))
         })
     })();
-    match result {
-        Ok(reply) => reply.finish(),
+    let mut reply = match result {
+        Ok(reply) => {
+            let mut raw = reply.finish();
+            if let Some(error) = unsatisfiable_write_concern(command) {
+                raw.append(bson::raw::cstr!("writeConcernError"), error);
+            }
+            raw
+        }
         Err(error) => wire::to_raw(&error.to_document()),
+    };
+    if shared.config.replica_set.is_some() {
+        let time = shared.clock.tick();
+        reply.append(bson::raw::cstr!("operationTime"), time);
+        if let Ok(gossip) = RawDocumentBuf::try_from(&super::clock::ClusterClock::gossip(time)) {
+            reply.append(bson::raw::cstr!("$clusterTime"), gossip);
+        }
     }
+    reply
+}
+
+/// A write concern one member cannot satisfy, as MongoDB reports it after applying the write:
+/// `w` above one (`UnsatisfiableWriteConcern`) or a tag set that no configuration names
+/// (`UnknownReplWriteConcern`). The write itself has happened, as on MongoDB.
+fn unsatisfiable_write_concern(command: &Document) -> Option<RawDocumentBuf> {
+    let concern = command.get_document("writeConcern").ok()?;
+    let (code, message) = match concern.get("w")? {
+        Bson::String(mode) if mode != "majority" => (
+            ErrorCode::UNKNOWN_REPL_WRITE_CONCERN,
+            format!("No write concern mode named '{mode}' found in replica set configuration"),
+        ),
+        w => match odm_engine::expr::whole_number(w) {
+            Some(n) if n > 1 => (
+                ErrorCode::UNSATISFIABLE_WRITE_CONCERN,
+                "Not enough data-bearing nodes".to_owned(),
+            ),
+            _ => return None,
+        },
+    };
+    let mut error = RawDocumentBuf::new();
+    error.append(bson::raw::cstr!("code"), code.code);
+    error.append(bson::raw::cstr!("codeName"), code.name());
+    error.append(bson::raw::cstr!("errmsg"), message);
+    Some(error)
 }

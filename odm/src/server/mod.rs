@@ -13,10 +13,12 @@
 //! | `storage` | databases by name: a file each under the served folder |
 //! | `cursors` | server-side cursors: batches, `getMore`, idle timeout, the bound on their memory |
 //! | `session` | logical sessions and multi-document transactions (replica-set mode) |
+//! | `clock` | the cluster time replies carry in replica-set mode (causal consistency) |
 //! | `auth` | users (salted, hashed) and SCRAM-SHA-256 |
 //! | `tls` | TLS through rustls |
 
 pub mod auth;
+pub mod clock;
 pub mod command;
 pub mod compression;
 mod connection;
@@ -106,6 +108,8 @@ pub struct Shared {
     pub cursors: cursors::Cursors,
     pub sessions: session::Sessions,
     pub stats: Stats,
+    /// The cluster time replies carry in replica-set mode.
+    pub clock: clock::ClusterClock,
     pub started: Instant,
     /// Identifies this process in `topologyVersion`.
     pub process_id: bson::oid::ObjectId,
@@ -168,6 +172,7 @@ impl Server {
             cursors: cursors::Cursors::new(&config),
             sessions: session::Sessions::default(),
             stats: Stats::default(),
+            clock: clock::ClusterClock::default(),
             started: Instant::now(),
             process_id: bson::oid::ObjectId::new(),
             address,

@@ -310,17 +310,14 @@ fn parse_query(header: &Header, body: &[u8]) -> Result<Request, WireError> {
         });
     }
     // Old drivers wrap a command as `{$query: {...}, $readPreference: ...}`.
-    let wrapped = command
-        .keys()
-        .next()
-        .is_some_and(|k| k == "$query" || k == "query")
-        && matches!(command.iter().next(), Some((_, bson::Bson::Document(_))));
-    if wrapped {
-        if let Some((_, bson::Bson::Document(inner))) = command.into_iter().next() {
-            command = inner;
-        } else {
-            unreachable!("checked above");
+    let wrapper = match command.iter().next() {
+        Some((key, bson::Bson::Document(_))) if key == "$query" || key == "query" => {
+            Some(key.clone())
         }
+        _ => None,
+    };
+    if let Some(bson::Bson::Document(inner)) = wrapper.and_then(|key| command.remove(&key)) {
+        command = inner;
     }
     Ok(Request {
         request_id: header.request_id,

@@ -4,7 +4,9 @@
 //! `fuzz-seeds OUT DIR...` writes `OUT/<target>/<n>` for the targets `filter`, `update`,
 //! `aggregate`, `decode` and `keys`. Each seed is what the target reads: BSON documents one
 //! after another (see the fuzz crate's `documents`), here the operation's arguments followed by
-//! up to eight documents of the same file.
+//! up to eight documents of the same file. For `wire` a seed is a steering byte and a message:
+//! the same filters, updates and pipelines as `find`, `update` and `aggregate` commands, and
+//! the documents as an `insert` with a document sequence, plain, compressed or with a checksum.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -168,4 +170,61 @@ fn seeds_of(found: &Found, seeds: &mut Vec<(&'static str, Vec<u8>)>) {
         seeds.push(("decode", bytes_of(&[doc])));
         seeds.push(("keys", bytes_of(&[doc])));
     }
+    wire_seeds(found, &docs, seeds);
+}
+
+/// Commands as messages, for the `wire` target. Its steering byte 1 keeps the header's length
+/// right after the fuzzer changes the bytes; 3 also keeps the checksum right.
+fn wire_seeds(found: &Found, docs: &[&Document], seeds: &mut Vec<(&'static str, Vec<u8>)>) {
+    use odm::server::Compressor;
+    use odm::server::wire;
+    let compressors = [
+        None,
+        Some(Compressor::Zlib),
+        Some(Compressor::Snappy),
+        Some(Compressor::Zstd),
+    ];
+    let mut commands: Vec<Document> = Vec::new();
+    for filter in &found.filters {
+        commands.push(bson::doc! { "find": "c", "filter": filter.clone(), "$db": "test" });
+    }
+    for (filter, update) in &found.updates {
+        commands.push(bson::doc! {
+            "update": "c", "updates": [{ "q": filter.clone(), "u": update.clone() }], "$db": "test",
+        });
+    }
+    for pipeline in &found.pipelines {
+        commands.push(bson::doc! {
+            "aggregate": "c", "pipeline": pipeline.clone(), "cursor": {}, "$db": "test",
+        });
+    }
+    for (i, command) in commands.iter().enumerate() {
+        let Ok(body) = bson::RawDocumentBuf::try_from(command) else {
+            continue;
+        };
+        let compressor = compressors[i % compressors.len()];
+        let mut seed = vec![1u8];
+        seed.extend(wire::encode_msg(i as i32, 0, &body, 0, compressor));
+        seeds.push(("wire", seed));
+    }
+    if docs.is_empty() {
+        return;
+    }
+    // An insert whose documents travel in a kind-1 section, with a checksum.
+    let Ok(body) = bson::RawDocumentBuf::try_from(&bson::doc! { "insert": "c", "$db": "test" })
+    else {
+        return;
+    };
+    let mut sequence = b"documents\0".to_vec();
+    sequence.extend(bytes_of(docs));
+    let mut message = wire::encode_msg(0, 0, &body, 0, None);
+    message.push(1);
+    message.extend(((sequence.len() + 4) as i32).to_le_bytes());
+    message.extend(sequence);
+    let length = message.len() as i32;
+    message[..4].copy_from_slice(&length.to_le_bytes());
+    wire::add_checksum(&mut message);
+    let mut seed = vec![3u8];
+    seed.extend(message);
+    seeds.push(("wire", seed));
 }

@@ -127,22 +127,30 @@ impl CommandError {
     /// The engine's error as MongoDB reports the condition (its code, and for a duplicate key
     /// MongoDB's `E11000` message).
     pub fn from_engine(e: &odm_engine::Error) -> CommandError {
-        let message = match e {
+        let (message, extra) = match e {
             odm_engine::Error::DuplicateKey {
                 collection,
                 index,
                 key,
-            } => format!(
-                "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
+                key_pattern,
+                key_value,
+            } => (
+                format!(
+                    "E11000 duplicate key error collection: {collection} index: {index} dup key: {key}"
+                ),
+                Some(Box::new(bson::doc! {
+                    "keyPattern": (**key_pattern).clone(),
+                    "keyValue": (**key_value).clone(),
+                })),
             ),
-            other => other.to_string(),
+            other => (other.to_string(), None),
         };
         CommandError {
             code: e.code(),
             code_name: e.code_name(),
             message,
             labels: Vec::new(),
-            extra: None,
+            extra,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire [--docs N] [--runs R]`
+//! and `bench load [--clients C] [--seconds S]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
@@ -10,6 +11,7 @@ mod odm;
 mod query;
 mod report;
 mod update;
+mod wire;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,6 +30,8 @@ fn main() {
         "query" => query::run(&options),
         "update" => update::run(&options),
         "odm" => odm::run(&options),
+        "wire" => wire::run(&options).map_err(Into::into),
+        "load" => wire::run_load(&options).map_err(Into::into),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -38,7 +42,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]"
+        "usage: bench core|query|update|odm|wire [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
     );
     std::process::exit(2);
 }
@@ -52,6 +56,9 @@ pub struct Options {
     pub only: Option<String>,
     /// Run one kind of query or update only (`range`, `upsert_bucket`, ...), for profiling.
     pub kind: Option<String>,
+    /// `bench load`: concurrent clients, and how long they run.
+    pub clients: usize,
+    pub seconds: u64,
 }
 
 impl Options {
@@ -61,6 +68,8 @@ impl Options {
             runs: 3,
             only: None,
             kind: None,
+            clients: 64,
+            seconds: 10,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -79,6 +88,8 @@ impl Options {
             match flag.as_str() {
                 "--docs" if n >= 1_000 => options.docs = n,
                 "--runs" if n >= 1 => options.runs = n,
+                "--clients" if n >= 1 => options.clients = n,
+                "--seconds" if n >= 1 => options.seconds = n as u64,
                 "--docs" => return Err("--docs must be at least 1000".into()),
                 "--runs" => return Err("--runs must be at least 1".into()),
                 other => return Err(format!("unknown flag {other}")),

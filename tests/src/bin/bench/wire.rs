@@ -1,0 +1,310 @@
+//! `bench wire`: what MongoDB's wire protocol costs. The same operations through the official
+//! Rust driver against `odm serve` (started in this process, over loopback TCP) and through the
+//! engine in process, on copies of the same data in files, with 1 and 16 client threads:
+//! point gets by `_id`, inserts of 1 and of 1,000 documents per request (each request one
+//! durable commit), and an indexed equality find returning about 100 documents. Both sides
+//! decode into the same serde type.
+//!
+//! Reported: operations per second on each side, and the wire's overhead per operation, the
+//! difference of the wall time per operation (with 16 threads, per operation of the whole
+//! run, so it shrinks as requests overlap). An insert of 1,000 documents counts 1,000.
+//!
+//! `bench load` (see `odm_tests::load`): 64 clients of mixed reads and writes against one
+//! server, with p50/p99 latencies and the checks after the run.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use bson::doc;
+use mongodb::options::ClientOptions;
+use mongodb::sync::Client;
+use odm::server::{Config, Server, Storage};
+use odm_engine::query::FindOptions;
+use odm_engine::{Database, IndexSpec};
+use odm_tests::rng::Rng;
+
+use crate::Options;
+use crate::core::{Item, USERS, item, to_raw};
+use crate::report::median;
+
+const GETS: usize = 8_000;
+const INSERTS: usize = 400;
+const BATCHES: usize = 8;
+const BATCH: usize = 1_000;
+const QUERIES: usize = 400;
+const THREADS: [usize; 2] = [1, 16];
+const DATABASE: &str = "bench";
+const COLLECTION: &str = "items";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Get,
+    InsertOne,
+    InsertBatch,
+    IndexedFind,
+}
+
+const PHASES: [(Phase, &str, usize); 4] = [
+    (Phase::Get, "point get by _id", GETS),
+    (Phase::InsertOne, "insert, 1 per request", INSERTS),
+    (
+        Phase::InsertBatch,
+        "insert, 1000 per request",
+        BATCHES * BATCH,
+    ),
+    (Phase::IndexedFind, "indexed find (~100 docs)", QUERIES),
+];
+
+/// One side of the comparison: runs `ops` operations of a phase on one thread.
+trait Side: Sync {
+    fn get(&self, id: i64) -> Item;
+    fn insert_one(&self, item: &Item);
+    fn insert_batch(&self, items: &[Item]);
+    fn find_user(&self, user: &str) -> usize;
+}
+
+struct Engine(Database);
+
+impl Side for Engine {
+    fn get(&self, id: i64) -> Item {
+        let txn = self.0.read().expect("read");
+        let items = txn.collection(COLLECTION).expect("open").expect("exists");
+        let options = FindOptions {
+            limit: Some(1),
+            ..FindOptions::default()
+        };
+        items
+            .find_as::<Item>(&doc! { "_id": id }, &options)
+            .expect("find")
+            .next()
+            .expect("present")
+            .expect("decodes")
+    }
+
+    fn insert_one(&self, item: &Item) {
+        self.0
+            .write(|t| t.insert_one(COLLECTION, to_raw(item)))
+            .expect("insert");
+    }
+
+    fn insert_batch(&self, items: &[Item]) {
+        let result = self
+            .0
+            .write(|t| t.insert_many(COLLECTION, items.iter().map(to_raw), true))
+            .expect("insert many");
+        assert!(result.failures.is_empty(), "{:?}", result.failures);
+    }
+
+    fn find_user(&self, user: &str) -> usize {
+        let txn = self.0.read().expect("read");
+        let items = txn.collection(COLLECTION).expect("open").expect("exists");
+        items
+            .find_as::<Item>(&doc! { "user": user }, &FindOptions::default())
+            .expect("find")
+            .map(|i| i.expect("decodes"))
+            .filter(|i| i.user == user)
+            .count()
+    }
+}
+
+struct Driver(mongodb::sync::Collection<Item>);
+
+impl Side for Driver {
+    fn get(&self, id: i64) -> Item {
+        self.0
+            .find_one(doc! { "_id": id })
+            .run()
+            .expect("find one")
+            .expect("present")
+    }
+
+    fn insert_one(&self, item: &Item) {
+        self.0.insert_one(item).run().expect("insert");
+    }
+
+    fn insert_batch(&self, items: &[Item]) {
+        let result = self.0.insert_many(items).run().expect("insert many");
+        assert_eq!(result.inserted_ids.len(), items.len());
+    }
+
+    fn find_user(&self, user: &str) -> usize {
+        self.0
+            .find(doc! { "user": user })
+            .run()
+            .expect("find")
+            .map(|i| i.expect("decodes"))
+            .filter(|i| i.user == user)
+            .count()
+    }
+}
+
+/// Fills a database file with `docs` items and the `user` index.
+fn load(path: &Path, docs: usize) -> Result<(), String> {
+    let db = Database::open(path).map_err(|e| e.to_string())?;
+    let items = db.collection(COLLECTION);
+    items
+        .create_index(IndexSpec::ascending("user").map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let mut rng = Rng::new(7);
+    let all: Vec<Item> = (0..docs as i64).map(|id| item(id, &mut rng)).collect();
+    for chunk in all.chunks(10_000) {
+        let result = db
+            .write(|t| t.insert_many(COLLECTION, chunk.iter().map(to_raw), true))
+            .map_err(|e| e.to_string())?;
+        if !result.failures.is_empty() {
+            return Err(format!("loading: {:?}", result.failures[0]));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `ops` operations of `phase` spread over `threads` threads; the wall time in seconds.
+fn measure(
+    side: &dyn Side,
+    phase: Phase,
+    ops: usize,
+    threads: usize,
+    docs: usize,
+    next_id: &AtomicI64,
+) -> f64 {
+    let per_thread = ops.div_ceil(threads);
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            scope.spawn(move || {
+                let mut rng = Rng::new(1_000 + t as u64);
+                match phase {
+                    Phase::Get => {
+                        for _ in 0..per_thread {
+                            let id = rng.below(docs as u64) as i64;
+                            assert_eq!(side.get(id).id, id);
+                        }
+                    }
+                    Phase::InsertOne => {
+                        for _ in 0..per_thread {
+                            let id = next_id.fetch_add(1, Ordering::Relaxed);
+                            side.insert_one(&item(id, &mut rng));
+                        }
+                    }
+                    Phase::InsertBatch => {
+                        for _ in 0..per_thread / BATCH {
+                            let first = next_id.fetch_add(BATCH as i64, Ordering::Relaxed);
+                            let batch: Vec<Item> = (first..first + BATCH as i64)
+                                .map(|id| item(id, &mut rng))
+                                .collect();
+                            side.insert_batch(&batch);
+                        }
+                    }
+                    Phase::IndexedFind => {
+                        for _ in 0..per_thread {
+                            let user = format!("user{:05}", rng.below(USERS));
+                            assert!(side.find_user(&user) > 0, "{user} has items");
+                        }
+                    }
+                }
+            });
+        }
+    });
+    start.elapsed().as_secs_f64()
+}
+
+pub fn run(options: &Options) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("odm-bench-wire-{}", std::process::id()));
+    let engine_dir = dir.join("engine");
+    let server_dir = dir.join("server");
+    for d in [&engine_dir, &server_dir] {
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+    }
+    let outcome = (|| {
+        println!("loading {} documents twice ...", options.docs);
+        load(&engine_dir.join("bench.odm"), options.docs)?;
+        load(&server_dir.join(format!("{DATABASE}.odm")), options.docs)?;
+        let engine =
+            Engine(Database::open(engine_dir.join("bench.odm")).map_err(|e| e.to_string())?);
+        let config = Config {
+            bind: "127.0.0.1:0".parse().expect("an address"),
+            ..Config::default()
+        };
+        let mut server = Server::bind(Storage::in_folder(server_dir.clone()), config)
+            .map_err(|e| e.to_string())?
+            .spawn();
+        let mut client_options = ClientOptions::parse(server.uri())
+            .run()
+            .map_err(|e| e.to_string())?;
+        client_options.max_pool_size = Some(THREADS[1] as u32 + 4);
+        client_options.server_selection_timeout = Some(Duration::from_secs(10));
+        let client = Client::with_options(client_options).map_err(|e| e.to_string())?;
+        let driver = Driver(client.database(DATABASE).collection(COLLECTION));
+        // Connections opened before timing: the pool fills as threads first ask.
+        measure(
+            &driver,
+            Phase::Get,
+            THREADS[1] * 4,
+            THREADS[1],
+            options.docs,
+            &AtomicI64::new(0),
+        );
+
+        println!(
+            "\n{:<28}{:>8}{:>14}{:>14}{:>10}{:>16}",
+            "operation", "threads", "engine ops/s", "wire ops/s", "ratio", "wire µs per op"
+        );
+        let engine_ids = AtomicI64::new(options.docs as i64);
+        let driver_ids = AtomicI64::new(options.docs as i64);
+        for (phase, name, ops) in PHASES {
+            for threads in THREADS {
+                let mut in_process = Vec::new();
+                let mut over_wire = Vec::new();
+                for _ in 0..options.runs {
+                    in_process.push(
+                        ops as f64
+                            / measure(&engine, phase, ops, threads, options.docs, &engine_ids),
+                    );
+                    over_wire.push(
+                        ops as f64
+                            / measure(&driver, phase, ops, threads, options.docs, &driver_ids),
+                    );
+                }
+                let (e, w) = (median(in_process), median(over_wire));
+                println!(
+                    "{name:<28}{threads:>8}{e:>14.0}{w:>14.0}{:>10.2}{:>16.1}",
+                    e / w,
+                    1e6 / w - 1e6 / e
+                );
+            }
+        }
+        server.stop();
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome
+}
+
+/// `bench load`: the load test's figures, against a server over database files.
+pub fn run_load(options: &Options) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("odm-bench-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let config = Config {
+        bind: "127.0.0.1:0".parse().expect("an address"),
+        ..Config::default()
+    };
+    let outcome = Server::bind(Storage::in_folder(dir.clone()), config)
+        .map_err(|e| e.to_string())
+        .and_then(|server| {
+            let mut server = server.spawn();
+            let report = odm_tests::load::run(
+                &server.uri(),
+                &odm_tests::load::LoadOptions {
+                    clients: options.clients,
+                    duration: Duration::from_secs(options.seconds),
+                    seed: 20_261_124,
+                },
+            );
+            server.stop();
+            report
+        });
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome?.print();
+    Ok(())
+}
