@@ -61,7 +61,7 @@ run_file() {
   "$odm" serve --in-memory --replica-set rs0 --port "$port" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do
-    grep -q "listening on" "$log" && break
+    grep -qs "listening on" "$log" && break
     sleep 0.1
   done
   status=0

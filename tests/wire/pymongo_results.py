@@ -26,7 +26,10 @@ OUTCOMES = ("pass", "fail", "skip", "exclude", "ignore")
 
 
 def test_id(classname, name):
-    """`test.test_x.Class` and `test_y` as `test/test_x.py::Class::test_y`."""
+    """`test.test_x.Class` and `test_y` as `test/test_x.py::Class::test_y`; a module skipped
+    whole when collected (no class name, the module as the name) as `test/test_x.py`."""
+    if not classname:
+        return name.replace(".", "/") + ".py"
     parts = classname.split(".")
     for i, part in enumerate(parts):
         if part.startswith("test_"):
