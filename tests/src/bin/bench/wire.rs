@@ -30,7 +30,7 @@ use crate::report::median;
 
 const GETS: usize = 8_000;
 const INSERTS: usize = 400;
-const BATCHES: usize = 8;
+const BATCHES: usize = 16;
 const BATCH: usize = 1_000;
 const QUERIES: usize = 400;
 const THREADS: [usize; 2] = [1, 16];
