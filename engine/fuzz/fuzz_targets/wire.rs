@@ -24,7 +24,9 @@ fuzz_target!(|data: &[u8]| {
     let op_code = i32::from_le_bytes(message[12..16].try_into().expect("4 bytes"));
     let flags_at = HEADER_LEN;
     let flags = u32::from_le_bytes(message[flags_at..flags_at + 4].try_into().expect("4 bytes"));
-    if steer & 2 != 0 && op_code == wire::OP_MSG && flags & wire::CHECKSUM_PRESENT != 0 {
+    // Room for the flags after the old checksum is cut off.
+    let room = message.len() >= HEADER_LEN + 8;
+    if steer & 2 != 0 && room && op_code == wire::OP_MSG && flags & wire::CHECKSUM_PRESENT != 0 {
         message.truncate(message.len() - 4);
         message[flags_at..flags_at + 4]
             .copy_from_slice(&(flags & !wire::CHECKSUM_PRESENT).to_le_bytes());
