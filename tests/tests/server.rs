@@ -860,3 +860,48 @@ fn replica_set_replies_carry_cluster_time_and_report_unsatisfiable_write_concern
     );
     assert!(!majority.contains_key("writeConcernError"));
 }
+
+/// The `failCommand` fail point exists only with test commands on; it fails, or drops the
+/// connection of, the commands it names, as often as its mode says.
+#[test]
+fn the_fail_point_fails_what_it_names_and_only_with_test_commands() {
+    let plain = start();
+    let admin = client(&plain).database("admin");
+    let configure = doc! {
+        "configureFailPoint": "failCommand", "mode": {"times": 1},
+        "data": {"failCommands": ["insert"], "errorCode": 91},
+    };
+    let e = admin.run_command(configure.clone()).run().unwrap_err();
+    assert_eq!(code_of(&e), Some(59));
+
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            test_commands: true,
+            ..Config::default()
+        },
+    );
+    let client = client(&server);
+    let admin = client.database("admin");
+    let items = client.database("d").collection::<Document>("c");
+    admin.run_command(configure).run().unwrap();
+    let e = items.insert_one(doc! {"_id": 1}).run().unwrap_err();
+    assert_eq!(code_of(&e), Some(91));
+    // Once only: the next insert runs, and the failed one changed nothing.
+    items.insert_one(doc! {"_id": 2}).run().unwrap();
+    assert_eq!(items.count_documents(doc! {}).run().unwrap(), 1);
+    // A dropped connection: the driver's retryable read tries again on a new one.
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["find"], "closeConnection": true},
+        })
+        .run()
+        .unwrap();
+    assert!(items.find_one(doc! {"_id": 2}).run().unwrap().is_some());
+    admin
+        .run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"})
+        .run()
+        .unwrap();
+    items.insert_one(doc! {"_id": 3}).run().unwrap();
+}

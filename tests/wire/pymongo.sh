@@ -6,7 +6,8 @@
 # source distribution from PyPI (its test/ folder is the suite; the package is installed from
 # it, C extensions built), pytest, pytest-asyncio (its configuration names an asyncio option)
 # and dnspython. Runs the synchronous tests (`-m default`), one test file at a time against
-# its own fresh server (`--replica-set rs0`, in memory), $PYMONGO_JOBS files at once.
+# its own fresh server (`--replica-set rs0 --enable-test-commands`, in memory: the suite
+# drives the `failCommand` fail point), $PYMONGO_JOBS files at once.
 #
 #   tests/wire/pymongo.sh            run and check
 #   tests/wire/pymongo.sh --write    run and rewrite the expected-results file
@@ -58,7 +59,7 @@ run_file() {
   name=$(basename "$file" .py)
   log="$reports/$name.server.log"
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$odm" serve --in-memory --replica-set rs0 --port "$port" >"$log" 2>&1 &
+  "$odm" serve --in-memory --replica-set rs0 --enable-test-commands --port "$port" >"$log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do
     grep -qs "listening on" "$log" && break

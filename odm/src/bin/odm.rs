@@ -27,6 +27,8 @@ enum Command {
 }
 
 #[derive(Debug, clap::Args)]
+// Command-line switches are bools by nature; each is its own flag.
+#[allow(clippy::struct_excessive_bools)]
 struct Serve {
     /// The folder of database files (created when missing).
     path: Option<PathBuf>,
@@ -68,6 +70,10 @@ struct Serve {
     /// Seconds a transaction may stay open.
     #[arg(long, default_value_t = 60)]
     transaction_lifetime: u64,
+    /// Offer MongoDB's test commands (the `failCommand` fail point), for drivers' test suites;
+    /// never on a server that holds data you care about.
+    #[arg(long)]
+    enable_test_commands: bool,
 }
 
 fn serve(args: Serve) -> Result<(), String> {
@@ -102,6 +108,7 @@ fn serve(args: Serve) -> Result<(), String> {
         cursor_timeout: Duration::from_secs(args.cursor_timeout),
         transaction_lifetime: Duration::from_secs(args.transaction_lifetime),
         argv: std::env::args().collect(),
+        test_commands: args.enable_test_commands,
         ..Config::default()
     };
     let server = Server::bind(storage, config).map_err(|e| e.to_string())?;

@@ -27,6 +27,10 @@ pub struct ConnectionState {
     pub user: Option<(String, String)>,
     /// A SCRAM conversation in progress.
     pub scram: Option<super::auth::Conversation>,
+    /// The application name the client gave in its handshake (`client.application.name`).
+    pub app_name: Option<String>,
+    /// Close the connection without replying (a fail point's `closeConnection`).
+    pub close: bool,
 }
 
 trait Stream: Read + Write + Send {}
@@ -58,6 +62,8 @@ pub(super) fn serve(
         compressors: Vec::new(),
         user: None,
         scram: None,
+        app_name: None,
+        close: false,
     };
     let mut next_request_id = 1i32;
     loop {
@@ -90,6 +96,9 @@ pub(super) fn serve(
                 ))
             }
         };
+        if state.close {
+            break;
+        }
         if let Some(bytes) = reply {
             Stats::add(&shared.stats.bytes_out, bytes.len() as u64);
             if stream
@@ -194,7 +203,21 @@ fn run(
     command: &Document,
 ) -> RawDocumentBuf {
     Stats::add(&shared.stats.op_command, 1);
+    let firing = shared
+        .fail_points
+        .fire(name, command, state.app_name.as_deref())
+        .unwrap_or_default();
+    if let Some(pause) = firing.block {
+        std::thread::sleep(pause);
+    }
+    if firing.close_connection {
+        state.close = true;
+        return RawDocumentBuf::new();
+    }
     let result = (|| {
+        if let Some(error) = firing.error {
+            return Err(error);
+        }
         let spec = spec.ok_or_else(|| command::not_found(name))?;
         if shared.config.auth
             && spec.access == Access::Authenticated
@@ -227,12 +250,32 @@ fn run(
     let mut reply = match result {
         Ok(reply) => {
             let mut raw = reply.finish();
-            if let Some(error) = unsatisfiable_write_concern(command) {
+            if let Some((error, labels)) = firing.write_concern_error {
+                if let Ok(error) = RawDocumentBuf::try_from(&error) {
+                    raw.append(bson::raw::cstr!("writeConcernError"), error);
+                }
+                if !labels.is_empty() {
+                    let mut array = bson::RawArrayBuf::new();
+                    for label in labels {
+                        array.push(label);
+                    }
+                    raw.append(bson::raw::cstr!("errorLabels"), array);
+                }
+            } else if let Some(error) = unsatisfiable_write_concern(command) {
                 raw.append(bson::raw::cstr!("writeConcernError"), error);
             }
             raw
         }
-        Err(error) => wire::to_raw(&error.to_document()),
+        Err(error) => {
+            let mut reply = error.to_document();
+            // As MongoDB does: a "not primary" or "shutting down" error states the topology
+            // version it was raised under, so that drivers see it is not news about this
+            // server (its `hello` reports the same version) and keep the server selectable.
+            if STATE_CHANGE_CODES.contains(&error.code) {
+                reply.insert("topologyVersion", shared.topology_version());
+            }
+            wire::to_raw(&reply)
+        }
     };
     if shared.config.replica_set.is_some() {
         let time = shared.clock.tick();
@@ -243,6 +286,10 @@ fn run(
     }
     reply
 }
+
+/// MongoDB's "not primary" and "shutting down" codes, whose errors drivers read as news about
+/// the server's state.
+const STATE_CHANGE_CODES: [i32; 7] = [91, 189, 10107, 11600, 11602, 13435, 13436];
 
 /// A write concern one member cannot satisfy, as MongoDB reports it after applying the write:
 /// `w` above one (`UnsatisfiableWriteConcern`) or a tag set that no configuration names

@@ -13,6 +13,7 @@
 //! | `storage` | databases by name: a file each under the served folder |
 //! | `cursors` | server-side cursors: batches, `getMore`, idle timeout, the bound on their memory |
 //! | `session` | logical sessions and multi-document transactions (replica-set mode) |
+//! | `failpoint` | the `failCommand` fail point, a test command (`--enable-test-commands`) |
 //! | `clock` | the cluster time replies carry in replica-set mode (causal consistency) |
 //! | `auth` | users (salted, hashed) and SCRAM-SHA-256 |
 //! | `tls` | TLS through rustls |
@@ -23,6 +24,7 @@ pub mod command;
 pub mod compression;
 mod connection;
 pub mod cursors;
+pub mod failpoint;
 pub mod session;
 pub mod storage;
 pub mod tls;
@@ -62,6 +64,8 @@ pub struct Config {
     pub compressors: Vec<Compressor>,
     /// The command line, for `getCmdLineOpts`.
     pub argv: Vec<String>,
+    /// Offer MongoDB's test commands (`configureFailPoint`), for drivers' test suites.
+    pub test_commands: bool,
 }
 
 impl Default for Config {
@@ -79,6 +83,7 @@ impl Default for Config {
             transaction_lifetime: Duration::from_mins(1),
             compressors: compression::SUPPORTED.to_vec(),
             argv: vec!["odm".to_owned(), "serve".to_owned()],
+            test_commands: false,
         }
     }
 }
@@ -110,6 +115,8 @@ pub struct Shared {
     pub stats: Stats,
     /// The cluster time replies carry in replica-set mode.
     pub clock: clock::ClusterClock,
+    /// The `failCommand` fail point (test commands only).
+    pub fail_points: failpoint::FailPoints,
     pub started: Instant,
     /// Identifies this process in `topologyVersion`.
     pub process_id: bson::oid::ObjectId,
@@ -173,6 +180,7 @@ impl Server {
             sessions: session::Sessions::default(),
             stats: Stats::default(),
             clock: clock::ClusterClock::default(),
+            fail_points: failpoint::FailPoints::default(),
             started: Instant::now(),
             process_id: bson::oid::ObjectId::new(),
             address,
@@ -260,6 +268,12 @@ impl Server {
 }
 
 impl Shared {
+    /// The `topologyVersion` of `hello` and of state-change errors: this process, and a
+    /// counter that never moves (a one-member set's topology does not change).
+    pub fn topology_version(&self) -> bson::Document {
+        bson::doc! {"processId": self.process_id, "counter": 0_i64}
+    }
+
     fn lock_open(&self) -> std::sync::MutexGuard<'_, Vec<(u64, TcpStream)>> {
         self.open
             .lock()

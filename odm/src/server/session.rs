@@ -264,17 +264,6 @@ impl Sessions {
     }
 }
 
-/// The logical clock `hello` reports in replica-set mode.
-pub fn cluster_time() -> bson::Timestamp {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    bson::Timestamp {
-        time: now as u32,
-        increment: 1,
-    }
-}
-
 /// What a command says of its transaction.
 struct TxnFields {
     key: Vec<u8>,

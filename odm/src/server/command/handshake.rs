@@ -24,6 +24,13 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "hello");
     let legacy = !command.contains_key("hello");
     await_topology_change(ctx, &args)?;
+    if let Ok(app) = command
+        .get_document("client")
+        .and_then(|c| c.get_document("application"))
+        .and_then(|a| a.get_str("name"))
+    {
+        ctx.conn.app_name = Some(app.to_owned());
+    }
     let mut reply = Document::new();
     if args.flag("helloOk")? {
         reply.insert("helloOk", true);
@@ -33,10 +40,7 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     } else {
         reply.insert("isWritablePrimary", true);
     }
-    reply.insert(
-        "topologyVersion",
-        doc! {"processId": ctx.server.process_id, "counter": 0i64},
-    );
+    reply.insert("topologyVersion", ctx.server.topology_version());
     if let Some(name) = &ctx.server.config.replica_set {
         let me = ctx.server.address.clone();
         reply.insert("hosts", vec![me.clone()]);
@@ -50,7 +54,7 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             bson::oid::ObjectId::from_bytes([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 1]),
         );
         let now = DateTime::now();
-        let op_time = doc! {"ts": crate::server::session::cluster_time(), "t": 1i64};
+        let op_time = doc! {"ts": ctx.server.clock.tick(), "t": 1i64};
         reply.insert(
             "lastWrite",
             doc! {
@@ -158,7 +162,7 @@ fn parameters(ctx: &Ctx<'_>) -> Document {
     doc! {
         "featureCompatibilityVersion": {"version": "8.0"},
         "authenticationMechanisms": ["SCRAM-SHA-256"],
-        "enableTestCommands": false,
+        "enableTestCommands": ctx.server.config.test_commands,
         "transactionLifetimeLimitSeconds": ctx.server.config.transaction_lifetime.as_secs() as i32,
         "cursorTimeoutMillis": ctx.server.config.cursor_timeout.as_millis() as i64,
         "maxBSONDepth": odm_engine::MAX_STORED_DEPTH as i32,

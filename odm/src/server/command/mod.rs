@@ -289,6 +289,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("deleteIndexes", indexes::drop_indexes),
     cmd("commitTransaction", super::session::commit_transaction),
     cmd("abortTransaction", super::session::abort_transaction),
+    cmd("configureFailPoint", super::failpoint::configure_fail_point),
 ];
 
 /// The table entry for a command name.

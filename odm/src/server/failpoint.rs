@@ -1,0 +1,378 @@
+//! MongoDB's `failCommand` fail point, the test command drivers' own test suites use to make
+//! the server fail, stall or drop a connection on chosen commands (`configureFailPoint`). It
+//! exists only when the server is started with `--enable-test-commands`, as MongoDB offers it
+//! only with `enableTestCommands`.
+//!
+//! Rules, as MongoDB applies them:
+//! - It fires on a command named in `data.failCommands`, from a connection whose application
+//!   name is `data.appName` when that is given.
+//! - `mode` decides how often: `"alwaysOn"`, `{times: n}` (the next n matches), `{skip: n}`
+//!   (every match after the first n), `"off"`.
+//! - When it fires it first waits `blockTimeMS` if `blockConnection`; then it closes the
+//!   connection without a reply (`closeConnection`), or fails the command before it runs with
+//!   `errorCode` (and `errorLabels`), or runs the command and adds `writeConcernError`.
+//! - Without `errorLabels`, an error of a retryable write (a write with `txnNumber` outside a
+//!   transaction, or a transaction's commit or abort) whose code is a retryable one carries the
+//!   `RetryableWriteError` label, as MongoDB 4.4 and later add it.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bson::{Bson, Document, doc};
+use odm_engine::ErrorCode;
+
+use odm_engine::expr::whole_number;
+
+use crate::server::command::{CommandError, CommandResult, Ctx};
+
+/// The fail point's configuration, when it is on.
+#[derive(Debug, Default)]
+pub struct FailPoints {
+    fail_command: Mutex<Option<FailCommand>>,
+}
+
+#[derive(Debug, Clone)]
+struct FailCommand {
+    mode: Mode,
+    commands: Vec<String>,
+    app_name: Option<String>,
+    block: Option<Duration>,
+    close_connection: bool,
+    error_code: Option<i32>,
+    error_labels: Option<Vec<String>>,
+    write_concern_error: Option<Document>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    AlwaysOn,
+    Times(i64),
+    Skip(i64),
+}
+
+/// What the fail point does to one command.
+#[derive(Debug, Clone, Default)]
+pub struct Firing {
+    pub block: Option<Duration>,
+    pub close_connection: bool,
+    /// Fail the command, before it runs, with this error.
+    pub error: Option<CommandError>,
+    /// Run the command, then add this `writeConcernError` (and these labels).
+    pub write_concern_error: Option<(Document, Vec<String>)>,
+}
+
+impl FailPoints {
+    /// What the fail point does to `command` (named `name`) from a connection whose
+    /// application is `app_name`; `None` when it does not fire.
+    pub fn fire(&self, name: &str, command: &Document, app_name: Option<&str>) -> Option<Firing> {
+        let mut slot = self
+            .fail_command
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let point = slot.as_mut()?;
+        if !point.commands.iter().any(|c| c == name)
+            || point
+                .app_name
+                .as_deref()
+                .is_some_and(|wanted| Some(wanted) != app_name)
+        {
+            return None;
+        }
+        match &mut point.mode {
+            Mode::Times(n) => {
+                *n -= 1;
+            }
+            Mode::Skip(n) if *n > 0 => {
+                *n -= 1;
+                return None;
+            }
+            Mode::AlwaysOn | Mode::Skip(_) => {}
+        }
+        let point = point.clone();
+        if matches!(point.mode, Mode::Times(n) if n <= 0) {
+            *slot = None;
+        }
+        let retryable = is_retryable_write(name, command);
+        let labels_for = |code: i32| match &point.error_labels {
+            Some(labels) => labels.clone(),
+            None if retryable && RETRYABLE_CODES.contains(&code) => {
+                vec!["RetryableWriteError".to_owned()]
+            }
+            None => Vec::new(),
+        };
+        let error = point.error_code.map(|code| CommandError {
+            code,
+            code_name: code_name(code),
+            message: "Failing command via 'failCommand' failpoint".to_owned(),
+            labels: labels_for(code),
+            extra: None,
+        });
+        let write_concern_error = point.write_concern_error.map(|wce| {
+            let code = wce.get("code").and_then(whole_number).unwrap_or(0) as i32;
+            (wce, labels_for(code))
+        });
+        Some(Firing {
+            block: point.block,
+            close_connection: point.close_connection,
+            error,
+            write_concern_error,
+        })
+    }
+
+    /// `configureFailPoint`: sets or clears the fail point; answers how often it fired.
+    fn configure(&self, command: &Document) -> CommandResult {
+        let name = command.get_str("configureFailPoint").map_err(|_| {
+            CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                "configureFailPoint takes the fail point's name as a string",
+            )
+        })?;
+        if name != "failCommand" {
+            return Err(CommandError::bad_value(format!(
+                "Cannot find failpoint with name {name}: this server has only failCommand"
+            )));
+        }
+        let mode = match command.get("mode") {
+            Some(Bson::String(m)) if m == "off" => None,
+            Some(Bson::String(m)) if m == "alwaysOn" => Some(Mode::AlwaysOn),
+            Some(Bson::Document(m)) => {
+                let count = |key: &str| m.get(key).and_then(whole_number).filter(|n| *n >= 0);
+                match (count("times"), count("skip")) {
+                    (Some(n), None) => Some(Mode::Times(n)),
+                    (None, Some(n)) => Some(Mode::Skip(n)),
+                    _ => {
+                        return Err(CommandError::bad_value(
+                            "mode must be \"alwaysOn\", \"off\", {times: n} or {skip: n} with n \
+                             a non-negative whole number",
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(CommandError::bad_value(
+                    "mode must be \"alwaysOn\", \"off\", {times: n} or {skip: n}",
+                ));
+            }
+        };
+        let data = match command.get("data") {
+            Some(Bson::Document(d)) => d.clone(),
+            None => Document::new(),
+            Some(_) => return Err(CommandError::bad_value("data must be a document")),
+        };
+        let point = match mode {
+            None | Some(Mode::Times(0)) => None,
+            Some(mode) => Some(parse_data(mode, &data)?),
+        };
+        let mut slot = self
+            .fail_command
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *slot = point;
+        Ok(doc! { "count": 0_i64 }.into())
+    }
+}
+
+fn parse_data(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> {
+    let strings = |key: &str| -> Result<Option<Vec<String>>, CommandError> {
+        match data.get(key) {
+            None => Ok(None),
+            Some(Bson::Array(items)) => items
+                .iter()
+                .map(|i| {
+                    i.as_str().map(str::to_owned).ok_or_else(|| {
+                        CommandError::bad_value(format!("data.{key} must hold strings"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(CommandError::bad_value(format!(
+                "data.{key} must be an array"
+            ))),
+        }
+    };
+    let commands = strings("failCommands")?.ok_or_else(|| {
+        CommandError::bad_value("failCommand needs data.failCommands, the commands to fail")
+    })?;
+    let flag = |key: &str| data.get(key).and_then(Bson::as_bool).unwrap_or(false);
+    let block = flag("blockConnection").then(|| {
+        let ms = data.get("blockTimeMS").and_then(whole_number).unwrap_or(0);
+        Duration::from_millis(ms.clamp(0, 600_000) as u64)
+    });
+    Ok(FailCommand {
+        mode,
+        commands,
+        app_name: data.get_str("appName").ok().map(str::to_owned),
+        block,
+        close_connection: flag("closeConnection"),
+        error_code: data
+            .get("errorCode")
+            .and_then(whole_number)
+            .map(|c| c as i32),
+        error_labels: strings("errorLabels")?,
+        write_concern_error: data.get_document("writeConcernError").ok().cloned(),
+    })
+}
+
+pub fn configure_fail_point(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    if !ctx.server.config.test_commands {
+        return Err(crate::server::command::not_found("configureFailPoint"));
+    }
+    ctx.server.fail_points.configure(command)
+}
+
+/// Codes whose errors a driver may retry a write after (MongoDB's `RetryableWriteError`).
+const RETRYABLE_CODES: [i32; 13] = [
+    6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 64,
+];
+
+/// A write a driver retries: one carrying `txnNumber` outside a transaction, or the end of a
+/// transaction.
+fn is_retryable_write(name: &str, command: &Document) -> bool {
+    match name {
+        "commitTransaction" | "abortTransaction" => true,
+        "insert" | "update" | "delete" | "findAndModify" | "findandmodify" | "bulkWrite" => {
+            command.contains_key("txnNumber") && !command.contains_key("autocommit")
+        }
+        _ => false,
+    }
+}
+
+/// MongoDB's name for a code a fail point may raise; `Location<code>` for the others, as
+/// MongoDB spells an unnamed code.
+fn code_name(code: i32) -> String {
+    let name = match code {
+        1 => "InternalError",
+        2 => "BadValue",
+        6 => "HostUnreachable",
+        7 => "HostNotFound",
+        8 => "UnknownError",
+        11 => "UserNotFound",
+        13 => "Unauthorized",
+        18 => "AuthenticationFailed",
+        20 => "IllegalOperation",
+        24 => "LockTimeout",
+        43 => "CursorNotFound",
+        50 => "MaxTimeMSExpired",
+        59 => "CommandNotFound",
+        64 => "WriteConcernFailed",
+        79 => "UnknownReplWriteConcern",
+        89 => "NetworkTimeout",
+        91 => "ShutdownInProgress",
+        100 => "UnsatisfiableWriteConcern",
+        112 => "WriteConflict",
+        121 => "DocumentValidationFailure",
+        134 => "ReadConcernMajorityNotAvailableYet",
+        175 => "QueryPlanKilled",
+        189 => "PrimarySteppedDown",
+        237 => "CursorKilled",
+        251 => "NoSuchTransaction",
+        262 => "ExceededTimeLimit",
+        462 => "IngressRequestRateLimitExceeded",
+        9001 => "SocketException",
+        10107 => "NotWritablePrimary",
+        11000 => "DuplicateKey",
+        11600 => "InterruptedAtShutdown",
+        11602 => "InterruptedDueToReplStateChange",
+        13435 => "NotPrimaryNoSecondaryOk",
+        13436 => "NotPrimaryOrSecondary",
+        _ => return format!("Location{code}"),
+    };
+    name.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn configured(command: Document) -> FailPoints {
+        let points = FailPoints::default();
+        points.configure(&command).expect("configures");
+        points
+    }
+
+    #[test]
+    fn times_fires_that_often_then_turns_off() {
+        let points = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": {"times": 2},
+            "data": {"failCommands": ["insert"], "errorCode": 91},
+        });
+        let insert = doc! {"insert": "c"};
+        assert!(points.fire("find", &doc! {"find": "c"}, None).is_none());
+        for _ in 0..2 {
+            let firing = points.fire("insert", &insert, None).expect("fires");
+            assert_eq!(firing.error.expect("an error").code, 91);
+        }
+        assert!(points.fire("insert", &insert, None).is_none());
+    }
+
+    #[test]
+    fn skip_lets_the_first_through_and_app_name_narrows() {
+        let points = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": {"skip": 1},
+            "data": {"failCommands": ["find"], "closeConnection": true, "appName": "a"},
+        });
+        let find = doc! {"find": "c"};
+        assert!(points.fire("find", &find, Some("b")).is_none());
+        assert!(points.fire("find", &find, Some("a")).is_none());
+        assert!(
+            points
+                .fire("find", &find, Some("a"))
+                .unwrap()
+                .close_connection
+        );
+        assert!(
+            points
+                .fire("find", &find, Some("a"))
+                .unwrap()
+                .close_connection
+        );
+    }
+
+    #[test]
+    fn retryable_writes_get_their_label_unless_labels_are_given() {
+        let points = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": "alwaysOn",
+            "data": {"failCommands": ["insert"], "errorCode": 10107},
+        });
+        let retryable = doc! {"insert": "c", "txnNumber": 1_i64};
+        let error = points
+            .fire("insert", &retryable, None)
+            .unwrap()
+            .error
+            .unwrap();
+        assert_eq!(error.labels, vec!["RetryableWriteError".to_owned()]);
+        assert_eq!(error.code_name, "NotWritablePrimary");
+        let plain = points.fire("insert", &doc! {"insert": "c"}, None).unwrap();
+        assert!(plain.error.unwrap().labels.is_empty());
+        let points = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": "alwaysOn",
+            "data": {"failCommands": ["insert"], "errorCode": 10107, "errorLabels": []},
+        });
+        let error = points
+            .fire("insert", &retryable, None)
+            .unwrap()
+            .error
+            .unwrap();
+        assert!(error.labels.is_empty());
+    }
+
+    #[test]
+    fn off_clears_and_bad_configurations_are_refused() {
+        let points = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": "alwaysOn",
+            "data": {"failCommands": ["ping"], "errorCode": 2},
+        });
+        points
+            .configure(&doc! {"configureFailPoint": "failCommand", "mode": "off"})
+            .unwrap();
+        assert!(points.fire("ping", &doc! {"ping": 1}, None).is_none());
+        for bad in [
+            doc! {"configureFailPoint": "other", "mode": "alwaysOn"},
+            doc! {"configureFailPoint": "failCommand", "mode": "sometimes"},
+            doc! {"configureFailPoint": "failCommand", "mode": {"times": -1}, "data": {"failCommands": []}},
+            doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn", "data": {}},
+        ] {
+            assert!(points.configure(&bad).is_err(), "{bad}");
+        }
+    }
+}
