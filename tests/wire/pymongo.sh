@@ -7,7 +7,9 @@
 # it, C extensions built), pytest, pytest-asyncio (its configuration names an asyncio option)
 # and dnspython. Runs the synchronous tests (`-m default`), one test file at a time against
 # its own fresh server (`--replica-set rs0 --enable-test-commands`, in memory: the suite
-# drives the `failCommand` fail point), $PYMONGO_JOBS files at once.
+# drives the `failCommand` fail point), $PYMONGO_JOBS files at once. Tracebacks are one line
+# (`--tb=line`): formatting long ones trips Python 3.11's AST recursion check inside pytest,
+# which then abandons the rest of the file.
 #
 #   tests/wire/pymongo.sh            run and check
 #   tests/wire/pymongo.sh --write    run and rewrite the expected-results file
@@ -67,7 +69,7 @@ run_file() {
   done
   status=0
   (cd "$src" && DB_IP=127.0.0.1 DB_PORT=$port timeout 900 "$python" -m pytest "$file" \
-    -m default -q -p no:cacheprovider -o addopts="" "${args[@]}" \
+    -m default -q -p no:cacheprovider -o addopts="" --tb=line "${args[@]}" \
     --junitxml="$reports/$name.xml" >"$reports/$name.out" 2>&1) || status=$?
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
