@@ -899,6 +899,39 @@ fn the_fail_point_fails_what_it_names_and_only_with_test_commands() {
         .run()
         .unwrap();
     assert!(items.find_one(doc! {"_id": 2}).run().unwrap().is_some());
+    // A write concern error: the command runs, then the error is added to its reply.
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["insert"], "writeConcernError": {"code": 64, "errmsg": "w"}},
+        })
+        .run()
+        .unwrap();
+    let reply = command_reply(
+        &client.database("d"),
+        doc! {"insert": "c", "documents": [{"_id": 4}]},
+    );
+    let concern = reply.get_document("writeConcernError").unwrap();
+    assert_eq!(concern.get_i32("code").unwrap(), 64);
+    assert_eq!(reply.get_i32("n").unwrap(), 1);
+    // blockConnection: the command waits its time, then runs.
+    admin
+        .run_command(doc! {
+            "configureFailPoint": "failCommand", "mode": {"times": 1},
+            "data": {"failCommands": ["count"], "blockConnection": true, "blockTimeMS": 200},
+        })
+        .run()
+        .unwrap();
+    let began = std::time::Instant::now();
+    let count = command_reply(&client.database("d"), doc! {"count": "c"});
+    assert!(began.elapsed() >= Duration::from_millis(200));
+    assert!(
+        matches!(
+            count.get("n"),
+            Some(bson::Bson::Int32(2) | bson::Bson::Int64(2))
+        ),
+        "{count}"
+    );
     admin
         .run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"})
         .run()

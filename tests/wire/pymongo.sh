@@ -60,13 +60,10 @@ run_file() {
   mapfile -t args <"$deselect"
   name=$(basename "$file" .py)
   log="$reports/$name.server.log"
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$(odm_free_port)
   "$odm" serve --in-memory --replica-set rs0 --enable-test-commands --port "$port" >"$log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 100); do
-    grep -qs "listening on" "$log" && break
-    sleep 0.1
-  done
+  odm_wait_listening "$log" "$pid" || return 1
   status=0
   (cd "$src" && DB_IP=127.0.0.1 DB_PORT=$port timeout 900 "$python" -m pytest "$file" \
     -m default -q -p no:cacheprovider -o addopts="" --tb=line "${args[@]}" \
@@ -83,7 +80,8 @@ run_file() {
       ;;
   esac
 }
-export -f run_file
+. tests/wire/serve.sh
+export -f run_file odm_free_port odm_wait_listening
 export reports src python odm deselect
 
 files=${PYMONGO_FILES:-$(cd "$src" && ls test/test_*.py)}

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bson::{Document, Timestamp, doc, spec::BinarySubtype};
+use bson::{RawDocumentBuf, Timestamp, rawdoc, spec::BinarySubtype};
 
 #[derive(Debug, Default)]
 pub struct ClusterClock {
@@ -42,9 +42,10 @@ impl ClusterClock {
         }
     }
 
-    /// The `$clusterTime` field of a reply at `time`.
-    pub fn gossip(time: Timestamp) -> Document {
-        doc! {
+    /// The `$clusterTime` field of a reply at `time`, as bytes: every reply in replica-set
+    /// mode carries it.
+    pub fn gossip(time: Timestamp) -> RawDocumentBuf {
+        rawdoc! {
             "clusterTime": time,
             "signature": {
                 "hash": bson::Binary { subtype: BinarySubtype::Generic, bytes: vec![0; 20] },

@@ -203,9 +203,16 @@ fn run(
     command: &Document,
 ) -> RawDocumentBuf {
     Stats::add(&shared.stats.op_command, 1);
+    // The fail point exists only with test commands: without them no command takes its lock.
     let firing = shared
-        .fail_points
-        .fire(name, command, state.app_name.as_deref())
+        .config
+        .test_commands
+        .then(|| {
+            shared
+                .fail_points
+                .fire(name, command, state.app_name.as_deref())
+        })
+        .flatten()
         .unwrap_or_default();
     if let Some(pause) = firing.block {
         std::thread::sleep(pause);
@@ -280,9 +287,10 @@ fn run(
     if shared.config.replica_set.is_some() {
         let time = shared.clock.tick();
         reply.append(bson::raw::cstr!("operationTime"), time);
-        if let Ok(gossip) = RawDocumentBuf::try_from(&super::clock::ClusterClock::gossip(time)) {
-            reply.append(bson::raw::cstr!("$clusterTime"), gossip);
-        }
+        reply.append(
+            bson::raw::cstr!("$clusterTime"),
+            super::clock::ClusterClock::gossip(time),
+        );
     }
     reply
 }
