@@ -13,7 +13,7 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -50,6 +50,18 @@ pub(crate) struct Shared {
     /// The minimum size of an index's delta table before it is merged.
     merge_threshold: AtomicU64,
     pub(crate) plan_cache: Arc<PlanCache>,
+    /// The file, when the database is one.
+    path: Option<PathBuf>,
+}
+
+impl Shared {
+    /// The length of the database's file; 0 in memory.
+    pub(crate) fn file_bytes(&self) -> u64 {
+        self.path
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len())
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -71,23 +83,32 @@ impl Database {
         if !path.exists() {
             create_file(path)?;
         }
-        Database::init(redb::Database::open(path)?)
+        let redb = redb::Database::open(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
+                path: path.display().to_string(),
+            },
+            other => Error::from(other),
+        })?;
+        Database::init(redb, Some(path.to_path_buf()))
     }
 
     /// A database over any redb storage backend, opened when it holds one and created when it
     /// is empty: a file, memory, or the caller's own (a fault-injecting backend in tests).
     pub fn with_backend(backend: impl redb::StorageBackend) -> Result<Database> {
-        Database::init(redb::Database::builder().create_with_backend(backend)?)
+        Database::init(
+            redb::Database::builder().create_with_backend(backend)?,
+            None,
+        )
     }
 
     /// A database that lives in memory only, for tests and scratch work.
     pub fn in_memory() -> Result<Database> {
         let redb =
             redb::Database::builder().create_with_backend(redb::backends::InMemoryBackend::new())?;
-        Database::init(redb)
+        Database::init(redb, None)
     }
 
-    fn init(redb: redb::Database) -> Result<Database> {
+    fn init(redb: redb::Database, path: Option<PathBuf>) -> Result<Database> {
         let txn = redb.begin_write()?;
         let has_other_tables = txn
             .list_tables()?
@@ -138,6 +159,7 @@ impl Database {
                 catalog: RwLock::new(Arc::new(catalog)),
                 merge_threshold: AtomicU64::new(index_store::DELTA_MIN),
                 plan_cache: Arc::new(PlanCache::default()),
+                path,
             }),
         })
     }
@@ -380,7 +402,7 @@ fn create_file(path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io(e)),
     }
-    drop(Database::init(redb::Database::create(&staging)?)?);
+    drop(Database::init(redb::Database::create(&staging)?, None)?);
     std::fs::rename(&staging, path).map_err(io)?;
     // Make the new directory entry durable too.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

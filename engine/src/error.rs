@@ -209,6 +209,12 @@ pub enum Error {
     /// Bytes read from the file do not decode; the file was damaged or written by other software.
     #[error("corrupt data in {location}: {reason}")]
     Corrupt { location: String, reason: String },
+    /// Another process (or another handle in this one) has the file open; redb allows one.
+    #[error("`{path}` is open in another process (a database file is opened by one at a time)")]
+    Locked { path: String },
+    /// `Database::compact` needs the only handle to the database, and no open transaction.
+    #[error("cannot compact: {0}")]
+    Compaction(String),
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
     /// A file operation of the engine's own (creating a database file) failed.
@@ -292,6 +298,7 @@ impl Error {
             Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
             Error::CollectionNotFound(_) => ErrorCode::NAMESPACE_NOT_FOUND,
             Error::InvalidCollectionName { .. } => ErrorCode::INVALID_NAMESPACE,
+            Error::Locked { .. } | Error::Compaction(_) => ErrorCode::ILLEGAL_OPERATION,
             Error::FormatVersion { .. }
             | Error::Corrupt { .. }
             | Error::Storage(_)

@@ -2,7 +2,7 @@
 //!
 //! - [`Database`]: open a file or an in-memory database; [`Database::read`] snapshots,
 //!   [`Database::write`] transactions over any number of collections, [`Database::verify`],
-//!   TTL expiry ([`Database::expire`], [`TtlMonitor`]).
+//!   [`Database::stats`], [`Database::compact`], TTL expiry ([`Database::expire`], [`TtlMonitor`]).
 //! - [`WriteTxn`]: inserts, replaces, deletes, collections and indexes ([`IndexSpec`]).
 //! - [`ReadTxn`] / [`ReadCollection`]: gets, scans, index prefix scans, yielding
 //!   [`StoredDocument`]s that decode straight into serde types.
@@ -35,6 +35,7 @@ mod path;
 pub mod query;
 mod read;
 mod schema;
+mod stats;
 mod tables;
 mod ttl;
 pub mod update;
@@ -55,5 +56,6 @@ pub use options::{CollectionOptions, ShardKey};
 pub use path::Path;
 pub use read::{IndexPrefixScan, ReadCollection, StoredDocument};
 pub use schema::id_index_spec;
+pub use stats::{CollectionStats, DatabaseStats, IndexStats};
 pub use ttl::{TtlMonitor, TtlStats};
 pub use verify::VerifyReport;

@@ -1355,3 +1355,65 @@ fn id_ranges_and_id_sorts_walk_the_documents_table() {
         "{explain}"
     );
 }
+
+#[test]
+fn stats_count_documents_and_index_pages_and_compact_returns_free_pages() {
+    let path = temp_path("stats.odm");
+    let mut db = Database::open(&path).unwrap();
+    db.write(|w| {
+        w.create_index("people", asc("name"))?;
+        for i in 0..5000 {
+            w.insert_one(
+                "people",
+                doc! {"_id": i, "name": format!("person {i:05}"), "pad": "x".repeat(200)},
+            )?;
+        }
+        w.insert_one("other", doc! {"_id": 1})?;
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    let stats = db.stats().unwrap();
+    let names: Vec<&str> = stats.collections.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["other", "people"]);
+    let people = &stats.collections[1];
+    assert_eq!(people.documents, 5000);
+    assert!(people.data_bytes > 5000 * 200, "{people:?}");
+    assert!(people.storage_bytes >= people.data_bytes, "{people:?}");
+    assert_eq!(people.indexes.len(), 1);
+    assert_eq!(people.indexes[0].name, "name_1");
+    assert!(people.index_bytes() > 0);
+    assert_eq!(stats.file_bytes, std::fs::metadata(&path).unwrap().len());
+
+    // Deleting most documents frees pages inside the file; compaction gives them back.
+    db.write(|w| {
+        for i in 0..4900 {
+            w.delete_by_id("people", &Bson::Int32(i))?;
+        }
+        Ok::<_, Error>(())
+    })
+    .unwrap();
+    let before = db.stats().unwrap();
+    assert!(before.free_pages > 0, "{before:?}");
+    assert!(db.compact().unwrap());
+    let after = db.stats().unwrap();
+    assert!(after.file_bytes < before.file_bytes, "{before:?} {after:?}");
+    assert_eq!(after.collections[1].documents, 100);
+    assert!(db.verify().unwrap().is_clean());
+
+    // A second handle keeps compaction from running, with an error that says why.
+    let other = db.clone();
+    let err = db.compact().unwrap_err();
+    assert!(matches!(err, Error::Compaction(_)), "{err}");
+    drop(other);
+}
+
+#[test]
+fn a_file_open_elsewhere_is_refused_as_locked() {
+    let path = temp_path("locked.odm");
+    let db = Database::open(&path).unwrap();
+    let err = Database::open(&path).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err:?}");
+    assert!(err.to_string().contains("open in another process"), "{err}");
+    drop(db);
+    Database::open(&path).unwrap();
+}
