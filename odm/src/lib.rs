@@ -37,6 +37,8 @@ mod model;
 #[cfg(feature = "server")]
 pub mod server;
 mod sort;
+#[cfg(feature = "cli")]
+pub mod tools;
 mod update;
 
 pub use collection::{Collection, Find, FindIter, ModifyOptions, STREAM_BUFFER};
