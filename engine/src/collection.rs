@@ -36,9 +36,6 @@ pub struct InsertManyResult {
 }
 
 /// Whether an error concerns one document (and a batch may go on) or the whole transaction.
-pub(crate) fn is_per_document(e: &Error) -> bool {
-    !matches!(e, Error::Storage(_) | Error::Corrupt { .. })
-}
 
 /// The encoded `_id` used as the documents table key.
 pub(crate) fn id_key(id: &Bson) -> Result<Vec<u8>, DocumentError> {
@@ -76,7 +73,7 @@ impl WriteTxn<'_> {
         for (position, doc) in docs.into_iter().enumerate() {
             match writer.insert_raw(doc) {
                 Ok(id) => result.inserted.push((position, id)),
-                Err(e) if is_per_document(&e) => {
+                Err(e) if e.is_per_document() => {
                     result.failures.push((position, e));
                     if ordered {
                         break;

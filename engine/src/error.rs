@@ -306,6 +306,16 @@ impl Error {
         }
     }
 
+    /// Whether the error concerns one operation's document (a duplicate key, an invalid
+    /// update), so that a batch may go on past it; storage failures and damaged data end the
+    /// batch.
+    pub fn is_per_document(&self) -> bool {
+        !matches!(
+            self,
+            Error::Storage(_) | Error::Corrupt { .. } | Error::Io { .. } | Error::Locked { .. }
+        )
+    }
+
     pub(crate) fn corrupt(location: impl Into<String>, reason: impl ToString) -> Self {
         Error::Corrupt {
             location: location.into(),

@@ -41,11 +41,17 @@ impl VerifyReport {
 impl Database {
     /// Checks every collection and index of a snapshot; see the module documentation.
     pub fn verify(&self) -> Result<VerifyReport> {
+        self.verify_with(&mut |_| {})
+    }
+
+    /// [`Database::verify`], calling `checked` with the count of documents checked so far
+    /// after each one (for a progress display).
+    pub fn verify_with(&self, checked: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
         let txn = self.read()?;
         let mut report = VerifyReport::default();
         for meta in txn.catalog.collections.values() {
             report.collections += 1;
-            verify_collection(&txn, meta, &mut report)?;
+            verify_collection(&txn, meta, &mut report, checked)?;
         }
         Ok(report)
     }
@@ -57,6 +63,7 @@ fn verify_collection(
     txn: &ReadTxn,
     meta: &CollectionMeta,
     report: &mut VerifyReport,
+    checked: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let name = &meta.name;
     let docs = txn
@@ -67,6 +74,7 @@ fn verify_collection(
     for row in docs.iter()? {
         let (key, bytes) = row?;
         report.documents += 1;
+        checked(report.documents);
         let Ok(doc) = RawDocument::from_bytes(bytes.value()) else {
             report.problems.push(format!(
                 "`{name}`: a stored document is not well-formed BSON"

@@ -25,7 +25,7 @@ use super::apply::Context;
 use super::parse::{Operators, Update, UpdateError, UpdateModifications, error};
 use super::upsert::{Seeding, seed};
 use crate::catalog::CollectionMeta;
-use crate::collection::{Writer, is_per_document};
+use crate::collection::Writer;
 use crate::db::WriteTxn;
 use crate::error::{Error, Result};
 use crate::expr::Scope;
@@ -478,7 +478,7 @@ impl WriteTxn<'_> {
             };
             match outcome {
                 Ok(()) => {}
-                Err(e) if is_per_document(&e) => {
+                Err(e) if e.is_per_document() => {
                     result.failures.push((position, e));
                     if ordered {
                         break;
@@ -849,7 +849,7 @@ fn apply_update(
                         updated.push(id_of(original));
                     }
                 }
-                Err(e) if is_per_document(&e) => {
+                Err(e) if e.is_per_document() => {
                     return Err(Error::UpdateStopped {
                         collection: writer.collection_name().to_owned(),
                         updated,

@@ -1,5 +1,6 @@
 //! The `odm` command: `odm serve` puts the databases of a folder behind MongoDB's wire
-//! protocol.
+//! protocol; the other subcommands are the data tools of `odm::tools`, each over one database
+//! file. Every failure is one line on standard error and a non-zero exit status.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use odm::server::{Config, Server, Storage, auth, tls::TlsFiles};
+use odm::tools::{ToolError, dump, export, import, maintain, query};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,7 +25,37 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serves the databases under PATH (a file `<name>.odm` each) over MongoDB's wire protocol.
+    /// Its shell is mongosh: `mongosh mongodb://127.0.0.1:27017/<name>`.
     Serve(Serve),
+    /// Loads JSON, CSV or TSV into a collection, as mongoimport does.
+    Import(import::ImportArgs),
+    /// Writes a collection as JSON or CSV, as mongoexport does.
+    Export(export::ExportArgs),
+    /// Writes the file's collections in mongodump's layout (mongorestore loads it into MongoDB).
+    Dump(dump::DumpArgs),
+    /// Loads a dump in mongodump's layout (one written by odm dump or by mongodump).
+    Restore(dump::RestoreArgs),
+    /// Sizes per collection and index, and the file's free pages.
+    Stats(maintain::StatsArgs),
+    /// Recomputes every index from the documents; fails on any difference.
+    Verify(maintain::FileArgs),
+    /// Gives the file's free pages back to the file system.
+    Compact(maintain::FileArgs),
+    /// Lists, creates or drops indexes.
+    #[command(subcommand)]
+    Indexes(maintain::IndexesCommand),
+    /// Runs one TTL expiry pass now.
+    Ttl(maintain::FileArgs),
+    /// Finds documents: `odm find FILE COLL '{"age": {"$gt": 30}}' --sort '{"age": 1}'`.
+    Find(query::FindArgs),
+    /// Runs an aggregation pipeline: `odm aggregate FILE COLL '[{"$group": ...}]'`.
+    Aggregate(query::AggregateArgs),
+    /// Shows how a find runs: the plan, and what running it examined.
+    Explain(query::FindArgs),
+    /// Updates documents: `odm update FILE COLL '{"_id": 1}' '{"$set": {"a": 2}}'`.
+    Update(query::UpdateArgs),
+    /// Deletes documents: `odm delete FILE COLL '{"done": true}' --multi`.
+    Delete(query::DeleteArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -118,14 +150,53 @@ fn serve(args: Serve) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                // Help and the version are what was asked for.
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+            // clap's first line names the mistake; usage follows with --help.
+            let rendered = e.to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("odm: {first} (see odm --help)");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(args).map_err(ToolError),
+        Command::Import(args) => import::run(&args),
+        Command::Export(args) => export::run(&args),
+        Command::Dump(args) => dump::run_dump(&args),
+        Command::Restore(args) => dump::run_restore(&args),
+        Command::Stats(args) => maintain::stats(&args),
+        Command::Verify(args) => maintain::verify(&args),
+        Command::Compact(args) => maintain::compact(&args),
+        Command::Indexes(command) => maintain::indexes(&command),
+        Command::Ttl(args) => maintain::ttl(&args),
+        Command::Find(args) => query::find(&args),
+        Command::Aggregate(args) => query::aggregate(&args),
+        Command::Explain(args) => query::explain(&args),
+        Command::Update(args) => query::update(&args),
+        Command::Delete(args) => query::delete(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("odm: {e}");
+            eprintln!("odm: {}", odm::tools::one_line(&e.to_string()));
             ExitCode::FAILURE
         }
     }

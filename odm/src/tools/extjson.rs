@@ -307,6 +307,24 @@ impl<'a> Parser<'a> {
         Parser { text, pos: 0 }
     }
 
+    /// A reader starting at byte `pos` of `text` (positions in errors count from the start).
+    pub fn at(text: &'a str, pos: usize) -> Parser<'a> {
+        Parser {
+            text,
+            pos: floor_char(text, pos.min(text.len())),
+        }
+    }
+
+    /// Consumes `byte` when it comes next.
+    pub fn eat(&mut self, byte: u8) -> bool {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
     /// The byte offset reached.
     pub fn position(&self) -> usize {
         self.pos

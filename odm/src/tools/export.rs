@@ -1,0 +1,190 @@
+//! `odm export`: `mongoexport` over a database file: JSON lines (or one `--jsonArray`, or
+//! `--pretty`) in relaxed or canonical Extended JSON, or CSV of chosen `--fields`; a filter
+//! (`--query`), `--sort`, `--skip` and `--limit` choose and order the documents, through the
+//! engine's planner (indexes included).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use bson::Document;
+use odm_engine::query::FindOptions;
+
+use super::delimited;
+use super::extjson::{self, Format};
+use super::progress::{Progress, Unit};
+use super::{ToolError, document_argument, io_error, open_existing};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputType {
+    Json,
+    Csv,
+}
+
+#[derive(Debug, clap::Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct ExportArgs {
+    /// The database file.
+    pub path: PathBuf,
+    #[arg(long, short = 'c')]
+    pub collection: String,
+    /// The output file (default: standard output).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    #[arg(long = "type", value_enum, default_value = "json")]
+    pub output_type: OutputType,
+    #[arg(long = "jsonFormat", value_enum, default_value = "relaxed")]
+    pub json_format: Format,
+    /// Write one JSON array instead of one document a line.
+    #[arg(long = "jsonArray")]
+    pub json_array: bool,
+    /// Indent the JSON.
+    #[arg(long)]
+    pub pretty: bool,
+    /// A filter, in Extended JSON: `{"age": {"$gt": 30}}`.
+    #[arg(long, short = 'q')]
+    pub query: Option<String>,
+    /// A sort, in Extended JSON: `{"age": -1}`.
+    #[arg(long)]
+    pub sort: Option<String>,
+    #[arg(long, default_value_t = 0)]
+    pub skip: u64,
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// The fields to write, comma-separated (a projection for JSON; the columns of CSV).
+    #[arg(long, short = 'f', value_delimiter = ',')]
+    pub fields: Vec<String>,
+    /// A file naming one field a line.
+    #[arg(long = "fieldFile")]
+    pub field_file: Option<PathBuf>,
+    /// CSV: leave out the header line.
+    #[arg(long = "noHeaderLine")]
+    pub no_header_line: bool,
+    /// No progress and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Runs `odm export`.
+pub fn run(args: &ExportArgs) -> Result<(), ToolError> {
+    let mut fields = args.fields.clone();
+    if let Some(path) = &args.field_file {
+        let text = std::fs::read_to_string(path).map_err(|e| io_error(path, &e))?;
+        fields.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    if args.output_type == OutputType::Csv && fields.is_empty() {
+        return Err(ToolError::new("CSV output needs --fields (or --fieldFile)"));
+    }
+    let filter = match &args.query {
+        Some(q) => document_argument("--query", q)?,
+        None => Document::new(),
+    };
+    let sort = args
+        .sort
+        .as_deref()
+        .map(|s| document_argument("--sort", s))
+        .transpose()?;
+    let projection = (!fields.is_empty()).then(|| {
+        let mut p = Document::new();
+        for field in &fields {
+            p.insert(field.clone(), 1);
+        }
+        p
+    });
+    let db = open_existing(&args.path)?;
+    let txn = db.read()?;
+    let Some(collection) = txn.collection(&args.collection)? else {
+        return Err(ToolError(format!(
+            "{}: no collection `{}` (the file holds: {})",
+            args.path.display(),
+            args.collection,
+            list(&db.list_collections())
+        )));
+    };
+    let total = collection.count_matching(&filter, args.skip, args.limit.unwrap_or(0))?;
+    let options = FindOptions {
+        sort,
+        projection,
+        skip: args.skip,
+        limit: args.limit.filter(|l| *l > 0),
+        ..FindOptions::default()
+    };
+    let cursor = collection.find(&filter, &options)?;
+    let mut progress = Progress::new(
+        &format!("export {}", args.collection),
+        Some(total),
+        Unit::Documents,
+        args.quiet,
+    );
+    let (sink, shown): (Box<dyn Write>, String) = match &args.out {
+        Some(path) => (
+            Box::new(File::create(path).map_err(|e| io_error(path, &e))?),
+            path.display().to_string(),
+        ),
+        None => (
+            Box::new(std::io::stdout().lock()),
+            "standard output".to_owned(),
+        ),
+    };
+    let mut out = BufWriter::with_capacity(1 << 16, sink);
+    let write_error = |e: std::io::Error| ToolError(format!("writing {shown}: {e}"));
+    let mut count = 0u64;
+    if args.output_type == OutputType::Csv {
+        let csv_error = |e: csv::Error| ToolError(format!("writing {shown}: {e}"));
+        let mut w = csv::Writer::from_writer(&mut out);
+        if !args.no_header_line {
+            w.write_record(&fields).map_err(csv_error)?;
+        }
+        for doc in cursor {
+            let doc = doc?;
+            let row = fields
+                .iter()
+                .map(|f| delimited::cell_text(delimited::get_path(&doc, f)));
+            w.write_record(row).map_err(csv_error)?;
+            count += 1;
+            progress.advance(1);
+        }
+        w.flush().map_err(write_error)?;
+    } else {
+        if args.json_array {
+            out.write_all(b"[").map_err(write_error)?;
+        }
+        for doc in cursor {
+            let doc = doc?;
+            let text = if args.pretty {
+                extjson::to_pretty(&doc, args.json_format)
+            } else {
+                extjson::to_line(&doc, args.json_format)
+            };
+            if args.json_array && count > 0 {
+                out.write_all(b",").map_err(write_error)?;
+            }
+            out.write_all(text.as_bytes()).map_err(write_error)?;
+            if !args.json_array {
+                out.write_all(b"\n").map_err(write_error)?;
+            }
+            count += 1;
+            progress.advance(1);
+        }
+        if args.json_array {
+            out.write_all(b"]\n").map_err(write_error)?;
+        }
+    }
+    out.flush().map_err(write_error)?;
+    progress.finish(&format!("{count} document(s) exported to {shown}"));
+    Ok(())
+}
+
+/// Names for a message: `a, b, c`, or `no collections`.
+pub fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "no collections".to_owned()
+    } else {
+        names.join(", ")
+    }
+}

@@ -1,0 +1,107 @@
+//! Progress of a long tool run: a bar with throughput and time left on a terminal (indicatif),
+//! and one plain summary line when output goes elsewhere (a file, a pipe, CI logs).
+//!
+//! Everything is drawn on standard error, so a tool's data on standard output stays clean.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// What is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Documents,
+    Bytes,
+}
+
+/// One task's progress.
+#[derive(Debug)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    label: String,
+    unit: Unit,
+    started: Instant,
+    done: u64,
+    quiet: bool,
+}
+
+impl Progress {
+    /// A task toward `total` (when known), drawn only when standard error is a terminal.
+    pub fn new(label: &str, total: Option<u64>, unit: Unit, quiet: bool) -> Progress {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = match total {
+                Some(total) => ProgressBar::with_draw_target(
+                    Some(total),
+                    ProgressDrawTarget::stderr_with_hz(10),
+                ),
+                None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10)),
+            };
+            let position = match unit {
+                Unit::Documents => "{human_pos}/{human_len} docs ({per_sec})",
+                Unit::Bytes => "{bytes}/{total_bytes} ({bytes_per_sec})",
+            };
+            let template = if total.is_some() {
+                format!("{{msg}} [{{bar:30}}] {position}, {{eta}} left")
+            } else {
+                format!("{{msg}} {{spinner}} {position}")
+            };
+            // The templates are fixed above; a bad one is a bug caught by the tests.
+            if let Ok(style) = ProgressStyle::with_template(&template) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message(label.to_owned());
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        Progress {
+            bar,
+            label: label.to_owned(),
+            unit,
+            started: Instant::now(),
+            done: 0,
+            quiet,
+        }
+    }
+
+    /// `n` more units done.
+    pub fn advance(&mut self, n: u64) {
+        self.done += n;
+        if let Some(bar) = &self.bar {
+            bar.inc(n);
+        }
+    }
+
+    /// Sets the count reached.
+    pub fn set(&mut self, done: u64) {
+        self.done = done;
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
+    }
+
+    /// Ends the task with a summary line: `label: summary (N units in T s, R/s)`.
+    pub fn finish(self, summary: &str) {
+        let elapsed = self.started.elapsed();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        if self.quiet {
+            return;
+        }
+        let seconds = elapsed.as_secs_f64();
+        let rate = if seconds > 0.0 {
+            self.done as f64 / seconds
+        } else {
+            0.0
+        };
+        let unit = match self.unit {
+            Unit::Documents => "documents",
+            Unit::Bytes => "bytes",
+        };
+        eprintln!(
+            "{}: {summary} ({} {unit} in {seconds:.2} s, {rate:.0} {unit}/s)",
+            self.label, self.done
+        );
+    }
+}
