@@ -35,8 +35,6 @@ pub struct InsertManyResult {
     pub failures: Vec<(usize, Error)>,
 }
 
-/// Whether an error concerns one document (and a batch may go on) or the whole transaction.
-
 /// The encoded `_id` used as the documents table key.
 pub(crate) fn id_key(id: &Bson) -> Result<Vec<u8>, DocumentError> {
     let mut key = Vec::with_capacity(16);

@@ -293,12 +293,13 @@ impl Error {
             } => ErrorCode::INDEX_KEY_SPECS_CONFLICT,
             Error::IndexConflict { .. } => ErrorCode::INDEX_OPTIONS_CONFLICT,
             Error::IndexNotFound { .. } => ErrorCode::INDEX_NOT_FOUND,
-            Error::NestedWrite => ErrorCode::ILLEGAL_OPERATION,
             Error::IdIndexRequired => ErrorCode::INVALID_OPTIONS,
             Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
             Error::CollectionNotFound(_) => ErrorCode::NAMESPACE_NOT_FOUND,
             Error::InvalidCollectionName { .. } => ErrorCode::INVALID_NAMESPACE,
-            Error::Locked { .. } | Error::Compaction(_) => ErrorCode::ILLEGAL_OPERATION,
+            Error::NestedWrite | Error::Locked { .. } | Error::Compaction(_) => {
+                ErrorCode::ILLEGAL_OPERATION
+            }
             Error::FormatVersion { .. }
             | Error::Corrupt { .. }
             | Error::Storage(_)

@@ -175,10 +175,9 @@ pub fn auto(text: &str) -> Bson {
         && trimmed
             .bytes()
             .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+')
+        && let Ok(v) = trimmed.parse::<i64>()
     {
-        if let Ok(v) = trimmed.parse::<i64>() {
-            return i32::try_from(v).map_or(Bson::Int64(v), Bson::Int32);
-        }
+        return i32::try_from(v).map_or(Bson::Int64(v), Bson::Int32);
     }
     if !trimmed.is_empty()
         && trimmed
@@ -193,7 +192,7 @@ pub fn auto(text: &str) -> Bson {
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return None;
     }
     (0..text.len() / 2)

@@ -8,6 +8,7 @@
 //! builds, or nothing is loaded. A document that is not well-formed BSON names its file and
 //! byte offset; duplicates are reported as `mongorestore` does and the rest loaded.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,7 @@ pub struct DumpArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[allow(clippy::struct_excessive_bools)]
 pub struct RestoreArgs {
     /// The database file (created when missing).
     pub path: PathBuf,
@@ -163,7 +165,10 @@ fn uuid_hex() -> String {
     let _ = getrandom::fill(&mut bytes);
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// One collection found in a dump.

@@ -12,7 +12,7 @@
 //! and unquoted keys). A `$`-object whose keys are exactly a wrapper's is converted, and an
 //! invalid one is an error; any other `$`-object (a query operator) stays a document.
 //!
-//! Written by hand: serde_json reads none of the shell forms, and its maps lose key order
+//! Written by hand: `serde_json` reads none of the shell forms, and its maps lose key order
 //! unless a crate-wide feature changes them for every user of the crate.
 //!
 //! Errors carry the line and column of the offending character.
@@ -22,6 +22,8 @@ use bson::{
     Binary, Bson, DateTime, Decimal128, Document, JavaScriptCodeWithScope, Regex, Timestamp,
     oid::ObjectId,
 };
+
+use std::fmt::Write as _;
 
 use base64::Engine as _;
 
@@ -196,7 +198,7 @@ impl Writer<'_> {
                 o.push('}');
             }),
             Bson::Timestamp(t) => self.wrapped("$timestamp", |o| {
-                o.push_str(&format!("{{\"t\":{},\"i\":{}}}", t.time, t.increment));
+                let _ = write!(o, "{{\"t\":{},\"i\":{}}}", t.time, t.increment);
             }),
             Bson::Symbol(s) => self.wrapped("$symbol", |o| string(o, s)),
             Bson::JavaScriptCode(code) => self.wrapped("$code", |o| string(o, code)),
@@ -249,7 +251,7 @@ pub fn string(out: &mut String, s: &str) {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
             }
             c => out.push(c),
         }
@@ -408,7 +410,6 @@ impl<'a> Parser<'a> {
         self.skip_space();
         let start = self.pos;
         match self.peek() {
-            None => Err(self.unexpected("a value")),
             Some(b'{') => {
                 self.pos += 1;
                 let doc = self.members(depth)?;
@@ -422,7 +423,7 @@ impl<'a> Parser<'a> {
             Some(b'/') => self.regex(),
             Some(b'-' | b'+' | b'.' | b'0'..=b'9') => self.number(),
             Some(b) if b.is_ascii_alphabetic() || b == b'_' || b == b'$' => self.word(depth),
-            Some(_) => Err(self.unexpected("a value")),
+            None | Some(_) => Err(self.unexpected("a value")),
         }
     }
 
@@ -698,10 +699,10 @@ fn number(text: &str) -> Option<Bson> {
     {
         return None;
     }
-    if digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(v) = text.trim_start_matches('+').parse::<i64>() {
-            return Some(integer(v));
-        }
+    if digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(v) = text.trim_start_matches('+').parse::<i64>()
+    {
+        return Some(integer(v));
     }
     text.trim_start_matches('+')
         .parse::<f64>()
@@ -1032,7 +1033,7 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
         }
         ["$minKey"] if integral(get("$minKey")) == Some(1) => Ok(Bson::MinKey),
         ["$maxKey"] if integral(get("$maxKey")) == Some(1) => Ok(Bson::MaxKey),
-        ["$minKey"] | ["$maxKey"] => Err("`$minKey` and `$maxKey` hold 1".to_owned()),
+        ["$minKey" | "$maxKey"] => Err("`$minKey` and `$maxKey` hold 1".to_owned()),
         ["$undefined"] if get("$undefined") == &Bson::Boolean(true) => Ok(Bson::Undefined),
         ["$undefined"] => Err("`$undefined` holds true".to_owned()),
         ["$dbPointer"] => {

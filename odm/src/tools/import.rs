@@ -171,9 +171,8 @@ pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
     let mut batch: Vec<(usize, Document)> = Vec::new();
     let mut outcome = Ok(());
     loop {
-        let record = match source.next() {
-            Some(r) => r,
-            None => break,
+        let Some(record) = source.next() else {
+            break;
         };
         let (line, document) = match record {
             Ok(r) => r,
@@ -388,16 +387,15 @@ impl<R: BufRead> JsonDocuments<R> {
         if n == 0 {
             return Ok(false);
         }
-        match String::from_utf8(bytes) {
-            Ok(text) => self.buffer.push_str(&text),
-            Err(_) => {
-                // The line cannot be parsed; report it and keep the line count right.
-                let line = self.buffer_line + self.buffer.matches('\n').count();
-                self.ready
-                    .push_back((line, Err("the line is not valid UTF-8".to_owned())));
-                self.buffer.push('\n');
-                self.discard_through(line);
-            }
+        if let Ok(text) = String::from_utf8(bytes) {
+            self.buffer.push_str(&text);
+        } else {
+            // The line cannot be parsed; report it and keep the line count right.
+            let line = self.buffer_line + self.buffer.matches('\n').count();
+            self.ready
+                .push_back((line, Err("the line is not valid UTF-8".to_owned())));
+            self.buffer.push('\n');
+            self.discard_through(line);
         }
         Ok(true)
     }
@@ -406,12 +404,11 @@ impl<R: BufRead> JsonDocuments<R> {
     fn discard_through(&mut self, line: usize) {
         let mut cut = 0;
         for _ in self.buffer_line..=line {
-            match self.buffer[cut..].find('\n') {
-                Some(i) => cut += i + 1,
-                None => {
-                    cut = self.buffer.len();
-                    break;
-                }
+            if let Some(i) = self.buffer[cut..].find('\n') {
+                cut += i + 1;
+            } else {
+                cut = self.buffer.len();
+                break;
             }
         }
         let dropped_lines = self.buffer[..cut].matches('\n').count();
@@ -583,8 +580,8 @@ impl<R: Read> Delimited<R> {
                 continue;
             }
             let extra;
-            let (name, value) = match self.columns.get(i) {
-                Some(column) => match delimited::cell(text, &column.kind) {
+            let (name, value) = if let Some(column) = self.columns.get(i) {
+                match delimited::cell(text, &column.kind) {
                     Ok(v) => (&column.name, v),
                     Err(e) => match self.grace {
                         ParseGrace::AutoCast => (&column.name, delimited::auto(text)),
@@ -594,12 +591,11 @@ impl<R: Read> Delimited<R> {
                             return Some(Err(format!("field `{}`: {e}", column.name)));
                         }
                     },
-                },
-                None => {
-                    // More cells than names: `field<N>`, as mongoimport names them.
-                    extra = format!("field{i}");
-                    (&extra, delimited::auto(text))
                 }
+            } else {
+                // More cells than names: `field<N>`, as mongoimport names them.
+                extra = format!("field{i}");
+                (&extra, delimited::auto(text))
             };
             if let Err(e) = delimited::set_path(&mut doc, name, value) {
                 return Some(Err(e));
