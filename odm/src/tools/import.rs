@@ -263,6 +263,18 @@ impl Importer<'_> {
             if drop_first {
                 w.drop_collection(self.collection)?;
             }
+            if self.args.mode == Mode::Insert {
+                // One call for the batch: the engine keeps its tables open across it.
+                let result = w.insert_many(self.collection, batch.iter().map(|(_, d)| d), stop)?;
+                for (position, error) in result.failures {
+                    let line = batch[position].0;
+                    if stop {
+                        return Err(Refused { line, error });
+                    }
+                    refused.push((line, error));
+                }
+                return Ok(result.inserted.len() as u64);
+            }
             let mut written = 0;
             for (line, doc) in batch {
                 match apply(w, self.collection, self.args, doc) {

@@ -1,6 +1,6 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools [--docs N] [--runs R]`
 //! and `bench load [--clients C] [--seconds S]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
@@ -10,6 +10,7 @@ mod core;
 mod odm;
 mod query;
 mod report;
+mod tools;
 mod update;
 mod wire;
 
@@ -32,6 +33,7 @@ fn main() {
         "odm" => odm::run(&options),
         "wire" => wire::run(&options).map_err(Into::into),
         "load" => wire::run_load(&options).map_err(Into::into),
+        "tools" => tools::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -42,7 +44,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|wire [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
+        "usage: bench core|query|update|odm|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
     );
     std::process::exit(2);
 }
