@@ -52,7 +52,7 @@ pub struct RestoreArgs {
     /// A dump: its top folder (holding `<db>/` folders), or one database's folder.
     pub dir: PathBuf,
     /// Which database of the dump to load, when it holds several.
-    #[arg(long = "nsFrom", alias = "db", short = 'd')]
+    #[arg(long, short = 'd')]
     pub db: Option<String>,
     /// Drop each collection before loading it.
     #[arg(long)]
@@ -213,7 +213,7 @@ fn collections_in(folder: &Path) -> Result<Vec<Dumped>, ToolError> {
 }
 
 /// The database folder of a dump: the folder itself when it holds collections, else its one
-/// database folder (or the one `--nsFrom` names).
+/// database folder (or the one `--db` names).
 fn database_folder(args: &RestoreArgs) -> Result<PathBuf, ToolError> {
     let dir = &args.dir;
     if !dir.is_dir() {
@@ -255,7 +255,7 @@ fn database_folder(args: &RestoreArgs) -> Result<PathBuf, ToolError> {
         ))),
         1 => Ok(databases.remove(0).1),
         _ => Err(ToolError(format!(
-            "{}: the dump holds databases {}; choose one with --nsFrom",
+            "{}: the dump holds databases {}; choose one with --db",
             dir.display(),
             databases
                 .iter()

@@ -215,7 +215,7 @@ pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
         "{} document(s) imported into `{collection}`, {} failed",
         importer.imported, importer.failed
     );
-    progress.finish(&summary);
+    progress.finish_counting(&summary, importer.imported, Unit::Documents);
     outcome?;
     if importer.failed > 0 {
         return Err(ToolError(format!(

@@ -82,6 +82,13 @@ impl Progress {
 
     /// Ends the task with a summary line: `label: summary (N units in T s, R/s)`.
     pub fn finish(self, summary: &str) {
+        let (done, unit) = (self.done, self.unit);
+        self.finish_counting(summary, done, unit);
+    }
+
+    /// [`Progress::finish`] with the rate of another count than the bar's (documents
+    /// imported, where the bar counts bytes read).
+    pub fn finish_counting(self, summary: &str, done: u64, unit: Unit) {
         let elapsed = self.started.elapsed();
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
@@ -91,17 +98,17 @@ impl Progress {
         }
         let seconds = elapsed.as_secs_f64();
         let rate = if seconds > 0.0 {
-            self.done as f64 / seconds
+            done as f64 / seconds
         } else {
             0.0
         };
-        let unit = match self.unit {
+        let unit = match unit {
             Unit::Documents => "documents",
             Unit::Bytes => "bytes",
         };
         eprintln!(
-            "{}: {summary} ({} {unit} in {seconds:.2} s, {rate:.0} {unit}/s)",
-            self.label, self.done
+            "{}: {summary} ({done} {unit} in {seconds:.2} s, {rate:.0} {unit}/s)",
+            self.label
         );
     }
 }
