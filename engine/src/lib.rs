@@ -14,6 +14,7 @@
 
 pub mod aggregate;
 mod autocommit;
+pub mod calendar;
 mod catalog;
 mod code;
 pub mod collation;

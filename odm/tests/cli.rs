@@ -417,9 +417,24 @@ fn restore_reads_a_dump_as_mongodump_writes_it_and_checks_indexes_first() {
     std::fs::create_dir_all(dump.join("other")).unwrap();
     std::fs::write(dump.join("other").join("x.bson"), b"").unwrap();
     let line = fails(&["restore", s(&dir.path().join("u.odm")), s(&dump)]);
-    assert!(line.contains("holds databases app, other; choose one with --db"), "{line}");
-    ok(&["restore", s(&dir.path().join("u.odm")), s(&dump), "--db", "app"]);
-    let line = fails(&["restore", s(&dir.path().join("u.odm")), s(&dump), "--db", "nope"]);
+    assert!(
+        line.contains("holds databases app, other; choose one with --db"),
+        "{line}"
+    );
+    ok(&[
+        "restore",
+        s(&dir.path().join("u.odm")),
+        s(&dump),
+        "--db",
+        "app",
+    ]);
+    let line = fails(&[
+        "restore",
+        s(&dir.path().join("u.odm")),
+        s(&dump),
+        "--db",
+        "nope",
+    ]);
     assert!(line.contains("the dump has no database `nope`"), "{line}");
     std::fs::remove_dir_all(dump.join("other")).unwrap();
 

@@ -39,8 +39,9 @@ if ! "$python" -c "import pymongo, sys; sys.exit(pymongo.version != '$PYMONGO_VE
   "$python" -m pip install --quiet --disable-pip-version-check -e "$src"
 fi
 
-cargo build --quiet --release -p odm --features cli
-odm="$root/target/release/odm"
+. tests/wire/serve.sh
+odm_build
+odm="$ODM_BIN"
 expected="$root/tests/wire/pymongo-expected.txt"
 reports="$dir/reports"
 rm -rf "$reports"
@@ -80,7 +81,6 @@ run_file() {
       ;;
   esac
 }
-. tests/wire/serve.sh
 export -f run_file odm_free_port odm_wait_listening
 export reports src python odm deselect
 

@@ -8,68 +8,8 @@ use bson::{Bson, Document};
 
 use super::{ExprError, error};
 
-/// The parts of a UTC date.
-pub(crate) struct Civil {
-    pub year: i64,
-    pub month: u32,
-    pub day: u32,
-    pub hour: u32,
-    pub minute: u32,
-    pub second: u32,
-    pub millis: u32,
-    /// 1 (Sunday) to 7 (Saturday).
-    pub weekday: u32,
-    /// 1 to 366.
-    pub yearday: u32,
-}
-
-/// The civil date of days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        year,
-        u32::try_from(month).unwrap_or(1),
-        u32::try_from(day).unwrap_or(1),
-    )
-}
-
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-pub(crate) fn civil(millis: i64) -> Civil {
-    let days = millis.div_euclid(86_400_000);
-    let in_day = millis.rem_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
-    let before_month = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
-    let leap_day = u32::from(month > 2 && is_leap(year));
-    let part = |n: i64| u32::try_from(n).unwrap_or(0);
-    Civil {
-        year,
-        month,
-        day,
-        hour: part(in_day / 3_600_000),
-        minute: part(in_day / 60_000 % 60),
-        second: part(in_day / 1000 % 60),
-        millis: part(in_day % 1000),
-        // 1970-01-01 was a Thursday (5 counting Sunday as 1).
-        weekday: part((days + 4).rem_euclid(7)) + 1,
-        yearday: before_month[usize::try_from(month - 1).unwrap_or(0)] + day + leap_day,
-    }
-}
-
-/// `2024-03-01T12:00:00.000Z`.
-pub(crate) fn iso_string(millis: i64) -> String {
-    format_date(millis, "%Y-%m-%dT%H:%M:%S.%LZ").unwrap_or_default()
-}
+use crate::calendar::civil;
+pub(crate) use crate::calendar::iso_string;
 
 /// A date formatted with MongoDB's `$dateToString` specifiers.
 fn format_date(millis: i64, format: &str) -> Result<String, ExprError> {

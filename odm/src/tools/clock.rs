@@ -1,47 +1,13 @@
-//! Calendar arithmetic for the tools' date formats: ISO-8601 text, and the fields that CSV date
-//! layouts name. Dates are milliseconds since the Unix epoch in UTC, as BSON stores them.
-//!
-//! Written here because the conversions are a few lines of well-known arithmetic (Howard
-//! Hinnant's `days_from_civil`), on the proleptic Gregorian calendar MongoDB uses.
+//! Dates as the tools' text formats write them: ISO-8601 in and out, and the fields that CSV
+//! date layouts name, turned into BSON's milliseconds since the epoch. The calendar itself is
+//! the engine's (`odm_engine::calendar`).
 
-/// Days since 1970-01-01 of a civil date.
-pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+use odm_engine::calendar::{days_from_civil, days_in_month};
 
-/// The civil date of a count of days since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// The number of days in a month.
-pub fn days_in_month(year: i64, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-/// The fields of a date and time, as text formats name them.
+/// The fields of a date and time, as text formats name them, with the zone they are written
+/// in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Civil {
+pub struct DateFields {
     pub year: i64,
     pub month: u32,
     pub day: u32,
@@ -53,9 +19,9 @@ pub struct Civil {
     pub offset_minutes: i32,
 }
 
-impl Default for Civil {
-    fn default() -> Civil {
-        Civil {
+impl Default for DateFields {
+    fn default() -> DateFields {
+        DateFields {
             year: 1970,
             month: 1,
             day: 1,
@@ -68,7 +34,7 @@ impl Default for Civil {
     }
 }
 
-impl Civil {
+impl DateFields {
     /// Milliseconds since the epoch; an error names the field out of range.
     pub fn to_millis(self) -> Result<i64, String> {
         if !(1..=12).contains(&self.month) {
@@ -91,32 +57,11 @@ impl Civil {
             .and_then(|ms| ms.checked_add(i64::from(self.millis)))
             .ok_or_else(|| "the date is out of range".to_owned())
     }
-
-    /// The UTC fields of a date.
-    pub fn from_millis(millis: i64) -> Civil {
-        let days = millis.div_euclid(86_400_000);
-        let in_day = millis.rem_euclid(86_400_000);
-        let (year, month, day) = civil_from_days(days);
-        Civil {
-            year,
-            month,
-            day,
-            hour: (in_day / 3_600_000) as u32,
-            minute: (in_day / 60_000 % 60) as u32,
-            second: (in_day / 1000 % 60) as u32,
-            millis: (in_day % 1000) as u32,
-            offset_minutes: 0,
-        }
-    }
 }
 
 /// `2024-05-06T07:08:09.010Z`: the form relaxed Extended JSON writes.
 pub fn format_iso(millis: i64) -> String {
-    let c = Civil::from_millis(millis);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        c.year, c.month, c.day, c.hour, c.minute, c.second, c.millis
-    )
+    odm_engine::calendar::iso_string(millis)
 }
 
 /// Reads an ISO-8601 date: `YYYY-MM-DD`, then optionally `THH:MM`, `:SS`, a fraction of a
@@ -128,9 +73,9 @@ pub fn parse_iso(text: &str) -> Result<i64, String> {
         bytes: text.as_bytes(),
         pos: 0,
     };
-    let mut civil = Civil {
+    let mut civil = DateFields {
         year: i64::from(s.digits(4).ok_or_else(bad)?),
-        ..Civil::default()
+        ..DateFields::default()
     };
     if !s.eat(b'-') {
         return Err(bad());
@@ -246,16 +191,6 @@ impl Scanner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_days_round_trip_over_the_bson_range() {
-        for days in (-1_000_000..1_000_000).step_by(997) {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-    }
 
     #[test]
     fn iso_dates_in_every_accepted_form() {

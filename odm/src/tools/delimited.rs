@@ -16,7 +16,7 @@ use base64::Engine as _;
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, DateTime, Decimal128, Document};
 
-use super::clock::{Civil, Scanner};
+use super::clock::{DateFields, Scanner};
 use super::extjson;
 
 /// The type of a column.
@@ -331,34 +331,23 @@ pub fn go_layout(layout: &str) -> Result<Vec<DateToken>, String> {
         ("4", T::Minute { exact: false }),
         ("5", T::Second { exact: false }),
     ];
-    let mut tokens = Vec::new();
-    let mut rest = layout;
-    'outer: while !rest.is_empty() {
-        // Fractions: `.000` (exact) or `.999` (optional), after `.` or `,`.
-        if let Some(after) = rest.strip_prefix('.').or_else(|| rest.strip_prefix(',')) {
-            for digit in ['0', '9'] {
-                let n = after.chars().take_while(|c| *c == digit).count();
-                if n > 0 {
-                    tokens.push(T::Fraction {
-                        digits: n,
-                        optional: digit == '9',
-                    });
-                    rest = &after[n..];
-                    continue 'outer;
-                }
-            }
-        }
-        for (pattern, token) in table {
-            if let Some(after) = rest.strip_prefix(pattern) {
-                tokens.push(token.clone());
-                rest = after;
-                continue 'outer;
-            }
-        }
-        let c = rest.chars().next().unwrap_or(' ');
-        push_literal(&mut tokens, c);
-        rest = &rest[c.len_utf8()..];
-    }
+    // Fractions: `.000` (exact) or `.999` (optional), after `.` or `,`.
+    let fraction = |rest: &str| {
+        let after = rest.strip_prefix('.').or_else(|| rest.strip_prefix(','))?;
+        ['0', '9'].into_iter().find_map(|digit| {
+            let n = after.chars().take_while(|c| *c == digit).count();
+            // Go's rule: the run must not go on into other digits (`2006.01.02` has none).
+            let ends = !after[n..].starts_with(|c: char| c.is_ascii_digit());
+            (n > 0 && ends).then(|| {
+                let token = T::Fraction {
+                    digits: n,
+                    optional: digit == '9',
+                };
+                (token, n + 1)
+            })
+        })
+    };
+    let tokens = tokenize(layout, table, fraction);
     checked(tokens, layout)
 }
 
@@ -388,36 +377,22 @@ pub fn ms_layout(layout: &str) -> Result<Vec<DateToken>, String> {
         ("zzz", T::Zone { z_allowed: false }),
         ("K", T::Zone { z_allowed: true }),
     ];
-    let mut tokens = Vec::new();
-    let mut rest = layout;
-    'outer: while !rest.is_empty() {
-        for (letter, optional) in [('f', false), ('F', true)] {
-            let n = rest.chars().take_while(|c| *c == letter).count();
-            if n > 0 {
-                // The separator before the fraction was pushed as a literal; the fraction token
-                // reads it.
-                if matches!(tokens.last(), Some(T::Literal(s)) if s == "." || s == ",") {
-                    tokens.pop();
-                }
-                tokens.push(T::Fraction {
-                    digits: n,
-                    optional,
-                });
-                rest = &rest[n..];
-                continue 'outer;
-            }
-        }
-        for (pattern, token) in table {
-            if let Some(after) = rest.strip_prefix(pattern) {
-                tokens.push(token.clone());
-                rest = after;
-                continue 'outer;
-            }
-        }
-        let c = rest.chars().next().unwrap_or(' ');
-        push_literal(&mut tokens, c);
-        rest = &rest[c.len_utf8()..];
-    }
+    // Fractions: `fff` (exact) or `FFF` (optional), after a separator the token reads.
+    let fraction = |rest: &str| {
+        [('f', false), ('F', true)]
+            .into_iter()
+            .find_map(|(letter, optional)| {
+                let n = rest.chars().take_while(|c| *c == letter).count();
+                (n > 0).then_some((
+                    T::Fraction {
+                        digits: n,
+                        optional,
+                    },
+                    n,
+                ))
+            })
+    };
+    let tokens = tokenize(layout, table, fraction);
     checked(tokens, layout)
 }
 
@@ -442,22 +417,40 @@ pub fn oracle_layout(layout: &str) -> Result<Vec<DateToken>, String> {
         ("PM", T::AmPm),
         ("TZH:TZM", T::Zone { z_allowed: false }),
     ];
+    // Fractions: `FF3` (exact digits) or `FF` (optional), after a separator the token reads.
+    let fraction = |rest: &str| {
+        let after = rest.strip_prefix("FF")?;
+        let n = after.chars().take_while(char::is_ascii_digit).count();
+        let digits = after[..n].parse::<usize>().unwrap_or(9).clamp(1, 9);
+        let token = T::Fraction {
+            digits,
+            optional: n == 0,
+        };
+        Some((token, 2 + n))
+    };
+    let tokens = tokenize(&layout.to_ascii_uppercase(), table, fraction);
+    checked(tokens, layout)
+}
+
+/// Splits a layout into tokens: a fraction where `fraction` finds one (it returns the token and
+/// the bytes it spans), else the longest entry of `table` (listed longest first), else one
+/// literal character. A fraction reads its own separator, so a `.` or `,` just before it is
+/// dropped from the literals.
+fn tokenize(
+    layout: &str,
+    table: &[(&str, DateToken)],
+    fraction: impl Fn(&str) -> Option<(DateToken, usize)>,
+) -> Vec<DateToken> {
     let mut tokens = Vec::new();
-    let upper = layout.to_ascii_uppercase();
-    let mut rest = upper.as_str();
+    let mut rest = layout;
     'outer: while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix("FF") {
-            let n = after.chars().take_while(char::is_ascii_digit).count();
-            let digits = after[..n].parse::<usize>().unwrap_or(9).clamp(1, 9);
-            if matches!(tokens.last(), Some(T::Literal(s)) if s == "." || s == ",") {
+        if let Some((token, len)) = fraction(rest) {
+            if matches!(tokens.last(), Some(DateToken::Literal(s)) if s == "." || s == ",") {
                 tokens.pop();
             }
-            tokens.push(T::Fraction {
-                digits,
-                optional: n == 0,
-            });
-            rest = &after[n..];
-            continue 'outer;
+            tokens.push(token);
+            rest = &rest[len..];
+            continue;
         }
         for (pattern, token) in table {
             if let Some(after) = rest.strip_prefix(pattern) {
@@ -470,7 +463,7 @@ pub fn oracle_layout(layout: &str) -> Result<Vec<DateToken>, String> {
         push_literal(&mut tokens, c);
         rest = &rest[c.len_utf8()..];
     }
-    checked(tokens, layout)
+    tokens
 }
 
 fn push_literal(tokens: &mut Vec<DateToken>, c: char) {
@@ -519,7 +512,7 @@ pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
         bytes: text.as_bytes(),
         pos: 0,
     };
-    let mut civil = Civil::default();
+    let mut civil = DateFields::default();
     let mut pm = None;
     let mismatch =
         |s: &Scanner<'_>, what: &str| format!("expected {what} at character {}", s.pos + 1);

@@ -15,6 +15,21 @@ pub enum Unit {
     Bytes,
 }
 
+/// The bar's look: a bar with the count, the rate and the time left when the total is known, a
+/// spinner with the count and the rate otherwise.
+fn style(known_total: bool, unit: Unit) -> Result<ProgressStyle, indicatif::style::TemplateError> {
+    let position = match unit {
+        Unit::Documents => "{human_pos}/{human_len} docs ({per_sec})",
+        Unit::Bytes => "{bytes}/{total_bytes} ({bytes_per_sec})",
+    };
+    let template = if known_total {
+        format!("{{msg}} [{{bar:30}}] {position}, {{eta}} left")
+    } else {
+        format!("{{msg}} {{spinner}} {position}")
+    };
+    Ok(ProgressStyle::with_template(&template)?.progress_chars("=> "))
+}
+
 /// One task's progress.
 #[derive(Debug)]
 pub struct Progress {
@@ -30,25 +45,10 @@ impl Progress {
     /// A task toward `total` (when known), drawn only when standard error is a terminal.
     pub fn new(label: &str, total: Option<u64>, unit: Unit, quiet: bool) -> Progress {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = match total {
-                Some(total) => ProgressBar::with_draw_target(
-                    Some(total),
-                    ProgressDrawTarget::stderr_with_hz(10),
-                ),
-                None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10)),
-            };
-            let position = match unit {
-                Unit::Documents => "{human_pos}/{human_len} docs ({per_sec})",
-                Unit::Bytes => "{bytes}/{total_bytes} ({bytes_per_sec})",
-            };
-            let template = if total.is_some() {
-                format!("{{msg}} [{{bar:30}}] {position}, {{eta}} left")
-            } else {
-                format!("{{msg}} {{spinner}} {position}")
-            };
-            // The templates are fixed above; a bad one is a bug caught by the tests.
-            if let Ok(style) = ProgressStyle::with_template(&template) {
-                bar.set_style(style.progress_chars("=> "));
+            let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(10));
+            // The templates are fixed; the tests check that both parse.
+            if let Ok(style) = style(total.is_some(), unit) {
+                bar.set_style(style);
             }
             bar.set_message(label.to_owned());
             bar.enable_steady_tick(Duration::from_millis(100));
@@ -110,5 +110,19 @@ impl Progress {
             "{}: {summary} ({done} {unit} in {seconds:.2} s, {rate:.0} {unit}/s)",
             self.label
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_style_parses() {
+        for known in [false, true] {
+            for unit in [Unit::Documents, Unit::Bytes] {
+                assert!(style(known, unit).is_ok());
+            }
+        }
     }
 }
