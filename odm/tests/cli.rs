@@ -452,6 +452,38 @@ fn restore_reads_a_dump_as_mongodump_writes_it_and_checks_indexes_first() {
     );
     assert!(!other.exists(), "nothing may be written");
 
+    // Index keys written before MongoDB 3.4 (`true`, `0`, `""`) are refused, or converted with
+    // --convertLegacyIndexes, where declarations that become the same index are one.
+    std::fs::write(
+        folder.join("items.metadata.json"),
+        r#"{"indexes":[{"v":1,"key":{"sku":true,"n":{"$numberDecimal":"0"}},"name":"legacy","ns":"app.items"},{"v":1,"key":{"sku":"","n":1},"name":"again"}]}"#,
+    )
+    .unwrap();
+    let line = fails(&["restore", s(&other), s(&dump)]);
+    assert!(line.contains("cannot be of type bool"), "{line}");
+    assert!(!other.exists(), "nothing may be written");
+    ok(&["restore", s(&other), s(&dump), "--convertLegacyIndexes"]);
+    let db = Database::open(&other).unwrap();
+    let keys: Vec<Document> = db
+        .read()
+        .unwrap()
+        .list_indexes("items")
+        .iter()
+        .map(IndexSpec::keys_document)
+        .collect();
+    assert_eq!(keys, [doc! {"_id": 1}, doc! {"sku": 1, "n": 1}]);
+    drop(db);
+    std::fs::remove_file(&other).unwrap();
+    // Two declarations of one index are found before anything is written.
+    std::fs::write(
+        folder.join("items.metadata.json"),
+        r#"{"indexes":[{"v":2,"key":{"sku":1},"name":"a"},{"v":2,"key":{"sku":1},"name":"b"}]}"#,
+    )
+    .unwrap();
+    let line = fails(&["restore", s(&other), s(&dump)]);
+    assert!(line.contains("indexes `a` and `b` conflict"), "{line}");
+    assert!(!other.exists(), "nothing may be written");
+
     // A damaged .bson file names the file and the byte offset.
     std::fs::write(folder.join("items.metadata.json"), r#"{"indexes":[]}"#).unwrap();
     let mut damaged = bson.clone();

@@ -63,6 +63,10 @@ pub struct RestoreArgs {
     /// Stop at the first document refused (a duplicate key), writing nothing of its batch.
     #[arg(long = "stopOnError")]
     pub stop_on_error: bool,
+    /// Rewrite index keys of MongoDB before 3.4 (`true`, `0`, `""` become `1`), as
+    /// mongorestore's flag of the same name does.
+    #[arg(long = "convertLegacyIndexes")]
+    pub convert_legacy_indexes: bool,
     #[arg(long, short = 'q')]
     pub quiet: bool,
 }
@@ -277,7 +281,7 @@ fn open_read(path: &Path, gzip: bool) -> Result<Box<dyn Read>, ToolError> {
 
 /// The indexes a collection's metadata declares, `_id_` left out; an index this engine cannot
 /// build is an error naming it.
-fn declared_indexes(dumped: &Dumped) -> Result<Vec<IndexSpec>, ToolError> {
+fn declared_indexes(dumped: &Dumped, convert_legacy: bool) -> Result<Vec<IndexSpec>, ToolError> {
     let Some(path) = &dumped.metadata else {
         return Ok(Vec::new());
     };
@@ -308,6 +312,13 @@ fn declared_indexes(dumped: &Dumped) -> Result<Vec<IndexSpec>, ToolError> {
         if index.get_str("name").ok() == Some(ID_INDEX_NAME) {
             continue;
         }
+        let mut index = index.clone();
+        if convert_legacy && let Ok(key) = index.get_document_mut("key") {
+            for (_, value) in key.iter_mut() {
+                *value = legacy_key_value(value);
+            }
+        }
+        let index = &index;
         let spec = spec_from_document(index).map_err(|e| {
             ToolError(format!(
                 "{}: index {}: {}",
@@ -316,9 +327,44 @@ fn declared_indexes(dumped: &Dumped) -> Result<Vec<IndexSpec>, ToolError> {
                 e.message
             ))
         })?;
+        // Two declarations of one index would fail the second build after the data is in;
+        // they are found here, before anything is written. Legacy keys that convert to the
+        // same keys are one index, as mongorestore keeps them.
+        if let Some(earlier) = specs.iter().find(|s: &&IndexSpec| {
+            s.keys_document() == spec.keys_document() || s.name() == spec.name()
+        }) {
+            if convert_legacy && earlier.keys_document() == spec.keys_document() {
+                continue;
+            }
+            return Err(ToolError(format!(
+                "{}: indexes `{}` and `{}` conflict (the same keys or the same name)",
+                path.display(),
+                earlier.name(),
+                spec.name()
+            )));
+        }
         specs.push(spec);
     }
     Ok(specs)
+}
+
+/// An index key value as MongoDB 3.4 and later read one written before: any value that is not
+/// a non-zero number or a non-empty string meant ascending (a zero double keeps its sign).
+fn legacy_key_value(value: &Bson) -> Bson {
+    match value {
+        Bson::Int32(0) | Bson::Int64(0) => Bson::Int32(1),
+        Bson::Double(f) if f.abs() < 1e-9 => Bson::Int32(if *f >= 0.0 { 1 } else { -1 }),
+        Bson::Decimal128(d) if d.to_string().parse::<f64>().is_ok_and(|f| f == 0.0) => {
+            Bson::Int32(1)
+        }
+        Bson::String(s) if s.is_empty() => Bson::Int32(1),
+        Bson::Int32(_)
+        | Bson::Int64(_)
+        | Bson::Double(_)
+        | Bson::Decimal128(_)
+        | Bson::String(_) => value.clone(),
+        _ => Bson::Int32(1),
+    }
 }
 
 /// Reads the next document of a `.bson` stream; `None` at its clean end.
@@ -374,7 +420,7 @@ pub fn run_restore(args: &RestoreArgs) -> Result<(), ToolError> {
         let indexes = if args.no_index_restore {
             Vec::new()
         } else {
-            declared_indexes(&dumped)?
+            declared_indexes(&dumped, args.convert_legacy_indexes)?
         };
         plans.push((dumped, indexes));
     }
