@@ -8,6 +8,9 @@
 //! `date_oracle(layout)` (Oracle's `YYYY-MM-DD HH24:MI:SS`). Untyped columns are read as
 //! `auto()`: an integer (Int32 when it fits, else Int64), a double, or else a string.
 //!
+//! Quoting follows RFC 4180 through the `csv` crate, which takes a bare `"` inside an unquoted
+//! cell literally (`mongoimport` refuses such a line).
+//!
 //! Out: the chosen fields, one per column: strings as they are, numbers and booleans as text,
 //! dates in ISO-8601, ObjectIds as `ObjectId(hex)`, other values as relaxed Extended JSON; a
 //! missing field is an empty cell.
@@ -61,6 +64,11 @@ pub fn columns(names: &[String], typed: bool) -> Result<Vec<Column>, String> {
         };
         if column.name.is_empty() || column.name.split('.').any(str::is_empty) {
             return Err(format!("`{raw}` is not a field name"));
+        }
+        if column.name.split('.').any(|part| part.starts_with('$')) {
+            return Err(format!(
+                "`{raw}`: a field name in a column list cannot start with `$`"
+            ));
         }
         for other in &out {
             let (a, b) = (&other.name, &column.name);
@@ -686,6 +694,11 @@ mod tests {
                 .contains("overlap")
         );
         assert!(columns(&["a..b".into()], false).is_err());
+        assert!(
+            columns(&["a.$b".into()], false)
+                .unwrap_err()
+                .contains("cannot start with `$`")
+        );
         assert!(
             columns(&["age".into()], true)
                 .unwrap_err()
