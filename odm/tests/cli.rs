@@ -846,6 +846,45 @@ fn stats_verify_compact_and_ttl() {
 }
 
 #[test]
+fn verify_fails_on_index_drift_and_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.odm");
+    let docs: Vec<Document> = (0..50).map(|i| doc! {"_id": i, "k": i}).collect();
+    seed(&db, "c", &docs);
+    ok(&["indexes", "create", s(&db), "c", r#"{"k": 1}"#, "--quiet"]);
+    // An entry no document accounts for, written behind the engine's back.
+    {
+        let raw = redb::Database::open(&db).unwrap();
+        let txn = raw.begin_write().unwrap();
+        let name = {
+            use redb::TableHandle;
+            txn.list_tables()
+                .unwrap()
+                .map(|t| t.name().to_owned())
+                .find(|n| n.starts_with("odm.c") && n.contains(".i") && !n.ends_with(".delta"))
+                .unwrap()
+        };
+        {
+            let def: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new(&name);
+            let mut table = txn.open_table(def).unwrap();
+            table
+                .insert(b"\xffstray".as_slice(), b"".as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let out = odm(&["verify", s(&db), "--quiet"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("`c` index `k_1`"), "{stdout}");
+    assert!(
+        text(&out.stderr).contains("1 problem(s) found"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn errors_a_person_can_act_on() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.odm");
