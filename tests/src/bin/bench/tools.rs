@@ -171,6 +171,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
                 drop: false,
                 no_index_restore: false,
                 stop_on_error: true,
+                convert_legacy_indexes: false,
                 quiet: true,
             })
             .map_err(|e| e.0)
