@@ -1,7 +1,8 @@
 //! MongoDB Extended JSON, read and written as `mongoimport` and `mongoexport` do.
 //!
 //! Writing: version 2, relaxed (plain JSON numbers and ISO dates where they lose nothing) or
-//! canonical (every value typed, so that every BSON value survives a round trip exactly).
+//! canonical (every value typed, so that every BSON value survives a round trip exactly; NaN
+//! is one value in Extended JSON, so a NaN's sign and payload bits are not kept).
 //!
 //! Reading takes all of these, in any mix: canonical and relaxed v2; the legacy `$`-forms
 //! (`{"$date": <millis>}`, `{"$binary": "..", "$type": ".."}`, `{"$regex": .., "$options": ..}`,
