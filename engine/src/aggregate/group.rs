@@ -1,18 +1,37 @@
 //! `$group`: documents into groups by the `_id` expression, each output field a running
 //! accumulator. A group holds its key and one state per field, never the documents: a `$sum` is
-//! a number, `$first` one value; only `$push` and `$addToSet` hold values, as their results do.
-//! What groups hold is counted as it grows, and past [`SORT_MEMORY_LIMIT`] the stage fails with
-//! [`Error::AggregateMemoryExceeded`] instead of growing on.
+//! a number, `$first` one value; `$push`, `$addToSet`, `$concatArrays` and `$setUnion` hold
+//! values, as their results do; the N family holds at most `n` values; `$median` and
+//! `$percentile` hold the numbers. What groups hold is counted as it grows, and past
+//! [`SORT_MEMORY_LIMIT`] the stage fails with [`Error::AggregateMemoryExceeded`] instead of
+//! growing on.
+//!
+//! Rules from MongoDB, per accumulator:
+//! - `n` of the N family, and `p` of `$percentile`, are evaluated once per group against the
+//!   group's key (`_id` when it is a document, else an empty document), never against an input
+//!   document.
+//! - `$top`, `$topN`, `$bottom`, `$bottomN` keep null (a missing output counts as null); on a
+//!   tie the value seen first wins. `$bottomN` gives its values in `sortBy` order.
+//! - `$mergeObjects` skips null and missing and refuses other non-documents (40400);
+//!   `$concatArrays` and `$setUnion` skip missing and refuse anything else that is not an array,
+//!   null included (14).
+//! - `$stdDevPop` and `$stdDevSamp` take numbers only, and give a double, or null with no
+//!   numbers (`$stdDevSamp`: fewer than two).
+//! - `$median` and `$percentile` take numbers only (NaN ignored). The `approximate` method is
+//!   answered exactly: the value at rank `ceil(n·p) − 1` of the sorted numbers, a double, which
+//!   is what MongoDB's digest gives on the inputs it holds exactly.
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
+use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
-use crate::expr::{Env, Expr, Func, accumulate_values, eval_in};
-use crate::query::SORT_MEMORY_LIMIT;
+use crate::expr::take_n::{Kept, Pick, checked_n};
+use crate::expr::{Env, Expr, ExprError, Func, accumulate_values, error, eval_in, type_alias};
+use crate::query::{SORT_MEMORY_LIMIT, Sort};
 use crate::value_set::{ValueIndex, ValueSet};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(super) enum Accumulator {
     Sum,
     Avg,
@@ -23,6 +42,65 @@ pub(super) enum Accumulator {
     Push,
     AddToSet,
     Count,
+    MergeObjects,
+    StdDevPop,
+    StdDevSamp,
+    ConcatArrays,
+    SetUnion,
+    /// `$firstN`, `$lastN`, `$minN`, `$maxN`, with `n`.
+    TakeN(Pick, Expr),
+    /// `$top` and `$bottom` (`n` is `None`: one value, not an array), `$topN` and `$bottomN`.
+    Sorted {
+        sort: Sort,
+        bottom: bool,
+        n: Option<Expr>,
+    },
+    /// `$percentile` (an array, one value per `p`) and `$median` (one value).
+    Percentile {
+        p: Expr,
+        median: bool,
+    },
+}
+
+impl Accumulator {
+    fn name(&self) -> &'static str {
+        match self {
+            Accumulator::Sum => "$sum",
+            Accumulator::Avg => "$avg",
+            Accumulator::Min => "$min",
+            Accumulator::Max => "$max",
+            Accumulator::First => "$first",
+            Accumulator::Last => "$last",
+            Accumulator::Push => "$push",
+            Accumulator::AddToSet => "$addToSet",
+            Accumulator::Count => "$count",
+            Accumulator::MergeObjects => "$mergeObjects",
+            Accumulator::StdDevPop => "$stdDevPop",
+            Accumulator::StdDevSamp => "$stdDevSamp",
+            Accumulator::ConcatArrays => "$concatArrays",
+            Accumulator::SetUnion => "$setUnion",
+            Accumulator::TakeN(pick, _) => pick.operator(),
+            Accumulator::Sorted {
+                bottom: false,
+                n: None,
+                ..
+            } => "$top",
+            Accumulator::Sorted {
+                bottom: true,
+                n: None,
+                ..
+            } => "$bottom",
+            Accumulator::Sorted { bottom: false, .. } => "$topN",
+            Accumulator::Sorted { bottom: true, .. } => "$bottomN",
+            Accumulator::Percentile { median: true, .. } => "$median",
+            Accumulator::Percentile { median: false, .. } => "$percentile",
+        }
+    }
+
+    /// Whether the accumulator reads the document's sort keys.
+    fn sorts(&self) -> bool {
+        matches!(self, Accumulator::Sorted { .. })
+    }
 }
 
 /// One output field's running state.
@@ -37,28 +115,79 @@ enum State {
     One(Option<Bson>),
     Push(Vec<Bson>),
     AddToSet(ValueSet),
+    Merged(Document),
+    /// `$stdDevPop`, `$stdDevSamp`: Welford's running count, mean and sum of squared
+    /// differences, in doubles as MongoDB computes them.
+    Deviation {
+        count: u64,
+        mean: f64,
+        squares: f64,
+    },
+    TakeN(Kept),
+    /// The `n` best `(sort keys, arrival, output)` under the order (reversed for the bottom
+    /// ones), best first.
+    Sorted {
+        n: usize,
+        held: Vec<(Vec<bson::RawBson>, u64, Bson)>,
+    },
+    Numbers {
+        p: Vec<f64>,
+        values: Vec<f64>,
+    },
+}
+
+/// The environment `n` and `p` are evaluated in: the group's key when it is a document.
+fn key_env<'a>(key_doc: &'a Document, collation: Option<&'a Collation>) -> Env<'a> {
+    Env::collated(key_doc, collation)
 }
 
 impl State {
-    fn new(accumulator: Accumulator) -> State {
-        match accumulator {
+    fn new(accumulator: &Accumulator, env: &Env<'_>) -> Result<State> {
+        Ok(match accumulator {
             Accumulator::Sum | Accumulator::Count => State::Sum(None),
             Accumulator::Avg => State::Avg(None, 0),
             Accumulator::Min | Accumulator::Max => State::Extreme(None),
             Accumulator::First | Accumulator::Last => State::One(None),
-            Accumulator::Push => State::Push(Vec::new()),
-            Accumulator::AddToSet => State::AddToSet(ValueSet::default()),
-        }
+            Accumulator::Push | Accumulator::ConcatArrays => State::Push(Vec::new()),
+            Accumulator::AddToSet | Accumulator::SetUnion => State::AddToSet(ValueSet::default()),
+            Accumulator::MergeObjects => State::Merged(Document::new()),
+            Accumulator::StdDevPop | Accumulator::StdDevSamp => State::Deviation {
+                count: 0,
+                mean: 0.0,
+                squares: 0.0,
+            },
+            Accumulator::TakeN(pick, n) => {
+                let n = checked_n(pick.operator(), eval_in(n, env)?.as_ref())?;
+                State::TakeN(Kept::new(*pick, n))
+            }
+            Accumulator::Sorted { n, .. } => {
+                let n = match n {
+                    Some(n) => checked_n(accumulator.name(), eval_in(n, env)?.as_ref())?,
+                    None => 1,
+                };
+                State::Sorted {
+                    n,
+                    held: Vec::new(),
+                }
+            }
+            Accumulator::Percentile { p, .. } => State::Numbers {
+                p: checked_p(eval_in(p, env)?)?,
+                values: Vec::new(),
+            },
+        })
     }
 
-    /// Takes one document's value; returns the bytes the state grew by (for the bound).
+    /// Takes one document's value; returns how many bytes the state grew by (negative when it
+    /// let go of more than it took), for the bound.
     fn add(
         &mut self,
-        accumulator: Accumulator,
+        accumulator: &Accumulator,
         value: Option<Bson>,
+        sort_keys: Option<&(Vec<bson::RawBson>, u64)>,
         first_time: bool,
         collation: Option<&Collation>,
-    ) -> usize {
+    ) -> Result<isize> {
+        let size = |v: &Bson| approximate_size(v) as isize;
         match self {
             State::Sum(total) => {
                 // `$sum` ignores what is not a number (an array argument included).
@@ -68,7 +197,7 @@ impl State {
                         Some(t) => sum(vec![t, v], collation),
                     });
                 }
-                0
+                Ok(0)
             }
             State::Avg(total, count) => {
                 if let Some(v) = value.filter(is_number) {
@@ -78,13 +207,13 @@ impl State {
                         Some(t) => sum(vec![t, v], collation),
                     });
                 }
-                0
+                Ok(0)
             }
             State::Extreme(best) => {
                 let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
-                    return 0;
+                    return Ok(0);
                 };
-                let func = if accumulator == Accumulator::Min {
+                let func = if matches!(accumulator, Accumulator::Min) {
                     Func::Min
                 } else {
                     Func::Max
@@ -93,27 +222,122 @@ impl State {
                     None => v,
                     Some(b) => accumulate_values(func, vec![b, v], collation).unwrap_or(Bson::Null),
                 });
-                0
+                Ok(0)
             }
             State::One(kept) => {
-                if first_time || accumulator == Accumulator::Last {
+                if first_time || matches!(accumulator, Accumulator::Last) {
                     *kept = Some(value.unwrap_or(Bson::Null));
                 }
-                0
+                Ok(0)
             }
-            State::Push(values) => value.map_or(0, |v| {
-                let size = approximate_size(&v);
-                values.push(v);
-                size
-            }),
-            State::AddToSet(set) => value.map_or(0, |v| {
-                let size = approximate_size(&v);
-                if set.insert(v, collation) { size } else { 0 }
-            }),
+            State::Push(values) => match (accumulator, value) {
+                (_, None) => Ok(0),
+                (Accumulator::ConcatArrays, Some(Bson::Array(items))) => {
+                    let grown = items.iter().map(size).sum();
+                    values.extend(items);
+                    Ok(grown)
+                }
+                (Accumulator::ConcatArrays, Some(other)) => {
+                    Err(not_an_array("$concatArrays", &other))
+                }
+                (_, Some(v)) => {
+                    let grown = size(&v);
+                    values.push(v);
+                    Ok(grown)
+                }
+            },
+            State::AddToSet(set) => match (accumulator, value) {
+                (_, None) => Ok(0),
+                (Accumulator::SetUnion, Some(Bson::Array(items))) => {
+                    let mut grown = 0;
+                    for v in items {
+                        let s = size(&v);
+                        if set.insert(v, collation) {
+                            grown += s;
+                        }
+                    }
+                    Ok(grown)
+                }
+                (Accumulator::SetUnion, Some(other)) => Err(not_an_array("$setUnion", &other)),
+                (_, Some(v)) => {
+                    let s = size(&v);
+                    Ok(if set.insert(v, collation) { s } else { 0 })
+                }
+            },
+            State::Merged(merged) => match value {
+                None | Some(Bson::Null | Bson::Undefined) => Ok(0),
+                Some(Bson::Document(d)) => {
+                    let grown = size(&Bson::Document(d.clone()));
+                    merged.extend(d);
+                    Ok(grown)
+                }
+                Some(other) => Err(error(
+                    "$mergeObjects",
+                    format!(
+                        "$mergeObjects requires object inputs, but input {other} is of type {}",
+                        type_alias(Some(&other))
+                    ),
+                )
+                .with_code(ErrorCode::location(40400))
+                .into()),
+            },
+            State::Deviation {
+                count,
+                mean,
+                squares,
+            } => {
+                if let Some(x) = value.as_ref().and_then(as_f64) {
+                    *count += 1;
+                    let delta = x - *mean;
+                    *mean += delta / *count as f64;
+                    *squares += delta * (x - *mean);
+                }
+                Ok(0)
+            }
+            State::TakeN(kept) => {
+                let grown = value.as_ref().map_or(0, size);
+                let let_go = kept.add(value, collation);
+                Ok(grown - let_go.as_ref().map_or(0, size))
+            }
+            State::Sorted { n, held } => {
+                let Accumulator::Sorted { sort, bottom, .. } = accumulator else {
+                    return Ok(0);
+                };
+                let Some((keys, arrival)) = sort_keys else {
+                    return Ok(0);
+                };
+                let output = value.unwrap_or(Bson::Null);
+                let better = |a: &[bson::RawBson], b: &[bson::RawBson]| {
+                    let order = sort.compare_keys(a, b, collation);
+                    if *bottom { order.reverse() } else { order }
+                };
+                // Held best first; a newcomer goes after the equal ones (the first seen wins a
+                // tie) and is dropped when it falls past `n`.
+                let at = held.partition_point(|(k, _, _)| better(k, keys).is_le());
+                if at >= *n {
+                    return Ok(0);
+                }
+                let grown = size(&output) + 32 * keys.len() as isize;
+                held.insert(at, (keys.clone(), *arrival, output));
+                let mut shrunk = 0;
+                if held.len() > *n
+                    && let Some((k, _, v)) = held.pop()
+                {
+                    shrunk = size(&v) + 32 * k.len() as isize;
+                }
+                Ok(grown - shrunk)
+            }
+            State::Numbers { values, .. } => match value.as_ref().and_then(as_f64) {
+                Some(x) if !x.is_nan() => {
+                    values.push(x);
+                    Ok(8)
+                }
+                _ => Ok(0),
+            },
         }
     }
 
-    fn finish(self) -> Bson {
+    fn finish(self, accumulator: &Accumulator, collation: Option<&Collation>) -> Bson {
         match self {
             State::Sum(total) => total.unwrap_or(Bson::Int32(0)),
             State::Avg(None, _) | State::Avg(_, 0) => Bson::Null,
@@ -121,8 +345,103 @@ impl State {
             State::Extreme(best) | State::One(best) => best.unwrap_or(Bson::Null),
             State::Push(values) => Bson::Array(values),
             State::AddToSet(set) => Bson::Array(set.into_values()),
+            State::Merged(merged) => Bson::Document(merged),
+            State::Deviation { count, squares, .. } => {
+                let samp = matches!(accumulator, Accumulator::StdDevSamp);
+                let divisor = if samp { count.saturating_sub(1) } else { count };
+                if count == 0 || divisor == 0 {
+                    if !samp && count == 1 {
+                        return Bson::Double(0.0);
+                    }
+                    return Bson::Null;
+                }
+                Bson::Double((squares / divisor as f64).max(0.0).sqrt())
+            }
+            State::TakeN(kept) => Bson::Array(kept.into_values()),
+            State::Sorted { held, .. } => {
+                let Accumulator::Sorted {
+                    sort, bottom, n, ..
+                } = accumulator
+                else {
+                    return Bson::Null;
+                };
+                let mut held = held;
+                if *bottom {
+                    // Chosen from the end; given in `sortBy` order (ties in arrival order).
+                    held.sort_by(|(a, ia, _), (b, ib, _)| {
+                        sort.compare_keys(a, b, collation).then(ia.cmp(ib))
+                    });
+                }
+                let mut values = held.into_iter().map(|(_, _, v)| v);
+                if n.is_none() {
+                    values.next().unwrap_or(Bson::Null)
+                } else {
+                    Bson::Array(values.collect())
+                }
+            }
+            State::Numbers { p, mut values } => {
+                values.sort_by(f64::total_cmp);
+                let at = |p: f64| -> Bson {
+                    if values.is_empty() {
+                        return Bson::Null;
+                    }
+                    let n = values.len();
+                    let rank = if p >= 1.0 {
+                        n - 1
+                    } else {
+                        ((n as f64 * p).ceil() as usize).saturating_sub(1)
+                    };
+                    Bson::Double(values[rank.min(n - 1)])
+                };
+                if matches!(accumulator, Accumulator::Percentile { median: true, .. }) {
+                    at(0.5)
+                } else {
+                    Bson::Array(p.iter().map(|p| at(*p)).collect())
+                }
+            }
         }
     }
+}
+
+/// `p` of `$percentile`: a non-empty array of numbers from 0 to 1.
+fn checked_p(value: Option<Bson>) -> Result<Vec<f64>, ExprError> {
+    let fail = |code: i32, shown: &str| {
+        error(
+            "$percentile",
+            format!(
+                "the 'p' field must be an array of numbers from [0.0, 1.0], but found: {shown}"
+            ),
+        )
+        .with_code(ErrorCode::location(code))
+    };
+    let items = match value {
+        Some(Bson::Array(items)) if !items.is_empty() => items,
+        Some(other) => return Err(fail(7_750_301, &other.to_string())),
+        None => return Err(fail(7_750_301, "missing")),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let p = as_f64(item).ok_or_else(|| fail(7_750_302, &item.to_string()))?;
+            if (0.0..=1.0).contains(&p) {
+                Ok(p)
+            } else {
+                Err(fail(7_750_303, &item.to_string()))
+            }
+        })
+        .collect()
+}
+
+fn not_an_array(op: &str, value: &Bson) -> Error {
+    error(
+        op,
+        format!(
+            "{op} requires array inputs, but input {value} is of type {}",
+            type_alias(Some(value))
+        ),
+    )
+    .with_code(ErrorCode::TYPE_MISMATCH)
+    .into()
 }
 
 fn is_number(v: &Bson) -> bool {
@@ -130,6 +449,25 @@ fn is_number(v: &Bson) -> bool {
         v,
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
     )
+}
+
+/// A number as a double (decimals through their text); `None` for anything else.
+fn as_f64(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        Bson::Decimal128(d) => d.to_string().parse::<f64>().ok().or_else(|| {
+            let text = d.to_string();
+            match text.as_str() {
+                "NaN" | "-NaN" => Some(f64::NAN),
+                "Infinity" | "Inf" => Some(f64::INFINITY),
+                "-Infinity" | "-Inf" => Some(f64::NEG_INFINITY),
+                _ => None,
+            }
+        }),
+        _ => None,
+    }
 }
 
 fn sum(values: Vec<Bson>, collation: Option<&Collation>) -> Bson {
@@ -181,25 +519,58 @@ pub(super) fn group(
 ) -> Result<Vec<Document>> {
     let mut groups: Vec<Group> = Vec::new();
     let mut index = ValueIndex::default();
-    let mut held = 0usize;
+    let mut held: isize = 0;
+    let sorted: Vec<&Sort> = fields
+        .iter()
+        .filter_map(|(_, a, _)| match a {
+            Accumulator::Sorted { sort, .. } => Some(sort),
+            _ => None,
+        })
+        .collect();
+    let mut arrival = 0u64;
     for doc in docs {
         let doc = doc?;
         let env = Env::collated(&doc, collation);
         let key = eval_in(id, &env)?.unwrap_or(Bson::Null);
         let (position, new) = index.position(&key, groups.len(), collation);
         if new {
-            held += approximate_size(&key) + 64 * fields.len();
-            groups.push(Group {
-                key,
-                states: fields.iter().map(|(_, a, _)| State::new(*a)).collect(),
-            });
+            held += (approximate_size(&key) + 64 * fields.len()) as isize;
+            let key_doc = match &key {
+                Bson::Document(d) => d.clone(),
+                _ => Document::new(),
+            };
+            let env = key_env(&key_doc, collation);
+            let states = fields
+                .iter()
+                .map(|(_, a, _)| State::new(a, &env))
+                .collect::<Result<Vec<_>>>()?;
+            groups.push(Group { key, states });
+        }
+        // The sort keys of `$top` and its kin, read once per document and sort.
+        let mut keys = Vec::new();
+        if !sorted.is_empty() {
+            let raw = RawDocumentBuf::try_from(&doc).map_err(|e| {
+                Error::from(error("$group", format!("a document does not encode: {e}")))
+            })?;
+            keys = sorted
+                .iter()
+                .map(|sort| (sort.keys(&raw, collation), arrival))
+                .collect();
+            arrival += 1;
         }
         let group = &mut groups[position];
+        let mut sorted_at = 0;
         for ((_, accumulator, expr), state) in fields.iter().zip(&mut group.states) {
             let value = eval_in(expr, &env)?;
-            held += state.add(*accumulator, value, new, collation);
+            let doc_keys = if accumulator.sorts() {
+                sorted_at += 1;
+                keys.get(sorted_at - 1)
+            } else {
+                None
+            };
+            held += state.add(accumulator, value, doc_keys, new, collation)?;
         }
-        if held > SORT_MEMORY_LIMIT {
+        if held > SORT_MEMORY_LIMIT as isize {
             return Err(Error::AggregateMemoryExceeded {
                 stage: "$group".to_owned(),
                 limit: SORT_MEMORY_LIMIT,
@@ -211,8 +582,8 @@ pub(super) fn group(
         .map(|g| {
             let mut d = Document::new();
             d.insert("_id", g.key);
-            for ((field, _, _), state) in fields.iter().zip(g.states) {
-                d.insert(field.clone(), state.finish());
+            for ((field, accumulator, _), state) in fields.iter().zip(g.states) {
+                d.insert(field.clone(), state.finish(accumulator, collation));
             }
             d
         })

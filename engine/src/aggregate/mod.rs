@@ -33,6 +33,7 @@ use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::db::ReadTxn;
 use crate::error::{Error, Result};
+use crate::expr::take_n::Pick;
 use crate::expr::{Env, Expr, Scope, error, eval_in};
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
@@ -604,39 +605,185 @@ fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
                 format!("`{field}` must hold exactly one accumulator"),
             ));
         };
-        let accumulator = match op.as_str() {
-            "$sum" => Accumulator::Sum,
-            "$avg" => Accumulator::Avg,
-            "$min" => Accumulator::Min,
-            "$max" => Accumulator::Max,
-            "$first" => Accumulator::First,
-            "$last" => Accumulator::Last,
-            "$push" => Accumulator::Push,
-            "$addToSet" => Accumulator::AddToSet,
-            "$count" => match arg {
-                Bson::Document(d) if d.is_empty() => Accumulator::Count,
-                _ => return Err(stage_error("$count", "takes an empty document")),
-            },
-            other => {
-                return Err(stage_error(
-                    other,
-                    "is not a supported accumulator ($sum, $avg, $min, $max, $first, $last, $push, $addToSet, $count)",
-                ));
-            }
-        };
-        let expr = match arg {
-            _ if accumulator == Accumulator::Count => Expr::Literal(Bson::Int32(1)),
-            Bson::Array(_) => {
-                return Err(stage_error(
-                    op,
-                    format!("`{field}`: an accumulator takes one expression, not an array"),
-                ));
-            }
-            _ => Expr::parse(arg, scope)?,
-        };
+        let (accumulator, expr) = parse_accumulator(op, arg, field, scope)?;
         fields.push((field.clone(), accumulator, expr));
     }
     Ok(Stage::Group { id, fields })
+}
+
+/// One accumulator of `$group`: what it is, and the expression it reads from each document.
+fn parse_accumulator(
+    op: &str,
+    arg: &Bson,
+    field: &str,
+    scope: &Scope,
+) -> Result<(Accumulator, Expr)> {
+    let unary = |accumulator: Accumulator| -> Result<(Accumulator, Expr)> {
+        match arg {
+            // MongoDB: an accumulator is a unary operator.
+            Bson::Array(_) => Err(Error::from(
+                error(
+                    op,
+                    format!("`{field}`: an accumulator takes one expression, not an array"),
+                )
+                .with_code(ErrorCode::location(40237)),
+            )),
+            _ => Ok((accumulator, Expr::parse(arg, scope)?)),
+        }
+    };
+    match op {
+        "$sum" => unary(Accumulator::Sum),
+        "$avg" => unary(Accumulator::Avg),
+        "$min" => unary(Accumulator::Min),
+        "$max" => unary(Accumulator::Max),
+        "$first" => unary(Accumulator::First),
+        "$last" => unary(Accumulator::Last),
+        "$push" => unary(Accumulator::Push),
+        "$addToSet" => unary(Accumulator::AddToSet),
+        "$mergeObjects" => unary(Accumulator::MergeObjects),
+        "$stdDevPop" => unary(Accumulator::StdDevPop),
+        "$stdDevSamp" => unary(Accumulator::StdDevSamp),
+        "$concatArrays" => unary(Accumulator::ConcatArrays),
+        "$setUnion" => unary(Accumulator::SetUnion),
+        "$count" => match arg {
+            Bson::Document(d) if d.is_empty() => {
+                Ok((Accumulator::Count, Expr::Literal(Bson::Int32(1))))
+            }
+            _ => Err(stage_error("$count", "takes an empty document")),
+        },
+        "$firstN" | "$lastN" | "$minN" | "$maxN" => {
+            let (n, input) = crate::expr::n_arguments(op, arg, "input")?;
+            let pick = match op {
+                "$firstN" => Pick::First,
+                "$lastN" => Pick::Last,
+                "$minN" => Pick::Min,
+                _ => Pick::Max,
+            };
+            Ok((
+                Accumulator::TakeN(pick, Expr::parse(n, scope)?),
+                Expr::parse(input, scope)?,
+            ))
+        }
+        "$top" | "$bottom" | "$topN" | "$bottomN" => {
+            let with_n = op.ends_with('N');
+            let code = |c: i32| ErrorCode::location(c);
+            let Bson::Document(spec) = arg else {
+                return Err(Error::from(
+                    error(op, "expects a document with `sortBy` and `output`")
+                        .with_code(code(5_788_001)),
+                ));
+            };
+            if let Some(unknown) = spec
+                .keys()
+                .find(|k| !(matches!(k.as_str(), "sortBy" | "output") || (with_n && *k == "n")))
+            {
+                return Err(Error::from(
+                    error(op, format!("unknown argument to {op} '{unknown}'"))
+                        .with_code(code(5_788_002)),
+                ));
+            }
+            let n = match (with_n, spec.get("n")) {
+                (true, Some(n)) => Some(Expr::parse(n, scope)?),
+                (true, None) => {
+                    return Err(Error::from(
+                        error(op, "missing value for 'n'").with_code(code(5_788_003)),
+                    ));
+                }
+                (false, _) => None,
+            };
+            let output = spec.get("output").ok_or_else(|| {
+                Error::from(error(op, "missing value for 'output'").with_code(code(5_788_004)))
+            })?;
+            let sort = match spec.get("sortBy") {
+                None => {
+                    return Err(Error::from(
+                        error(op, "missing value for 'sortBy'").with_code(code(5_788_005)),
+                    ));
+                }
+                Some(Bson::Document(d)) if d.is_empty() => {
+                    return Err(Error::from(
+                        error(op, "sortBy must have at least one sort key").with_code(code(15_976)),
+                    ));
+                }
+                Some(Bson::Document(d)) => Sort::parse(d)?,
+                Some(_) => {
+                    return Err(Error::from(
+                        error(op, "sortBy must be a document").with_code(code(10_065)),
+                    ));
+                }
+            };
+            Ok((
+                Accumulator::Sorted {
+                    sort,
+                    bottom: op.starts_with("$bottom"),
+                    n,
+                },
+                Expr::parse(output, scope)?,
+            ))
+        }
+        "$percentile" | "$median" => {
+            let median = op == "$median";
+            let Bson::Document(spec) = arg else {
+                let code = if median { 7_436_100 } else { 7_429_703 };
+                return Err(Error::from(
+                    error(op, "expects a document with `input` and `method`")
+                        .with_code(ErrorCode::location(code)),
+                ));
+            };
+            let known: &[&str] = if median {
+                &["input", "method"]
+            } else {
+                &["input", "p", "method"]
+            };
+            if let Some(unknown) = spec.keys().find(|k| !known.contains(&k.as_str())) {
+                return Err(Error::from(
+                    error(
+                        op,
+                        format!("BSON field '{op}.{unknown}' is an unknown field"),
+                    )
+                    .with_code(ErrorCode::location(40415)),
+                ));
+            }
+            if let Some(missing) = known.iter().find(|k| !spec.contains_key(**k)) {
+                return Err(Error::from(
+                    error(
+                        op,
+                        format!("BSON field '{op}.{missing}' is missing but a required field"),
+                    )
+                    .with_code(ErrorCode::IDL_FAILED_TO_PARSE),
+                ));
+            }
+            match spec.get("method") {
+                Some(Bson::String(m)) if m == "approximate" => {}
+                Some(Bson::String(_)) => {
+                    return Err(Error::from(error(
+                        op,
+                        "currently only 'approximate' can be used as a percentile 'method'",
+                    )));
+                }
+                _ => {
+                    return Err(Error::from(
+                        error(op, "'method' must be a string").with_code(ErrorCode::TYPE_MISMATCH),
+                    ));
+                }
+            }
+            let p = match spec.get("p") {
+                Some(p) => Expr::parse(p, scope)?,
+                None => Expr::Literal(Bson::Array(vec![Bson::Double(0.5)])),
+            };
+            Ok((
+                Accumulator::Percentile { p, median },
+                Expr::parse(spec.get("input").unwrap_or(&Bson::Null), scope)?,
+            ))
+        }
+        other => Err(stage_error(
+            other,
+            "is not a supported accumulator ($sum, $avg, $min, $max, $first, $last, $push, \
+             $addToSet, $count, $mergeObjects, $stdDevPop, $stdDevSamp, $concatArrays, \
+             $setUnion, $firstN, $lastN, $minN, $maxN, $top, $topN, $bottom, $bottomN, \
+             $median, $percentile)",
+        )),
+    }
 }
 
 /// The documents one input document unwinds to.

@@ -272,6 +272,19 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             }
             Some(Bson::Document(doc))
         }
+        Expr::TakeN { pick, n, input } => {
+            let op = pick.operator();
+            let n = super::take_n::checked_n(op, eval_in(n, env)?.as_ref())?;
+            let Some(Bson::Array(items)) = eval_in(input, env)? else {
+                return Err(error(op, "input must be an array")
+                    .with_code(crate::code::ErrorCode::location(5_788_200)));
+            };
+            let mut kept = super::take_n::Kept::new(*pick, n);
+            for item in items {
+                kept.add(Some(item), env.collation);
+            }
+            Some(Bson::Array(kept.into_values()))
+        }
     })
 }
 

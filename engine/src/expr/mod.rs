@@ -24,6 +24,7 @@ mod convert;
 mod dates;
 mod eval;
 mod func;
+pub mod take_n;
 mod text;
 
 use crate::code::ErrorCode;
@@ -100,6 +101,12 @@ pub enum Expr {
         field: Box<Expr>,
         input: Box<Expr>,
         value: Option<Box<Expr>>,
+    },
+    /// `$firstN`, `$lastN`, `$minN`, `$maxN` over an array (see `take_n`).
+    TakeN {
+        pick: take_n::Pick,
+        n: Box<Expr>,
+        input: Box<Expr>,
     },
 }
 
@@ -284,6 +291,42 @@ fn named_args<'a>(
     Ok(known.iter().map(|k| d.get(*k)).collect())
 }
 
+/// The member of the N family an operator names.
+fn pick_of(operator: &str) -> take_n::Pick {
+    match operator {
+        "$firstN" => take_n::Pick::First,
+        "$lastN" => take_n::Pick::Last,
+        "$minN" => take_n::Pick::Min,
+        _ => take_n::Pick::Max,
+    }
+}
+
+/// `{n, <values>}` of the N family (`<values>` is `input`), with MongoDB's codes: not a
+/// document, an unknown argument (5787901), `n` missing (5787906), the values missing
+/// (5787907).
+pub(crate) fn n_arguments<'a>(
+    operator: &str,
+    arg: &'a Bson,
+    values: &str,
+) -> Result<(&'a Bson, &'a Bson), ExprError> {
+    let Bson::Document(d) = arg else {
+        return Err(error(operator, "expects a document with `n` and `input`")
+            .with_code(ErrorCode::location(pick_of(operator).not_a_document_code())));
+    };
+    if let Some(unknown) = d.keys().find(|k| *k != "n" && *k != values) {
+        return Err(error(operator, format!("unknown argument `{unknown}`"))
+            .with_code(ErrorCode::location(5_787_901)));
+    }
+    let n = d.get("n").ok_or_else(|| {
+        error(operator, "missing value for 'n'").with_code(ErrorCode::location(5_787_906))
+    })?;
+    let input = d.get(values).ok_or_else(|| {
+        error(operator, format!("missing value for '{values}'"))
+            .with_code(ErrorCode::location(5_787_907))
+    })?;
+    Ok((n, input))
+}
+
 fn boxed(value: &Bson, scope: &Scope) -> Result<Box<Expr>, ExprError> {
     Expr::parse_nested(value, scope).map(Box::new)
 }
@@ -388,6 +431,14 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
                 input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
                 initial: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
                 body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+            })
+        }
+        "$firstN" | "$lastN" | "$minN" | "$maxN" => {
+            let (n, input) = n_arguments(key, arg, "input")?;
+            Ok(Expr::TakeN {
+                pick: pick_of(key),
+                n: boxed(n, scope)?,
+                input: boxed(input, scope)?,
             })
         }
         "$getField" => {

@@ -104,6 +104,37 @@ impl Sort {
     }
 }
 
+impl Sort {
+    /// The values a document sorts by, one per field, for sorting values that are not the
+    /// documents themselves (`$top`, `$bottomN`, ...); compare them with [`Sort::compare_keys`].
+    pub fn keys(&self, doc: &RawDocument, cx: Option<&Collation>) -> Vec<bson::RawBson> {
+        self.fields
+            .iter()
+            .map(|(path, direction)| bson::RawBson::from(sort_key(cx, doc, path, *direction)))
+            .collect()
+    }
+
+    /// Compares the keys of two documents (from [`Sort::keys`]) in this sort's order.
+    pub fn compare_keys(
+        &self,
+        a: &[bson::RawBson],
+        b: &[bson::RawBson],
+        cx: Option<&Collation>,
+    ) -> Ordering {
+        for ((a, b), (_, direction)) in a.iter().zip(b).zip(&self.fields) {
+            let order = compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), cx);
+            let order = match direction {
+                Direction::Ascending => order,
+                Direction::Descending => order.reverse(),
+            };
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
+        Ordering::Equal
+    }
+}
+
 /// The value a document sorts by on one field: the smallest of its values ascending, the
 /// largest descending.
 fn sort_key<'a>(
