@@ -12,7 +12,10 @@
 //!
 //! `$group`: `_id` is any expression (groups are equal values in MongoDB's order, under the
 //! collation if any, and come out in the order first seen); accumulators `$sum`, `$avg`, `$min`,
-//! `$max`, `$first`, `$last`, `$push`, `$addToSet`, `$count`. `$unwind`: a path, or
+//! `$max`, `$first`, `$last`, `$push`, `$addToSet`, `$count`, `$mergeObjects`, `$stdDevPop`,
+//! `$stdDevSamp`, `$concatArrays`, `$setUnion`, the N family (`$firstN`, `$lastN`, `$minN`,
+//! `$maxN`, `$top`, `$topN`, `$bottom`, `$bottomN`), `$median` and `$percentile` (see `group`
+//! for their rules). `$unwind`: a path, or
 //! `{path, includeArrayIndex, preserveNullAndEmptyArrays}`.
 //!
 //! `$lookup` joins another collection of the same snapshot: by equality (`localField`,
