@@ -1,7 +1,9 @@
 //! Aggregation pipelines over one collection: [`ReadCollection::aggregate`].
 //!
 //! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
-//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`. The leading
+//! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`, `$facet`,
+//! `$unionWith` (see `combine`), `$sample`, and `$sortByCount` and `$bucket`, which expand into
+//! `$group` and `$sort` as MongoDB defines them (see `desugar`). The leading
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
 //! indexes. Documents stream through the stages one at a time
 //! ([`ReadCollection::aggregate_iter`]); only `$sort` (the documents) and `$group` (one running
@@ -24,6 +26,8 @@
 //! run as a find with `$in` so the foreign field's index serves; or by a `pipeline` whose
 //! `$$` variables come from `let`, evaluated on each input document; or both.
 
+mod combine;
+mod desugar;
 mod group;
 mod output;
 
@@ -83,7 +87,7 @@ impl ReadCollection<'_> {
             Some(spec) => Collation::parse(spec)?,
             None => None,
         };
-        let stages = pipeline
+        let stages = desugar::expand(pipeline, &scope)?
             .iter()
             .map(|s| Stage::parse(s, &scope, collation.as_ref()))
             .collect::<Result<Vec<_>>>()?;
@@ -171,6 +175,15 @@ enum Stage {
     },
     Count(String),
     Lookup(Box<Lookup>),
+    /// `$facet`: named sub-pipelines over the same input (see `combine`).
+    Facet(Vec<(String, Vec<Stage>)>),
+    /// `$unionWith`: the input, then another collection through a pipeline (see `combine`).
+    UnionWith {
+        coll: String,
+        pipeline: Vec<Document>,
+    },
+    /// `$sample`: this many documents of the input, chosen at random, in random order.
+    Sample(u64),
 }
 
 /// A parsed `$lookup`.
@@ -253,10 +266,13 @@ impl Stage {
                 ));
             }
             "$group" => parse_group(&spec()?, scope)?,
+            "$facet" => combine::parse_facet(arg, scope, collation)?,
+            "$unionWith" => combine::parse_union_with(arg)?,
+            "$sample" => parse_sample(arg)?,
             other => {
                 return Err(stage_error(
                     other,
-                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count)",
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $out, $merge)",
                 ));
             }
         })
@@ -327,12 +343,99 @@ impl Stage {
                 let context = context.clone();
                 Box::new(input.map(move |doc| lookup.join(doc?, &context)))
             }
+            Stage::Facet(facets) => combine::facet(facets, input, context),
+            Stage::UnionWith { coll, pipeline } => {
+                combine::union_with(coll, pipeline, input, context)
+            }
+            Stage::Sample(size) => blocking(move || sample(input, size)),
         }
     }
 }
 
 /// `$sort`: every input document, held as raw BSON and counted as it comes (past
 /// [`SORT_MEMORY_LIMIT`] bytes the stage fails rather than grows on), then sorted.
+/// `$sample`'s `size`: a positive number, its fraction dropped.
+fn parse_sample(arg: &Bson) -> Result<Stage> {
+    let name = "$sample";
+    let code = ErrorCode::location;
+    let Bson::Document(spec) = arg else {
+        return Err(Error::from(
+            error(name, "the $sample stage specification must be an object").with_code(code(28745)),
+        ));
+    };
+    if let Some(unknown) = spec.keys().find(|k| *k != "size") {
+        return Err(Error::from(
+            error(name, format!("unrecognized option to $sample: {unknown}"))
+                .with_code(code(28748)),
+        ));
+    }
+    let size = match spec.get("size") {
+        None => {
+            return Err(Error::from(
+                error(name, "$sample stage must specify a size").with_code(code(28749)),
+            ));
+        }
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Double(f)) if f.is_nan() => 0,
+        Some(Bson::Double(f)) => *f as i64,
+        Some(Bson::Decimal128(d)) => d.to_string().parse::<f64>().map_or(0, |f| f as i64),
+        Some(_) => {
+            return Err(Error::from(
+                error(name, "size argument to $sample must be a number").with_code(code(28746)),
+            ));
+        }
+    };
+    if size <= 0 {
+        return Err(Error::from(
+            error(name, "size argument to $sample must be a positive integer")
+                .with_code(code(28747)),
+        ));
+    }
+    Ok(Stage::Sample(size as u64))
+}
+
+/// `size` documents of the input chosen uniformly at random (reservoir sampling), in random
+/// order. The randomness is not for security: a generator seeded from the clock.
+fn sample(input: Documents<'_>, size: u64) -> Result<Vec<Document>> {
+    let mut state = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0x9e37_79b9_7f4a_7c15, |d| d.as_nanos() as u64)
+        | 1;
+    let mut next = move |bound: u64| {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d) % bound.max(1)
+    };
+    let mut kept: Vec<Document> = Vec::new();
+    let mut held = 0usize;
+    for (seen, doc) in input.enumerate() {
+        let doc = doc?;
+        if (kept.len() as u64) < size {
+            held += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
+            if held > SORT_MEMORY_LIMIT {
+                return Err(Error::AggregateMemoryExceeded {
+                    stage: "$sample".to_owned(),
+                    limit: SORT_MEMORY_LIMIT,
+                });
+            }
+            kept.push(doc);
+        } else {
+            let j = next(seen as u64 + 1);
+            if j < size {
+                kept[j as usize] = doc;
+            }
+        }
+    }
+    for i in (1..kept.len()).rev() {
+        let j = next(i as u64 + 1) as usize;
+        kept.swap(i, j);
+    }
+    Ok(kept)
+}
+
 fn sort_all(input: Documents<'_>, sort: &Sort) -> Result<Vec<Document>> {
     let mut raws = Vec::new();
     let mut held = 0usize;

@@ -158,8 +158,9 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
                 None => {
                     return Err(error(
                         "$switch",
-                        "no branch matched and there is no default",
-                    ));
+                        "could not find a matching branch for an input, and no default was specified",
+                    )
+                    .with_code(crate::code::ErrorCode::location(40066)));
                 }
             }
         }

@@ -36,7 +36,7 @@ use bson::{Bson, Document};
 pub use eval::truthy;
 pub(crate) use eval::{Env, eval_in};
 pub use func::Func;
-pub(crate) use func::{accumulate_values, as_i64, type_alias};
+pub(crate) use func::{accumulate_values, as_i64, compare_bson, type_alias};
 
 /// The type name MongoDB gives a value (`$type`'s, and its messages'): `int`, `object`, ...
 pub fn type_name(value: &Bson) -> &'static str {
@@ -108,6 +108,26 @@ pub enum Expr {
         n: Box<Expr>,
         input: Box<Expr>,
     },
+}
+
+impl Expr {
+    /// Whether the expression is a constant: it reads no document, no variable and no clock
+    /// (conservatively: an operator that binds variables counts as reading them).
+    pub(crate) fn is_constant(&self) -> bool {
+        match self {
+            Expr::Literal(_) | Expr::Remove => true,
+            Expr::Object(fields) => fields.iter().all(|(_, e)| e.is_constant()),
+            Expr::Array(items) | Expr::Call(_, items) => items.iter().all(Expr::is_constant),
+            Expr::Cond(parts) => parts.iter().all(Expr::is_constant),
+            Expr::Switch { branches, default } => {
+                branches
+                    .iter()
+                    .all(|(case, then)| case.is_constant() && then.is_constant())
+                    && default.as_ref().is_none_or(|d| d.is_constant())
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Why an expression was refused, or failed on a document.

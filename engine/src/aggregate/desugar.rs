@@ -1,0 +1,253 @@
+//! Stages that MongoDB defines as other stages, expanded before the pipeline is parsed, with
+//! MongoDB's own checks and codes:
+//! - `$sortByCount: <expr>` is `$group {_id: <expr>, count: {$sum: 1}}` then
+//!   `$sort {count: -1}` (ties in no defined order);
+//! - `$bucket` is a `$group` whose `_id` is a `$switch` over the ranges
+//!   `[boundaries[i-1], boundaries[i])` (then `default`), with the `output` accumulators (or
+//!   `count: {$sum: 1}` when there is no `output`), then `$sort {_id: 1}`: buckets in `_id`
+//!   order, the default bucket among them. A value in no range and no default fails as
+//!   `$switch` does (40066).
+
+use bson::{Bson, Document, doc};
+
+use crate::code::ErrorCode;
+use crate::error::{Error, Result};
+use crate::expr::{Env, Expr, Scope, error, eval_in};
+
+fn failure(stage: &str, code: i32, reason: impl std::fmt::Display) -> Error {
+    Error::from(error(stage, reason).with_code(ErrorCode::location(code)))
+}
+
+/// The pipeline with `$sortByCount` and `$bucket` replaced by what they stand for.
+pub(super) fn expand(pipeline: &[Document], scope: &Scope) -> Result<Vec<Document>> {
+    let mut out = Vec::with_capacity(pipeline.len());
+    for stage in pipeline {
+        match stage.iter().next() {
+            Some((name, arg)) if stage.len() == 1 && name == "$sortByCount" => {
+                let key = sort_by_count_key(arg)?;
+                out.push(doc! {"$group": {"_id": key, "count": {"$sum": 1}}});
+                out.push(doc! {"$sort": {"count": -1}});
+            }
+            Some((name, arg)) if stage.len() == 1 && name == "$bucket" => {
+                out.push(bucket_group(arg, scope)?);
+                out.push(doc! {"$sort": {"_id": 1}});
+            }
+            _ => out.push(stage.clone()),
+        }
+    }
+    Ok(out)
+}
+
+/// `$sortByCount`'s argument: a `$`-path, or an operator expression (never a document
+/// literal).
+fn sort_by_count_key(arg: &Bson) -> Result<Bson> {
+    let name = "$sortByCount";
+    match arg {
+        Bson::String(s) if s.len() > 1 && s.starts_with('$') => Ok(arg.clone()),
+        Bson::String(_) => Err(failure(
+            name,
+            40148,
+            "the sortByCount field must be defined as a $-prefixed path or an expression inside an object",
+        )),
+        Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => Ok(arg.clone()),
+        Bson::Document(_) => Err(failure(
+            name,
+            40147,
+            "the sortByCount field must be defined as a $-prefixed path or an expression inside an object",
+        )),
+        _ => Err(failure(
+            name,
+            40149,
+            "the sortByCount field must be specified as a string or as an object",
+        )),
+    }
+}
+
+/// A `$`-path or an operator expression, as `groupBy` must be.
+fn is_group_by(value: &Bson) -> bool {
+    match value {
+        Bson::String(s) => s.starts_with('$'),
+        Bson::Document(d) => d.keys().next().is_some_and(|k| k.starts_with('$')),
+        _ => false,
+    }
+}
+
+/// A constant: an expression that reads no document (it evaluates the same on an empty one
+/// and needs no variable but the `let` constants).
+fn constant(value: &Bson, scope: &Scope) -> Option<Bson> {
+    let expr = Expr::parse(value, scope).ok()?;
+    if !expr.is_constant() {
+        return None;
+    }
+    let empty = Document::new();
+    eval_in(&expr, &Env::new(&empty)).ok().flatten()
+}
+
+/// The canonical type of a value, as `$bucket` compares boundary types: every number is one
+/// type.
+fn canonical_type(value: &Bson) -> u8 {
+    match value {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => 1,
+        other => other.element_type() as u8 + 16,
+    }
+}
+
+fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
+    let name = "$bucket";
+    let Bson::Document(spec) = arg else {
+        return Err(failure(
+            name,
+            40201,
+            format!(
+                "argument to $bucket stage must be an object, but found type: {}",
+                crate::expr::type_alias(Some(arg))
+            ),
+        ));
+    };
+    let mut group_by = None;
+    let mut boundaries = None;
+    let mut default = None;
+    let mut output = None;
+    for (key, value) in spec {
+        match key.as_str() {
+            "groupBy" => {
+                if !is_group_by(value) {
+                    return Err(failure(
+                        name,
+                        40202,
+                        format!(
+                            "the $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: {value}"
+                        ),
+                    ));
+                }
+                group_by = Some(value.clone());
+            }
+            "boundaries" => {
+                let Bson::Array(items) = value else {
+                    return Err(failure(
+                        name,
+                        40200,
+                        format!(
+                            "the $bucket 'boundaries' field must be an array, but found type: {}",
+                            crate::expr::type_alias(Some(value))
+                        ),
+                    ));
+                };
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    values.push(constant(item, scope).ok_or_else(|| {
+                        failure(
+                            name,
+                            40191,
+                            "the $bucket 'boundaries' field must be an array of constant values",
+                        )
+                    })?);
+                }
+                boundaries = Some(values);
+            }
+            "default" => {
+                default = Some(constant(value, scope).ok_or_else(|| {
+                    failure(
+                        name,
+                        40195,
+                        "the $bucket 'default' field must be a constant expression",
+                    )
+                })?);
+            }
+            "output" => {
+                let Bson::Document(fields) = value else {
+                    return Err(failure(
+                        name,
+                        40196,
+                        format!(
+                            "the $bucket 'output' field must be an object, but found type: {}",
+                            crate::expr::type_alias(Some(value))
+                        ),
+                    ));
+                };
+                output = Some(fields.clone());
+            }
+            other => {
+                return Err(failure(
+                    name,
+                    40197,
+                    format!("unrecognized option to $bucket: {other}"),
+                ));
+            }
+        }
+    }
+    let (Some(group_by), Some(boundaries)) = (group_by, boundaries) else {
+        return Err(failure(
+            name,
+            40198,
+            "$bucket requires 'groupBy' and 'boundaries' to be specified",
+        ));
+    };
+    if boundaries.len() < 2 {
+        return Err(failure(
+            name,
+            40192,
+            format!(
+                "the $bucket 'boundaries' field must have at least 2 values, but found {} value(s)",
+                boundaries.len()
+            ),
+        ));
+    }
+    for pair in boundaries.windows(2) {
+        if canonical_type(&pair[0]) != canonical_type(&pair[1]) {
+            return Err(failure(
+                name,
+                40193,
+                "all values in the 'boundaries' option to $bucket must have the same type",
+            ));
+        }
+        if crate::expr::compare_bson(&pair[0], &pair[1], None) != std::cmp::Ordering::Less {
+            return Err(failure(
+                name,
+                40194,
+                format!(
+                    "the 'boundaries' option to $bucket must be sorted, but {} is not less than {}",
+                    pair[0], pair[1]
+                ),
+            ));
+        }
+    }
+    if let Some(d) = &default
+        && canonical_type(d) == canonical_type(&boundaries[0])
+    {
+        let below = crate::expr::compare_bson(d, &boundaries[0], None).is_lt();
+        let above = crate::expr::compare_bson(d, &boundaries[boundaries.len() - 1], None).is_ge();
+        if !below && !above {
+            return Err(failure(
+                name,
+                40199,
+                "the $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary",
+            ));
+        }
+    }
+    let literal = |v: &Bson| Bson::Document(doc! {"$literal": v.clone()});
+    let branches: Vec<Bson> = boundaries
+        .windows(2)
+        .map(|pair| {
+            Bson::Document(doc! {
+                "case": {"$and": [
+                    {"$gte": [group_by.clone(), literal(&pair[0])]},
+                    {"$lt": [group_by.clone(), literal(&pair[1])]},
+                ]},
+                "then": literal(&pair[0]),
+            })
+        })
+        .collect();
+    let mut switch = doc! {"branches": branches};
+    if let Some(d) = default {
+        switch.insert("default", literal(&d));
+    }
+    let mut group = doc! {"_id": {"$switch": switch}};
+    match output {
+        Some(fields) => group.extend(fields),
+        None => {
+            group.insert("count", doc! {"$sum": 1});
+        }
+    }
+    Ok(doc! {"$group": group})
+}
