@@ -273,6 +273,100 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             }
             Some(Bson::Document(doc))
         }
+        Expr::Zip {
+            inputs,
+            longest,
+            defaults,
+        } => {
+            let mut arrays = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                match eval_in(input, env)? {
+                    None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
+                    Some(Bson::Array(items)) => arrays.push(items),
+                    Some(other) => {
+                        return Err(error(
+                            "$zip",
+                            format!("found a non-array expression in input: {other}"),
+                        )
+                        .with_code(crate::code::ErrorCode::location(34468)));
+                    }
+                }
+            }
+            let lengths = arrays.iter().map(Vec::len);
+            let (shortest, widest) = (
+                lengths.clone().min().unwrap_or(0),
+                lengths.max().unwrap_or(0),
+            );
+            let fill: Vec<Bson> = if shortest == widest {
+                Vec::new()
+            } else {
+                defaults
+                    .iter()
+                    .map(|d| eval_in(d, env).map(|v| v.unwrap_or(Bson::Null)))
+                    .collect::<Result<_, _>>()?
+            };
+            let rows = if *longest { widest } else { shortest };
+            Some(Bson::Array(
+                (0..rows)
+                    .map(|i| {
+                        Bson::Array(
+                            arrays
+                                .iter()
+                                .enumerate()
+                                .map(|(j, a)| {
+                                    a.get(i).cloned().unwrap_or_else(|| {
+                                        fill.get(j).cloned().unwrap_or(Bson::Null)
+                                    })
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect(),
+            ))
+        }
+        Expr::SortArray { input, by } => {
+            let mut items = match eval_in(input, env)? {
+                None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
+                Some(Bson::Array(items)) => items,
+                Some(other) => {
+                    return Err(error(
+                        "$sortArray",
+                        format!(
+                            "the input argument to $sortArray must be an array, but was of type: {}",
+                            super::func::type_alias(Some(&other))
+                        ),
+                    )
+                    .with_code(crate::code::ErrorCode::location(2_942_504)));
+                }
+            };
+            let cx = env.collation;
+            match by {
+                super::ArraySort::Whole { descending } => items.sort_by(|a, b| {
+                    let o = super::func::compare_bson(a, b, cx);
+                    if *descending { o.reverse() } else { o }
+                }),
+                super::ArraySort::Fields(sort) => {
+                    // Elements that are not documents sort by null keys.
+                    let empty = bson::RawDocumentBuf::new();
+                    let mut keyed: Vec<(Vec<bson::RawBson>, Bson)> = items
+                        .into_iter()
+                        .map(|item| {
+                            let keys = match &item {
+                                Bson::Document(d) => bson::RawDocumentBuf::try_from(d).map_or_else(
+                                    |_| sort.keys(&empty, cx),
+                                    |raw| sort.keys(&raw, cx),
+                                ),
+                                _ => sort.keys(&empty, cx),
+                            };
+                            (keys, item)
+                        })
+                        .collect();
+                    keyed.sort_by(|(a, _), (b, _)| sort.compare_keys(a, b, cx));
+                    items = keyed.into_iter().map(|(_, item)| item).collect();
+                }
+            }
+            Some(Bson::Array(items))
+        }
         Expr::TakeN { pick, n, input } => {
             let op = pick.operator();
             let n = super::take_n::checked_n(op, eval_in(n, env)?.as_ref())?;

@@ -64,6 +64,13 @@ pub enum Func {
     // Types and the rest.
     Type,
     IsNumber,
+    // `expr/more`: string search and replacement, set equality, logarithms.
+    IndexOfBytes,
+    IndexOfCp,
+    ReplaceOne,
+    ReplaceAll,
+    SetEquals,
+    Log,
     Rand,
     // Conversions (`expr/convert`).
     ToString,
@@ -155,6 +162,12 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("$arrayToObject", Func::ArrayToObject, 1, 1),
     ("$type", Func::Type, 1, 1),
     ("$isNumber", Func::IsNumber, 1, 1),
+    ("$indexOfBytes", Func::IndexOfBytes, 2, 4),
+    ("$indexOfCP", Func::IndexOfCp, 2, 4),
+    ("$replaceOne", Func::ReplaceOne, 3, 3),
+    ("$replaceAll", Func::ReplaceAll, 3, 3),
+    ("$setEquals", Func::SetEquals, 2, usize::MAX),
+    ("$log", Func::Log, 2, 2),
     ("$rand", Func::Rand, 0, 0),
     ("$toString", Func::ToString, 1, 1),
     ("$toInt", Func::ToInt, 1, 1),
@@ -508,6 +521,12 @@ impl Func {
             Func::SubstrBytes => super::text::substr_bytes(op, v),
             Func::StrLenBytes => super::text::len_bytes(v.swap_remove(0)),
             Func::IndexOfArray => index_of_array(v, cx),
+            Func::IndexOfBytes => super::more::index_of(&v, false),
+            Func::IndexOfCp => super::more::index_of(&v, true),
+            Func::ReplaceOne => super::more::replace(&v, false),
+            Func::ReplaceAll => super::more::replace(&v, true),
+            Func::SetEquals => super::more::set_equals(v, cx),
+            Func::Log => super::more::log(&v),
             Func::Range => range(&v),
             Func::SetUnion | Func::SetIntersection | Func::SetDifference | Func::SetIsSubset => {
                 sets(self, v, cx)

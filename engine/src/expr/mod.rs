@@ -18,12 +18,16 @@
 //! - `eval`: the evaluator and its environment (current document, bound variables, `$$NOW`,
 //!   collation); `func`: the operators over positional arguments, by group; `convert`: the
 //!   `$to*` conversions; `text`: trimming, `$regexMatch`, byte-wise strings; `dates`: UTC date
-//!   parts and `$dateToString`.
+//!   parts and `$dateToString`; `more`: `$indexOfBytes`, `$indexOfCP`, `$replaceOne`,
+//!   `$replaceAll`, `$setEquals`, `$log`; `take_n`: the N family's rules (`$firstN`, `$lastN`,
+//!   `$minN`, `$maxN`), shared with `$group`. `$zip` and `$sortArray` are expressions of their own
+//!   (their arguments are named, and `sortBy` is read as written).
 
 mod convert;
 mod dates;
 mod eval;
 mod func;
+mod more;
 pub mod take_n;
 mod text;
 
@@ -102,6 +106,17 @@ pub enum Expr {
         input: Box<Expr>,
         value: Option<Box<Expr>>,
     },
+    /// `$zip`: arrays read side by side, to the shortest (or the longest, with defaults).
+    Zip {
+        inputs: Vec<Expr>,
+        longest: bool,
+        defaults: Vec<Expr>,
+    },
+    /// `$sortArray`: an array sorted by whole values, or its documents by fields.
+    SortArray {
+        input: Box<Expr>,
+        by: ArraySort,
+    },
     /// `$firstN`, `$lastN`, `$minN`, `$maxN` over an array (see `take_n`).
     TakeN {
         pick: take_n::Pick,
@@ -128,6 +143,13 @@ impl Expr {
             _ => false,
         }
     }
+}
+
+/// How `$sortArray` orders: whole values in a direction, or documents by a sort of fields.
+#[derive(Debug, Clone)]
+pub enum ArraySort {
+    Whole { descending: bool },
+    Fields(crate::query::Sort),
 }
 
 /// Why an expression was refused, or failed on a document.
@@ -311,6 +333,125 @@ fn named_args<'a>(
     Ok(known.iter().map(|k| d.get(*k)).collect())
 }
 
+/// `$zip: {inputs, useLongestLength, defaults}`, with MongoDB's codes 34460 to 34467.
+fn parse_zip(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$zip";
+    let c = |n: i32| ErrorCode::location(n);
+    let Bson::Document(d) = arg else {
+        return Err(error(
+            op,
+            "expects an object of inputs, useLongestLength and defaults",
+        )
+        .with_code(c(34460)));
+    };
+    let mut inputs = Vec::new();
+    let mut defaults = Vec::new();
+    let mut longest = false;
+    for (field, value) in d {
+        match (field.as_str(), value) {
+            ("inputs", Bson::Array(items)) => {
+                inputs = items
+                    .iter()
+                    .map(|i| Expr::parse_nested(i, scope))
+                    .collect::<Result<_, _>>()?;
+            }
+            ("inputs", _) => {
+                return Err(error(op, "inputs must be an array of expressions").with_code(c(34461)));
+            }
+            ("defaults", Bson::Array(items)) => {
+                defaults = items
+                    .iter()
+                    .map(|i| Expr::parse_nested(i, scope))
+                    .collect::<Result<_, _>>()?;
+            }
+            ("defaults", _) => {
+                return Err(
+                    error(op, "defaults must be an array of expressions").with_code(c(34462))
+                );
+            }
+            ("useLongestLength", Bson::Boolean(b)) => longest = *b,
+            ("useLongestLength", _) => {
+                return Err(error(op, "useLongestLength must be a bool").with_code(c(34463)));
+            }
+            (other, _) => {
+                return Err(
+                    error(op, format!("found an unknown argument: {other}")).with_code(c(34464))
+                );
+            }
+        }
+    }
+    if inputs.is_empty() {
+        return Err(
+            error(op, "inputs is a required field with at least one input").with_code(c(34465)),
+        );
+    }
+    if !defaults.is_empty() && !longest {
+        return Err(error(
+            op,
+            "cannot specify defaults unless useLongestLength is true",
+        )
+        .with_code(c(34466)));
+    }
+    if !defaults.is_empty() && defaults.len() != inputs.len() {
+        return Err(error(op, "defaults and inputs must be the same length").with_code(c(34467)));
+    }
+    Ok(Expr::Zip {
+        inputs,
+        longest,
+        defaults,
+    })
+}
+
+/// `$sortArray: {input, sortBy}`; `sortBy` is read as written (1, -1, or a sort document),
+/// with MongoDB's codes 2942500 to 2942507.
+fn parse_sort_array(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$sortArray";
+    let c = |n: i32| ErrorCode::location(n);
+    let Bson::Document(d) = arg else {
+        return Err(error(op, "expects an object of input and sortBy").with_code(c(2_942_500)));
+    };
+    if let Some(unknown) = d.keys().find(|k| *k != "input" && *k != "sortBy") {
+        return Err(error(op, format!("unknown argument `{unknown}`")).with_code(c(2_942_501)));
+    }
+    let input = d
+        .get("input")
+        .ok_or_else(|| error(op, "requires 'input' to be specified").with_code(c(2_942_502)))?;
+    let sort_by = d
+        .get("sortBy")
+        .ok_or_else(|| error(op, "requires 'sortBy' to be specified").with_code(c(2_942_503)))?;
+    let by = match sort_by {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+            match as_i64(sort_by) {
+                Some(1) => ArraySort::Whole { descending: false },
+                Some(-1) => ArraySort::Whole { descending: true },
+                _ => {
+                    return Err(error(op, "sortBy must be 1 or -1").with_code(c(2_942_506)));
+                }
+            }
+        }
+        Bson::Document(spec) => {
+            let fail = |reason: &str| error(op, reason.to_owned()).with_code(c(2_942_505));
+            if spec.is_empty() {
+                return Err(fail("the sort document needs at least one field"));
+            }
+            let sort = crate::query::Sort::parse(spec)
+                .map_err(|_| fail("the sort element value must be either 1 or -1"))?;
+            ArraySort::Fields(sort)
+        }
+        _ => {
+            return Err(error(
+                op,
+                "use 1/-1 to sort the whole element, or {field: 1/-1} to sort embedded fields",
+            )
+            .with_code(c(2_942_507)));
+        }
+    };
+    Ok(Expr::SortArray {
+        input: boxed(input, scope)?,
+        by,
+    })
+}
+
 /// The member of the N family an operator names.
 fn pick_of(operator: &str) -> take_n::Pick {
     match operator {
@@ -364,7 +505,35 @@ fn variable_name(operator: &str, value: Option<&Bson>, default: &str) -> Result<
 
 fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
     match key {
-        "$literal" => Ok(Expr::Literal(arg.clone())),
+        "$literal" | "$const" => Ok(Expr::Literal(arg.clone())),
+        "$replaceOne" | "$replaceAll" => {
+            let c = |n: i32| ErrorCode::location(n);
+            let Bson::Document(d) = arg else {
+                return Err(
+                    error(key, "expects a document of input, find and replacement")
+                        .with_code(c(51751)),
+                );
+            };
+            if let Some(unknown) = d
+                .keys()
+                .find(|k| !matches!(k.as_str(), "input" | "find" | "replacement"))
+            {
+                return Err(error(key, format!("unknown argument `{unknown}`")).with_code(c(51750)));
+            }
+            let mut args = Vec::with_capacity(3);
+            for (field, missing) in [("input", 51749), ("find", 51748), ("replacement", 51747)] {
+                let value = d.get(field).ok_or_else(|| {
+                    error(key, format!("requires '{field}' to be specified")).with_code(c(missing))
+                })?;
+                args.push(Expr::parse_nested(value, scope)?);
+            }
+            let func = if key == "$replaceOne" {
+                Func::ReplaceOne
+            } else {
+                Func::ReplaceAll
+            };
+            Ok(Expr::Call(func, args))
+        }
         "$cond" => {
             let parts: Vec<&Bson> = match arg {
                 Bson::Array(items) if items.len() == 3 => items.iter().collect(),
@@ -453,6 +622,8 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
                 body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
             })
         }
+        "$zip" => parse_zip(arg, scope),
+        "$sortArray" => parse_sort_array(arg, scope),
         "$firstN" | "$lastN" | "$minN" | "$maxN" => {
             let (n, input) = n_arguments(key, arg, "input")?;
             Ok(Expr::TakeN {
