@@ -2,7 +2,8 @@
 //!
 //! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
 //! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`, `$facet`,
-//! `$unionWith` (see `combine`), `$sample`, and `$sortByCount` and `$bucket`, which expand into
+//! `$unionWith` (see `combine`), `$sample`, `$bucketAuto` (see `bucket_auto`), and
+//! `$sortByCount` and `$bucket`, which expand into
 //! `$group` and `$sort` as MongoDB defines them (see `desugar`). The leading
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
 //! indexes. Documents stream through the stages one at a time
@@ -26,6 +27,7 @@
 //! run as a find with `$in` so the foreign field's index serves; or by a `pipeline` whose
 //! `$$` variables come from `let`, evaluated on each input document; or both.
 
+mod bucket_auto;
 mod combine;
 mod desugar;
 mod group;
@@ -184,6 +186,12 @@ enum Stage {
     },
     /// `$sample`: this many documents of the input, chosen at random, in random order.
     Sample(u64),
+    /// `$bucketAuto` (see `bucket_auto`).
+    BucketAuto {
+        group_by: Expr,
+        buckets: usize,
+        fields: Vec<(String, Accumulator, Expr)>,
+    },
 }
 
 /// A parsed `$lookup`.
@@ -269,10 +277,11 @@ impl Stage {
             "$facet" => combine::parse_facet(arg, scope, collation)?,
             "$unionWith" => combine::parse_union_with(arg)?,
             "$sample" => parse_sample(arg)?,
+            "$bucketAuto" => bucket_auto::parse(arg, scope)?,
             other => {
                 return Err(stage_error(
                     other,
-                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $out, $merge)",
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $out, $merge)",
                 ));
             }
         })
@@ -348,6 +357,11 @@ impl Stage {
                 combine::union_with(coll, pipeline, input, context)
             }
             Stage::Sample(size) => blocking(move || sample(input, size)),
+            Stage::BucketAuto {
+                group_by,
+                buckets,
+                fields,
+            } => bucket_auto::run(input, group_by, buckets, fields, collation),
         }
     }
 }
@@ -688,6 +702,16 @@ fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
         ));
     };
     let id = Expr::parse(id, scope)?;
+    let fields = accumulator_fields(name, spec, scope)?;
+    Ok(Stage::Group { id, fields })
+}
+
+/// The output fields of `$group` (every field but `_id`) or `$bucketAuto`: an accumulator each.
+fn accumulator_fields(
+    name: &str,
+    spec: &Document,
+    scope: &Scope,
+) -> Result<Vec<(String, Accumulator, Expr)>> {
     let mut fields = Vec::new();
     for (field, value) in spec {
         if field == "_id" {
@@ -714,7 +738,7 @@ fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
         let (accumulator, expr) = parse_accumulator(op, arg, field, scope)?;
         fields.push((field.clone(), accumulator, expr));
     }
-    Ok(Stage::Group { id, fields })
+    Ok(fields)
 }
 
 /// One accumulator of `$group`: what it is, and the expression it reads from each document.
