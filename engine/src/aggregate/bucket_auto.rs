@@ -141,13 +141,13 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
     })
 }
 
-pub(super) fn run<'a>(
-    input: Documents<'a>,
+pub(super) fn run(
+    input: Documents<'_>,
     group_by: Expr,
     buckets: usize,
     fields: Vec<(String, Accumulator, Expr)>,
     collation: Option<std::sync::Arc<Collation>>,
-) -> Documents<'a> {
+) -> Documents<'_> {
     blocking(move || {
         let cx = collation.as_deref();
         let mut keyed: Vec<(Bson, Document)> = Vec::new();
