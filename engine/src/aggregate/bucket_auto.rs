@@ -42,12 +42,7 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
     for (key, value) in spec {
         match key.as_str() {
             "groupBy" => {
-                let ok = match value {
-                    Bson::String(s) => s.len() > 1 && s.starts_with('$'),
-                    Bson::Document(d) => d.keys().next().is_some_and(|k| k.starts_with('$')),
-                    _ => false,
-                };
-                if !ok {
+                if !super::desugar::is_group_by(value) {
                     return Err(failure(
                         c(40239),
                         format!(

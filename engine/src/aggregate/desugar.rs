@@ -63,10 +63,10 @@ fn sort_by_count_key(arg: &Bson) -> Result<Bson> {
     }
 }
 
-/// A `$`-path or an operator expression, as `groupBy` must be.
-fn is_group_by(value: &Bson) -> bool {
+/// A `$`-path or an operator expression, as `groupBy` of `$bucket` and `$bucketAuto` must be.
+pub(super) fn is_group_by(value: &Bson) -> bool {
     match value {
-        Bson::String(s) => s.starts_with('$'),
+        Bson::String(s) => s.len() > 1 && s.starts_with('$'),
         Bson::Document(d) => d.keys().next().is_some_and(|k| k.starts_with('$')),
         _ => false,
     }

@@ -27,7 +27,9 @@ use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
 use crate::expr::take_n::{Kept, Pick, checked_n};
-use crate::expr::{Env, Expr, ExprError, Func, accumulate_values, error, eval_in, type_alias};
+use crate::expr::{
+    Env, Expr, ExprError, Func, accumulate_values, as_f64, error, eval_in, type_alias,
+};
 use crate::query::{SORT_MEMORY_LIMIT, Sort};
 use crate::value_set::{ValueIndex, ValueSet};
 
@@ -449,25 +451,6 @@ fn is_number(v: &Bson) -> bool {
         v,
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
     )
-}
-
-/// A number as a double (decimals through their text); `None` for anything else.
-fn as_f64(v: &Bson) -> Option<f64> {
-    match v {
-        Bson::Int32(i) => Some(f64::from(*i)),
-        Bson::Int64(i) => Some(*i as f64),
-        Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => d.to_string().parse::<f64>().ok().or_else(|| {
-            let text = d.to_string();
-            match text.as_str() {
-                "NaN" | "-NaN" => Some(f64::NAN),
-                "Infinity" | "Inf" => Some(f64::INFINITY),
-                "-Infinity" | "-Inf" => Some(f64::NEG_INFINITY),
-                _ => None,
-            }
-        }),
-        _ => None,
-    }
 }
 
 fn sum(values: Vec<Bson>, collation: Option<&Collation>) -> Bson {

@@ -28,6 +28,7 @@ mod dates;
 mod eval;
 mod func;
 mod more;
+pub(crate) use more::as_f64;
 pub mod take_n;
 mod text;
 

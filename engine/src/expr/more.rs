@@ -208,7 +208,9 @@ pub(crate) fn set_equals(
     Ok(Some(Bson::Boolean(equal)))
 }
 
-fn as_f64(v: &Bson) -> Option<f64> {
+/// A number as a double (a decimal through its text, its specials included); `None` for
+/// anything that is not a number.
+pub(crate) fn as_f64(v: &Bson) -> Option<f64> {
     match v {
         Bson::Int32(i) => Some(f64::from(*i)),
         Bson::Int64(i) => Some(*i as f64),

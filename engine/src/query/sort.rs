@@ -87,15 +87,14 @@ impl Sort {
     pub fn compare(&self, a: &RawDocument, b: &RawDocument) -> Ordering {
         let cx = self.collation.as_deref();
         for (path, direction) in &self.fields {
-            let order = compare_in(
-                sort_key(cx, a, path, *direction),
-                sort_key(cx, b, path, *direction),
-                cx,
+            let order = directed(
+                compare_in(
+                    sort_key(cx, a, path, *direction),
+                    sort_key(cx, b, path, *direction),
+                    cx,
+                ),
+                *direction,
             );
-            let order = match direction {
-                Direction::Ascending => order,
-                Direction::Descending => order.reverse(),
-            };
             if order != Ordering::Equal {
                 return order;
             }
@@ -122,16 +121,23 @@ impl Sort {
         cx: Option<&Collation>,
     ) -> Ordering {
         for ((a, b), (_, direction)) in a.iter().zip(b).zip(&self.fields) {
-            let order = compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), cx);
-            let order = match direction {
-                Direction::Ascending => order,
-                Direction::Descending => order.reverse(),
-            };
+            let order = directed(
+                compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), cx),
+                *direction,
+            );
             if order != Ordering::Equal {
                 return order;
             }
         }
         Ordering::Equal
+    }
+}
+
+/// An ascending comparison turned to the field's direction.
+fn directed(order: Ordering, direction: Direction) -> Ordering {
+    match direction {
+        Direction::Ascending => order,
+        Direction::Descending => order.reverse(),
     }
 }
 
