@@ -962,6 +962,63 @@ fn errors_a_person_can_act_on() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.starts_with("odm: "), "{stderr}");
     }
+    // A malformed --jsonArray stops the import at its line and column, writing nothing.
+    let array = dir.path().join("array.json");
+    std::fs::write(&array, "[{\"_id\": 1},\n {\"_id\": 2,}]").unwrap();
+    let line = fails(&[
+        "import",
+        s(&db),
+        "-c",
+        "arr",
+        "--jsonArray",
+        "--file",
+        s(&array),
+    ]);
+    assert!(
+        line.contains("malformed JSON at line 2, column 12"),
+        "{line}"
+    );
+    assert!(stored(&db, "arr").is_empty());
+
+    // A line that is not UTF-8 is a bad line; the others are imported.
+    let bytes = dir.path().join("bytes.json");
+    std::fs::write(&bytes, b"{\"_id\": 1}\n{\"_id\": \"\xff\"}\n{\"_id\": 3}\n").unwrap();
+    let out = odm(&["import", s(&db), "-c", "utf8", "--file", s(&bytes)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("line 2: the line is not valid UTF-8"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(decoded(&db, "utf8"), [doc! {"_id": 1}, doc! {"_id": 3}]);
+
+    // CSV needs its field names.
+    let csv = dir.path().join("n.csv");
+    std::fs::write(&csv, "1,2\n").unwrap();
+    let line = fails(&[
+        "import",
+        s(&db),
+        "-c",
+        "c2",
+        "--type",
+        "csv",
+        "--file",
+        s(&csv),
+    ]);
+    assert!(
+        line.contains("--headerline, --fields or --fieldFile"),
+        "{line}"
+    );
+
+    // A dump of a collection the file does not hold writes no folder.
+    let out_dir = dir.path().join("nodump");
+    let line = fails(&["dump", s(&db), "--out", s(&out_dir), "-c", "nothing"]);
+    assert!(
+        line.contains("no collection `nothing` (the file holds: "),
+        "{line}"
+    );
+    assert!(!out_dir.exists());
+
     // A missing input file.
     let line = fails(&[
         "import",

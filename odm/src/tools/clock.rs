@@ -2,6 +2,8 @@
 //! date layouts name, turned into BSON's milliseconds since the epoch. The calendar itself is
 //! the engine's (`odm_engine::calendar`).
 
+#[cfg(test)]
+use odm_engine::calendar::iso_string as format_iso;
 use odm_engine::calendar::{days_from_civil, days_in_month};
 
 /// The fields of a date and time, as text formats name them, with the zone they are written
@@ -57,11 +59,6 @@ impl DateFields {
             .and_then(|ms| ms.checked_add(i64::from(self.millis)))
             .ok_or_else(|| "the date is out of range".to_owned())
     }
-}
-
-/// `2024-05-06T07:08:09.010Z`: the form relaxed Extended JSON writes.
-pub fn format_iso(millis: i64) -> String {
-    odm_engine::calendar::iso_string(millis)
 }
 
 /// Reads an ISO-8601 date: `YYYY-MM-DD`, then optionally `THH:MM`, `:SS`, a fraction of a

@@ -251,7 +251,7 @@ pub fn cell_text(value: Option<&Bson>) -> String {
         Some(Bson::Double(f)) if f.is_finite() => format!("{f:?}"),
         Some(Bson::Boolean(b)) => b.to_string(),
         Some(Bson::Decimal128(d)) => d.to_string(),
-        Some(Bson::DateTime(d)) => super::clock::format_iso(d.timestamp_millis()),
+        Some(Bson::DateTime(d)) => odm_engine::calendar::iso_string(d.timestamp_millis()),
         Some(Bson::ObjectId(id)) => format!("ObjectId({})", id.to_hex()),
         Some(other) => {
             let mut out = String::new();

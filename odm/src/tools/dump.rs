@@ -95,20 +95,17 @@ pub fn run_dump(args: &DumpArgs) -> Result<(), ToolError> {
     let db = open_existing(&args.path)?;
     let name = args.db.clone().unwrap_or_else(|| database_name(&args.path));
     crate::server::storage::check_name(&name).map_err(|e| ToolError(e.message))?;
-    let folder = args.out.join(&name);
-    std::fs::create_dir_all(&folder).map_err(|e| io_error(&folder, &e))?;
     let txn = db.read()?;
     let mut names = db.list_collections();
     if let Some(only) = &args.collection {
         if !names.contains(only) {
-            return Err(ToolError(format!(
-                "{}: no collection `{only}` (the file holds: {})",
-                args.path.display(),
-                super::export::list(&names)
-            )));
+            return Err(super::no_collection(&args.path, only, &db));
         }
         names = vec![only.clone()];
     }
+    // Made only once the arguments are known good: a refused dump leaves no folder behind.
+    let folder = args.out.join(&name);
+    std::fs::create_dir_all(&folder).map_err(|e| io_error(&folder, &e))?;
     let suffix = if args.gzip { ".gz" } else { "" };
     let mut total = 0;
     for collection in &names {

@@ -12,8 +12,8 @@ use odm_engine::query::FindOptions;
 
 use super::delimited;
 use super::extjson::{self, Format};
-use super::progress::{Progress, Unit};
-use super::{ToolError, document_argument, io_error, open_existing};
+use super::progress::{self, Progress, Unit};
+use super::{ToolError, document_argument, io_error, no_collection, open_existing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputType {
@@ -99,14 +99,14 @@ pub fn run(args: &ExportArgs) -> Result<(), ToolError> {
     let db = open_existing(&args.path)?;
     let txn = db.read()?;
     let Some(collection) = txn.collection(&args.collection)? else {
-        return Err(ToolError(format!(
-            "{}: no collection `{}` (the file holds: {})",
-            args.path.display(),
-            args.collection,
-            list(&db.list_collections())
-        )));
+        return Err(no_collection(&args.path, &args.collection, &db));
     };
-    let total = collection.count_matching(&filter, args.skip, args.limit.unwrap_or(0))?;
+    // The total only feeds a drawn bar: counting runs the query a second time.
+    let total = if progress::drawn(args.quiet) {
+        Some(collection.count_matching(&filter, args.skip, args.limit.unwrap_or(0))?)
+    } else {
+        None
+    };
     let options = FindOptions {
         sort,
         projection,
@@ -117,7 +117,7 @@ pub fn run(args: &ExportArgs) -> Result<(), ToolError> {
     let cursor = collection.find(&filter, &options)?;
     let mut progress = Progress::new(
         &format!("export {}", args.collection),
-        Some(total),
+        total,
         Unit::Documents,
         args.quiet,
     );
@@ -178,13 +178,4 @@ pub fn run(args: &ExportArgs) -> Result<(), ToolError> {
     out.flush().map_err(write_error)?;
     progress.finish(&format!("{count} document(s) exported to {shown}"));
     Ok(())
-}
-
-/// Names for a message: `a, b, c`, or `no collections`.
-pub fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "no collections".to_owned()
-    } else {
-        names.join(", ")
-    }
 }

@@ -170,7 +170,9 @@ impl Writer<'_> {
                 // Relaxed mode writes ISO text for years 1970 to 9999, as the specification
                 // says; other dates, and every date in canonical mode, as milliseconds.
                 if !canonical && (0..253_402_300_800_000).contains(&ms) {
-                    self.wrapped("$date", |o| string(o, &clock::format_iso(ms)));
+                    self.wrapped("$date", |o| {
+                        string(o, &odm_engine::calendar::iso_string(ms));
+                    });
                 } else {
                     self.wrapped("$date", |o| {
                         o.push_str("{\"$numberLong\":");

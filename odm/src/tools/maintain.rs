@@ -8,7 +8,7 @@ use odm_engine::Database;
 
 use super::extjson::{self, Format};
 use super::progress::{Progress, Unit};
-use super::{ToolError, document_argument, open_existing};
+use super::{ToolError, document_argument, no_collection, open_existing};
 use crate::server::command::{spec_from_document, spec_to_document};
 
 #[derive(Debug, clap::Args)]
@@ -297,12 +297,4 @@ pub fn indexes(command: &IndexesCommand) -> Result<(), ToolError> {
             Ok(())
         }
     }
-}
-
-fn no_collection(path: &std::path::Path, name: &str, db: &Database) -> ToolError {
-    ToolError(format!(
-        "{}: no collection `{name}` (the file holds: {})",
-        path.display(),
-        super::export::list(&db.list_collections())
-    ))
 }

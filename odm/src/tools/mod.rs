@@ -108,6 +108,20 @@ fn open(path: &Path) -> Result<Database, ToolError> {
     })
 }
 
+/// The error for a collection the file does not hold, listing the ones it does.
+pub fn no_collection(path: &Path, name: &str, db: &Database) -> ToolError {
+    let names = db.list_collections();
+    let held = if names.is_empty() {
+        "no collections".to_owned()
+    } else {
+        names.join(", ")
+    };
+    ToolError(format!(
+        "{}: no collection `{name}` (the file holds: {held})",
+        path.display()
+    ))
+}
+
 /// A message on one line.
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -41,10 +41,16 @@ pub struct Progress {
     quiet: bool,
 }
 
+/// Whether a bar is drawn: standard error is a terminal and the tool is not quiet. A tool asks
+/// before it computes a total that only the bar needs.
+pub fn drawn(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
+}
+
 impl Progress {
     /// A task toward `total` (when known), drawn only when standard error is a terminal.
     pub fn new(label: &str, total: Option<u64>, unit: Unit, quiet: bool) -> Progress {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = drawn(quiet).then(|| {
             let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(10));
             // The templates are fixed; the tests check that both parse.
             if let Ok(style) = style(total.is_some(), unit) {
