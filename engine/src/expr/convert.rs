@@ -1,13 +1,15 @@
-//! Type conversions: `$toString`, `$toInt`, `$toLong`, `$toDouble`, `$toDecimal`, `$toBool`.
+//! Type conversions: `$convert`, and its short forms `$toString`, `$toInt`, `$toLong`,
+//! `$toDouble`, `$toDecimal`, `$toBool`, `$toDate`, `$toObjectId`.
 //!
-//! Null or missing gives null; a value that cannot convert is an error naming the operator,
-//! as MongoDB's `$convert` without `onError` is.
+//! Null or missing gives null (or `$convert`'s `onNull`); a value that cannot convert is a
+//! `ConversionFailure` naming the operator (or `$convert`'s `onError`).
 
 use bson::{Bson, Decimal128};
 
 use super::ExprError;
 use super::dates::iso_string;
 use super::func::type_alias;
+use super::named::Args;
 use crate::code::ErrorCode;
 
 fn cannot(op: &str, v: &Bson) -> ExprError {
@@ -70,9 +72,10 @@ pub(crate) fn to_int(v: Bson) -> Result<Option<Bson>, ExprError> {
         return Ok(Some(Bson::Null));
     }
     let n = whole("$toInt", &v)?;
-    i32::try_from(n)
-        .map(|i| Some(Bson::Int32(i)))
-        .map_err(|_| super::error("$toInt", format!("`{v}` is out of the range of an int")))
+    i32::try_from(n).map(|i| Some(Bson::Int32(i))).map_err(|_| {
+        super::error("$toInt", format!("`{v}` is out of the range of an int"))
+            .with_code(ErrorCode::CONVERSION_FAILURE)
+    })
 }
 
 pub(crate) fn to_long(v: Bson) -> Result<Option<Bson>, ExprError> {
@@ -124,6 +127,115 @@ pub(crate) fn to_bool(v: Bson) -> Bson {
                 super::truthy(Some(&other))
             }
             _ => true,
+        }),
+    }
+}
+
+/// `$toDate`: a date from a date, a timestamp, an ObjectId (its time), a long, double or
+/// decimal of milliseconds since the epoch (truncated), or an ISO 8601 string.
+pub(crate) fn to_date(v: Bson) -> Result<Option<Bson>, ExprError> {
+    let op = "$toDate";
+    let millis = match &v {
+        Bson::DateTime(d) => d.timestamp_millis(),
+        Bson::Timestamp(t) => i64::from(t.time) * 1000,
+        Bson::ObjectId(id) => id.timestamp().timestamp_millis(),
+        Bson::Int64(n) => *n,
+        Bson::Double(_) | Bson::Decimal128(_) => whole(op, &v)?,
+        Bson::String(s) => super::dates::parse_date_string(s).map_err(|reason| {
+            super::error(op, format!("error parsing date string '{s}': {reason}"))
+                .with_code(ErrorCode::CONVERSION_FAILURE)
+        })?,
+        _ => return Err(cannot(op, &v)),
+    };
+    Ok(Some(Bson::DateTime(bson::DateTime::from_millis(millis))))
+}
+
+/// `$toObjectId`: an ObjectId from itself or from 24 hexadecimal digits.
+pub(crate) fn to_object_id(v: Bson) -> Result<Option<Bson>, ExprError> {
+    match &v {
+        Bson::ObjectId(_) => Ok(Some(v)),
+        Bson::String(s) if s.len() == 24 => bson::oid::ObjectId::parse_str(s)
+            .map(|id| Some(Bson::ObjectId(id)))
+            .map_err(|_| cannot("$toObjectId", &v)),
+        _ => Err(cannot("$toObjectId", &v)),
+    }
+}
+
+/// The type `$convert`'s `to` names: by alias (`"int"`) or by BSON type number (16).
+fn target(v: &Bson) -> Option<&'static str> {
+    const TYPES: [(&str, i64); 8] = [
+        ("double", 1),
+        ("string", 2),
+        ("objectId", 7),
+        ("bool", 8),
+        ("date", 9),
+        ("int", 16),
+        ("long", 18),
+        ("decimal", 19),
+    ];
+    match v {
+        Bson::String(s) => TYPES.iter().find(|(n, _)| n == s).map(|(n, _)| *n),
+        other => {
+            let code = super::as_i64(other)?;
+            TYPES.iter().find(|(_, c)| *c == code).map(|(n, _)| *n)
+        }
+    }
+}
+
+/// `$convert: {input, to, onError, onNull}`.
+pub(crate) fn convert(args: &Args) -> Result<Option<Bson>, ExprError> {
+    let op = args.op();
+    let to = match args.get("to")? {
+        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Document(d)) => d.get("type").cloned().unwrap_or(Bson::Null),
+        Some(t) => t,
+    };
+    let Some(to) = target(&to) else {
+        return Err(match to {
+            Bson::String(name) => super::error(op, format!("unknown type name: {name}"))
+                .with_code(ErrorCode::BAD_VALUE),
+            Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+                super::error(op, format!("{to} is not a type this operator converts to"))
+                    .with_code(ErrorCode::FAILED_TO_PARSE)
+            }
+            other => super::error(
+                op,
+                format!(
+                    "`to` must be a type name or number, not {}",
+                    type_alias(Some(&other))
+                ),
+            )
+            .with_code(ErrorCode::FAILED_TO_PARSE),
+        });
+    };
+    let input = match args.get("input")? {
+        None | Some(Bson::Null | Bson::Undefined) => {
+            return if args.given("onNull") {
+                args.get("onNull")
+            } else {
+                Ok(Some(Bson::Null))
+            };
+        }
+        Some(v) => v,
+    };
+    let converted = match to {
+        "double" => to_double(input),
+        "string" => to_string(input),
+        "objectId" => to_object_id(input),
+        "bool" => Ok(Some(to_bool(input))),
+        "date" => to_date(input),
+        "int" => to_int(input),
+        "long" => to_long(input),
+        _ => to_decimal(input),
+    };
+    match converted {
+        Err(e) if args.given("onError") => {
+            let _ = e;
+            args.get("onError")
+        }
+        other => other.map_err(|e| ExprError {
+            operator: op.to_owned(),
+            ..e
         }),
     }
 }

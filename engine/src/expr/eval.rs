@@ -367,6 +367,7 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             }
             Some(Bson::Array(items))
         }
+        Expr::Named { op, args } => op.call(args, env)?,
         Expr::TakeN { pick, n, input } => {
             let op = pick.operator();
             let n = super::take_n::checked_n(op, eval_in(n, env)?.as_ref())?;

@@ -79,6 +79,8 @@ pub enum Func {
     ToDouble,
     ToDecimal,
     ToBool,
+    ToDate,
+    ToObjectId,
     // More arithmetic.
     Round,
     Trunc,
@@ -91,7 +93,6 @@ pub enum Func {
     Trim,
     Ltrim,
     Rtrim,
-    RegexMatch,
     Strcasecmp,
     SubstrBytes,
     StrLenBytes,
@@ -104,7 +105,7 @@ pub enum Func {
     SetIsSubset,
     AllElementsTrue,
     AnyElementTrue,
-    // Dates, in UTC (`expr/dates`).
+    // Date parts, in a time zone (`expr/dates`).
     Year,
     Month,
     DayOfMonth,
@@ -114,7 +115,10 @@ pub enum Func {
     Millisecond,
     DayOfWeek,
     DayOfYear,
-    DateToString,
+    Week,
+    IsoWeek,
+    IsoWeekYear,
+    IsoDayOfWeek,
 }
 
 /// Operator names, their functions and how many arguments each takes (least, most).
@@ -175,6 +179,8 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("$toDouble", Func::ToDouble, 1, 1),
     ("$toDecimal", Func::ToDecimal, 1, 1),
     ("$toBool", Func::ToBool, 1, 1),
+    ("$toDate", Func::ToDate, 1, 1),
+    ("$toObjectId", Func::ToObjectId, 1, 1),
     ("$round", Func::Round, 1, 2),
     ("$trunc", Func::Trunc, 1, 2),
     ("$sqrt", Func::Sqrt, 1, 1),
@@ -185,7 +191,6 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("$trim", Func::Trim, 1, 1),
     ("$ltrim", Func::Ltrim, 1, 1),
     ("$rtrim", Func::Rtrim, 1, 1),
-    ("$regexMatch", Func::RegexMatch, 1, 1),
     ("$strcasecmp", Func::Strcasecmp, 2, 2),
     ("$substrBytes", Func::SubstrBytes, 3, 3),
     ("$substr", Func::SubstrBytes, 3, 3),
@@ -207,10 +212,34 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("$millisecond", Func::Millisecond, 1, 1),
     ("$dayOfWeek", Func::DayOfWeek, 1, 1),
     ("$dayOfYear", Func::DayOfYear, 1, 1),
-    ("$dateToString", Func::DateToString, 1, 1),
+    ("$week", Func::Week, 1, 1),
+    ("$isoWeek", Func::IsoWeek, 1, 1),
+    ("$isoWeekYear", Func::IsoWeekYear, 1, 1),
+    ("$isoDayOfWeek", Func::IsoDayOfWeek, 1, 1),
 ];
 
 impl Func {
+    /// Whether the operator is a date part (`$year`, ..., `$isoDayOfWeek`), which also takes
+    /// `{date, timezone}`.
+    pub(crate) fn is_date_part(self) -> bool {
+        matches!(
+            self,
+            Func::Year
+                | Func::Month
+                | Func::DayOfMonth
+                | Func::Hour
+                | Func::Minute
+                | Func::Second
+                | Func::Millisecond
+                | Func::DayOfWeek
+                | Func::DayOfYear
+                | Func::Week
+                | Func::IsoWeek
+                | Func::IsoWeekYear
+                | Func::IsoDayOfWeek
+        )
+    }
+
     pub(crate) fn named(name: &str) -> Option<Func> {
         TABLE.iter().find(|(n, ..)| *n == name).map(|(_, f, ..)| *f)
     }
@@ -507,13 +536,14 @@ impl Func {
             Func::ToDouble => nullish_or(v, super::convert::to_double),
             Func::ToDecimal => nullish_or(v, super::convert::to_decimal),
             Func::ToBool => nullish_or(v, |x| Ok(Some(super::convert::to_bool(x)))),
+            Func::ToDate => nullish_or(v, super::convert::to_date),
+            Func::ToObjectId => nullish_or(v, super::convert::to_object_id),
             Func::Round | Func::Trunc => round(self, v),
             Func::Sqrt | Func::Exp | Func::Ln | Func::Log10 => nullish_or(v, |x| real(self, &x)),
             Func::Pow => pow(v),
             Func::Trim | Func::Ltrim | Func::Rtrim => {
                 super::text::trim(op, v.swap_remove(0).unwrap_or(Bson::Null))
             }
-            Func::RegexMatch => super::text::regex_match(v.swap_remove(0).unwrap_or(Bson::Null)),
             Func::Strcasecmp => {
                 let b = v.pop().flatten();
                 super::text::strcasecmp(v.pop().flatten(), b)
@@ -547,8 +577,11 @@ impl Func {
             | Func::Second
             | Func::Millisecond
             | Func::DayOfWeek
-            | Func::DayOfYear => super::dates::part(op, v.swap_remove(0).unwrap_or(Bson::Null)),
-            Func::DateToString => super::dates::to_string(v.swap_remove(0).unwrap_or(Bson::Null)),
+            | Func::DayOfYear
+            | Func::Week
+            | Func::IsoWeek
+            | Func::IsoWeekYear
+            | Func::IsoDayOfWeek => super::dates::part(op, v),
         }
     }
 }

@@ -17,8 +17,10 @@
 //!
 //! - `eval`: the evaluator and its environment (current document, bound variables, `$$NOW`,
 //!   collation); `func`: the operators over positional arguments, by group; `convert`: the
-//!   `$to*` conversions; `text`: trimming, `$regexMatch`, byte-wise strings; `dates`: UTC date
-//!   parts and `$dateToString`; `more`: `$indexOfBytes`, `$indexOfCP`, `$replaceOne`,
+//!   `$to*` conversions and `$convert`; `text`: trimming, the `$regex*` operators, byte-wise
+//!   strings; `dates`: date parts, formatting, parsing and arithmetic in a time zone; `named`:
+//!   the operators whose argument is a document of named arguments, evaluated on demand;
+//!   `more`: `$indexOfBytes`, `$indexOfCP`, `$replaceOne`,
 //!   `$replaceAll`, `$setEquals`, `$log`; `take_n`: the N family's rules (`$firstN`, `$lastN`,
 //!   `$minN`, `$maxN`), shared with `$group`. `$zip` and `$sortArray` are expressions of their own
 //!   (their arguments are named, and `sortBy` is read as written).
@@ -28,7 +30,9 @@ mod dates;
 mod eval;
 mod func;
 mod more;
+mod named;
 pub(crate) use more::as_f64;
+pub use named::Named;
 pub mod take_n;
 mod text;
 
@@ -118,6 +122,11 @@ pub enum Expr {
         input: Box<Expr>,
         by: ArraySort,
     },
+    /// An operator of named arguments, one per name it knows (see `named`).
+    Named {
+        op: Named,
+        args: Vec<Option<Expr>>,
+    },
     /// `$firstN`, `$lastN`, `$minN`, `$maxN` over an array (see `take_n`).
     TakeN {
         pick: take_n::Pick,
@@ -134,6 +143,7 @@ impl Expr {
             Expr::Literal(_) | Expr::Remove => true,
             Expr::Object(fields) => fields.iter().all(|(_, e)| e.is_constant()),
             Expr::Array(items) | Expr::Call(_, items) => items.iter().all(Expr::is_constant),
+            Expr::Named { args, .. } => args.iter().flatten().all(Expr::is_constant),
             Expr::Cond(parts) => parts.iter().all(Expr::is_constant),
             Expr::Switch { branches, default } => {
                 branches
@@ -673,6 +683,13 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
                 },
             })
         }
+        _ if Named::by_name(key).is_some() => {
+            let op = Named::by_name(key).unwrap_or(Named::Convert);
+            Ok(Expr::Named {
+                op,
+                args: op.parse(arg, scope)?,
+            })
+        }
         _ => {
             let Some(func) = Func::named(key) else {
                 return Err(error(key, "unknown expression operator")
@@ -685,6 +702,23 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
                     .collect::<Result<_, _>>()?,
                 // `$rand` takes an empty document.
                 Bson::Document(d) if d.is_empty() && func == Func::Rand => Vec::new(),
+                // A date part's `{date, timezone}`: the date, and the zone when written.
+                Bson::Document(d)
+                    if func.is_date_part()
+                        && !d.keys().next().is_some_and(|k| k.starts_with('$')) =>
+                {
+                    let args = named_args(key, arg, &["date", "timezone"], &[])
+                        .map_err(|e| e.with_code(ErrorCode::location(40535)))?;
+                    let Some(date) = args[0] else {
+                        return Err(error(key, "missing 'date' argument")
+                            .with_code(ErrorCode::location(40539)));
+                    };
+                    let mut parts = vec![Expr::parse_nested(date, scope)?];
+                    if let Some(zone) = args[1] {
+                        parts.push(Expr::parse_nested(zone, scope)?);
+                    }
+                    return Ok(Expr::Call(func, parts));
+                }
                 single => vec![Expr::parse_nested(single, scope)?],
             };
             func.check_arity(args.len())?;

@@ -1,10 +1,11 @@
 //! String operators that take named arguments or work on bytes: `$trim`, `$ltrim`, `$rtrim`,
-//! `$regexMatch`, `$strcasecmp`, `$substrBytes` (and its alias `$substr`), `$strLenBytes`.
+//! `$regexMatch`, `$regexFind`, `$regexFindAll`, `$strcasecmp`, `$substrBytes` (and its alias `$substr`), `$strLenBytes`.
 
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
+use super::named::{Args, Named};
 use super::{ExprError, error};
 use crate::code::ErrorCode;
 
@@ -64,47 +65,82 @@ pub(crate) fn trim(op: &str, v: Bson) -> Result<Option<Bson>, ExprError> {
     Ok(Some(Bson::String(out.to_owned())))
 }
 
-/// `$regexMatch: {input, regex, options}`: whether the string matches.
-pub(crate) fn regex_match(v: Bson) -> Result<Option<Bson>, ExprError> {
-    let op = "$regexMatch";
-    let mut d = named(op, v, &["input", "regex", "options"])?;
-    let (pattern, mut flags) = match d.remove("regex") {
+/// `$regexMatch`, `$regexFind` and `$regexFindAll`: `{input, regex, options}`. The pattern is a
+/// string or a BSON regular expression; options (`i`, `m`, `s`, `x`) come from one of the two.
+/// A null or missing input gives `false`, `null` and `[]`; `$regexFind`'s match is `{match,
+/// idx, captures}` with `idx` counted in code points and an unmatched group's capture null.
+/// `$regexFindAll` goes on from the end of each match, or one code point further after an
+/// empty one.
+pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
+    let name = args.op();
+    let c = |n: i32| ErrorCode::location(n);
+    let nothing = || match op {
+        Named::RegexMatch => Bson::Boolean(false),
+        Named::RegexFindAll => Bson::Array(Vec::new()),
+        _ => Bson::Null,
+    };
+    let (pattern, mut flags) = match args.get("regex")? {
         Some(Bson::String(p)) => (p, String::new()),
         Some(Bson::RegularExpression(r)) => (r.pattern.to_string(), r.options.to_string()),
-        None | Some(Bson::Null) => return Ok(Some(Bson::Boolean(false))),
+        None | Some(Bson::Null | Bson::Undefined) => (String::new(), String::new()),
         Some(other) => {
             return Err(error(
-                op,
-                format!("`regex` must be a string or a regular expression, not `{other}`"),
-            ));
+                name,
+                format!(
+                    "`regex` must be a string or a regular expression, not {}",
+                    super::type_name(&other)
+                ),
+            )
+            .with_code(c(51105)));
         }
     };
-    match d.remove("options") {
-        None | Some(Bson::Null) => {}
+    let regex_null = !matches!(
+        args.get("regex")?,
+        Some(Bson::String(_) | Bson::RegularExpression(_))
+    );
+    match args.get("options")? {
+        None | Some(Bson::Null | Bson::Undefined) => {}
         Some(Bson::String(o)) if flags.is_empty() => flags = o,
+        Some(Bson::String(o)) if o.is_empty() => {}
         Some(Bson::String(_)) => {
             return Err(error(
-                op,
+                name,
                 "options are given both in the regular expression and in `options`",
-            ));
+            )
+            .with_code(c(51107)));
         }
         Some(other) => {
             return Err(error(
-                op,
-                format!("`options` must be a string, not `{other}`"),
-            ));
+                name,
+                format!(
+                    "`options` must be a string, not {}",
+                    super::type_name(&other)
+                ),
+            )
+            .with_code(c(51106)));
         }
     }
-    let input = match d.remove("input") {
-        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Boolean(false))),
+    let input = match args.get("input")? {
+        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(nothing())),
         Some(Bson::String(s)) => s,
         Some(other) => {
             return Err(error(
-                op,
-                format!("`input` must be a string, not `{other}`"),
-            ));
+                name,
+                format!("`input` must be a string, not {}", super::type_name(&other)),
+            )
+            .with_code(c(51104)));
         }
     };
+    if regex_null {
+        return Ok(Some(nothing()));
+    }
+    if pattern.contains('\0') || flags.contains('\0') {
+        return Err(error(
+            name,
+            "the regular expression or its options contain a null character",
+        )
+        .with_code(c(51109)));
+    }
     let mut builder = regex::RegexBuilder::new(&pattern);
     for f in flags.chars() {
         match f {
@@ -112,16 +148,60 @@ pub(crate) fn regex_match(v: Bson) -> Result<Option<Bson>, ExprError> {
             'm' => builder.multi_line(true),
             's' => builder.dot_matches_new_line(true),
             'x' => builder.ignore_whitespace(true),
-            other => return Err(error(op, format!("unknown option `{other}`"))),
+            other => {
+                return Err(
+                    error(name, format!("invalid flag in regex options: {other}"))
+                        .with_code(c(51108)),
+                );
+            }
         };
     }
     let compiled = builder.build().map_err(|e| {
         error(
-            op,
+            name,
             format!("`{pattern}` is not a supported regular expression: {e}"),
         )
+        .with_code(c(51111))
     })?;
-    Ok(Some(Bson::Boolean(compiled.is_match(&input))))
+    let found = |m: &regex::Captures<'_>| {
+        let whole = m.get(0).map_or(0..0, |g| g.range());
+        let captures = (1..m.len())
+            .map(|i| {
+                m.get(i)
+                    .map_or(Bson::Null, |g| Bson::String(g.as_str().to_owned()))
+            })
+            .collect();
+        let mut d = Document::new();
+        d.insert("match", input[whole.clone()].to_owned());
+        d.insert("idx", count_as_int(input[..whole.start].chars().count()));
+        d.insert("captures", Bson::Array(captures));
+        Bson::Document(d)
+    };
+    Ok(Some(match op {
+        Named::RegexMatch => Bson::Boolean(compiled.is_match(&input)),
+        Named::RegexFind => compiled.captures(&input).as_ref().map_or(Bson::Null, found),
+        _ => {
+            let mut all = Vec::new();
+            let mut at = 0;
+            while at <= input.len() {
+                let Some(m) = compiled.captures_at(&input, at) else {
+                    break;
+                };
+                let whole = m.get(0).map_or(at..at, |g| g.range());
+                all.push(found(&m));
+                at = if whole.is_empty() {
+                    whole.end + input[whole.end..].chars().next().map_or(1, char::len_utf8)
+                } else {
+                    whole.end
+                };
+            }
+            Bson::Array(all)
+        }
+    }))
+}
+
+fn count_as_int(n: usize) -> Bson {
+    i32::try_from(n).map_or(Bson::Int64(n as i64), Bson::Int32)
 }
 
 fn text_or_empty(op: &str, v: Option<Bson>) -> Result<String, ExprError> {
