@@ -30,6 +30,7 @@
 mod bucket_auto;
 mod combine;
 mod desugar;
+mod graph;
 mod group;
 mod output;
 
@@ -102,6 +103,21 @@ impl ReadCollection<'_> {
         };
         let mut filter = Document::new();
         let mut rest = stages.into_iter().peekable();
+        if let Some(Stage::Documents(_)) = rest.peek() {
+            let Some(Stage::Documents(expr)) = rest.next() else {
+                unreachable!("peeked")
+            };
+            let mut docs: Documents<'a> = Box::new(documents_of(&expr)?.into_iter().map(Ok));
+            let context = Rc::new(Context {
+                snapshot: self.snapshot(),
+                options: options.clone(),
+                collation,
+            });
+            for stage in rest {
+                docs = stage.stream(docs, &context);
+            }
+            return Ok(docs);
+        }
         if let Some(Stage::Match(_, spec)) = rest.peek() {
             filter = spec.clone();
             rest.next();
@@ -186,6 +202,12 @@ enum Stage {
     },
     /// `$sample`: this many documents of the input, chosen at random, in random order.
     Sample(u64),
+    /// `$graphLookup` (see `graph`).
+    GraphLookup(Box<graph::GraphLookup>),
+    /// `$redact`: the expression decides at each level of each document.
+    Redact(Expr),
+    /// `$documents`: the first stage's documents, instead of the collection's.
+    Documents(Expr),
     /// `$bucketAuto` (see `bucket_auto`).
     BucketAuto {
         group_by: Expr,
@@ -278,10 +300,13 @@ impl Stage {
             "$unionWith" => combine::parse_union_with(arg)?,
             "$sample" => parse_sample(arg)?,
             "$bucketAuto" => bucket_auto::parse(arg, scope)?,
+            "$graphLookup" => graph::parse(arg, scope)?,
+            "$redact" => Stage::Redact(Expr::parse(arg, &scope.with_system(&redact_variables()))?),
+            "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
             other => {
                 return Err(stage_error(
                     other,
-                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $out, $merge)",
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $out, $merge)",
                 ));
             }
         })
@@ -357,12 +382,104 @@ impl Stage {
                 combine::union_with(coll, pipeline, input, context)
             }
             Stage::Sample(size) => blocking(move || sample(input, size)),
+            Stage::GraphLookup(search) => {
+                let context = context.clone();
+                Box::new(input.map(move |doc| search.join(doc?, &context)))
+            }
+            Stage::Redact(expr) => Box::new(input.filter_map(move |doc| {
+                doc.and_then(|d| redact(d, &expr, collation.as_deref()))
+                    .transpose()
+            })),
+            Stage::Documents(_) => Box::new(std::iter::once(Err(Error::from(
+                error(
+                    "$documents",
+                    "$documents may only be the first stage of a pipeline",
+                )
+                .with_code(ErrorCode::location(40602)),
+            )))),
             Stage::BucketAuto {
                 group_by,
                 buckets,
                 fields,
             } => bucket_auto::run(input, group_by, buckets, fields, collation),
         }
+    }
+}
+
+/// The values `$redact`'s expression answers with: symbols, a deprecated type no stored
+/// value is expected to hold, so that a field's value is never taken for a decision.
+fn redact_variables() -> [(&'static str, Bson); 3] {
+    [
+        ("DESCEND", Bson::Symbol("$$DESCEND".to_owned())),
+        ("PRUNE", Bson::Symbol("$$PRUNE".to_owned())),
+        ("KEEP", Bson::Symbol("$$KEEP".to_owned())),
+    ]
+}
+
+/// `$redact` at one level: `$$KEEP` keeps it whole, `$$PRUNE` drops it, `$$DESCEND` keeps its
+/// other fields and decides again for each document below, in fields and in arrays (at any
+/// depth of arrays). `None` is pruned.
+fn redact(doc: Document, expr: &Expr, collation: Option<&Collation>) -> Result<Option<Document>> {
+    let decision = eval_in(expr, &Env::collated(&doc, collation))?;
+    let symbol = match &decision {
+        Some(Bson::Symbol(s)) => s.as_str(),
+        _ => "",
+    };
+    match symbol {
+        "$$KEEP" => Ok(Some(doc)),
+        "$$PRUNE" => Ok(None),
+        "$$DESCEND" => {
+            let mut out = Document::new();
+            for (key, value) in doc {
+                if let Some(kept) = redact_value(value, expr, collation)? {
+                    out.insert(key, kept);
+                }
+            }
+            Ok(Some(out))
+        }
+        _ => Err(Error::from(
+            error(
+                "$redact",
+                format!(
+                    "the expression must give $$DESCEND, $$PRUNE or $$KEEP, not {}",
+                    decision.map_or_else(|| "missing".to_owned(), |v| v.to_string())
+                ),
+            )
+            .with_code(ErrorCode::location(17053)),
+        )),
+    }
+}
+
+fn redact_value(value: Bson, expr: &Expr, collation: Option<&Collation>) -> Result<Option<Bson>> {
+    Ok(match value {
+        Bson::Document(d) => redact(d, expr, collation)?.map(Bson::Document),
+        Bson::Array(items) => {
+            let mut kept = Vec::with_capacity(items.len());
+            for item in items {
+                if let Some(v) = redact_value(item, expr, collation)? {
+                    kept.push(v);
+                }
+            }
+            Some(Bson::Array(kept))
+        }
+        other => Some(other),
+    })
+}
+
+/// `$documents`' array of documents, evaluated once.
+fn documents_of(expr: &Expr) -> Result<Vec<Document>> {
+    let fail = |reason: &str| {
+        Error::from(error("$documents", reason.to_owned()).with_code(ErrorCode::location(40228)))
+    };
+    match eval_in(expr, &Env::constant())? {
+        Some(Bson::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Bson::Document(d) => Ok(d),
+                _ => Err(fail("every element of the array must be a document")),
+            })
+            .collect(),
+        _ => Err(fail("the expression must give an array of documents")),
     }
 }
 
@@ -656,10 +773,19 @@ fn parse_unwind(arg: &Bson) -> Result<Stage> {
             let index = match d.get("includeArrayIndex") {
                 None => None,
                 Some(Bson::String(f)) if !f.is_empty() && !f.starts_with('$') => Some(f.clone()),
+                Some(Bson::String(_)) => {
+                    return Err(Error::from(
+                        error(
+                            name,
+                            "`includeArrayIndex` must be a field name, not starting with `$`",
+                        )
+                        .with_code(ErrorCode::location(28822)),
+                    ));
+                }
                 Some(_) => {
-                    return Err(stage_error(
-                        name,
-                        "`includeArrayIndex` must be a field name",
+                    return Err(Error::from(
+                        error(name, "`includeArrayIndex` must be a string")
+                            .with_code(ErrorCode::location(28810)),
                     ));
                 }
             };
@@ -677,15 +803,26 @@ fn parse_unwind(arg: &Bson) -> Result<Stage> {
         }
         _ => return Err(stage_error(name, "expects a field path or a document")),
     };
-    let Some(path) = path
-        .strip_prefix('$')
-        .filter(|p| !p.is_empty() && !p.starts_with('$'))
-    else {
-        return Err(stage_error(
-            name,
-            format!("`{path}` must be a field path starting with `$`"),
+    let code = ErrorCode::location;
+    let Some(path) = path.strip_prefix('$') else {
+        return Err(Error::from(
+            error(
+                name,
+                format!("`{path}` must be a field path starting with `$`"),
+            )
+            .with_code(code(28818)),
         ));
     };
+    if path.is_empty() {
+        return Err(Error::from(
+            error(name, "the path `$` names no field").with_code(code(40352)),
+        ));
+    }
+    if path.starts_with('$') || path.split('.').any(str::is_empty) {
+        return Err(Error::from(
+            error(name, format!("`${path}` is not a valid field path")).with_code(code(40353)),
+        ));
+    }
     Ok(Stage::Unwind {
         path: path.split('.').map(str::to_owned).collect(),
         index_field,
@@ -923,9 +1060,15 @@ fn unwind(
     index_field: Option<&str>,
     preserve: bool,
 ) -> Vec<Document> {
+    // A dotted index field is a path; through the unwound element, it writes into it.
     let with_index = |mut d: Document, i: Option<usize>| {
         if let Some(f) = index_field {
-            d.insert(f, i.map_or(Bson::Null, |i| Bson::Int64(i as i64)));
+            let path: Vec<String> = f.split('.').map(str::to_owned).collect();
+            set_output(
+                &mut d,
+                &path,
+                i.map_or(Bson::Null, |i| Bson::Int64(i as i64)),
+            );
         }
         d
     };

@@ -211,6 +211,15 @@ impl Scope {
         Ok(scope)
     }
 
+    /// This scope with system variables of fixed values (`$redact`'s `$$DESCEND`, ...).
+    pub(crate) fn with_system(&self, vars: &[(&str, Bson)]) -> Scope {
+        let mut inner = self.clone();
+        inner
+            .constants
+            .extend(vars.iter().map(|(n, v)| ((*n).to_owned(), Some(v.clone()))));
+        inner
+    }
+
     fn binding(&self, names: impl IntoIterator<Item = String>) -> Scope {
         let mut inner = self.clone();
         inner.bound.extend(names);
