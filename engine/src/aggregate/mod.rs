@@ -2,7 +2,8 @@
 //!
 //! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
 //! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`, `$facet`,
-//! `$unionWith` (see `combine`), `$sample`, `$bucketAuto` (see `bucket_auto`), and
+//! `$unionWith` (see `combine`), `$sample`, `$bucketAuto` (see `bucket_auto`), `$graphLookup`
+//! (see `graph`), `$redact`, `$documents` (first stage only), and
 //! `$sortByCount` and `$bucket`, which expand into
 //! `$group` and `$sort` as MongoDB defines them (see `desugar`). The leading
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
@@ -276,17 +277,29 @@ impl Stage {
             "$project" | "$addFields" | "$set" | "$unset" | "$replaceRoot" | "$replaceWith" => {
                 Stage::Shape(Pipeline::parse(std::slice::from_ref(stage), scope)?)
             }
-            "$count" => match arg {
-                Bson::String(s) if !s.is_empty() && !s.starts_with('$') && !s.contains('.') => {
-                    Stage::Count(s.clone())
+            "$count" => {
+                let refuse = |code: i32, reason: &str| {
+                    Err(Error::from(
+                        error(name, reason.to_owned()).with_code(ErrorCode::location(code)),
+                    ))
+                };
+                match arg {
+                    Bson::String(s) if s.is_empty() => {
+                        return refuse(40157, "the count field must be a non-empty string");
+                    }
+                    Bson::String(s) if s.starts_with('$') => {
+                        return refuse(40158, "the count field cannot be a $-prefixed path");
+                    }
+                    Bson::String(s) if s.contains('.') => {
+                        return refuse(40160, "the count field cannot contain '.'");
+                    }
+                    Bson::String(s) if s == "_id" => {
+                        return refuse(9_039_800, "the count field cannot be '_id'");
+                    }
+                    Bson::String(s) => Stage::Count(s.clone()),
+                    _ => return refuse(40156, "the count field must be a string"),
                 }
-                _ => {
-                    return Err(stage_error(
-                        name,
-                        "expects a field name (not empty, no `$` first, no dot)",
-                    ));
-                }
-            },
+            }
             "$unwind" => parse_unwind(arg)?,
             "$lookup" => Stage::Lookup(Box::new(parse_lookup(&spec()?, scope)?)),
             "$out" | "$merge" => {

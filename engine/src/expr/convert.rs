@@ -93,7 +93,15 @@ pub(crate) fn to_double(v: Bson) -> Result<Option<Bson>, ExprError> {
         Bson::Double(d) => *d,
         Bson::Boolean(b) => f64::from(u8::from(*b)),
         Bson::Decimal128(d) => d.to_string().parse().map_err(|_| cannot("$toDouble", &v))?,
-        Bson::String(s) => s.trim().parse().map_err(|_| cannot("$toDouble", &v))?,
+        Bson::String(s) => {
+            let d: f64 = s.trim().parse().map_err(|_| cannot("$toDouble", &v))?;
+            // A finite number written too large overflows; only the names are infinite.
+            let named = s.trim().trim_start_matches(['+', '-']).to_ascii_lowercase();
+            if d.is_infinite() && !named.starts_with("inf") {
+                return Err(cannot("$toDouble", &v));
+            }
+            d
+        }
         Bson::DateTime(d) => d.timestamp_millis() as f64,
         _ => return Err(cannot("$toDouble", &v)),
     })))
@@ -185,6 +193,14 @@ fn target(v: &Bson) -> Option<&'static str> {
 /// `$convert: {input, to, onError, onNull}`.
 pub(crate) fn convert(args: &Args) -> Result<Option<Bson>, ExprError> {
     let op = args.op();
+    let input = args.get("input")?;
+    if matches!(input, None | Some(Bson::Null | Bson::Undefined)) {
+        return if args.given("onNull") {
+            args.get("onNull")
+        } else {
+            Ok(Some(Bson::Null))
+        };
+    }
     let to = match args.get("to")? {
         None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(Bson::Document(d)) => d.get("type").cloned().unwrap_or(Bson::Null),
@@ -208,16 +224,7 @@ pub(crate) fn convert(args: &Args) -> Result<Option<Bson>, ExprError> {
             .with_code(ErrorCode::FAILED_TO_PARSE),
         });
     };
-    let input = match args.get("input")? {
-        None | Some(Bson::Null | Bson::Undefined) => {
-            return if args.given("onNull") {
-                args.get("onNull")
-            } else {
-                Ok(Some(Bson::Null))
-            };
-        }
-        Some(v) => v,
-    };
+    let input = input.unwrap_or(Bson::Null);
     let converted = match to {
         "double" => to_double(input),
         "string" => to_string(input),

@@ -256,7 +256,10 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             let mut doc = match eval_in(input, env)? {
                 Some(Bson::Document(d)) => d,
                 None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-                Some(_) => return Err(error(operator, "`input` must be a document")),
+                Some(_) => {
+                    return Err(error(operator, "`input` must be a document")
+                        .with_code(crate::code::ErrorCode::location(4_161_105)));
+                }
             };
             match value {
                 Some(value) => match eval_in(value, env)? {

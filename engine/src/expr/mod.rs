@@ -242,7 +242,8 @@ fn check_name(name: &str) -> Result<(), ExprError> {
             format!(
                 "`{name}` is not a valid variable name (it must start with a lowercase letter)"
             ),
-        ))
+        )
+        .with_code(ErrorCode::FAILED_TO_PARSE))
     }
 }
 
@@ -595,7 +596,10 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             };
             let mut vars = Vec::with_capacity(defs.len());
             for (name, value) in defs {
-                check_name(name).map_err(|e| error(key, e.reason))?;
+                check_name(name).map_err(|e| ExprError {
+                    operator: key.to_owned(),
+                    ..e
+                })?;
                 vars.push((name.clone(), Expr::parse_nested(value, scope)?));
             }
             let inner = scope.binding(vars.iter().map(|(n, _)| n.clone()));
@@ -656,7 +660,12 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             // `{$getField: "name"}` is short for `{field: "name", input: "$$CURRENT"}`.
             let (field, input) = match arg {
                 Bson::Document(d) if !d.keys().next().is_some_and(|k| k.starts_with('$')) => {
-                    let args = named_args(key, arg, &["field", "input"], &["field"])?;
+                    let args = named_args(key, arg, &["field", "input"], &[])
+                        .map_err(|e| e.with_code(ErrorCode::location(3_041_701)))?;
+                    if args[0].is_none() {
+                        return Err(error(key, "missing argument `field`")
+                            .with_code(ErrorCode::location(3_041_702)));
+                    }
                     (
                         args[0].unwrap_or(&Bson::Null),
                         args[1].map(|i| boxed(i, scope)).transpose()?,
@@ -681,7 +690,22 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             } else {
                 &["field", "input"]
             };
-            let args = named_args(key, arg, known, required)?;
+            let Bson::Document(given) = arg else {
+                return Err(error(key, "expects a document of named arguments")
+                    .with_code(ErrorCode::location(4_161_100)));
+            };
+            let args = named_args(key, arg, known, &[])
+                .map_err(|e| e.with_code(ErrorCode::location(4_161_101)))?;
+            for (name, missing_code) in [
+                ("field", 4_161_102),
+                ("input", 4_161_109),
+                ("value", 4_161_103),
+            ] {
+                if required.contains(&name) && !given.contains_key(name) {
+                    return Err(error(key, format!("missing argument `{name}`"))
+                        .with_code(ErrorCode::location(missing_code)));
+                }
+            }
             Ok(Expr::SetField {
                 field: Box::new(field_name(key, args[0].unwrap_or(&Bson::Null), scope)?),
                 input: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
@@ -739,11 +763,18 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
 /// The `field` of `$getField` and `$setField`: a string, or an expression giving one that does
 /// not depend on the document (`$literal` is how a name starting with `$` is written).
 fn field_name(operator: &str, field: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let (path_code, type_code) = if operator == "$getField" {
+        (5_654_600, 5_654_602)
+    } else {
+        (4_161_108, 4_161_107)
+    };
+    let c = ErrorCode::location;
     match field {
         Bson::String(s) if s.starts_with('$') => Err(error(
             operator,
             format!("`field` `{s}` is a path; write a name starting with `$` through $literal"),
-        )),
+        )
+        .with_code(c(path_code))),
         Bson::String(_) => Ok(Expr::Literal(field.clone())),
         Bson::Document(_) => {
             let expr = Expr::parse_nested(field, scope)?;
@@ -752,10 +783,11 @@ fn field_name(operator: &str, field: &Bson, scope: &Scope) -> Result<Expr, ExprE
                 _ => Err(error(
                     operator,
                     "`field` must be a string or an expression that is a constant string",
-                )),
+                )
+                .with_code(c(type_code))),
             }
         }
-        _ => Err(error(operator, "`field` must be a string")),
+        _ => Err(error(operator, "`field` must be a string").with_code(c(type_code))),
     }
 }
 

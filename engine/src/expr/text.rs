@@ -100,8 +100,12 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
     );
     match args.get("options")? {
         None | Some(Bson::Null | Bson::Undefined) => {}
-        Some(Bson::String(o)) if flags.is_empty() => flags = o,
-        Some(Bson::String(o)) if o.is_empty() => {}
+        Some(Bson::String(o)) if flags.is_empty() => {
+            if o.contains('\0') {
+                return Err(error(name, "the options contain a null character").with_code(c(51110)));
+            }
+            flags = o;
+        }
         Some(Bson::String(_)) => {
             return Err(error(
                 name,
@@ -121,8 +125,8 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
         }
     }
     let input = match args.get("input")? {
-        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(nothing())),
-        Some(Bson::String(s)) => s,
+        None | Some(Bson::Null | Bson::Undefined) => None,
+        Some(Bson::String(s)) => Some(s),
         Some(other) => {
             return Err(error(
                 name,
@@ -134,7 +138,7 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
     if regex_null {
         return Ok(Some(nothing()));
     }
-    if pattern.contains('\0') || flags.contains('\0') {
+    if pattern.contains('\0') {
         return Err(error(
             name,
             "the regular expression or its options contain a null character",
@@ -163,6 +167,10 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
         )
         .with_code(c(51111))
     })?;
+    // The pattern and its options are checked even when there is no input.
+    let Some(input) = input else {
+        return Ok(Some(nothing()));
+    };
     let found = |m: &regex::Captures<'_>| {
         let whole = m.get(0).map_or(0..0, |g| g.range());
         let captures = (1..m.len())
@@ -183,7 +191,8 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
         _ => {
             let mut all = Vec::new();
             let mut at = 0;
-            while at <= input.len() {
+            // Matches start before the end of the input (an empty input has its one match).
+            while at < input.len() || (at == 0 && input.is_empty()) {
                 let Some(m) = compiled.captures_at(&input, at) else {
                     break;
                 };
