@@ -6,7 +6,10 @@
 //!   `[boundaries[i-1], boundaries[i])` (then `default`), with the `output` accumulators (or
 //!   `count: {$sum: 1}` when there is no `output`), then `$sort {_id: 1}`: buckets in `_id`
 //!   order, the default bucket among them. A value in no range and no default fails as
-//!   `$switch` does (40066).
+//!   `$switch` does (40066);
+//! - `$fill` is a `$setWindowFields` of `$locf` and `$linearFill` for the outputs filled by
+//!   `method`, and an `$addFields` of `{$ifNull: [<field>, <value>]}` for those filled by
+//!   `value`; `partitionByFields` becomes a `partitionBy` document of those fields.
 
 use bson::{Bson, Document, doc};
 
@@ -28,6 +31,7 @@ pub(super) fn expand(pipeline: &[Document], scope: &Scope) -> Result<Vec<Documen
                 out.push(doc! {"$group": {"_id": key, "count": {"$sum": 1}}});
                 out.push(doc! {"$sort": {"count": -1}});
             }
+            Some((name, arg)) if stage.len() == 1 && name == "$fill" => out.extend(fill(arg)?),
             Some((name, arg)) if stage.len() == 1 && name == "$bucket" => {
                 out.push(bucket_group(arg, scope)?);
                 out.push(doc! {"$sort": {"_id": 1}});
@@ -250,4 +254,126 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
         }
     }
     Ok(doc! {"$group": group})
+}
+
+/// `$fill`'s stages (see the module documentation), with MongoDB's checks and codes.
+fn fill(arg: &Bson) -> Result<Vec<Document>> {
+    let name = "$fill";
+    let Bson::Document(spec) = arg else {
+        return Err(Error::from(
+            error(name, "the $fill specification must be an object")
+                .with_code(ErrorCode::FAILED_TO_PARSE),
+        ));
+    };
+    let known = ["partitionBy", "partitionByFields", "sortBy", "output"];
+    if let Some(unknown) = spec.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(failure(name, 40415, format!("unknown field `{unknown}`")));
+    }
+    if spec.contains_key("partitionBy") && spec.contains_key("partitionByFields") {
+        return Err(failure(
+            name,
+            6_050_204,
+            "only one of `partitionBy` and `partitionByFields` may be given",
+        ));
+    }
+    let Some(output) = spec.get("output") else {
+        return Err(Error::from(
+            error(name, "missing required field `output`")
+                .with_code(ErrorCode::IDL_FAILED_TO_PARSE),
+        ));
+    };
+    let Bson::Document(output) = output else {
+        return Err(Error::from(
+            error(name, "`output` must be an object").with_code(ErrorCode::TYPE_MISMATCH),
+        ));
+    };
+    if output.is_empty() {
+        return Err(failure(
+            name,
+            6_050_203,
+            "`output` must name at least one field",
+        ));
+    }
+    let mut windowed = Document::new();
+    let mut valued = Document::new();
+    for (field, how) in output {
+        let Bson::Document(how) = how else {
+            return Err(failure(
+                name,
+                6_050_200,
+                format!("the fill of `{field}` must be an object"),
+            ));
+        };
+        if how.len() != 1 {
+            return Err(failure(
+                name,
+                40415,
+                format!("the fill of `{field}` takes one of `value` and `method`"),
+            ));
+        }
+        let path = Bson::String(format!("${field}"));
+        match how.iter().next() {
+            Some((k, v)) if k == "value" => {
+                valued.insert(field.clone(), doc! {"$ifNull": [path, v.clone()]});
+            }
+            Some((k, Bson::String(method))) if k == "method" && method == "locf" => {
+                windowed.insert(field.clone(), doc! {"$locf": path});
+            }
+            Some((k, Bson::String(method))) if k == "method" && method == "linear" => {
+                if !spec.contains_key("sortBy") {
+                    return Err(failure(name, 605_001, "a linear fill needs `sortBy`"));
+                }
+                windowed.insert(field.clone(), doc! {"$linearFill": path});
+            }
+            Some((k, other)) if k == "method" => {
+                return Err(failure(
+                    name,
+                    6_050_202,
+                    format!("`{other}` is not a fill method (locf or linear)"),
+                ));
+            }
+            _ => {
+                return Err(failure(
+                    name,
+                    40415,
+                    format!("the fill of `{field}` takes one of `value` and `method`"),
+                ));
+            }
+        }
+    }
+    let mut stages = Vec::new();
+    if !windowed.is_empty() {
+        let mut window = Document::new();
+        if let Some(p) = spec.get("partitionBy") {
+            window.insert("partitionBy", p.clone());
+        }
+        if let Some(fields) = spec.get("partitionByFields") {
+            let Bson::Array(fields) = fields else {
+                return Err(Error::from(
+                    error(name, "`partitionByFields` must be an array of field names")
+                        .with_code(ErrorCode::TYPE_MISMATCH),
+                ));
+            };
+            let mut key = Document::new();
+            for (i, f) in fields.iter().enumerate() {
+                let Bson::String(f) = f else {
+                    return Err(Error::from(
+                        error(name, "`partitionByFields` must be an array of field names")
+                            .with_code(ErrorCode::TYPE_MISMATCH),
+                    ));
+                };
+                key.insert(format!("p{i}"), format!("${f}"));
+            }
+            window.insert("partitionBy", key);
+        }
+        if let Some(sort) = spec.get("sortBy") {
+            window.insert("sortBy", sort.clone());
+        }
+        window.insert("output", windowed);
+        stages.push(doc! {"$setWindowFields": window});
+    }
+    if !valued.is_empty() {
+        stages.push(doc! {"$addFields": valued});
+    }
+    Ok(stages)
 }

@@ -487,6 +487,40 @@ fn approximate_size(v: &Bson) -> usize {
     }
 }
 
+/// One accumulator over a run of documents (a window of `$setWindowFields`), in their order.
+/// An empty run gives the accumulator's empty value: 0 for `$sum` and `$count`, `[]` for those
+/// that gather, null for the rest.
+pub(super) fn over(
+    docs: &[Document],
+    accumulator: &Accumulator,
+    expr: &Expr,
+    collation: Option<&Collation>,
+) -> Result<Bson> {
+    let empty = Document::new();
+    let mut state = State::new(accumulator, &key_env(&empty, collation))?;
+    let sort = match accumulator {
+        Accumulator::Sorted { sort, .. } => Some(sort),
+        _ => None,
+    };
+    for (arrival, doc) in docs.iter().enumerate() {
+        let value = eval_in(expr, &Env::collated(doc, collation))?;
+        let keys = match sort {
+            Some(sort) => {
+                let raw = RawDocumentBuf::try_from(doc).map_err(|e| {
+                    Error::from(error(
+                        "$setWindowFields",
+                        format!("a document does not encode: {e}"),
+                    ))
+                })?;
+                Some((sort.keys(&raw, collation), arrival as u64))
+            }
+            None => None,
+        };
+        state.add(accumulator, value, keys.as_ref(), arrival == 0, collation)?;
+    }
+    Ok(state.finish(accumulator, collation))
+}
+
 /// One group: its key and its fields' states.
 struct Group {
     key: Bson,

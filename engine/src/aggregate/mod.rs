@@ -3,7 +3,8 @@
 //! Stages: `$match`, `$sort`, `$skip`, `$limit`, `$project`, `$addFields` (`$set`), `$unset`,
 //! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`, `$facet`,
 //! `$unionWith` (see `combine`), `$sample`, `$bucketAuto` (see `bucket_auto`), `$graphLookup`
-//! (see `graph`), `$redact`, `$documents` (first stage only), and
+//! (see `graph`), `$setWindowFields` (see `window`), `$redact`, `$documents` (first stage
+//! only), `$fill` (expanded into `$setWindowFields`, see `desugar`), and
 //! `$sortByCount` and `$bucket`, which expand into
 //! `$group` and `$sort` as MongoDB defines them (see `desugar`). The leading
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
@@ -34,6 +35,7 @@ mod desugar;
 mod graph;
 mod group;
 mod output;
+mod window;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -205,6 +207,8 @@ enum Stage {
     Sample(u64),
     /// `$graphLookup` (see `graph`).
     GraphLookup(Box<graph::GraphLookup>),
+    /// `$setWindowFields` (see `window`).
+    SetWindowFields(Box<window::SetWindowFields>),
     /// `$redact`: the expression decides at each level of each document.
     Redact(Expr),
     /// `$documents`: the first stage's documents, instead of the collection's.
@@ -314,12 +318,13 @@ impl Stage {
             "$sample" => parse_sample(arg)?,
             "$bucketAuto" => bucket_auto::parse(arg, scope)?,
             "$graphLookup" => graph::parse(arg, scope)?,
+            "$setWindowFields" => window::parse(arg, scope)?,
             "$redact" => Stage::Redact(Expr::parse(arg, &scope.with_system(&redact_variables()))?),
             "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
             other => {
                 return Err(stage_error(
                     other,
-                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $out, $merge)",
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $setWindowFields, $out, $merge)",
                 ));
             }
         })
@@ -395,6 +400,7 @@ impl Stage {
                 combine::union_with(coll, pipeline, input, context)
             }
             Stage::Sample(size) => blocking(move || sample(input, size)),
+            Stage::SetWindowFields(spec) => spec.run(input, collation),
             Stage::GraphLookup(search) => {
                 let context = context.clone();
                 Box::new(input.map(move |doc| search.join(doc?, &context)))

@@ -1174,6 +1174,34 @@ pub(crate) fn add(args: &Args, sign: i64) -> Result<Option<Bson>, ExprError> {
     Ok(Some(Bson::DateTime(bson::DateTime::from_millis(result))))
 }
 
+/// A date moved by `amount` of a unit named as `$dateAdd` names them, in UTC; `None` when the
+/// unit is unknown or the result overflows (time windows of `$setWindowFields`).
+pub(crate) fn shift_utc(millis: i64, unit: &str, amount: i64) -> Option<i64> {
+    let unit = unit_of("$dateAdd", Bson::String(unit.to_owned())).ok()?;
+    if let Some(length) = unit.millis() {
+        return amount.checked_mul(length)?.checked_add(millis);
+    }
+    let (days, in_day) = split_day(millis);
+    let new_days = if let Some(months) = unit.months() {
+        let c = civil(millis);
+        let total =
+            (c.year * 12 + i64::from(c.month) - 1).checked_add(amount.checked_mul(months)?)?;
+        if total.unsigned_abs() >= 1 << 40 {
+            return None;
+        }
+        month_day(total, c.day)
+    } else {
+        let per = if unit == Unit::Week { 7 } else { 1 };
+        days.checked_add(amount.checked_mul(per)?)?
+    };
+    new_days.checked_mul(DAY)?.checked_add(in_day)
+}
+
+/// Whether `unit` names a unit of `$dateAdd` (for checking a time window when parsed).
+pub(crate) fn is_unit(unit: &str) -> bool {
+    unit_of("$dateAdd", Bson::String(unit.to_owned())).is_ok()
+}
+
 /// `$dateDiff: {startDate, endDate, unit, timezone, startOfWeek}`: how many unit boundaries
 /// lie between the two dates on the zone's local clock, as a long (negative when the end is
 /// earlier).

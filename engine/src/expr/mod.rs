@@ -27,6 +27,7 @@
 
 mod convert;
 mod dates;
+pub(crate) use dates::{is_unit, shift_utc};
 mod eval;
 mod func;
 mod more;

@@ -1,0 +1,948 @@
+//! `$setWindowFields`: each document gains fields computed over a window of the documents of
+//! its partition.
+//!
+//! The rules, from MongoDB's manual and jstests: the input is split by `partitionBy` (null and
+//! missing make one partition; an array is refused) and each partition ordered by `sortBy`;
+//! the documents come out partition by partition (partitions in key order), each in its sort
+//! order. A window is the whole partition unless written: `documents: [lo, hi]` counts
+//! positions from the current document (`"current"`, `"unbounded"`, or a signed integer; both
+//! bounds included, clipped to the partition); `range: [lo, hi]` takes the documents whose
+//! single `sortBy` value lies within the current value plus the bounds (with `unit`, a time
+//! range over dates). An empty window gives 0 for `$sum` and `$count`, `[]` for `$push` and
+//! `$addToSet`, null for the rest.
+//!
+//! The functions: every `$group` accumulator over the window; `$rank`, `$denseRank`,
+//! `$documentNumber` (no window; need `sortBy`); `$shift` (the value `by` documents away, or
+//! `default`); `$derivative` and `$integral` (rate and trapezoidal area against the sort value,
+//! in `unit`s for dates); `$expMovingAvg` (`N` or `alpha`); `$covariancePop` and
+//! `$covarianceSamp`; `$locf` (the last non-null value so far) and `$linearFill` (nulls between
+//! two values interpolated against the sort value). Each partition is held in memory, counted
+//! against [`SORT_MEMORY_LIMIT`]; windows are computed document by document.
+
+use std::cmp::Ordering;
+use std::ops::Range;
+
+use bson::{Bson, Document, RawDocumentBuf};
+
+use super::group::{self, Accumulator};
+use super::{Documents, Stage, lookup, parse_accumulator, set_output};
+use crate::code::ErrorCode;
+use crate::collation::Collation;
+use crate::error::{Error, Result};
+use crate::expr::{Env, Expr, Scope, as_f64, compare_bson, error, eval_in, is_unit, shift_utc};
+use crate::query::{SORT_MEMORY_LIMIT, Sort};
+
+const NAME: &str = "$setWindowFields";
+
+fn fail(code: ErrorCode, reason: impl std::fmt::Display) -> Error {
+    Error::from(error(NAME, reason).with_code(code))
+}
+
+fn parse_error(reason: impl std::fmt::Display) -> Error {
+    fail(ErrorCode::FAILED_TO_PARSE, reason)
+}
+
+/// A parsed `$setWindowFields`.
+pub(super) struct SetWindowFields {
+    partition_by: Option<Expr>,
+    sort: Option<(Sort, Vec<String>)>,
+    outputs: Vec<Output>,
+}
+
+struct Output {
+    path: Vec<String>,
+    func: Function,
+    window: Window,
+}
+
+enum Function {
+    Accumulate(Accumulator, Expr),
+    Rank,
+    DenseRank,
+    DocumentNumber,
+    Shift {
+        output: Expr,
+        by: i64,
+        default: Bson,
+    },
+    Derivative {
+        input: Expr,
+        unit: Option<i64>,
+    },
+    Integral {
+        input: Expr,
+        unit: Option<i64>,
+    },
+    ExpMovingAvg {
+        input: Expr,
+        alpha: f64,
+    },
+    Covariance {
+        x: Expr,
+        y: Expr,
+        sample: bool,
+    },
+    Locf(Expr),
+    LinearFill(Expr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bound {
+    Unbounded,
+    Current,
+    /// Positions for a documents window, values (or units) for a range window.
+    Offset(f64),
+}
+
+enum Window {
+    Whole,
+    Documents(Bound, Bound),
+    /// A range over the sort value; with a unit, a time range.
+    Range(Bound, Bound, Option<String>),
+}
+
+/// The length in milliseconds of the units `$derivative` and `$integral` accept (a week and
+/// smaller: the longer ones have no fixed length).
+fn unit_length(unit: &str) -> Option<i64> {
+    match unit {
+        "week" => Some(7 * 86_400_000),
+        "day" => Some(86_400_000),
+        "hour" => Some(3_600_000),
+        "minute" => Some(60_000),
+        "second" => Some(1000),
+        "millisecond" => Some(1),
+        _ => None,
+    }
+}
+
+pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
+    let Bson::Document(spec) = arg else {
+        return Err(parse_error(
+            "the $setWindowFields specification must be an object",
+        ));
+    };
+    if let Some(unknown) = spec
+        .keys()
+        .find(|k| !["partitionBy", "sortBy", "output"].contains(&k.as_str()))
+    {
+        return Err(fail(
+            ErrorCode::location(40415),
+            format!("unknown field `{unknown}`"),
+        ));
+    }
+    let partition_by = spec
+        .get("partitionBy")
+        .map(|p| Expr::parse(p, scope))
+        .transpose()?;
+    let sort = match spec.get("sortBy") {
+        None => None,
+        Some(Bson::Document(d)) => {
+            let sort = Sort::parse(d)?;
+            let fields: Vec<String> = d.keys().cloned().collect();
+            Some((sort, fields))
+        }
+        Some(_) => {
+            return Err(fail(ErrorCode::TYPE_MISMATCH, "`sortBy` must be an object"));
+        }
+    };
+    let Some(output) = spec.get("output") else {
+        return Err(fail(
+            ErrorCode::IDL_FAILED_TO_PARSE,
+            "missing required field `output`",
+        ));
+    };
+    let Bson::Document(output) = output else {
+        return Err(fail(ErrorCode::TYPE_MISMATCH, "`output` must be an object"));
+    };
+    let sort_fields = sort.as_ref().map_or(0, |(_, f)| f.len());
+    let mut outputs: Vec<Output> = Vec::new();
+    for (path, spec) in output {
+        let path: Vec<String> = path.split('.').map(str::to_owned).collect();
+        if outputs.iter().any(|o| {
+            let n = o.path.len().min(path.len());
+            o.path[..n] == path[..n]
+        }) {
+            return Err(fail(
+                ErrorCode::location(6_307_900),
+                format!("the output paths conflict at `{}`", path.join(".")),
+            ));
+        }
+        outputs.push(parse_output(path, spec, scope, sort_fields)?);
+    }
+    Ok(Stage::SetWindowFields(Box::new(SetWindowFields {
+        partition_by,
+        sort,
+        outputs,
+    })))
+}
+
+fn bound(v: &Bson, range: bool) -> Result<Bound> {
+    match v {
+        Bson::String(s) if s == "unbounded" => Ok(Bound::Unbounded),
+        Bson::String(s) if s == "current" => Ok(Bound::Current),
+        other => {
+            let n = as_f64(other).filter(|_| !matches!(other, Bson::Boolean(_)));
+            match n {
+                Some(n) if range || n.fract() == 0.0 => Ok(Bound::Offset(n)),
+                _ => Err(parse_error(format!(
+                    "a window bound must be 'unbounded', 'current' or {}, not {other}",
+                    if range { "a number" } else { "an integer" }
+                ))),
+            }
+        }
+    }
+}
+
+/// Whether `lo` can come after `hi`.
+fn inverted(lo: Bound, hi: Bound) -> bool {
+    let at = |b: Bound, low: bool| match b {
+        Bound::Unbounded if low => f64::NEG_INFINITY,
+        Bound::Unbounded => f64::INFINITY,
+        Bound::Current => 0.0,
+        Bound::Offset(n) => n,
+    };
+    at(lo, true) > at(hi, false)
+}
+
+fn parse_window(spec: &Bson, sort_fields: usize) -> Result<Window> {
+    let Bson::Document(w) = spec else {
+        return Err(parse_error("`window` must be an object"));
+    };
+    if let Some(unknown) = w
+        .keys()
+        .find(|k| !["documents", "range", "unit"].contains(&k.as_str()))
+    {
+        return Err(parse_error(format!("unknown window option `{unknown}`")));
+    }
+    let pair = |key: &str| -> Result<Option<(Bound, Bound)>> {
+        match w.get(key) {
+            None => Ok(None),
+            Some(Bson::Array(b)) if b.len() == 2 => {
+                let range = key == "range";
+                Ok(Some((bound(&b[0], range)?, bound(&b[1], range)?)))
+            }
+            Some(_) => Err(parse_error(format!(
+                "`{key}` must be an array of two bounds"
+            ))),
+        }
+    };
+    let unit = match w.get("unit") {
+        None => None,
+        Some(Bson::String(u)) if is_unit(u) => Some(u.clone()),
+        Some(other) => return Err(parse_error(format!("`{other}` is not a time unit"))),
+    };
+    match (pair("documents")?, pair("range")?) {
+        (Some(_), Some(_)) => Err(parse_error("a window has `documents` or `range`, not both")),
+        (Some((lo, hi)), None) => {
+            if unit.is_some() {
+                return Err(parse_error("`unit` goes with a `range` window"));
+            }
+            if inverted(lo, hi) {
+                return Err(fail(
+                    ErrorCode::location(5_339_900),
+                    "the window's lower bound comes after its upper bound",
+                ));
+            }
+            let bounded = lo != Bound::Unbounded || hi != Bound::Unbounded;
+            if bounded && sort_fields == 0 {
+                return Err(fail(
+                    ErrorCode::location(5_339_901),
+                    "a bounded documents window needs `sortBy`",
+                ));
+            }
+            Ok(Window::Documents(lo, hi))
+        }
+        (None, Some((lo, hi))) => {
+            if sort_fields != 1 {
+                return Err(fail(
+                    ErrorCode::location(5_339_902),
+                    "a range window needs exactly one `sortBy` field",
+                ));
+            }
+            if unit.is_some()
+                && [lo, hi]
+                    .iter()
+                    .any(|b| matches!(b, Bound::Offset(n) if n.fract() != 0.0))
+            {
+                return Err(parse_error("the bounds of a time range must be integers"));
+            }
+            if inverted(lo, hi) {
+                return Err(fail(
+                    ErrorCode::location(5_339_900),
+                    "the window's lower bound comes after its upper bound",
+                ));
+            }
+            Ok(Window::Range(lo, hi, unit))
+        }
+        (None, None) => {
+            if unit.is_some() {
+                return Err(parse_error("`unit` goes with a `range` window"));
+            }
+            Ok(Window::Whole)
+        }
+    }
+}
+
+fn parse_output(
+    path: Vec<String>,
+    spec: &Bson,
+    scope: &Scope,
+    sort_fields: usize,
+) -> Result<Output> {
+    let Bson::Document(spec) = spec else {
+        return Err(parse_error(format!(
+            "the output `{}` must be an object",
+            path.join(".")
+        )));
+    };
+    let mut window_spec = None;
+    let mut op = None;
+    for (key, value) in spec {
+        if key == "window" {
+            window_spec = Some(value);
+        } else if key.starts_with('$') && op.is_none() {
+            op = Some((key.as_str(), value));
+        } else {
+            return Err(parse_error(format!(
+                "`{key}` is not a window function (one `$` operator and an optional `window`)"
+            )));
+        }
+    }
+    let Some((name, arg)) = op else {
+        return Err(parse_error("an output needs a window function"));
+    };
+    // An accumulator, parsed first so that an unknown function is named before its window.
+    let explicit = [
+        "$rank",
+        "$denseRank",
+        "$documentNumber",
+        "$shift",
+        "$derivative",
+        "$integral",
+        "$expMovingAvg",
+        "$covariancePop",
+        "$covarianceSamp",
+        "$locf",
+        "$linearFill",
+    ];
+    let accumulated = if explicit.contains(&name) {
+        None
+    } else {
+        Some(
+            parse_accumulator(name, arg, &path.join("."), scope).map_err(|e| match e {
+                Error::InvalidExpression(ref x)
+                    if x.reason.contains("not a supported accumulator") =>
+                {
+                    parse_error(format!("`{name}` is not a window function"))
+                }
+                other => other,
+            })?,
+        )
+    };
+    let window = window_spec
+        .map(|w| parse_window(w, sort_fields))
+        .transpose()?;
+    let no_window = |window: &Option<Window>, code: i32| -> Result<()> {
+        if window.is_some() {
+            return Err(fail(
+                ErrorCode::location(code),
+                format!("{name} does not take a window"),
+            ));
+        }
+        Ok(())
+    };
+    let needs_sort = |code: i32| -> Result<()> {
+        if sort_fields == 0 {
+            return Err(fail(
+                ErrorCode::location(code),
+                format!("{name} needs `sortBy`"),
+            ));
+        }
+        Ok(())
+    };
+    let named = |known: &[&str]| -> Result<Document> {
+        let Bson::Document(d) = arg else {
+            return Err(parse_error(format!("{name} takes an object")));
+        };
+        if let Some(unknown) = d.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(parse_error(format!("{name}: unknown argument `{unknown}`")));
+        }
+        Ok(d.clone())
+    };
+    let expr = |v: Option<&Bson>, what: &str| -> Result<Expr> {
+        let v = v.ok_or_else(|| parse_error(format!("{name} needs `{what}`")))?;
+        Ok(Expr::parse(v, scope)?)
+    };
+    let time_unit = |d: &Document| -> Result<Option<i64>> {
+        match d.get("unit") {
+            None => Ok(None),
+            Some(Bson::String(u)) => unit_length(u).map(Some).ok_or_else(|| {
+                fail(
+                    ErrorCode::location(5_490_710),
+                    format!("{name}: `{u}` is not a unit of fixed length (week or smaller)"),
+                )
+            }),
+            Some(other) => Err(parse_error(format!(
+                "{name}: `unit` must be a string, not {other}"
+            ))),
+        }
+    };
+    let func = match name {
+        "$rank" | "$denseRank" | "$documentNumber" => {
+            if !matches!(arg, Bson::Document(d) if d.is_empty()) {
+                return Err(fail(
+                    ErrorCode::location(5_371_603),
+                    format!("{name} takes no argument: write {{}}"),
+                ));
+            }
+            no_window(&window, 5_371_601)?;
+            needs_sort(5_371_602)?;
+            match name {
+                "$rank" => Function::Rank,
+                "$denseRank" => Function::DenseRank,
+                _ => Function::DocumentNumber,
+            }
+        }
+        "$shift" => {
+            let d = named(&["output", "by", "default"])?;
+            no_window(&window, 9)?;
+            needs_sort(9)?;
+            let by = d
+                .get("by")
+                .and_then(crate::expr::as_i64)
+                .ok_or_else(|| parse_error("$shift needs `by`, an integer"))?;
+            let default = match d.get("default") {
+                None => Bson::Null,
+                Some(v) => {
+                    let e = Expr::parse(v, scope)?;
+                    if !e.is_constant() {
+                        return Err(parse_error("$shift's `default` must be a constant"));
+                    }
+                    eval_in(&e, &Env::constant())?.unwrap_or(Bson::Null)
+                }
+            };
+            Function::Shift {
+                output: expr(d.get("output"), "output")?,
+                by,
+                default,
+            }
+        }
+        "$derivative" | "$integral" => {
+            let d = named(&["input", "unit"])?;
+            let unit = time_unit(&d)?;
+            let input = expr(d.get("input"), "input")?;
+            if name == "$derivative" {
+                if window.is_none() {
+                    return Err(parse_error("$derivative needs an explicit window"));
+                }
+                needs_sort(9)?;
+                Function::Derivative { input, unit }
+            } else {
+                needs_sort(9)?;
+                Function::Integral { input, unit }
+            }
+        }
+        "$expMovingAvg" => {
+            let d = named(&["input", "N", "alpha"])?;
+            needs_sort(9)?;
+            no_window(&window, 9)?;
+            let alpha = match (d.get("N"), d.get("alpha")) {
+                (Some(n), None) => match crate::expr::as_i64(n) {
+                    Some(n) if n > 0 && !matches!(n, 0) => 2.0 / (n as f64 + 1.0),
+                    _ => {
+                        return Err(parse_error(
+                            "$expMovingAvg's `N` must be a positive integer",
+                        ));
+                    }
+                },
+                (None, Some(a)) => match as_f64(a) {
+                    Some(a) if a > 0.0 && a < 1.0 => a,
+                    _ => {
+                        return Err(parse_error(
+                            "$expMovingAvg's `alpha` must be a number between 0 and 1",
+                        ));
+                    }
+                },
+                _ => return Err(parse_error("$expMovingAvg takes one of `N` and `alpha`")),
+            };
+            Function::ExpMovingAvg {
+                input: expr(d.get("input"), "input")?,
+                alpha,
+            }
+        }
+        "$covariancePop" | "$covarianceSamp" => {
+            let Bson::Array(items) = arg else {
+                return Err(parse_error(format!("{name} takes two expressions")));
+            };
+            let [x, y] = items.as_slice() else {
+                return Err(parse_error(format!("{name} takes two expressions")));
+            };
+            Function::Covariance {
+                x: Expr::parse(x, scope)?,
+                y: Expr::parse(y, scope)?,
+                sample: name == "$covarianceSamp",
+            }
+        }
+        "$locf" => {
+            no_window(&window, 9)?;
+            Function::Locf(Expr::parse(arg, scope)?)
+        }
+        "$linearFill" => {
+            no_window(&window, 9)?;
+            if sort_fields != 1 {
+                return Err(fail(
+                    ErrorCode::location(605_001),
+                    "$linearFill needs exactly one `sortBy` field",
+                ));
+            }
+            Function::LinearFill(Expr::parse(arg, scope)?)
+        }
+        _ => {
+            let Some((accumulator, input)) = accumulated else {
+                return Err(parse_error(format!("`{name}` is not a window function")));
+            };
+            Function::Accumulate(accumulator, input)
+        }
+    };
+    Ok(Output {
+        path,
+        func,
+        window: window.unwrap_or(Window::Whole),
+    })
+}
+
+/// One partition's documents in order, with what the windows read of them.
+struct Partition {
+    docs: Vec<Document>,
+    /// Whether each document ties with the one before it under `sortBy` (for `$rank`).
+    tied: Vec<bool>,
+    /// The first `sortBy` field's value, for range windows and the functions of rates.
+    values: Vec<Option<Bson>>,
+}
+
+impl SetWindowFields {
+    /// The stage over its whole input, computed when first pulled.
+    pub(super) fn run(
+        self,
+        input: Documents<'_>,
+        collation: Option<std::sync::Arc<Collation>>,
+    ) -> Documents<'_> {
+        super::blocking(move || self.all(input, collation.as_deref()))
+    }
+
+    fn all(&self, input: Documents<'_>, cx: Option<&Collation>) -> Result<Vec<Document>> {
+        // Partitions in the order of their keys, each holding its documents as they came.
+        let mut partitions: Vec<(Bson, Vec<Document>)> = Vec::new();
+        let mut held = 0usize;
+        for doc in input {
+            let doc = doc?;
+            held += RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
+            if held > SORT_MEMORY_LIMIT {
+                return Err(Error::AggregateMemoryExceeded {
+                    stage: NAME.to_owned(),
+                    limit: SORT_MEMORY_LIMIT,
+                });
+            }
+            let key = match &self.partition_by {
+                None => Bson::Null,
+                Some(e) => match eval_in(e, &Env::collated(&doc, cx))? {
+                    None | Some(Bson::Undefined) => Bson::Null,
+                    Some(Bson::Array(_)) => {
+                        return Err(fail(
+                            ErrorCode::TYPE_MISMATCH,
+                            "the partitionBy expression cannot evaluate to an array",
+                        ));
+                    }
+                    Some(v) => v,
+                },
+            };
+            match partitions.binary_search_by(|(k, _)| compare_bson(k, &key, cx)) {
+                Ok(at) => partitions[at].1.push(doc),
+                Err(at) => partitions.insert(at, (key, vec![doc])),
+            }
+        }
+        let mut out = Vec::new();
+        for (_, docs) in partitions {
+            let mut partition = self.order(docs, cx)?;
+            let mut columns = Vec::with_capacity(self.outputs.len());
+            for output in &self.outputs {
+                columns.push(output.compute(&partition, cx)?);
+            }
+            for (i, doc) in partition.docs.iter_mut().enumerate() {
+                for (output, column) in self.outputs.iter().zip(&mut columns) {
+                    if let Some(value) = column[i].take() {
+                        set_output(doc, &output.path, value);
+                    }
+                }
+            }
+            out.extend(partition.docs);
+        }
+        Ok(out)
+    }
+
+    /// A partition's documents in `sortBy` order (stable), with their keys and sort values.
+    fn order(&self, docs: Vec<Document>, cx: Option<&Collation>) -> Result<Partition> {
+        let Some((sort, fields)) = &self.sort else {
+            let n = docs.len();
+            return Ok(Partition {
+                docs,
+                tied: vec![true; n],
+                values: vec![None; n],
+            });
+        };
+        let mut keyed = Vec::with_capacity(docs.len());
+        for doc in docs {
+            let raw = RawDocumentBuf::try_from(&doc).map_err(|e| {
+                fail(
+                    ErrorCode::BAD_VALUE,
+                    format!("a document does not encode: {e}"),
+                )
+            })?;
+            keyed.push((sort.keys(&raw, cx), doc));
+        }
+        keyed.sort_by(|(a, _), (b, _)| sort.compare_keys(a, b, cx));
+        let first: Vec<String> = fields[0].split('.').map(str::to_owned).collect();
+        let values = keyed.iter().map(|(_, d)| lookup(d, &first)).collect();
+        let tied = (0..keyed.len())
+            .map(|i| {
+                i > 0 && sort.compare_keys(&keyed[i - 1].0, &keyed[i].0, cx) == Ordering::Equal
+            })
+            .collect();
+        let docs = keyed.into_iter().map(|(_, d)| d).collect();
+        Ok(Partition { docs, tied, values })
+    }
+}
+
+/// A number or a date as a number (milliseconds), for rates and areas.
+fn numeric(v: Option<&Bson>) -> Option<f64> {
+    match v? {
+        Bson::DateTime(d) => Some(d.timestamp_millis() as f64),
+        Bson::Boolean(_) => None,
+        other => as_f64(other),
+    }
+}
+
+impl Output {
+    /// The value of this output for every document of the partition (`None`: not set).
+    #[allow(clippy::many_single_char_names)] // x, y, n, i, j: the names of the formulas
+    fn compute(&self, p: &Partition, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
+        let n = p.docs.len();
+        let eval = |e: &Expr, i: usize| eval_in(e, &Env::collated(&p.docs[i], cx));
+        let mut out = Vec::with_capacity(n);
+        match &self.func {
+            Function::Accumulate(accumulator, input) => {
+                for i in 0..n {
+                    let range = self.window_at(p, i)?;
+                    out.push(Some(group::over(&p.docs[range], accumulator, input, cx)?));
+                }
+            }
+            Function::DocumentNumber => {
+                out.extend((1..=n).map(|i| Some(Bson::Int64(i as i64))));
+            }
+            Function::Rank | Function::DenseRank => {
+                let dense = matches!(self.func, Function::DenseRank);
+                let mut rank = 0i64;
+                for i in 0..n {
+                    if i == 0 || !p.tied[i] {
+                        rank = if dense { rank + 1 } else { i as i64 + 1 };
+                    }
+                    out.push(Some(Bson::Int64(rank)));
+                }
+            }
+            Function::Shift {
+                output,
+                by,
+                default,
+            } => {
+                for i in 0..n {
+                    let at = i64::try_from(i).ok().and_then(|i| i.checked_add(*by));
+                    let value = match at.and_then(|a| usize::try_from(a).ok()).filter(|a| *a < n) {
+                        Some(a) => eval(output, a)?.unwrap_or_else(|| default.clone()),
+                        None => default.clone(),
+                    };
+                    out.push(Some(value));
+                }
+            }
+            Function::Derivative { input, unit } | Function::Integral { input, unit } => {
+                let derivative = matches!(self.func, Function::Derivative { .. });
+                Output::check_rate_unit(p, *unit, derivative)?;
+                let scale = unit.map_or(1.0, |u| u as f64);
+                let ys: Vec<Option<f64>> = (0..n)
+                    .map(|i| Ok(numeric(eval(input, i)?.as_ref())))
+                    .collect::<Result<_>>()?;
+                // Differences are taken in the sort value's own units, then scaled: dates are
+                // large numbers, and dividing them first would lose their last digits.
+                let xs: Vec<Option<f64>> = p.values.iter().map(|v| numeric(v.as_ref())).collect();
+                for i in 0..n {
+                    let range = self.window_at(p, i)?;
+                    let points: Vec<(f64, f64)> =
+                        range.filter_map(|j| Some((xs[j]?, ys[j]?))).collect();
+                    out.push(Some(if derivative {
+                        match (points.first(), points.last()) {
+                            (Some(a), Some(b))
+                                if points.len() > 1 && b.0.total_cmp(&a.0).is_ne() =>
+                            {
+                                Bson::Double((b.1 - a.1) / ((b.0 - a.0) / scale))
+                            }
+                            _ => Bson::Null,
+                        }
+                    } else if points.is_empty() {
+                        Bson::Null
+                    } else {
+                        Bson::Double(
+                            points
+                                .windows(2)
+                                .map(|w| (w[1].0 - w[0].0) / scale * (w[0].1 + w[1].1) / 2.0)
+                                .sum(),
+                        )
+                    }));
+                }
+            }
+            Function::ExpMovingAvg { input, alpha } => {
+                let mut average: Option<f64> = None;
+                for i in 0..n {
+                    match numeric(eval(input, i)?.as_ref()) {
+                        Some(x) => {
+                            let next = average.map_or(x, |a| alpha * x + (1.0 - alpha) * a);
+                            average = Some(next);
+                            out.push(Some(Bson::Double(next)));
+                        }
+                        None => out.push(Some(Bson::Null)),
+                    }
+                }
+            }
+            Function::Covariance { x, y, sample } => {
+                for i in 0..n {
+                    let range = self.window_at(p, i)?;
+                    let mut pairs = Vec::new();
+                    for j in range {
+                        let (a, b) = (eval(x, j)?, eval(y, j)?);
+                        let number = |v: Option<&Bson>| match v {
+                            Some(Bson::DateTime(_) | Bson::Boolean(_)) | None => None,
+                            Some(v) => as_f64(v),
+                        };
+                        if let (Some(a), Some(b)) = (number(a.as_ref()), number(b.as_ref())) {
+                            pairs.push((a, b));
+                        }
+                    }
+                    let count = pairs.len() as f64;
+                    let divisor = if *sample { count - 1.0 } else { count };
+                    out.push(Some(if pairs.is_empty() || divisor <= 0.0 {
+                        if !*sample && pairs.len() == 1 {
+                            Bson::Double(0.0)
+                        } else {
+                            Bson::Null
+                        }
+                    } else {
+                        let mx = pairs.iter().map(|p| p.0).sum::<f64>() / count;
+                        let my = pairs.iter().map(|p| p.1).sum::<f64>() / count;
+                        Bson::Double(
+                            pairs.iter().map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / divisor,
+                        )
+                    }));
+                }
+            }
+            Function::Locf(input) => {
+                let mut last = Bson::Null;
+                for i in 0..n {
+                    match eval(input, i)? {
+                        None | Some(Bson::Null | Bson::Undefined) => out.push(Some(last.clone())),
+                        Some(v) => {
+                            last = v.clone();
+                            out.push(Some(v));
+                        }
+                    }
+                }
+            }
+            Function::LinearFill(input) => out = linear_fill(p, input, cx)?,
+        }
+        Ok(out)
+    }
+
+    /// `unit` must go with dates, and dates need a unit.
+    fn check_rate_unit(p: &Partition, unit: Option<i64>, derivative: bool) -> Result<()> {
+        let dates = p
+            .values
+            .iter()
+            .flatten()
+            .any(|v| matches!(v, Bson::DateTime(_)));
+        let numbers = p
+            .values
+            .iter()
+            .flatten()
+            .any(|v| !matches!(v, Bson::DateTime(_)));
+        let (with_numbers, dates_without) = if derivative {
+            (5_624_900, 5_624_901)
+        } else {
+            (5_423_901, 5_423_902)
+        };
+        if unit.is_some() && numbers {
+            return Err(fail(
+                ErrorCode::location(with_numbers),
+                "`unit` needs the sortBy values to be dates",
+            ));
+        }
+        if unit.is_none() && dates {
+            return Err(fail(
+                ErrorCode::location(dates_without),
+                "sortBy values that are dates need a `unit`",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The positions of the window of the document at `i`.
+    #[allow(clippy::many_single_char_names)] // i, j, k, n: positions and offsets
+    fn window_at(&self, p: &Partition, i: usize) -> Result<Range<usize>> {
+        let n = p.docs.len();
+        match &self.window {
+            Window::Whole => Ok(0..n),
+            Window::Documents(lo, hi) => {
+                let at = |b: Bound, low: bool| -> i64 {
+                    match b {
+                        Bound::Unbounded if low => 0,
+                        Bound::Unbounded => n as i64 - 1,
+                        Bound::Current => i as i64,
+                        Bound::Offset(k) => i as i64 + k as i64,
+                    }
+                };
+                let start = at(*lo, true).clamp(0, n as i64);
+                let end = (at(*hi, false) + 1).clamp(0, n as i64);
+                Ok(start as usize..(end.max(start)) as usize)
+            }
+            Window::Range(lo, hi, unit) => {
+                let position = |v: &Option<Bson>| -> Result<f64> {
+                    match (unit, v) {
+                        (Some(_), Some(Bson::DateTime(d))) => Ok(d.timestamp_millis() as f64),
+                        (Some(_), _) => Err(fail(
+                            ErrorCode::location(5_429_513),
+                            "a time range window needs the sortBy values to be dates",
+                        )),
+                        (
+                            None,
+                            Some(
+                                v @ (Bson::Int32(_)
+                                | Bson::Int64(_)
+                                | Bson::Double(_)
+                                | Bson::Decimal128(_)),
+                            ),
+                        ) => Ok(as_f64(v).unwrap_or(f64::NAN)),
+                        (None, _) => Err(fail(
+                            ErrorCode::location(5_429_414),
+                            "invalid range: expected the sortBy field to be a number",
+                        )),
+                    }
+                };
+                let here = position(&p.values[i])?;
+                let edge = |b: Bound, low: bool| -> f64 {
+                    match (b, unit) {
+                        (Bound::Unbounded, _) if low => f64::NEG_INFINITY,
+                        (Bound::Unbounded, _) => f64::INFINITY,
+                        (Bound::Current, _) => here,
+                        (Bound::Offset(k), None) => here + k,
+                        (Bound::Offset(k), Some(u)) => shift_utc(here as i64, u, k as i64).map_or(
+                            if low {
+                                f64::NEG_INFINITY
+                            } else {
+                                f64::INFINITY
+                            },
+                            |t| t as f64,
+                        ),
+                    }
+                };
+                let (low, high) = (edge(*lo, true), edge(*hi, false));
+                let mut start = n;
+                let mut end = 0;
+                for j in 0..n {
+                    let v = position(&p.values[j])?;
+                    let inside = v >= low && v <= high;
+                    // `current` is the current document itself, not its ties.
+                    let inside = inside
+                        && !(matches!(lo, Bound::Current) && j < i)
+                        && !(matches!(hi, Bound::Current) && j > i);
+                    if inside {
+                        start = start.min(j);
+                        end = end.max(j + 1);
+                    }
+                }
+                Ok(if start < end { start..end } else { i..i })
+            }
+        }
+    }
+}
+
+/// `$linearFill`: a null or missing value between two numbers is interpolated against the sort
+/// value; before the first number and after the last, it stays null.
+fn linear_fill(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
+    let n = p.docs.len();
+    let mut xs = Vec::with_capacity(n);
+    for (i, v) in p.values.iter().enumerate() {
+        let x = match v {
+            Some(Bson::DateTime(d)) => d.timestamp_millis() as f64,
+            Some(v @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
+                as_f64(v).unwrap_or(f64::NAN)
+            }
+            _ => {
+                return Err(fail(
+                    ErrorCode::TYPE_MISMATCH,
+                    "$linearFill needs sortBy values that are numbers or dates",
+                ));
+            }
+        };
+        if i > 0 && xs.last() == Some(&x) {
+            return Err(fail(
+                ErrorCode::location(6_050_106),
+                "$linearFill needs distinct sortBy values within a partition",
+            ));
+        }
+        xs.push(x);
+    }
+    let kinds: Vec<bool> = p
+        .values
+        .iter()
+        .map(|v| matches!(v, Some(Bson::DateTime(_))))
+        .collect();
+    if kinds.iter().any(|d| *d) && kinds.iter().any(|d| !*d) {
+        return Err(fail(
+            ErrorCode::TYPE_MISMATCH,
+            "$linearFill cannot mix dates and numbers in sortBy",
+        ));
+    }
+    let mut ys: Vec<Option<Bson>> = Vec::with_capacity(n);
+    for doc in &p.docs {
+        let v = eval_in(input, &Env::collated(doc, cx))?;
+        match v {
+            None | Some(Bson::Null | Bson::Undefined) => ys.push(None),
+            Some(v @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
+                ys.push(Some(v));
+            }
+            Some(other) => {
+                return Err(fail(
+                    ErrorCode::TYPE_MISMATCH,
+                    format!("$linearFill fills numbers, not {other}"),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut previous: Option<usize> = None;
+    for i in 0..n {
+        if let Some(y) = &ys[i] {
+            previous = Some(i);
+            out.push(Some(y.clone()));
+            continue;
+        }
+        let next = (i + 1..n).find(|j| ys[*j].is_some());
+        out.push(Some(match (previous, next) {
+            (Some(a), Some(b)) => {
+                let (ya, yb) = (
+                    ys[a].as_ref().and_then(as_f64).unwrap_or(f64::NAN),
+                    ys[b].as_ref().and_then(as_f64).unwrap_or(f64::NAN),
+                );
+                Bson::Double(ya + (yb - ya) * (xs[i] - xs[a]) / (xs[b] - xs[a]))
+            }
+            _ => Bson::Null,
+        }));
+    }
+    Ok(out)
+}
