@@ -4,7 +4,8 @@
 //! `$replaceRoot` (`$replaceWith`), `$unwind`, `$group`, `$count`, `$lookup`, `$facet`,
 //! `$unionWith` (see `combine`), `$sample`, `$bucketAuto` (see `bucket_auto`), `$graphLookup`
 //! (see `graph`), `$setWindowFields` (see `window`), `$redact`, `$documents` (first stage
-//! only), `$fill` (expanded into `$setWindowFields`, see `desugar`), and
+//! only), `$fill` (expanded into `$setWindowFields`, see `desugar`), `$densify` (see
+//! `densify`), and
 //! `$sortByCount` and `$bucket`, which expand into
 //! `$group` and `$sort` as MongoDB defines them (see `desugar`). The leading
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
@@ -31,6 +32,7 @@
 
 mod bucket_auto;
 mod combine;
+mod densify;
 mod desugar;
 mod graph;
 mod group;
@@ -207,6 +209,8 @@ enum Stage {
     Sample(u64),
     /// `$graphLookup` (see `graph`).
     GraphLookup(Box<graph::GraphLookup>),
+    /// `$densify` (see `densify`).
+    Densify(Box<densify::Densify>),
     /// `$setWindowFields` (see `window`).
     SetWindowFields(Box<window::SetWindowFields>),
     /// `$redact`: the expression decides at each level of each document.
@@ -319,12 +323,13 @@ impl Stage {
             "$bucketAuto" => bucket_auto::parse(arg, scope)?,
             "$graphLookup" => graph::parse(arg, scope)?,
             "$setWindowFields" => window::parse(arg, scope)?,
+            "$densify" => densify::parse(arg)?,
             "$redact" => Stage::Redact(Expr::parse(arg, &scope.with_system(&redact_variables()))?),
             "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
             other => {
                 return Err(stage_error(
                     other,
-                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $setWindowFields, $out, $merge)",
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $setWindowFields, $fill, $densify, $out, $merge)",
                 ));
             }
         })
@@ -401,6 +406,7 @@ impl Stage {
             }
             Stage::Sample(size) => blocking(move || sample(input, size)),
             Stage::SetWindowFields(spec) => spec.run(input, collation),
+            Stage::Densify(spec) => spec.run(input),
             Stage::GraphLookup(search) => {
                 let context = context.clone();
                 Box::new(input.map(move |doc| search.join(doc?, &context)))
