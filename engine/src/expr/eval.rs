@@ -8,11 +8,20 @@ use super::{Expr, ExprError, error};
 use crate::collation::Collation;
 use crate::number::Number;
 
+/// What `CURRENT` is: the root document, or a value (missing too) that `$let` or `$map` bound.
+#[derive(Debug, Clone)]
+enum Current {
+    Root,
+    Rebound(Option<Bson>),
+}
+
 /// What an expression is evaluated against: the current document, the variables bound by the
 /// operators around it, and the time `$$NOW` reads (one value for the whole evaluation).
 #[derive(Debug, Clone)]
 pub(crate) struct Env<'a> {
     root: Cow<'a, Document>,
+    /// What field paths read: the root, or `CURRENT` as `$let` or `$map` rebound it.
+    current: Current,
     vars: Vec<(String, Option<Bson>)>,
     now: bson::DateTime,
     /// How strings compare (`$eq`, `$lt`, `$in`, ...), the query's collation.
@@ -28,6 +37,7 @@ impl<'a> Env<'a> {
     pub(crate) fn collated(root: &'a Document, collation: Option<&'a Collation>) -> Env<'a> {
         Env {
             root: Cow::Borrowed(root),
+            current: Current::Root,
             vars: Vec::new(),
             now: bson::DateTime::now(),
             collation,
@@ -38,6 +48,7 @@ impl<'a> Env<'a> {
     pub(crate) fn constant() -> Env<'static> {
         Env {
             root: Cow::Owned(Document::new()),
+            current: Current::Root,
             vars: Vec::new(),
             now: bson::DateTime::now(),
             collation: None,
@@ -49,6 +60,7 @@ impl<'a> Env<'a> {
         vars.extend(bindings);
         Env {
             root: Cow::Borrowed(&*self.root),
+            current: self.current.clone(),
             vars,
             now: self.now,
             collation: self.collation,
@@ -111,7 +123,16 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
     Ok(match expr {
         Expr::Literal(v) => Some(v.clone()),
         // The current document is the root: no stage here rebinds `$$CURRENT`.
-        Expr::Field(path) | Expr::Root(path) => lookup_in(&env.root, path),
+        Expr::Root(path) => lookup_in(&env.root, path),
+        Expr::Field(path) => match &env.current {
+            Current::Root => lookup_in(&env.root, path),
+            Current::Rebound(current) => path_of(current.clone(), path),
+        },
+        Expr::Current(path) => match &env.current {
+            Current::Root if path.is_empty() => Some(Bson::Document(env.root.as_ref().clone())),
+            Current::Root => lookup_in(&env.root, path),
+            Current::Rebound(current) => path_of(current.clone(), path),
+        },
         Expr::Var(name, path) => {
             let value = env
                 .vars
@@ -166,17 +187,33 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
         }
         Expr::Let { vars, body } => {
             let mut bound = Vec::with_capacity(vars.len());
+            let mut current = None;
             for (name, value) in vars {
-                bound.push((name.clone(), eval_in(value, env)?));
+                let value = eval_in(value, env)?;
+                if name == "CURRENT" {
+                    current = Some(value);
+                } else {
+                    bound.push((name.clone(), value));
+                }
             }
-            eval_in(body, &env.with(bound))?
+            let mut inner = env.with(bound);
+            if let Some(current) = current {
+                inner.current = Current::Rebound(current);
+            }
+            eval_in(body, &inner)?
         }
         Expr::Map { input, name, body } => match array_input("$map", eval_in(input, env)?)? {
             None => Some(Bson::Null),
             Some(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
-                    let inner = env.with([(name.clone(), Some(item))]);
+                    let inner = if name == "CURRENT" {
+                        let mut inner = env.with([]);
+                        inner.current = Current::Rebound(Some(item));
+                        inner
+                    } else {
+                        env.with([(name.clone(), Some(item))])
+                    };
                     out.push(eval_in(body, &inner)?.unwrap_or(Bson::Null));
                 }
                 Some(Bson::Array(out))
@@ -238,7 +275,9 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
             let name = field_name(field, env)?;
             match eval_in(input, env)? {
                 Some(Bson::Document(d)) => d.get(&name).cloned(),
-                None | Some(Bson::Null | Bson::Undefined) => Some(Bson::Null),
+                // A missing input gives missing (MongoDB's jstests), a null one null.
+                None => None,
+                Some(Bson::Null | Bson::Undefined) => Some(Bson::Null),
                 Some(_) => return Err(error("$getField", "`input` must be a document")),
             }
         }
@@ -405,6 +444,12 @@ fn array_input(operator: &str, value: Option<Bson>) -> Result<Option<Vec<Bson>>,
                 "`input` must be an array, not {}",
                 super::func::type_alias(Some(&other))
             ),
-        )),
+        )
+        .with_code(match operator {
+            "$map" => crate::code::ErrorCode::location(16883),
+            "$filter" => crate::code::ErrorCode::location(28651),
+            "$reduce" => crate::code::ErrorCode::location(40080),
+            _ => crate::code::ErrorCode::BAD_VALUE,
+        })),
     }
 }

@@ -387,9 +387,11 @@ impl Func {
                 let s = match v[0].take() {
                     None | Some(Bson::Null) => String::new(),
                     Some(Bson::String(s)) => s,
-                    Some(other @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))) => {
+                    Some(Bson::Double(d)) => super::convert::double_text(d),
+                    Some(other @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Decimal128(_))) => {
                         other.to_string()
                     }
+                    Some(Bson::DateTime(d)) => super::dates::iso_string(d.timestamp_millis()),
                     Some(other) => return Err(wrong_type(op, "a string", &other)),
                 };
                 Ok(Some(Bson::String(if self == Func::ToLower {
@@ -450,12 +452,26 @@ impl Func {
             Func::ArrayElemAt => match (v[0].take(), v[1].take()) {
                 (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
                 (Some(Bson::Array(items)), Some(i)) => {
-                    let Some(i) = as_i64(&i) else {
-                        return Err(error(op, "the index must be a whole number"));
+                    if !is_numeric(&i) {
+                        return Err(error(
+                            op,
+                            format!("the index must be a number, not {}", type_alias(Some(&i))),
+                        )
+                        .with_code(ErrorCode::location(28690)));
+                    }
+                    // An integral double or decimal counts, within an int's range.
+                    let Some(i) = as_i64(&i).filter(|n| i32::try_from(*n).is_ok()) else {
+                        return Err(error(
+                            op,
+                            format!("the index must be a whole number that fits an int, not {i}"),
+                        )
+                        .with_code(ErrorCode::location(28691)));
                     };
                     Ok(index_from(items.len(), i).map(|i| items[i].clone()))
                 }
-                (Some(other), _) => Err(wrong_type(op, "an array", &other)),
+                (Some(other), _) => {
+                    Err(wrong_type(op, "an array", &other).with_code(ErrorCode::location(28689)))
+                }
             },
             Func::ConcatArrays => {
                 let mut out = Vec::new();
@@ -522,7 +538,9 @@ impl Func {
             Func::ArrayToObject => match v[0].take() {
                 None | Some(Bson::Null) => Ok(Some(Bson::Null)),
                 Some(Bson::Array(items)) => array_to_object(items).map(Some),
-                Some(other) => Err(wrong_type(op, "an array", &other)),
+                Some(other) => {
+                    Err(wrong_type(op, "an array", &other).with_code(ErrorCode::location(40386)))
+                }
             },
             Func::Type => Ok(Some(Bson::String(type_alias(v[0].as_ref()).to_owned()))),
             Func::IsNumber => boolean(matches!(
@@ -668,10 +686,12 @@ fn round(func: Func, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
 }
 
 /// `$sqrt`, `$exp`, `$ln`, `$log10`: doubles.
+/// `$sqrt`, `$exp`, `$ln`, `$log10`. A decimal argument gives a decimal, computed in doubles
+/// (this engine has no decimal logarithms: the result has a double's 15 to 17 digits).
 fn real(func: Func, x: &Bson) -> Result<Option<Bson>, ExprError> {
     let op = func.name();
-    let Some(d) = as_f64(x).filter(|_| width(op, x).is_ok_and(|w| w != Width::Decimal)) else {
-        return Err(wrong_type(op, "a number", x));
+    let Some(d) = as_f64(x).filter(|_| is_numeric(x)) else {
+        return Err(wrong_type(op, "a number", x).with_code(ErrorCode::location(28765)));
     };
     let result = match func {
         Func::Sqrt if d < 0.0 => {
@@ -681,12 +701,27 @@ fn real(func: Func, x: &Bson) -> Result<Option<Bson>, ExprError> {
         Func::Sqrt => d.sqrt(),
         Func::Exp => d.exp(),
         Func::Ln | Func::Log10 if d <= 0.0 => {
-            return Err(error(op, "the argument must be positive"));
+            let code = if func == Func::Ln { 28766 } else { 28761 };
+            return Err(
+                error(op, "the argument must be positive").with_code(ErrorCode::location(code))
+            );
         }
         Func::Ln => d.ln(),
         _ => d.log10(),
     };
+    if matches!(x, Bson::Decimal128(_)) {
+        return Ok(Some(
+            super::convert::to_decimal(Bson::Double(result))?.unwrap_or(Bson::Null),
+        ));
+    }
     Ok(Some(Bson::Double(result)))
+}
+
+fn is_numeric(v: &Bson) -> bool {
+    matches!(
+        v,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
+    )
 }
 
 /// `$pow`: whole powers of whole numbers stay whole while they fit; otherwise a double.
@@ -699,19 +734,39 @@ fn pow(v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
     let (Some(base), Some(exponent)) = (v.next(), v.next()) else {
         return Ok(Some(Bson::Null));
     };
-    let (wb, we) = (width(op, &base)?, width(op, &exponent)?);
-    if wb == Width::Decimal || we == Width::Decimal {
-        return Err(error(
-            op,
-            "decimal operands are not supported by this engine",
-        ));
+    if !is_numeric(&base) {
+        return Err(wrong_type(op, "a number", &base).with_code(ErrorCode::location(28762)));
     }
+    if !is_numeric(&exponent) {
+        return Err(wrong_type(op, "a number", &exponent).with_code(ErrorCode::location(28763)));
+    }
+    let (wb, we) = (width(op, &base)?, width(op, &exponent)?);
     let (b, e) = (
         as_f64(&base).unwrap_or(0.0),
         as_f64(&exponent).unwrap_or(0.0),
     );
     if b == 0.0 && e < 0.0 {
-        return Err(error(op, "zero cannot be raised to a negative power"));
+        return Err(error(op, "zero cannot be raised to a negative power")
+            .with_code(ErrorCode::location(28764)));
+    }
+    if wb == Width::Decimal || we == Width::Decimal {
+        return Err(
+            error(op, "decimal operands are not supported by this engine")
+                .with_code(ErrorCode::NOT_IMPLEMENTED),
+        );
+    }
+    // 1 and -1 to a negative whole power stay whole numbers.
+    if wb <= Width::Int64
+        && we <= Width::Int64
+        && let (Some(x @ (1 | -1)), Some(n)) = (as_i64(&base), as_i64(&exponent))
+        && n < 0
+    {
+        let p: i32 = if x == 1 || n % 2 == 0 { 1 } else { -1 };
+        return Ok(Some(if wb == Width::Int32 && we == Width::Int32 {
+            Bson::Int32(p)
+        } else {
+            Bson::Int64(i64::from(p))
+        }));
     }
     if wb <= Width::Int64
         && we <= Width::Int64
@@ -764,26 +819,40 @@ fn index_of_array(
 /// `$range: [start, end, step]`: whole numbers from start up to (not including) end.
 fn range(v: &[Option<Bson>]) -> Result<Option<Bson>, ExprError> {
     let op = "$range";
-    let whole = |x: Option<&Option<Bson>>, default: Option<i64>| match x {
+    // MongoDB's codes: not a number, then not a whole number that fits an int, for each of
+    // start (34443, 34444), end (34445, 34446) and step (34447, 34448).
+    let whole = |x: Option<&Option<Bson>>, default: Option<i64>, name: &str, code: i32| match x {
         None => default.ok_or_else(|| error(op, "start and end are required")),
-        Some(x) => x
-            .as_ref()
-            .and_then(as_i64)
-            .filter(|n| i32::try_from(*n).is_ok())
-            .ok_or_else(|| {
-                error(
+        Some(x) => {
+            let value = x.clone().unwrap_or(Bson::Null);
+            if !is_numeric(&value) {
+                return Err(error(
                     op,
-                    "start, end and step must be whole numbers that fit an int",
+                    format!(
+                        "the {name} must be a number, not {}",
+                        type_alias(Some(&value))
+                    ),
                 )
-            }),
+                .with_code(ErrorCode::location(code)));
+            }
+            as_i64(&value)
+                .filter(|n| i32::try_from(*n).is_ok())
+                .ok_or_else(|| {
+                    error(
+                        op,
+                        format!("the {name} must be a whole number that fits an int, not {value}"),
+                    )
+                    .with_code(ErrorCode::location(code + 1))
+                })
+        }
     };
     let (start, end, step) = (
-        whole(v.first(), None)?,
-        whole(v.get(1), None)?,
-        whole(v.get(2), Some(1))?,
+        whole(v.first(), None, "start", 34443)?,
+        whole(v.get(1), None, "end", 34445)?,
+        whole(v.get(2), Some(1), "step", 34447)?,
     );
     if step == 0 {
-        return Err(error(op, "the step cannot be zero"));
+        return Err(error(op, "the step cannot be zero").with_code(ErrorCode::location(34449)));
     }
     let count = if (step > 0 && start >= end) || (step < 0 && start <= end) {
         0
@@ -913,7 +982,14 @@ pub(crate) fn as_i64(v: &Bson) -> Option<i64> {
         Bson::Int64(i) => Some(*i),
         #[allow(clippy::float_cmp, clippy::cast_possible_truncation)]
         Bson::Double(d) if d.trunc() == *d && d.abs() < 9.2e18 => Some(*d as i64),
-        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        Bson::Decimal128(d) => {
+            let text = d.to_string();
+            text.parse().ok().or_else(|| {
+                // `201.0` or `2.01E+2`: whole when its double is, within a long's range.
+                let f: f64 = text.parse().ok()?;
+                (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+            })
+        }
         _ => None,
     }
 }
@@ -1121,7 +1197,13 @@ fn divide(op: &str, a: &Bson, b: &Bson, remainder: bool) -> Result<Bson, ExprErr
     let wb = width(op, b)?;
     let (x, y) = (as_f64(a).unwrap_or(0.0), as_f64(b).unwrap_or(0.0));
     if y == 0.0 {
-        return Err(error(op, "cannot divide by zero"));
+        // MongoDB: `$mod` by zero is 16610, `$divide` by zero a bad value.
+        let code = if remainder {
+            ErrorCode::location(16610)
+        } else {
+            ErrorCode::BAD_VALUE
+        };
+        return Err(error(op, "cannot divide by zero").with_code(code));
     }
     if wa == Width::Decimal || wb == Width::Decimal {
         let result = if remainder {
@@ -1134,11 +1216,20 @@ fn divide(op: &str, a: &Bson, b: &Bson, remainder: bool) -> Result<Bson, ExprErr
     if !remainder {
         return Ok(Bson::Double(x / y));
     }
-    match (wa.max(wb), as_i64(a), as_i64(b)) {
-        (Width::Int32, Some(x), Some(y)) => Ok(Bson::Int32(
+    // A double holding a whole number within an int's range counts as an int (MongoDB's
+    // `integral`), so an int modulo 3.0 is an int and a long modulo 3.0 a long.
+    let integral = |v: &Bson, w: Width| match v {
+        Bson::Double(double) => {
+            (double.fract() == 0.0 && double.abs() <= f64::from(i32::MAX)).then_some(Width::Int32)
+        }
+        _ if w <= Width::Int64 => Some(w),
+        _ => None,
+    };
+    match (integral(a, wa), integral(b, wb), as_i64(a), as_i64(b)) {
+        (Some(Width::Int32), Some(Width::Int32), Some(x), Some(y)) => Ok(Bson::Int32(
             i32::try_from(x.wrapping_rem(y)).unwrap_or_default(),
         )),
-        (Width::Int64, Some(x), Some(y)) => Ok(Bson::Int64(x.wrapping_rem(y))),
+        (Some(_), Some(_), Some(x), Some(y)) => Ok(Bson::Int64(x.wrapping_rem(y))),
         _ => Ok(Bson::Double(x % y)),
     }
 }
@@ -1268,33 +1359,82 @@ fn slice(mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
     )))
 }
 
+/// `$arrayToObject`: `[key, value]` pairs or `{k, v}` documents, all of the form of the first;
+/// a later duplicate key wins. MongoDB's codes name each malformed element.
 fn array_to_object(items: Vec<Bson>) -> Result<Bson, ExprError> {
     let op = "$arrayToObject";
+    let fail =
+        |code: i32, reason: String| Err(error(op, reason).with_code(ErrorCode::location(code)));
+    let pairs = matches!(items.first(), Some(Bson::Array(_)));
     let mut out = Document::new();
     for item in items {
         let (k, v) = match item {
-            Bson::Array(pair) if pair.len() == 2 => {
-                let mut pair = pair.into_iter();
-                (pair.next(), pair.next())
+            Bson::Array(_) if !pairs => {
+                return fail(
+                    40391,
+                    "an array of {k, v} documents cannot hold a [key, value] pair".to_owned(),
+                );
             }
-            Bson::Document(mut d) if d.len() == 2 && d.contains_key("k") && d.contains_key("v") => {
-                (d.remove("k"), d.remove("v"))
+            Bson::Document(_) if pairs => {
+                return fail(
+                    40396,
+                    "an array of [key, value] pairs cannot hold a {k, v} document".to_owned(),
+                );
+            }
+            Bson::Array(pair) => {
+                let [k, v]: [Bson; 2] = match pair.try_into() {
+                    Ok(pair) => pair,
+                    Err(pair) => {
+                        return fail(
+                            40397,
+                            format!("a [key, value] pair has two elements, not {}", pair.len()),
+                        );
+                    }
+                };
+                let Bson::String(k) = k else {
+                    return fail(
+                        40395,
+                        format!(
+                            "the key of a [key, value] pair must be a string, not {}",
+                            type_alias(Some(&k))
+                        ),
+                    );
+                };
+                (k, v)
+            }
+            Bson::Document(mut d) => {
+                if d.len() != 2 {
+                    return fail(
+                        40392,
+                        format!("a {{k, v}} document has two fields, not {}", d.len()),
+                    );
+                }
+                let (Some(k), Some(v)) = (d.remove("k"), d.remove("v")) else {
+                    return fail(40393, "a {k, v} document has the fields k and v".to_owned());
+                };
+                let Bson::String(k) = k else {
+                    return fail(
+                        40394,
+                        format!("k must be a string, not {}", type_alias(Some(&k))),
+                    );
+                };
+                (k, v)
             }
             other => {
-                return Err(error(
-                    op,
+                return fail(
+                    40398,
                     format!(
-                        "every element must be a [key, value] pair or a {{k, v}} document, not {other}"
+                        "every element must be a [key, value] pair or a {{k, v}} document, not {}",
+                        type_alias(Some(&other))
                     ),
-                ));
+                );
             }
         };
-        match (k, v) {
-            (Some(Bson::String(k)), Some(v)) => {
-                out.insert(k, v);
-            }
-            _ => return Err(error(op, "every key must be a string")),
+        if k.contains('\0') {
+            let code = if pairs { 4_940_401 } else { 4_940_400 };
+            return fail(code, "a key cannot contain a null character".to_owned());
         }
+        out.insert(k, v);
     }
     Ok(Bson::Document(out))
 }

@@ -67,8 +67,11 @@ pub enum Expr {
     Field(Vec<String>),
     /// `$$name.a.b`: a variable bound by an enclosing `$let`, `$map`, `$filter` or `$reduce`.
     Var(String, Vec<String>),
-    /// `$$ROOT.a.b` and `$$CURRENT.a.b`: the document itself, or a path from it.
+    /// `$$ROOT.a.b`: the document itself, or a path from it.
     Root(Vec<String>),
+    /// `$$CURRENT.a.b`: the document field paths read (the document itself unless `$let` or
+    /// `$map` rebinds `CURRENT`).
+    Current(Vec<String>),
     /// `$$REMOVE`: missing.
     Remove,
     /// `$$NOW`: the time of the evaluation.
@@ -317,7 +320,8 @@ fn parse_variable(text: &str, scope: &Scope) -> Result<Expr, ExprError> {
     let (name, rest) = text.split_once('.').unwrap_or((text, ""));
     let path = split_path(rest);
     match name {
-        "ROOT" | "CURRENT" => return Ok(Expr::Root(path)),
+        "ROOT" => return Ok(Expr::Root(path)),
+        "CURRENT" => return Ok(Expr::Current(path)),
         "REMOVE" if path.is_empty() => return Ok(Expr::Remove),
         "NOW" if path.is_empty() => return Ok(Expr::Now),
         _ => {}
@@ -517,8 +521,13 @@ fn boxed(value: &Bson, scope: &Scope) -> Result<Box<Expr>, ExprError> {
 fn variable_name(operator: &str, value: Option<&Bson>, default: &str) -> Result<String, ExprError> {
     match value {
         None => Ok(default.to_owned()),
+        // `CURRENT` may be rebound: field paths then read each element.
+        Some(Bson::String(s)) if s == "CURRENT" && operator == "$map" => Ok(s.clone()),
         Some(Bson::String(s)) => {
-            check_name(s).map_err(|e| error(operator, e.reason))?;
+            check_name(s).map_err(|e| ExprError {
+                operator: operator.to_owned(),
+                ..e
+            })?;
             Ok(s.clone())
         }
         Some(_) => Err(error(operator, "`as` must be a variable name")),
@@ -597,10 +606,13 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             };
             let mut vars = Vec::with_capacity(defs.len());
             for (name, value) in defs {
-                check_name(name).map_err(|e| ExprError {
-                    operator: key.to_owned(),
-                    ..e
-                })?;
+                // `CURRENT` may be rebound: field paths in `in` then read its value.
+                if name != "CURRENT" {
+                    check_name(name).map_err(|e| ExprError {
+                        operator: key.to_owned(),
+                        ..e
+                    })?;
+                }
                 vars.push((name.clone(), Expr::parse_nested(value, scope)?));
             }
             let inner = scope.binding(vars.iter().map(|(n, _)| n.clone()));
@@ -608,6 +620,24 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             Ok(Expr::Let { vars, body })
         }
         "$map" => {
+            let c = ErrorCode::location;
+            let Bson::Document(given) = arg else {
+                return Err(
+                    error(key, "expects a document of input, as and in").with_code(c(16878))
+                );
+            };
+            if let Some(unknown) = given
+                .keys()
+                .find(|k| !["input", "as", "in"].contains(&k.as_str()))
+            {
+                return Err(error(key, format!("unknown argument `{unknown}`")).with_code(c(16879)));
+            }
+            if !given.contains_key("input") {
+                return Err(error(key, "missing argument `input`").with_code(c(16880)));
+            }
+            if !given.contains_key("in") {
+                return Err(error(key, "missing argument `in`").with_code(c(16882)));
+            }
             let args = named_args(key, arg, &["input", "as", "in"], &["input", "in"])?;
             let name = variable_name(key, args[1], "this")?;
             let inner = scope.binding([name.clone()]);
@@ -676,7 +706,7 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             };
             Ok(Expr::GetField {
                 field: Box::new(field_name(key, field, scope)?),
-                input: input.unwrap_or_else(|| Box::new(Expr::Root(Vec::new()))),
+                input: input.unwrap_or_else(|| Box::new(Expr::Current(Vec::new()))),
             })
         }
         "$setField" | "$unsetField" => {

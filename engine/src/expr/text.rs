@@ -135,6 +135,12 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
             .with_code(c(51104)));
         }
     };
+    // The options are checked even without a pattern or an input.
+    if let Some(bad) = flags.chars().find(|f| !matches!(f, 'i' | 'm' | 's' | 'x')) {
+        return Err(
+            error(name, format!("invalid flag in regex options: {bad}")).with_code(c(51108))
+        );
+    }
     if regex_null {
         return Ok(Some(nothing()));
     }
@@ -220,6 +226,8 @@ fn text_or_empty(op: &str, v: Option<Bson>) -> Result<String, ExprError> {
         Some(Bson::Int32(i)) => Ok(i.to_string()),
         Some(Bson::Int64(i)) => Ok(i.to_string()),
         Some(Bson::Double(d)) => Ok(super::convert::double_text(d)),
+        Some(Bson::Decimal128(d)) => Ok(d.to_string()),
+        Some(Bson::DateTime(d)) => Ok(super::dates::iso_string(d.timestamp_millis())),
         Some(other) => Err(error(op, format!("expects a string, not `{other}`"))),
     }
 }
@@ -240,7 +248,18 @@ pub(crate) fn strcasecmp(a: Option<Bson>, b: Option<Bson>) -> Result<Option<Bson
 pub(crate) fn substr_bytes(op: &str, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
     let mut v = v.into_iter();
     let s = text_or_empty(op, v.next().flatten())?;
-    let whole = |x: Option<Bson>| x.as_ref().and_then(super::as_i64);
+    // A number's integer part: MongoDB truncates a fractional offset or length.
+    let whole = |x: Option<Bson>| match x {
+        Some(Bson::Double(d)) if d.is_finite() => Some(d.trunc() as i64),
+        Some(Bson::Decimal128(d)) => d
+            .to_string()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(|f| f.trunc() as i64),
+        Some(other) => super::as_i64(&other),
+        None => None,
+    };
     let (Some(start), Some(length)) = (whole(v.next().flatten()), whole(v.next().flatten())) else {
         return Err(error(op, "start and length must be whole numbers"));
     };
