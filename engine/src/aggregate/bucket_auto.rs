@@ -8,8 +8,12 @@
 //! - each bucket's `output` accumulators (default `count: {$sum: 1}`) see its documents in
 //!   value order.
 //!
-//! `granularity` (rounding boundaries to a preferred-number series) is refused as not yet
-//! supported.
+//! With `granularity`, boundaries are numbers of a preferred-number series (Renard R5 to R80,
+//! 1-2-5, E6 to E192, each scaled by powers of ten) or powers of two: the first bucket starts
+//! at its least value rounded down (to the series' greatest number below it), each bucket ends
+//! at its greatest value rounded up (to the least number above it) and takes in the following
+//! values below that end, and the next bucket starts where it ends. The values must then be
+//! non-negative numbers.
 
 use bson::{Bson, Document, doc};
 
@@ -39,6 +43,7 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
     let mut group_by = None;
     let mut buckets = None;
     let mut fields = None;
+    let mut granularity = None;
     for (key, value) in spec {
         match key.as_str() {
             "groupBy" => {
@@ -100,16 +105,15 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
                 fields = Some(accumulator_fields("$bucketAuto", output, scope)?);
             }
             "granularity" => {
-                if !matches!(value, Bson::String(_)) {
+                let Bson::String(name) = value else {
                     return Err(failure(
                         c(40261),
                         "the $bucketAuto 'granularity' field must be a string",
                     ));
-                }
-                return Err(failure(
-                    ErrorCode::NOT_IMPLEMENTED,
-                    "'granularity' (preferred-number boundaries) is not supported yet",
-                ));
+                };
+                granularity = Some(Rounder::named(name).ok_or_else(|| {
+                    failure(c(40257), format!("unknown rounding granularity '{name}'"))
+                })?);
             }
             other => {
                 return Err(failure(
@@ -133,7 +137,228 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
         group_by,
         buckets,
         fields,
+        granularity,
     })
+}
+
+/// The preferred-number series, as whole numbers to be scaled by powers of ten (ISO 3's Renard
+/// series, the 1-2-5 series, IEC 60063's E series).
+const R5: &[f64] = &[10.0, 16.0, 25.0, 40.0, 63.0];
+const R10: &[f64] = &[
+    100.0, 125.0, 160.0, 200.0, 250.0, 315.0, 400.0, 500.0, 630.0, 800.0,
+];
+const R20: &[f64] = &[
+    100.0, 112.0, 125.0, 140.0, 160.0, 180.0, 200.0, 224.0, 250.0, 280.0, 315.0, 355.0, 400.0,
+    450.0, 500.0, 560.0, 630.0, 710.0, 800.0, 900.0,
+];
+const R40: &[f64] = &[
+    100.0, 106.0, 112.0, 118.0, 125.0, 132.0, 140.0, 150.0, 160.0, 170.0, 180.0, 190.0, 200.0,
+    212.0, 224.0, 236.0, 250.0, 265.0, 280.0, 300.0, 315.0, 355.0, 375.0, 400.0, 425.0, 450.0,
+    475.0, 500.0, 530.0, 560.0, 600.0, 630.0, 670.0, 710.0, 750.0, 800.0, 850.0, 900.0, 950.0,
+];
+const R80: &[f64] = &[
+    103.0, 109.0, 115.0, 122.0, 128.0, 136.0, 145.0, 155.0, 165.0, 175.0, 185.0, 195.0, 206.0,
+    218.0, 230.0, 243.0, 258.0, 272.0, 290.0, 307.0, 325.0, 345.0, 365.0, 387.0, 412.0, 437.0,
+    462.0, 487.0, 515.0, 545.0, 575.0, 615.0, 650.0, 690.0, 730.0, 775.0, 825.0, 875.0, 925.0,
+    975.0,
+];
+const ONE_TWO_FIVE: &[f64] = &[10.0, 20.0, 50.0];
+const E6: &[f64] = &[10.0, 15.0, 22.0, 33.0, 47.0, 68.0];
+const E12: &[f64] = &[
+    10.0, 12.0, 15.0, 18.0, 22.0, 27.0, 33.0, 39.0, 47.0, 56.0, 68.0, 82.0,
+];
+const E24: &[f64] = &[
+    10.0, 11.0, 12.0, 13.0, 15.0, 16.0, 18.0, 20.0, 22.0, 24.0, 27.0, 30.0, 33.0, 36.0, 39.0, 43.0,
+    47.0, 51.0, 56.0, 62.0, 68.0, 75.0, 82.0, 91.0,
+];
+const E48: &[f64] = &[
+    100.0, 105.0, 110.0, 115.0, 121.0, 127.0, 133.0, 140.0, 147.0, 154.0, 162.0, 169.0, 178.0,
+    187.0, 196.0, 205.0, 215.0, 226.0, 237.0, 249.0, 261.0, 274.0, 287.0, 301.0, 316.0, 332.0,
+    348.0, 365.0, 383.0, 402.0, 422.0, 442.0, 464.0, 487.0, 511.0, 536.0, 562.0, 590.0, 619.0,
+    649.0, 681.0, 715.0, 750.0, 787.0, 825.0, 866.0, 909.0, 953.0,
+];
+const E96: &[f64] = &[
+    100.0, 102.0, 105.0, 107.0, 110.0, 113.0, 115.0, 118.0, 121.0, 124.0, 127.0, 130.0, 133.0,
+    137.0, 140.0, 143.0, 147.0, 150.0, 154.0, 158.0, 162.0, 165.0, 169.0, 174.0, 178.0, 182.0,
+    187.0, 191.0, 196.0, 200.0, 205.0, 210.0, 215.0, 221.0, 226.0, 232.0, 237.0, 243.0, 249.0,
+    255.0, 261.0, 267.0, 274.0, 280.0, 287.0, 294.0, 301.0, 309.0, 316.0, 324.0, 332.0, 340.0,
+    348.0, 357.0, 365.0, 374.0, 383.0, 392.0, 402.0, 412.0, 422.0, 432.0, 442.0, 453.0, 464.0,
+    475.0, 487.0, 499.0, 511.0, 523.0, 536.0, 549.0, 562.0, 576.0, 590.0, 604.0, 619.0, 634.0,
+    649.0, 665.0, 681.0, 698.0, 715.0, 732.0, 750.0, 768.0, 787.0, 806.0, 825.0, 845.0, 866.0,
+    887.0, 909.0, 931.0, 953.0, 976.0,
+];
+const E192: &[f64] = &[
+    100.0, 101.0, 102.0, 104.0, 105.0, 106.0, 107.0, 109.0, 110.0, 111.0, 113.0, 114.0, 115.0,
+    117.0, 118.0, 120.0, 121.0, 123.0, 124.0, 126.0, 127.0, 129.0, 130.0, 132.0, 133.0, 135.0,
+    137.0, 138.0, 140.0, 142.0, 143.0, 145.0, 147.0, 149.0, 150.0, 152.0, 154.0, 156.0, 158.0,
+    160.0, 162.0, 164.0, 165.0, 167.0, 169.0, 172.0, 174.0, 176.0, 178.0, 180.0, 182.0, 184.0,
+    187.0, 189.0, 191.0, 193.0, 196.0, 198.0, 200.0, 203.0, 205.0, 208.0, 210.0, 213.0, 215.0,
+    218.0, 221.0, 223.0, 226.0, 229.0, 232.0, 234.0, 237.0, 240.0, 243.0, 246.0, 249.0, 252.0,
+    255.0, 258.0, 261.0, 264.0, 267.0, 271.0, 274.0, 277.0, 280.0, 284.0, 287.0, 291.0, 294.0,
+    298.0, 301.0, 305.0, 309.0, 312.0, 316.0, 320.0, 324.0, 328.0, 332.0, 336.0, 340.0, 344.0,
+    348.0, 352.0, 357.0, 361.0, 365.0, 370.0, 374.0, 379.0, 383.0, 388.0, 392.0, 397.0, 402.0,
+    407.0, 412.0, 417.0, 422.0, 427.0, 432.0, 437.0, 442.0, 448.0, 453.0, 459.0, 464.0, 470.0,
+    475.0, 481.0, 487.0, 493.0, 499.0, 505.0, 511.0, 517.0, 523.0, 530.0, 536.0, 542.0, 549.0,
+    556.0, 562.0, 569.0, 576.0, 583.0, 590.0, 597.0, 604.0, 612.0, 619.0, 626.0, 634.0, 642.0,
+    649.0, 657.0, 665.0, 673.0, 681.0, 690.0, 698.0, 706.0, 715.0, 723.0, 732.0, 741.0, 750.0,
+    759.0, 768.0, 777.0, 787.0, 796.0, 806.0, 816.0, 825.0, 835.0, 845.0, 856.0, 866.0, 876.0,
+    887.0, 898.0, 909.0, 920.0, 931.0, 942.0, 953.0, 965.0, 976.0, 988.0,
+];
+
+/// How `granularity` rounds boundaries.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Rounder {
+    Series(&'static [f64]),
+    PowersOfTwo,
+}
+
+impl Rounder {
+    fn named(name: &str) -> Option<Rounder> {
+        Some(Rounder::Series(match name {
+            "R5" => R5,
+            "R10" => R10,
+            "R20" => R20,
+            "R40" => R40,
+            "R80" => R80,
+            "1-2-5" => ONE_TWO_FIVE,
+            "E6" => E6,
+            "E12" => E12,
+            "E24" => E24,
+            "E48" => E48,
+            "E96" => E96,
+            "E192" => E192,
+            "POWERSOF2" => return Some(Rounder::PowersOfTwo),
+            _ => return None,
+        }))
+    }
+
+    /// The value as a non-negative number, with MongoDB's codes for what is not one.
+    fn checked(self, v: &Bson) -> Result<f64> {
+        let c = ErrorCode::location;
+        let (not_number, nan, negative) = match self {
+            Rounder::Series(_) => (40262, 40263, 40268),
+            Rounder::PowersOfTwo => (40265, 40266, 40267),
+        };
+        let n = match v {
+            Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+                crate::expr::as_f64(v).unwrap_or(f64::NAN)
+            }
+            other => {
+                return Err(failure(
+                    c(not_number),
+                    format!(
+                        "a granularity rounder can only round numeric values, but found type: {}",
+                        type_alias(Some(other))
+                    ),
+                ));
+            }
+        };
+        if n.is_nan() {
+            return Err(failure(c(nan), "a granularity rounder cannot round NaN"));
+        }
+        if n < 0.0 {
+            return Err(failure(
+                c(negative),
+                "a granularity rounder can only round non-negative numbers",
+            ));
+        }
+        Ok(n)
+    }
+
+    /// The least number of the series above `v` (`up`), or the greatest below it; zero stays.
+    fn round(self, v: &Bson, up: bool) -> Result<Bson> {
+        let n = self.checked(v)?;
+        if n == 0.0 {
+            return Ok(v.clone());
+        }
+        let rounded = match self {
+            Rounder::Series(series) => Bson::Double(if up {
+                series_up(series, n)
+            } else {
+                series_down(series, n)
+            }),
+            Rounder::PowersOfTwo => {
+                let exponent: i64 = match v {
+                    Bson::Int32(_) | Bson::Int64(_) => {
+                        let whole = crate::expr::as_i64(v).unwrap_or(1).max(1);
+                        let bits = i64::from(64 - whole.leading_zeros());
+                        if up {
+                            bits
+                        } else if whole.count_ones() == 1 {
+                            bits - 2
+                        } else {
+                            bits - 1
+                        }
+                    }
+                    _ if up => n.log2().floor() as i64 + 1,
+                    _ => n.log2().ceil() as i64 - 1,
+                };
+                // 2 to that power with `$pow`'s types: an int when it fits, a double when
+                // the power is negative.
+                let power = Expr::Call(
+                    crate::expr::Func::Pow,
+                    vec![
+                        Expr::Literal(Bson::Int32(2)),
+                        Expr::Literal(Bson::Int64(exponent)),
+                    ],
+                );
+                let p = eval_in(&power, &Env::constant())?.unwrap_or(Bson::Null);
+                match (v, p) {
+                    (Bson::Int32(_) | Bson::Double(_), Bson::Int64(p)) => {
+                        i32::try_from(p).map_or(Bson::Int64(p), Bson::Int32)
+                    }
+                    (_, p) => p,
+                }
+            }
+        };
+        Ok(match v {
+            Bson::Decimal128(_) => crate::expr::as_f64(&rounded)
+                .and_then(|f| f.to_string().parse().ok())
+                .map_or(rounded, Bson::Decimal128),
+            _ => rounded,
+        })
+    }
+}
+
+/// The least number of the series (scaled by a power of ten) strictly above `n`.
+fn series_up(series: &[f64], n: f64) -> f64 {
+    let (first, last) = (series[0], series[series.len() - 1]);
+    let mut multiplier = 1.0;
+    while n >= last * multiplier {
+        multiplier *= 10.0;
+    }
+    while n < first * multiplier {
+        let previous_min = first * multiplier;
+        multiplier /= 10.0;
+        if n >= last * multiplier {
+            return previous_min;
+        }
+    }
+    series
+        .iter()
+        .find(|s| n < *s * multiplier)
+        .map_or(last * multiplier, |s| s * multiplier)
+}
+
+/// The greatest number of the series (scaled by a power of ten) strictly below `n`.
+fn series_down(series: &[f64], n: f64) -> f64 {
+    let (first, last) = (series[0], series[series.len() - 1]);
+    let mut multiplier = 1.0;
+    while n <= first * multiplier {
+        multiplier /= 10.0;
+    }
+    while n > last * multiplier {
+        let previous_max = last * multiplier;
+        multiplier *= 10.0;
+        if n <= first * multiplier {
+            return previous_max;
+        }
+    }
+    series
+        .iter()
+        .rev()
+        .find(|s| *s * multiplier < n)
+        .map_or(first * multiplier, |s| s * multiplier)
 }
 
 pub(super) fn run(
@@ -141,6 +366,7 @@ pub(super) fn run(
     group_by: Expr,
     buckets: usize,
     fields: Vec<(String, Accumulator, Expr)>,
+    granularity: Option<Rounder>,
     collation: Option<std::sync::Arc<Collation>>,
 ) -> Documents<'_> {
     blocking(move || {
@@ -165,6 +391,7 @@ pub(super) fn run(
         let mut out = Vec::new();
         let mut rest = keyed.into_iter().peekable();
         let mut number = 0;
+        let mut previous_max: Option<Bson> = None;
         while rest.peek().is_some() && number < buckets {
             number += 1;
             let last = number == buckets;
@@ -179,10 +406,42 @@ pub(super) fn run(
                 }
                 members.extend(rest.next());
             }
-            let min = members.first().map_or(Bson::Null, |(k, _)| k.clone());
-            let max = match rest.peek() {
-                Some((next, _)) => next.clone(),
-                None => members.last().map_or(Bson::Null, |(k, _)| k.clone()),
+            let first = members.first().map_or(Bson::Null, |(k, _)| k.clone());
+            let greatest = members.last().map_or(Bson::Null, |(k, _)| k.clone());
+            let (min, max) = match granularity {
+                None => (
+                    first,
+                    match rest.peek() {
+                        Some((next, _)) => next.clone(),
+                        None => greatest,
+                    },
+                ),
+                Some(rounder) => {
+                    let min = match previous_max.take() {
+                        Some(m) => m,
+                        None => rounder.round(&first, false)?,
+                    };
+                    let boundary = rounder.round(&greatest, true)?;
+                    // The values below the rounded end belong to this bucket too.
+                    while let Some((next, _)) = rest.peek() {
+                        if compare_bson(next, &boundary, cx).is_lt()
+                            || compare_bson(next, &greatest, cx).is_eq()
+                        {
+                            members.extend(rest.next());
+                        } else {
+                            break;
+                        }
+                    }
+                    let max = match rest.peek() {
+                        // A bucket ending at zero ends where the next one's value rounds down.
+                        Some((next, _)) if crate::expr::as_f64(&boundary) == Some(0.0) => {
+                            rounder.round(next, false)?
+                        }
+                        _ => boundary,
+                    };
+                    previous_max = Some(max.clone());
+                    (min, max)
+                }
             };
             let grouped = group::group(
                 members.into_iter().map(|(_, d)| Ok(d)),

@@ -183,7 +183,7 @@ pub(super) fn facet<'a>(
 pub(super) fn parse_union_with(arg: &Bson) -> Result<Stage> {
     let name = "$unionWith";
     let (coll, pipeline) = match arg {
-        Bson::String(coll) => (coll.clone(), Vec::new()),
+        Bson::String(coll) => (Some(coll.clone()), Vec::new()),
         Bson::Document(spec) => {
             if let Some(unknown) = spec.keys().find(|k| *k != "coll" && *k != "pipeline") {
                 return Err(failure(
@@ -193,7 +193,7 @@ pub(super) fn parse_union_with(arg: &Bson) -> Result<Stage> {
                 ));
             }
             let coll = match spec.get("coll") {
-                Some(Bson::String(c)) => c.clone(),
+                Some(Bson::String(c)) => Some(c.clone()),
                 Some(other) => {
                     return Err(failure(
                         name,
@@ -201,18 +201,23 @@ pub(super) fn parse_union_with(arg: &Bson) -> Result<Stage> {
                         format!("'coll' must be a string, not {}", type_alias(Some(other))),
                     ));
                 }
-                None => {
-                    return Err(failure(
-                        name,
-                        ErrorCode::FAILED_TO_PARSE,
-                        "$unionWith needs `coll` (a pipeline starting with $documents is not supported)",
-                    ));
-                }
+                None => None,
             };
             let pipeline = match spec.get("pipeline") {
                 Some(p) => stage_documents(name, p, ErrorCode::TYPE_MISMATCH)?,
                 None => Vec::new(),
             };
+            if coll.is_none()
+                && !pipeline
+                    .first()
+                    .is_some_and(|s| s.contains_key("$documents"))
+            {
+                return Err(failure(
+                    name,
+                    ErrorCode::FAILED_TO_PARSE,
+                    "$unionWith needs `coll`, or a pipeline starting with $documents",
+                ));
+            }
             (coll, pipeline)
         }
         other => {
@@ -242,22 +247,19 @@ pub(super) fn parse_union_with(arg: &Bson) -> Result<Stage> {
 
 /// Runs a `$unionWith`: the input first, then the other collection's results.
 pub(super) fn union_with<'a>(
-    coll: String,
+    coll: Option<String>,
     pipeline: Vec<Document>,
     input: Documents<'a>,
     context: &Rc<Context<'a>>,
 ) -> Documents<'a> {
     let context = context.clone();
     let others = blocking(move || {
-        let Some(other) = context.snapshot.collection(&coll)? else {
-            return Ok(Vec::new());
-        };
         let options = AggregateOptions {
             let_vars: context.options.let_vars.clone(),
             collation: context.options.collation.clone(),
             hint: None,
         };
-        other.aggregate(&pipeline, &options)
+        super::sub_pipeline(context.snapshot, coll.as_deref(), &pipeline, &options)
     });
     Box::new(input.chain(others))
 }

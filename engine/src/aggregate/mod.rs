@@ -109,19 +109,7 @@ impl ReadCollection<'_> {
         let mut filter = Document::new();
         let mut rest = stages.into_iter().peekable();
         if let Some(Stage::Documents(_)) = rest.peek() {
-            let Some(Stage::Documents(expr)) = rest.next() else {
-                unreachable!("peeked")
-            };
-            let mut docs: Documents<'a> = Box::new(documents_of(&expr)?.into_iter().map(Ok));
-            let context = Rc::new(Context {
-                snapshot: self.snapshot(),
-                options: options.clone(),
-                collation,
-            });
-            for stage in rest {
-                docs = stage.stream(docs, &context);
-            }
-            return Ok(docs);
+            return from_documents(self.snapshot(), rest.collect(), options, collation);
         }
         if let Some(Stage::Match(_, spec)) = rest.peek() {
             filter = spec.clone();
@@ -155,6 +143,58 @@ impl ReadCollection<'_> {
         }
         Ok(docs)
     }
+}
+
+/// A pipeline whose first stage is `$documents`: it reads no collection.
+fn from_documents<'a>(
+    snapshot: &'a ReadTxn,
+    stages: Vec<Stage>,
+    options: &AggregateOptions,
+    collation: Option<Arc<Collation>>,
+) -> Result<Documents<'a>> {
+    let mut stages = stages.into_iter();
+    let Some(Stage::Documents(expr)) = stages.next() else {
+        return Err(Error::from(
+            error("$documents", "the pipeline must start with $documents")
+                .with_code(ErrorCode::FAILED_TO_PARSE),
+        ));
+    };
+    let mut docs: Documents<'a> = Box::new(documents_of(&expr)?.into_iter().map(Ok));
+    let context = Rc::new(Context {
+        snapshot,
+        options: options.clone(),
+        collation,
+    });
+    for stage in stages {
+        docs = stage.stream(docs, &context);
+    }
+    Ok(docs)
+}
+
+/// Runs a sub-pipeline (of `$lookup` or `$unionWith`) over the collection `from`, or, without
+/// one, over the documents of its leading `$documents`.
+fn sub_pipeline(
+    snapshot: &ReadTxn,
+    from: Option<&str>,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+) -> Result<Vec<Document>> {
+    if let Some(name) = from {
+        return match snapshot.collection(name)? {
+            Some(coll) => coll.aggregate(pipeline, options),
+            None => Ok(Vec::new()),
+        };
+    }
+    let scope = Scope::with_let(options.let_vars.as_ref())?;
+    let collation = match &options.collation {
+        Some(spec) => Collation::parse(spec)?,
+        None => None,
+    };
+    let stages = desugar::expand(pipeline, &scope)?
+        .iter()
+        .map(|s| Stage::parse(s, &scope, collation.as_ref()))
+        .collect::<Result<Vec<_>>>()?;
+    from_documents(snapshot, stages, options, collation)?.collect()
 }
 
 /// Documents flowing out of a stage, pulled one at a time.
@@ -202,7 +242,8 @@ enum Stage {
     Facet(Vec<(String, Vec<Stage>)>),
     /// `$unionWith`: the input, then another collection through a pipeline (see `combine`).
     UnionWith {
-        coll: String,
+        /// `None`: the pipeline starts with `$documents`.
+        coll: Option<String>,
         pipeline: Vec<Document>,
     },
     /// `$sample`: this many documents of the input, chosen at random, in random order.
@@ -222,12 +263,14 @@ enum Stage {
         group_by: Expr,
         buckets: usize,
         fields: Vec<(String, Accumulator, Expr)>,
+        granularity: Option<bucket_auto::Rounder>,
     },
 }
 
 /// A parsed `$lookup`.
 struct Lookup {
-    from: String,
+    /// `None`: the pipeline starts with `$documents`.
+    from: Option<String>,
     /// `localField` and `foreignField`, for an equality join.
     equality: Option<(Vec<String>, String)>,
     /// `let` variables, evaluated on each input document for the pipeline.
@@ -426,7 +469,8 @@ impl Stage {
                 group_by,
                 buckets,
                 fields,
-            } => bucket_auto::run(input, group_by, buckets, fields, collation),
+                granularity,
+            } => bucket_auto::run(input, group_by, buckets, fields, granularity, collation),
         }
     }
 }
@@ -633,9 +677,18 @@ fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
             format!("`{key}` must be a non-empty string"),
         )),
     };
-    let Some(from) = text("from")? else {
-        return Err(stage_error(name, "needs `from`, the collection to join"));
-    };
+    let from = text("from")?;
+    let documents_first = matches!(spec.get("pipeline"), Some(Bson::Array(stages))
+        if matches!(stages.first(), Some(Bson::Document(d)) if d.contains_key("$documents")));
+    if from.is_none() && !documents_first {
+        return Err(Error::from(
+            error(
+                name,
+                "needs `from`, the collection to join (or a pipeline starting with $documents)",
+            )
+            .with_code(ErrorCode::FAILED_TO_PARSE),
+        ));
+    }
     let Some(output) = text("as")? else {
         return Err(stage_error(
             name,
@@ -694,10 +747,14 @@ fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
 impl Lookup {
     /// One input document with its joined documents at the output path.
     fn join(&self, mut doc: Document, context: &Context<'_>) -> Result<Document> {
-        let joined = match context.snapshot.collection(&self.from)? {
-            None => Vec::new(),
-            Some(coll) => {
+        let joined = {
+            {
                 let mut pipeline = Vec::with_capacity(self.pipeline.len() + 1);
+                // Without `from`, the pipeline's own `$documents` come first.
+                let mut stages = self.pipeline.iter().cloned();
+                if self.from.is_none() {
+                    pipeline.extend(stages.next());
+                }
                 if let Some((local, foreign_field)) = &self.equality {
                     let mut values = lookup_values(&doc, local);
                     if values.is_empty() {
@@ -707,7 +764,7 @@ impl Lookup {
                         bson::doc! { "$match": { foreign_field.clone(): { "$in": values } } },
                     );
                 }
-                pipeline.extend(self.pipeline.iter().cloned());
+                pipeline.extend(stages);
                 // The variables are values of this document: literals, never re-read as
                 // expressions.
                 let env = Env::collated(&doc, context.collation.as_deref());
@@ -725,7 +782,7 @@ impl Lookup {
                     collation: context.options.collation.clone(),
                     hint: None,
                 };
-                coll.aggregate(&pipeline, &options)?
+                sub_pipeline(context.snapshot, self.from.as_deref(), &pipeline, &options)?
             }
         };
         let joined = Bson::Array(joined.into_iter().map(Bson::Document).collect());
