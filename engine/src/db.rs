@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     pub(crate) plan_cache: Arc<PlanCache>,
     /// The file, when the database is one.
     path: Option<PathBuf>,
+    /// redb's page size, for the sizes stats report.
+    pub(crate) page_size: u64,
 }
 
 impl Shared {
@@ -110,6 +112,11 @@ impl Database {
 
     fn init(redb: redb::Database, path: Option<PathBuf>) -> Result<Database> {
         let txn = redb.begin_write()?;
+        // Fixed when the file was made: what stats multiply page counts by.
+        let page_size = txn
+            .stats()
+            .map_err(|e| Error::Storage(e.into()))?
+            .page_size() as u64;
         let has_other_tables = txn
             .list_tables()?
             .any(|t| redb::TableHandle::name(&t) != tables::META_NAME);
@@ -160,6 +167,7 @@ impl Database {
                 merge_threshold: AtomicU64::new(index_store::DELTA_MIN),
                 plan_cache: Arc::new(PlanCache::default()),
                 path,
+                page_size,
             }),
         })
     }
@@ -198,6 +206,7 @@ impl Database {
             txn,
             catalog: guard.clone(),
             plan_cache: self.shared.plan_cache.clone(),
+            page_size: self.shared.page_size,
         })
     }
 
@@ -371,6 +380,7 @@ pub struct ReadTxn {
     pub(crate) txn: redb::ReadTransaction,
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) plan_cache: Arc<PlanCache>,
+    pub(crate) page_size: u64,
 }
 
 impl std::fmt::Debug for ReadTxn {

@@ -226,6 +226,25 @@ impl IndexSpec {
     }
 
     /// The key document, `{a: 1, b: -1}` (`"hashed"` for a hashed field).
+    /// The index as MongoDB describes one (`listIndexes`, `$indexStats`' `spec`): `v`, `key`,
+    /// `name`, and the options it has.
+    pub fn to_document(&self) -> Document {
+        let mut doc = bson::doc! {"v": 2, "key": self.keys_document(), "name": self.name()};
+        if self.is_unique() {
+            doc.insert("unique", true);
+        }
+        if self.is_sparse() {
+            doc.insert("sparse", true);
+        }
+        if let Some(ttl) = self.ttl() {
+            doc.insert("expireAfterSeconds", ttl.as_secs() as i64);
+        }
+        if let Some(partial) = self.partial_filter() {
+            doc.insert("partialFilterExpression", partial.document().clone());
+        }
+        doc
+    }
+
     pub fn keys_document(&self) -> Document {
         self.keys
             .iter()

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use redb::{ReadableTableMetadata, TableStats};
 
-use crate::db::Database;
+use crate::catalog::CollectionMeta;
+use crate::db::{Database, ReadTxn};
 use crate::error::{Error, Result};
 use crate::index_store;
 use crate::tables;
@@ -62,6 +63,37 @@ fn pages_bytes(stats: &TableStats, page_size: u64) -> u64 {
     (stats.leaf_pages() + stats.branch_pages()) * page_size
 }
 
+impl ReadTxn {
+    /// What one collection and its indexes occupy in this snapshot.
+    pub(crate) fn collection_stats(&self, meta: &CollectionMeta) -> Result<CollectionStats> {
+        let page_size = self.page_size;
+        let docs = self
+            .txn
+            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let table = docs.stats()?;
+        let mut indexes = Vec::new();
+        for index in &meta.indexes {
+            let (main, delta) = index_store::table_names(meta.id, index.id);
+            let mut storage_bytes = 0;
+            for name in [main, delta] {
+                let t = self.txn.open_table(tables::bytes(&name))?;
+                storage_bytes += pages_bytes(&t.stats()?, page_size);
+            }
+            indexes.push(IndexStats {
+                name: index.spec.name().to_owned(),
+                storage_bytes,
+            });
+        }
+        Ok(CollectionStats {
+            name: meta.name.clone(),
+            documents: docs.len()?,
+            data_bytes: table.stored_bytes(),
+            storage_bytes: pages_bytes(&table, page_size),
+            indexes,
+        })
+    }
+}
+
 impl Database {
     /// Sizes of every collection and index, and the file's free pages; see the module
     /// documentation. It takes the write lock for a moment (redb reports page counts to a
@@ -75,33 +107,12 @@ impl Database {
             counts
         };
         let read = self.read()?;
-        let mut collections = Vec::new();
-        for meta in read.catalog.collections.values() {
-            let docs = read
-                .txn
-                .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
-            let table = docs.stats()?;
-            let mut indexes = Vec::new();
-            for index in &meta.indexes {
-                let (main, delta) = index_store::table_names(meta.id, index.id);
-                let mut storage_bytes = 0;
-                for name in [main, delta] {
-                    let t = read.txn.open_table(tables::bytes(&name))?;
-                    storage_bytes += pages_bytes(&t.stats()?, page_size);
-                }
-                indexes.push(IndexStats {
-                    name: index.spec.name().to_owned(),
-                    storage_bytes,
-                });
-            }
-            collections.push(CollectionStats {
-                name: meta.name.clone(),
-                documents: docs.len()?,
-                data_bytes: table.stored_bytes(),
-                storage_bytes: pages_bytes(&table, page_size),
-                indexes,
-            });
-        }
+        let collections = read
+            .catalog
+            .collections
+            .values()
+            .map(|meta| read.collection_stats(meta))
+            .collect::<Result<Vec<_>>>()?;
         let file_bytes = self.shared.file_bytes();
         let file_pages = file_bytes / page_size.max(1);
         Ok(DatabaseStats {

@@ -320,11 +320,51 @@ impl Rounder {
     }
 }
 
+/// A `groupBy` value when a granularity rounds the boundaries: a non-negative number.
+fn check_granular(v: &Bson) -> Result<()> {
+    let c = ErrorCode::location;
+    let n = match v {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+            crate::expr::as_f64(v).unwrap_or(f64::NAN)
+        }
+        other => {
+            return Err(failure(
+                c(40258),
+                format!(
+                    "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: {}",
+                    type_alias(Some(other))
+                ),
+            ));
+        }
+    };
+    if n.is_infinite() {
+        return Err(failure(
+            c(11_785_400),
+            format!("$bucketAuto cannot round the infinite value {v} to a granularity"),
+        ));
+    }
+    if n.is_nan() {
+        return Err(failure(
+            c(40259),
+            "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN",
+        ));
+    }
+    if n < 0.0 {
+        return Err(failure(
+            c(40260),
+            format!(
+                "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found {v}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The least number of the series (scaled by a power of ten) strictly above `n`.
 fn series_up(series: &[f64], n: f64) -> f64 {
     let (first, last) = (series[0], series[series.len() - 1]);
     let mut multiplier = 1.0;
-    while n >= last * multiplier {
+    while n >= last * multiplier && multiplier.is_finite() {
         multiplier *= 10.0;
     }
     while n < first * multiplier {
@@ -344,8 +384,12 @@ fn series_up(series: &[f64], n: f64) -> f64 {
 fn series_down(series: &[f64], n: f64) -> f64 {
     let (first, last) = (series[0], series[series.len() - 1]);
     let mut multiplier = 1.0;
-    while n <= first * multiplier {
+    while n <= first * multiplier && multiplier > 0.0 {
         multiplier /= 10.0;
+    }
+    // Below every scaled number a double can hold: zero is the greatest below.
+    if multiplier == 0.0 {
+        return 0.0;
     }
     while n > last * multiplier {
         let previous_max = last * multiplier;
@@ -384,6 +428,12 @@ pub(super) fn run(
                 });
             }
             keyed.push((key, doc));
+        }
+        // With a granularity every value must be a non-negative number, checked first.
+        if granularity.is_some() {
+            for (key, _) in &keyed {
+                check_granular(key)?;
+            }
         }
         keyed.sort_by(|(a, _), (b, _)| compare_bson(a, b, cx));
         let total = keyed.len();

@@ -257,8 +257,10 @@ impl Densify {
 
     fn all(&self, input: Documents<'_>) -> Result<Vec<Document>> {
         let mut passed = Vec::new();
-        // Partitions in the order first seen: key, documents with their values.
+        // Partitions in the order first seen (keys equal by MongoDB's comparison): key,
+        // documents with their values.
         let mut partitions: Vec<(Document, Vec<(Bson, Document)>)> = Vec::new();
+        let mut index = crate::value_set::ValueIndex::default();
         let mut held = 0usize;
         for doc in input {
             let doc = doc?;
@@ -283,9 +285,11 @@ impl Densify {
                     set_output(&mut key, path, v);
                 }
             }
-            match partitions.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, docs)) => docs.push((value, doc)),
-                None => partitions.push((key, vec![(value, doc)])),
+            let (at, new) = index.position(&Bson::Document(key.clone()), partitions.len(), None);
+            if new {
+                partitions.push((key, vec![(value, doc)]));
+            } else {
+                partitions[at].1.push((value, doc));
             }
         }
         for (_, docs) in &mut partitions {
@@ -318,6 +322,8 @@ impl Densify {
             self.check_kind(&pair.0)?;
         }
         let mut out = passed;
+        // What the added documents take, across every partition, bounded like the input.
+        let mut budget = SORT_MEMORY_LIMIT.saturating_sub(held);
         for (key, docs) in partitions {
             let (start, end, end_included) = match &self.bounds {
                 Bounds::Explicit(pair) => (pair.0.clone(), pair.1.clone(), false),
@@ -330,7 +336,7 @@ impl Densify {
                     None => continue,
                 },
             };
-            out.extend(self.fill(&key, docs, start, &end, end_included)?);
+            out.extend(self.fill(&key, docs, start, &end, end_included, &mut budget)?);
         }
         Ok(out)
     }
@@ -343,6 +349,7 @@ impl Densify {
         start: Bson,
         end: &Bson,
         end_included: bool,
+        budget: &mut usize,
     ) -> Result<Vec<Document>> {
         let mut out = Vec::with_capacity(docs.len());
         let mut existing = docs.into_iter().peekable();
@@ -352,7 +359,6 @@ impl Densify {
             Ordering::Equal => end_included,
             Ordering::Greater => false,
         };
-        let mut generated = 0usize;
         while before_end(&current) {
             // The documents before this step go out first.
             while let Some((v, _)) = existing.peek() {
@@ -382,13 +388,14 @@ impl Densify {
             } else {
                 let mut added = key.clone();
                 set_output(&mut added, &self.field, current.clone());
-                generated += 1;
-                if generated * 64 > SORT_MEMORY_LIMIT {
-                    return Err(Error::AggregateMemoryExceeded {
-                        stage: NAME.to_owned(),
-                        limit: SORT_MEMORY_LIMIT,
-                    });
-                }
+                let size = RawDocumentBuf::try_from(&added).map_or(64, |r| r.as_bytes().len());
+                *budget =
+                    budget
+                        .checked_sub(size)
+                        .ok_or_else(|| Error::AggregateMemoryExceeded {
+                            stage: NAME.to_owned(),
+                            limit: SORT_MEMORY_LIMIT,
+                        })?;
                 out.push(added);
             }
             let next = self.next(&current)?;

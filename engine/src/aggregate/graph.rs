@@ -168,17 +168,23 @@ impl GraphLookup {
                     filter = bson::doc! { "$and": [filter, restrict.clone()] };
                 }
                 let mut next = Vec::new();
+                let null_sought = frontier
+                    .iter()
+                    .any(|v| matches!(v, Bson::Null | Bson::Undefined));
                 for result in coll.find(&filter, &options)? {
                     let mut result = result?;
-                    // `$in: [null]` also matches a missing field, which a search does not.
-                    let values = lookup_values(&result, &to_path);
-                    let cx = context.collation.as_deref();
-                    if !values.iter().any(|v| {
-                        frontier
-                            .iter()
-                            .any(|f| compare_bson(v, f, cx) == std::cmp::Ordering::Equal)
-                    }) {
-                        continue;
+                    // `$in: [null]` also matches a missing field, which a search does not:
+                    // with null sought, a document needs a value equal to a sought one.
+                    if null_sought {
+                        let values = lookup_values(&result, &to_path);
+                        let cx = context.collation.as_deref();
+                        if !values.iter().any(|v| {
+                            frontier
+                                .iter()
+                                .any(|f| compare_bson(v, f, cx) == std::cmp::Ordering::Equal)
+                        }) {
+                            continue;
+                        }
                     }
                     let id = value_key(result.get("_id").unwrap_or(&Bson::Null));
                     if !seen.insert(id) {

@@ -37,6 +37,7 @@ mod desugar;
 mod graph;
 mod group;
 mod output;
+mod stats;
 mod window;
 
 use std::rc::Rc;
@@ -111,6 +112,17 @@ impl ReadCollection<'_> {
         if let Some(Stage::Documents(_)) = rest.peek() {
             return from_documents(self.snapshot(), rest.collect(), options, collation);
         }
+        // `$collStats` and `$indexStats` report on the collection instead of reading it.
+        let reported = match rest.peek() {
+            Some(Stage::CollStats(spec)) => Some(vec![spec.report(self)?]),
+            Some(Stage::IndexStats) => Some(stats::index_stats(self)),
+            _ => None,
+        };
+        if let Some(reported) = reported {
+            rest.next();
+            let docs: Documents<'a> = Box::new(reported.into_iter().map(Ok));
+            return Ok(through(docs, rest, self.snapshot(), options, collation));
+        }
         if let Some(Stage::Match(_, spec)) = rest.peek() {
             filter = spec.clone();
             rest.next();
@@ -128,21 +140,32 @@ impl ReadCollection<'_> {
             }
             rest.next();
         }
-        let mut docs: Documents<'a> = if find.limit == Some(0) {
+        let docs: Documents<'a> = if find.limit == Some(0) {
             Box::new(std::iter::empty())
         } else {
             Box::new(self.find(&filter, &find)?)
         };
-        let context = Rc::new(Context {
-            snapshot: self.snapshot(),
-            options: options.clone(),
-            collation,
-        });
-        for stage in rest {
-            docs = stage.stream(docs, &context);
-        }
-        Ok(docs)
+        Ok(through(docs, rest, self.snapshot(), options, collation))
     }
+}
+
+/// `docs` through the rest of the stages.
+fn through<'a>(
+    mut docs: Documents<'a>,
+    stages: impl Iterator<Item = Stage>,
+    snapshot: &'a ReadTxn,
+    options: &AggregateOptions,
+    collation: Option<Arc<Collation>>,
+) -> Documents<'a> {
+    let context = Rc::new(Context {
+        snapshot,
+        options: options.clone(),
+        collation,
+    });
+    for stage in stages {
+        docs = stage.stream(docs, &context);
+    }
+    docs
 }
 
 /// A pipeline whose first stage is `$documents`: it reads no collection.
@@ -159,16 +182,8 @@ fn from_documents<'a>(
                 .with_code(ErrorCode::FAILED_TO_PARSE),
         ));
     };
-    let mut docs: Documents<'a> = Box::new(documents_of(&expr)?.into_iter().map(Ok));
-    let context = Rc::new(Context {
-        snapshot,
-        options: options.clone(),
-        collation,
-    });
-    for stage in stages {
-        docs = stage.stream(docs, &context);
-    }
-    Ok(docs)
+    let docs: Documents<'a> = Box::new(documents_of(&expr)?.into_iter().map(Ok));
+    Ok(through(docs, stages, snapshot, options, collation))
 }
 
 /// Runs a sub-pipeline (of `$lookup` or `$unionWith`) over the collection `from`, or, without
@@ -258,6 +273,9 @@ enum Stage {
     Redact(Expr),
     /// `$documents`: the first stage's documents, instead of the collection's.
     Documents(Expr),
+    /// `$collStats` and `$indexStats` (see `stats`): first stages reporting on the collection.
+    CollStats(stats::CollStats),
+    IndexStats,
     /// `$bucketAuto` (see `bucket_auto`).
     BucketAuto {
         group_by: Expr,
@@ -369,10 +387,12 @@ impl Stage {
             "$densify" => densify::parse(arg)?,
             "$redact" => Stage::Redact(Expr::parse(arg, &scope.with_system(&redact_variables()))?),
             "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
+            "$collStats" => stats::parse_coll_stats(arg)?,
+            "$indexStats" => stats::parse_index_stats(arg)?,
             other => {
                 return Err(stage_error(
                     other,
-                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $setWindowFields, $fill, $densify, $out, $merge)",
+                    "is not a supported aggregation stage ($match, $sort, $skip, $limit, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, $unwind, $group, $count, $lookup, $facet, $unionWith, $sample, $sortByCount, $bucket, $bucketAuto, $graphLookup, $redact, $documents, $setWindowFields, $fill, $densify, $collStats, $indexStats, $out, $merge)",
                 ));
             }
         })
@@ -428,11 +448,9 @@ impl Stage {
                 preserve,
             } => Box::new(input.flat_map(move |doc| -> Documents<'a> {
                 match doc {
-                    Ok(doc) => Box::new(
-                        unwind(doc, &path, index_field.as_deref(), preserve)
-                            .into_iter()
-                            .map(Ok),
-                    ),
+                    Ok(doc) => {
+                        Box::new(unwind(doc, path.clone(), index_field.clone(), preserve).map(Ok))
+                    }
                     Err(e) => Box::new(std::iter::once(Err(e))),
                 }
             })),
@@ -455,16 +473,27 @@ impl Stage {
                 Box::new(input.map(move |doc| search.join(doc?, &context)))
             }
             Stage::Redact(expr) => Box::new(input.filter_map(move |doc| {
-                doc.and_then(|d| redact(d, &expr, collation.as_deref()))
-                    .transpose()
+                doc.and_then(|d| {
+                    let root = d.clone();
+                    let env = Env::collated(&root, collation.as_deref());
+                    redact(d, &expr, &env, true)
+                })
+                .transpose()
             })),
-            Stage::Documents(_) => Box::new(std::iter::once(Err(Error::from(
-                error(
-                    "$documents",
-                    "$documents may only be the first stage of a pipeline",
-                )
-                .with_code(ErrorCode::location(40602)),
-            )))),
+            Stage::Documents(_) | Stage::CollStats(_) | Stage::IndexStats => {
+                let name = match self {
+                    Stage::Documents(_) => "$documents",
+                    Stage::CollStats(_) => "$collStats",
+                    _ => "$indexStats",
+                };
+                Box::new(std::iter::once(Err(Error::from(
+                    error(
+                        name,
+                        format!("{name} may only be the first stage of a pipeline"),
+                    )
+                    .with_code(ErrorCode::location(40602)),
+                ))))
+            }
             Stage::BucketAuto {
                 group_by,
                 buckets,
@@ -488,8 +517,13 @@ fn redact_variables() -> [(&'static str, Bson); 3] {
 /// `$redact` at one level: `$$KEEP` keeps it whole, `$$PRUNE` drops it, `$$DESCEND` keeps its
 /// other fields and decides again for each document below, in fields and in arrays (at any
 /// depth of arrays). `None` is pruned.
-fn redact(doc: Document, expr: &Expr, collation: Option<&Collation>) -> Result<Option<Document>> {
-    let decision = eval_in(expr, &Env::collated(&doc, collation))?;
+fn redact(doc: Document, expr: &Expr, root: &Env<'_>, top: bool) -> Result<Option<Document>> {
+    // `$$ROOT` stays the input document; `CURRENT` is the level decided on.
+    let decision = if top {
+        eval_in(expr, root)?
+    } else {
+        eval_in(expr, &root.with_current(Bson::Document(doc.clone())))?
+    };
     let symbol = match &decision {
         Some(Bson::Symbol(s)) => s.as_str(),
         _ => "",
@@ -500,7 +534,7 @@ fn redact(doc: Document, expr: &Expr, collation: Option<&Collation>) -> Result<O
         "$$DESCEND" => {
             let mut out = Document::new();
             for (key, value) in doc {
-                if let Some(kept) = redact_value(value, expr, collation)? {
+                if let Some(kept) = redact_value(value, expr, root)? {
                     out.insert(key, kept);
                 }
             }
@@ -519,13 +553,13 @@ fn redact(doc: Document, expr: &Expr, collation: Option<&Collation>) -> Result<O
     }
 }
 
-fn redact_value(value: Bson, expr: &Expr, collation: Option<&Collation>) -> Result<Option<Bson>> {
+fn redact_value(value: Bson, expr: &Expr, root: &Env<'_>) -> Result<Option<Bson>> {
     Ok(match value {
-        Bson::Document(d) => redact(d, expr, collation)?.map(Bson::Document),
+        Bson::Document(d) => redact(d, expr, root, false)?.map(Bson::Document),
         Bson::Array(items) => {
             let mut kept = Vec::with_capacity(items.len());
             for item in items {
-                if let Some(v) = redact_value(item, expr, collation)? {
+                if let Some(v) = redact_value(item, expr, root)? {
                     kept.push(v);
                 }
             }
@@ -1136,15 +1170,18 @@ fn parse_accumulator(
 }
 
 /// The documents one input document unwinds to.
+/// `$unwind` of one document, lazily: one document per element, each a copy of the document
+/// without the array plus that element (so an array of n elements costs n small copies, not n
+/// copies of the array).
 fn unwind(
-    doc: Document,
-    path: &[String],
-    index_field: Option<&str>,
+    mut doc: Document,
+    path: Vec<String>,
+    index_field: Option<String>,
     preserve: bool,
-) -> Vec<Document> {
+) -> Box<dyn Iterator<Item = Document>> {
     // A dotted index field is a path; through the unwound element, it writes into it.
-    let with_index = |mut d: Document, i: Option<usize>| {
-        if let Some(f) = index_field {
+    let with_index = move |mut d: Document, i: Option<usize>| {
+        if let Some(f) = &index_field {
             let path: Vec<String> = f.split('.').map(str::to_owned).collect();
             set_output(
                 &mut d,
@@ -1154,25 +1191,48 @@ fn unwind(
         }
         d
     };
-    match lookup(&doc, path) {
-        Some(Bson::Array(items)) if !items.is_empty() => items
-            .into_iter()
-            .enumerate()
-            .map(|(i, item)| {
+    match lookup(&doc, &path) {
+        Some(Bson::Array(_)) => {
+            let Some(Bson::Array(items)) = take_path(&mut doc, &path) else {
+                return Box::new(std::iter::empty());
+            };
+            if items.is_empty() {
+                // Preserved, an empty array's field goes away.
+                remove_path(&mut doc, &path);
+                return if preserve {
+                    Box::new(std::iter::once(with_index(doc, None)))
+                } else {
+                    Box::new(std::iter::empty())
+                };
+            }
+            Box::new(items.into_iter().enumerate().map(move |(i, item)| {
                 let mut d = doc.clone();
-                set_path(&mut d, path, item);
+                set_path(&mut d, &path, item);
                 with_index(d, Some(i))
-            })
-            .collect(),
-        Some(Bson::Array(_)) if preserve => {
-            let mut d = doc;
-            remove_path(&mut d, path);
-            vec![with_index(d, None)]
+            }))
         }
-        None | Some(Bson::Null) if preserve => vec![with_index(doc, None)],
-        Some(Bson::Array(_) | Bson::Null) | None => Vec::new(),
+        None | Some(Bson::Null | Bson::Undefined) if preserve => {
+            Box::new(std::iter::once(with_index(doc, None)))
+        }
+        None | Some(Bson::Null | Bson::Undefined) => Box::new(std::iter::empty()),
         // A value that is not an array unwinds to itself.
-        Some(_) => vec![with_index(doc, None)],
+        Some(_) => Box::new(std::iter::once(with_index(doc, None))),
+    }
+}
+
+/// Removes the value at a path through subdocuments, and gives it back; the parents stay, so
+/// that setting the path again puts a value where it was.
+fn take_path(doc: &mut Document, path: &[String]) -> Option<Bson> {
+    let (first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        // Keep the field's place: replace with null, then the caller sets it.
+        let value = doc.get(first).cloned();
+        doc.insert(first.clone(), Bson::Null);
+        return value;
+    }
+    match doc.get_mut(first) {
+        Some(Bson::Document(d)) => take_path(d, rest),
+        _ => None,
     }
 }
 

@@ -136,6 +136,8 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
         .transpose()?;
     let sort = match spec.get("sortBy") {
         None => None,
+        // An empty `sortBy` orders nothing: as if absent.
+        Some(Bson::Document(d)) if d.is_empty() => None,
         Some(Bson::Document(d)) => {
             let sort = Sort::parse(d)?;
             let fields: Vec<String> = d.keys().cloned().collect();
@@ -155,6 +157,11 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
         return Err(fail(ErrorCode::TYPE_MISMATCH, "`output` must be an object"));
     };
     let sort_fields = sort.as_ref().map_or(0, |(_, f)| f.len());
+    let descending = sort.as_ref().is_some_and(|(s, _)| {
+        s.fields()
+            .first()
+            .is_some_and(|(_, d)| *d == crate::Direction::Descending)
+    });
     let mut outputs: Vec<Output> = Vec::new();
     for (path, spec) in output {
         let path: Vec<String> = path.split('.').map(str::to_owned).collect();
@@ -167,7 +174,14 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
                 format!("the output paths conflict at `{}`", path.join(".")),
             ));
         }
-        outputs.push(parse_output(path, spec, scope, sort_fields)?);
+        let output = parse_output(path, spec, scope, sort_fields)?;
+        if matches!(output.window, Window::Range(..)) && descending {
+            return Err(fail(
+                ErrorCode::location(8_947_401),
+                "a range window needs `sortBy` in ascending order",
+            ));
+        }
+        outputs.push(output);
     }
     Ok(Stage::SetWindowFields(Box::new(SetWindowFields {
         partition_by,
@@ -531,8 +545,10 @@ impl SetWindowFields {
     }
 
     fn all(&self, input: Documents<'_>, cx: Option<&Collation>) -> Result<Vec<Document>> {
-        // Partitions in the order of their keys, each holding its documents as they came.
+        // Partitions by MongoDB's equality of keys, each holding its documents as they came;
+        // then put in key order.
         let mut partitions: Vec<(Bson, Vec<Document>)> = Vec::new();
+        let mut index = crate::value_set::ValueIndex::default();
         let mut held = 0usize;
         for doc in input {
             let doc = doc?;
@@ -556,17 +572,34 @@ impl SetWindowFields {
                     Some(v) => v,
                 },
             };
-            match partitions.binary_search_by(|(k, _)| compare_bson(k, &key, cx)) {
-                Ok(at) => partitions[at].1.push(doc),
-                Err(at) => partitions.insert(at, (key, vec![doc])),
+            let (at, new) = index.position(&key, partitions.len(), cx);
+            if new {
+                partitions.push((key, vec![doc]));
+            } else {
+                partitions[at].1.push(doc);
             }
         }
+        partitions.sort_by(|(a, _), (b, _)| compare_bson(a, b, cx));
+        let mut produced = 0usize;
         let mut out = Vec::new();
         for (_, docs) in partitions {
             let mut partition = self.order(docs, cx)?;
             let mut columns = Vec::with_capacity(self.outputs.len());
             for output in &self.outputs {
-                columns.push(output.compute(&partition, cx)?);
+                let column = output.compute(&partition, cx)?;
+                // What the outputs add is held too, and bounded like the input.
+                produced += column
+                    .iter()
+                    .flatten()
+                    .map(|v| bson::RawBson::try_from(v.clone()).map_or(16, |r| approximate(&r)))
+                    .sum::<usize>();
+                if held + produced > SORT_MEMORY_LIMIT {
+                    return Err(Error::AggregateMemoryExceeded {
+                        stage: NAME.to_owned(),
+                        limit: SORT_MEMORY_LIMIT,
+                    });
+                }
+                columns.push(column);
             }
             for (i, doc) in partition.docs.iter_mut().enumerate() {
                 for (output, column) in self.outputs.iter().zip(&mut columns) {
@@ -613,6 +646,16 @@ impl SetWindowFields {
     }
 }
 
+/// About how many bytes a value takes.
+fn approximate(v: &bson::RawBson) -> usize {
+    match v {
+        bson::RawBson::Document(d) => d.as_bytes().len(),
+        bson::RawBson::Array(a) => a.as_bytes().len(),
+        bson::RawBson::String(s) => s.len() + 8,
+        _ => 16,
+    }
+}
+
 /// A number or a date as a number (milliseconds), for rates and areas.
 fn numeric(v: Option<&Bson>) -> Option<f64> {
     match v? {
@@ -631,9 +674,15 @@ impl Output {
         let mut out = Vec::with_capacity(n);
         match &self.func {
             Function::Accumulate(accumulator, input) => {
-                for i in 0..n {
-                    let range = self.window_at(p, i)?;
-                    out.push(Some(group::over(&p.docs[range], accumulator, input, cx)?));
+                if matches!(self.window, Window::Whole) {
+                    // One window for the whole partition: computed once.
+                    let value = group::over(&p.docs, accumulator, input, cx)?;
+                    out.extend((0..n).map(|_| Some(value.clone())));
+                } else {
+                    for i in 0..n {
+                        let range = self.window_at(p, i)?;
+                        out.push(Some(group::over(&p.docs[range], accumulator, input, cx)?));
+                    }
                 }
             }
             Function::DocumentNumber => {
@@ -803,11 +852,12 @@ impl Output {
                         Bound::Unbounded if low => 0,
                         Bound::Unbounded => n as i64 - 1,
                         Bound::Current => i as i64,
-                        Bound::Offset(k) => i as i64 + k as i64,
+                        // `as` saturates a huge bound; the sum saturates too.
+                        Bound::Offset(k) => (i as i64).saturating_add(k as i64),
                     }
                 };
                 let start = at(*lo, true).clamp(0, n as i64);
-                let end = (at(*hi, false) + 1).clamp(0, n as i64);
+                let end = at(*hi, false).saturating_add(1).clamp(0, n as i64);
                 Ok(start as usize..(end.max(start)) as usize)
             }
             Window::Range(lo, hi, unit) => {
@@ -924,6 +974,15 @@ fn linear_fill(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Ve
             }
         }
     }
+    // The next value at or after each position, found in one pass from the end.
+    let mut next_at = vec![None; n + 1];
+    for i in (0..n).rev() {
+        next_at[i] = if ys[i].is_some() {
+            Some(i)
+        } else {
+            next_at[i + 1]
+        };
+    }
     let mut out = Vec::with_capacity(n);
     let mut previous: Option<usize> = None;
     for i in 0..n {
@@ -932,7 +991,7 @@ fn linear_fill(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Ve
             out.push(Some(y.clone()));
             continue;
         }
-        let next = (i + 1..n).find(|j| ys[*j].is_some());
+        let next = next_at[i + 1];
         out.push(Some(match (previous, next) {
             (Some(a), Some(b)) => {
                 let (ya, yb) = (

@@ -56,11 +56,8 @@ fn whole(op: &str, v: &Bson) -> Result<i64, ExprError> {
         Bson::Double(d) if d.is_finite() && d.trunc().abs() < 9.223_372_036_854_775e18 => {
             Ok(d.trunc() as i64)
         }
-        Bson::Decimal128(d) => {
-            let text = d.to_string();
-            let integral = text.split(['.', 'E', 'e']).next().unwrap_or("");
-            integral.parse().map_err(|_| cannot(op, v))
-        }
+        // Truncated toward zero, whatever notation the decimal prints in (`1.7E+12`).
+        Bson::Decimal128(d) => decimal_whole(&d.to_string()).ok_or_else(|| cannot(op, v)),
         Bson::String(s) => s.trim().parse().map_err(|_| cannot(op, v)),
         Bson::DateTime(d) if op == "$toLong" => Ok(d.timestamp_millis()),
         _ => Err(cannot(op, v)),
@@ -169,17 +166,63 @@ pub(crate) fn to_object_id(v: Bson) -> Result<Option<Bson>, ExprError> {
     }
 }
 
-/// The type `$convert`'s `to` names: by alias (`"int"`) or by BSON type number (16).
+/// The integer part of a decimal's text (`-12.5`, `1.7E+12`, `15E-1`); `None` when it is not
+/// finite or does not fit a long.
+fn decimal_whole(text: &str) -> Option<i64> {
+    let (mantissa, exponent) = match text.find(['E', 'e']) {
+        Some(at) => (&text[..at], text[at + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let negative = mantissa.starts_with('-');
+    let mantissa = mantissa.trim_start_matches(['-', '+']);
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits = format!("{int_part}{frac_part}");
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // The decimal point sits after `int_part.len() + exponent` digits.
+    let point = i64::try_from(int_part.len()).ok()? + i64::from(exponent);
+    let whole = if point <= 0 {
+        String::from("0")
+    } else {
+        let point = usize::try_from(point).ok()?;
+        if point > 40 {
+            return None;
+        }
+        while digits.len() < point {
+            digits.push('0');
+        }
+        digits[..point].to_owned()
+    };
+    let magnitude: i128 = whole.parse().ok()?;
+    i64::try_from(if negative { -magnitude } else { magnitude }).ok()
+}
+
+/// The type `$convert`'s `to` names, by alias (`"int"`) or by BSON type number (16). Types it
+/// cannot convert to are named too: their conversion fails, so `onError` applies.
 fn target(v: &Bson) -> Option<&'static str> {
-    const TYPES: [(&str, i64); 8] = [
+    const TYPES: [(&str, i64); 21] = [
         ("double", 1),
         ("string", 2),
+        ("object", 3),
+        ("array", 4),
+        ("binData", 5),
+        ("undefined", 6),
         ("objectId", 7),
         ("bool", 8),
         ("date", 9),
+        ("null", 10),
+        ("regex", 11),
+        ("dbPointer", 12),
+        ("javascript", 13),
+        ("symbol", 14),
+        ("javascriptWithScope", 15),
         ("int", 16),
+        ("timestamp", 17),
         ("long", 18),
         ("decimal", 19),
+        ("minKey", -1),
+        ("maxKey", 127),
     ];
     match v {
         Bson::String(s) => TYPES.iter().find(|(n, _)| n == s).map(|(n, _)| *n),
@@ -233,7 +276,11 @@ pub(crate) fn convert(args: &Args) -> Result<Option<Bson>, ExprError> {
         "date" => to_date(input),
         "int" => to_int(input),
         "long" => to_long(input),
-        _ => to_decimal(input),
+        "decimal" => to_decimal(input),
+        other => Err(
+            super::error(op, format!("conversion to {other} is not supported"))
+                .with_code(ErrorCode::CONVERSION_FAILURE),
+        ),
     };
     match converted {
         Err(e) if args.given("onError") => {

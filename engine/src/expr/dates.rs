@@ -1210,6 +1210,10 @@ pub(crate) fn diff(args: &Args) -> Result<Option<Bson>, ExprError> {
     let Some(mut v) = all_present(args, &["startDate", "endDate", "unit", "timezone"])? else {
         return Ok(Some(Bson::Null));
     };
+    let week = matches!(v.get(2), Some(Bson::String(u)) if u == "week");
+    if week && args.given("startOfWeek") && is_nullish(args.get("startOfWeek")?.as_ref()) {
+        return Ok(Some(Bson::Null));
+    }
     let (zone, unit, end, start) = (v.pop(), v.pop(), v.pop(), v.pop());
     let not_date = |e: ExprError| e.with_code(code(5_166_307));
     let start = instant(op, start).map_err(not_date)?.unwrap_or(0);
@@ -1261,6 +1265,13 @@ pub(crate) fn trunc(args: &Args) -> Result<Option<Bson>, ExprError> {
     let Some(mut v) = all_present(args, &["date", "unit", "timezone"])? else {
         return Ok(Some(Bson::Null));
     };
+    // A written `binSize`, or `startOfWeek` for weeks, that is null also gives null first.
+    let week = matches!(v.get(1), Some(Bson::String(u)) if u == "week");
+    if (args.given("binSize") && is_nullish(args.get("binSize")?.as_ref()))
+        || (week && args.given("startOfWeek") && is_nullish(args.get("startOfWeek")?.as_ref()))
+    {
+        return Ok(Some(Bson::Null));
+    }
     let (zone, unit, date) = (v.pop(), v.pop(), v.pop());
     let millis = instant(op, date)
         .map_err(|e| e.with_code(code(5_439_012)))?
@@ -1298,18 +1309,29 @@ pub(crate) fn trunc(args: &Args) -> Result<Option<Bson>, ExprError> {
     };
     let local_time = to_local(&zone, millis);
     let reference = REFERENCE_DAYS * DAY;
+    let overflow = || {
+        error(
+            op,
+            "the start of the date's bin is out of the range of dates",
+        )
+        .with_code(ErrorCode::OVERFLOW)
+    };
     let start_local = if let Some(length) = unit.millis() {
         let size = i128::from(length) * i128::from(bin);
         let offset = i128::from(local_time) - i128::from(reference);
         let start = i128::from(reference) + offset.div_euclid(size) * size;
-        i64::try_from(start).unwrap_or(i64::MIN)
+        i64::try_from(start).map_err(|_| overflow())?
     } else if let Some(months) = unit.months() {
         let c = civil(local_time);
         let since = (i128::from(c.year) - 2000) * 12 + i128::from(c.month) - 1;
         let size = i128::from(months) * i128::from(bin);
         let start = since.div_euclid(size) * size + 2000 * 12;
-        let start = i64::try_from(start).unwrap_or(i64::MIN / DAY / 31);
-        month_day(start, 1).saturating_mul(DAY)
+        // Months beyond any date's year (the range of dates is under 300 million years).
+        let start = i64::try_from(start)
+            .ok()
+            .filter(|m| m.unsigned_abs() < 1 << 40)
+            .ok_or_else(overflow)?;
+        month_day(start, 1).checked_mul(DAY).ok_or_else(overflow)?
     } else {
         // Weeks from the first `startOfWeek` on or after the reference (a Saturday).
         let (first, size) = if unit == Unit::Week {
@@ -1323,13 +1345,12 @@ pub(crate) fn trunc(args: &Args) -> Result<Option<Bson>, ExprError> {
         };
         let days = i128::from(local_time.div_euclid(DAY)) - i128::from(first);
         let start = i128::from(first) + days.div_euclid(size) * size;
-        i64::try_from(start)
-            .unwrap_or(i64::MIN / DAY)
-            .saturating_mul(DAY)
+        i64::try_from(start * i128::from(DAY)).map_err(|_| overflow())?
     };
     let result = if unit.millis().is_some() {
         // Fixed lengths: the bin's start keeps the offset the date had.
-        millis - (local_time - start_local)
+        let back = i128::from(local_time) - i128::from(start_local);
+        i64::try_from(i128::from(millis) - back).map_err(|_| overflow())?
     } else {
         from_local(&zone, start_local)
     };

@@ -55,6 +55,14 @@ impl<'a> Env<'a> {
         }
     }
 
+    /// This environment with `CURRENT` (what field paths read) rebound to `value`; `$$ROOT`
+    /// stays the document (`$redact` at a nested level).
+    pub(crate) fn with_current(&self, value: Bson) -> Env<'_> {
+        let mut inner = self.with([]);
+        inner.current = Current::Rebound(Some(value));
+        inner
+    }
+
     fn with(&self, bindings: impl IntoIterator<Item = (String, Option<Bson>)>) -> Env<'_> {
         let mut vars = self.vars.clone();
         vars.extend(bindings);

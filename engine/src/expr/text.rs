@@ -79,7 +79,9 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
         Named::RegexFindAll => Bson::Array(Vec::new()),
         _ => Bson::Null,
     };
-    let (pattern, mut flags) = match args.get("regex")? {
+    let regex = args.get("regex")?;
+    let regex_null = !matches!(regex, Some(Bson::String(_) | Bson::RegularExpression(_)));
+    let (pattern, mut flags) = match regex {
         Some(Bson::String(p)) => (p, String::new()),
         Some(Bson::RegularExpression(r)) => (r.pattern.to_string(), r.options.to_string()),
         None | Some(Bson::Null | Bson::Undefined) => (String::new(), String::new()),
@@ -94,10 +96,6 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
             .with_code(c(51105)));
         }
     };
-    let regex_null = !matches!(
-        args.get("regex")?,
-        Some(Bson::String(_) | Bson::RegularExpression(_))
-    );
     match args.get("options")? {
         None | Some(Bson::Null | Bson::Undefined) => {}
         Some(Bson::String(o)) if flags.is_empty() => {
@@ -177,6 +175,19 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
     let Some(input) = input else {
         return Ok(Some(nothing()));
     };
+    // Code points before a byte offset, counted on from the last offset asked (matches come in
+    // order, so the input is walked once).
+    let counted = std::cell::Cell::new((0usize, 0usize));
+    let code_points_before = |at: usize| {
+        let (from, n) = counted.get();
+        let n = if at >= from {
+            n + input[from..at].chars().count()
+        } else {
+            input[..at].chars().count()
+        };
+        counted.set((at, n));
+        n
+    };
     let found = |m: &regex::Captures<'_>| {
         let whole = m.get(0).map_or(0..0, |g| g.range());
         let captures = (1..m.len())
@@ -187,7 +198,7 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
             .collect();
         let mut d = Document::new();
         d.insert("match", input[whole.clone()].to_owned());
-        d.insert("idx", count_as_int(input[..whole.start].chars().count()));
+        d.insert("idx", count_as_int(code_points_before(whole.start)));
         d.insert("captures", Bson::Array(captures));
         Bson::Document(d)
     };

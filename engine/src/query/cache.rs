@@ -6,6 +6,10 @@
 //! Entries are keyed by the collection's index set (ids and multikey flags), so creating,
 //! dropping or changing an index makes the old entries unreachable; the cache is bounded and
 //! cleared when full.
+//!
+//! Beside the choices, the cache counts how many operations each index served since the
+//! database was opened (`$indexStats`' `accesses`): every plan a query, a count, a distinct or a
+//! write runs is counted once per index it reads.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -28,12 +32,61 @@ pub(crate) enum Choice {
     Other,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PlanCache {
     entries: Mutex<HashMap<String, Choice>>,
+    /// Operations per (collection id, index id).
+    uses: Mutex<HashMap<(u64, u64), u64>>,
+    /// When the counting started.
+    since: bson::DateTime,
+}
+
+impl Default for PlanCache {
+    fn default() -> PlanCache {
+        PlanCache {
+            entries: Mutex::default(),
+            uses: Mutex::default(),
+            since: bson::DateTime::now(),
+        }
+    }
 }
 
 impl PlanCache {
+    /// Counts one operation for each index `plan` reads.
+    pub(crate) fn used(&self, meta: &CollectionMeta, plan: &super::plan::Plan) {
+        fn indexes<'p>(plan: &'p super::plan::Plan, out: &mut Vec<&'p str>) {
+            match &plan.access {
+                super::plan::Access::IndexScan(scan) => out.push(&scan.index),
+                super::plan::Access::Or(branches) => {
+                    for branch in branches {
+                        indexes(branch, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut names = Vec::new();
+        indexes(plan, &mut names);
+        if names.is_empty() {
+            return;
+        }
+        let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+        for name in names {
+            if let Some(index) = meta.index(name) {
+                *uses.entry((meta.id, index.id)).or_default() += 1;
+            }
+        }
+    }
+
+    /// How many operations an index served, and since when.
+    pub(crate) fn uses(&self, collection: u64, index: u64) -> (u64, bson::DateTime) {
+        let uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+        (
+            uses.get(&(collection, index)).copied().unwrap_or(0),
+            self.since,
+        )
+    }
+
     pub(crate) fn get(&self, key: &str) -> Option<Choice> {
         self.entries
             .lock()

@@ -149,6 +149,7 @@ impl ReadCollection<'_> {
             self.len()?
         } else {
             let plan = self.best_plan(&filter, None);
+            self.plan_cache().used(self.meta(), &plan);
             let covering = covered::covering(self.meta(), &plan, &filter, None, Output::Count);
             let mut n = 0u64;
             for candidate in Candidates::new(self, &plan, covering)? {
@@ -184,6 +185,7 @@ impl ReadCollection<'_> {
         let mut seen = crate::value_set::ValueIndex::default();
         let mut values: Vec<bson::RawBson> = Vec::new();
         let plan = self.best_plan(&filter, None);
+        self.plan_cache().used(self.meta(), &plan);
         for candidate in Candidates::new(self, &plan, None)? {
             let candidate = candidate?;
             let raw = candidate.raw(self.name())?;
@@ -240,12 +242,14 @@ pub(crate) fn choose_plan(
     sort: Option<&Sort>,
     hint: Option<&Bson>,
 ) -> Result<Plan> {
-    match hint {
+    let plan = match hint {
         Some(hint) => hinted(hint, filter, sort, &meta.indexes).map_err(|reason| {
             Error::InvalidFilter(super::filter::FilterError::new("", "hint", reason))
-        }),
-        None => Ok(best_plan(meta, cache, filter, sort)),
-    }
+        })?,
+        None => best_plan(meta, cache, filter, sort),
+    };
+    cache.used(meta, &plan);
+    Ok(plan)
 }
 
 /// The best-ranked plan, through the plan cache: a query of a cached shape goes straight to the

@@ -75,20 +75,7 @@ pub fn spec_from_document(index: &Document) -> Result<IndexSpec, CommandError> {
 
 /// How `listIndexes` shows an index.
 pub fn spec_to_document(spec: &IndexSpec) -> Document {
-    let mut doc = doc! {"v": 2, "key": spec.keys_document(), "name": spec.name()};
-    if spec.is_unique() {
-        doc.insert("unique", true);
-    }
-    if spec.is_sparse() {
-        doc.insert("sparse", true);
-    }
-    if let Some(ttl) = spec.ttl() {
-        doc.insert("expireAfterSeconds", ttl.as_secs() as i64);
-    }
-    if let Some(partial) = spec.partial_filter() {
-        doc.insert("partialFilterExpression", partial.document().clone());
-    }
-    doc
+    spec.to_document()
 }
 
 pub fn create_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
