@@ -210,36 +210,37 @@ pub fn rename_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult
     Ok(Document::new().into())
 }
 
-/// The statistics of one collection, as `collStats` and `$collStats` give them.
+/// The statistics of one collection, as `collStats` and `$collStats` give them: the engine's
+/// `$collStats` storage statistics (zeros for a collection that does not exist).
 pub fn collection_stats(ctx: &Ctx<'_>, collection: &str) -> Result<Document, CommandError> {
     let collection = collection.to_owned();
     let stats = session::read(ctx, move |txn| {
         let Some(c) = txn.collection(&collection)? else {
             return Ok(None);
         };
-        let mut count = 0i64;
-        let mut size = 0i64;
-        for doc in c.scan()? {
-            count += 1;
-            size += doc?.bytes().len() as i64;
-        }
-        let indexes = txn.list_indexes(&collection);
-        let names: Vec<String> = indexes.iter().map(|s| s.name().to_owned()).collect();
-        Ok(Some((count, size, names)))
+        let report = c.aggregate(
+            &[doc! {"$collStats": {"storageStats": {}}}],
+            &odm_engine::aggregate::AggregateOptions::default(),
+        )?;
+        Ok(report
+            .into_iter()
+            .next()
+            .and_then(|mut d| d.remove("storageStats")))
     })?
     .flatten();
-    let (count, size, names) = stats.unwrap_or((0, 0, Vec::new()));
-    let index_sizes: Document = names.iter().map(|n| (n.clone(), Bson::Int64(0))).collect();
-    Ok(doc! {
-        "count": count,
-        "size": size,
-        "avgObjSize": if count > 0 { size / count } else { 0 },
-        "storageSize": size,
-        "nindexes": names.len() as i32,
-        "indexSizes": index_sizes,
-        "totalIndexSize": 0i64,
-        "totalSize": size,
-        "capped": false,
+    Ok(match stats {
+        Some(Bson::Document(d)) => d,
+        _ => doc! {
+            "size": 0_i64,
+            "count": 0_i64,
+            "avgObjSize": 0_i64,
+            "storageSize": 0_i64,
+            "nindexes": 0,
+            "indexSizes": {},
+            "totalIndexSize": 0_i64,
+            "totalSize": 0_i64,
+            "capped": false,
+        },
     })
 }
 
