@@ -228,9 +228,10 @@ pub fn collection_stats(ctx: &Ctx<'_>, collection: &str) -> Result<Document, Com
             .and_then(|mut d| d.remove("storageStats")))
     })?
     .flatten();
-    Ok(match stats {
-        Some(Bson::Document(d)) => d,
-        _ => doc! {
+    Ok(if let Some(Bson::Document(d)) = stats {
+        d
+    } else {
+        doc! {
             "size": 0_i64,
             "count": 0_i64,
             "avgObjSize": 0_i64,
@@ -240,7 +241,7 @@ pub fn collection_stats(ctx: &Ctx<'_>, collection: &str) -> Result<Document, Com
             "totalIndexSize": 0_i64,
             "totalSize": 0_i64,
             "capped": false,
-        },
+        }
     })
 }
 
