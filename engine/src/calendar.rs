@@ -8,6 +8,23 @@
 //! offset in a gap, the earlier in a fold). Beyond the years jiff represents (-9999 to 9999),
 //! a zone's offset is the one it has at the nearest representable instant.
 
+/// The months' English names, January first (`$dateToString`'s `%B`, the data tools' date
+/// layouts).
+pub const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
 /// The parts of a UTC date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Civil {

@@ -23,7 +23,6 @@ use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Scope, compare_bson, error, eval_in, type_alias};
-use crate::query::SORT_MEMORY_LIMIT;
 
 fn failure(code: ErrorCode, reason: impl std::fmt::Display) -> Error {
     Error::from(error("$bucketAuto", reason).with_code(code))
@@ -420,13 +419,7 @@ pub(super) fn run(
         for doc in input {
             let doc = doc?;
             let key = eval_in(&group_by, &Env::collated(&doc, cx))?.unwrap_or(Bson::Null);
-            held += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
-            if held > SORT_MEMORY_LIMIT {
-                return Err(Error::AggregateMemoryExceeded {
-                    stage: "$bucketAuto".to_owned(),
-                    limit: SORT_MEMORY_LIMIT,
-                });
-            }
+            super::hold(&mut held, &doc, "$bucketAuto")?;
             keyed.push((key, doc));
         }
         // With a granularity every value must be a non-negative number, checked first.

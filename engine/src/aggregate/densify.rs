@@ -264,13 +264,7 @@ impl Densify {
         let mut held = 0usize;
         for doc in input {
             let doc = doc?;
-            held += RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
-            if held > SORT_MEMORY_LIMIT {
-                return Err(Error::AggregateMemoryExceeded {
-                    stage: NAME.to_owned(),
-                    limit: SORT_MEMORY_LIMIT,
-                });
-            }
+            super::hold(&mut held, &doc, NAME)?;
             let value = match lookup(&doc, &self.field) {
                 None | Some(Bson::Null | Bson::Undefined) => {
                     passed.push(doc);

@@ -91,15 +91,7 @@ impl ReadCollection<'_> {
                 max: crate::MAX_INPUT_DEPTH,
             });
         }
-        let scope = Scope::with_let(options.let_vars.as_ref())?;
-        let collation = match &options.collation {
-            Some(spec) => Collation::parse(spec)?,
-            None => None,
-        };
-        let stages = desugar::expand(pipeline, &scope)?
-            .iter()
-            .map(|s| Stage::parse(s, &scope, collation.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
+        let (stages, collation) = parse_pipeline(pipeline, options)?;
         // The leading $match, $sort, $skip and $limit become a find.
         let mut find = FindOptions {
             let_vars: options.let_vars.clone(),
@@ -200,6 +192,28 @@ fn sub_pipeline(
             None => Ok(Vec::new()),
         };
     }
+    let (stages, collation) = parse_pipeline(pipeline, options)?;
+    from_documents(snapshot, stages, options, collation)?.collect()
+}
+
+/// Counts `doc`'s encoded size into `held`, what a blocking stage holds; past
+/// [`SORT_MEMORY_LIMIT`] the stage fails rather than grows on.
+fn hold(held: &mut usize, doc: &Document, stage: &str) -> Result<()> {
+    *held += bson::RawDocumentBuf::try_from(doc).map_or(0, |r| r.as_bytes().len());
+    if *held > SORT_MEMORY_LIMIT {
+        return Err(Error::AggregateMemoryExceeded {
+            stage: stage.to_owned(),
+            limit: SORT_MEMORY_LIMIT,
+        });
+    }
+    Ok(())
+}
+
+/// The stages of a pipeline, parsed with its `let` variables and collation.
+fn parse_pipeline(
+    pipeline: &[Document],
+    options: &AggregateOptions,
+) -> Result<(Vec<Stage>, Option<Arc<Collation>>)> {
     let scope = Scope::with_let(options.let_vars.as_ref())?;
     let collation = match &options.collation {
         Some(spec) => Collation::parse(spec)?,
@@ -209,7 +223,7 @@ fn sub_pipeline(
         .iter()
         .map(|s| Stage::parse(s, &scope, collation.as_ref()))
         .collect::<Result<Vec<_>>>()?;
-    from_documents(snapshot, stages, options, collation)?.collect()
+    Ok((stages, collation))
 }
 
 /// Documents flowing out of a stage, pulled one at a time.
@@ -648,13 +662,7 @@ fn sample(input: Documents<'_>, size: u64) -> Result<Vec<Document>> {
     for (seen, doc) in input.enumerate() {
         let doc = doc?;
         if (kept.len() as u64) < size {
-            held += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
-            if held > SORT_MEMORY_LIMIT {
-                return Err(Error::AggregateMemoryExceeded {
-                    stage: "$sample".to_owned(),
-                    limit: SORT_MEMORY_LIMIT,
-                });
-            }
+            hold(&mut held, &doc, "$sample")?;
             kept.push(doc);
         } else {
             let j = next(seen as u64 + 1);

@@ -552,13 +552,7 @@ impl SetWindowFields {
         let mut held = 0usize;
         for doc in input {
             let doc = doc?;
-            held += RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
-            if held > SORT_MEMORY_LIMIT {
-                return Err(Error::AggregateMemoryExceeded {
-                    stage: NAME.to_owned(),
-                    limit: SORT_MEMORY_LIMIT,
-                });
-            }
+            super::hold(&mut held, &doc, NAME)?;
             let key = match &self.partition_by {
                 None => Bson::Null,
                 Some(e) => match eval_in(e, &Env::collated(&doc, cx))? {

@@ -129,20 +129,7 @@ pub(crate) fn part(op: &str, mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, E
 
 // ---- $dateToString ----
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
+use crate::calendar::MONTH_NAMES as MONTHS;
 
 /// A year as `%Y` and `%G` write it: four digits, 0 to 9999.
 fn four_digit_year(op: &str, year: i64) -> Result<String, ExprError> {
@@ -205,19 +192,29 @@ fn format_date(op: &str, millis: i64, zone: &Zone, format: &str) -> Result<Strin
     Ok(out)
 }
 
+/// A `format` argument: `Ok(None)` when not written, `Err(None)` when null or missing (the
+/// result is then null), the string otherwise; another type is refused with `code`.
+fn format_arg(
+    args: &Args,
+    code_if_not_string: i32,
+) -> Result<std::result::Result<Option<String>, ()>, ExprError> {
+    match args.get("format")? {
+        None if args.given("format") => Ok(Err(())),
+        None => Ok(Ok(None)),
+        Some(Bson::Null | Bson::Undefined) => Ok(Err(())),
+        Some(Bson::String(f)) => Ok(Ok(Some(f))),
+        Some(other) => Err(
+            error(args.op(), format!("`format` must be a string, not {other}"))
+                .with_code(code(code_if_not_string)),
+        ),
+    }
+}
+
 /// `$dateToString: {date, format, timezone, onNull}`.
 pub(crate) fn to_string(args: &Args) -> Result<Option<Bson>, ExprError> {
     let op = args.op();
-    let format = match args.get("format")? {
-        None if args.given("format") => return Ok(Some(Bson::Null)),
-        None => None,
-        Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-        Some(Bson::String(f)) => Some(f),
-        Some(other) => {
-            return Err(
-                error(op, format!("`format` must be a string, not {other}")).with_code(code(18533))
-            );
-        }
+    let Ok(format) = format_arg(args, 18533)? else {
+        return Ok(Some(Bson::Null));
     };
     let date = instant(op, args.get("date")?)?;
     let Some(zone) = zone_arg(args)? else {
@@ -857,16 +854,8 @@ pub(crate) fn parse_date_string(text: &str) -> Result<i64, String> {
 /// `$dateFromString: {dateString, format, timezone, onError, onNull}`.
 pub(crate) fn from_string(args: &Args) -> Result<Option<Bson>, ExprError> {
     let op = args.op();
-    let format = match args.get("format")? {
-        None if args.given("format") => return Ok(Some(Bson::Null)),
-        None => None,
-        Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-        Some(Bson::String(f)) => Some(f),
-        Some(other) => {
-            return Err(
-                error(op, format!("format must be a string, found {other}")).with_code(code(40684))
-            );
-        }
+    let Ok(format) = format_arg(args, 40684)? else {
+        return Ok(Some(Bson::Null));
     };
     if let Some(f) = &format {
         check_parse_format(op, f)?;

@@ -490,20 +490,7 @@ fn checked(tokens: Vec<DateToken>, layout: &str) -> Result<Vec<DateToken>, Strin
     Ok(tokens)
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
+use odm_engine::calendar::MONTH_NAMES as MONTHS;
 const WEEKDAYS: [&str; 7] = [
     "Monday",
     "Tuesday",
