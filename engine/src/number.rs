@@ -7,7 +7,12 @@
 
 use std::cmp::Ordering;
 
-use bson::Decimal128;
+use bson::{Bson, Decimal128};
+
+/// `n` as an int32 when it fits, else an int64: how MongoDB writes counts and whole results.
+pub(crate) fn int_or_long(n: i64) -> Bson {
+    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+}
 
 /// 2^63, the first double above every int64.
 const TWO_POW_63: f64 = (1u64 << 63) as f64;

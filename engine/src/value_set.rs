@@ -59,6 +59,17 @@ impl ValueIndex {
     }
 }
 
+/// Whether `a` and `b` are one value under the equality [`ValueIndex`] keeps.
+pub(crate) fn equal(a: &Bson, b: &Bson, collation: Option<&Collation>) -> bool {
+    match collation {
+        None => matches!((encoding(a), encoding(b)), (Some(x), Some(y)) if x == y),
+        Some(c) => match (RawBson::try_from(a.clone()), RawBson::try_from(b.clone())) {
+            (Ok(x), Ok(y)) => compare_in(x.as_raw_bson_ref(), y.as_raw_bson_ref(), Some(c)).is_eq(),
+            _ => false,
+        },
+    }
+}
+
 /// The key encoding of a value; `None` for one the encoding refuses (none in practice), which
 /// then counts as a value of its own.
 fn encoding(value: &Bson) -> Option<Vec<u8>> {

@@ -136,3 +136,36 @@ fn add_to_set_and_distinct_use_mongodb_equality() {
     assert_eq!(set[0].get_array("s").unwrap().len(), 3);
     assert_eq!(rc.distinct_with("v", &doc! {}, None).unwrap().len(), 3);
 }
+
+/// Grouped by a field an index orders (here `_id`), `$group` reads the index in key order and
+/// passes each group on when the key changes: it holds one group at a time, so the 110 MiB
+/// of pushed values that a group holding every group at once could not hold go through.
+#[test]
+fn group_in_key_order_holds_one_group_at_a_time() {
+    let db = big_collection();
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let pipeline = [
+        doc! { "$group": { "_id": "$_id", "pads": { "$push": "$pad" } } },
+        doc! { "$project": { "size": { "$strLenBytes": { "$arrayElemAt": ["$pads", 0] } } } },
+    ];
+    let groups = c
+        .aggregate(&pipeline, &AggregateOptions::default())
+        .unwrap();
+    assert_eq!(groups.len(), 110);
+    assert!(
+        groups
+            .iter()
+            .all(|g| g.get_i32("size").ok() == Some(1 << 20))
+    );
+    // The same groups keyed by an expression no index orders must hold them all, and cannot.
+    let unordered =
+        [doc! { "$group": { "_id": { "$add": ["$_id", 0] }, "pads": { "$push": "$pad" } } }];
+    let err = c
+        .aggregate(&unordered, &AggregateOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::AggregateMemoryExceeded { .. }),
+        "{err}"
+    );
+}

@@ -32,6 +32,19 @@ same(indexes, ["_id_", "kind_1_n_-1"]);
 const plan = coll.find({ kind: "a" }).explain();
 assert.strictEqual(plan.queryPlanner.winningPlan.inputStage.indexName, "kind_1_n_-1");
 
+// A pipeline's explain shows the find its head runs as, then each stage. The group reads
+// `kind` and `n`, both in the index: a covered scan in key order, grouped as it streams.
+const grouped = coll
+  .explain("executionStats")
+  .aggregate([{ $group: { _id: "$kind", total: { $sum: "$n" } } }, { $sort: { total: -1 } }]);
+const head = grouped.stages[0].$cursor;
+assert.strictEqual(head.queryPlanner.winningPlan.stage, "PROJECTION_COVERED");
+assert.strictEqual(head.queryPlanner.winningPlan.inputStage.indexName, "kind_1_n_-1");
+assert.strictEqual(head.executionStats.totalDocsExamined, 0);
+same(grouped.stages.slice(1).map((s) => Object.keys(s)[0]), ["$group", "$sort"]);
+assert.strictEqual(grouped.stages[1].nReturned, 3);
+assert.strictEqual(grouped.stages[1].inKeyOrder, true);
+
 assert.strictEqual(coll.updateOne({ _id: 2 }, { $inc: { n: 1 } }).modifiedCount, 1);
 assert.strictEqual(coll.findOne({ _id: 2 }).n, 8);
 assert.strictEqual(coll.deleteMany({ kind: "a" }).deletedCount, 2);

@@ -488,9 +488,11 @@ pub(super) fn run(
             };
             let grouped = group::group(
                 members.into_iter().map(|(_, d)| Ok(d)),
-                &Expr::Literal(Bson::Null),
-                &fields,
-                cx,
+                &mut group::Grouping::new(
+                    Expr::Literal(Bson::Null),
+                    fields.clone(),
+                    collation.clone(),
+                ),
             )?;
             let mut bucket = doc! {"_id": {"min": min, "max": max}};
             if let Some(first) = grouped.into_iter().next() {

@@ -21,6 +21,8 @@
 //!   answered exactly: the value at rank `ceil(n·p) − 1` of the sorted numbers, a double, which
 //!   is what MongoDB's digest gives on the inputs it holds exactly.
 
+use std::sync::Arc;
+
 use bson::{Bson, Document, RawDocumentBuf};
 
 use crate::code::ErrorCode;
@@ -31,7 +33,7 @@ use crate::expr::{
     Env, Expr, ExprError, Func, accumulate_values, as_f64, error, eval_in, type_alias,
 };
 use crate::query::{SORT_MEMORY_LIMIT, Sort};
-use crate::value_set::{ValueIndex, ValueSet};
+use crate::value_set::{self, ValueIndex, ValueSet};
 
 #[derive(Debug, Clone)]
 pub(super) enum Accumulator {
@@ -527,57 +529,92 @@ struct Group {
     states: Vec<State>,
 }
 
-/// Groups `docs` and returns one document per group, in the order groups were first seen.
-pub(super) fn group(
-    docs: impl Iterator<Item = Result<Document>>,
-    id: &Expr,
-    fields: &[(String, Accumulator, Expr)],
-    collation: Option<&Collation>,
-) -> Result<Vec<Document>> {
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index = ValueIndex::default();
-    let mut held: isize = 0;
-    let sorted: Vec<&Sort> = fields
-        .iter()
-        .filter_map(|(_, a, _)| match a {
-            Accumulator::Sorted { sort, .. } => Some(sort),
-            _ => None,
-        })
-        .collect();
-    let mut arrival = 0u64;
-    for doc in docs {
-        let doc = doc?;
-        let env = Env::collated(&doc, collation);
-        let key = eval_in(id, &env)?.unwrap_or(Bson::Null);
-        let (position, new) = index.position(&key, groups.len(), collation);
-        if new {
-            held += (approximate_size(&key) + 64 * fields.len()) as isize;
-            let key_doc = match &key {
-                Bson::Document(d) => d.clone(),
-                _ => Document::new(),
-            };
-            let env = key_env(&key_doc, collation);
-            let states = fields
-                .iter()
-                .map(|(_, a, _)| State::new(a, &env))
-                .collect::<Result<Vec<_>>>()?;
-            groups.push(Group { key, states });
+/// What a `$group` stage computes per document: the key, and each field's state.
+pub(super) struct Grouping {
+    id: Expr,
+    fields: Vec<(String, Accumulator, Expr)>,
+    collation: Option<Arc<Collation>>,
+    /// Where the sorts of `$top` and its kin are, in field order.
+    sorted_fields: Vec<usize>,
+    /// Documents seen so far: the tie-breaker of the sorted accumulators.
+    arrival: u64,
+}
+
+impl Grouping {
+    pub(super) fn new(
+        id: Expr,
+        fields: Vec<(String, Accumulator, Expr)>,
+        collation: Option<Arc<Collation>>,
+    ) -> Grouping {
+        let sorted_fields = fields
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, a, _))| a.sorts())
+            .map(|(i, _)| i)
+            .collect();
+        Grouping {
+            id,
+            fields,
+            collation,
+            sorted_fields,
+            arrival: 0,
         }
+    }
+
+    /// The field the key is, when it is one field's value (`"$a.b"`): `a.b`.
+    pub(super) fn key_field(&self) -> Option<String> {
+        match &self.id {
+            Expr::Field(path) => Some(path.join(".")),
+            Expr::Root(path) | Expr::Current(path) if !path.is_empty() => Some(path.join(".")),
+            _ => None,
+        }
+    }
+
+    fn collation(&self) -> Option<&Collation> {
+        self.collation.as_deref()
+    }
+
+    fn key(&self, doc: &Document) -> Result<Bson> {
+        Ok(eval_in(&self.id, &Env::collated(doc, self.collation()))?.unwrap_or(Bson::Null))
+    }
+
+    /// A new group of `key`, and roughly how many bytes it holds.
+    fn open(&self, key: Bson) -> Result<(Group, isize)> {
+        let size = (approximate_size(&key) + 64 * self.fields.len()) as isize;
+        let key_doc = match &key {
+            Bson::Document(d) => d.clone(),
+            _ => Document::new(),
+        };
+        let env = key_env(&key_doc, self.collation());
+        let states = self
+            .fields
+            .iter()
+            .map(|(_, a, _)| State::new(a, &env))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((Group { key, states }, size))
+    }
+
+    /// Adds `doc` to `group` (`first`: the group's first document); returns how many bytes the
+    /// group grew by.
+    fn add(&mut self, group: &mut Group, doc: &Document, first: bool) -> Result<isize> {
         // The sort keys of `$top` and its kin, read once per document and sort.
         let mut keys = Vec::new();
-        if !sorted.is_empty() {
-            let raw = RawDocumentBuf::try_from(&doc).map_err(|e| {
+        if !self.sorted_fields.is_empty() {
+            let raw = RawDocumentBuf::try_from(doc).map_err(|e| {
                 Error::from(error("$group", format!("a document does not encode: {e}")))
             })?;
-            keys = sorted
-                .iter()
-                .map(|sort| (sort.keys(&raw, collation), arrival))
-                .collect();
-            arrival += 1;
+            for &i in &self.sorted_fields {
+                if let Accumulator::Sorted { sort, .. } = &self.fields[i].1 {
+                    keys.push((sort.keys(&raw, self.collation()), self.arrival));
+                }
+            }
+            self.arrival += 1;
         }
-        let group = &mut groups[position];
+        let collation = self.collation.as_deref();
+        let env = Env::collated(doc, collation);
+        let mut grown = 0;
         let mut sorted_at = 0;
-        for ((_, accumulator, expr), state) in fields.iter().zip(&mut group.states) {
+        for ((_, accumulator, expr), state) in self.fields.iter().zip(&mut group.states) {
             let value = eval_in(expr, &env)?;
             let doc_keys = if accumulator.sorts() {
                 sorted_at += 1;
@@ -585,24 +622,108 @@ pub(super) fn group(
             } else {
                 None
             };
-            held += state.add(accumulator, value, doc_keys, new, collation)?;
+            grown += state.add(accumulator, value, doc_keys, first, collation)?;
         }
-        if held > SORT_MEMORY_LIMIT as isize {
-            return Err(Error::AggregateMemoryExceeded {
-                stage: "$group".to_owned(),
-                limit: SORT_MEMORY_LIMIT,
-            });
-        }
+        Ok(grown)
     }
-    Ok(groups
-        .into_iter()
-        .map(|g| {
-            let mut d = Document::new();
-            d.insert("_id", g.key);
-            for ((field, accumulator, _), state) in fields.iter().zip(g.states) {
-                d.insert(field.clone(), state.finish(accumulator, collation));
+
+    /// The output document of a finished group.
+    fn finish(&self, group: Group) -> Document {
+        let mut d = Document::new();
+        d.insert("_id", group.key);
+        for ((field, accumulator, _), state) in self.fields.iter().zip(group.states) {
+            d.insert(field.clone(), state.finish(accumulator, self.collation()));
+        }
+        d
+    }
+
+    /// The fields of the input documents the stage reads (dotted), or `None` when it may read
+    /// any (see [`Expr::fields_read`]).
+    pub(super) fn fields_read(&self) -> Option<Vec<String>> {
+        let mut paths = Vec::new();
+        let known = self.id.fields_read(&mut paths)
+            && self.fields.iter().all(|(_, accumulator, expr)| {
+                if let Accumulator::Sorted { sort, .. } = accumulator {
+                    paths.extend(sort.fields().iter().map(|(p, _)| p.as_str().to_owned()));
+                }
+                expr.fields_read(&mut paths)
+            });
+        known.then_some(paths)
+    }
+}
+
+fn over_limit(held: isize) -> Result<()> {
+    if held > SORT_MEMORY_LIMIT as isize {
+        return Err(Error::AggregateMemoryExceeded {
+            stage: "$group".to_owned(),
+            limit: SORT_MEMORY_LIMIT,
+        });
+    }
+    Ok(())
+}
+
+/// Groups `docs` and returns one document per group, in the order groups were first seen.
+pub(super) fn group(
+    docs: impl Iterator<Item = Result<Document>>,
+    grouping: &mut Grouping,
+) -> Result<Vec<Document>> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index = ValueIndex::default();
+    let mut held: isize = 0;
+    for doc in docs {
+        let doc = doc?;
+        let key = grouping.key(&doc)?;
+        let (position, new) = index.position(&key, groups.len(), grouping.collation());
+        if new {
+            let (group, size) = grouping.open(key)?;
+            held += size;
+            groups.push(group);
+        }
+        held += grouping.add(&mut groups[position], &doc, new)?;
+        over_limit(held)?;
+    }
+    Ok(groups.into_iter().map(|g| grouping.finish(g)).collect())
+}
+
+/// Groups `docs` that arrive in the order of their keys (equal keys next to each other, as an
+/// index scan on the key's field gives them): each group is passed on as soon as the next key
+/// differs, so the stage holds one group at a time. The bound applies to that one group.
+pub(super) fn group_in_key_order<'a>(
+    mut docs: impl Iterator<Item = Result<Document>> + 'a,
+    mut grouping: Grouping,
+) -> impl Iterator<Item = Result<Document>> + 'a {
+    let mut open: Option<(Group, isize)> = None;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
+        let mut step = || -> Result<Option<Document>> {
+            loop {
+                let Some(doc) = docs.next() else {
+                    return Ok(open.take().map(|(g, _)| grouping.finish(g)));
+                };
+                let doc = doc?;
+                let key = grouping.key(&doc)?;
+                let same = open
+                    .as_ref()
+                    .is_some_and(|(g, _)| value_set::equal(&g.key, &key, grouping.collation()));
+                let mut done = None;
+                if !same {
+                    let (group, size) = grouping.open(key)?;
+                    done = open.replace((group, size)).map(|(g, _)| grouping.finish(g));
+                }
+                if let Some((group, held)) = open.as_mut() {
+                    *held += grouping.add(group, &doc, !same)?;
+                    over_limit(*held)?;
+                }
+                if done.is_some() {
+                    return Ok(done);
+                }
             }
-            d
-        })
-        .collect())
+        };
+        let result = step().transpose();
+        failed = matches!(result, Some(Err(_)));
+        result
+    })
 }

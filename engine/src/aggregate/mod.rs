@@ -34,6 +34,7 @@ mod bucket_auto;
 mod combine;
 mod densify;
 mod desugar;
+mod explain;
 mod graph;
 mod group;
 mod output;
@@ -55,6 +56,8 @@ use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
 use crate::update::Pipeline;
 use group::Accumulator;
+
+pub use explain::{AggregateExplain, StageExplain};
 
 /// Options of [`ReadCollection::aggregate`].
 #[derive(Debug, Clone, Default)]
@@ -85,14 +88,65 @@ impl ReadCollection<'_> {
         pipeline: &[Document],
         options: &AggregateOptions,
     ) -> Result<Documents<'a>> {
+        let Planned {
+            source,
+            stages,
+            collation,
+        } = self.plan_pipeline(pipeline, options)?;
+        let docs: Documents<'a> = match source {
+            Source::Find { cursor, .. } => Box::new(cursor),
+            Source::Given(docs, _) => Box::new(docs.into_iter().map(Ok)),
+            Source::Nothing => Box::new(std::iter::empty()),
+        };
+        let stages = stages.into_iter().map(|(stage, _)| stage);
+        Ok(through(docs, stages, self.snapshot(), options, collation))
+    }
+
+    /// Splits a pipeline into where its documents come from and the stages after that.
+    ///
+    /// The leading `$match`, with the `$sort`, `$skip` and `$limit` right after it, becomes a
+    /// find. When a `$group` follows, the find returns only the fields the group reads (so an
+    /// index holding them answers alone, reading no document), and when the group's key is one
+    /// field that an index (not multikey) orders, the find reads that index in order: equal
+    /// keys then arrive together and the group passes each one on as soon as the key changes
+    /// instead of holding them all.
+    fn plan_pipeline<'a>(
+        &'a self,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Planned<'a>> {
         if crate::nesting::any_exceeds(pipeline, crate::MAX_INPUT_DEPTH) {
             return Err(Error::InputTooDeep {
                 what: "pipeline",
                 max: crate::MAX_INPUT_DEPTH,
             });
         }
-        let (stages, collation) = parse_pipeline(pipeline, options)?;
-        // The leading $match, $sort, $skip and $limit become a find.
+        let Parsed {
+            stages,
+            specs,
+            collation,
+        } = parse_pipeline(pipeline, options)?;
+        let mut rest = stages.into_iter().zip(specs).peekable();
+        let planned = |source, rest: std::iter::Peekable<_>| Planned {
+            source,
+            stages: rest.collect(),
+            collation: collation.clone(),
+        };
+        // `$documents` gives its own documents; `$collStats` and `$indexStats` report on the
+        // collection instead of reading it.
+        if let Some((first, spec)) = rest.next_if(|(stage, _)| {
+            matches!(
+                stage,
+                Stage::Documents(_) | Stage::CollStats(_) | Stage::IndexStats
+            )
+        }) {
+            let docs = match first {
+                Stage::Documents(expr) => documents_of(&expr)?,
+                Stage::CollStats(spec) => vec![spec.report(self)?],
+                _ => stats::index_stats(self),
+            };
+            return Ok(planned(Source::Given(docs, spec), rest));
+        }
         let mut find = FindOptions {
             let_vars: options.let_vars.clone(),
             collation: options.collation.clone(),
@@ -100,27 +154,13 @@ impl ReadCollection<'_> {
             ..FindOptions::default()
         };
         let mut filter = Document::new();
-        let mut rest = stages.into_iter().peekable();
-        if let Some(Stage::Documents(_)) = rest.peek() {
-            return from_documents(self.snapshot(), rest.collect(), options, collation);
-        }
-        // `$collStats` and `$indexStats` report on the collection instead of reading it.
-        let reported = match rest.peek() {
-            Some(Stage::CollStats(spec)) => Some(vec![spec.report(self)?]),
-            Some(Stage::IndexStats) => Some(stats::index_stats(self)),
-            _ => None,
-        };
-        if let Some(reported) = reported {
-            rest.next();
-            let docs: Documents<'a> = Box::new(reported.into_iter().map(Ok));
-            return Ok(through(docs, rest, self.snapshot(), options, collation));
-        }
-        if let Some(Stage::Match(_, spec)) = rest.peek() {
-            filter = spec.clone();
-            rest.next();
+        if let Some((Stage::Match(_, spec), _)) =
+            rest.next_if(|(stage, _)| matches!(stage, Stage::Match(..)))
+        {
+            filter = spec;
         }
         let mut sorted = false;
-        while let Some(stage) = rest.peek() {
+        while let Some((stage, _)) = rest.peek() {
             match stage {
                 Stage::Sort(_, spec) if !sorted && find.skip == 0 && find.limit.is_none() => {
                     find.sort = Some(spec.clone());
@@ -132,13 +172,102 @@ impl ReadCollection<'_> {
             }
             rest.next();
         }
-        let docs: Documents<'a> = if find.limit == Some(0) {
-            Box::new(std::iter::empty())
-        } else {
-            Box::new(self.find(&filter, &find)?)
-        };
-        Ok(through(docs, rest, self.snapshot(), options, collation))
+        if find.limit == Some(0) {
+            return Ok(planned(Source::Nothing, rest));
+        }
+        if let Some((
+            Stage::Group {
+                grouping,
+                in_key_order,
+            },
+            _,
+        )) = rest.peek_mut()
+        {
+            if let Some(paths) = grouping.fields_read().filter(|p| !p.is_empty()) {
+                find.projection = Some(projection_of(paths));
+            }
+            let unordered = !sorted && find.skip == 0 && find.limit.is_none();
+            if unordered
+                && find.hint.is_none()
+                && let Some(key) = grouping.key_field()
+            {
+                let by_key = FindOptions {
+                    sort: Some(bson::doc! { key: 1 }),
+                    ..find.clone()
+                };
+                if self.index_orders(&filter, &by_key)? {
+                    find = by_key;
+                    *in_key_order = true;
+                }
+            }
+        }
+        let cursor = self.find(&filter, &find)?;
+        Ok(planned(
+            Source::Find {
+                cursor,
+                filter,
+                options: find,
+            },
+            rest,
+        ))
     }
+
+    /// Whether the find's best plan gives its sort by scanning an index that is not multikey
+    /// (so that each document comes once, in the order of its single value).
+    fn index_orders(&self, filter: &Document, options: &FindOptions) -> Result<bool> {
+        let query = crate::query::parse_query(filter, options)?;
+        let plan = self.best_plan(&query.filter, query.sort.as_ref());
+        Ok(plan.provides_sort
+            && matches!(&plan.access, crate::query::Access::IndexScan(scan) if !scan.multikey))
+    }
+}
+
+/// An inclusion projection of `paths` (`_id` only when listed), a path inside another
+/// listed one left out as the outer one holds it.
+fn projection_of(mut paths: Vec<String>) -> Document {
+    paths.sort();
+    paths.dedup();
+    let mut projection = Document::new();
+    let mut kept: Vec<&String> = Vec::new();
+    for path in &paths {
+        let inside = kept.iter().any(|outer| {
+            path.strip_prefix(outer.as_str())
+                .is_some_and(|r| r.starts_with('.'))
+        });
+        if !inside {
+            kept.push(path);
+        }
+    }
+    if !kept.iter().any(|p| *p == "_id" || p.starts_with("_id.")) {
+        projection.insert("_id", 0);
+    }
+    for path in kept {
+        projection.insert(path.clone(), 1);
+    }
+    projection
+}
+
+/// Where a pipeline's documents come from.
+enum Source<'a> {
+    /// The leading `$match`, `$sort`, `$skip` and `$limit`, run as this find.
+    Find {
+        cursor: crate::query::Cursor<'a>,
+        filter: Document,
+        options: FindOptions,
+    },
+    /// The documents of a first stage that reads no collection (`$documents`, `$collStats`,
+    /// `$indexStats`), and that stage.
+    Given(Vec<Document>, Document),
+    /// Nothing: the head ends in `$limit: 0`.
+    Nothing,
+}
+
+/// A pipeline ready to run: its source, then each stage after it with the document it was
+/// parsed from (after `desugar`).
+struct Planned<'a> {
+    source: Source<'a>,
+    stages: Vec<(Stage, Document)>,
+    collation: Option<Arc<Collation>>,
 }
 
 /// `docs` through the rest of the stages.
@@ -149,15 +278,23 @@ fn through<'a>(
     options: &AggregateOptions,
     collation: Option<Arc<Collation>>,
 ) -> Documents<'a> {
-    let context = Rc::new(Context {
-        snapshot,
-        options: options.clone(),
-        collation,
-    });
+    let context = context(snapshot, options, collation);
     for stage in stages {
         docs = stage.stream(docs, &context);
     }
     docs
+}
+
+fn context<'a>(
+    snapshot: &'a ReadTxn,
+    options: &AggregateOptions,
+    collation: Option<Arc<Collation>>,
+) -> Rc<Context<'a>> {
+    Rc::new(Context {
+        snapshot,
+        options: options.clone(),
+        collation,
+    })
 }
 
 /// A pipeline whose first stage is `$documents`: it reads no collection.
@@ -192,7 +329,9 @@ fn sub_pipeline(
             None => Ok(Vec::new()),
         };
     }
-    let (stages, collation) = parse_pipeline(pipeline, options)?;
+    let Parsed {
+        stages, collation, ..
+    } = parse_pipeline(pipeline, options)?;
     from_documents(snapshot, stages, options, collation)?.collect()
 }
 
@@ -209,21 +348,30 @@ fn hold(held: &mut usize, doc: &Document, stage: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stages of a pipeline, parsed with its `let` variables and collation.
-fn parse_pipeline(
-    pipeline: &[Document],
-    options: &AggregateOptions,
-) -> Result<(Vec<Stage>, Option<Arc<Collation>>)> {
+/// A pipeline's stages, parsed with its `let` variables and collation.
+struct Parsed {
+    stages: Vec<Stage>,
+    /// The document of each stage (after `desugar`), for explain.
+    specs: Vec<Document>,
+    collation: Option<Arc<Collation>>,
+}
+
+fn parse_pipeline(pipeline: &[Document], options: &AggregateOptions) -> Result<Parsed> {
     let scope = Scope::with_let(options.let_vars.as_ref())?;
     let collation = match &options.collation {
         Some(spec) => Collation::parse(spec)?,
         None => None,
     };
-    let stages = desugar::expand(pipeline, &scope)?
+    let specs = desugar::expand(pipeline, &scope)?;
+    let stages = specs
         .iter()
         .map(|s| Stage::parse(s, &scope, collation.as_ref()))
         .collect::<Result<Vec<_>>>()?;
-    Ok((stages, collation))
+    Ok(Parsed {
+        stages,
+        specs,
+        collation,
+    })
 }
 
 /// Documents flowing out of a stage, pulled one at a time.
@@ -262,8 +410,10 @@ enum Stage {
         preserve: bool,
     },
     Group {
-        id: Expr,
-        fields: Vec<(String, Accumulator, Expr)>,
+        grouping: Box<group::Grouping>,
+        /// Whether the input arrives in the order of the group key (see
+        /// [`group::group_in_key_order`]).
+        in_key_order: bool,
     },
     Count(String),
     Lookup(Box<Lookup>),
@@ -391,7 +541,7 @@ impl Stage {
                     "writes: it must be the last stage, run through Database::aggregate",
                 ));
             }
-            "$group" => parse_group(&spec()?, scope)?,
+            "$group" => parse_group(&spec()?, scope, collation)?,
             "$facet" => combine::parse_facet(arg, scope, collation)?,
             "$unionWith" => combine::parse_union_with(arg)?,
             "$sample" => parse_sample(arg)?,
@@ -452,7 +602,7 @@ impl Stage {
                 Ok(if n == 0 {
                     Vec::new()
                 } else {
-                    let n = i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32);
+                    let n = crate::number::int_or_long(n);
                     vec![bson::doc! { field: n }]
                 })
             }),
@@ -468,8 +618,15 @@ impl Stage {
                     Err(e) => Box::new(std::iter::once(Err(e))),
                 }
             })),
-            Stage::Group { id, fields } => {
-                blocking(move || group::group(input, &id, &fields, collation.as_deref()))
+            Stage::Group {
+                mut grouping,
+                in_key_order,
+            } => {
+                if in_key_order {
+                    Box::new(group::group_in_key_order(input, *grouping))
+                } else {
+                    blocking(move || group::group(input, &mut grouping))
+                }
             }
             Stage::Lookup(lookup) => {
                 let context = context.clone();
@@ -954,7 +1111,11 @@ fn parse_unwind(arg: &Bson) -> Result<Stage> {
     })
 }
 
-fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
+fn parse_group(
+    spec: &Document,
+    scope: &Scope,
+    collation: Option<&Arc<Collation>>,
+) -> Result<Stage> {
     let name = "$group";
     let Some(id) = spec.get("_id") else {
         return Err(Error::from(
@@ -964,7 +1125,10 @@ fn parse_group(spec: &Document, scope: &Scope) -> Result<Stage> {
     };
     let id = Expr::parse(id, scope)?;
     let fields = accumulator_fields(name, spec, scope)?;
-    Ok(Stage::Group { id, fields })
+    Ok(Stage::Group {
+        grouping: Box::new(group::Grouping::new(id, fields, collation.cloned())),
+        in_key_order: false,
+    })
 }
 
 /// The output fields of `$group` (every field but `_id`) or `$bucketAuto`: an accumulator each.

@@ -89,7 +89,7 @@ fn local(zone: &Zone, millis: i64) -> Civil {
 }
 
 fn int(n: i64) -> Bson {
-    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+    crate::number::int_or_long(n)
 }
 
 // ---- Date parts ----

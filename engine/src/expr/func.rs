@@ -674,10 +674,7 @@ fn round(func: Func, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
             .ok_or_else(|| error(op, "the result overflows a long"))
     };
     Ok(Some(match v.into_iter().next().flatten() {
-        Some(Bson::Int32(i)) => {
-            let n = on_int(i64::from(i))?;
-            i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
-        }
+        Some(Bson::Int32(i)) => crate::number::int_or_long(on_int(i64::from(i))?),
         Some(Bson::Int64(i)) => Bson::Int64(on_int(i)?),
         Some(Bson::Double(d)) => Bson::Double(on_double(d)),
         Some(Bson::Decimal128(d)) => crate::update::decimal::to_places(d, places, half_even),
@@ -1100,9 +1097,7 @@ fn combine_numbers(op: &str, values: &[Bson], multiply: bool) -> Result<Bson, Ex
                     }
                 });
             Ok(match exact {
-                Some(n) if widest == Width::Int32 => {
-                    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
-                }
+                Some(n) if widest == Width::Int32 => crate::number::int_or_long(n),
                 Some(n) => Bson::Int64(n),
                 None => combine_numbers(
                     op,

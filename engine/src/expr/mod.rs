@@ -160,6 +160,76 @@ impl Expr {
     }
 }
 
+impl Expr {
+    /// Adds to `paths` the document fields the expression reads, dotted, and says whether
+    /// that is all it reads: `false` when it reads the whole document (`$$ROOT`, `$$CURRENT`,
+    /// `$getField` of the document) or rebinds `CURRENT`, so that no list of fields is known.
+    /// A stage that reads only listed fields may be fed documents projected to them.
+    pub(crate) fn fields_read(&self, paths: &mut Vec<String>) -> bool {
+        fn all<'e>(exprs: impl IntoIterator<Item = &'e Expr>, paths: &mut Vec<String>) -> bool {
+            exprs.into_iter().all(|e| e.fields_read(paths))
+        }
+        match self {
+            Expr::Literal(_) | Expr::Remove | Expr::Now | Expr::Var(..) => true,
+            Expr::Field(path) => {
+                paths.push(path.join("."));
+                true
+            }
+            Expr::Root(path) | Expr::Current(path) => {
+                if path.is_empty() {
+                    return false;
+                }
+                paths.push(path.join("."));
+                true
+            }
+            Expr::Object(fields) => all(fields.iter().map(|(_, e)| e), paths),
+            Expr::Array(items) | Expr::Call(_, items) => all(items, paths),
+            Expr::Named { args, .. } => all(args.iter().flatten(), paths),
+            Expr::Cond(parts) => all(parts.iter(), paths),
+            Expr::Switch { branches, default } => all(
+                branches
+                    .iter()
+                    .flat_map(|(case, then)| [case, then])
+                    .chain(default.as_deref()),
+                paths,
+            ),
+            Expr::Let { vars, body } => {
+                !vars.iter().any(|(name, _)| name == "CURRENT")
+                    && all(vars.iter().map(|(_, e)| e), paths)
+                    && body.fields_read(paths)
+            }
+            Expr::Map { input, name, body } => {
+                name != "CURRENT" && input.fields_read(paths) && body.fields_read(paths)
+            }
+            Expr::Filter {
+                input, cond, limit, ..
+            } => all(
+                [&**input, &**cond].into_iter().chain(limit.as_deref()),
+                paths,
+            ),
+            Expr::Reduce {
+                input,
+                initial,
+                body,
+            } => all([&**input, &**initial, &**body], paths),
+            Expr::GetField { field, input } => all([&**field, &**input], paths),
+            Expr::SetField {
+                field,
+                input,
+                value,
+            } => all(
+                [&**field, &**input].into_iter().chain(value.as_deref()),
+                paths,
+            ),
+            Expr::Zip {
+                inputs, defaults, ..
+            } => all(inputs.iter().chain(defaults), paths),
+            Expr::SortArray { input, .. } => input.fields_read(paths),
+            Expr::TakeN { n, input, .. } => all([&**n, &**input], paths),
+        }
+    }
+}
+
 /// How `$sortArray` orders: whole values in a direction, or documents by a sort of fields.
 #[derive(Debug, Clone)]
 pub enum ArraySort {

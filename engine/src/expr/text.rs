@@ -227,7 +227,7 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
 }
 
 fn count_as_int(n: usize) -> Bson {
-    i32::try_from(n).map_or(Bson::Int64(n as i64), Bson::Int32)
+    crate::number::int_or_long(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 fn text_or_empty(op: &str, v: Option<Bson>) -> Result<String, ExprError> {

@@ -48,6 +48,19 @@ pub(crate) struct Decode<T> {
     pub(crate) id_field: Option<&'static str>,
 }
 
+impl Decode<Document> {
+    /// Each result as a document.
+    pub(crate) fn documents() -> Self {
+        Decode {
+            raw: |c: &str, raw: &RawDocument, _| {
+                Document::try_from(raw).map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
+            },
+            projected: |_: &str, doc: Document, _| Ok(doc),
+            id_field: None,
+        }
+    }
+}
+
 impl Decode<RawDocumentBuf> {
     /// Each result's bytes: stored ones as they are, projected ones encoded.
     pub(crate) fn bytes() -> Self {

@@ -42,14 +42,7 @@ impl ReadCollection<'_> {
     /// The documents matching `filter`, sorted, skipped, limited and projected, through a
     /// cursor (see [`Cursor`] for what it holds in memory).
     pub fn find<'c>(&'c self, filter: &Document, options: &FindOptions) -> Result<Cursor<'c>> {
-        let decode = Decode {
-            raw: |c: &str, raw: &bson::RawDocument, _| {
-                Document::try_from(raw).map_err(|e| Error::corrupt(format!("collection `{c}`"), e))
-            },
-            projected: |_: &str, doc: Document, _| Ok(doc),
-            id_field: None,
-        };
-        self.cursor(filter, options, decode)
+        self.cursor(filter, options, Decode::documents())
     }
 
     /// [`ReadCollection::find`] returning each result's bytes (projected results re-encoded).
@@ -115,9 +108,19 @@ impl ReadCollection<'_> {
         options: &FindOptions,
         decode: Decode<T>,
     ) -> Result<Cursor<'c, T>> {
+        let (plan, query) = self.plan_find(filter, options)?;
+        Cursor::new(self, plan, query, decode)
+    }
+
+    /// A find parsed, and the plan it would run, without running it.
+    pub(crate) fn plan_find(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<(Plan, Query)> {
         let query = parse_query(filter, options)?;
         let plan = self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?;
-        Cursor::new(self, plan, query, decode)
+        Ok((plan, query))
     }
 
     /// A cursor over a given plan, for explain.

@@ -5,6 +5,7 @@ use std::fmt;
 
 use bson::{Document, doc};
 
+use super::cursor::Cursor;
 use super::exec::{FindOptions, WalkStats, parse_query};
 use super::plan::{Access, Plan, candidates};
 use super::projection::Projection;
@@ -36,27 +37,46 @@ impl ReadCollection<'_> {
     /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
         let query = parse_query(filter, options)?;
-        let mut plans = candidates(&query.filter, query.sort.as_ref(), &self.meta().indexes);
-        let fresh = plans.remove(0);
         let winning = if options.hint.is_some() {
             self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?
         } else {
             let chosen = self.best_plan(&query.filter, query.sort.as_ref());
-            if chosen.from_cache { chosen } else { fresh }
+            if chosen.from_cache {
+                chosen
+            } else {
+                candidates(&query.filter, query.sort.as_ref(), &self.meta().indexes).swap_remove(0)
+            }
         };
-        let projection = query.projection.clone();
-        let routing = self
-            .meta()
-            .options
-            .shard_key
-            .as_ref()
-            .map(|key| (key.clone(), route(key, &query.filter)));
         let mut cursor = self.cursor_with_plan(winning, query)?;
         let mut returned = 0u64;
         for result in cursor.by_ref() {
             result?;
             returned += 1;
         }
+        self.explained(filter, options, &cursor, returned)
+    }
+
+    /// The explanation of a find whose cursor has run (as far as its reader pulled it),
+    /// having returned `returned` documents.
+    pub(crate) fn explained<T>(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+        cursor: &Cursor<'_, T>,
+        returned: u64,
+    ) -> Result<Explain> {
+        let query = parse_query(filter, options)?;
+        let winning = cursor.plan().clone();
+        let rejected = candidates(&query.filter, query.sort.as_ref(), &self.meta().indexes)
+            .into_iter()
+            .filter(|p| !same_access(&p.access, &winning.access))
+            .collect();
+        let routing = self
+            .meta()
+            .options
+            .shard_key
+            .as_ref()
+            .map(|key| (key.clone(), route(key, &query.filter)));
         let WalkStats {
             keys_examined,
             docs_examined,
@@ -65,14 +85,22 @@ impl ReadCollection<'_> {
             collection: self.name().to_owned(),
             in_memory_sort: cursor.sorted_in_memory(),
             covered: cursor.is_covered(),
-            projection,
+            projection: query.projection,
             routing,
-            winning: cursor.plan().clone(),
-            rejected: plans,
+            winning,
+            rejected,
             keys_examined,
             docs_examined,
             returned,
         })
+    }
+}
+
+/// Whether two plans reach documents the same way (the same index, or both without one).
+fn same_access(a: &Access, b: &Access) -> bool {
+    match (a, b) {
+        (Access::IndexScan(x), Access::IndexScan(y)) => x.index == y.index,
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
 }
 
@@ -161,9 +189,9 @@ impl Explain {
         doc! {
             "queryPlanner": planner,
             "executionStats": {
-                "nReturned": self.returned as i64,
-                "totalKeysExamined": self.keys_examined as i64,
-                "totalDocsExamined": self.docs_examined as i64,
+                "nReturned": crate::number::int_or_long(self.returned as i64),
+                "totalKeysExamined": crate::number::int_or_long(self.keys_examined as i64),
+                "totalDocsExamined": crate::number::int_or_long(self.docs_examined as i64),
                 "inMemorySort": self.in_memory_sort,
                 "covered": self.covered,
             },

@@ -162,6 +162,13 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
             leading_match.as_ref().unwrap_or(&filter),
             sort.as_ref(),
         );
+        // A `$group` (or `$sortByCount`) after the head, keyed by one field: an index on it
+        // lets the group read its input in key order.
+        if let Some(path) = group_key_path(&pipeline)
+            && let Ok(spec) = IndexSpec::ascending(&path)
+        {
+            let _ = db.collection(COLLECTION).create_index(spec);
+        }
     }
     if WRITES.contains(&op) {
         return write(&db, case, op, &filter);
@@ -361,6 +368,24 @@ fn by_id(doc: &Document) -> Vec<u8> {
         |_| Vec::new(),
         |raw| odm_engine::keys::encode(raw.as_raw_bson_ref()),
     )
+}
+
+/// The field the first `$group` or `$sortByCount` after a pipeline's leading `$match`,
+/// `$sort`, `$skip` and `$limit` groups by, when its key is one field (`"$a.b"`).
+fn group_key_path(pipeline: &[Document]) -> Option<String> {
+    let stage = pipeline.iter().find(|s| {
+        !["$match", "$sort", "$skip", "$limit"]
+            .iter()
+            .any(|head| s.contains_key(*head))
+    })?;
+    let key = match stage.get_document("$group") {
+        Ok(group) => group.get("_id")?,
+        Err(_) => stage.get("$sortByCount")?,
+    };
+    match key {
+        Bson::String(s) if s.starts_with('$') && !s.starts_with("$$") => Some(s[1..].to_owned()),
+        _ => None,
+    }
 }
 
 /// An ascending index on every path the filter and sort name, and a compound one over them

@@ -317,31 +317,45 @@ fn coll_stats_stage(
     }
 }
 
-/// An aggregation's explain: the plan of the head that runs as a find, and the stages.
+/// An aggregation's explain: the plan of the head that runs as a find, then each stage with
+/// what it passed on. A final `$out` or `$merge` is listed, not run: explain writes nothing.
 fn explain_pipeline(
     ctx: &mut Ctx<'_>,
     collection: &str,
     pipeline: &[Document],
     options: &AggregateOptions,
 ) -> Result<Document, CommandError> {
-    let mut filter = Document::new();
-    let mut find = FindOptions {
-        hint: options.hint.clone(),
-        collation: options.collation.clone(),
-        let_vars: options.let_vars.clone(),
-        ..FindOptions::default()
+    let (read, write) = match pipeline.split_last() {
+        Some((last, read)) if matches!(stage_name(last), "$out" | "$merge") => (read, Some(last)),
+        _ => (pipeline, None),
     };
-    // The head the engine runs as a find: a leading `$match`, then a `$sort`.
-    let mut head = pipeline.iter().peekable();
-    if let Some(Bson::Document(m)) = head.peek().and_then(|s| s.get("$match")) {
-        filter = m.clone();
-        head.next();
+    let explained = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => {
+            let txn = db.read()?;
+            match txn.collection(collection)? {
+                Some(c) => Some(c.explain_aggregate(read, options)?.to_document()),
+                None => None,
+            }
+        }
+        None => None,
+    };
+    let mut reply = match explained {
+        Some(explained) => explained,
+        // No collection: the find part of the plan is the empty one.
+        None => explain_find(ctx, collection, &Document::new(), &FindOptions::default())?,
+    };
+    if let Some(last) = write {
+        let mut stages = match reply.remove("stages") {
+            Some(Bson::Array(stages)) => stages,
+            _ => vec![Bson::Document(doc! { "$cursor": reply.clone() })],
+        };
+        stages.push(Bson::Document(last.clone()));
+        reply = doc! { "explainVersion": "1", "stages": stages };
     }
-    if let Some(Bson::Document(sort)) = head.peek().and_then(|s| s.get("$sort")) {
-        find.sort = Some(sort.clone());
-    }
-    let mut reply = explain_find(ctx, collection, &filter, &find)?;
-    reply.insert("stages", pipeline.to_vec());
+    reply.insert(
+        "serverInfo",
+        doc! {"host": ctx.server.address.clone(), "version": super::handshake::VERSION},
+    );
     Ok(reply)
 }
 
@@ -365,7 +379,7 @@ fn explain_find(
     let mut reply = explained.unwrap_or_else(|| {
         doc! {
             "queryPlanner": {"namespace": &ns, "winningPlan": {"stage": "EOF"}, "rejectedPlans": []},
-            "executionStats": {"nReturned": 0i64, "totalKeysExamined": 0i64, "totalDocsExamined": 0i64},
+            "executionStats": {"nReturned": 0, "totalKeysExamined": 0, "totalDocsExamined": 0},
         }
     });
     reply.insert(

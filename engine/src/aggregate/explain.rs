@@ -1,0 +1,198 @@
+//! Explain of a pipeline: the find its head runs as (see `plan_pipeline`), then each stage
+//! after it, with how many documents it passed on, run to the end as the pipeline would be.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::rc::Rc;
+use std::time::Instant;
+
+use bson::{Bson, Document, doc};
+
+use super::{AggregateOptions, Documents, Planned, Source, Stage, context};
+use crate::error::Result;
+use crate::query::Explain;
+use crate::read::ReadCollection;
+
+/// The explanation of one pipeline.
+#[derive(Debug, Clone)]
+pub struct AggregateExplain {
+    /// The find the pipeline's head runs as; `None` when its first stage gives its own
+    /// documents (`$documents`, `$collStats`, `$indexStats`), which then comes first in
+    /// `stages`.
+    pub cursor: Option<Explain>,
+    /// The stages after the head, in order.
+    pub stages: Vec<StageExplain>,
+}
+
+/// One stage of an explained pipeline.
+#[derive(Debug, Clone)]
+pub struct StageExplain {
+    /// The stage as it runs: `$sortByCount`, `$bucket` and `$fill` appear as what they
+    /// expand to.
+    pub spec: Document,
+    /// How many documents it passed on.
+    pub returned: u64,
+    /// Milliseconds from the start of the run until it passed on its last document (so each
+    /// stage's figure includes the stages before it, as MongoDB counts).
+    pub millis: u64,
+    /// For `$group`: whether its input arrived in the order of its key, read from an index,
+    /// so that it passed each group on as soon as the key changed.
+    pub in_key_order: bool,
+}
+
+impl ReadCollection<'_> {
+    /// Plans and runs a pipeline (without writing what a final `$out` or `$merge` would
+    /// write), reporting the plan of its head and what each later stage passed on.
+    pub fn explain_aggregate(
+        &self,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<AggregateExplain> {
+        let Planned {
+            source,
+            stages,
+            collation,
+        } = self.plan_pipeline(pipeline, options)?;
+        let start = Instant::now();
+        let mut explained = Vec::with_capacity(stages.len() + 1);
+        let mut counters = Vec::with_capacity(stages.len() + 1);
+        let head = Rc::new(Cell::new(0u64));
+        let (mut docs, find): (Documents<'_>, _) = match source {
+            Source::Find {
+                cursor,
+                filter,
+                options,
+            } => {
+                let cursor = Rc::new(RefCell::new(cursor));
+                let (reader, returned) = (cursor.clone(), head.clone());
+                let docs = std::iter::from_fn(move || {
+                    let next = reader.borrow_mut().next();
+                    if matches!(next, Some(Ok(_))) {
+                        returned.set(returned.get() + 1);
+                    }
+                    next
+                });
+                (Box::new(docs), Some((cursor, filter, options)))
+            }
+            Source::Given(docs, spec) => {
+                explained.push(stage_explain(spec, false));
+                let docs = Box::new(docs.into_iter().map(Ok));
+                (counted(docs, &mut counters, start), None)
+            }
+            Source::Nothing => (Box::new(std::iter::empty()), None),
+        };
+        let context = context(self.snapshot(), options, collation);
+        for (stage, spec) in stages {
+            let in_key_order = matches!(
+                stage,
+                Stage::Group {
+                    in_key_order: true,
+                    ..
+                }
+            );
+            explained.push(stage_explain(spec, in_key_order));
+            docs = counted(stage.stream(docs, &context), &mut counters, start);
+        }
+        for doc in docs {
+            doc?;
+        }
+        for (stage, counter) in explained.iter_mut().zip(&counters) {
+            (stage.returned, stage.millis) = counter.get();
+        }
+        let cursor = match find {
+            Some((cursor, filter, options)) => {
+                let cursor = cursor.borrow();
+                Some(self.explained(&filter, &options, &cursor, head.get())?)
+            }
+            None => None,
+        };
+        Ok(AggregateExplain {
+            cursor,
+            stages: explained,
+        })
+    }
+}
+
+fn stage_explain(spec: Document, in_key_order: bool) -> StageExplain {
+    StageExplain {
+        spec,
+        returned: 0,
+        millis: 0,
+        in_key_order,
+    }
+}
+
+/// `docs`, counting into a new counter (added to `counters`) how many pass, and when the
+/// last one did.
+fn counted<'a>(
+    docs: Documents<'a>,
+    counters: &mut Vec<Rc<Cell<(u64, u64)>>>,
+    start: Instant,
+) -> Documents<'a> {
+    let counter = Rc::new(Cell::new((0u64, 0u64)));
+    counters.push(counter.clone());
+    Box::new(docs.inspect(move |doc| {
+        if doc.is_ok() {
+            let millis = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            counter.set((counter.get().0 + 1, millis));
+        }
+    }))
+}
+
+impl AggregateExplain {
+    /// A document shaped like MongoDB's `explain("executionStats")` of an aggregate: the
+    /// find's own explain when the whole pipeline ran as a find, else `stages` with a
+    /// `$cursor` entry for the head.
+    pub fn to_document(&self) -> Document {
+        if self.stages.is_empty()
+            && let Some(cursor) = &self.cursor
+        {
+            return cursor.to_document();
+        }
+        let mut stages: Vec<Bson> = Vec::with_capacity(self.stages.len() + 1);
+        if let Some(cursor) = &self.cursor {
+            stages.push(Bson::Document(doc! {
+                "$cursor": cursor.to_document(),
+                "nReturned": crate::number::int_or_long(cursor.returned as i64),
+            }));
+        }
+        for stage in &self.stages {
+            let mut entry = stage.spec.clone();
+            entry.insert(
+                "nReturned",
+                crate::number::int_or_long(stage.returned as i64),
+            );
+            entry.insert(
+                "executionTimeMillisEstimate",
+                crate::number::int_or_long(stage.millis as i64),
+            );
+            if stage.in_key_order {
+                entry.insert("inKeyOrder", true);
+            }
+            stages.push(Bson::Document(entry));
+        }
+        doc! { "explainVersion": "1", "stages": stages }
+    }
+}
+
+impl fmt::Display for AggregateExplain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(cursor) = &self.cursor {
+            writeln!(f, "{cursor}")?;
+        }
+        for stage in &self.stages {
+            let name = stage.spec.keys().next().map_or("?", String::as_str);
+            writeln!(
+                f,
+                "then {name}: passed on {} document(s){}",
+                stage.returned,
+                if stage.in_key_order {
+                    ", reading its input in key order"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        Ok(())
+    }
+}
