@@ -24,13 +24,14 @@ odm_wait_listening() {
   return 1
 }
 
-# Builds `odm` and sets ODM_BIN. The debug build by default: `cargo test --workspace` has built
-# it already, where a release build would compile every dependency again (minutes on CI).
+# Builds `odm` and sets ODM_BIN. The debug build by default, by the README's test command, which
+# CI has run already: building `-p odm` alone would resolve features for that package only and
+# compile its dependencies again, and a release build every dependency (minutes on CI).
 # ODM_PROFILE=release measures the release build.
 odm_build() {
   case "${ODM_PROFILE:-debug}" in
     release) cargo build --quiet --release -p odm --features cli ;;
-    debug) cargo build --quiet -p odm --features cli ;;
+    debug) cargo test --workspace --no-run --quiet ;;
     *) echo "ODM_PROFILE is debug or release"; return 1 ;;
   esac
   ODM_BIN="$(pwd)/target/${ODM_PROFILE:-debug}/odm"
