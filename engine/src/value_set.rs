@@ -60,13 +60,16 @@ impl ValueIndex {
 }
 
 /// Whether `a` and `b` are one value under the equality [`ValueIndex`] keeps.
-pub(crate) fn equal(a: &Bson, b: &Bson, collation: Option<&Collation>) -> bool {
-    match collation {
-        None => matches!((encoding(a), encoding(b)), (Some(x), Some(y)) if x == y),
-        Some(c) => match (RawBson::try_from(a.clone()), RawBson::try_from(b.clone())) {
-            (Ok(x), Ok(y)) => compare_in(x.as_raw_bson_ref(), y.as_raw_bson_ref(), Some(c)).is_eq(),
-            _ => false,
-        },
+pub(crate) fn equal(left: &Bson, right: &Bson, collation: Option<&Collation>) -> bool {
+    if collation.is_none() {
+        return matches!((encoding(left), encoding(right)), (Some(l), Some(r)) if l == r);
+    }
+    match (
+        RawBson::try_from(left.clone()),
+        RawBson::try_from(right.clone()),
+    ) {
+        (Ok(l), Ok(r)) => compare_in(l.as_raw_bson_ref(), r.as_raw_bson_ref(), collation).is_eq(),
+        _ => false,
     }
 }
 

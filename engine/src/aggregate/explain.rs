@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bson::{Bson, Document, doc};
 
-use super::{AggregateOptions, Documents, Planned, Source, Stage, context};
+use super::{AggregateOptions, Documents, Head, Planned, Source, Stage, context};
 use crate::error::Result;
 use crate::query::Explain;
 use crate::read::ReadCollection;
@@ -56,15 +56,16 @@ impl ReadCollection<'_> {
         let start = Instant::now();
         let mut explained = Vec::with_capacity(stages.len() + 1);
         let mut counters = Vec::with_capacity(stages.len() + 1);
-        let head = Rc::new(Cell::new(0u64));
+        let pulled = Rc::new(Cell::new(0u64));
         let (mut docs, find): (Documents<'_>, _) = match source {
-            Source::Find {
-                cursor,
-                filter,
-                options,
-            } => {
+            Source::Find(head) => {
+                let Head {
+                    cursor,
+                    filter,
+                    options,
+                } = *head;
                 let cursor = Rc::new(RefCell::new(cursor));
-                let (reader, returned) = (cursor.clone(), head.clone());
+                let (reader, returned) = (cursor.clone(), pulled.clone());
                 let docs = std::iter::from_fn(move || {
                     let next = reader.borrow_mut().next();
                     if matches!(next, Some(Ok(_))) {
@@ -102,7 +103,7 @@ impl ReadCollection<'_> {
         let cursor = match find {
             Some((cursor, filter, options)) => {
                 let cursor = cursor.borrow();
-                Some(self.explained(&filter, &options, &cursor, head.get())?)
+                Some(self.explained(&filter, &options, &cursor, pulled.get())?)
             }
             None => None,
         };

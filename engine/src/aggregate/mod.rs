@@ -94,7 +94,7 @@ impl ReadCollection<'_> {
             collation,
         } = self.plan_pipeline(pipeline, options)?;
         let docs: Documents<'a> = match source {
-            Source::Find { cursor, .. } => Box::new(cursor),
+            Source::Find(head) => Box::new(head.cursor),
             Source::Given(docs, _) => Box::new(docs.into_iter().map(Ok)),
             Source::Nothing => Box::new(std::iter::empty()),
         };
@@ -202,14 +202,12 @@ impl ReadCollection<'_> {
             }
         }
         let cursor = self.find(&filter, &find)?;
-        Ok(planned(
-            Source::Find {
-                cursor,
-                filter,
-                options: find,
-            },
-            rest,
-        ))
+        let head = Head {
+            cursor,
+            filter,
+            options: find,
+        };
+        Ok(planned(Source::Find(Box::new(head)), rest))
     }
 
     /// Whether the find's best plan gives its sort by scanning an index that is not multikey
@@ -250,16 +248,19 @@ fn projection_of(mut paths: Vec<String>) -> Document {
 /// Where a pipeline's documents come from.
 enum Source<'a> {
     /// The leading `$match`, `$sort`, `$skip` and `$limit`, run as this find.
-    Find {
-        cursor: crate::query::Cursor<'a>,
-        filter: Document,
-        options: FindOptions,
-    },
+    Find(Box<Head<'a>>),
     /// The documents of a first stage that reads no collection (`$documents`, `$collStats`,
     /// `$indexStats`), and that stage.
     Given(Vec<Document>, Document),
     /// Nothing: the head ends in `$limit: 0`.
     Nothing,
+}
+
+/// The find a pipeline's head runs as: its cursor, and the find (for explain).
+struct Head<'a> {
+    cursor: crate::query::Cursor<'a>,
+    filter: Document,
+    options: FindOptions,
 }
 
 /// A pipeline ready to run: its source, then each stage after it with the document it was
