@@ -800,6 +800,19 @@ fn one_shot_queries_print_json_lines_and_tables() {
     ]);
     let out = ok(&["explain", s(&db), "zips", r#"{"state": "NY"}"#, "--jsonl"]);
     assert!(out.contains("state_1"), "{out}");
+    // A pipeline's explain: the head's plan (the index, read in key order), then each stage.
+    let out = ok(&[
+        "aggregate",
+        s(&db),
+        "zips",
+        r#"[{"$group": {"_id": "$state", "n": {"$sum": 1}}}]"#,
+        "--explain",
+        "--jsonl",
+    ]);
+    assert!(
+        out.contains("state_1") && out.contains("\"inKeyOrder\":true"),
+        "{out}"
+    );
     let listed = ok(&["indexes", "list", s(&db), "zips"]);
     assert_eq!(listed.lines().count(), 2, "{listed}");
     ok(&["indexes", "drop", s(&db), "zips", "state_1"]);

@@ -30,7 +30,8 @@ pub struct StageExplain {
     /// The stage as it runs: `$sortByCount`, `$bucket` and `$fill` appear as what they
     /// expand to.
     pub spec: Document,
-    /// How many documents it passed on.
+    /// How many documents it passed on (for a final `$out` or `$merge`: how many it would
+    /// write).
     pub returned: u64,
     /// Milliseconds from the start of the run until it passed on its last document (so each
     /// stage's figure includes the stages before it, as MongoDB counts).
@@ -41,18 +42,23 @@ pub struct StageExplain {
 }
 
 impl ReadCollection<'_> {
-    /// Plans and runs a pipeline (without writing what a final `$out` or `$merge` would
-    /// write), reporting the plan of its head and what each later stage passed on.
+    /// Plans and runs a pipeline, reporting the plan of its head and what each later stage
+    /// passed on. A final `$out` or `$merge` is checked and listed with the documents it
+    /// would write, but writes nothing.
     pub fn explain_aggregate(
         &self,
         pipeline: &[Document],
         options: &AggregateOptions,
     ) -> Result<AggregateExplain> {
+        let (read, write) = match pipeline.split_last() {
+            Some((last, read)) if super::output::is_output(last)? => (read, Some(last.clone())),
+            _ => (pipeline, None),
+        };
         let Planned {
             source,
             stages,
             collation,
-        } = self.plan_pipeline(pipeline, options)?;
+        } = self.plan_pipeline(read, options)?;
         let start = Instant::now();
         let mut explained = Vec::with_capacity(stages.len() + 1);
         let mut counters = Vec::with_capacity(stages.len() + 1);
@@ -99,6 +105,14 @@ impl ReadCollection<'_> {
         }
         for (stage, counter) in explained.iter_mut().zip(&counters) {
             (stage.returned, stage.millis) = counter.get();
+        }
+        if let Some(spec) = write {
+            let (returned, millis) = counters.last().map_or((pulled.get(), 0), |c| c.get());
+            explained.push(StageExplain {
+                returned,
+                millis,
+                ..stage_explain(spec, false)
+            });
         }
         let cursor = match find {
             Some((cursor, filter, options)) => {

@@ -61,6 +61,11 @@ fn target(stage: &str, v: &Bson) -> Result<String> {
     }
 }
 
+/// Whether `stage` is a well-formed `$out` or `$merge` (an error when it is either, malformed).
+pub(super) fn is_output(stage: &Document) -> Result<bool> {
+    Ok(parse_output(stage)?.is_some())
+}
+
 fn parse_output(stage: &Document) -> Result<Option<Output>> {
     let Some((name, arg)) = stage.iter().next() else {
         return Ok(None);

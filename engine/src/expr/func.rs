@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
+use super::decimal_math::{self, Unary};
 use super::eval::{Env, eval_in, truthy};
 use super::{Expr, ExprError, error};
 use crate::code::ErrorCode;
@@ -682,14 +683,24 @@ fn round(func: Func, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
     }))
 }
 
-/// `$sqrt`, `$exp`, `$ln`, `$log10`: doubles.
-/// `$sqrt`, `$exp`, `$ln`, `$log10`. A decimal argument gives a decimal, computed in doubles
-/// (this engine has no decimal logarithms: the result has a double's 15 to 17 digits).
+/// `$sqrt`, `$exp`, `$ln`, `$log10`: in doubles, or for a decimal argument in decimal (see
+/// `decimal_math`, which leaves some decimal arguments to the double computation).
 fn real(func: Func, x: &Bson) -> Result<Option<Bson>, ExprError> {
     let op = func.name();
     let Some(d) = as_f64(x).filter(|_| is_numeric(x)) else {
         return Err(wrong_type(op, "a number", x).with_code(ErrorCode::location(28765)));
     };
+    if let Bson::Decimal128(decimal) = x {
+        let unary = match func {
+            Func::Sqrt => Unary::Sqrt,
+            Func::Exp => Unary::Exp,
+            Func::Ln => Unary::Ln,
+            _ => Unary::Log10,
+        };
+        if let Some(result) = decimal_math::unary(unary, *decimal) {
+            return Ok(Some(result));
+        }
+    }
     let result = match func {
         Func::Sqrt if d < 0.0 => {
             return Err(error(op, "the argument must not be negative")
@@ -706,11 +717,6 @@ fn real(func: Func, x: &Bson) -> Result<Option<Bson>, ExprError> {
         Func::Ln => d.ln(),
         _ => d.log10(),
     };
-    if matches!(x, Bson::Decimal128(_)) {
-        return Ok(Some(
-            super::convert::to_decimal(Bson::Double(result))?.unwrap_or(Bson::Null),
-        ));
-    }
     Ok(Some(Bson::Double(result)))
 }
 
@@ -747,10 +753,11 @@ fn pow(v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
             .with_code(ErrorCode::location(28764)));
     }
     if wb == Width::Decimal || we == Width::Decimal {
-        return Err(
-            error(op, "decimal operands are not supported by this engine")
-                .with_code(ErrorCode::NOT_IMPLEMENTED),
-        );
+        return match decimal_math::pow(&base, &exponent) {
+            Ok(result) => Ok(Some(result.unwrap_or(Bson::Null))),
+            Err(()) => Err(error(op, "zero cannot be raised to a negative power")
+                .with_code(ErrorCode::location(28764))),
+        };
     }
     // 1 and -1 to a negative whole power stay whole numbers.
     if wb <= Width::Int64

@@ -27,6 +27,7 @@
 
 mod convert;
 mod dates;
+mod decimal_math;
 pub(crate) use dates::{is_unit, shift_utc};
 mod eval;
 mod func;

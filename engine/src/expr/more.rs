@@ -5,7 +5,7 @@
 //! `$setEquals` (every operand an array, null included: 17044) and `$log` (null gives null;
 //! a decimal operand gives a decimal).
 
-use bson::{Bson, Decimal128};
+use bson::Bson;
 
 use super::func::{compare_bson, type_alias};
 use super::{ExprError, error};
@@ -254,6 +254,12 @@ pub(crate) fn log(v: &[Option<Bson>]) -> Result<Option<Bson>, ExprError> {
             format!("$log's base must be numeric, not {}", type_alias(Some(b))),
         )
     })?;
+    // With a decimal operand, in decimal (for what is above zero; the rest as in doubles).
+    if (matches!(a, Bson::Decimal128(_)) || matches!(b, Bson::Decimal128(_)))
+        && let Some(result) = super::decimal_math::log(a, b)
+    {
+        return Ok(Some(result));
+    }
     if !(x > 0.0 || x.is_nan()) {
         return Err(code(
             op,
@@ -271,15 +277,5 @@ pub(crate) fn log(v: &[Option<Bson>]) -> Result<Option<Bson>, ExprError> {
             format!("$log's base must be a positive number not equal to 1, but is {base}"),
         ));
     }
-    let result = x.ln() / base.ln();
-    let decimal = matches!(a, Bson::Decimal128(_)) || matches!(b, Bson::Decimal128(_));
-    if decimal && result.is_finite() {
-        // The decimal result, through the double's shortest text.
-        for text in [format!("{result}"), format!("{result:?}")] {
-            if let Ok(d) = text.parse::<Decimal128>() {
-                return Ok(Some(Bson::Decimal128(d)));
-            }
-        }
-    }
-    Ok(Some(Bson::Double(result)))
+    Ok(Some(Bson::Double(x.ln() / base.ln())))
 }

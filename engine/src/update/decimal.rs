@@ -1,5 +1,6 @@
 //! Decimal128 arithmetic for `$inc` and `$mul` (and the expressions' `$add`, `$multiply`,
-//! `$divide`, `$mod`, `$floor`, `$ceil`, `$round`, `$trunc`, `$avg`): exact on the operands' decimal values, then
+//! `$divide`, `$mod`, `$floor`, `$ceil`, `$round`, `$trunc`, `$avg`; the logarithms and powers
+//! are `expr::decimal_math`): exact on the operands' decimal values, then
 //! rounded to decimal128's 34 significant digits (half to even), as IEEE 754 decimal does.
 //!
 //! Operands: a decimal128 as it is, an integer exactly, a double rounded to 15 significant
@@ -20,6 +21,37 @@ enum Value {
     Finite(Finite),
     Infinity { negative: bool },
     NaN,
+}
+
+/// A number as decimal arithmetic reads it (see the module documentation):
+/// `±coefficient × 10^exponent`, an infinity or NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operand {
+    Finite {
+        negative: bool,
+        coefficient: u128,
+        exponent: i64,
+    },
+    Infinity {
+        negative: bool,
+    },
+    NaN,
+}
+
+/// `v` as an operand of decimal arithmetic; `None` for what is not a number.
+pub(crate) fn operand(v: &Bson) -> Option<Operand> {
+    Some(match value(v)? {
+        Value::NaN => Operand::NaN,
+        Value::Infinity { negative } => Operand::Infinity { negative },
+        Value::Finite(f) => Operand::Finite {
+            negative: f.negative,
+            // At most 34 digits: within u128.
+            coefficient: f.digits.iter().fold(0u128, |n, d| {
+                n.saturating_mul(10).saturating_add(u128::from(*d))
+            }),
+            exponent: f.exponent,
+        },
+    })
 }
 
 fn value(v: &Bson) -> Option<Value> {

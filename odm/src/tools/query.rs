@@ -59,6 +59,10 @@ pub struct AggregateArgs {
     pub pipeline: String,
     #[arg(long)]
     pub collation: Option<String>,
+    /// Explain the pipeline instead: the plan of its head, then what each stage passed on (a
+    /// final `$out` or `$merge` writes nothing).
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -137,11 +141,7 @@ pub fn explain(args: &FindArgs) -> Result<(), ToolError> {
     let db = open_existing(&args.path)?;
     let txn = db.read()?;
     let Some(collection) = txn.collection(&args.collection)? else {
-        return Err(ToolError(format!(
-            "{}: no collection `{}`",
-            args.path.display(),
-            args.collection
-        )));
+        return Err(super::no_collection(&args.path, &args.collection, &db));
     };
     let explain = collection.explain(&filter, &options)?;
     print(std::iter::once(Ok(explain.to_document())), &args.output)
@@ -165,6 +165,14 @@ pub fn aggregate(args: &AggregateArgs) -> Result<(), ToolError> {
         ..AggregateOptions::default()
     };
     let db = open_existing(&args.path)?;
+    if args.explain {
+        let txn = db.read()?;
+        let Some(collection) = txn.collection(&args.collection)? else {
+            return Err(super::no_collection(&args.path, &args.collection, &db));
+        };
+        let explain = collection.explain_aggregate(&stages, &options)?;
+        return print(std::iter::once(Ok(explain.to_document())), &args.output);
+    }
     let results = db.aggregate(&args.collection, &stages, &options)?;
     print(results.into_iter().map(Ok), &args.output)
 }

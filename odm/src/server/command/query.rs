@@ -325,33 +325,20 @@ fn explain_pipeline(
     pipeline: &[Document],
     options: &AggregateOptions,
 ) -> Result<Document, CommandError> {
-    let (read, write) = match pipeline.split_last() {
-        Some((last, read)) if matches!(stage_name(last), "$out" | "$merge") => (read, Some(last)),
-        _ => (pipeline, None),
-    };
     let explained = match ctx.server.storage.get(&ctx.db)? {
         Some(db) => {
             let txn = db.read()?;
             match txn.collection(collection)? {
-                Some(c) => Some(c.explain_aggregate(read, options)?.to_document()),
+                Some(c) => Some(c.explain_aggregate(pipeline, options)?.to_document()),
                 None => None,
             }
         }
         None => None,
     };
-    let mut reply = match explained {
-        Some(explained) => explained,
+    let Some(mut reply) = explained else {
         // No collection: the find part of the plan is the empty one.
-        None => explain_find(ctx, collection, &Document::new(), &FindOptions::default())?,
+        return explain_find(ctx, collection, &Document::new(), &FindOptions::default());
     };
-    if let Some(last) = write {
-        let mut stages = match reply.remove("stages") {
-            Some(Bson::Array(stages)) => stages,
-            _ => vec![Bson::Document(doc! { "$cursor": reply.clone() })],
-        };
-        stages.push(Bson::Document(last.clone()));
-        reply = doc! { "explainVersion": "1", "stages": stages };
-    }
     reply.insert(
         "serverInfo",
         doc! {"host": ctx.server.address.clone(), "version": super::handshake::VERSION},
