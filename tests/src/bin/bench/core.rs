@@ -81,8 +81,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("odm-bench-core-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     println!(
-        "bench core: {} documents, 2 secondary indexes, {} runs; release build",
-        options.docs, options.runs
+        "bench core: {} documents, 2 secondary indexes, {} runs; {}",
+        options.docs,
+        options.runs,
+        super::report::build()
     );
     let mut results: Vec<[Timings; 3]> = Vec::new();
     for run in 0..options.runs {

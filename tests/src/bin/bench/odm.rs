@@ -94,11 +94,12 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
     let median_of = |runs: &[Timings], f: fn(&Timings) -> f64| median(runs.iter().map(f).collect());
     println!(
-        "bench odm: {} documents, index user_1, {OPS} gets and updates, {} finds of ~{} documents, {} runs; release build",
+        "bench odm: {} documents, index user_1, {OPS} gets and updates, {} finds of ~{} documents, {} runs; {}",
         options.docs,
         OPS / 10,
         options.docs as u64 / USERS,
-        options.runs
+        options.runs,
+        super::report::build()
     );
     println!(
         "{:<34}{:>14}{:>14}{:>10}",

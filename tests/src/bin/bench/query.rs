@@ -236,8 +236,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     })?;
     let raw = Raw::load(&fresh(&dir, "raw.redb"), &items)?;
     println!(
-        "bench query: {} documents, indexes user_1 and category_1_score_-1, {} runs; release build",
-        options.docs, options.runs
+        "bench query: {} documents, indexes user_1 and category_1_score_-1, {} runs; {}",
+        options.docs,
+        options.runs,
+        super::report::build()
     );
     println!(
         "{:<16}{:>10}{:>14}{:>14}{:>10}{:>12}{:>12}",

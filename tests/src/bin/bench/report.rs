@@ -2,6 +2,16 @@
 
 use std::time::Instant;
 
+/// Which build measured: figures of a debug build (CI's smoke run) are not the release
+/// build's, and say so.
+pub fn build() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug build (a check that the systems agree; its speeds are not the release build's)"
+    } else {
+        "release build"
+    }
+}
+
 /// Runs `f` and returns its wall time in microseconds per operation.
 pub fn per_op<T>(ops: usize, f: impl FnOnce() -> T) -> (T, f64) {
     let start = Instant::now();

@@ -217,8 +217,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut raw = Raw::load(&fresh(&dir, "raw.redb"), &items)?;
     println!(
-        "bench update: {} documents (50-element arrays), index counter_1 and buckets recipient_1_count_1, {OPS} updates per kind, {} runs, one transaction per update; release build",
-        options.docs, options.runs
+        "bench update: {} documents (50-element arrays), index counter_1 and buckets recipient_1_count_1, {OPS} updates per kind, {} runs, one transaction per update; {}",
+        options.docs,
+        options.runs,
+        super::report::build()
     );
     println!(
         "{:<16}{:>14}{:>14}{:>10}",
