@@ -59,7 +59,7 @@ impl ValueIndex {
     }
 }
 
-/// Whether `a` and `b` are one value under the equality [`ValueIndex`] keeps.
+/// Whether `left` and `right` are one value under the equality [`ValueIndex`] keeps.
 pub(crate) fn equal(left: &Bson, right: &Bson, collation: Option<&Collation>) -> bool {
     if collation.is_none() {
         return matches!((encoding(left), encoding(right)), (Some(l), Some(r)) if l == r);

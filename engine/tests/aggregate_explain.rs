@@ -179,3 +179,92 @@ fn a_group_on_a_multikey_index_groups_by_hash() {
     // The array is a key of its own.
     assert_eq!(run(&db, &pipeline).len(), 6);
 }
+
+#[test]
+fn an_error_in_key_order_ends_the_groups_with_it() {
+    let db = zips();
+    db.collection("zips")
+        .insert_one(&doc! { "_id": 100, "state": "NY", "pop": 1, "extra": 5 })
+        .unwrap();
+    db.collection("zips")
+        .create_index(IndexSpec::new([("state", Direction::Ascending)]).unwrap())
+        .unwrap();
+    // `$mergeObjects` refuses a number (40400): in key order as in a hash group.
+    let pipeline = [doc! { "$group": { "_id": "$state", "m": { "$mergeObjects": "$extra" } } }];
+    let counted = doc! { "$group": { "_id": "$state", "n": { "$sum": 1 } } };
+    assert!(explain(&db, &[counted]).stages[0].in_key_order);
+    assert!(run_err(&db, &pipeline).contains("$mergeObjects"));
+    assert!(explain_err(&db, &pipeline).contains("$mergeObjects"));
+    let txn = db.read().unwrap();
+    let c = txn.collection("zips").unwrap().unwrap();
+    let results: Vec<_> = c
+        .aggregate_iter(&pipeline, &AggregateOptions::default())
+        .unwrap()
+        .collect();
+    // Groups before NY come out; then the error, and nothing after it.
+    let failed = results.iter().position(Result::is_err).expect("an error");
+    assert_eq!(failed, results.len() - 1, "{results:?}");
+    assert!(
+        results[..failed]
+            .iter()
+            .all(|r| r.as_ref().unwrap().get_str("_id").unwrap() < "NY")
+    );
+}
+
+fn explain_err(db: &Database, pipeline: &[Document]) -> String {
+    let txn = db.read().unwrap();
+    let c = txn.collection("zips").unwrap().unwrap();
+    c.explain_aggregate(pipeline, &AggregateOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+fn run_err(db: &Database, pipeline: &[Document]) -> String {
+    let txn = db.read().unwrap();
+    let c = txn.collection("zips").unwrap().unwrap();
+    c.aggregate(pipeline, &AggregateOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_final_out_is_listed_not_run() {
+    let db = zips();
+    let explained = explain(
+        &db,
+        &[
+            doc! { "$match": { "state": "CA" } },
+            doc! { "$project": { "pop": 1 } },
+            doc! { "$out": "copy" },
+        ],
+    );
+    let last = explained.stages.last().unwrap();
+    assert!(last.spec.contains_key("$out"));
+    assert_eq!(last.returned, 10);
+    // Nothing was written.
+    assert!(db.read().unwrap().collection("copy").unwrap().is_none());
+    // A malformed one is an error, as it would be when run.
+    let err = explain_err(&db, &[doc! { "$merge": { "into": "copy", "bogus": 1 } }]);
+    assert!(err.contains("bogus"), "{err}");
+}
+
+#[test]
+fn a_first_stage_with_its_own_documents_is_listed_first() {
+    let db = zips();
+    let explained = explain(
+        &db,
+        &[
+            doc! { "$indexStats": {} },
+            doc! { "$project": { "name": 1 } },
+        ],
+    );
+    assert!(explained.cursor.is_none());
+    let names: Vec<&str> = explained
+        .stages
+        .iter()
+        .map(|s| s.spec.keys().next().unwrap().as_str())
+        .collect();
+    assert_eq!(names, ["$indexStats", "$project"]);
+    assert_eq!(explained.stages[0].returned, 1);
+    assert_eq!(explained.stages[1].returned, 1);
+}

@@ -169,3 +169,32 @@ fn group_in_key_order_holds_one_group_at_a_time() {
         "{err}"
     );
 }
+
+/// In key order the bound still holds for the one group held: three groups of about 37
+/// documents, each pushing 3 MiB, pass 100 MiB and fail as a group holding them all would.
+#[test]
+fn a_group_in_key_order_past_the_bound_fails() {
+    let db = big_collection();
+    db.collection("c")
+        .create_index(odm_engine::IndexSpec::ascending("g").unwrap())
+        .unwrap();
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let pipeline = [
+        doc! { "$group": { "_id": "$g", "pads": { "$push": { "a": "$pad", "b": "$pad", "c": "$pad" } } } },
+    ];
+    let explained = c
+        .explain_aggregate(
+            &[doc! { "$group": { "_id": "$g", "n": { "$sum": 1 } } }],
+            &AggregateOptions::default(),
+        )
+        .unwrap();
+    assert!(explained.stages[0].in_key_order);
+    let err = c
+        .aggregate(&pipeline, &AggregateOptions::default())
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::AggregateMemoryExceeded { .. }),
+        "{err}"
+    );
+}

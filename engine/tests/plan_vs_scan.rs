@@ -234,6 +234,28 @@ fn collation() -> impl Strategy<Value = Option<Document>> {
     ]
 }
 
+/// The same documents (numbered `_id`s) in two databases: one without secondary indexes, one
+/// with all of [`indexes`], built before the documents arrive (with `merge_threshold`, when
+/// given, documents before and after the indexes' first merge).
+fn databases(docs: &[Document], merge_threshold: Option<u64>) -> (Database, Database) {
+    let plain = Database::in_memory().unwrap();
+    let indexed = Database::in_memory().unwrap();
+    if let Some(threshold) = merge_threshold {
+        indexed.set_index_merge_threshold(threshold);
+    }
+    plain.write(|t| t.create_collection("c")).unwrap();
+    for spec in indexes() {
+        indexed.collection("c").create_index(spec).unwrap();
+    }
+    for (i, d) in docs.iter().enumerate() {
+        let mut d = d.clone();
+        d.insert("_id", i as i32);
+        plain.collection("c").insert_one(&d).unwrap();
+        indexed.collection("c").insert_one(&d).unwrap();
+    }
+    (plain, indexed)
+}
+
 fn run(db: &Database, filter: &Document, options: &FindOptions) -> Result<Vec<Document>, String> {
     let txn = db.read().unwrap();
     let Some(c) = txn.collection("c").unwrap() else {
@@ -258,20 +280,7 @@ proptest! {
         merge_threshold in 0u64..4,
         collation in collation(),
     ) {
-        let plain = Database::in_memory().unwrap();
-        let indexed = Database::in_memory().unwrap();
-        indexed.set_index_merge_threshold(merge_threshold);
-        plain.write(|t| t.create_collection("c")).unwrap();
-        for spec in indexes() {
-            indexed.collection("c").create_index(spec).unwrap();
-        }
-        // Half the documents before the indexes' first merge, half after.
-        for (i, d) in docs.iter().enumerate() {
-            let mut d = d.clone();
-            d.insert("_id", i as i32);
-            plain.collection("c").insert_one(&d).unwrap();
-            indexed.collection("c").insert_one(&d).unwrap();
-        }
+        let (plain, indexed) = databases(&docs, Some(merge_threshold));
         let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None, collation: collation.clone() };
         // The first run plans and caches the choice for this shape; the second reuses it.
         let first = run(&indexed, &filter, &options);
@@ -329,19 +338,7 @@ proptest! {
         sorted in any::<bool>(),
         merge_threshold in 0u64..4,
     ) {
-        let plain = Database::in_memory().unwrap();
-        let indexed = Database::in_memory().unwrap();
-        indexed.set_index_merge_threshold(merge_threshold);
-        plain.write(|t| t.create_collection("c")).unwrap();
-        for spec in indexes() {
-            indexed.collection("c").create_index(spec).unwrap();
-        }
-        for (i, d) in docs.iter().enumerate() {
-            let mut d = d.clone();
-            d.insert("_id", i as i32);
-            plain.collection("c").insert_one(&d).unwrap();
-            indexed.collection("c").insert_one(&d).unwrap();
-        }
+        let (plain, indexed) = databases(&docs, Some(merge_threshold));
         let filter = doc! { "$and": conditions };
         let mut projection: Document = projected.iter().map(|f| ((*f).to_owned(), Bson::Int32(1))).collect();
         projection.insert("_id", 0);
@@ -400,18 +397,7 @@ proptest! {
         value in prop::sample::select(vec!["$b", "$e", "$n.g", "$a"]),
         collation in collation(),
     ) {
-        let plain = Database::in_memory().unwrap();
-        let indexed = Database::in_memory().unwrap();
-        plain.write(|t| t.create_collection("c")).unwrap();
-        for spec in indexes() {
-            indexed.collection("c").create_index(spec).unwrap();
-        }
-        for (i, d) in docs.iter().enumerate() {
-            let mut d = d.clone();
-            d.insert("_id", i as i32);
-            plain.collection("c").insert_one(&d).unwrap();
-            indexed.collection("c").insert_one(&d).unwrap();
-        }
+        let (plain, indexed) = databases(&docs, None);
         let mut pipeline = Vec::new();
         if !conditions.is_empty() {
             pipeline.push(doc! { "$match": { "$and": conditions } });

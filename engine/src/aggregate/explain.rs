@@ -86,7 +86,6 @@ impl ReadCollection<'_> {
                 let docs = Box::new(docs.into_iter().map(Ok));
                 (counted(docs, &mut counters, start), None)
             }
-            Source::Nothing => (Box::new(std::iter::empty()), None),
         };
         let context = context(self.snapshot(), options, collation);
         for (stage, spec) in stages {

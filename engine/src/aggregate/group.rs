@@ -610,7 +610,7 @@ impl Grouping {
             }
             self.arrival += 1;
         }
-        let collation = self.collation.as_deref();
+        let collation = self.collation();
         let env = Env::collated(doc, collation);
         let mut grown = 0;
         let mut sorted_at = 0;

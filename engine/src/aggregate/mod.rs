@@ -96,7 +96,6 @@ impl ReadCollection<'_> {
         let docs: Documents<'a> = match source {
             Source::Find(head) => Box::new(head.cursor),
             Source::Given(docs, _) => Box::new(docs.into_iter().map(Ok)),
-            Source::Nothing => Box::new(std::iter::empty()),
         };
         let stages = stages.into_iter().map(|(stage, _)| stage);
         Ok(through(docs, stages, self.snapshot(), options, collation))
@@ -171,9 +170,6 @@ impl ReadCollection<'_> {
                 _ => break,
             }
             rest.next();
-        }
-        if find.limit == Some(0) {
-            return Ok(planned(Source::Nothing, rest));
         }
         if let Some((
             Stage::Group {
@@ -252,8 +248,6 @@ enum Source<'a> {
     /// The documents of a first stage that reads no collection (`$documents`, `$collStats`,
     /// `$indexStats`), and that stage.
     Given(Vec<Document>, Document),
-    /// Nothing: the head ends in `$limit: 0`.
-    Nothing,
 }
 
 /// The find a pipeline's head runs as: its cursor, and the find (for explain).

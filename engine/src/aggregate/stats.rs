@@ -141,18 +141,19 @@ impl CollStats {
     }
 }
 
-/// The documents of `$indexStats` for `coll`, one per index.
+/// The documents of `$indexStats` for `coll`, one per index, `_id_` first.
 pub(super) fn index_stats(coll: &ReadCollection<'_>) -> Vec<Document> {
     let meta = coll.meta();
-    meta.indexes
-        .iter()
-        .map(|index| {
-            let (ops, since) = coll.plan_cache().uses(meta.id, index.id);
+    let id_index = crate::schema::id_index_spec();
+    std::iter::once((&id_index, crate::query::ID_INDEX_USES))
+        .chain(meta.indexes.iter().map(|index| (&index.spec, index.id)))
+        .map(|(spec, id)| {
+            let (ops, since) = coll.plan_cache().uses(meta.id, id);
             doc! {
-                "name": index.spec.name(),
-                "key": index.spec.keys_document(),
+                "name": spec.name(),
+                "key": spec.keys_document(),
                 "accesses": {"ops": long(ops), "since": since},
-                "spec": index.spec.to_document(),
+                "spec": spec.to_document(),
             }
         })
         .collect()

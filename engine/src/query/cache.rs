@@ -32,6 +32,10 @@ pub(crate) enum Choice {
     Other,
 }
 
+/// The index id the `_id` index's uses are counted under: it has no catalog id of its own,
+/// and no secondary index is given this one.
+pub(crate) const ID_INDEX_USES: u64 = u64::MAX;
+
 #[derive(Debug)]
 pub(crate) struct PlanCache {
     entries: Mutex<HashMap<String, Choice>>,
@@ -57,12 +61,13 @@ impl PlanCache {
         fn indexes<'p>(plan: &'p super::plan::Plan, out: &mut Vec<&'p str>) {
             match &plan.access {
                 super::plan::Access::IndexScan(scan) => out.push(&scan.index),
+                super::plan::Access::IdLookup { .. } => out.push(crate::index::ID_INDEX_NAME),
                 super::plan::Access::Or(branches) => {
                     for branch in branches {
                         indexes(branch, out);
                     }
                 }
-                _ => {}
+                super::plan::Access::CollectionScan => {}
             }
         }
         let mut names = Vec::new();
@@ -72,8 +77,13 @@ impl PlanCache {
         }
         let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
         for name in names {
-            if let Some(index) = meta.index(name) {
-                *uses.entry((meta.id, index.id)).or_default() += 1;
+            let index = if name == crate::index::ID_INDEX_NAME {
+                Some(ID_INDEX_USES)
+            } else {
+                meta.index(name).map(|index| index.id)
+            };
+            if let Some(index) = index {
+                *uses.entry((meta.id, index)).or_default() += 1;
             }
         }
     }

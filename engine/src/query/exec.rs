@@ -108,19 +108,9 @@ impl ReadCollection<'_> {
         options: &FindOptions,
         decode: Decode<T>,
     ) -> Result<Cursor<'c, T>> {
-        let (plan, query) = self.plan_find(filter, options)?;
-        Cursor::new(self, plan, query, decode)
-    }
-
-    /// A find parsed, and the plan it would run, without running it.
-    pub(crate) fn plan_find(
-        &self,
-        filter: &Document,
-        options: &FindOptions,
-    ) -> Result<(Plan, Query)> {
         let query = parse_query(filter, options)?;
         let plan = self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?;
-        Ok((plan, query))
+        Cursor::new(self, plan, query, decode)
     }
 
     /// A cursor over a given plan, for explain.

@@ -30,7 +30,7 @@ mod routing;
 mod sort;
 mod source;
 
-pub(crate) use cache::PlanCache;
+pub(crate) use cache::{ID_INDEX_USES, PlanCache};
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
 pub(crate) use cursor::{Decode, Query};
 pub use exec::{FindOptions, WalkStats};
