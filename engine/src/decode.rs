@@ -47,7 +47,8 @@ pub fn from_slice_versioned<T: DeserializeOwned>(
             let Some(name) = id_field else {
                 // Straight from the bytes: a detour through `Document` would present dates and
                 // other types differently.
-                let value = bson::deserialize_from_slice(bytes).map_err(|e| e.to_string())?;
+                let value = bson::deserialize_from_slice(bytes)
+                    .map_err(|e| at_path(e, slow_failure_path::<T>(bytes, None)))?;
                 return Ok((value, version));
             };
             let mut renamed = bson::RawDocumentBuf::new();
@@ -60,12 +61,82 @@ pub fn from_slice_versioned<T: DeserializeOwned>(
                     renamed.append(key, value);
                 }
             }
-            let value =
-                bson::deserialize_from_slice(renamed.as_bytes()).map_err(|e| e.to_string())?;
+            let value = bson::deserialize_from_slice(renamed.as_bytes())
+                .map_err(|e| at_path(e, slow_failure_path::<T>(renamed.as_bytes(), id_field)))?;
             Ok((value, version))
         }
-        Err(DecodeError::Message(m)) => Err(m),
+        Err(DecodeError::Message(m)) => Err(at_path(m, fast_failure_path::<T>(bytes, id_field))),
     }
+}
+
+/// A stored document's `_id` as errors show it; `<unknown>` when it has none.
+pub fn id_text(raw: &bson::RawDocument) -> String {
+    raw.get("_id")
+        .ok()
+        .flatten()
+        .map_or_else(|| "<unknown>".to_owned(), crate::index::render)
+}
+
+/// A decoding failure's reason, led by the stored path where it happened (`at `a.0.b`: ...`).
+fn at_path(reason: impl fmt::Display, path: Option<String>) -> String {
+    match path {
+        Some(path) => format!("at `{path}`: {reason}"),
+        None => reason.to_string(),
+    }
+}
+
+/// Where decoding `T` fails in this decoder, found by decoding again with the path tracked:
+/// only after a failure, so that decoding that succeeds pays nothing for it.
+fn fast_failure_path<T: DeserializeOwned>(
+    bytes: &[u8],
+    id_field: Option<&'static str>,
+) -> Option<String> {
+    let mut reader = Reader {
+        buf: bytes,
+        pos: 0,
+        version: None,
+        keys_as_text: true,
+    };
+    let end = reader.document_bounds().ok()?;
+    let value = Value {
+        r: &mut reader,
+        ty: DOCUMENT,
+        end: Some(end),
+        id_field,
+        top: true,
+    };
+    serde_path_to_error::deserialize::<_, T>(value)
+        .err()
+        .and_then(|e| stored_path(e.path(), id_field))
+}
+
+/// [`fast_failure_path`] through the bson crate's deserializer.
+fn slow_failure_path<T: DeserializeOwned>(
+    bytes: &[u8],
+    id_field: Option<&'static str>,
+) -> Option<String> {
+    let deserializer = bson::RawDeserializer::new(bytes).ok()?;
+    serde_path_to_error::deserialize::<_, T>(deserializer)
+        .err()
+        .and_then(|e| stored_path(e.path(), id_field))
+}
+
+/// A serde path as the stored document's dotted path (array positions as numbers, the model's
+/// id field as `_id`); `None` for the document itself.
+fn stored_path(path: &serde_path_to_error::Path, id_field: Option<&str>) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let segments: Vec<String> = path
+        .iter()
+        .enumerate()
+        .map(|(i, segment)| match segment {
+            Segment::Seq { index } => index.to_string(),
+            Segment::Map { key } if i == 0 && Some(key.as_str()) == id_field => "_id".to_owned(),
+            Segment::Map { key } => key.clone(),
+            Segment::Enum { variant } => variant.clone(),
+            Segment::Unknown => "?".to_owned(),
+        })
+        .collect();
+    (!segments.is_empty()).then(|| segments.join("."))
 }
 
 /// The fast path alone.
@@ -77,6 +148,7 @@ fn fast<T: DeserializeOwned>(
         buf: bytes,
         pos: 0,
         version: None,
+        keys_as_text: false,
     };
     let end = reader.document_bounds()?;
     let value = T::deserialize(Value {
@@ -138,6 +210,9 @@ struct Reader<'de> {
     pos: usize,
     /// The top-level `_v`, noted as the document is read.
     version: Option<i64>,
+    /// Struct field names are presented as text (UTF-8 checked) rather than bytes, so that a
+    /// path tracker records them; only when a failed decode is repeated to find its path.
+    keys_as_text: bool,
 }
 
 impl<'de> Reader<'de> {
@@ -491,8 +566,10 @@ impl<'de> MapAccess<'de> for Elements<'_, 'de> {
         self.pending = Some(ty);
         self.version_next = self.top && key == b"_v";
         match self.id_field {
-            Some(name) if key == b"_id" => seed.deserialize(Key(name.as_bytes())).map(Some),
-            _ => seed.deserialize(Key(key)).map(Some),
+            Some(name) if key == b"_id" => seed
+                .deserialize(Key(name.as_bytes(), self.r.keys_as_text))
+                .map(Some),
+            _ => seed.deserialize(Key(key, self.r.keys_as_text)).map(Some),
         }
     }
 
@@ -538,9 +615,9 @@ impl<'de> SeqAccess<'de> for Elements<'_, 'de> {
     }
 }
 
-/// A document key. Struct field names are matched as bytes, without a UTF-8 check; any other
-/// use of the key (a map key, a `Document`) checks it.
-struct Key<'de>(&'de [u8]);
+/// A document key. Struct field names are matched as bytes, without a UTF-8 check (unless the
+/// second field asks for text); any other use of the key (a map key, a `Document`) checks it.
+struct Key<'de>(&'de [u8], bool);
 
 impl<'de> de::Deserializer<'de> for Key<'de> {
     type Error = DecodeError;
@@ -551,7 +628,10 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        visitor.visit_borrowed_bytes(self.0)
+        match std::str::from_utf8(self.0) {
+            Ok(text) if self.1 => visitor.visit_borrowed_str(text),
+            _ => visitor.visit_borrowed_bytes(self.0),
+        }
     }
 
     serde::forward_to_deserialize_any! {

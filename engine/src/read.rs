@@ -16,7 +16,6 @@ use crate::collection::id_key;
 use crate::db::ReadTxn;
 use crate::decode;
 use crate::error::{DocumentError, Error, Result};
-use crate::index::render;
 use crate::index_store::{self, MergedRange};
 use crate::keys;
 use crate::tables;
@@ -328,9 +327,7 @@ impl StoredDocument {
 
     fn id_text(&self) -> String {
         self.as_raw()
-            .ok()
-            .and_then(|raw| raw.get("_id").ok().flatten())
-            .map_or_else(|| "<unknown>".to_owned(), render)
+            .map_or_else(|_| "<unknown>".to_owned(), decode::id_text)
     }
 
     fn corrupt(&self, e: impl ToString) -> Error {

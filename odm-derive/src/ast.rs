@@ -13,6 +13,8 @@ pub enum Kind {
 pub struct Container<'a> {
     pub ident: &'a syn::Ident,
     pub vis: &'a syn::Visibility,
+    /// Type and const parameters, with the bounds the user wrote (no lifetimes: checked).
+    pub generics: &'a syn::Generics,
     pub kind: Kind,
     /// `collection = "..."` and its token.
     pub collection: Option<(String, Span)>,
@@ -84,6 +86,18 @@ pub struct ShardDecl {
 impl<'a> Container<'a> {
     pub fn field(&self, rust_name: &str) -> Option<&FieldModel<'a>> {
         self.fields.iter().find(|f| f.ident == rust_name)
+    }
+
+    /// The type parameter a type names when it is one alone (`M`, not `Vec<M>`).
+    pub fn type_parameter(&self, ty: &syn::Type) -> Option<&'a syn::Ident> {
+        let syn::Type::Path(path) = ty else {
+            return None;
+        };
+        let ident = path.path.get_ident()?;
+        self.generics
+            .type_params()
+            .map(|p| &p.ident)
+            .find(|p| *p == ident)
     }
 
     /// Every index declaration, field-level ones included.

@@ -28,12 +28,11 @@ pub fn container<'a>(cx: &Ctxt, input: &'a DeriveInput, kind: Kind) -> Option<Co
         cx.error_spanned_by(&input.ident, "odm models must be structs with named fields");
         return None;
     };
-    if !input.generics.params.is_empty() {
-        cx.error_spanned_by(&input.generics, "odm models cannot be generic");
-    }
+    check_generics(cx, &input.generics);
     let mut container = Container {
         ident: &input.ident,
         vis: &input.vis,
+        generics: &input.generics,
         kind,
         collection: None,
         crate_path: None,
@@ -61,6 +60,17 @@ pub fn container<'a>(cx: &Ctxt, input: &'a DeriveInput, kind: Kind) -> Option<Co
         }
     }
     Some(container)
+}
+
+/// A model or embedded type may have type and const parameters; it owns its data (decoded
+/// from stored bytes, `DeserializeOwned`), so it has no lifetime parameters.
+fn check_generics(cx: &Ctxt, generics: &syn::Generics) {
+    for lifetime in generics.lifetimes() {
+        cx.error_spanned_by(
+            lifetime,
+            "a model owns its data (it is decoded from stored bytes), so it cannot borrow: remove the lifetime parameter",
+        );
+    }
 }
 
 fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {

@@ -11,7 +11,7 @@ use proc_macro2::Span;
 use crate::ast::{Container, IndexDecl, KeyDecl, Kind};
 use crate::case::distance;
 use crate::ctxt::Ctxt;
-use crate::types::{is_array, is_date};
+use crate::types::{element, is_array, is_date};
 
 pub fn check(cx: &Ctxt, c: &Container<'_>) {
     if c.kind == Kind::Document {
@@ -104,6 +104,17 @@ fn check_path(cx: &Ctxt, c: &Container<'_>, key: &KeyDecl) {
             key.span,
             format!("`{first}` is skipped or flattened by serde, so it is not stored and cannot be indexed"),
         )),
+        Some(field) if key.path.len() > 1 && field.embedded && c.type_parameter(element(field.ty)).is_some() => {
+            let parameter = c.type_parameter(element(field.ty)).map(ToString::to_string).unwrap_or_default();
+            cx.syn_error(syn::Error::new(
+                key.span,
+                format!(
+                    "`{}` goes into `{first}`, whose type is the parameter `{parameter}`: the fields of `{parameter}` are not known where `{}` is declared, so they cannot be indexed here; index a field of the model itself",
+                    key.dotted(),
+                    c.ident
+                ),
+            ));
+        }
         Some(field) if key.path.len() > 1 && !field.embedded => cx.syn_error(syn::Error::new(
             key.span,
             format!(

@@ -75,8 +75,24 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let ident = c.ident;
     let vis = c.vis;
     let fields = fields_ident(c);
-    let root = quote!(#ident);
+    let (impl_generics, type_generics, where_clause) = c.generics.split_for_impl();
+    let root = quote!(#ident #type_generics);
     let (declarations, initialisers) = handles(c, krate, &root, &quote!(""));
+    // The handles need each embedded type that depends on a parameter to be `Embedded`.
+    let mut handle_bounds = where_clause
+        .cloned()
+        .unwrap_or_else(|| syn::parse_quote!(where));
+    handle_bounds.predicates.extend(embedded_bounds(c, krate));
+    // The trait's supertraits, for a generic model: serde's derives bound each parameter
+    // themselves, so the model is `Serialize + DeserializeOwned` exactly when they hold.
+    let mut bounds = handle_bounds.clone();
+    if !c.generics.params.is_empty() {
+        bounds.predicates.push(syn::parse_quote! {
+            #root: #krate::__private::serde::Serialize
+                + #krate::__private::serde::de::DeserializeOwned
+                + 'static
+        });
+    }
     let collection = c
         .collection
         .as_ref()
@@ -94,20 +110,20 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
-        #vis struct #fields {
+        #vis struct #fields #impl_generics #handle_bounds {
             #(#declarations,)*
         }
 
         #[allow(clippy::all, clippy::pedantic)]
         const _: () = {
             #[automatically_derived]
-            impl #krate::Document for #ident {
-                type Fields = #fields;
+            impl #impl_generics #krate::Document for #root #bounds {
+                type Fields = #fields #type_generics;
                 const COLLECTION: &'static str = #collection;
                 const ID_FIELD: &'static str = #id_field;
                 const VERSION: u32 = #version;
 
-                fn fields() -> #fields {
+                fn fields() -> #fields #type_generics {
                     #fields { #(#initialisers,)* }
                 }
 
@@ -128,28 +144,130 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     }
 }
 
+/// What the handles of embedded fields need of the type parameters, as bounds: `M: Embedded`
+/// for a field of the parameter itself (`Vec<M>`), and `P: Serialize + DeserializeOwned` for
+/// each parameter `P` of a generic embedded type (`Vec<Envelope<M>>`), which is what that type's
+/// derived `Embedded` impl asks of it through serde. Bounds on the parameters, never on
+/// `Envelope<M>` itself: such a bound would hide the impl, and with it the handle type.
+fn embedded_bounds(c: &Container<'_>, krate: &syn::Path) -> Vec<syn::WherePredicate> {
+    let parameters: Vec<&syn::Ident> = c.generics.type_params().map(|p| &p.ident).collect();
+    let mut embedded: Vec<&syn::Ident> = Vec::new();
+    let mut serialized: Vec<&syn::Ident> = Vec::new();
+    for field in c.fields.iter().filter(|f| f.embedded && !f.skipped) {
+        let elem = element(field.ty);
+        if let Some(parameter) = c.type_parameter(elem) {
+            if !embedded.contains(&parameter) {
+                embedded.push(parameter);
+            }
+            continue;
+        }
+        for parameter in &parameters {
+            if mentions(quote!(#elem), parameter) && !serialized.contains(parameter) {
+                serialized.push(parameter);
+            }
+        }
+    }
+    let embedded = embedded
+        .into_iter()
+        .map(|p| syn::parse_quote!(#p: #krate::Embedded));
+    let serialized = serialized.into_iter().map(|p| {
+        syn::parse_quote! {
+            #p: #krate::__private::serde::Serialize + #krate::__private::serde::de::DeserializeOwned
+        }
+    });
+    embedded.chain(serialized).collect()
+}
+
+/// Whether the tokens name `parameter`.
+fn mentions(tokens: TokenStream, parameter: &syn::Ident) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == *parameter,
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), parameter),
+        _ => false,
+    })
+}
+
+/// The names of the handle type's own parameters (the model and the value type): `R` and `W`,
+/// or `__R` and `__W` when the embedded type has parameters of those names.
+fn handle_parameters(c: &Container<'_>) -> (syn::Ident, syn::Ident) {
+    let taken = |name: &str| c.generics.type_params().any(|p| p.ident == name);
+    if taken("R") || taken("W") {
+        (format_ident!("__R"), format_ident!("__W"))
+    } else {
+        (format_ident!("R"), format_ident!("W"))
+    }
+}
+
+/// The embedded type's generics with more type parameters appended.
+fn with_parameters(generics: &syn::Generics, extra: &[&syn::Ident]) -> syn::Generics {
+    let mut all = generics.clone();
+    for ident in extra {
+        all.params.push(syn::parse_quote!(#ident));
+    }
+    all
+}
+
 fn embedded(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let ident = c.ident;
     let vis = c.vis;
     let fields = fields_ident(c);
-    let (declarations, initialisers) = handles(c, krate, &quote!(R), &quote!(prefix));
+    let (r, w) = handle_parameters(c);
+    let (_, type_generics, where_clause) = c.generics.split_for_impl();
+    let this = quote!(#ident #type_generics);
+    // The user's parameters as arguments (`M, N`), ahead of the handle's own.
+    let arguments: Vec<&syn::Ident> = c
+        .generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            syn::GenericParam::Type(t) => Some(&t.ident),
+            syn::GenericParam::Const(k) => Some(&k.ident),
+            syn::GenericParam::Lifetime(_) => None,
+        })
+        .collect();
+    let handle = |rr: &dyn quote::ToTokens, ww: &dyn quote::ToTokens| quote!(#fields<#(#arguments,)* #rr, #ww>);
+    let all = with_parameters(c.generics, &[&r, &w]);
+    let (all_impl, _, all_where) = all.split_for_impl();
+    let rooted = with_parameters(c.generics, &[&r]);
+    let (rooted_impl, _, _) = rooted.split_for_impl();
+    let (user_impl, _, _) = c.generics.split_for_impl();
+    // The trait's supertraits, for a generic type (as for a generic model).
+    let mut bounds = where_clause
+        .cloned()
+        .unwrap_or_else(|| syn::parse_quote!(where));
+    bounds.predicates.extend(embedded_bounds(c, krate));
+    if !c.generics.params.is_empty() {
+        bounds.predicates.push(syn::parse_quote! {
+            #this: #krate::__private::serde::Serialize
+                + #krate::__private::serde::de::DeserializeOwned
+        });
+    }
+    let mut struct_bounds = all_where
+        .cloned()
+        .unwrap_or_else(|| syn::parse_quote!(where));
+    struct_bounds.predicates.extend(embedded_bounds(c, krate));
+    let (declarations, initialisers) = handles(c, krate, &quote!(#r), &quote!(prefix));
     let doc = format!(
-        "Field handles of [`{ident}`] inside a model `R`, for a field holding a `W` (`{ident}` or an array of them)."
+        "Field handles of [`{ident}`] inside a model `{r}`, for a field holding a `{w}` (`{ident}` or an array of them)."
     );
+    let handle_rw = handle(&r, &w);
+    let handle_vec = handle(&r, &quote!(::std::vec::Vec<#this>));
+    let handle_one = handle(&r, &this);
     quote! {
         #[doc = #doc]
         #[allow(dead_code)]
-        #vis struct #fields<R, W> {
+        #vis struct #fields #all_impl #struct_bounds {
             #(#declarations,)*
-            __this: #krate::Field<R, W>,
+            __this: #krate::Field<#r, #w>,
+            __type: ::std::marker::PhantomData<fn() -> #this>,
         }
 
         #[allow(clippy::all, clippy::pedantic)]
         const _: () = {
             #[automatically_derived]
-            impl<R, W> #fields<R, W> {
+            impl #all_impl #handle_rw #struct_bounds {
                 /// The handle on the whole value (also reached through `Deref`).
-                pub fn this(&self) -> #krate::Field<R, W> {
+                pub fn this(&self) -> #krate::Field<#r, #w> {
                     self.__this.clone()
                 }
             }
@@ -157,40 +275,41 @@ fn embedded(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             /// The handles act as the handle on the whole value: filters and updates of the
             /// whole subdocument or array (`reviews.push(..)`, `publisher.eq(..)`).
             #[automatically_derived]
-            impl<R, W> ::std::ops::Deref for #fields<R, W> {
-                type Target = #krate::Field<R, W>;
+            impl #all_impl ::std::ops::Deref for #handle_rw #struct_bounds {
+                type Target = #krate::Field<#r, #w>;
 
-                fn deref(&self) -> &#krate::Field<R, W> {
+                fn deref(&self) -> &#krate::Field<#r, #w> {
                     &self.__this
                 }
             }
 
             #[automatically_derived]
-            impl<R> #fields<R, ::std::vec::Vec<#ident>> {
+            impl #rooted_impl #handle_vec #bounds {
                 /// The element the query matched (`$`), for updates.
-                pub fn matched(&self) -> #fields<R, #ident> {
-                    <#ident as #krate::Embedded>::fields_at(self.__this.matched().path())
+                pub fn matched(&self) -> #handle_one {
+                    <#this as #krate::Embedded>::fields_at(self.__this.matched().path())
                 }
 
                 /// Every element (`$[]`), for updates.
-                pub fn all(&self) -> #fields<R, #ident> {
-                    <#ident as #krate::Embedded>::fields_at(self.__this.all().path())
+                pub fn all(&self) -> #handle_one {
+                    <#this as #krate::Embedded>::fields_at(self.__this.all().path())
                 }
 
                 /// The elements the array filter `identifier` selects (`$[identifier]`).
-                pub fn filtered(&self, identifier: &str) -> #fields<R, #ident> {
-                    <#ident as #krate::Embedded>::fields_at(self.__this.filtered(identifier).path())
+                pub fn filtered(&self, identifier: &str) -> #handle_one {
+                    <#this as #krate::Embedded>::fields_at(self.__this.filtered(identifier).path())
                 }
             }
 
             #[automatically_derived]
-            impl #krate::Embedded for #ident {
-                type Fields<R, W> = #fields<R, W>;
+            impl #user_impl #krate::Embedded for #this #bounds {
+                type Fields<#r, #w> = #handle_rw;
 
-                fn fields_at<R, W>(prefix: &str) -> #fields<R, W> {
+                fn fields_at<#r, #w>(prefix: &str) -> #handle_rw {
                     #fields {
                         #(#initialisers,)*
                         __this: #krate::Field::new(prefix),
+                        __type: ::std::marker::PhantomData,
                     }
                 }
             }

@@ -12,10 +12,11 @@ use crate::model::Document;
 /// The field a versioned model's documents keep their schema version in.
 pub(crate) const VERSION_FIELD: &str = "_v";
 
-/// The stored form of a model: serde's document, its id field renamed `_id`, its version added.
-pub(crate) fn to_raw<T: Document>(value: &T) -> Result<RawDocumentBuf> {
+/// The stored form of a model for the collection `collection`: serde's document, its id field
+/// renamed `_id`, its version added.
+pub(crate) fn to_raw<T: Document>(value: &T, collection: &str) -> Result<RawDocumentBuf> {
     let serialize_error = |reason: String| Error::Serialize {
-        collection: T::COLLECTION.to_owned(),
+        collection: collection.to_owned(),
         reason,
     };
     let raw =
@@ -80,17 +81,14 @@ pub(crate) fn stored_version(raw: &bson::RawDocument) -> u32 {
     }
 }
 
-/// A model from stored bytes, migrated from an earlier schema version when needed; a
-/// document that does not decode is an error naming the collection and `_id`.
-pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument) -> Result<T> {
+/// A model from stored bytes of the collection `collection`, migrated from an earlier schema
+/// version when needed; a document that does not decode is an error naming the collection and
+/// `_id`.
+pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument, collection: &str) -> Result<T> {
     decode_versioned::<T>(raw).map_err(|reason| {
         Error::Engine(odm_engine::Error::Decode {
-            collection: T::COLLECTION.to_owned(),
-            id: raw
-                .get("_id")
-                .ok()
-                .flatten()
-                .map_or_else(|| "<unknown>".to_owned(), |id| format!("{id:?}")),
+            collection: collection.to_owned(),
+            id: odm_engine::decode::id_text(raw),
             reason,
         })
     })

@@ -1,28 +1,36 @@
-//! `Collection<T>`: the typed operations on one model's collection.
+//! `Collection<T>`: the typed operations on one collection of a model, and the `Find`
+//! builder.
 //!
 //! Reads run on a snapshot and decode stored bytes straight into `T`; writes each run in their
-//! own transaction through [`Txn`](crate::Txn). Filters and updates are typed by `T`, and a plain
-//! `bson::Document` converts into either where the typed API falls short.
+//! own transaction through [`TxnCollection`](crate::TxnCollection). Filters and updates are
+//! typed by `T`, and a plain `bson::Document` converts into either where the typed API falls
+//! short.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bson::Bson;
+use odm_engine::Durability;
 use odm_engine::query::{Explain, FindOptions};
 use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 
 use crate::codec::{from_raw, id_alias};
-use crate::database::{Database, WriteModel};
-use crate::error::{Error, Result};
+use crate::database::Database;
+use crate::error::Result;
 use crate::field::Field;
 use crate::filter::Filter;
 use crate::indexes::IndexPlan;
 use crate::model::Document;
 use crate::sort::{Projection, Sort};
+use crate::txn::{Txn, TxnCollection, WriteModel, serialized};
 use crate::update::Update;
 
-/// The collection of the model `T`; get it with [`Database::collection`].
+/// A collection of the model `T`: its declared one ([`Database::collection`]) or one named at
+/// run time ([`Database::collection_named`]).
 pub struct Collection<T> {
     db: Database,
+    name: Arc<str>,
+    durability: Durability,
     _model: PhantomData<fn() -> T>,
 }
 
@@ -30,14 +38,16 @@ impl<T> Clone for Collection<T> {
     fn clone(&self) -> Self {
         Collection {
             db: self.db.clone(),
+            name: self.name.clone(),
+            durability: self.durability,
             _model: PhantomData,
         }
     }
 }
 
-impl<T: Document> std::fmt::Debug for Collection<T> {
+impl<T> std::fmt::Debug for Collection<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Collection({})", T::COLLECTION)
+        write!(f, "Collection({})", self.name)
     }
 }
 
@@ -61,19 +71,27 @@ impl<T> Default for ModifyOptions<T> {
     }
 }
 
-fn filter_document<T: Document>(filter: Filter<T>) -> Result<bson::Document> {
-    filter.into_document().map_err(|reason| Error::Serialize {
-        collection: T::COLLECTION.to_owned(),
-        reason,
-    })
-}
-
 impl<T: Document> Collection<T> {
-    pub(crate) fn new(db: Database) -> Self {
+    pub(crate) fn new(db: Database, name: &str) -> Self {
         Collection {
+            durability: db.durability(),
             db,
+            name: name.into(),
             _model: PhantomData,
         }
+    }
+
+    /// The collection's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// This collection with writes committed at `durability` (see
+    /// [`Options::durability`](crate::Options::durability)).
+    #[must_use]
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
     }
 
     /// The handles on `T`'s fields.
@@ -81,38 +99,52 @@ impl<T: Document> Collection<T> {
         T::fields()
     }
 
+    /// Runs `f` on this collection in a write transaction of its own.
+    fn write<R>(&self, f: impl FnOnce(&mut TxnCollection<'_, '_, T>) -> Result<R>) -> Result<R> {
+        self.db
+            .write_with(self.durability, |txn: &mut Txn<'_, '_>| {
+                f(&mut txn.collection_named::<T>(&self.name)?)
+            })
+    }
+
+    fn filter_document(&self, filter: Filter<T>) -> Result<bson::Document> {
+        serialized(&self.name, filter.into_document())
+    }
+
     pub fn insert_one(&self, value: &T) -> Result<Bson> {
-        self.db.write(|t| t.insert_one(value))
+        self.write(|c| c.insert_one(value))
     }
 
     /// Inserts all of `values` or, when one is refused, none.
-    pub fn insert_many<'v>(&self, values: impl IntoIterator<Item = &'v T>) -> Result<Vec<Bson>> {
-        self.db.write(|t| t.insert_many(values))
+    pub fn insert_many<'v>(&self, values: impl IntoIterator<Item = &'v T>) -> Result<Vec<Bson>>
+    where
+        T: 'v,
+    {
+        self.write(|c| c.insert_many(values))
     }
 
     /// The document with this `_id`.
     pub fn get(&self, id: impl Into<Bson>) -> Result<Option<T>> {
         let id = id.into();
         let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(T::COLLECTION)? else {
+        let Some(coll) = txn.collection(&self.name)? else {
             return Ok(None);
         };
         coll.get(&id)?
-            .map(|stored| from_raw::<T>(stored.as_raw()?))
+            .map(|stored| from_raw::<T>(stored.as_raw()?, &self.name))
             .transpose()
     }
 
-    /// A find, refined with the builder's methods and run by `to_vec`, `first` or `explain`.
+    /// A find, refined with the builder's methods and run by `to_vec`, `iter`, `first` or
+    /// `explain`.
     pub fn find(&self, filter: impl Into<Filter<T>>) -> Find<T> {
-        Find {
-            db: self.db.clone(),
-            filter: filter.into(),
-            sort: None,
-            skip: 0,
-            limit: None,
-            hint: None,
-            collation: None,
-        }
+        Find::new(
+            Snapshot {
+                db: self.db.clone(),
+                name: self.name.clone(),
+            },
+            filter.into(),
+        )
     }
 
     pub fn find_one(&self, filter: impl Into<Filter<T>>) -> Result<Option<T>> {
@@ -120,9 +152,9 @@ impl<T: Document> Collection<T> {
     }
 
     pub fn count(&self, filter: impl Into<Filter<T>>) -> Result<u64> {
-        let filter = filter_document(filter.into())?;
+        let filter = self.filter_document(filter.into())?;
         let txn = self.db.engine().read()?;
-        match txn.collection(T::COLLECTION)? {
+        match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.count_matching(&filter, 0, 0)?),
             None => Ok(0),
         }
@@ -133,7 +165,7 @@ impl<T: Document> Collection<T> {
     /// their own output, so results come back as plain documents.
     pub fn aggregate(&self, pipeline: &[bson::Document]) -> Result<Vec<bson::Document>> {
         let txn = self.db.engine().read()?;
-        match txn.collection(T::COLLECTION)? {
+        match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.aggregate(
                 pipeline,
                 &odm_engine::aggregate::AggregateOptions::default(),
@@ -148,9 +180,9 @@ impl<T: Document> Collection<T> {
         field: &Field<T, V>,
         filter: impl Into<Filter<T>>,
     ) -> Result<Vec<Bson>> {
-        let filter = filter_document(filter.into())?;
+        let filter = self.filter_document(filter.into())?;
         let txn = self.db.engine().read()?;
-        match txn.collection(T::COLLECTION)? {
+        match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.distinct(field.path(), &filter)?),
             None => Ok(Vec::new()),
         }
@@ -185,7 +217,7 @@ impl<T: Document> Collection<T> {
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
         let (filter, update) = (filter.into(), update.into());
-        self.db.write(|t| t.update_one(filter, update, options))
+        self.write(|c| c.update_one(filter, update, options))
     }
 
     /// Updates every match, all or nothing.
@@ -195,24 +227,23 @@ impl<T: Document> Collection<T> {
         update: impl Into<Update<T>>,
     ) -> Result<UpdateResult> {
         let (filter, update) = (filter.into(), update.into());
-        self.db
-            .write(|t| t.update_many(filter, update, &UpdateOptions::default()))
+        self.write(|c| c.update_many(filter, update, &UpdateOptions::default()))
     }
 
     /// Replaces the first match with `value`.
     pub fn replace_one(&self, filter: impl Into<Filter<T>>, value: &T) -> Result<UpdateResult> {
         let filter = filter.into();
-        self.db.write(|t| t.replace_one(filter, value, false))
+        self.write(|c| c.replace_one(filter, value, false))
     }
 
     pub fn delete_one(&self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = filter.into();
-        self.db.write(|t| t.delete_one(filter))
+        self.write(|c| c.delete_one(filter))
     }
 
     pub fn delete_many(&self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = filter.into();
-        self.db.write(|t| t.delete_many(filter))
+        self.write(|c| c.delete_many(filter))
     }
 
     pub fn find_one_and_update(
@@ -222,11 +253,10 @@ impl<T: Document> Collection<T> {
         options: &ModifyOptions<T>,
     ) -> Result<Option<T>> {
         let (filter, update) = (filter.into(), update.into());
-        self.db
-            .write(|t| t.find_one_and_update(filter, update, options))
+        self.write(|c| c.find_one_and_update(filter, update, options))
     }
 
-    /// Replaces the first match with `value`; see [`Txn::find_one_and_replace`](crate::Txn::find_one_and_replace).
+    /// Replaces the first match with `value`; see [`TxnCollection::find_one_and_replace`].
     pub fn find_one_and_replace(
         &self,
         filter: impl Into<Filter<T>>,
@@ -234,18 +264,17 @@ impl<T: Document> Collection<T> {
         options: &ModifyOptions<T>,
     ) -> Result<Option<T>> {
         let filter = filter.into();
-        self.db
-            .write(|t| t.find_one_and_replace(filter, value, options))
+        self.write(|c| c.find_one_and_replace(filter, value, options))
     }
 
-    /// A mix of writes in one transaction; see [`Txn::bulk_write`](crate::Txn::bulk_write). The operations that
-    /// succeeded are committed, the failures reported by position.
+    /// A mix of writes in one transaction; see [`TxnCollection::bulk_write`]. The operations
+    /// that succeeded are committed, the failures reported by position.
     pub fn bulk_write(
         &self,
         models: impl IntoIterator<Item = WriteModel<T>>,
         ordered: bool,
     ) -> Result<BulkResult> {
-        self.db.write(|t| t.bulk_write(models, ordered))
+        self.write(|c| c.bulk_write(models, ordered))
     }
 
     pub fn find_one_and_delete(
@@ -254,7 +283,7 @@ impl<T: Document> Collection<T> {
         options: &ModifyOptions<T>,
     ) -> Result<Option<T>> {
         let filter = filter.into();
-        self.db.write(|t| t.find_one_and_delete(filter, options))
+        self.write(|c| c.find_one_and_delete(filter, options))
     }
 
     /// Rewrites every document of an earlier schema version at the model's version (reads
@@ -269,7 +298,7 @@ impl<T: Document> Collection<T> {
         ] };
         let ids: Vec<Bson> = {
             let txn = self.db.engine().read()?;
-            let Some(coll) = txn.collection(T::COLLECTION)? else {
+            let Some(coll) = txn.collection(&self.name)? else {
                 return Ok(0);
             };
             let options = FindOptions {
@@ -280,17 +309,18 @@ impl<T: Document> Collection<T> {
                 .map(|doc| doc.map(|d| d.get("_id").cloned().unwrap_or(Bson::Null)))
                 .collect::<odm_engine::Result<_>>()?
         };
-        self.db.write(|t| {
+        let name = &*self.name;
+        self.db.write_with(self.durability, |t| {
             let mut rewritten = 0;
             for id in &ids {
-                let Some(stored) = t.inner.get(T::COLLECTION, id)? else {
+                let Some(stored) = t.inner.get(name, id)? else {
                     continue;
                 };
                 if crate::codec::stored_version(&stored) >= T::VERSION {
                     continue;
                 }
-                let current = crate::codec::to_raw(&from_raw::<T>(&stored)?)?;
-                t.inner.replace_by_id(T::COLLECTION, id, current)?;
+                let current = crate::codec::to_raw(&from_raw::<T>(&stored, name)?, name)?;
+                t.inner.replace_by_id(name, id, current)?;
                 rewritten += 1;
             }
             Ok(rewritten)
@@ -300,14 +330,14 @@ impl<T: Document> Collection<T> {
     /// Creates missing declared indexes and reports stored ones the model does not declare,
     /// dropping them when `drop_undeclared`.
     pub fn sync_indexes(&self, drop_undeclared: bool) -> Result<IndexPlan> {
-        self.db.sync_indexes::<T>(drop_undeclared)
+        self.db.sync_indexes_named::<T>(&self.name, drop_undeclared)
     }
 }
 
 /// How many matches a [`FindIter`] reads ahead of its caller.
 pub const STREAM_BUFFER: usize = 64;
 
-/// The matches of a find, pulled one at a time; see [`Find::stream`].
+/// The matches of a find, pulled one at a time; see [`Find::iter`].
 #[derive(Debug)]
 pub struct FindIter<T> {
     /// `None` once dropped, so that the reader stops before it is joined.
@@ -333,37 +363,63 @@ impl<T> Drop for FindIter<T> {
     }
 }
 
-/// Runs a find in `txn` and gives each match, decoded, to `f` until it returns `Ok(false)`.
+/// Runs a find of the collection `name` in `txn` and gives each match, decoded, to `f` until
+/// it returns `Ok(false)`.
 fn each_match<T: Document>(
     txn: &odm_engine::ReadTxn,
+    name: &str,
     filter: &bson::Document,
     options: &FindOptions,
     mut f: impl FnMut(Result<T>) -> Result<bool>,
 ) -> Result<()> {
-    let Some(coll) = txn.collection(T::COLLECTION)? else {
+    let Some(coll) = txn.collection(name)? else {
         return Ok(());
     };
     if T::VERSION > 0 {
         // Versioned models check each document's version (and migrate older ones).
         for raw in coll.find_raw(filter, options)? {
-            if !f(raw.map_err(Error::from).and_then(|raw| from_raw::<T>(&raw)))? {
+            if !f(raw
+                .map_err(crate::Error::from)
+                .and_then(|raw| from_raw::<T>(&raw, name)))?
+            {
                 break;
             }
         }
         return Ok(());
     }
     for item in coll.find_as_with_id::<T>(filter, options, id_alias::<T>())? {
-        if !f(item.map_err(Error::from))? {
+        if !f(item.map_err(crate::Error::from))? {
             break;
         }
     }
     Ok(())
 }
 
-/// A find being built; see [`Collection::find`].
+/// Where a [`Find`] runs: a snapshot of a collection ([`Collection::find`]).
 #[derive(Debug)]
-pub struct Find<T> {
+pub struct Snapshot {
     db: Database,
+    name: Arc<str>,
+}
+
+/// Where a [`Find`] runs: inside a transaction, seeing its own writes
+/// ([`TxnCollection::find`]).
+pub struct InTxn<'a, 'db> {
+    pub(crate) inner: &'a mut odm_engine::WriteTxn<'db>,
+    pub(crate) name: &'a str,
+}
+
+impl std::fmt::Debug for InTxn<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InTxn({})", self.name)
+    }
+}
+
+/// A find being built: the filter, sort, skip, limit, hint and collation of one query, and
+/// where it runs (`S`: a [`Snapshot`], or [`InTxn`]); see [`Collection::find`].
+#[derive(Debug)]
+pub struct Find<T, S = Snapshot> {
+    source: S,
     filter: Filter<T>,
     sort: Option<Sort<T>>,
     skip: u64,
@@ -372,7 +428,19 @@ pub struct Find<T> {
     collation: Option<bson::Document>,
 }
 
-impl<T: Document> Find<T> {
+impl<T: Document, S> Find<T, S> {
+    pub(crate) fn new(source: S, filter: Filter<T>) -> Self {
+        Find {
+            source,
+            filter,
+            sort: None,
+            skip: 0,
+            limit: None,
+            hint: None,
+            collation: None,
+        }
+    }
+
     #[must_use]
     pub fn sort(mut self, sort: Sort<T>) -> Self {
         self.sort = Some(sort);
@@ -406,8 +474,9 @@ impl<T: Document> Find<T> {
         self
     }
 
-    fn parts(self) -> Result<(Database, bson::Document, FindOptions)> {
-        let filter = filter_document(self.filter)?;
+    /// The source, and the query as the engine takes it.
+    fn parts(self, collection: &str) -> Result<(S, bson::Document, FindOptions)> {
+        let filter = serialized(collection, self.filter.into_document())?;
         let options = FindOptions {
             sort: self.sort.map(|s| s.to_document().clone()),
             projection: None,
@@ -417,37 +486,64 @@ impl<T: Document> Find<T> {
             let_vars: None,
             collation: self.collation,
         };
-        Ok((self.db, filter, options))
+        Ok((self.source, filter, options))
+    }
+}
+
+impl<T: Document> Find<T, InTxn<'_, '_>> {
+    /// Every match, decoded as `T`, as the transaction sees them.
+    pub fn to_vec(self) -> Result<Vec<T>> {
+        let name = self.source.name;
+        let (source, filter, options) = self.parts(name)?;
+        let raws = source.inner.find_with(name, &filter, &options)?;
+        raws.iter().map(|raw| from_raw::<T>(raw, name)).collect()
+    }
+
+    /// The first match.
+    pub fn first(self) -> Result<Option<T>> {
+        Ok(self.limit(1).to_vec()?.into_iter().next())
+    }
+}
+
+impl<T: Document> Find<T> {
+    fn snapshot_parts(self) -> Result<(Database, Arc<str>, bson::Document, FindOptions)> {
+        let name = self.source.name.clone();
+        let (source, filter, options) = self.parts(&name)?;
+        Ok((source.db, name, filter, options))
     }
 
     /// Every match, decoded as `T`.
     pub fn to_vec(self) -> Result<Vec<T>> {
-        let (db, filter, options) = self.parts()?;
+        let (db, name, filter, options) = self.snapshot_parts()?;
         let mut out = Vec::new();
-        each_match::<T>(&db.engine().read()?, &filter, &options, |item| {
+        each_match::<T>(&db.engine().read()?, &name, &filter, &options, |item| {
             out.push(item?);
             Ok(true)
         })?;
         Ok(out)
     }
 
-    /// The matches as a stream: each is read and decoded when pulled, and at most
+    /// The matches one at a time: each is read and decoded when pulled, and at most
     /// [`STREAM_BUFFER`] wait in memory, however many match. All come from one snapshot, taken
-    /// when this is called.
+    /// when this is called. A document that does not decode is an `Err` item; the next pull
+    /// goes on with the next match.
     ///
     /// A reader thread holds the snapshot and the cursor (a cursor borrows its snapshot, so the
     /// two cannot travel inside the iterator) and hands the matches over through a bounded
     /// channel; dropping the iterator stops the thread.
-    pub fn stream(self) -> Result<FindIter<T>>
+    // The name users of cursors expect; the outer `Result` holds the query's
+    // own errors (a filter that does not serialize, a failed snapshot), before any match.
+    #[allow(clippy::iter_not_returning_iterator)]
+    pub fn iter(self) -> Result<FindIter<T>>
     where
         T: Send + 'static,
     {
-        let (db, filter, options) = self.parts()?;
+        let (db, name, filter, options) = self.snapshot_parts()?;
         // Taken here, so that writes made after this call are not seen.
         let snapshot = db.engine().read()?;
         let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
         let reader = std::thread::spawn(move || {
-            let outcome = each_match::<T>(&snapshot, &filter, &options, |item| {
+            let outcome = each_match::<T>(&snapshot, &name, &filter, &options, |item| {
                 // A send fails once the iterator is dropped: nobody wants more.
                 Ok(sender.send(item).is_ok())
             });
@@ -468,10 +564,10 @@ impl<T: Document> Find<T> {
 
     /// The matches as documents holding only the projected fields.
     pub fn project(self, projection: &Projection<T>) -> Result<Vec<bson::Document>> {
-        let (db, filter, mut options) = self.parts()?;
+        let (db, name, filter, mut options) = self.snapshot_parts()?;
         options.projection = Some(projection.to_document().clone());
         let txn = db.engine().read()?;
-        let Some(coll) = txn.collection(T::COLLECTION)? else {
+        let Some(coll) = txn.collection(&name)? else {
             return Ok(Vec::new());
         };
         Ok(coll
@@ -481,11 +577,11 @@ impl<T: Document> Find<T> {
 
     /// How the engine runs this find, and what running it examines.
     pub fn explain(self) -> Result<Explain> {
-        let (db, filter, options) = self.parts()?;
+        let (db, name, filter, options) = self.snapshot_parts()?;
         let txn = db.engine().read()?;
         let coll = txn
-            .collection(T::COLLECTION)?
-            .ok_or_else(|| odm_engine::Error::CollectionNotFound(T::COLLECTION.to_owned()))?;
+            .collection(&name)?
+            .ok_or_else(|| odm_engine::Error::CollectionNotFound(name.to_string()))?;
         Ok(coll.explain(&filter, &options)?)
     }
 }

@@ -1,9 +1,9 @@
-//! `Database` and `Txn`: the typed entry points, and multi-collection transactions.
+//! `Database`: the typed entry point, its collections and its transactions.
 //!
 //! Every typed write goes through a [`Txn`]: `Collection` methods each run one, and
 //! [`Database::write`] runs several models' writes in one, committed on `Ok` and aborted on
-//! `Err`. The first typed write to a model in a process makes sure its collection, shard key and
-//! declared indexes exist, in the same transaction.
+//! `Err`. The first typed write to a model's collection in a process makes sure the collection,
+//! its shard key and the model's declared indexes exist, in the same transaction.
 
 use std::any::TypeId;
 use std::collections::BTreeSet;
@@ -11,19 +11,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bson::Bson;
-use odm_engine::update::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, UpdateOptions, UpdateResult, WriteOp,
-};
-use odm_engine::{TtlMonitor, TtlStats};
+use odm_engine::{Durability, TtlMonitor, TtlStats};
 
-use crate::codec::{from_raw, to_raw};
-use crate::collection::{Collection, ModifyOptions};
-use crate::error::{Error, Result};
-use crate::filter::Filter;
+use crate::collection::Collection;
+use crate::error::Result;
 use crate::indexes::{IndexPlan, sync};
 use crate::model::Document;
-use crate::update::Update;
+use crate::txn::Txn;
+
+/// A model and the collection it was synced to: a model's declarations apply to every
+/// collection it is opened on ([`Database::collection_named`]), each synced once.
+pub(crate) type Synced = (TypeId, String);
 
 /// A database of typed models; cheap to clone, `Send + Sync`.
 ///
@@ -33,8 +31,9 @@ use crate::update::Update;
 #[derive(Clone)]
 pub struct Database {
     engine: odm_engine::Database,
-    /// Models whose declaration was synced through this handle.
-    synced: Arc<Mutex<BTreeSet<TypeId>>>,
+    /// Models whose declaration was synced through this handle, per collection.
+    synced: Arc<Mutex<BTreeSet<Synced>>>,
+    durability: Durability,
     /// Dropped (which stops the thread) with the last clone; declared after `engine` so that the
     /// engine handle is released first and the monitor's own is the last.
     ttl_monitor: Option<Arc<TtlMonitor>>,
@@ -46,12 +45,18 @@ pub struct Options {
     /// How often expired documents are deleted; `None` turns expiry off (then
     /// [`odm_engine::Database::expire`] deletes them on demand). MongoDB's default: 60 seconds.
     pub ttl_interval: Option<Duration>,
+    /// When typed writes reach the disk: [`Durability::Immediate`] (the default) syncs each
+    /// commit; [`Durability::Eventual`] leaves it to the next immediate commit, so a crash may
+    /// lose the latest commits whole (never part of one). [`Collection::with_durability`]
+    /// chooses per collection handle.
+    pub durability: Durability,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             ttl_interval: Some(TtlMonitor::DEFAULT_INTERVAL),
+            durability: Durability::Immediate,
         }
     }
 }
@@ -100,6 +105,7 @@ impl Database {
         Database {
             engine,
             synced: Arc::default(),
+            durability: options.durability,
             ttl_monitor,
         }
     }
@@ -114,33 +120,55 @@ impl Database {
         &self.engine
     }
 
-    /// The collection of `T`, creating it, its shard key and its declared indexes when missing.
-    /// A declared index stored with another definition is [`Error::IndexMismatch`].
+    /// The collection of `T` (its declared `COLLECTION`), creating it, its shard key and its
+    /// declared indexes when missing. A declared index stored with another definition is
+    /// [`Error::IndexMismatch`](crate::Error::IndexMismatch).
     pub fn collection<T: Document>(&self) -> Result<Collection<T>> {
-        #[allow(clippy::redundant_closure_for_method_calls)]
-        // the method's lifetimes are too narrow
-        self.write(|txn| txn.ensure::<T>())?;
-        Ok(Collection::new(self.clone()))
+        self.collection_named(T::COLLECTION)
     }
 
-    /// Syncs the declared indexes of `T`, dropping undeclared ones when `drop_undeclared`.
+    /// A collection of `T` under a name chosen at run time (one per tenant, per owner, ...),
+    /// with the model's declared indexes, shard key and schema version applied to it as to the
+    /// declared collection.
+    pub fn collection_named<T: Document>(&self, name: &str) -> Result<Collection<T>> {
+        self.write(|txn| txn.collection_named::<T>(name).map(drop))?;
+        Ok(Collection::new(self.clone(), name))
+    }
+
+    /// Syncs the declared indexes of `T` on its collection, dropping undeclared ones when
+    /// `drop_undeclared`.
     pub fn sync_indexes<T: Document>(&self, drop_undeclared: bool) -> Result<IndexPlan> {
+        self.sync_indexes_named::<T>(T::COLLECTION, drop_undeclared)
+    }
+
+    /// [`Database::sync_indexes`] on a collection of `T` named at run time.
+    pub fn sync_indexes_named<T: Document>(
+        &self,
+        name: &str,
+        drop_undeclared: bool,
+    ) -> Result<IndexPlan> {
         self.write(|txn| {
-            let plan = sync::<T>(txn.inner, drop_undeclared)?;
-            txn.synced.push(TypeId::of::<T>());
+            let plan = sync::<T>(txn.inner, name, drop_undeclared)?;
+            txn.synced.push((TypeId::of::<T>(), name.to_owned()));
             Ok(plan)
         })
     }
 
-    /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`.
+    /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`;
+    /// with the database's durability ([`Options::durability`]).
     pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>) -> Result<R> {
+        self.write_with(self.durability, f)
+    }
+
+    /// [`Database::write`] with a chosen durability.
+    pub fn write_with<R>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>,
+    ) -> Result<R> {
         let mut synced = Vec::new();
-        let result = self.engine.write(|inner| {
-            let mut txn = Txn {
-                db: self,
-                inner,
-                synced: &mut synced,
-            };
+        let result = self.engine.write_with(durability, |inner| {
+            let mut txn = Txn::new(self, inner, &mut synced);
             f(&mut txn)
         });
         // Declarations synced by an aborted transaction were rolled back with it.
@@ -151,320 +179,16 @@ impl Database {
         result
     }
 
-    fn is_synced<T: Document>(&self) -> bool {
+    /// The durability typed writes commit with, unless a collection handle chose its own.
+    pub(crate) fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    pub(crate) fn is_synced<T: Document>(&self, name: &str) -> bool {
         self.synced
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&TypeId::of::<T>())
-    }
-}
-
-/// A write transaction over typed models; see [`Database::write`].
-pub struct Txn<'t, 'db> {
-    db: &'t Database,
-    pub(crate) inner: &'t mut odm_engine::WriteTxn<'db>,
-    /// Models this transaction synced, recorded as synced once it commits.
-    synced: &'t mut Vec<TypeId>,
-}
-
-impl std::fmt::Debug for Txn<'_, '_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Txn").finish_non_exhaustive()
-    }
-}
-
-/// The filter, update or value of a typed call, or why it could not be written as BSON.
-fn serialized<T: Document, V>(value: Result<V, String>) -> Result<V> {
-    value.map_err(|reason| Error::Serialize {
-        collection: T::COLLECTION.to_owned(),
-        reason,
-    })
-}
-
-impl<'db> Txn<'_, 'db> {
-    /// Makes sure the collection of `T` and its declarations exist (once per database handle).
-    pub(crate) fn ensure<T: Document>(&mut self) -> Result<()> {
-        let id = TypeId::of::<T>();
-        if !self.db.is_synced::<T>() && !self.synced.contains(&id) {
-            sync::<T>(self.inner, false)?;
-            self.synced.push(id);
-        }
-        Ok(())
-    }
-
-    /// The engine transaction underneath, for raw documents.
-    pub fn engine(&mut self) -> &mut odm_engine::WriteTxn<'db> {
-        self.inner
-    }
-
-    /// Inserts a model; returns its `_id`.
-    pub fn insert_one<T: Document>(&mut self, value: &T) -> Result<Bson> {
-        self.ensure::<T>()?;
-        let raw = to_raw(value)?;
-        Ok(self.inner.insert_one(T::COLLECTION, raw)?)
-    }
-
-    /// Inserts models in order; the first refused one fails the call (undo the rest by
-    /// returning the error from the transaction).
-    pub fn insert_many<'v, T: Document>(
-        &mut self,
-        values: impl IntoIterator<Item = &'v T>,
-    ) -> Result<Vec<Bson>> {
-        self.ensure::<T>()?;
-        let raws = values.into_iter().map(to_raw).collect::<Result<Vec<_>>>()?;
-        let mut result = self.inner.insert_many(T::COLLECTION, raws, true)?;
-        if !result.failures.is_empty() {
-            return Err(result.failures.swap_remove(0).1.into());
-        }
-        Ok(result.inserted.into_iter().map(|(_, id)| id).collect())
-    }
-
-    /// The model stored under `id`.
-    pub fn get<T: Document>(&mut self, id: &Bson) -> Result<Option<T>> {
-        self.ensure::<T>()?;
-        self.inner
-            .get(T::COLLECTION, id)?
-            .map(|raw| from_raw::<T>(&raw))
-            .transpose()
-    }
-
-    pub fn update_one<T: Document>(
-        &mut self,
-        filter: Filter<T>,
-        update: Update<T>,
-        options: &UpdateOptions,
-    ) -> Result<UpdateResult> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        let update = serialized::<T, _>(update.into_modifications())?;
-        Ok(self
-            .inner
-            .update_one(T::COLLECTION, &filter, update, options)?)
-    }
-
-    /// Updates every match; all or nothing (see [`UpdateOptions`]).
-    pub fn update_many<T: Document>(
-        &mut self,
-        filter: Filter<T>,
-        update: Update<T>,
-        options: &UpdateOptions,
-    ) -> Result<UpdateResult> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        let update = serialized::<T, _>(update.into_modifications())?;
-        Ok(self
-            .inner
-            .update_many(T::COLLECTION, &filter, update, options)?)
-    }
-
-    /// Replaces the first match with `value` (its id must be the match's, or absent).
-    pub fn replace_one<T: Document>(
-        &mut self,
-        filter: Filter<T>,
-        value: &T,
-        upsert: bool,
-    ) -> Result<UpdateResult> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        let replacement = replacement_of(value)?;
-        let options = UpdateOptions {
-            upsert,
-            ..UpdateOptions::default()
-        };
-        Ok(self
-            .inner
-            .replace_one(T::COLLECTION, &filter, &replacement, &options)?)
-    }
-
-    pub fn delete_one<T: Document>(&mut self, filter: Filter<T>) -> Result<u64> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        Ok(self.inner.delete_one(T::COLLECTION, &filter)?)
-    }
-
-    pub fn delete_many<T: Document>(&mut self, filter: Filter<T>) -> Result<u64> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        Ok(self.inner.delete_many(T::COLLECTION, &filter)?)
-    }
-
-    /// Updates the first match (in the options' sort order) and returns it, before or after.
-    pub fn find_one_and_update<T: Document>(
-        &mut self,
-        filter: Filter<T>,
-        update: Update<T>,
-        options: &ModifyOptions<T>,
-    ) -> Result<Option<T>> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        let update = serialized::<T, _>(update.into_modifications())?;
-        let found =
-            self.inner
-                .find_one_and_update(T::COLLECTION, &filter, update, &options.engine())?;
-        decode_document::<T>(found)
-    }
-
-    /// Replaces the first match (in the options' sort order) with `value` and returns the
-    /// document before or after; with `upsert`, inserts `value` when nothing matches.
-    pub fn find_one_and_replace<T: Document>(
-        &mut self,
-        filter: Filter<T>,
-        value: &T,
-        options: &ModifyOptions<T>,
-    ) -> Result<Option<T>> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        let replacement = replacement_of(value)?;
-        let found = self.inner.find_one_and_replace(
-            T::COLLECTION,
-            &filter,
-            &replacement,
-            &options.engine(),
-        )?;
-        decode_document::<T>(found)
-    }
-
-    /// Runs a mix of writes on the collection of `T`, each reported by its position. Ordered:
-    /// stops at the first failing operation; unordered: goes on past failures. The operations
-    /// that succeeded stay in this transaction (return an error to undo them all).
-    pub fn bulk_write<T: Document>(
-        &mut self,
-        models: impl IntoIterator<Item = WriteModel<T>>,
-        ordered: bool,
-    ) -> Result<BulkResult> {
-        self.ensure::<T>()?;
-        let ops = models
-            .into_iter()
-            .map(WriteModel::into_op)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(self.inner.bulk_write(
-            T::COLLECTION,
-            BulkWrite {
-                ops,
-                ordered,
-                let_vars: None,
-            },
-        )?)
-    }
-
-    /// Deletes the first match (in the options' sort order) and returns it.
-    pub fn find_one_and_delete<T: Document>(
-        &mut self,
-        filter: Filter<T>,
-        options: &ModifyOptions<T>,
-    ) -> Result<Option<T>> {
-        self.ensure::<T>()?;
-        let filter = serialized::<T, _>(filter.into_document())?;
-        let found = self
-            .inner
-            .find_one_and_delete(T::COLLECTION, &filter, &options.engine())?;
-        decode_document::<T>(found)
-    }
-}
-
-/// One operation of a typed bulk write ([`Txn::bulk_write`], [`Collection::bulk_write`]).
-#[derive(Debug)]
-pub enum WriteModel<T> {
-    InsertOne(T),
-    UpdateOne {
-        filter: Filter<T>,
-        update: Update<T>,
-        upsert: bool,
-    },
-    UpdateMany {
-        filter: Filter<T>,
-        update: Update<T>,
-    },
-    /// The replacement's id must be the match's, or absent.
-    ReplaceOne {
-        filter: Filter<T>,
-        replacement: T,
-        upsert: bool,
-    },
-    DeleteOne(Filter<T>),
-    DeleteMany(Filter<T>),
-}
-
-impl<T: Document> WriteModel<T> {
-    /// The engine operation: the same documents MongoDB would receive.
-    fn into_op(self) -> Result<WriteOp> {
-        let upserting = |upsert| UpdateOptions {
-            upsert,
-            ..UpdateOptions::default()
-        };
-        Ok(match self {
-            WriteModel::InsertOne(value) => WriteOp::InsertOne(replacement_of(&value)?),
-            WriteModel::UpdateOne {
-                filter,
-                update,
-                upsert,
-            } => WriteOp::UpdateOne {
-                filter: serialized::<T, _>(filter.into_document())?,
-                update: serialized::<T, _>(update.into_modifications())?,
-                options: upserting(upsert),
-            },
-            WriteModel::UpdateMany { filter, update } => WriteOp::UpdateMany {
-                filter: serialized::<T, _>(filter.into_document())?,
-                update: serialized::<T, _>(update.into_modifications())?,
-                options: UpdateOptions::default(),
-            },
-            WriteModel::ReplaceOne {
-                filter,
-                replacement,
-                upsert,
-            } => WriteOp::ReplaceOne {
-                filter: serialized::<T, _>(filter.into_document())?,
-                replacement: replacement_of(&replacement)?,
-                options: upserting(upsert),
-            },
-            WriteModel::DeleteOne(filter) => WriteOp::DeleteOne {
-                filter: serialized::<T, _>(filter.into_document())?,
-                options: DeleteOptions::default(),
-            },
-            WriteModel::DeleteMany(filter) => WriteOp::DeleteMany {
-                filter: serialized::<T, _>(filter.into_document())?,
-                options: DeleteOptions::default(),
-            },
-        })
-    }
-}
-
-/// A model as the document a replacement or an insert writes.
-fn replacement_of<T: Document>(value: &T) -> Result<bson::Document> {
-    bson::Document::try_from(to_raw(value)?.as_ref()).map_err(|e| Error::Serialize {
-        collection: T::COLLECTION.to_owned(),
-        reason: e.to_string(),
-    })
-}
-
-/// A document a find-and-modify returned, as the model.
-fn decode_document<T: Document>(found: Option<bson::Document>) -> Result<Option<T>> {
-    found
-        .map(|doc| {
-            let raw = bson::RawDocumentBuf::try_from(&doc).map_err(|e| Error::Serialize {
-                collection: T::COLLECTION.to_owned(),
-                reason: e.to_string(),
-            })?;
-            from_raw::<T>(&raw)
-        })
-        .transpose()
-}
-
-impl<T> ModifyOptions<T> {
-    pub(crate) fn engine(&self) -> FindAndModify {
-        FindAndModify {
-            sort: self.sort.as_ref().map(|s| s.to_document().clone()),
-            projection: None,
-            upsert: self.upsert,
-            return_document: if self.return_after {
-                odm_engine::update::ReturnDocument::After
-            } else {
-                odm_engine::update::ReturnDocument::Before
-            },
-            array_filters: Vec::new(),
-            hint: None,
-            let_vars: None,
-            collation: None,
-        }
+            .iter()
+            .any(|(id, synced)| *id == TypeId::of::<T>() && synced == name)
     }
 }

@@ -63,12 +63,12 @@ pub(crate) fn describe(spec: &IndexSpec) -> String {
     text
 }
 
-/// Brings the collection of `T` in line with its declaration, inside `txn`.
+/// Brings the collection `name` in line with the declaration of `T`, inside `txn`.
 pub(crate) fn sync<T: Document>(
     txn: &mut WriteTxn<'_>,
+    name: &str,
     drop_undeclared: bool,
 ) -> Result<IndexPlan> {
-    let name = T::COLLECTION;
     match (txn.collection_options(name), T::shard_key()) {
         (None, key) => {
             let mut options = CollectionOptions::default();

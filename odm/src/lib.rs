@@ -39,10 +39,11 @@ pub mod server;
 mod sort;
 #[cfg(feature = "cli")]
 pub mod tools;
+mod txn;
 mod update;
 
-pub use collection::{Collection, Find, FindIter, ModifyOptions, STREAM_BUFFER};
-pub use database::{Database, Options, Txn, WriteModel};
+pub use collection::{Collection, Find, FindIter, InTxn, ModifyOptions, STREAM_BUFFER, Snapshot};
+pub use database::{Database, Options};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::Filter;
@@ -50,8 +51,10 @@ pub use indexes::IndexPlan;
 pub use model::{Document, Embedded};
 pub use odm_derive::{Document, Embedded};
 pub use odm_engine as engine;
+pub use odm_engine::Durability;
 pub use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 pub use sort::{Projection, Sort};
+pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, Push, Update};
 
 /// What generated code names; not part of the public API.
@@ -61,5 +64,6 @@ pub mod __private {
     pub use crate::model::join;
     pub use bson;
     pub use odm_engine::{Direction, IndexSpec, ShardKey};
+    pub use serde;
     pub use std::time::Duration;
 }

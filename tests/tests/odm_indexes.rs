@@ -139,6 +139,7 @@ fn a_declared_ttl_index_expires_documents_without_more_code() {
     };
     let quick = odm::Options {
         ttl_interval: Some(std::time::Duration::from_millis(20)),
+        ..odm::Options::default()
     };
     let db = Database::in_memory_with(&quick).unwrap();
     let accounts = db.collection::<Account>().unwrap();
@@ -153,7 +154,10 @@ fn a_declared_ttl_index_expires_documents_without_more_code() {
     }
     assert!(db.ttl_stats().unwrap().expired >= 1);
 
-    let off = odm::Options { ttl_interval: None };
+    let off = odm::Options {
+        ttl_interval: None,
+        ..odm::Options::default()
+    };
     let db = Database::in_memory_with(&off).unwrap();
     let accounts = db.collection::<Account>().unwrap();
     accounts.insert_one(&account(2)).unwrap();

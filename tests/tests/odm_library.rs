@@ -318,7 +318,7 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
     assert!(db.engine().verify().unwrap().is_clean());
 }
 
-/// Typed finds stream: `Find::stream` decodes matches as they are pulled, from one snapshot, and
+/// Typed finds stream: `Find::iter` decodes matches as they are pulled, from one snapshot, and
 /// stops reading when dropped.
 #[test]
 fn s7_typed_finds_stream_from_one_snapshot() {
@@ -332,7 +332,7 @@ fn s7_typed_finds_stream_from_one_snapshot() {
     let mut stream = books
         .find(f.subjects.contains("databases"))
         .sort(Sort::asc(&f.page_count))
-        .stream()
+        .iter()
         .unwrap();
     // Writes after the stream began are not seen by it: one snapshot.
     books
@@ -344,8 +344,8 @@ fn s7_typed_finds_stream_from_one_snapshot() {
     assert_eq!(rest.len(), 499);
     assert!(rest.windows(2).all(|w| w[0] < w[1]));
     // Dropping a stream part way stops its reader.
-    let mut partial = books.find(Filter::all()).stream().unwrap();
+    let mut partial = books.find(Filter::all()).iter().unwrap();
     assert!(partial.next().is_some());
     drop(partial);
-    assert_eq!(books.find(Filter::all()).stream().unwrap().count(), 501);
+    assert_eq!(books.find(Filter::all()).iter().unwrap().count(), 501);
 }

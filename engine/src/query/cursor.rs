@@ -240,6 +240,10 @@ impl<T> Iterator for Cursor<'_, T> {
             };
             match result {
                 None => {}
+                // A document that does not decode as `T` is that document's error: it was
+                // counted as a match, and the next one is read on the next call.
+                Some(Err(e @ Error::Decode { .. })) => return Some(Err(e)),
+                // Anything else (storage, a sort past its bound) ends the results.
                 Some(Err(e)) => {
                     self.remaining = Some(0);
                     return Some(Err(e));

@@ -77,7 +77,7 @@ impl ReadCollection<'_> {
                 crate::decode::from_slice_with_id(raw.as_bytes(), id_field).map_err(|reason| {
                     Error::Decode {
                         collection: c.to_owned(),
-                        id: id_text(raw.get("_id").ok().flatten()),
+                        id: crate::decode::id_text(raw),
                         reason,
                     }
                 })
@@ -288,11 +288,6 @@ pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Qu
         skip: options.skip,
         limit: options.limit.filter(|&l| l > 0),
     })
-}
-
-/// How an `_id` reads in an error message.
-fn id_text(id: Option<RawBsonRef<'_>>) -> String {
-    id.map_or_else(|| "<unknown>".into(), crate::index::render)
 }
 
 /// A `collation` option; `None` for none or the simple (binary) one.
