@@ -86,6 +86,11 @@ impl<T: Document> Collection<T> {
         &self.name
     }
 
+    /// The database the collection is in.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
     /// This collection with writes committed at `durability` (see
     /// [`Options::durability`](crate::Options::durability)).
     #[must_use]

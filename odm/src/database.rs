@@ -6,7 +6,7 @@
 //! its shard key and the model's declared indexes exist, in the same transaction.
 
 use std::any::TypeId;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -31,8 +31,8 @@ pub(crate) type Synced = (TypeId, String);
 #[derive(Clone)]
 pub struct Database {
     engine: odm_engine::Database,
-    /// Models whose declaration was synced through this handle, per collection.
-    synced: Arc<Mutex<BTreeSet<Synced>>>,
+    /// The collections each model's declaration was synced to through this handle.
+    synced: Arc<Mutex<BTreeMap<TypeId, BTreeSet<String>>>>,
     durability: Durability,
     /// Dropped (which stops the thread) with the last clone; declared after `engine` so that the
     /// engine handle is released first and the monitor's own is the last.
@@ -157,7 +157,7 @@ impl Database {
     /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`;
     /// with the database's durability ([`Options::durability`]).
     pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>) -> Result<R> {
-        self.write_with(self.durability, f)
+        self.transaction_with(self.durability, f)
     }
 
     /// [`Database::write`] with a chosen durability.
@@ -166,15 +166,47 @@ impl Database {
         durability: Durability,
         f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>,
     ) -> Result<R> {
+        self.transaction_with(durability, f)
+    }
+
+    /// [`Database::write`] for a closure that fails with the caller's own error type (any
+    /// that a typed-layer [`Error`](crate::Error) converts into), so that the caller's own
+    /// refusals abort the transaction too.
+    pub fn transaction<R, E: From<crate::Error>>(
+        &self,
+        f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R, E>,
+    ) -> Result<R, E> {
+        self.transaction_with(self.durability, f)
+    }
+
+    /// [`Database::transaction`] with a chosen durability.
+    pub fn transaction_with<R, E: From<crate::Error>>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R, E>,
+    ) -> Result<R, E> {
+        /// The caller's error, carried through the engine's transaction, which converts its
+        /// own errors into it.
+        struct Failed<E>(E);
+        impl<E: From<crate::Error>> From<odm_engine::Error> for Failed<E> {
+            fn from(e: odm_engine::Error) -> Self {
+                Failed(E::from(crate::Error::from(e)))
+            }
+        }
         let mut synced = Vec::new();
-        let result = self.engine.write_with(durability, |inner| {
-            let mut txn = Txn::new(self, inner, &mut synced);
-            f(&mut txn)
-        });
+        let result = self
+            .engine
+            .write_with(durability, |inner| {
+                let mut txn = Txn::new(self, inner, &mut synced);
+                f(&mut txn).map_err(Failed)
+            })
+            .map_err(|Failed(e)| e);
         // Declarations synced by an aborted transaction were rolled back with it.
         if result.is_ok() {
-            let mut set = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
-            set.extend(synced);
+            let mut map = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
+            for (model, name) in synced {
+                map.entry(model).or_default().insert(name);
+            }
         }
         result
     }
@@ -188,7 +220,7 @@ impl Database {
         self.synced
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .any(|(id, synced)| *id == TypeId::of::<T>() && synced == name)
+            .get(&TypeId::of::<T>())
+            .is_some_and(|names| names.contains(name))
     }
 }

@@ -71,26 +71,36 @@ impl<R, E> Field<R, Vec<E>> {
     }
 }
 
-/// A value usable where a field of type `V` expects one: `V` itself, and `&str` for `String`.
+/// A value usable where a field of type `V` expects one: `V` itself, a reference to one, and
+/// `&str` for `String`. Implement it for a borrowed view of `V` (a struct of references with
+/// the same fields) to filter or write without building an owned `V`; the view must serialize
+/// exactly as `V` does.
 pub trait IntoValue<V> {
-    fn into_value(self) -> V;
+    /// The value as BSON, as `V` would be written; or why serde cannot write it.
+    fn into_bson(self) -> Result<Bson, String>;
 }
 
-impl<V> IntoValue<V> for V {
-    fn into_value(self) -> V {
-        self
+impl<V: Serialize> IntoValue<V> for V {
+    fn into_bson(self) -> Result<Bson, String> {
+        to_bson(&self)
+    }
+}
+
+impl<V: Serialize> IntoValue<V> for &V {
+    fn into_bson(self) -> Result<Bson, String> {
+        to_bson(self)
     }
 }
 
 impl IntoValue<String> for &str {
-    fn into_value(self) -> String {
-        self.to_owned()
+    fn into_bson(self) -> Result<Bson, String> {
+        Ok(Bson::String(self.to_owned()))
     }
 }
 
 impl IntoValue<Option<String>> for &str {
-    fn into_value(self) -> Option<String> {
-        Some(self.to_owned())
+    fn into_bson(self) -> Result<Bson, String> {
+        Ok(Bson::String(self.to_owned()))
     }
 }
 

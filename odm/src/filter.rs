@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use bson::{Bson, Document, doc};
 use serde::Serialize;
 
-use crate::field::{Field, IntoValue, to_bson};
+use crate::field::{Field, IntoValue};
 use crate::model::Embedded;
 
 /// A typed filter; see the module documentation.
@@ -97,11 +97,27 @@ impl<R> Filter<R> {
         }
     }
 
-    /// Both this and `other`.
+    /// Both this and `other`. Conditions on different fields are written as one document
+    /// (`{a: 1, b: {$lt: 5}}`, as MongoDB users write them and the planner reads them best);
+    /// two conditions on one field, or on operators, go into `$and`.
     #[must_use]
-    pub fn and(self, other: Filter<R>) -> Self {
+    pub fn and(mut self, other: Filter<R>) -> Self {
         if self.doc.is_empty() && self.error.is_none() {
             return other;
+        }
+        if other.doc.is_empty() && other.error.is_none() {
+            return self;
+        }
+        let plain = |d: &Document| d.keys().all(|k| !k.starts_with('$'));
+        let disjoint = other.doc.keys().all(|k| !self.doc.contains_key(k));
+        if self.error.is_none()
+            && other.error.is_none()
+            && plain(&self.doc)
+            && plain(&other.doc)
+            && disjoint
+        {
+            self.doc.extend(other.doc);
+            return self;
         }
         Filter::combine("$and", vec![self, other])
     }
@@ -177,44 +193,38 @@ impl<R> std::ops::Not for Filter<R> {
 impl<R, V: Serialize> Field<R, V> {
     /// Equal to `value` (for an array field, also an array holding it; see `contains`).
     pub fn eq(&self, value: impl IntoValue<V>) -> Filter<R> {
-        Filter::condition(self.path(), to_bson(&value.into_value()))
+        Filter::condition(self.path(), value.into_bson())
     }
 
     pub fn ne(&self, value: impl IntoValue<V>) -> Filter<R> {
-        Filter::operator(self.path(), "$ne", to_bson(&value.into_value()))
+        Filter::operator(self.path(), "$ne", value.into_bson())
     }
 
     pub fn gt(&self, value: impl IntoValue<V>) -> Filter<R> {
-        Filter::operator(self.path(), "$gt", to_bson(&value.into_value()))
+        Filter::operator(self.path(), "$gt", value.into_bson())
     }
 
     pub fn gte(&self, value: impl IntoValue<V>) -> Filter<R> {
-        Filter::operator(self.path(), "$gte", to_bson(&value.into_value()))
+        Filter::operator(self.path(), "$gte", value.into_bson())
     }
 
     pub fn lt(&self, value: impl IntoValue<V>) -> Filter<R> {
-        Filter::operator(self.path(), "$lt", to_bson(&value.into_value()))
+        Filter::operator(self.path(), "$lt", value.into_bson())
     }
 
     pub fn lte(&self, value: impl IntoValue<V>) -> Filter<R> {
-        Filter::operator(self.path(), "$lte", to_bson(&value.into_value()))
+        Filter::operator(self.path(), "$lte", value.into_bson())
     }
 
     /// Equal to one of `values`.
     pub fn is_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> = values
-            .into_iter()
-            .map(|v| to_bson(&v.into_value()))
-            .collect();
+        let values: Result<Vec<Bson>, String> = values.into_iter().map(|v| v.into_bson()).collect();
         Filter::operator(self.path(), "$in", values.map(Bson::Array))
     }
 
     /// Equal to none of `values`.
     pub fn not_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> = values
-            .into_iter()
-            .map(|v| to_bson(&v.into_value()))
-            .collect();
+        let values: Result<Vec<Bson>, String> = values.into_iter().map(|v| v.into_bson()).collect();
         Filter::operator(self.path(), "$nin", values.map(Bson::Array))
     }
 }
@@ -253,12 +263,12 @@ impl<R> Field<R, String> {
 impl<R, E: Serialize> Field<R, Vec<E>> {
     /// The array holds `element`.
     pub fn contains(&self, element: impl IntoValue<E>) -> Filter<R> {
-        Filter::condition(self.path(), to_bson(&element.into_value()))
+        Filter::condition(self.path(), element.into_bson())
     }
 
     /// The array does not hold `element` (`$ne` on an array: S19's vote-once condition).
     pub fn not_contains(&self, element: impl IntoValue<E>) -> Filter<R> {
-        Filter::operator(self.path(), "$ne", to_bson(&element.into_value()))
+        Filter::operator(self.path(), "$ne", element.into_bson())
     }
 
     /// The array holds every one of `elements`.
@@ -266,10 +276,8 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
         &self,
         elements: impl IntoIterator<Item = I>,
     ) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> = elements
-            .into_iter()
-            .map(|v| to_bson(&v.into_value()))
-            .collect();
+        let values: Result<Vec<Bson>, String> =
+            elements.into_iter().map(|v| v.into_bson()).collect();
         Filter::operator(self.path(), "$all", values.map(Bson::Array))
     }
 

@@ -126,22 +126,22 @@ impl<R> Update<R> {
 
 impl<R, V: Serialize> Field<R, V> {
     pub fn set(&self, value: impl IntoValue<V>) -> Update<R> {
-        Update::entry("$set", self.path(), to_bson(&value.into_value()))
+        Update::entry("$set", self.path(), value.into_bson())
     }
 
     /// Sets the value only when an upsert inserts the document.
     pub fn set_on_insert(&self, value: impl IntoValue<V>) -> Update<R> {
-        Update::entry("$setOnInsert", self.path(), to_bson(&value.into_value()))
+        Update::entry("$setOnInsert", self.path(), value.into_bson())
     }
 
     /// Keeps the smaller of the current value and `value`.
     pub fn min(&self, value: impl IntoValue<V>) -> Update<R> {
-        Update::entry("$min", self.path(), to_bson(&value.into_value()))
+        Update::entry("$min", self.path(), value.into_bson())
     }
 
     /// Keeps the larger of the current value and `value`.
     pub fn max(&self, value: impl IntoValue<V>) -> Update<R> {
-        Update::entry("$max", self.path(), to_bson(&value.into_value()))
+        Update::entry("$max", self.path(), value.into_bson())
     }
 
     /// Moves the value to another field of the same type.
@@ -244,7 +244,7 @@ impl<E> Push<E> {
 impl<R, E: Serialize> Field<R, Vec<E>> {
     /// Appends one element.
     pub fn push(&self, element: impl IntoValue<E>) -> Update<R> {
-        Update::entry("$push", self.path(), to_bson(&element.into_value()))
+        Update::entry("$push", self.path(), element.into_bson())
     }
 
     /// `$push` with `$each` and its modifiers, applied in MongoDB's order (position, sort,
@@ -270,7 +270,7 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
 
     /// Adds the element unless the array holds an equal one.
     pub fn add_to_set(&self, element: impl IntoValue<E>) -> Update<R> {
-        Update::entry("$addToSet", self.path(), to_bson(&element.into_value()))
+        Update::entry("$addToSet", self.path(), element.into_bson())
     }
 
     /// Adds each element the array does not hold yet.
@@ -285,7 +285,7 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
 
     /// Removes every element equal to `element`.
     pub fn pull(&self, element: impl IntoValue<E>) -> Update<R> {
-        Update::entry("$pull", self.path(), to_bson(&element.into_value()))
+        Update::entry("$pull", self.path(), element.into_bson())
     }
 
     /// Removes every subdocument element matching `condition` (built from `E::fields()`).

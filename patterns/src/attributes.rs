@@ -6,20 +6,36 @@
 //! Queries on one attribute go through `$elemMatch`, so the key and the value conditions hold
 //! for the same pair and both bound the index.
 
-use bson::{Bson, Document, doc};
-use odm::engine::IndexSpec;
-use odm::engine::query::{Explain, FindOptions};
-use odm::engine::update::UpdateOptions;
-use serde::Serialize;
+use bson::Bson;
+use odm::engine::query::Explain;
+use odm::{Collection, Document, Embedded, Filter, Projection, Sort, UpdateOptions};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
+
+/// One attribute: its key and its value, of any type.
+#[derive(Debug, Clone, Serialize, Deserialize, Embedded)]
+struct Attr {
+    k: String,
+    v: Bson,
+}
+
+/// A document with attributes. Other fields the application keeps in it are left alone.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "attributes", index(keys("attrs.k" = 1, "attrs.v" = 1)))]
+struct Attributed {
+    #[odm(id)]
+    id: Bson,
+    #[serde(default)]
+    #[odm(embedded)]
+    attrs: Vec<Attr>,
+}
 
 /// Documents with attributes, in one collection; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Attributes {
-    db: odm::Database,
-    name: String,
+    docs: Collection<Attributed>,
 }
 
 const PATTERN: &str = "attributes";
@@ -37,25 +53,9 @@ pub enum Condition {
 
 impl Attributes {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
-        db.engine().write(|txn| {
-            record(txn, PATTERN, name, Document::new())?;
-            let spec = IndexSpec::new([
-                ("attrs.k", odm::engine::Direction::Ascending),
-                ("attrs.v", odm::engine::Direction::Ascending),
-            ])
-            .map_err(odm::engine::Error::from)?;
-            if !txn
-                .list_indexes(name)
-                .iter()
-                .any(|s| s.name() == spec.name())
-            {
-                txn.create_index(name, spec)?;
-            }
-            Ok::<_, PatternError>(())
-        })?;
+        db.transaction(|txn| record(txn, PATTERN, name, bson::Document::new()))?;
         Ok(Attributes {
-            db: db.clone(),
-            name: name.to_owned(),
+            docs: db.collection_named(name)?,
         })
     }
 
@@ -67,23 +67,27 @@ impl Attributes {
         value: &V,
     ) -> Result<(), PatternError> {
         let id = id.into();
-        let value = bson::serialize_to_bson(value).map_err(|e| PatternError::Refused {
+        let v = bson::serialize_to_bson(value).map_err(|e| PatternError::Refused {
             pattern: PATTERN,
-            name: self.name.clone(),
+            name: self.docs.name().to_owned(),
             reason: format!("the value of `{key}` does not serialize: {e}"),
         })?;
-        self.db.engine().write(|txn| {
-            let replaced = txn.update_one(
-                &self.name,
-                &doc! { "_id": id.clone(), "attrs.k": key },
-                &doc! { "$set": { "attrs.$.v": value.clone() } },
+        let f = Attributed::fields();
+        self.docs.database().transaction(|txn| {
+            let mut docs = txn.collection_named::<Attributed>(self.docs.name())?;
+            let replaced = docs.update_one(
+                f.id.eq(&id).and(f.attrs.k.eq(key)),
+                f.attrs.matched().v.set(&v),
                 &UpdateOptions::default(),
             )?;
             if replaced.matched == 0 {
-                txn.update_one(
-                    &self.name,
-                    &doc! { "_id": id.clone() },
-                    &doc! { "$push": { "attrs": { "k": key, "v": value.clone() } } },
+                let attr = Attr {
+                    k: key.to_owned(),
+                    v: v.clone(),
+                };
+                docs.update_one(
+                    f.id.eq(&id),
+                    f.attrs.push(attr),
                     &UpdateOptions {
                         upsert: true,
                         ..UpdateOptions::default()
@@ -100,84 +104,74 @@ impl Attributes {
         id: impl Into<Bson>,
         key: &str,
     ) -> Result<Option<V>, PatternError> {
-        let Some(raw) = self.db.engine().collection(&self.name).get(&id.into())? else {
+        let Some(doc) = self.docs.get(id)? else {
             return Ok(None);
         };
-        let doc = Document::try_from(raw.as_ref()).map_err(|e| self.damaged(e.to_string()))?;
-        let Ok(attrs) = doc.get_array("attrs") else {
+        let Some(attr) = doc.attrs.into_iter().find(|a| a.k == key) else {
             return Ok(None);
         };
-        for attr in attrs {
-            if let Bson::Document(pair) = attr
-                && pair.get_str("k").ok() == Some(key)
-            {
-                let value = pair.get("v").cloned().unwrap_or(Bson::Null);
-                return bson::deserialize_from_bson(value)
-                    .map(Some)
-                    .map_err(|e| self.damaged(format!("`{key}` does not decode: {e}")));
-            }
-        }
-        Ok(None)
+        bson::deserialize_from_bson(attr.v)
+            .map(Some)
+            .map_err(|e| self.damaged(format!("`{key}` does not decode: {e}")))
     }
 
     /// Removes one attribute; `false` when the document had none by that key.
     pub fn remove(&self, id: impl Into<Bson>, key: &str) -> Result<bool, PatternError> {
-        let result = self.db.engine().collection(&self.name).update_one(
-            &doc! { "_id": id.into() },
-            &doc! { "$pull": { "attrs": { "k": key } } },
-            &UpdateOptions::default(),
+        let f = Attributed::fields();
+        let result = self.docs.update_one(
+            f.id.eq(id.into()),
+            f.attrs.pull_where(Attr::fields().k.eq(key)),
         )?;
         Ok(result.modified > 0)
     }
 
     /// The ids of the documents whose attribute `key` meets `condition`, through the index.
     pub fn find(&self, key: &str, condition: &Condition) -> Result<Vec<Bson>, PatternError> {
-        let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(&self.name)? else {
-            return Ok(Vec::new());
-        };
-        let options = FindOptions {
-            projection: Some(doc! { "_id": 1 }),
-            sort: Some(doc! { "_id": 1 }),
-            ..FindOptions::default()
-        };
-        coll.find(&filter(key, condition), &options)?
-            .map(|d| Ok(d?.get("_id").cloned().unwrap_or(Bson::Null)))
-            .collect()
+        let f = Attributed::fields();
+        let found = self
+            .docs
+            .find(filter(key, condition))
+            .sort(Sort::asc(&f.id))
+            .project(&Projection::include(&f.id))?;
+        // A typed projection returns documents; the only field kept is the id.
+        Ok(found
+            .into_iter()
+            .map(|mut d| d.remove(f.id.path()).unwrap_or(Bson::Null))
+            .collect())
     }
 
     /// How [`Attributes::find`] runs.
     pub fn explain_find(&self, key: &str, condition: &Condition) -> Result<Explain, PatternError> {
-        let txn = self.db.engine().read()?;
-        let coll = txn
-            .collection(&self.name)?
-            .ok_or_else(|| self.damaged("no documents yet".to_owned()))?;
-        Ok(coll.explain(&filter(key, condition), &FindOptions::default())?)
+        Ok(self.docs.find(filter(key, condition)).explain()?)
     }
 
     fn damaged(&self, reason: String) -> PatternError {
         PatternError::Damaged {
             pattern: PATTERN,
-            name: self.name.clone(),
+            name: self.docs.name().to_owned(),
             reason,
         }
     }
 }
 
-/// `{attrs: {$elemMatch: {k, v: condition}}}`.
-fn filter(key: &str, condition: &Condition) -> Document {
+/// `{attrs: {$elemMatch: {k, v: condition}}}`: the key and the value conditions hold for the
+/// same pair, and both bound the index.
+fn filter(key: &str, condition: &Condition) -> Filter<Attributed> {
+    let a = Attr::fields();
     let value = match condition {
-        Condition::Eq(v) => v.clone(),
+        Condition::Eq(v) => a.v.eq(v),
         Condition::Range { above, below } => {
-            let mut range = Document::new();
+            let mut range = Filter::all();
             if let Some((v, inclusive)) = above {
-                range.insert(if *inclusive { "$gte" } else { "$gt" }, v.clone());
+                range = range.and(if *inclusive { a.v.gte(v) } else { a.v.gt(v) });
             }
             if let Some((v, inclusive)) = below {
-                range.insert(if *inclusive { "$lte" } else { "$lt" }, v.clone());
+                range = range.and(if *inclusive { a.v.lte(v) } else { a.v.lt(v) });
             }
-            Bson::Document(range)
+            range
         }
     };
-    doc! { "attrs": { "$elemMatch": { "k": key, "v": value } } }
+    Attributed::fields()
+        .attrs
+        .elem_match(a.k.eq(key).and(value))
 }

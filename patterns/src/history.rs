@@ -94,13 +94,16 @@ pub struct History<E> {
 impl<E: Serialize + DeserializeOwned> History<E> {
     pub fn open(db: &odm::Database, name: &str, bucket_size: u32) -> Result<Self, PatternError> {
         let bucket_size = bucket_size.max(1);
-        db.engine().write(|txn| {
+        db.transaction(|txn| {
             record(
                 txn,
                 "history",
                 name,
                 doc! { "bucket_size": i64::from(bucket_size) },
             )?;
+            // Not yet on the typed layer: this pattern's documents have no model, so its
+            // indexes are made on the engine transaction underneath.
+            let txn = txn.engine();
             ensure_index(
                 txn,
                 name,
@@ -262,8 +265,7 @@ pub struct Window<E> {
 
 impl<E: Serialize + DeserializeOwned> Window<E> {
     pub fn open(db: &odm::Database, name: &str, size: u32) -> Result<Self, PatternError> {
-        db.engine()
-            .write(|txn| record(txn, "window", name, doc! { "size": i64::from(size) }))?;
+        db.transaction(|txn| record(txn, "window", name, doc! { "size": i64::from(size) }))?;
         Ok(Window {
             db: db.clone(),
             name: name.to_owned(),
@@ -336,13 +338,16 @@ impl<E: Serialize + DeserializeOwned> Daily<E> {
         name: &str,
         retention: std::time::Duration,
     ) -> Result<Self, PatternError> {
-        db.engine().write(|txn| {
+        db.transaction(|txn| {
             record(
                 txn,
                 "daily",
                 name,
                 doc! { "retention_s": retention.as_secs() as i64 },
             )?;
+            // Not yet on the typed layer: this pattern's documents have no model, so its
+            // indexes are made on the engine transaction underneath.
+            let txn = txn.engine();
             let ttl = IndexSpec::ascending("modified")
                 .map_err(odm::engine::Error::from)?
                 .expire_after(retention);

@@ -7,44 +7,55 @@
 //! the lookup and the uniqueness check reach one shard, which the single-document design
 //! (S4a, an index per identity field on the user) cannot offer.
 
-use bson::{Bson, Document, doc};
-use odm::engine::IndexSpec;
-use odm::engine::query::FindOptions;
+use std::collections::BTreeMap;
+
+use bson::Bson;
+use bson::oid::ObjectId;
+use odm::{Collection, Document};
+use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
+
+/// One identity: `identifier` is `{kind: value}` (one entry), unique across users.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "identities")]
+struct Identity {
+    #[odm(id)]
+    id: ObjectId,
+    #[odm(index(unique))]
+    identifier: BTreeMap<String, String>,
+    /// The user's id, of whatever type the user model has.
+    #[odm(index)]
+    user: Bson,
+}
+
+impl Identity {
+    fn new(kind: &str, value: &str, user: &Bson) -> Identity {
+        Identity {
+            id: ObjectId::new(),
+            identifier: identifier(kind, value),
+            user: user.clone(),
+        }
+    }
+}
+
+fn identifier(kind: &str, value: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(kind.to_owned(), value.to_owned())])
+}
 
 /// The identities of users, in one collection; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Identities {
-    db: odm::Database,
-    name: String,
+    identities: Collection<Identity>,
 }
 
 const PATTERN: &str = "identities";
 
 impl Identities {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
-        db.engine().write(|txn| {
-            record(txn, PATTERN, name, Document::new())?;
-            let specs = [
-                IndexSpec::ascending("identifier").map(IndexSpec::unique),
-                IndexSpec::ascending("user"),
-            ];
-            for spec in specs {
-                let spec = spec.map_err(odm::engine::Error::from)?;
-                if !txn
-                    .list_indexes(name)
-                    .iter()
-                    .any(|s| s.name() == spec.name())
-                {
-                    txn.create_index(name, spec)?;
-                }
-            }
-            Ok::<_, PatternError>(())
-        })?;
+        db.transaction(|txn| record(txn, PATTERN, name, bson::Document::new()))?;
         Ok(Identities {
-            db: db.clone(),
-            name: name.to_owned(),
+            identities: db.collection_named(name)?,
         })
     }
 
@@ -56,49 +67,37 @@ impl Identities {
         identities: &[(&str, &str)],
     ) -> Result<(), PatternError> {
         let user = user.into();
-        self.db.engine().write(|txn| {
-            for (kind, value) in identities {
-                txn.insert_one(&self.name, identity(kind, value, &user))?;
-            }
-            Ok(())
-        })
+        let all: Vec<Identity> = identities
+            .iter()
+            .map(|(kind, value)| Identity::new(kind, value, &user))
+            .collect();
+        self.identities.insert_many(&all)?;
+        Ok(())
     }
 
     /// Adds one identity to a user.
     pub fn add(&self, user: impl Into<Bson>, kind: &str, value: &str) -> Result<(), PatternError> {
-        let user = user.into();
-        self.db
-            .engine()
-            .collection(&self.name)
-            .insert_one(identity(kind, value, &user))?;
+        self.identities
+            .insert_one(&Identity::new(kind, value, &user.into()))?;
         Ok(())
     }
 
     /// Removes an identity; `false` when there was none.
     pub fn remove(&self, kind: &str, value: &str) -> Result<bool, PatternError> {
-        let filter = doc! { "identifier": { kind: value } };
+        let f = Identity::fields();
         Ok(self
-            .db
-            .engine()
-            .collection(&self.name)
-            .delete_one(&filter)?
+            .identities
+            .delete_one(f.identifier.eq(identifier(kind, value)))?
             > 0)
     }
 
     /// The user an identity belongs to (the first of the two reads of a lookup).
     pub fn user_of(&self, kind: &str, value: &str) -> Result<Option<Bson>, PatternError> {
-        let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(&self.name)? else {
-            return Ok(None);
-        };
-        let found = coll
-            .find(
-                &doc! { "identifier": { kind: value } },
-                &FindOptions::default(),
-            )?
-            .next()
-            .transpose()?;
-        Ok(found.and_then(|d| d.get("user").cloned()))
+        let f = Identity::fields();
+        let found = self
+            .identities
+            .find_one(f.identifier.eq(identifier(kind, value)))?;
+        Ok(found.map(|identity| identity.user))
     }
 
     /// The user an identity belongs to, read from its model's collection (two reads).
@@ -116,24 +115,15 @@ impl Identities {
 
     /// A user's identities, as `(kind, value)`.
     pub fn of_user(&self, user: impl Into<Bson>) -> Result<Vec<(String, String)>, PatternError> {
-        let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(&self.name)? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for doc in coll.find(&doc! { "user": user.into() }, &FindOptions::default())? {
-            let doc = doc?;
-            if let Ok(identifier) = doc.get_document("identifier")
-                && let Some((kind, Bson::String(value))) = identifier.iter().next()
-            {
-                out.push((kind.clone(), value.clone()));
-            }
-        }
+        let f = Identity::fields();
+        let mut out: Vec<(String, String)> = self
+            .identities
+            .find(f.user.eq(user.into()))
+            .to_vec()?
+            .into_iter()
+            .flat_map(|identity| identity.identifier)
+            .collect();
         out.sort();
         Ok(out)
     }
-}
-
-fn identity(kind: &str, value: &str, user: &Bson) -> Document {
-    doc! { "identifier": { kind: value }, "user": user.clone() }
 }

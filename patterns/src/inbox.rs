@@ -13,15 +13,14 @@
 //! bucket and the order of the inbox never changes. The bucket size is recorded with the
 //! collection: reopening with another size is an error, never a silent reordering.
 
-use std::marker::PhantomData;
-
+use bson::DateTime;
 use bson::oid::ObjectId;
-use bson::{Bson, DateTime, Document, doc};
-use odm::engine::query::{Explain, FindOptions};
-use odm::engine::update::{FindAndModify, ReturnDocument, UpdateOptions};
-use odm::engine::{Direction, IndexSpec, WriteTxn};
-use serde::Serialize;
+use odm::engine::query::Explain;
+use odm::{
+    Collection, Document, Embedded, IntoValue, ModifyOptions, Sort, Txn, Update, UpdateOptions,
+};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
 
@@ -41,8 +40,8 @@ impl InboxVariant {
     }
 }
 
-/// One delivered message.
-#[derive(Debug, Clone, PartialEq)]
+/// One delivered message, as a bucket stores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
 pub struct Envelope<M> {
     pub id: ObjectId,
     pub from: String,
@@ -51,20 +50,65 @@ pub struct Envelope<M> {
     pub message: M,
 }
 
+/// An envelope written from a borrowed message, stored exactly as [`Envelope`] is (the same
+/// fields in the same order), so that sending needs no copy of the message.
+#[derive(Serialize)]
+struct EnvelopeRef<'m, M> {
+    id: ObjectId,
+    from: &'m str,
+    sent: DateTime,
+    read: bool,
+    message: &'m M,
+}
+
+impl<M: Serialize> IntoValue<Envelope<M>> for EnvelopeRef<'_, M> {
+    fn into_bson(self) -> Result<bson::Bson, String> {
+        bson::serialize_to_bson(&self).map_err(|e| e.to_string())
+    }
+}
+
+/// A bucket: up to `bucket_size` envelopes of one owner, numbered `seq` from 0. `count` is the
+/// number of slots used, which a deletion does not give back. `(owner, seq)` is unique: the
+/// sequence variant upserts by it, and the open-bucket variant numbers each new bucket after
+/// the owner's newest inside the sending transaction.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(
+    collection = "inbox",
+    index(keys(owner = 1, seq = -1), unique),
+    index(keys(owner = 1, count = 1))
+)]
+struct InboxBucket<M> {
+    #[odm(id)]
+    id: ObjectId,
+    owner: String,
+    seq: i64,
+    count: i32,
+    #[odm(embedded)]
+    messages: Vec<Envelope<M>>,
+}
+
+/// The sequence variant's counter of messages delivered to one owner.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "inbox_counters")]
+struct InboxCounter {
+    #[odm(id)]
+    owner: String,
+    n: i64,
+}
+
 /// Buckets of messages per owner; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Inbox<M> {
-    db: odm::Database,
-    /// The buckets' collection.
-    name: String,
+    buckets: Collection<InboxBucket<M>>,
+    /// The collection holding the per-owner counters of the sequence variant.
+    counters: String,
     bucket_size: u32,
     variant: InboxVariant,
-    _message: PhantomData<fn() -> M>,
 }
 
 const PATTERN: &str = "inbox";
 
-impl<M: Serialize + DeserializeOwned> Inbox<M> {
+impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
     /// Opens (or creates) the inbox stored in collection `name`. Reopening with another bucket
     /// size or variant is [`PatternError::ParametersChanged`].
     pub fn open(
@@ -73,58 +117,22 @@ impl<M: Serialize + DeserializeOwned> Inbox<M> {
         bucket_size: u32,
         variant: InboxVariant,
     ) -> Result<Self, PatternError> {
-        let inbox = Inbox {
-            db: db.clone(),
-            name: name.to_owned(),
-            bucket_size: bucket_size.max(1),
-            variant,
-            _message: PhantomData,
-        };
-        let parameters = doc! {
-            "bucket_size": i64::from(inbox.bucket_size),
+        let bucket_size = bucket_size.max(1);
+        let parameters = bson::doc! {
+            "bucket_size": i64::from(bucket_size),
             "variant": variant.name(),
         };
-        db.engine().write(|txn| {
-            record(txn, PATTERN, name, parameters)?;
-            for spec in inbox.indexes()? {
-                if !txn
-                    .list_indexes(name)
-                    .iter()
-                    .any(|s| s.name() == spec.name())
-                {
-                    txn.create_index(name, spec)?;
-                }
-            }
-            Ok::<_, PatternError>(())
-        })?;
-        Ok(inbox)
-    }
-
-    fn indexes(&self) -> Result<Vec<IndexSpec>, PatternError> {
-        let specs = [
-            IndexSpec::new([
-                ("owner", Direction::Ascending),
-                ("seq", Direction::Descending),
-            ]),
-            IndexSpec::new([
-                ("owner", Direction::Ascending),
-                ("count", Direction::Ascending),
-            ]),
-        ];
-        let mut out = Vec::new();
-        for spec in specs {
-            out.push(spec.map_err(|e| PatternError::Odm(odm::engine::Error::from(e).into()))?);
+        db.transaction(|txn| record(txn, PATTERN, name, parameters))?;
+        let counters = format!("{name}_counters");
+        if variant == InboxVariant::Sequence {
+            db.collection_named::<InboxCounter>(&counters)?;
         }
-        if self.variant == InboxVariant::Sequence {
-            // One bucket per owner and sequence number.
-            out[0] = out[0].clone().unique();
-        }
-        Ok(out)
-    }
-
-    /// The collection holding the per-owner counters of the sequence variant.
-    fn counters(&self) -> String {
-        format!("{}_counters", self.name)
+        Ok(Inbox {
+            buckets: db.collection_named(name)?,
+            counters,
+            bucket_size,
+            variant,
+        })
     }
 
     pub fn bucket_size(&self) -> u32 {
@@ -147,93 +155,103 @@ impl<M: Serialize + DeserializeOwned> Inbox<M> {
     where
         M: 'm,
     {
-        let mut prepared = Vec::new();
-        for (from, to, message) in messages {
-            prepared.push((to, self.envelope_of(from, message)?));
-        }
-        self.db.engine().write(|txn| {
+        let f = InboxBucket::<M>::fields();
+        // Each message's `$push` is written once, then given to every recipient.
+        let prepared: Vec<(&[&str], ObjectId, Update<InboxBucket<M>>)> = messages
+            .into_iter()
+            .map(|(from, to, message)| {
+                let id = ObjectId::new();
+                let envelope = EnvelopeRef {
+                    id,
+                    from,
+                    sent: DateTime::now(),
+                    read: false,
+                    message,
+                };
+                (to, id, f.messages.push(envelope))
+            })
+            .collect();
+        self.buckets.database().transaction(|txn| {
             let mut ids = Vec::with_capacity(prepared.len());
-            for (to, (id, envelope)) in &prepared {
+            for (to, id, push) in &prepared {
                 for owner in *to {
-                    self.deliver(txn, owner, envelope)?;
+                    self.deliver(txn, owner, push)?;
                 }
                 ids.push(*id);
             }
-            Ok::<_, PatternError>(ids)
+            Ok(ids)
         })
     }
 
-    fn envelope_of(&self, from: &str, message: &M) -> Result<(ObjectId, Document), PatternError> {
-        let body = bson::serialize_to_bson(message).map_err(|e| PatternError::Damaged {
-            pattern: PATTERN,
-            name: self.name.clone(),
-            reason: format!("the message does not serialize: {e}"),
-        })?;
-        let id = ObjectId::new();
-        Ok((
-            id,
-            doc! { "id": id, "from": from, "sent": DateTime::now(), "read": false, "message": body },
-        ))
-    }
-
-    /// Puts one envelope into the owner's current bucket.
+    /// Puts one envelope (its `$push`) into the owner's current bucket.
     fn deliver(
         &self,
-        txn: &mut WriteTxn<'_>,
+        txn: &mut Txn<'_, '_>,
         owner: &str,
-        envelope: &Document,
+        push: &Update<InboxBucket<M>>,
     ) -> Result<(), PatternError> {
-        let size = i64::from(self.bucket_size);
-        let push = doc! { "$inc": { "count": 1 }, "$push": { "messages": envelope } };
-        let upsert = UpdateOptions {
-            upsert: true,
-            ..UpdateOptions::default()
-        };
+        let f = InboxBucket::<M>::fields();
+        let size = i32::try_from(self.bucket_size).unwrap_or(i32::MAX);
+        let push = push.clone().and(f.count.inc(1));
+        let name = self.buckets.name();
         match self.variant {
             InboxVariant::OpenBucket => {
+                let mut buckets = txn.collection_named::<InboxBucket<M>>(name)?;
                 // The open bucket, or a new one numbered after the owner's newest.
-                let open = doc! { "owner": owner, "count": { "$lt": size } };
-                let updated =
-                    txn.update_one(&self.name, &open, &push, &UpdateOptions::default())?;
+                let open = f.owner.eq(owner).and(f.count.lt(size));
+                let updated = buckets.update_one(open, push.clone(), &UpdateOptions::default())?;
                 if updated.matched == 0 {
-                    let newest = txn.find_one(
-                        &self.name,
-                        &doc! { "owner": owner },
-                        Some(&doc! { "seq": -1 }),
-                    )?;
-                    let seq = newest
-                        .and_then(|b| b.get_i64("seq").ok())
-                        .map_or(0, |s| s + 1);
-                    txn.insert_one(
-                        &self.name,
-                        doc! { "owner": owner, "seq": seq, "count": 1, "messages": [envelope.clone()] },
+                    let newest = buckets
+                        .find(f.owner.eq(owner))
+                        .sort(Sort::desc(&f.seq))
+                        .first()?;
+                    let seq = newest.map_or(0, |b| b.seq + 1);
+                    buckets.update_one(
+                        f.owner.eq(owner).and(f.seq.eq(seq)),
+                        push,
+                        &UpdateOptions {
+                            upsert: true,
+                            ..UpdateOptions::default()
+                        },
                     )?;
                 }
             }
             InboxVariant::Sequence => {
-                let counter = txn.find_one_and_update(
-                    &self.counters(),
-                    &doc! { "_id": owner },
-                    &doc! { "$inc": { "n": 1_i64 } },
-                    &FindAndModify {
+                let c = InboxCounter::fields();
+                let counter = txn
+                    .collection_named::<InboxCounter>(&self.counters)?
+                    .find_one_and_update(
+                        c.owner.eq(owner),
+                        c.n.inc(1),
+                        &ModifyOptions {
+                            upsert: true,
+                            return_after: true,
+                            ..ModifyOptions::default()
+                        },
+                    )?;
+                let Some(counter) = counter else {
+                    return Err(self.damaged("the counter was not written"));
+                };
+                let seq = (counter.n - 1) / i64::from(size);
+                txn.collection_named::<InboxBucket<M>>(name)?.update_one(
+                    f.owner.eq(owner).and(f.seq.eq(seq)),
+                    push,
+                    &UpdateOptions {
                         upsert: true,
-                        return_document: ReturnDocument::After,
-                        ..FindAndModify::default()
+                        ..UpdateOptions::default()
                     },
-                )?;
-                let n = counter
-                    .and_then(|c| c.get_i64("n").ok())
-                    .ok_or_else(|| self.damaged("the counter has no count"))?;
-                let seq = (n - 1) / size;
-                txn.update_one(
-                    &self.name,
-                    &doc! { "owner": owner, "seq": seq },
-                    &push,
-                    &upsert,
                 )?;
             }
         }
         Ok(())
+    }
+
+    /// The owner's buckets newest first, at most `limit` after skipping `skip` of them.
+    fn buckets_of(&self, owner: &str) -> odm::Find<InboxBucket<M>> {
+        let f = InboxBucket::<M>::fields();
+        self.buckets
+            .find(f.owner.eq(owner))
+            .sort(Sort::desc(&f.seq))
     }
 
     /// The owner's messages, newest first: `limit` of them after skipping `offset`.
@@ -243,60 +261,47 @@ impl<M: Serialize + DeserializeOwned> Inbox<M> {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Envelope<M>>, PatternError> {
-        let txn = self.db.engine().read()?;
-        let Some(buckets) = txn.collection(&self.name)? else {
-            return Ok(Vec::new());
-        };
-        let options = FindOptions {
-            sort: Some(doc! { "seq": -1 }),
-            ..FindOptions::default()
-        };
         let mut out = Vec::with_capacity(limit);
         let mut to_skip = offset;
-        // Buckets stream newest first; stop as soon as the page is full.
-        for bucket in buckets.find(&doc! { "owner": owner }, &options)? {
-            let bucket = bucket?;
-            let messages = bucket
-                .get_array("messages")
-                .map_err(|e| self.damaged(&e.to_string()))?;
-            for message in messages.iter().rev() {
-                if out.len() == limit {
-                    return Ok(out);
+        let mut read = 0_u64;
+        // The buckets a full page needs when none lost a message to a deletion; more are read
+        // only when some did.
+        let mut batch = ((offset + limit).div_ceil(self.bucket_size as usize) + 1) as u64;
+        loop {
+            let buckets = self.buckets_of(owner).skip(read).limit(batch).to_vec()?;
+            let last_batch = (buckets.len() as u64) < batch;
+            read += buckets.len() as u64;
+            for bucket in buckets {
+                for envelope in bucket.messages.into_iter().rev() {
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                    if to_skip > 0 {
+                        to_skip -= 1;
+                        continue;
+                    }
+                    out.push(envelope);
                 }
-                if to_skip > 0 {
-                    to_skip -= 1;
-                    continue;
-                }
-                out.push(self.envelope(message)?);
             }
-            if out.len() == limit {
-                break;
+            if out.len() == limit || last_batch {
+                return Ok(out);
             }
+            batch *= 2;
         }
-        Ok(out)
     }
 
     /// How reading the latest `limit` messages runs: the buckets it needs, through the index.
     pub fn explain_latest(&self, owner: &str, limit: usize) -> Result<Explain, PatternError> {
-        let txn = self.db.engine().read()?;
-        let buckets = txn
-            .collection(&self.name)?
-            .ok_or_else(|| self.damaged("the inbox has no buckets yet"))?;
         let needed = limit.div_ceil(self.bucket_size as usize) + 1;
-        let options = FindOptions {
-            sort: Some(doc! { "seq": -1 }),
-            limit: Some(needed as u64),
-            ..FindOptions::default()
-        };
-        Ok(buckets.explain(&doc! { "owner": owner }, &options)?)
+        Ok(self.buckets_of(owner).limit(needed as u64).explain()?)
     }
 
     /// Marks a message read; `false` when the owner has no such message.
     pub fn mark_read(&self, owner: &str, id: ObjectId) -> Result<bool, PatternError> {
-        let result = self.db.engine().collection(&self.name).update_one(
-            &doc! { "owner": owner, "messages.id": id },
-            &doc! { "$set": { "messages.$.read": true } },
-            &UpdateOptions::default(),
+        let f = InboxBucket::<M>::fields();
+        let result = self.buckets.update_one(
+            f.owner.eq(owner).and(f.messages.id.eq(id)),
+            f.messages.matched().read.set(true),
         )?;
         Ok(result.matched > 0)
     }
@@ -304,34 +309,18 @@ impl<M: Serialize + DeserializeOwned> Inbox<M> {
     /// Deletes a message from the owner's inbox; `false` when there was none. The bucket keeps
     /// its count of used slots, so the inbox order never changes.
     pub fn delete(&self, owner: &str, id: ObjectId) -> Result<bool, PatternError> {
-        let result = self.db.engine().collection(&self.name).update_one(
-            &doc! { "owner": owner, "messages.id": id },
-            &doc! { "$pull": { "messages": { "id": id } } },
-            &UpdateOptions::default(),
+        let f = InboxBucket::<M>::fields();
+        let result = self.buckets.update_one(
+            f.owner.eq(owner).and(f.messages.id.eq(id)),
+            f.messages.pull_where(Envelope::<M>::fields().id.eq(id)),
         )?;
         Ok(result.modified > 0)
-    }
-
-    fn envelope(&self, stored: &Bson) -> Result<Envelope<M>, PatternError> {
-        let Bson::Document(d) = stored else {
-            return Err(self.damaged("a message is not a document"));
-        };
-        let damaged = |what: &str| self.damaged(&format!("a message has no valid {what}"));
-        let message = d.get("message").cloned().ok_or_else(|| damaged("body"))?;
-        Ok(Envelope {
-            id: d.get_object_id("id").map_err(|_| damaged("id"))?,
-            from: d.get_str("from").map_err(|_| damaged("sender"))?.to_owned(),
-            sent: *d.get_datetime("sent").map_err(|_| damaged("date"))?,
-            read: d.get_bool("read").unwrap_or(false),
-            message: bson::deserialize_from_bson(message)
-                .map_err(|e| self.damaged(&format!("a message does not decode: {e}")))?,
-        })
     }
 
     fn damaged(&self, reason: &str) -> PatternError {
         PatternError::Damaged {
             pattern: PATTERN,
-            name: self.name.clone(),
+            name: self.buckets.name().to_owned(),
             reason: reason.to_owned(),
         }
     }

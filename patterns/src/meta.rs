@@ -1,10 +1,18 @@
 //! Pattern parameters recorded with the data, and the patterns' errors.
 
-use bson::{Bson, Document, doc};
-use odm::engine::WriteTxn;
+use bson::Document;
+use odm::Txn;
+use serde::{Deserialize, Serialize};
 
-/// The collection where patterns record their parameters.
-pub const META_COLLECTION: &str = "patterns_meta";
+/// The parameters one pattern instance was created with, under `"{pattern}:{name}"`.
+#[derive(Debug, Serialize, Deserialize, odm::Document)]
+#[odm(collection = "patterns_meta")]
+struct PatternMeta {
+    #[odm(id)]
+    id: String,
+    /// Each pattern's own parameters (bucket size, variant, ...), compared as a whole.
+    parameters: Document,
+}
 
 /// What a pattern operation can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -45,38 +53,27 @@ impl From<odm::engine::Error> for PatternError {
     }
 }
 
-/// Records `parameters` for the pattern instance `key`, or checks them against the recorded
+/// Records `parameters` for the pattern instance `name`, or checks them against the recorded
 /// ones; the difference is [`PatternError::ParametersChanged`].
 pub(crate) fn record(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut Txn<'_, '_>,
     pattern: &'static str,
     name: &str,
     parameters: Document,
 ) -> Result<(), PatternError> {
-    let id = Bson::String(format!("{pattern}:{name}"));
-    if let Some(stored) = txn.get(META_COLLECTION, &id)? {
-        let stored = Document::try_from(stored.as_ref()).map_err(|e| PatternError::Damaged {
+    let id = format!("{pattern}:{name}");
+    let mut metas = txn.collection::<PatternMeta>()?;
+    match metas.get(&id.clone().into())? {
+        Some(stored) if stored.parameters != parameters => Err(PatternError::ParametersChanged {
             pattern,
             name: name.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let stored = stored
-            .get_document("parameters")
-            .cloned()
-            .unwrap_or_default();
-        if stored != parameters {
-            return Err(PatternError::ParametersChanged {
-                pattern,
-                name: name.to_owned(),
-                stored: stored.to_string(),
-                requested: parameters.to_string(),
-            });
+            stored: stored.parameters.to_string(),
+            requested: parameters.to_string(),
+        }),
+        Some(_) => Ok(()),
+        None => {
+            metas.insert_one(&PatternMeta { id, parameters })?;
+            Ok(())
         }
-        return Ok(());
     }
-    txn.insert_one(
-        META_COLLECTION,
-        doc! { "_id": id, "parameters": parameters },
-    )?;
-    Ok(())
 }

@@ -3,51 +3,56 @@
 //! the same job; finished jobs are removed; jobs taken longer ago than a timeout go back to
 //! ready with one multi-update.
 
-use std::marker::PhantomData;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::{Bson, DateTime, doc};
-use odm::engine::update::{FindAndModify, ReturnDocument, UpdateOptions};
-use odm::engine::{Direction, IndexSpec};
-use serde::Serialize;
+use bson::{Bson, DateTime};
+use odm::{Collection, Document, ModifyOptions, Sort};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
+
+/// Where a job is: waiting, or taken by a worker (since `taken_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum State {
+    Ready,
+    Taken,
+}
+
+/// A job and its place in the queue. `J` is the job's type when reading; pushing writes the
+/// job already serialized (`J = Bson`): typed inserts take an owned model, and a pushed job is
+/// borrowed.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "queue", index(keys(state = 1, priority = -1, created = 1)))]
+struct Queued<J> {
+    #[odm(id)]
+    id: ObjectId,
+    state: State,
+    priority: i32,
+    created: DateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    taken_at: Option<DateTime>,
+    job: J,
+}
 
 /// A priority queue of jobs; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Queue<J> {
-    db: odm::Database,
-    name: String,
-    _job: PhantomData<fn() -> J>,
+    jobs: Collection<Queued<J>>,
+    /// The same collection, for writing jobs given by reference.
+    pushed: Collection<Queued<Bson>>,
 }
 
 const QUEUE: &str = "queue";
 
-impl<J: Serialize + DeserializeOwned> Queue<J> {
+impl<J: Serialize + DeserializeOwned + 'static> Queue<J> {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
-        db.engine().write(|txn| {
-            record(txn, QUEUE, name, bson::Document::new())?;
-            let spec = IndexSpec::new([
-                ("state", Direction::Ascending),
-                ("priority", Direction::Descending),
-                ("created", Direction::Ascending),
-            ])
-            .map_err(odm::engine::Error::from)?;
-            if !txn
-                .list_indexes(name)
-                .iter()
-                .any(|s| s.name() == spec.name())
-            {
-                txn.create_index(name, spec)?;
-            }
-            Ok::<_, PatternError>(())
-        })?;
+        db.transaction(|txn| record(txn, QUEUE, name, bson::Document::new()))?;
         Ok(Queue {
-            db: db.clone(),
-            name: name.to_owned(),
-            _job: PhantomData,
+            jobs: db.collection_named(name)?,
+            pushed: db.collection_named(name)?,
         })
     }
 
@@ -55,54 +60,42 @@ impl<J: Serialize + DeserializeOwned> Queue<J> {
     pub fn push(&self, job: &J, priority: i32, now: DateTime) -> Result<ObjectId, PatternError> {
         let job = bson::serialize_to_bson(job).map_err(|e| PatternError::Refused {
             pattern: QUEUE,
-            name: self.name.clone(),
+            name: self.jobs.name().to_owned(),
             reason: format!("the job does not serialize: {e}"),
         })?;
         let id = ObjectId::new();
-        self.db.engine().collection(&self.name).insert_one(doc! {
-            "_id": id, "state": "ready", "priority": priority, "created": now, "job": job,
+        self.pushed.insert_one(&Queued {
+            id,
+            state: State::Ready,
+            priority,
+            created: now,
+            taken_at: None,
+            job,
         })?;
         Ok(id)
     }
 
     /// Takes the most urgent ready job (oldest first among equals), marking it taken at `now`.
     pub fn take(&self, now: DateTime) -> Result<Option<(ObjectId, J)>, PatternError> {
-        let taken = self
-            .db
-            .engine()
-            .collection(&self.name)
-            .find_one_and_update(
-                &doc! { "state": "ready" },
-                &doc! { "$set": { "state": "taken", "taken_at": now } },
-                &FindAndModify {
-                    sort: Some(doc! { "priority": -1, "created": 1 }),
-                    return_document: ReturnDocument::After,
-                    ..FindAndModify::default()
-                },
-            )?;
-        let Some(doc) = taken else {
-            return Ok(None);
-        };
-        let damaged = |reason: String| PatternError::Damaged {
-            pattern: QUEUE,
-            name: self.name.clone(),
-            reason,
-        };
-        let id = doc
-            .get_object_id("_id")
-            .map_err(|e| damaged(e.to_string()))?;
-        let job = bson::deserialize_from_bson(doc.get("job").cloned().unwrap_or(Bson::Null))
-            .map_err(|e| damaged(format!("the job does not decode: {e}")))?;
-        Ok(Some((id, job)))
+        let f = Queued::<J>::fields();
+        let taken = self.jobs.find_one_and_update(
+            f.state.eq(State::Ready),
+            f.state.set(State::Taken).and(f.taken_at.set(Some(now))),
+            &ModifyOptions {
+                sort: Some(Sort::desc(&f.priority).then_asc(&f.created)),
+                return_after: true,
+                ..ModifyOptions::default()
+            },
+        )?;
+        Ok(taken.map(|queued| (queued.id, queued.job)))
     }
 
     /// Removes a finished job; `false` when it was not taken.
     pub fn complete(&self, id: ObjectId) -> Result<bool, PatternError> {
+        let f = Queued::<J>::fields();
         Ok(self
-            .db
-            .engine()
-            .collection(&self.name)
-            .delete_one(&doc! { "_id": id, "state": "taken" })?
+            .jobs
+            .delete_one(f.id.eq(id).and(f.state.eq(State::Taken)))?
             > 0)
     }
 
@@ -111,10 +104,10 @@ impl<J: Serialize + DeserializeOwned> Queue<J> {
         let cutoff = DateTime::from_millis(
             now.timestamp_millis() - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX),
         );
-        let result = self.db.engine().collection(&self.name).update_many(
-            &doc! { "state": "taken", "taken_at": { "$lt": cutoff } },
-            &doc! { "$set": { "state": "ready" }, "$unset": { "taken_at": "" } },
-            &UpdateOptions::default(),
+        let f = Queued::<J>::fields();
+        let result = self.jobs.update_many(
+            f.state.eq(State::Taken).and(f.taken_at.lt(Some(cutoff))),
+            f.state.set(State::Ready).and(f.taken_at.unset()),
         )?;
         Ok(result.modified)
     }

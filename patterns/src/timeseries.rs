@@ -54,7 +54,7 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
         retention: Option<Duration>,
     ) -> Result<Self, PatternError> {
         let span_ms = i64::try_from(span.as_millis()).unwrap_or(i64::MAX).max(1);
-        db.engine().write(|txn| {
+        db.transaction(|txn| {
             record(
                 txn,
                 SERIES,
@@ -65,6 +65,9 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
                     "retention_s": retention.map(|r| r.as_secs() as i64),
                 },
             )?;
+            // Not yet on the typed layer: this pattern's documents have no model, so its
+            // indexes are made on the engine transaction underneath.
+            let txn = txn.engine();
             let mut specs = vec![IndexSpec::new([
                 ("meta", Direction::Ascending),
                 ("control.max", Direction::Ascending),
@@ -238,8 +241,7 @@ const DAY_MS: i64 = 86_400_000;
 
 impl Counters {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
-        db.engine()
-            .write(|txn| record(txn, "counters", name, Document::new()))?;
+        db.transaction(|txn| record(txn, "counters", name, Document::new()))?;
         Ok(Counters {
             db: db.clone(),
             name: name.to_owned(),

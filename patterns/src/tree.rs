@@ -63,8 +63,11 @@ impl<N: Serialize + DeserializeOwned> Tree<N> {
             TreeVariant::Ancestors => "ancestors",
             TreeVariant::MaterializedPath => "path",
         };
-        db.engine().write(|txn| {
+        db.transaction(|txn| {
             record(txn, PATTERN, name, doc! { "variant": by })?;
+            // Not yet on the typed layer: this pattern's documents have no model, so its
+            // indexes are made on the engine transaction underneath.
+            let txn = txn.engine();
             for field in ["parent", by] {
                 let spec = IndexSpec::ascending(field).map_err(odm::engine::Error::from)?;
                 if !txn
