@@ -218,13 +218,15 @@ impl<R, V: Serialize> Field<R, V> {
 
     /// Equal to one of `values`.
     pub fn is_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> = values.into_iter().map(|v| v.into_bson()).collect();
+        let values: Result<Vec<Bson>, String> =
+            values.into_iter().map(IntoValue::into_bson).collect();
         Filter::operator(self.path(), "$in", values.map(Bson::Array))
     }
 
     /// Equal to none of `values`.
     pub fn not_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> = values.into_iter().map(|v| v.into_bson()).collect();
+        let values: Result<Vec<Bson>, String> =
+            values.into_iter().map(IntoValue::into_bson).collect();
         Filter::operator(self.path(), "$nin", values.map(Bson::Array))
     }
 }
@@ -277,7 +279,7 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
         elements: impl IntoIterator<Item = I>,
     ) -> Filter<R> {
         let values: Result<Vec<Bson>, String> =
-            elements.into_iter().map(|v| v.into_bson()).collect();
+            elements.into_iter().map(IntoValue::into_bson).collect();
         Filter::operator(self.path(), "$all", values.map(Bson::Array))
     }
 
@@ -295,5 +297,52 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
         let mut f = Filter::operator(self.path(), "$elemMatch", Ok(Bson::Document(element.doc)));
         f.error = f.error.or(error);
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::Filter;
+    use crate::field::Field;
+
+    struct M;
+
+    fn field<V>(path: &str) -> Field<M, V> {
+        Field::new(path)
+    }
+
+    #[test]
+    fn conditions_on_distinct_fields_are_one_document() {
+        let f = field::<String>("owner")
+            .eq("ann")
+            .and(field::<i32>("count").lt(50));
+        assert_eq!(
+            f.into_document().unwrap(),
+            doc! { "owner": "ann", "count": { "$lt": 50 } }
+        );
+    }
+
+    #[test]
+    fn conditions_on_one_field_or_on_operators_go_into_and() {
+        let count = field::<i32>("count");
+        let same = count.gt(1).and(count.lt(5));
+        assert_eq!(
+            same.into_document().unwrap(),
+            doc! { "$and": [{ "count": { "$gt": 1 } }, { "count": { "$lt": 5 } }] }
+        );
+        let either = count.eq(1).or(count.eq(2));
+        let mixed = either.and(field::<String>("owner").eq("ann"));
+        assert_eq!(
+            mixed.into_document().unwrap(),
+            doc! { "$and": [
+                { "$or": [{ "count": 1 }, { "count": 2 }] },
+                { "owner": "ann" },
+            ] }
+        );
+        // The empty filter is the identity on either side.
+        let all = Filter::<M>::all().and(count.eq(3)).and(Filter::all());
+        assert_eq!(all.into_document().unwrap(), doc! { "count": 3 });
     }
 }

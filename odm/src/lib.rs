@@ -2,7 +2,8 @@
 //! updates, and collections that keep their declared indexes.
 //!
 //! - [`Document`] (derive it): a model's collection, id, indexes and shard key, and its field
-//!   handles; [`Embedded`] (derive it) for types stored inside models.
+//!   handles; [`Embedded`] (derive it) for types stored inside models. Both may be generic
+//!   (`Bucket<M>` holding `Vec<Envelope<M>>`); their handles are typed by the parameters.
 //! - [`Field`]: a handle on one field, `Model::fields().name`, typed by model and value.
 //!   - [`Filter`]: `eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `is_in`, `not_in`, `exists`, `regex`,
 //!     `starts_with`, `contains`, `not_contains`, `contains_all`, `size`, `elem_match`; combined with `and`,
@@ -13,14 +14,18 @@
 //!     `pop_last`; positional handles `matched` (`$`), `all` (`$[]`), `filtered` (`$[id]`);
 //!     `Update::pipeline` for an update written as aggregation stages.
 //!   - [`Sort`] and [`Projection`].
-//! - [`Database`]: [`Database::collection`] (syncs declared indexes), [`Database::write`]
-//!   (multi-model transactions through [`Txn`]), [`Database::sync_indexes`] ([`IndexPlan`]).
+//! - [`Database`]: [`Database::collection`] (syncs declared indexes),
+//!   [`Database::collection_named`] (the same model in a collection named at run time),
+//!   [`Database::write`] and [`Database::transaction`] (multi-model transactions through
+//!   [`Txn`], whose [`TxnCollection`]s write and read their own writes),
+//!   [`Database::sync_indexes`] ([`IndexPlan`]); [`Options`] (TTL monitor, [`Durability`]).
 //! - [`Collection`]: `insert_one`, `insert_many`, `get`, `find` ([`Find`]: `sort`, `skip`,
-//!   `limit`, `hint`, `collation`, `to_vec`, `first`, `project`, `explain`), `find_one`, `count`,
+//!   `limit`, `hint`, `collation`, `to_vec`, `iter`, `first`, `project`, `explain`), `find_one`, `count`,
 //!   `distinct`, `aggregate`, `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
 //!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]).
-//! - [`Error`]: the engine's errors, plus serialization and declaration mismatches.
+//! - [`Error`]: the engine's errors, plus serialization and declaration mismatches; a stored
+//!   document that does not decode names its collection, `_id` and the path that failed.
 //!
 //! Every typed value becomes the plain `bson::Document` MongoDB would receive (`to_document`
 //! on filters and updates), and a `bson::Document` converts into a typed filter or update as an

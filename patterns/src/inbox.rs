@@ -108,6 +108,9 @@ pub struct Inbox<M> {
 
 const PATTERN: &str = "inbox";
 
+/// A message ready to deliver: its recipients, its id and its `$push`.
+type Prepared<'m, M> = (&'m [&'m str], ObjectId, Update<InboxBucket<M>>);
+
 impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
     /// Opens (or creates) the inbox stored in collection `name`. Reopening with another bucket
     /// size or variant is [`PatternError::ParametersChanged`].
@@ -157,7 +160,7 @@ impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
     {
         let f = InboxBucket::<M>::fields();
         // Each message's `$push` is written once, then given to every recipient.
-        let prepared: Vec<(&[&str], ObjectId, Update<InboxBucket<M>>)> = messages
+        let prepared: Vec<Prepared<'_, M>> = messages
             .into_iter()
             .map(|(from, to, message)| {
                 let id = ObjectId::new();
