@@ -125,11 +125,16 @@ impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
             "bucket_size": i64::from(bucket_size),
             "variant": variant.name(),
         };
-        db.transaction(|txn| record(txn, PATTERN, name, parameters))?;
         let counters = format!("{name}_counters");
-        if variant == InboxVariant::Sequence {
-            db.collection_named::<InboxCounter>(&counters)?;
-        }
+        // The parameters, the buckets and the counters, declared in one transaction.
+        db.transaction(|txn| {
+            record(txn, PATTERN, name, parameters)?;
+            txn.collection_named::<InboxBucket<M>>(name)?;
+            if variant == InboxVariant::Sequence {
+                txn.collection_named::<InboxCounter>(&counters)?;
+            }
+            Ok::<_, PatternError>(())
+        })?;
         Ok(Inbox {
             buckets: db.collection_named(name)?,
             counters,
