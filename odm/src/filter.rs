@@ -98,8 +98,10 @@ impl<R> Filter<R> {
     }
 
     /// Both this and `other`. Conditions on different fields are written as one document
-    /// (`{a: 1, b: {$lt: 5}}`, as MongoDB users write them and the planner reads them best);
-    /// two conditions on one field, or on operators, go into `$and`.
+    /// (`{a: 1, b: {$lt: 5}}`, as MongoDB users write them and the planner reads them best), and
+    /// so are different operators on one field (`{at: {$gte: a, $lt: b}}`); anything else
+    /// (one operator twice, an equality and an operator on one field, top-level `$or`) goes
+    /// into `$and`.
     #[must_use]
     pub fn and(mut self, other: Filter<R>) -> Self {
         if self.doc.is_empty() && self.error.is_none() {
@@ -108,15 +110,15 @@ impl<R> Filter<R> {
         if other.doc.is_empty() && other.error.is_none() {
             return self;
         }
-        let plain = |d: &Document| d.keys().all(|k| !k.starts_with('$'));
-        let disjoint = other.doc.keys().all(|k| !self.doc.contains_key(k));
-        if self.error.is_none()
-            && other.error.is_none()
-            && plain(&self.doc)
-            && plain(&other.doc)
-            && disjoint
-        {
-            self.doc.extend(other.doc);
+        if self.error.is_none() && other.error.is_none() && mergeable(&self.doc, &other.doc) {
+            for (key, value) in other.doc {
+                match (self.doc.get_mut(&key), value) {
+                    (Some(Bson::Document(mine)), Bson::Document(theirs)) => mine.extend(theirs),
+                    (_, value) => {
+                        self.doc.insert(key, value);
+                    }
+                }
+            }
             return self;
         }
         Filter::combine("$and", vec![self, other])
@@ -300,6 +302,27 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
     }
 }
 
+/// Whether two filter documents can be written as one with the same meaning: no top-level
+/// operators, and every field they share holds operator documents with different operators.
+fn mergeable(mine: &Document, theirs: &Document) -> bool {
+    let plain = |d: &Document| d.keys().all(|k| !k.starts_with('$'));
+    fn operators(v: &Bson) -> Option<&Document> {
+        match v {
+            Bson::Document(d) if !d.is_empty() && d.keys().all(|k| k.starts_with('$')) => Some(d),
+            _ => None,
+        }
+    }
+    plain(mine)
+        && plain(theirs)
+        && theirs.iter().all(|(key, value)| match mine.get(key) {
+            None => true,
+            Some(existing) => match (operators(existing), operators(value)) {
+                (Some(a), Some(b)) => b.keys().all(|k| !a.contains_key(k)),
+                _ => false,
+            },
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use bson::doc;
@@ -325,12 +348,22 @@ mod tests {
     }
 
     #[test]
-    fn conditions_on_one_field_or_on_operators_go_into_and() {
+    fn operators_merge_only_where_the_meaning_is_kept() {
         let count = field::<i32>("count");
-        let same = count.gt(1).and(count.lt(5));
+        let range = count.gt(1).and(count.lt(5));
         assert_eq!(
-            same.into_document().unwrap(),
-            doc! { "$and": [{ "count": { "$gt": 1 } }, { "count": { "$lt": 5 } }] }
+            range.into_document().unwrap(),
+            doc! { "count": { "$gt": 1, "$lt": 5 } }
+        );
+        let twice = count.gt(1).and(count.gt(3));
+        assert_eq!(
+            twice.into_document().unwrap(),
+            doc! { "$and": [{ "count": { "$gt": 1 } }, { "count": { "$gt": 3 } }] }
+        );
+        let equal_and_range = count.eq(2).and(count.lt(5));
+        assert_eq!(
+            equal_and_range.into_document().unwrap(),
+            doc! { "$and": [{ "count": 2 }, { "count": { "$lt": 5 } }] }
         );
         let either = count.eq(1).or(count.eq(2));
         let mixed = either.and(field::<String>("owner").eq("ann"));

@@ -191,19 +191,24 @@ impl<R, V: DateLike> Field<R, V> {
 /// `$push` with modifiers: `Push::each(items).sort_by(..).slice(-50)`.
 #[derive(Debug)]
 pub struct Push<E> {
-    each: Vec<E>,
+    /// The elements as BSON, or why one could not be written.
+    each: Result<Vec<Bson>, String>,
     position: Option<i32>,
     slice: Option<i32>,
     sort: Option<Bson>,
+    _element: std::marker::PhantomData<fn() -> E>,
 }
 
 impl<E> Push<E> {
-    pub fn each(items: impl IntoIterator<Item = E>) -> Self {
+    /// The elements to push: values of `E`, references to them, or views that write as `E`
+    /// ([`IntoValue`]).
+    pub fn each<I: IntoValue<E>>(items: impl IntoIterator<Item = I>) -> Self {
         Push {
-            each: items.into_iter().collect(),
+            each: items.into_iter().map(IntoValue::into_bson).collect(),
             position: None,
             slice: None,
             sort: None,
+            _element: std::marker::PhantomData,
         }
     }
 
@@ -250,8 +255,7 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
     /// `$push` with `$each` and its modifiers, applied in MongoDB's order (position, sort,
     /// slice).
     pub fn push_with(&self, push: Push<E>) -> Update<R> {
-        let each: Result<Vec<Bson>, String> = push.each.iter().map(to_bson).collect();
-        let value = each.map(|each| {
+        let value = push.each.map(|each| {
             let mut d = Document::new();
             d.insert("$each", each);
             if let Some(p) = push.position {

@@ -10,88 +10,63 @@
 //! - [`Daily`] (S2c): one document per owner per day under a TTL index on its last
 //!   modification, so that whole days expire on their own while an active day stays alive.
 
-use std::marker::PhantomData;
-
-use bson::{Bson, DateTime, Document, doc};
-use odm::engine::query::{Explain, FindOptions};
-use odm::engine::update::UpdateOptions;
-use odm::engine::{Direction, IndexSpec};
-use serde::Serialize;
+use bson::DateTime;
+use bson::oid::ObjectId;
+use odm::engine::IndexSpec;
+use odm::engine::query::Explain;
+use odm::{Collection, Document, Embedded, Filter, IntoValue, Push, Sort, UpdateOptions};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
 
 /// One event and its time.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
 pub struct Event<E> {
     pub at: DateTime,
     pub data: E,
 }
 
-fn encode<E: Serialize>(
-    pattern: &'static str,
-    name: &str,
+/// An event written from borrowed data, stored exactly as [`Event`] is.
+#[derive(Serialize)]
+struct EventRef<'e, E> {
     at: DateTime,
-    data: &E,
-) -> Result<Document, PatternError> {
-    let data = bson::serialize_to_bson(data).map_err(|e| PatternError::Refused {
-        pattern,
-        name: name.to_owned(),
-        reason: format!("the event does not serialize: {e}"),
-    })?;
-    Ok(doc! { "at": at, "data": data })
+    data: &'e E,
 }
 
-fn decode<E: DeserializeOwned>(
-    pattern: &'static str,
-    name: &str,
-    stored: &Bson,
-) -> Result<Event<E>, PatternError> {
-    let damaged = |reason: String| PatternError::Damaged {
-        pattern,
-        name: name.to_owned(),
-        reason,
-    };
-    let Bson::Document(d) = stored else {
-        return Err(damaged("an event is not a document".into()));
-    };
-    Ok(Event {
-        at: *d.get_datetime("at").map_err(|e| damaged(e.to_string()))?,
-        data: bson::deserialize_from_bson(d.get("data").cloned().unwrap_or(Bson::Null))
-            .map_err(|e| damaged(format!("an event does not decode: {e}")))?,
-    })
-}
-
-fn ensure_index(
-    txn: &mut odm::engine::WriteTxn<'_>,
-    name: &str,
-    spec: IndexSpec,
-) -> Result<(), PatternError> {
-    if !txn
-        .list_indexes(name)
-        .iter()
-        .any(|s| s.name() == spec.name())
-    {
-        txn.create_index(name, spec)?;
+impl<E: Serialize> IntoValue<Event<E>> for EventRef<'_, E> {
+    fn into_bson(self) -> Result<bson::Bson, String> {
+        bson::serialize_to_bson(&self).map_err(|e| e.to_string())
     }
-    Ok(())
 }
 
-fn spec(keys: &[(&str, Direction)]) -> Result<IndexSpec, PatternError> {
-    IndexSpec::new(keys.iter().copied())
-        .map_err(|e| PatternError::Odm(odm::engine::Error::from(e).into()))
+/// A bucket of S2a: up to `bucket_size` events of one owner, with the times of its first and
+/// last (so that a range reads only the buckets overlapping it).
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(
+    collection = "history",
+    index(keys(owner = 1, count = 1)),
+    index(keys(owner = 1, "entries.at" = 1))
+)]
+struct HistoryBucket<E> {
+    #[odm(id)]
+    id: ObjectId,
+    owner: String,
+    count: i64,
+    first: DateTime,
+    last: DateTime,
+    #[odm(embedded)]
+    entries: Vec<Event<E>>,
 }
 
 /// S2a: events in buckets of up to `bucket_size` per owner; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct History<E> {
-    db: odm::Database,
-    name: String,
+    buckets: Collection<HistoryBucket<E>>,
     bucket_size: u32,
-    _event: PhantomData<fn() -> E>,
 }
 
-impl<E: Serialize + DeserializeOwned> History<E> {
+impl<E: Serialize + DeserializeOwned + 'static> History<E> {
     pub fn open(db: &odm::Database, name: &str, bucket_size: u32) -> Result<Self, PatternError> {
         let bucket_size = bucket_size.max(1);
         db.transaction(|txn| {
@@ -99,53 +74,30 @@ impl<E: Serialize + DeserializeOwned> History<E> {
                 txn,
                 "history",
                 name,
-                doc! { "bucket_size": i64::from(bucket_size) },
+                bson::doc! { "bucket_size": i64::from(bucket_size) },
             )?;
-            // Not yet on the typed layer: this pattern's documents have no model, so its
-            // indexes are made on the engine transaction underneath.
-            let txn = txn.engine();
-            ensure_index(
-                txn,
-                name,
-                spec(&[
-                    ("owner", Direction::Ascending),
-                    ("count", Direction::Ascending),
-                ])?,
-            )?;
-            ensure_index(
-                txn,
-                name,
-                spec(&[
-                    ("owner", Direction::Ascending),
-                    ("entries.at", Direction::Ascending),
-                ])?,
-            )
+            txn.collection_named::<HistoryBucket<E>>(name)?;
+            Ok::<_, PatternError>(())
         })?;
         Ok(History {
-            db: db.clone(),
-            name: name.to_owned(),
+            buckets: db.collection_named(name)?,
             bucket_size,
-            _event: PhantomData,
         })
     }
 
     /// Adds an event to the owner's open bucket (a new bucket when it is full).
     pub fn record(&self, owner: &str, at: DateTime, data: &E) -> Result<(), PatternError> {
-        let event = encode("history", &self.name, at, data)?;
-        let result = self.db.engine().collection(&self.name).update_one(
-            &doc! { "owner": owner, "count": { "$lt": i64::from(self.bucket_size) } },
-            &doc! {
-                "$inc": { "count": 1 },
-                "$push": { "entries": event },
-                "$min": { "first": at },
-                "$max": { "last": at },
-            },
-            &UpdateOptions {
-                upsert: true,
-                ..UpdateOptions::default()
-            },
+        let f = HistoryBucket::<E>::fields();
+        self.buckets.upsert_one(
+            f.owner
+                .eq(owner)
+                .and(f.count.lt(i64::from(self.bucket_size))),
+            f.count
+                .inc(1)
+                .and(f.entries.push(EventRef { at, data }))
+                .and(f.first.min(at))
+                .and(f.last.max(at)),
         )?;
-        let _ = result;
         Ok(())
     }
 
@@ -156,23 +108,14 @@ impl<E: Serialize + DeserializeOwned> History<E> {
         from: DateTime,
         to: DateTime,
     ) -> Result<Vec<Event<E>>, PatternError> {
-        let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(&self.name)? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for bucket in coll.find(&range_filter(owner, from, to), &FindOptions::default())? {
-            let bucket = bucket?;
-            for stored in bucket
-                .get_array("entries")
-                .map_err(|e| self.damaged(e.to_string()))?
-            {
-                let event: Event<E> = decode("history", &self.name, stored)?;
-                if event.at >= from && event.at < to {
-                    out.push(event);
-                }
-            }
-        }
+        let mut out: Vec<Event<E>> = self
+            .buckets
+            .find(range_filter(owner, from, to))
+            .to_vec()?
+            .into_iter()
+            .flat_map(|bucket| bucket.entries)
+            .filter(|event| event.at >= from && event.at < to)
+            .collect();
         out.sort_by_key(|e| e.at);
         Ok(out)
     }
@@ -184,154 +127,151 @@ impl<E: Serialize + DeserializeOwned> History<E> {
         from: DateTime,
         to: DateTime,
     ) -> Result<Explain, PatternError> {
-        let txn = self.db.engine().read()?;
-        let coll = txn
-            .collection(&self.name)?
-            .ok_or_else(|| self.damaged("no events yet".into()))?;
-        Ok(coll.explain(&range_filter(owner, from, to), &FindOptions::default())?)
+        Ok(self.buckets.find(range_filter(owner, from, to)).explain()?)
     }
 
     /// Removes every event before `cutoff` (legal retention) and deletes the buckets left
     /// empty, in one transaction; returns how many buckets were deleted.
     pub fn remove_before(&self, cutoff: DateTime) -> Result<u64, PatternError> {
-        Ok(self.db.engine().write(|txn| {
-            txn.update_many(
-                &self.name,
-                &doc! { "first": { "$lt": cutoff } },
-                &doc! { "$pull": { "entries": { "at": { "$lt": cutoff } } } },
+        let f = HistoryBucket::<E>::fields();
+        let e = Event::<E>::fields();
+        Ok(self.buckets.database().write(|txn| {
+            let mut buckets = txn.collection_named::<HistoryBucket<E>>(self.buckets.name())?;
+            buckets.update_many(
+                f.first.lt(cutoff),
+                f.entries.pull_where(e.at.lt(cutoff)),
                 &UpdateOptions::default(),
             )?;
-            txn.delete_many(&self.name, &doc! { "entries": { "$size": 0 } })
+            buckets.delete_many(f.entries.size(0))
         })?)
     }
 
     /// Repacks an owner's events into full buckets, oldest first (after removals left gaps).
     /// Returns the number of buckets afterwards.
     pub fn compact(&self, owner: &str) -> Result<u64, PatternError> {
-        let mut events: Vec<Bson> = Vec::new();
-        self.db.engine().write(|txn| {
-            for bucket in txn.find(&self.name, &doc! { "owner": owner }, None, None)? {
-                events.extend(bucket.get_array("entries").cloned().unwrap_or_default());
+        let f = HistoryBucket::<E>::fields();
+        Ok(self.buckets.database().write(|txn| {
+            let mut buckets = txn.collection_named::<HistoryBucket<E>>(self.buckets.name())?;
+            let mut events: Vec<Event<E>> = buckets
+                .find(f.owner.eq(owner))
+                .to_vec()?
+                .into_iter()
+                .flat_map(|bucket| bucket.entries)
+                .collect();
+            events.sort_by_key(|e| e.at);
+            buckets.delete_many(f.owner.eq(owner))?;
+            let mut count = 0;
+            let size = self.bucket_size as usize;
+            while !events.is_empty() {
+                let rest = events.split_off(size.min(events.len()));
+                let chunk = std::mem::replace(&mut events, rest);
+                buckets.insert_one(&HistoryBucket {
+                    id: ObjectId::new(),
+                    owner: owner.to_owned(),
+                    count: chunk.len() as i64,
+                    first: chunk[0].at,
+                    last: chunk[chunk.len() - 1].at,
+                    entries: chunk,
+                })?;
+                count += 1;
             }
-            events.sort_by_key(|e| match e {
-                Bson::Document(d) => d.get_datetime("at").map_or(0, |d| d.timestamp_millis()),
-                _ => 0,
-            });
-            txn.delete_many(&self.name, &doc! { "owner": owner })?;
-            let mut buckets = 0;
-            for chunk in events.chunks(self.bucket_size as usize) {
-                let at = |e: &Bson| match e {
-                    Bson::Document(d) => d.get("at").cloned().unwrap_or(Bson::Null),
-                    _ => Bson::Null,
-                };
-                txn.insert_one(
-                    &self.name,
-                    doc! {
-                        "owner": owner,
-                        "count": chunk.len() as i64,
-                        "first": at(&chunk[0]),
-                        "last": at(&chunk[chunk.len() - 1]),
-                        "entries": chunk.to_vec(),
-                    },
-                )?;
-                buckets += 1;
-            }
-            Ok::<_, PatternError>(buckets)
-        })
-    }
-
-    fn damaged(&self, reason: String) -> PatternError {
-        PatternError::Damaged {
-            pattern: "history",
-            name: self.name.clone(),
-            reason,
-        }
+            Ok(count)
+        })?)
     }
 }
 
 /// Buckets of `owner` holding an event in `[from, to)`.
-fn range_filter(owner: &str, from: DateTime, to: DateTime) -> Document {
-    doc! { "owner": owner, "entries": { "$elemMatch": { "at": { "$gte": from, "$lt": to } } } }
+fn range_filter<E>(owner: &str, from: DateTime, to: DateTime) -> Filter<HistoryBucket<E>>
+where
+    E: Serialize + DeserializeOwned + 'static,
+{
+    let f = HistoryBucket::<E>::fields();
+    let e = Event::<E>::fields();
+    f.owner
+        .eq(owner)
+        .and(f.entries.elem_match(e.at.gte(from).and(e.at.lt(to))))
+}
+
+/// S2b's document: the newest events of one owner.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "window")]
+struct WindowOf<E> {
+    #[odm(id)]
+    owner: String,
+    #[odm(embedded)]
+    entries: Vec<Event<E>>,
 }
 
 /// S2b: the newest `size` events of each owner in one document; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Window<E> {
-    db: odm::Database,
-    name: String,
+    windows: Collection<WindowOf<E>>,
     size: u32,
-    _event: PhantomData<fn() -> E>,
 }
 
-impl<E: Serialize + DeserializeOwned> Window<E> {
+impl<E: Serialize + DeserializeOwned + 'static> Window<E> {
     pub fn open(db: &odm::Database, name: &str, size: u32) -> Result<Self, PatternError> {
-        db.transaction(|txn| record(txn, "window", name, doc! { "size": i64::from(size) }))?;
+        db.transaction(|txn| {
+            record(txn, "window", name, bson::doc! { "size": i64::from(size) })?;
+            txn.collection_named::<WindowOf<E>>(name)?;
+            Ok::<_, PatternError>(())
+        })?;
         Ok(Window {
-            db: db.clone(),
-            name: name.to_owned(),
+            windows: db.collection_named(name)?,
             size,
-            _event: PhantomData,
         })
     }
 
     /// Adds events; the window keeps the newest `size`, in time order, in one update.
     pub fn record(&self, owner: &str, events: &[(DateTime, E)]) -> Result<(), PatternError> {
-        let each = events
-            .iter()
-            .map(|(at, data)| encode("window", &self.name, *at, data).map(Bson::Document))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.db.engine().collection(&self.name).update_one(
-            &doc! { "_id": owner },
-            &doc! { "$push": { "entries": {
-                "$each": each, "$sort": { "at": 1 }, "$slice": -i64::from(self.size),
-            } } },
-            &UpdateOptions {
-                upsert: true,
-                ..UpdateOptions::default()
-            },
+        let f = WindowOf::<E>::fields();
+        let each = events.iter().map(|(at, data)| EventRef { at: *at, data });
+        let keep = i32::try_from(self.size).unwrap_or(i32::MAX);
+        self.windows.upsert_one(
+            f.owner.eq(owner),
+            f.entries.push_with(
+                Push::each(each)
+                    .sort_by(&Event::<E>::fields().at, true)
+                    .slice(-keep),
+            ),
         )?;
         Ok(())
     }
 
     /// The owner's window, oldest first.
     pub fn events(&self, owner: &str) -> Result<Vec<Event<E>>, PatternError> {
-        let Some(raw) = self
-            .db
-            .engine()
-            .collection(&self.name)
-            .get(&Bson::from(owner))?
-        else {
-            return Ok(Vec::new());
-        };
-        let doc = Document::try_from(raw.as_ref()).map_err(|e| PatternError::Damaged {
-            pattern: "window",
-            name: self.name.clone(),
-            reason: e.to_string(),
-        })?;
-        doc.get_array("entries").map_or_else(
-            |_| Ok(Vec::new()),
-            |entries| {
-                entries
-                    .iter()
-                    .map(|e| decode("window", &self.name, e))
-                    .collect()
-            },
-        )
+        Ok(self
+            .windows
+            .get(owner)?
+            .map(|window| window.entries)
+            .unwrap_or_default())
     }
+}
+
+/// S2c's document: the events of one owner on one day.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "daily", index(keys(owner = 1, day = 1)))]
+struct Day<E> {
+    #[odm(id)]
+    id: ObjectId,
+    owner: String,
+    day: DateTime,
+    /// The latest event's time: the TTL index expires the day this long after it.
+    modified: DateTime,
+    #[odm(embedded)]
+    entries: Vec<Event<E>>,
 }
 
 /// S2c: one document per owner per day, expired whole by a TTL index on its last
 /// modification; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Daily<E> {
-    db: odm::Database,
-    name: String,
-    _event: PhantomData<fn() -> E>,
+    days: Collection<Day<E>>,
 }
 
 const DAY_MS: i64 = 86_400_000;
 
-impl<E: Serialize + DeserializeOwned> Daily<E> {
+impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
     /// Days expire `retention` after their last modification.
     pub fn open(
         db: &odm::Database,
@@ -343,67 +283,52 @@ impl<E: Serialize + DeserializeOwned> Daily<E> {
                 txn,
                 "daily",
                 name,
-                doc! { "retention_s": retention.as_secs() as i64 },
+                bson::doc! { "retention_s": retention.as_secs() as i64 },
             )?;
-            // Not yet on the typed layer: this pattern's documents have no model, so its
-            // indexes are made on the engine transaction underneath.
+            txn.collection_named::<Day<E>>(name)?;
+            // The retention is chosen at run time, and a model declares its TTL once for every
+            // collection it is opened on: this index is made on the engine transaction.
             let txn = txn.engine();
             let ttl = IndexSpec::ascending("modified")
                 .map_err(odm::engine::Error::from)?
                 .expire_after(retention);
-            ensure_index(txn, name, ttl)?;
-            ensure_index(
-                txn,
-                name,
-                spec(&[
-                    ("owner", Direction::Ascending),
-                    ("day", Direction::Ascending),
-                ])?,
-            )
+            if !txn
+                .list_indexes(name)
+                .iter()
+                .any(|s| s.name() == ttl.name())
+            {
+                txn.create_index(name, ttl)?;
+            }
+            Ok::<_, PatternError>(())
         })?;
         Ok(Daily {
-            db: db.clone(),
-            name: name.to_owned(),
-            _event: PhantomData,
+            days: db.collection_named(name)?,
         })
     }
 
     /// Adds an event to the owner's document of its day, refreshing the day's modification.
     pub fn record(&self, owner: &str, at: DateTime, data: &E) -> Result<(), PatternError> {
-        let event = encode("daily", &self.name, at, data)?;
+        let f = Day::<E>::fields();
         let day = DateTime::from_millis(at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS);
-        self.db.engine().collection(&self.name).update_one(
-            &doc! { "owner": owner, "day": day },
-            &doc! { "$push": { "entries": event }, "$max": { "modified": at } },
-            &UpdateOptions {
-                upsert: true,
-                ..UpdateOptions::default()
-            },
+        self.days.upsert_one(
+            f.owner.eq(owner).and(f.day.eq(day)),
+            f.entries
+                .push(EventRef { at, data })
+                .and(f.modified.max(at)),
         )?;
         Ok(())
     }
 
     /// The owner's days on record, oldest first.
     pub fn days(&self, owner: &str) -> Result<Vec<DateTime>, PatternError> {
-        let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(&self.name)? else {
-            return Ok(Vec::new());
-        };
-        let options = FindOptions {
-            sort: Some(doc! { "day": 1 }),
-            ..FindOptions::default()
-        };
-        coll.find(&doc! { "owner": owner }, &options)?
-            .map(|d| {
-                let d = d?;
-                d.get_datetime("day")
-                    .copied()
-                    .map_err(|e| PatternError::Damaged {
-                        pattern: "daily",
-                        name: self.name.clone(),
-                        reason: e.to_string(),
-                    })
-            })
-            .collect()
+        let f = Day::<E>::fields();
+        Ok(self
+            .days
+            .find(f.owner.eq(owner))
+            .sort(Sort::asc(&f.day))
+            .to_vec()?
+            .into_iter()
+            .map(|day| day.day)
+            .collect())
     }
 }
