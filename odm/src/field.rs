@@ -71,6 +71,28 @@ impl<R, E> Field<R, Vec<E>> {
     }
 }
 
+impl<R, V> Field<R, std::collections::BTreeMap<String, V>> {
+    /// The value under one key of a map field (`hours.7`): keys chosen at run time.
+    pub fn key(&self, key: &str) -> Field<R, V> {
+        self.at(key)
+    }
+}
+
+impl<R, V, H: std::hash::BuildHasher> Field<R, std::collections::HashMap<String, V, H>> {
+    /// The value under one key of a map field (`hours.7`): keys chosen at run time.
+    pub fn key(&self, key: &str) -> Field<R, V> {
+        self.at(key)
+    }
+}
+
+impl<R, V: crate::model::Embedded> Field<R, V> {
+    /// The handles on the fields of this value (an embedded type reached by a path the model
+    /// cannot name, such as a map entry).
+    pub fn fields(&self) -> V::Fields<R, V> {
+        V::fields_at(self.path())
+    }
+}
+
 /// A value usable where a field of type `V` expects one: `V` itself, a reference to one, and
 /// `&str` for `String`. Implement it for a borrowed view of `V` (a struct of references with
 /// the same fields) to filter or write without building an owned `V`; the view must serialize

@@ -305,13 +305,13 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
 /// Whether two filter documents can be written as one with the same meaning: no top-level
 /// operators, and every field they share holds operator documents with different operators.
 fn mergeable(mine: &Document, theirs: &Document) -> bool {
-    let plain = |d: &Document| d.keys().all(|k| !k.starts_with('$'));
     fn operators(v: &Bson) -> Option<&Document> {
         match v {
             Bson::Document(d) if !d.is_empty() && d.keys().all(|k| k.starts_with('$')) => Some(d),
             _ => None,
         }
     }
+    let plain = |d: &Document| d.keys().all(|k| !k.starts_with('$'));
     plain(mine)
         && plain(theirs)
         && theirs.iter().all(|(key, value)| match mine.get(key) {

@@ -251,7 +251,7 @@ impl<E: Serialize + DeserializeOwned + 'static> Window<E> {
 /// S2c's document: the events of one owner on one day.
 #[derive(Debug, Serialize, Deserialize, Document)]
 #[odm(collection = "daily", index(keys(owner = 1, day = 1)))]
-struct Day<E> {
+struct DayEvents<E> {
     #[odm(id)]
     id: ObjectId,
     owner: String,
@@ -266,7 +266,7 @@ struct Day<E> {
 /// modification; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Daily<E> {
-    days: Collection<Day<E>>,
+    days: Collection<DayEvents<E>>,
 }
 
 const DAY_MS: i64 = 86_400_000;
@@ -285,7 +285,7 @@ impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
                 name,
                 bson::doc! { "retention_s": retention.as_secs() as i64 },
             )?;
-            txn.collection_named::<Day<E>>(name)?;
+            txn.collection_named::<DayEvents<E>>(name)?;
             // The retention is chosen at run time, and a model declares its TTL once for every
             // collection it is opened on: this index is made on the engine transaction.
             let txn = txn.engine();
@@ -308,7 +308,7 @@ impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
 
     /// Adds an event to the owner's document of its day, refreshing the day's modification.
     pub fn record(&self, owner: &str, at: DateTime, data: &E) -> Result<(), PatternError> {
-        let f = Day::<E>::fields();
+        let f = DayEvents::<E>::fields();
         let day = DateTime::from_millis(at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS);
         self.days.upsert_one(
             f.owner.eq(owner).and(f.day.eq(day)),
@@ -321,7 +321,7 @@ impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
 
     /// The owner's days on record, oldest first.
     pub fn days(&self, owner: &str) -> Result<Vec<DateTime>, PatternError> {
-        let f = Day::<E>::fields();
+        let f = DayEvents::<E>::fields();
         Ok(self
             .days
             .find(f.owner.eq(owner))

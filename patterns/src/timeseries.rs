@@ -11,26 +11,71 @@
 //! and minutes inside their hour, so that one upsert with three `$inc`s records an event and an
 //! update never walks 1,440 minute fields.
 
-use std::marker::PhantomData;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bson::{Bson, DateTime, Document, doc};
-use odm::engine::query::{Explain, FindOptions};
-use odm::engine::update::UpdateOptions;
-use odm::engine::{Direction, IndexSpec};
-use serde::Serialize;
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime};
+use odm::engine::IndexSpec;
+use odm::engine::query::Explain;
+use odm::{Collection, Document, Embedded, Filter, IntoValue};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
+
+/// A bucket's span and the times it holds (MongoDB's `control` of a time-series bucket).
+#[derive(Debug, Clone, Serialize, Deserialize, Embedded)]
+struct Control {
+    /// The start of the aligned span the bucket covers.
+    start: DateTime,
+    min: DateTime,
+    max: DateTime,
+}
+
+/// One stored sample: its time and value.
+#[derive(Debug, Clone, Serialize, Deserialize, Embedded)]
+struct Point<S> {
+    t: DateTime,
+    v: S,
+}
+
+/// A sample written from a borrowed value, stored exactly as [`Point`] is.
+#[derive(Serialize)]
+struct PointRef<'s, S> {
+    t: DateTime,
+    v: &'s S,
+}
+
+impl<S: Serialize> IntoValue<Point<S>> for PointRef<'_, S> {
+    fn into_bson(self) -> Result<Bson, String> {
+        bson::serialize_to_bson(&self).map_err(|e| e.to_string())
+    }
+}
+
+/// The samples of one series (`meta`) within one span, at most the series' `max_count`.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "timeseries", index(keys(meta = 1, "control.max" = 1)))]
+struct SeriesBucket<M, S> {
+    #[odm(id)]
+    id: ObjectId,
+    meta: M,
+    #[odm(embedded)]
+    control: Control,
+    count: i64,
+    #[odm(embedded)]
+    samples: Vec<Point<S>>,
+}
 
 /// Samples bucketed per series and span; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct TimeSeries<M, S> {
-    db: odm::Database,
-    name: String,
+    buckets: Collection<SeriesBucket<M, S>>,
+    /// The same buckets with the metadata left as BSON: a sample read back carries its
+    /// series' metadata, decoded from the bucket's for each sample (so `M` need not be `Clone`).
+    read: Collection<SeriesBucket<Bson, S>>,
     span_ms: i64,
     max_count: u32,
-    _types: PhantomData<fn() -> (M, S)>,
 }
 
 /// One sample read back.
@@ -43,7 +88,11 @@ pub struct Sample<M, S> {
 
 const SERIES: &str = "timeseries";
 
-impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSeries<M, S> {
+impl<M, S> TimeSeries<M, S>
+where
+    M: Serialize + DeserializeOwned + 'static,
+    S: Serialize + DeserializeOwned + 'static,
+{
     /// Buckets of at most `max_count` samples within aligned spans of `span`; buckets whose
     /// newest sample is older than `retention` expire.
     pub fn open(
@@ -59,27 +108,20 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
                 txn,
                 SERIES,
                 name,
-                doc! {
+                bson::doc! {
                     "span_ms": span_ms,
                     "max_count": i64::from(max_count),
                     "retention_s": retention.map(|r| r.as_secs() as i64),
                 },
             )?;
-            // Not yet on the typed layer: this pattern's documents have no model, so its
-            // indexes are made on the engine transaction underneath.
-            let txn = txn.engine();
-            let mut specs = vec![IndexSpec::new([
-                ("meta", Direction::Ascending),
-                ("control.max", Direction::Ascending),
-            ])];
+            txn.collection_named::<SeriesBucket<M, S>>(name)?;
             if let Some(retention) = retention {
-                specs.push(
-                    IndexSpec::ascending("control.max")
-                        .map(|s| s.named("retention").expire_after(retention)),
-                );
-            }
-            for spec in specs {
-                let spec = spec.map_err(odm::engine::Error::from)?;
+                // The retention is chosen at run time, and a model declares its TTL once for
+                // every collection it is opened on: this index is made on the engine.
+                let txn = txn.engine();
+                let spec = IndexSpec::ascending("control.max")
+                    .map(|s| s.named("retention").expire_after(retention))
+                    .map_err(odm::engine::Error::from)?;
                 if !txn
                     .list_indexes(name)
                     .iter()
@@ -91,35 +133,27 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
             Ok::<_, PatternError>(())
         })?;
         Ok(TimeSeries {
-            db: db.clone(),
-            name: name.to_owned(),
+            buckets: db.collection_named(name)?,
+            read: db.collection_named(name)?,
             span_ms,
             max_count: max_count.max(1),
-            _types: PhantomData,
         })
     }
 
     /// Adds a sample to its series' bucket for its span (a new one when that is full).
     pub fn insert(&self, meta: &M, at: DateTime, value: &S) -> Result<(), PatternError> {
-        let meta = self.encode(meta)?;
-        let value = self.encode(value)?;
+        let f = SeriesBucket::<M, S>::fields();
         let start = at.timestamp_millis().div_euclid(self.span_ms) * self.span_ms;
-        self.db.engine().collection(&self.name).update_one(
-            &doc! {
-                "meta": meta,
-                "control.start": DateTime::from_millis(start),
-                "count": { "$lt": i64::from(self.max_count) },
-            },
-            &doc! {
-                "$inc": { "count": 1 },
-                "$push": { "samples": { "t": at, "v": value } },
-                "$min": { "control.min": at },
-                "$max": { "control.max": at },
-            },
-            &UpdateOptions {
-                upsert: true,
-                ..UpdateOptions::default()
-            },
+        self.buckets.upsert_one(
+            f.meta
+                .eq(meta)
+                .and(f.control.start.eq(DateTime::from_millis(start)))
+                .and(f.count.lt(i64::from(self.max_count))),
+            f.count
+                .inc(1)
+                .and(f.samples.push(PointRef { t: at, v: value }))
+                .and(f.control.min.min(at))
+                .and(f.control.max.max(at)),
         )?;
         Ok(())
     }
@@ -132,31 +166,19 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
         to: DateTime,
     ) -> Result<Vec<Sample<M, S>>, PatternError> {
         let filter = self.range_filter(meta, from, to)?;
-        let txn = self.db.engine().read()?;
-        let Some(coll) = txn.collection(&self.name)? else {
-            return Ok(Vec::new());
-        };
         let mut out = Vec::new();
-        for bucket in coll.find(&filter, &FindOptions::default())? {
-            let bucket = bucket?;
-            let meta = bucket.get("meta").cloned().unwrap_or(Bson::Null);
-            for sample in bucket
-                .get_array("samples")
-                .map_err(|e| self.damaged(e.to_string()))?
-            {
-                let Bson::Document(sample) = sample else {
-                    continue;
-                };
-                let at = *sample
-                    .get_datetime("t")
-                    .map_err(|e| self.damaged(e.to_string()))?;
-                if at < from || at >= to {
+        for bucket in self.read.find(filter).to_vec()? {
+            for point in bucket.samples {
+                if point.t < from || point.t >= to {
                     continue;
                 }
+                let meta = bson::deserialize_from_bson(bucket.meta.clone()).map_err(|e| {
+                    self.damaged(format!("a series' metadata does not decode: {e}"))
+                })?;
                 out.push(Sample {
-                    meta: self.decode(meta.clone())?,
-                    at,
-                    value: self.decode(sample.get("v").cloned().unwrap_or(Bson::Null))?,
+                    meta,
+                    at: point.t,
+                    value: point.v,
                 });
             }
         }
@@ -172,11 +194,7 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
         to: DateTime,
     ) -> Result<Explain, PatternError> {
         let filter = self.range_filter(meta, from, to)?;
-        let txn = self.db.engine().read()?;
-        let coll = txn
-            .collection(&self.name)?
-            .ok_or_else(|| self.damaged("no samples yet".into()))?;
-        Ok(coll.explain(&filter, &FindOptions::default())?)
+        Ok(self.read.find(filter).explain()?)
     }
 
     fn range_filter(
@@ -184,47 +202,64 @@ impl<M: Serialize + DeserializeOwned, S: Serialize + DeserializeOwned> TimeSerie
         meta: Option<&M>,
         from: DateTime,
         to: DateTime,
-    ) -> Result<Document, PatternError> {
+    ) -> Result<Filter<SeriesBucket<Bson, S>>, PatternError> {
+        let f = SeriesBucket::<Bson, S>::fields();
         // A bucket covers one span, so one that overlaps [from, to) has its latest sample
         // before `to + span`: both bounds narrow the index range.
         let before = DateTime::from_millis(to.timestamp_millis().saturating_add(self.span_ms));
-        let mut filter = doc! {
-            "control.max": { "$gte": from, "$lt": before },
-            "control.min": { "$lt": to },
-        };
+        let mut filter = f
+            .control
+            .max
+            .gte(from)
+            .and(f.control.max.lt(before))
+            .and(f.control.min.lt(to));
         if let Some(meta) = meta {
-            filter.insert("meta", self.encode(meta)?);
+            let meta = bson::serialize_to_bson(meta).map_err(|e| PatternError::Refused {
+                pattern: SERIES,
+                name: self.buckets.name().to_owned(),
+                reason: format!("a value does not serialize: {e}"),
+            })?;
+            filter = filter.and(f.meta.eq(meta));
         }
         Ok(filter)
-    }
-
-    fn encode<T: Serialize>(&self, value: &T) -> Result<Bson, PatternError> {
-        bson::serialize_to_bson(value).map_err(|e| PatternError::Refused {
-            pattern: SERIES,
-            name: self.name.clone(),
-            reason: format!("a value does not serialize: {e}"),
-        })
-    }
-
-    fn decode<T: DeserializeOwned>(&self, value: Bson) -> Result<T, PatternError> {
-        bson::deserialize_from_bson(value)
-            .map_err(|e| self.damaged(format!("a value does not decode: {e}")))
     }
 
     fn damaged(&self, reason: String) -> PatternError {
         PatternError::Damaged {
             pattern: SERIES,
-            name: self.name.clone(),
+            name: self.buckets.name().to_owned(),
             reason,
         }
     }
 }
 
+/// One hour of a day's counts: its total, and its minutes by number (`"0"`..`"59"`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Embedded)]
+struct Hour {
+    #[serde(default)]
+    total: i64,
+    #[serde(default)]
+    minutes: BTreeMap<String, i64>,
+}
+
+/// One key's counts for one day, under `"{key}/{day number}"`; hours by number (`"0"`..`"23"`).
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "counters")]
+struct DayOf {
+    #[odm(id)]
+    id: String,
+    key: String,
+    day: DateTime,
+    #[serde(default)]
+    total: i64,
+    #[serde(default)]
+    hours: BTreeMap<String, Hour>,
+}
+
 /// Counts per key and day, hours and minutes nested; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Counters {
-    db: odm::Database,
-    name: String,
+    days: Collection<DayOf>,
 }
 
 /// One key's counts for one day.
@@ -241,10 +276,13 @@ const DAY_MS: i64 = 86_400_000;
 
 impl Counters {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
-        db.transaction(|txn| record(txn, "counters", name, Document::new()))?;
+        db.transaction(|txn| {
+            record(txn, "counters", name, bson::Document::new())?;
+            txn.collection_named::<DayOf>(name)?;
+            Ok::<_, PatternError>(())
+        })?;
         Ok(Counters {
-            db: db.clone(),
-            name: name.to_owned(),
+            days: db.collection_named(name)?,
         })
     }
 
@@ -254,20 +292,16 @@ impl Counters {
         let day = ms.div_euclid(DAY_MS);
         let minute_of_day = ms.rem_euclid(DAY_MS) / 60_000;
         let (hour, minute) = (minute_of_day / 60, minute_of_day % 60);
-        self.db.engine().collection(&self.name).update_one(
-            &doc! { "_id": format!("{key}/{day}") },
-            &doc! {
-                "$inc": {
-                    "total": n,
-                    format!("hours.{hour}.total"): n,
-                    format!("hours.{hour}.minutes.{minute}"): n,
-                },
-                "$setOnInsert": { "key": key, "day": DateTime::from_millis(day * DAY_MS) },
-            },
-            &UpdateOptions {
-                upsert: true,
-                ..UpdateOptions::default()
-            },
+        let f = DayOf::fields();
+        let hour = f.hours.key(&hour.to_string()).fields();
+        self.days.upsert_one(
+            f.id.eq(format!("{key}/{day}")),
+            f.total
+                .inc(n)
+                .and(hour.total.inc(n))
+                .and(hour.minutes.key(&minute.to_string()).inc(n))
+                .and(f.key.set_on_insert(key))
+                .and(f.day.set_on_insert(DateTime::from_millis(day * DAY_MS))),
         )?;
         Ok(())
     }
@@ -279,42 +313,23 @@ impl Counters {
             minutes: vec![0; 1_440],
             ..DayCounts::default()
         };
-        let Some(raw) = self
-            .db
-            .engine()
-            .collection(&self.name)
-            .get(&Bson::String(format!("{key}/{day}")))?
-        else {
+        let Some(stored) = self.days.get(format!("{key}/{day}"))? else {
             return Ok(counts);
         };
-        let doc = Document::try_from(raw.as_ref()).map_err(|e| PatternError::Damaged {
-            pattern: "counters",
-            name: self.name.clone(),
-            reason: e.to_string(),
-        })?;
-        let number = |b: &Bson| match b {
-            Bson::Int32(n) => i64::from(*n),
-            Bson::Int64(n) => *n,
-            _ => 0,
-        };
-        counts.total = doc.get("total").map_or(0, number);
-        if let Ok(hours) = doc.get_document("hours") {
-            for (hour, entry) in hours {
-                let (Ok(h), Bson::Document(entry)) = (hour.parse::<usize>(), entry) else {
-                    continue;
-                };
-                if h >= 24 {
-                    continue;
-                }
-                counts.hours[h] = entry.get("total").map_or(0, number);
-                if let Ok(minutes) = entry.get_document("minutes") {
-                    for (minute, n) in minutes {
-                        if let Ok(m) = minute.parse::<usize>()
-                            && m < 60
-                        {
-                            counts.minutes[h * 60 + m] = number(n);
-                        }
-                    }
+        counts.total = stored.total;
+        for (hour, entry) in &stored.hours {
+            let Ok(h) = hour.parse::<usize>() else {
+                continue;
+            };
+            if h >= 24 {
+                continue;
+            }
+            counts.hours[h] = entry.total;
+            for (minute, n) in &entry.minutes {
+                if let Ok(m) = minute.parse::<usize>()
+                    && m < 60
+                {
+                    counts.minutes[h * 60 + m] = *n;
                 }
             }
         }
