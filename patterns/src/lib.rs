@@ -1,5 +1,6 @@
 //! Typed schema patterns over `odm`: the designs of the source documents as one line of
-//! application code each.
+//! application code each. Each pattern declares its documents as `#[derive(Document)]` models
+//! and works through `odm`'s typed collections, filters, updates and sorts.
 //!
 //! - [`Inbox`] (S1c): fan-out on write into buckets of N messages per owner, by upserting into
 //!   the open bucket or by a per-owner sequence counter. Choose it when reads of a recent
