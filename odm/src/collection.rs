@@ -536,6 +536,31 @@ impl<T: Document> Find<T> {
     /// A reader thread holds the snapshot and the cursor (a cursor borrows its snapshot, so the
     /// two cannot travel inside the iterator) and hands the matches over through a bounded
     /// channel; dropping the iterator stops the thread.
+    ///
+    /// ```
+    /// use odm::{Database, Document, Filter, Sort};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "readings")]
+    /// struct Reading {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     celsius: f64,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let readings = db.collection::<Reading>()?;
+    /// let all: Vec<Reading> = (0..1000).map(|i| Reading { id: i, celsius: 20.0 }).collect();
+    /// readings.insert_many(&all)?;
+    /// let f = Reading::fields();
+    /// let mut total = 0.0;
+    /// for reading in readings.find(Filter::all()).sort(Sort::asc(&f.id)).iter()? {
+    ///     total += reading?.celsius; // a document that does not decode is an `Err` here
+    /// }
+    /// assert_eq!(total, 20_000.0);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     // The name users of cursors expect; the outer `Result` holds the query's
     // own errors (a filter that does not serialize, a failed snapshot), before any match.
     #[allow(clippy::iter_not_returning_iterator)]

@@ -130,6 +130,29 @@ impl Database {
     /// A collection of `T` under a name chosen at run time (one per tenant, per owner, ...),
     /// with the model's declared indexes, shard key and schema version applied to it as to the
     /// declared collection.
+    ///
+    /// ```
+    /// use odm::{Database, Document, Filter};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "orders", index(keys(customer = 1)))]
+    /// struct Order {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     customer: String,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let acme = db.collection_named::<Order>("orders_acme")?;
+    /// acme.insert_one(&Order { id: 1, customer: "ann".into() })?;
+    /// let f = Order::fields();
+    /// // The declared index exists on the named collection, and serves the query.
+    /// let plan = acme.find(f.customer.eq("ann")).explain()?;
+    /// assert_eq!(plan.index_used(), Some("customer_1"));
+    /// assert_eq!(db.collection::<Order>()?.count(Filter::all())?, 0);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     pub fn collection_named<T: Document>(&self, name: &str) -> Result<Collection<T>> {
         self.write(|txn| txn.collection_named::<T>(name).map(drop))?;
         Ok(Collection::new(self.clone(), name))
@@ -172,6 +195,47 @@ impl Database {
     /// [`Database::write`] for a closure that fails with the caller's own error type (any
     /// that a typed-layer [`Error`](crate::Error) converts into), so that the caller's own
     /// refusals abort the transaction too.
+    ///
+    /// ```
+    /// use odm::{Database, Document, Filter, UpdateOptions};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "accounts")]
+    /// struct Account {
+    ///     #[odm(id)]
+    ///     id: String,
+    ///     balance: i64,
+    /// }
+    ///
+    /// #[derive(Debug)]
+    /// enum BankError {
+    ///     Odm(odm::Error),
+    ///     Overdrawn,
+    /// }
+    /// impl From<odm::Error> for BankError {
+    ///     fn from(e: odm::Error) -> Self {
+    ///         BankError::Odm(e)
+    ///     }
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let accounts = db.collection::<Account>()?;
+    /// accounts.insert_one(&Account { id: "ann".into(), balance: 10 })?;
+    /// let f = Account::fields();
+    /// let outcome = db.transaction(|txn| {
+    ///     let mut accounts = txn.collection::<Account>()?;
+    ///     accounts.update_one(f.id.eq("ann"), f.balance.inc(-25), &UpdateOptions::default())?;
+    ///     let ann = accounts.find_one(f.id.eq("ann"))?.expect("inserted above");
+    ///     if ann.balance < 0 {
+    ///         return Err(BankError::Overdrawn); // aborts: the update is undone
+    ///     }
+    ///     Ok(ann.balance)
+    /// });
+    /// assert!(matches!(outcome, Err(BankError::Overdrawn)));
+    /// assert_eq!(accounts.get("ann")?.unwrap().balance, 10);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     pub fn transaction<R, E: From<crate::Error>>(
         &self,
         f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R, E>,

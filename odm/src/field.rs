@@ -73,6 +73,28 @@ impl<R, E> Field<R, Vec<E>> {
 
 impl<R, V> Field<R, std::collections::BTreeMap<String, V>> {
     /// The value under one key of a map field (`hours.7`): keys chosen at run time.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use odm::{Database, Document};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "scores")]
+    /// struct Scores {
+    ///     #[odm(id)]
+    ///     player: String,
+    ///     by_level: BTreeMap<String, i64>,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let scores = db.collection::<Scores>()?;
+    /// let f = Scores::fields();
+    /// scores.upsert_one(f.player.eq("ann"), f.by_level.key("3").inc(120))?;
+    /// scores.upsert_one(f.player.eq("ann"), f.by_level.key("3").inc(5))?;
+    /// assert_eq!(scores.get("ann")?.unwrap().by_level["3"], 125);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     pub fn key(&self, key: &str) -> Field<R, V> {
         self.at(key)
     }
@@ -97,6 +119,48 @@ impl<R, V: crate::model::Embedded> Field<R, V> {
 /// `&str` for `String`. Implement it for a borrowed view of `V` (a struct of references with
 /// the same fields) to filter or write without building an owned `V`; the view must serialize
 /// exactly as `V` does.
+///
+/// ```
+/// use odm::{Database, Document, Embedded, IntoValue};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Embedded)]
+/// struct Comment {
+///     author: String,
+///     text: String,
+/// }
+///
+/// /// A comment written from borrowed strings: the same fields, in the same order.
+/// #[derive(Serialize)]
+/// struct CommentRef<'a> {
+///     author: &'a str,
+///     text: &'a str,
+/// }
+///
+/// impl IntoValue<Comment> for CommentRef<'_> {
+///     fn into_bson(self) -> Result<bson::Bson, String> {
+///         bson::serialize_to_bson(&self).map_err(|e| e.to_string())
+///     }
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "posts")]
+/// struct Post {
+///     #[odm(id)]
+///     id: i64,
+///     #[odm(embedded)]
+///     comments: Vec<Comment>,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let posts = db.collection::<Post>()?;
+/// posts.insert_one(&Post { id: 1, comments: Vec::new() })?;
+/// let f = Post::fields();
+/// let text = String::from("first!");
+/// posts.update_one(f.id.eq(1), f.comments.push(CommentRef { author: "ann", text: &text }))?;
+/// assert_eq!(posts.get(1)?.unwrap().comments[0].text, "first!");
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub trait IntoValue<V> {
     /// The value as BSON, as `V` would be written; or why serde cannot write it.
     fn into_bson(self) -> Result<Bson, String>;
