@@ -33,6 +33,21 @@ struct Attributed {
 }
 
 /// Documents with attributes, in one collection; see the module documentation.
+///
+/// ```
+/// use bson::Bson;
+/// use odm_patterns::{Attributes, Condition};
+///
+/// let db = odm::Database::in_memory()?;
+/// let files = Attributes::open(&db, "files")?;
+/// files.put(1, "size", &64)?;
+/// files.put(2, "size", &4096)?;
+/// files.put(2, "type", &"image")?;
+/// let big = Condition::Range { above: Some((Bson::Int32(100), false)), below: None };
+/// assert_eq!(files.find("size", &big)?, [Bson::Int32(2)]);
+/// assert_eq!(files.get::<String>(2, "type")?.as_deref(), Some("image"));
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Attributes {
     docs: Collection<Attributed>,

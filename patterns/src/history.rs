@@ -60,6 +60,24 @@ struct HistoryBucket<E> {
 }
 
 /// S2a: events in buckets of up to `bucket_size` per owner; see the module documentation.
+///
+/// ```
+/// use bson::DateTime;
+/// use odm_patterns::History;
+///
+/// let db = odm::Database::in_memory()?;
+/// let logins: History<String> = History::open(&db, "logins", 100)?;
+/// let at = |ms| DateTime::from_millis(ms);
+/// for (ms, place) in [(1_000, "home"), (2_000, "office"), (3_000, "train")] {
+///     logins.record("ann", at(ms), &place.to_owned())?;
+/// }
+/// let morning = logins.range("ann", at(1_500), at(3_000))?;
+/// assert_eq!(morning.len(), 1);
+/// assert_eq!(morning[0].data, "office");
+/// logins.remove_before(at(2_500))?; // retention
+/// assert_eq!(logins.range("ann", at(0), at(10_000))?.len(), 1);
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct History<E> {
     buckets: Collection<HistoryBucket<E>>,
@@ -203,6 +221,19 @@ struct WindowOf<E> {
 }
 
 /// S2b: the newest `size` events of each owner in one document; see the module documentation.
+///
+/// ```
+/// use bson::DateTime;
+/// use odm_patterns::Window;
+///
+/// let db = odm::Database::in_memory()?;
+/// let recent: Window<i32> = Window::open(&db, "recent", 2)?;
+/// let events: Vec<(DateTime, i32)> = (1..=3).map(|i| (DateTime::from_millis(i), i as i32)).collect();
+/// recent.record("ann", &events)?;
+/// let kept: Vec<i32> = recent.events("ann")?.into_iter().map(|e| e.data).collect();
+/// assert_eq!(kept, [2, 3]); // the newest two, oldest first
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Window<E> {
     windows: Collection<WindowOf<E>>,
@@ -264,6 +295,18 @@ struct DayEvents<E> {
 
 /// S2c: one document per owner per day, expired whole by a TTL index on its last
 /// modification; see the module documentation.
+///
+/// ```
+/// use bson::DateTime;
+/// use odm_patterns::Daily;
+///
+/// let db = odm::Database::in_memory()?;
+/// let days: Daily<String> = Daily::open(&db, "activity", std::time::Duration::from_secs(30 * 86_400))?;
+/// days.record("ann", DateTime::from_millis(1_000), &"login".to_owned())?;
+/// days.record("ann", DateTime::from_millis(90_000_000), &"login".to_owned())?;
+/// assert_eq!(days.days("ann")?.len(), 2); // two days on record
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Daily<E> {
     days: Collection<DayEvents<E>>,

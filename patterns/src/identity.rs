@@ -44,6 +44,19 @@ fn identifier(kind: &str, value: &str) -> BTreeMap<String, String> {
 }
 
 /// The identities of users, in one collection; see the module documentation.
+///
+/// ```
+/// use odm_patterns::Identities;
+///
+/// let db = odm::Database::in_memory()?;
+/// let ids = Identities::open(&db, "identities")?;
+/// ids.register(1, &[("email", "ann@example.com"), ("github", "ann")])?;
+/// assert_eq!(ids.user_of("github", "ann")?, Some(bson::Bson::Int32(1)));
+/// // An identity belongs to one user: registering it again changes nothing.
+/// assert!(ids.register(2, &[("phone", "555"), ("github", "ann")]).is_err());
+/// assert_eq!(ids.user_of("phone", "555")?, None);
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Identities {
     identities: Collection<Identity>,

@@ -97,6 +97,21 @@ struct InboxCounter {
 }
 
 /// Buckets of messages per owner; see the module documentation.
+///
+/// ```
+/// use odm_patterns::{Inbox, InboxVariant};
+///
+/// let db = odm::Database::in_memory()?;
+/// let inbox: Inbox<String> = Inbox::open(&db, "inbox", 50, InboxVariant::OpenBucket)?;
+/// let hello = inbox.send("sam", &["ann", "bob"], &"hello".to_owned())?;
+/// inbox.send("sam", &["ann"], &"again".to_owned())?;
+/// let latest = inbox.latest("ann", 0, 10)?; // newest first
+/// assert_eq!(latest[0].message, "again");
+/// assert!(inbox.mark_read("ann", hello)?);
+/// assert!(inbox.delete("bob", hello)?);
+/// assert!(inbox.latest("bob", 0, 10)?.is_empty());
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Inbox<M> {
     buckets: Collection<InboxBucket<M>>,

@@ -38,6 +38,21 @@ struct Queued<J> {
 }
 
 /// A priority queue of jobs; see the module documentation.
+///
+/// ```
+/// use bson::DateTime;
+/// use odm_patterns::Queue;
+///
+/// let db = odm::Database::in_memory()?;
+/// let jobs: Queue<String> = Queue::open(&db, "jobs")?;
+/// let now = DateTime::from_millis(0);
+/// jobs.push(&"resize".to_owned(), 1, now)?;
+/// jobs.push(&"bill".to_owned(), 9, now)?;
+/// let (id, job) = jobs.take(now)?.expect("two are ready");
+/// assert_eq!(job, "bill"); // the higher priority first
+/// assert!(jobs.complete(id)?);
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Queue<J> {
     jobs: Collection<Queued<J>>,

@@ -68,6 +68,26 @@ struct SeriesBucket<M, S> {
 }
 
 /// Samples bucketed per series and span; see the module documentation.
+///
+/// ```
+/// use std::time::Duration;
+/// use bson::DateTime;
+/// use odm_patterns::TimeSeries;
+///
+/// let db = odm::Database::in_memory()?;
+/// let temps: TimeSeries<String, f64> =
+///     TimeSeries::open(&db, "temps", Duration::from_secs(3_600), 1_000, None)?;
+/// for minute in 0..90 {
+///     let at = DateTime::from_millis(minute * 60_000);
+///     temps.insert(&"kitchen".to_owned(), at, &(20.0 + minute as f64 / 10.0))?;
+/// }
+/// let from = DateTime::from_millis(30 * 60_000);
+/// let to = DateTime::from_millis(40 * 60_000);
+/// let samples = temps.range(Some(&"kitchen".to_owned()), from, to)?;
+/// assert_eq!(samples.len(), 10);
+/// assert_eq!(samples[0].value, 23.0);
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct TimeSeries<M, S> {
     buckets: Collection<SeriesBucket<M, S>>,
@@ -257,6 +277,20 @@ struct DayOf {
 }
 
 /// Counts per key and day, hours and minutes nested; see the module documentation.
+///
+/// ```
+/// use bson::DateTime;
+/// use odm_patterns::Counters;
+///
+/// let db = odm::Database::in_memory()?;
+/// let views = Counters::open(&db, "views")?;
+/// let at = DateTime::from_millis(3 * 3_600_000 + 5 * 60_000); // 03:05 on day 0
+/// views.record("/home", at, 2)?;
+/// views.record("/home", at, 1)?;
+/// let day = views.day("/home", at)?;
+/// assert_eq!((day.total, day.hours[3], day.minutes[3 * 60 + 5]), (3, 3, 3));
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Counters {
     days: Collection<DayOf>,

@@ -47,6 +47,22 @@ pub struct Node<N> {
 }
 
 /// A hierarchy in one collection; see the module documentation.
+///
+/// ```
+/// use odm_patterns::{Tree, TreeVariant};
+///
+/// let db = odm::Database::in_memory()?;
+/// let topics: Tree<String> = Tree::open(&db, "topics", TreeVariant::Ancestors)?;
+/// topics.insert("programming", None, &"Programming".to_owned())?;
+/// topics.insert("databases", Some("programming"), &"Databases".to_owned())?;
+/// topics.insert("mongodb", Some("databases"), &"MongoDB".to_owned())?;
+/// let below: Vec<String> = topics.descendants("programming")?.into_iter().map(|n| n.id).collect();
+/// assert_eq!(below, ["databases", "mongodb"]);
+/// assert_eq!(topics.get("mongodb")?.unwrap().path, "programming/databases/mongodb");
+/// topics.move_subtree("databases", None)?;
+/// assert_eq!(topics.get("mongodb")?.unwrap().path, "databases/mongodb");
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Tree<N> {
     nodes: Collection<Node<N>>,
