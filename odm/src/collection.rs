@@ -293,6 +293,43 @@ impl<T: Document> Collection<T> {
 
     /// Rewrites every document of an earlier schema version at the model's version (reads
     /// migrate lazily anyway); returns how many were rewritten. All or nothing.
+    ///
+    /// ```
+    /// use odm::{Database, Document, Filter};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "users")]
+    /// struct UserV1 {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     name: String,
+    /// }
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "users", version = 2, from = UserV1)]
+    /// struct User {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     first: String,
+    ///     last: String,
+    /// }
+    ///
+    /// impl From<UserV1> for User {
+    ///     fn from(v1: UserV1) -> User {
+    ///         let (first, last) = v1.name.split_once(' ').unwrap_or((&v1.name, ""));
+    ///         User { id: v1.id, first: first.into(), last: last.into() }
+    ///     }
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// db.collection::<UserV1>()?.insert_one(&UserV1 { id: 1, name: "Ann Lee".into() })?;
+    /// let users = db.collection::<User>()?;
+    /// assert_eq!(users.get(1)?.unwrap().last, "Lee"); // migrated as it is read
+    /// assert_eq!(users.migrate()?, 1); // and rewritten at version 2
+    /// assert_eq!(users.migrate()?, 0);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     pub fn migrate(&self) -> Result<u64> {
         if T::VERSION == 0 {
             return Ok(0);
@@ -334,6 +371,27 @@ impl<T: Document> Collection<T> {
 
     /// Creates missing declared indexes and reports stored ones the model does not declare,
     /// dropping them when `drop_undeclared`.
+    ///
+    /// ```
+    /// use odm::{Database, Document};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "events", index(keys(kind = 1)))]
+    /// struct Event {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     kind: String,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let events = db.collection::<Event>()?;
+    /// db.engine().collection("events").create_index(odm::engine::IndexSpec::ascending("old")?)?;
+    /// let plan = events.sync_indexes(true)?;
+    /// assert_eq!(plan.unchanged, ["kind_1"]);
+    /// assert_eq!(plan.dropped, ["old_1"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sync_indexes(&self, drop_undeclared: bool) -> Result<IndexPlan> {
         self.db.sync_indexes_named::<T>(&self.name, drop_undeclared)
     }

@@ -13,6 +13,36 @@ use crate::field::{Field, IntoValue};
 use crate::model::Embedded;
 
 /// A typed filter; see the module documentation.
+///
+/// ```
+/// use odm::{Database, Document, Filter};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "books")]
+/// struct Book {
+///     #[odm(id)]
+///     id: i64,
+///     title: String,
+///     pages: i32,
+///     tags: Vec<String>,
+/// }
+///
+/// let f = Book::fields();
+/// let long_rust = f.pages.gte(300).and(f.tags.contains("rust"));
+/// assert_eq!(
+///     long_rust.to_document(),
+///     &bson::doc! { "pages": { "$gte": 300 }, "tags": "rust" }
+/// );
+/// let either = f.title.starts_with("Programming").or(!f.tags.contains("draft"));
+/// let db = Database::in_memory()?;
+/// let books = db.collection::<Book>()?;
+/// books.insert_one(&Book { id: 1, title: "Programming Rust".into(), pages: 700, tags: vec!["rust".into()] })?;
+/// assert_eq!(books.count(long_rust)?, 1);
+/// assert_eq!(books.count(either)?, 1);
+/// assert_eq!(books.count(Filter::all())?, 1);
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub struct Filter<R> {
     doc: Document,
     /// The first value that could not be written as BSON.

@@ -7,6 +7,35 @@ use bson::Document;
 use crate::field::Field;
 
 /// A sort of the model `R`: `Sort::desc(&f.sent).then_asc(&f.id)`.
+///
+/// ```
+/// use odm::{Database, Document, Filter, Projection, Sort};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "runs", index(keys(seconds = 1)))]
+/// struct Run {
+///     #[odm(id)]
+///     id: i64,
+///     runner: String,
+///     seconds: i32,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let runs = db.collection::<Run>()?;
+/// for (id, runner, seconds) in [(1, "ann", 300), (2, "bob", 280), (3, "cy", 300)] {
+///     runs.insert_one(&Run { id, runner: runner.into(), seconds })?;
+/// }
+/// let f = Run::fields();
+/// let podium = runs
+///     .find(Filter::all())
+///     .sort(Sort::asc(&f.seconds).then_desc(&f.id))
+///     .limit(3)
+///     .project(&Projection::include(&f.runner).without_id())?;
+/// let names: Vec<&str> = podium.iter().map(|d| d.get_str("runner").unwrap()).collect();
+/// assert_eq!(names, ["bob", "cy", "ann"]);
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Sort<R> {
     doc: Document,

@@ -16,6 +16,35 @@ use crate::filter::Filter;
 use crate::model::Embedded;
 
 /// A typed update; see the module documentation.
+///
+/// ```
+/// use odm::{Database, Document, Push};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "players")]
+/// struct Player {
+///     #[odm(id)]
+///     id: i64,
+///     score: i64,
+///     recent: Vec<i64>,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let players = db.collection::<Player>()?;
+/// players.insert_one(&Player { id: 1, score: 0, recent: Vec::new() })?;
+/// let f = Player::fields();
+/// for points in [5, 8, 3, 9] {
+///     // One update: add to the score, keep the three latest results.
+///     players.update_one(
+///         f.id.eq(1),
+///         f.score.inc(points).and(f.recent.push_with(Push::each([points]).slice(-3))),
+///     )?;
+/// }
+/// let ann = players.get(1)?.unwrap();
+/// assert_eq!((ann.score, ann.recent), (25, vec![8, 3, 9]));
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub struct Update<R> {
     doc: Document,
     /// A pipeline update (aggregation stages) instead of operators.
