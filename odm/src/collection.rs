@@ -251,6 +251,33 @@ impl<T: Document> Collection<T> {
         self.write(|c| c.delete_many(filter))
     }
 
+    /// Updates the first match (in the options' sort order) and returns it, before or after
+    /// the update; one step, so two callers never get the same document.
+    ///
+    /// ```
+    /// use odm::{Database, Document, ModifyOptions, Sort};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "tickets")]
+    /// struct Ticket {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     taken: bool,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let tickets = db.collection::<Ticket>()?;
+    /// for id in 1..=3 {
+    ///     tickets.insert_one(&Ticket { id, taken: false })?;
+    /// }
+    /// let f = Ticket::fields();
+    /// let options = ModifyOptions { sort: Some(Sort::asc(&f.id)), return_after: true, ..ModifyOptions::default() };
+    /// let first = tickets.find_one_and_update(f.taken.eq(false), f.taken.set(true), &options)?;
+    /// let second = tickets.find_one_and_update(f.taken.eq(false), f.taken.set(true), &options)?;
+    /// assert_eq!((first.unwrap().id, second.unwrap().id), (1, 2));
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     pub fn find_one_and_update(
         &self,
         filter: impl Into<Filter<T>>,

@@ -179,6 +179,39 @@ impl Database {
 
     /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`;
     /// with the database's durability ([`Options::durability`]).
+    ///
+    /// ```
+    /// use odm::{Database, Document, UpdateOptions};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "orders")]
+    /// struct Order {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     item: String,
+    /// }
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "stock")]
+    /// struct Stock {
+    ///     #[odm(id)]
+    ///     item: String,
+    ///     left: i32,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// db.collection::<Stock>()?.insert_one(&Stock { item: "pen".into(), left: 3 })?;
+    /// let s = Stock::fields();
+    /// // Both writes or neither.
+    /// db.write(|txn| {
+    ///     txn.insert_one(&Order { id: 1, item: "pen".into() })?;
+    ///     txn.update_one(s.item.eq("pen"), s.left.inc(-1), &UpdateOptions::default())?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(db.collection::<Stock>()?.get("pen")?.unwrap().left, 2);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
     pub fn write<R>(&self, f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>) -> Result<R> {
         self.transaction_with(self.durability, f)
     }
