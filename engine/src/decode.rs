@@ -91,12 +91,7 @@ fn fast_failure_path<T: DeserializeOwned>(
     bytes: &[u8],
     id_field: Option<&'static str>,
 ) -> Option<String> {
-    let mut reader = Reader {
-        buf: bytes,
-        pos: 0,
-        version: None,
-        keys_as_text: true,
-    };
+    let mut reader = Reader::new(bytes, true);
     let end = reader.document_bounds().ok()?;
     let value = Value {
         r: &mut reader,
@@ -144,12 +139,7 @@ fn fast<T: DeserializeOwned>(
     bytes: &[u8],
     id_field: Option<&'static str>,
 ) -> Result<(T, Option<i64>)> {
-    let mut reader = Reader {
-        buf: bytes,
-        pos: 0,
-        version: None,
-        keys_as_text: false,
-    };
+    let mut reader = Reader::new(bytes, false);
     let end = reader.document_bounds()?;
     let value = T::deserialize(Value {
         r: &mut reader,
@@ -216,6 +206,15 @@ struct Reader<'de> {
 }
 
 impl<'de> Reader<'de> {
+    fn new(buf: &'de [u8], keys_as_text: bool) -> Self {
+        Reader {
+            buf,
+            pos: 0,
+            version: None,
+            keys_as_text,
+        }
+    }
+
     fn take(&mut self, n: usize) -> Result<&'de [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         let end = end.ok_or_else(|| malformed("value runs past the end"))?;

@@ -335,13 +335,8 @@ impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
             let ttl = IndexSpec::ascending("modified")
                 .map_err(odm::engine::Error::from)?
                 .expire_after(retention);
-            if !txn
-                .list_indexes(name)
-                .iter()
-                .any(|s| s.name() == ttl.name())
-            {
-                txn.create_index(name, ttl)?;
-            }
+            // Idempotent: an index with the same definition is kept as it is.
+            txn.create_index(name, ttl)?;
             Ok::<_, PatternError>(())
         })?;
         Ok(Daily {

@@ -142,13 +142,8 @@ where
                 let spec = IndexSpec::ascending("control.max")
                     .map(|s| s.named("retention").expire_after(retention))
                     .map_err(odm::engine::Error::from)?;
-                if !txn
-                    .list_indexes(name)
-                    .iter()
-                    .any(|s| s.name() == spec.name())
-                {
-                    txn.create_index(name, spec)?;
-                }
+                // Idempotent: an index with the same definition is kept as it is.
+                txn.create_index(name, spec)?;
             }
             Ok::<_, PatternError>(())
         })?;

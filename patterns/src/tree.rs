@@ -85,13 +85,8 @@ impl<N: Serialize + DeserializeOwned + 'static> Tree<N> {
             // one is made on the engine transaction underneath.
             let txn = txn.engine();
             let spec = IndexSpec::ascending(by).map_err(odm::engine::Error::from)?;
-            if !txn
-                .list_indexes(name)
-                .iter()
-                .any(|s| s.name() == spec.name())
-            {
-                txn.create_index(name, spec)?;
-            }
+            // Idempotent: an index with the same definition is kept as it is.
+            txn.create_index(name, spec)?;
             Ok::<_, PatternError>(())
         })?;
         Ok(Tree {

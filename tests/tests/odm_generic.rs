@@ -435,3 +435,78 @@ fn generic_embedded_types_have_handles_through_the_parameter() {
         .unwrap();
     assert!(mark_read(&notes, "ann", 5));
 }
+
+/// A storage backend that counts the syncs redb asks of it: an immediate commit syncs, an
+/// eventual one does not.
+#[derive(Debug)]
+struct CountingSyncs {
+    inner: redb::backends::InMemoryBackend,
+    syncs: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl redb::StorageBackend for CountingSyncs {
+    fn len(&self) -> Result<u64, std::io::Error> {
+        self.inner.len()
+    }
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+        self.inner.read(offset, out)
+    }
+    fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+        self.inner.set_len(len)
+    }
+    fn sync_data(&self) -> Result<(), std::io::Error> {
+        self.syncs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.sync_data()
+    }
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        self.inner.write(offset, data)
+    }
+}
+
+#[test]
+fn eventual_writes_skip_the_sync_that_immediate_ones_make() {
+    use std::sync::atomic::Ordering;
+    let syncs = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let engine = odm::engine::Database::with_backend(CountingSyncs {
+        inner: redb::backends::InMemoryBackend::new(),
+        syncs: syncs.clone(),
+    })
+    .unwrap();
+    let db = Database::from_engine(engine);
+    let ann = db.collection_named::<Bucket<Msg>>("inbox_ann").unwrap();
+    let eventual = ann.clone().with_durability(Durability::Eventual);
+    let before = syncs.load(Ordering::SeqCst);
+    for seq in 0..10 {
+        eventual
+            .insert_one(&bucket("ann", seq, Vec::new()))
+            .unwrap();
+    }
+    assert_eq!(
+        syncs.load(Ordering::SeqCst),
+        before,
+        "eventual commits synced"
+    );
+    ann.insert_one(&bucket("ann", 10, Vec::new())).unwrap();
+    assert!(
+        syncs.load(Ordering::SeqCst) > before,
+        "an immediate commit did not sync"
+    );
+    // The database-wide default applies to handles that chose nothing.
+    let after = syncs.load(Ordering::SeqCst);
+    let options = odm::Options {
+        durability: Durability::Eventual,
+        ttl_interval: None,
+    };
+    let quiet = Database::from_engine_with(db.engine().clone(), &options);
+    quiet
+        .collection_named::<Bucket<Msg>>("inbox_ann")
+        .unwrap()
+        .insert_one(&bucket("ann", 11, Vec::new()))
+        .unwrap();
+    assert_eq!(
+        syncs.load(Ordering::SeqCst),
+        after,
+        "the default durability was not applied"
+    );
+    assert_eq!(ann.count(Filter::all()).unwrap(), 12);
+}
