@@ -14,7 +14,9 @@ use odm_engine::Durability;
 use odm_engine::query::{Explain, FindOptions};
 use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 
+use crate::aggregate::Aggregate;
 use crate::codec::{from_raw, id_alias};
+use crate::cursor::Cursor;
 use crate::database::Database;
 use crate::error::Result;
 use crate::field::Field;
@@ -165,18 +167,11 @@ impl<T: Document> Collection<T> {
         }
     }
 
-    /// Runs an aggregation pipeline over the collection (stages and accumulators as
-    /// [`odm_engine::aggregate`] lists; a leading `$match` uses indexes). The stages shape
-    /// their own output, so results come back as plain documents.
-    pub fn aggregate(&self, pipeline: &[bson::Document]) -> Result<Vec<bson::Document>> {
-        let txn = self.db.engine().read()?;
-        match txn.collection(&self.name)? {
-            Some(coll) => Ok(coll.aggregate(
-                pipeline,
-                &odm_engine::aggregate::AggregateOptions::default(),
-            )?),
-            None => Ok(Vec::new()),
-        }
+    /// A typed aggregation pipeline over the collection, built stage by stage and run by
+    /// `to_vec`, `iter`, `first`, `count` or `explain`; see [`Aggregate`]. A leading `filter`
+    /// uses indexes, as a find.
+    pub fn aggregate(&self) -> Aggregate<T> {
+        Aggregate::new(self)
     }
 
     /// The distinct values of a field among matches (array elements counted one by one).
@@ -424,35 +419,6 @@ impl<T: Document> Collection<T> {
     }
 }
 
-/// How many matches a [`FindIter`] reads ahead of its caller.
-pub const STREAM_BUFFER: usize = 64;
-
-/// The matches of a find, pulled one at a time; see [`Find::iter`].
-#[derive(Debug)]
-pub struct FindIter<T> {
-    /// `None` once dropped, so that the reader stops before it is joined.
-    receiver: Option<std::sync::mpsc::Receiver<Result<T>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
-}
-
-impl<T> Iterator for FindIter<T> {
-    type Item = Result<T>;
-
-    fn next(&mut self) -> Option<Result<T>> {
-        self.receiver.as_ref()?.recv().ok()
-    }
-}
-
-impl<T> Drop for FindIter<T> {
-    fn drop(&mut self) {
-        self.receiver = None;
-        if let Some(reader) = self.reader.take() {
-            // The reader's next send fails and it returns; a panic in it was already reported.
-            let _ = reader.join();
-        }
-    }
-}
-
 /// Runs a find of the collection `name` in `txn` and gives each match, decoded, to `f` until
 /// it returns `Ok(false)`.
 fn each_match<T: Document>(
@@ -614,13 +580,11 @@ impl<T: Document> Find<T> {
     }
 
     /// The matches one at a time: each is read and decoded when pulled, and at most
-    /// [`STREAM_BUFFER`] wait in memory, however many match. All come from one snapshot, taken
+    /// [`STREAM_BUFFER`](crate::STREAM_BUFFER) wait in memory, however many match. All come from one snapshot, taken
     /// when this is called. A document that does not decode is an `Err` item; the next pull
     /// goes on with the next match.
     ///
-    /// A reader thread holds the snapshot and the cursor (a cursor borrows its snapshot, so the
-    /// two cannot travel inside the iterator) and hands the matches over through a bounded
-    /// channel; dropping the iterator stops the thread.
+    /// A reader thread holds the snapshot (see [`Cursor`]); dropping the cursor stops it.
     ///
     /// ```
     /// use odm::{Database, Document, Filter, Sort};
@@ -649,27 +613,16 @@ impl<T: Document> Find<T> {
     // The name users of cursors expect; the outer `Result` holds the query's
     // own errors (a filter that does not serialize, a failed snapshot), before any match.
     #[allow(clippy::iter_not_returning_iterator)]
-    pub fn iter(self) -> Result<FindIter<T>>
+    pub fn iter(self) -> Result<Cursor<T>>
     where
         T: Send + 'static,
     {
         let (db, name, filter, options) = self.snapshot_parts()?;
         // Taken here, so that writes made after this call are not seen.
         let snapshot = db.engine().read()?;
-        let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
-        let reader = std::thread::spawn(move || {
-            let outcome = each_match::<T>(&snapshot, &name, &filter, &options, |item| {
-                // A send fails once the iterator is dropped: nobody wants more.
-                Ok(sender.send(item).is_ok())
-            });
-            if let Err(e) = outcome {
-                let _ = sender.send(Err(e));
-            }
-        });
-        Ok(FindIter {
-            receiver: Some(receiver),
-            reader: Some(reader),
-        })
+        Ok(Cursor::spawn(snapshot, move |snapshot, sink| {
+            each_match::<T>(snapshot, &name, &filter, &options, |item| Ok(sink(item)))
+        }))
     }
 
     /// The first match.

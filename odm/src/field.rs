@@ -65,6 +65,12 @@ impl<R, E> Field<R, Vec<E>> {
         self.at(&format!("$[{identifier}]"))
     }
 
+    /// The elements at the array's own path: the field after an `$unwind`
+    /// ([`crate::Aggregate::unwind`]), where each document holds one element.
+    pub fn unwound(&self) -> Field<R, E> {
+        Field::new(self.path.clone())
+    }
+
     /// One position (`tags.3`).
     pub fn index(&self, position: usize) -> Field<R, E> {
         self.at(&position.to_string())

@@ -20,10 +20,17 @@
 //!   [`Txn`], whose [`TxnCollection`]s write and read their own writes),
 //!   [`Database::sync_indexes`] ([`IndexPlan`]); [`Options`] (TTL monitor, [`Durability`]).
 //! - [`Collection`]: `insert_one`, `insert_many`, `get`, `find` ([`Find`]: `sort`, `skip`,
-//!   `limit`, `hint`, `collation`, `to_vec`, `iter`, `first`, `project`, `explain`), `find_one`, `count`,
-//!   `distinct`, `aggregate`, `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
+//!   `limit`, `hint`, `collation`, `to_vec`, `iter` ([`Cursor`]), `first`, `project`, `explain`), `find_one`, `count`,
+//!   `distinct`, `aggregate` ([`Aggregate`]), `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
 //!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]).
+//! - [`Aggregate`]: a typed pipeline, each stage checked against the documents' shape at
+//!   that point: `filter` (`$match` from a [`Filter`]), `sort`, `skip`, `limit`, `unwind`
+//!   ([`Unwound`], [`Field::unwound`]), `group` ([`Group`]: a key and typed accumulators
+//!   `sum`, `avg`, `min`, `max`, `first`, `last`, `push`, `add_to_set`, `count` into an output
+//!   type), `project` ([`Reshape`] into an output type), `lookup` (another model joined into
+//!   an output type), raw `stage` and `stage_into`; run by `to_vec`, `iter` (a [`Cursor`]),
+//!   `first`, `count` and `explain`.
 //! - [`Error`]: the engine's errors, plus serialization and declaration mismatches; a stored
 //!   document that does not decode names its collection, `_id` and the path that failed.
 //!
@@ -31,8 +38,10 @@
 //! on filters and updates), and a `bson::Document` converts into a typed filter or update as an
 //! escape hatch.
 
+mod aggregate;
 mod codec;
 mod collection;
+mod cursor;
 mod database;
 mod error;
 mod field;
@@ -47,7 +56,9 @@ pub mod tools;
 mod txn;
 mod update;
 
-pub use collection::{Collection, Find, FindIter, InTxn, ModifyOptions, STREAM_BUFFER, Snapshot};
+pub use aggregate::{Aggregate, AvgOf, Count, Group, Holds, Reshape, SumOf, Unwound};
+pub use collection::{Collection, Find, InTxn, ModifyOptions, Snapshot};
+pub use cursor::{Cursor, STREAM_BUFFER};
 pub use database::{Database, Options};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};

@@ -8,4 +8,5 @@ fn ui() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("tests/ui/derive/*.rs");
     cases.compile_fail("tests/ui/typed/*.rs");
+    cases.compile_fail("tests/ui/aggregate/*.rs");
 }

@@ -37,6 +37,13 @@ struct Book {
     page_count: i32,
 }
 
+/// A row of the books-per-publisher report.
+#[derive(Debug, PartialEq, Serialize, Deserialize, Embedded)]
+struct PerPublisher {
+    publisher: String,
+    books: u32,
+}
+
 fn book(slug: &str, subjects: &[&str], publisher: &str, pages: i32) -> Book {
     Book {
         id: ObjectId::new(),
@@ -302,14 +309,35 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
     books
         .insert_one(&book("rust-in-action", &["rust"], "Manning", 456))
         .unwrap();
+    let p = PerPublisher::fields();
     let per_publisher = books
-        .aggregate(&[
-            bson::doc! { "$group": { "_id": "$publisher.name", "books": { "$sum": 1 } } },
-            bson::doc! { "$sort": { "books": -1, "_id": 1 } },
-        ])
+        .aggregate()
+        .group(odm::Group::by(&p.publisher, &f.publisher.name).count(&p.books))
+        .sort(Sort::desc(&p.books).then_asc(&p.publisher))
+        .to_vec()
         .unwrap();
     assert_eq!(
         per_publisher,
+        [
+            PerPublisher {
+                publisher: "Pragmatic".into(),
+                books: 2
+            },
+            PerPublisher {
+                publisher: "Manning".into(),
+                books: 1
+            },
+        ]
+    );
+    // The same through raw stages, the escape hatch.
+    let raw = books
+        .aggregate()
+        .stage(bson::doc! { "$group": { "_id": "$publisher.name", "books": { "$sum": 1 } } })
+        .stage_into::<bson::Document>(bson::doc! { "$sort": { "books": -1, "_id": 1 } })
+        .to_vec()
+        .unwrap();
+    assert_eq!(
+        raw,
         [
             bson::doc! { "_id": "Pragmatic", "books": 2 },
             bson::doc! { "_id": "Manning", "books": 1 },

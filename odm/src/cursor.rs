@@ -1,0 +1,63 @@
+//! `Cursor<T>`: typed results pulled one at a time, for finds and aggregations alike.
+//!
+//! A cursor of the engine borrows its snapshot, so the two cannot travel together inside an
+//! iterator the caller owns. A reader thread therefore holds the snapshot and the engine's
+//! cursor, decodes each result and hands it over through a bounded channel: at most
+//! [`STREAM_BUFFER`] results wait in memory, however many there are. Dropping the cursor
+//! stops the thread at its next send.
+
+use odm_engine::ReadTxn;
+
+use crate::error::Result;
+
+/// How many results a [`Cursor`] reads ahead of its caller.
+pub const STREAM_BUFFER: usize = 64;
+
+/// Results pulled one at a time; see [`crate::Find::iter`] and [`crate::Aggregate::iter`].
+#[derive(Debug)]
+pub struct Cursor<T> {
+    /// `None` once dropped, so that the reader stops before it is joined.
+    receiver: Option<std::sync::mpsc::Receiver<Result<T>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Cursor<T> {
+    /// Runs `produce` on a reader thread that owns `snapshot`; `produce` gives each result to
+    /// its sink, which answers whether the caller still wants more. An error `produce` returns
+    /// becomes the last item.
+    pub(crate) fn spawn(
+        snapshot: ReadTxn,
+        produce: impl FnOnce(&ReadTxn, &mut dyn FnMut(Result<T>) -> bool) -> Result<()> + Send + 'static,
+    ) -> Self {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
+        let reader = std::thread::spawn(move || {
+            // A send fails once the cursor is dropped: nobody wants more.
+            let mut sink = |item| sender.send(item).is_ok();
+            if let Err(e) = produce(&snapshot, &mut sink) {
+                let _ = sender.send(Err(e));
+            }
+        });
+        Cursor {
+            receiver: Some(receiver),
+            reader: Some(reader),
+        }
+    }
+}
+
+impl<T> Iterator for Cursor<T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        self.receiver.as_ref()?.recv().ok()
+    }
+}
+
+impl<T> Drop for Cursor<T> {
+    fn drop(&mut self) {
+        self.receiver = None;
+        if let Some(reader) = self.reader.take() {
+            // The reader's next send fails and it returns; a panic in it was already reported.
+            let _ = reader.join();
+        }
+    }
+}
