@@ -55,7 +55,7 @@ fn main() {
     }
     writeln!(
         out,
-        "/// Every block, with its name.\npub const BLOCKS: &[(&str, fn() -> Result<(), Box<dyn std::error::Error>>)] = &[{}];",
+        "/// A block run: `Ok` or its error.\npub type Block = fn() -> Result<(), Box<dyn std::error::Error>>;\n\n/// Every block, with its name.\npub const BLOCKS: &[(&str, Block)] = &[{}];",
         names
             .iter()
             .map(|n| format!("(\"{n}\", {n})"))
