@@ -436,6 +436,62 @@ fn output_error<O>(collection: &str, document: &BsonDocument, reason: String) ->
 ///
 /// The key lands in the output field given to `by`, whatever its name (MongoDB's `_id` is moved
 /// there); an output field that is a path into an embedded value works too.
+///
+/// ```
+/// use odm::{Database, Document, Embedded, Group, Sort};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "articles")]
+/// struct Article {
+///     #[odm(id)]
+///     id: i64,
+///     tags: Vec<String>,
+///     words: u32,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Embedded, Debug, PartialEq)]
+/// struct PerTag {
+///     tag: String,
+///     articles: Vec<i64>,
+///     mean_words: f64,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Embedded, Debug, PartialEq)]
+/// struct Overall {
+///     longest: u32,
+///     shortest: u32,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let articles = db.collection::<Article>()?;
+/// articles.insert_many(&[
+///     Article { id: 1, tags: vec!["rust".into(), "db".into()], words: 900 },
+///     Article { id: 2, tags: vec!["rust".into()], words: 300 },
+/// ])?;
+/// let (f, t, o) = (Article::fields(), PerTag::fields(), Overall::fields());
+/// // One document per tag of each article, then one group per tag.
+/// let per_tag = articles
+///     .aggregate()
+///     .unwind(&f.tags)
+///     .group(
+///         Group::by(&t.tag, &f.tags.unwound())
+///             .push(&t.articles, &f.id)
+///             .avg(&t.mean_words, &f.words),
+///     )
+///     .sort(Sort::asc(&t.tag))
+///     .to_vec()?;
+/// assert_eq!(per_tag, [
+///     PerTag { tag: "db".into(), articles: vec![1], mean_words: 900.0 },
+///     PerTag { tag: "rust".into(), articles: vec![1, 2], mean_words: 600.0 },
+/// ]);
+/// let overall = articles
+///     .aggregate()
+///     .group(Group::all().max(&o.longest, &f.words).min(&o.shortest, &f.words))
+///     .first()?;
+/// assert_eq!(overall, Some(Overall { longest: 900, shortest: 300 }));
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub struct Group<R, Out> {
     /// The `$group` document: `_id` (the key) and the accumulators.
     spec: BsonDocument,

@@ -29,6 +29,31 @@ use crate::update::Update;
 
 /// A collection of the model `T`: its declared one ([`Database::collection`]) or one named at
 /// run time ([`Database::collection_named`]).
+///
+/// ```
+/// use odm::{Database, Document, Filter};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "notes")]
+/// struct Note {
+///     #[odm(id)]
+///     id: i64,
+///     text: String,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let notes = db.collection::<Note>()?;
+/// notes.insert_many(&[Note { id: 1, text: "a".into() }, Note { id: 2, text: "b".into() }])?;
+/// let f = Note::fields();
+/// notes.update_one(f.id.eq(2), f.text.set("B"))?;
+/// assert_eq!(notes.get(2)?.unwrap().text, "B");
+/// assert_eq!(notes.find_one(f.text.eq("a"))?.map(|n| n.id), Some(1));
+/// assert_eq!(notes.distinct(&f.text, Filter::all())?.len(), 2);
+/// assert_eq!(notes.delete_many(f.id.lt(2))?, 1);
+/// assert_eq!(notes.count(Filter::all())?, 1);
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub struct Collection<T> {
     db: Database,
     name: Arc<str>,
@@ -473,6 +498,39 @@ impl std::fmt::Debug for InTxn<'_, '_> {
 
 /// A find being built: the filter, sort, skip, limit, hint and collation of one query, and
 /// where it runs (`S`: a [`Snapshot`], or [`InTxn`]); see [`Collection::find`].
+///
+/// ```
+/// use odm::{Database, Document, Sort};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "people")]
+/// struct Person {
+///     #[odm(id)]
+///     id: i64,
+///     #[odm(index)]
+///     name: String,
+///     age: i32,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let people = db.collection::<Person>()?;
+/// for (id, name, age) in [(1, "ann", 31), (2, "Bob", 17), (3, "cy", 45), (4, "dee", 22)] {
+///     people.insert_one(&Person { id, name: name.into(), age })?;
+/// }
+/// let f = Person::fields();
+/// let page = people.find(f.age.gte(18)).sort(Sort::asc(&f.name)).skip(1).limit(2).to_vec()?;
+/// assert_eq!(page.iter().map(|p| p.id).collect::<Vec<_>>(), [3, 4]);
+/// // Case-insensitive under a collation of strength 2.
+/// let bob = people
+///     .find(f.name.eq("bob"))
+///     .collation(bson::doc! { "locale": "en", "strength": 2 })
+///     .first()?;
+/// assert_eq!(bob.map(|p| p.id), Some(2));
+/// let plan = people.find(f.name.eq("cy")).hint("name_1").explain()?;
+/// assert!(plan.to_string().contains("name_1"), "{plan}");
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Find<T, S = Snapshot> {
     source: S,

@@ -14,6 +14,33 @@ use crate::error::Result;
 pub const STREAM_BUFFER: usize = 64;
 
 /// Results pulled one at a time; see [`crate::Find::iter`] and [`crate::Aggregate::iter`].
+///
+/// ```
+/// use odm::{Database, Document, Filter};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "logs")]
+/// struct Log {
+///     #[odm(id)]
+///     id: i64,
+///     level: String,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let logs = db.collection::<Log>()?;
+/// let all: Vec<Log> = (0..10_000).map(|id| Log { id, level: "info".into() }).collect();
+/// logs.insert_many(&all)?;
+/// // Only the first three are decoded; dropping the cursor stops its reader.
+/// let first: Vec<i64> = logs
+///     .find(Filter::all())
+///     .iter()?
+///     .take(3)
+///     .map(|log| log.map(|log| log.id))
+///     .collect::<odm::Result<_>>()?;
+/// assert_eq!(first, [0, 1, 2]);
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Cursor<T> {
     /// `None` once dropped, so that the reader stops before it is joined.

@@ -28,6 +28,38 @@ pub(crate) type Synced = (TypeId, String);
 /// Models that declare a TTL index expire without more code: unless [`Options::ttl_interval`]
 /// turns it off, a background monitor deletes expired documents every minute, as MongoDB's
 /// does. It stops when the last clone of the database is dropped.
+///
+/// ```
+/// use odm::{Database, Document, Durability, Filter, Options};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "notes")]
+/// struct Note {
+///     #[odm(id)]
+///     id: i64,
+///     text: String,
+/// }
+///
+/// let dir = std::env::temp_dir().join(format!("odm-doc-database-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("notes.redb");
+/// {
+///     // Eventual commits skip the sync to disk; the next immediate one makes them durable.
+///     let options = Options { durability: Durability::Eventual, ..Options::default() };
+///     let db = Database::open_with(&path, &options)?;
+///     let notes = db.collection::<Note>()?;
+///     notes.insert_one(&Note { id: 1, text: "draft".into() })?;
+///     notes
+///         .with_durability(Durability::Immediate)
+///         .insert_one(&Note { id: 2, text: "saved".into() })?;
+/// }
+/// let db = Database::open(&path)?;
+/// assert_eq!(db.collection::<Note>()?.count(Filter::all())?, 2);
+/// # drop(db);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Database {
     engine: odm_engine::Database,

@@ -3,6 +3,36 @@
 use thiserror::Error;
 
 /// What a typed operation can fail with.
+///
+/// ```
+/// use odm::{Database, Document, Error};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Debug, Serialize, Deserialize, Document)]
+/// #[odm(collection = "meters")]
+/// struct Meter {
+///     #[odm(id)]
+///     id: i64,
+///     reading: i32,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let meters = db.collection::<Meter>()?;
+/// // Another program stored a string where the model has a number.
+/// db.engine()
+///     .collection("meters")
+///     .insert_one(bson::doc! { "_id": 7_i64, "reading": "high" })?;
+/// let err = meters.get(7_i64).unwrap_err();
+/// assert!(matches!(err, Error::Engine(odm::engine::Error::Decode { .. })));
+/// let message = err.to_string();
+/// assert!(message.contains("meters") && message.contains("reading"), "{message}");
+///
+/// // A duplicate `_id` is refused and changes nothing.
+/// meters.insert_one(&Meter { id: 1, reading: 5 })?;
+/// assert!(meters.insert_one(&Meter { id: 1, reading: 6 }).is_err());
+/// assert_eq!(meters.get(1_i64)?.unwrap().reading, 5);
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {

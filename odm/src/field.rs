@@ -11,6 +11,37 @@ use bson::Bson;
 use serde::Serialize;
 
 /// A handle on one field; see the module documentation.
+///
+/// ```
+/// use odm::{Document, Embedded};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Embedded)]
+/// struct Vote {
+///     voter: String,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "polls")]
+/// struct Poll {
+///     #[odm(id)]
+///     id: i64,
+///     #[serde(rename = "q")]
+///     question: String,
+///     tags: Vec<String>,
+///     #[odm(embedded)]
+///     votes: Vec<Vote>,
+/// }
+///
+/// let f = Poll::fields();
+/// assert_eq!(f.id.path(), "_id"); // the id field is stored as `_id`
+/// assert_eq!(f.question.path(), "q"); // serde's names
+/// assert_eq!(f.votes.voter.path(), "votes.voter");
+/// assert_eq!(f.votes.matched().voter.path(), "votes.$.voter");
+/// assert_eq!(f.tags.all().path(), "tags.$[]");
+/// assert_eq!(f.tags.index(0).path(), "tags.0");
+/// assert_eq!(f.tags.unwound().path(), "tags");
+/// ```
 pub struct Field<R, V> {
     path: String,
     _types: PhantomData<fn() -> (R, V)>,

@@ -6,6 +6,55 @@ use serde::de::DeserializeOwned;
 
 /// A model stored in a collection: what the derive knows about it.
 ///
+/// `#[derive(Document)]` reads these attributes (and serde's `rename`, `rename_all`, `skip`):
+/// - on the struct, `#[odm(...)]`: `collection = "name"` (required); `index(keys(a = 1,
+///   "b.c" = -1), unique, sparse, name = "..", partial = ..)` for compound and nested indexes;
+///   `shard_key(a, b)` or `shard_key(hashed(a))`; `version = N` with `from = Previous` or
+///   `migrate = function` for documents of earlier versions;
+/// - on a field: `id` (stored as `_id`; exactly one), `index` or `index(unique, sparse, desc,
+///   ttl = "30d")`, `embedded` (a type deriving `Embedded`, or a `Vec` or `Option` of one, whose
+///   fields get handles).
+///
+/// Mistakes in them (a misspelt field, a TTL on a compound or non-date index, a unique index
+/// a shard key does not prefix, ...) are compile errors naming the mistake.
+///
+/// ```
+/// use odm::{Database, Document, Embedded};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Embedded)]
+/// struct Address {
+///     city: String,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(
+///     collection = "customers",
+///     index(keys(region = 1, "address.city" = 1)),
+///     shard_key(email)
+/// )]
+/// #[serde(rename_all = "camelCase")]
+/// struct Customer {
+///     #[odm(id)]
+///     customer_id: i64,
+///     region: String,
+///     #[odm(index(unique))]
+///     email: String,
+///     #[odm(index(ttl = "30d"))]
+///     last_seen: bson::DateTime,
+///     #[odm(embedded)]
+///     address: Address,
+/// }
+///
+/// assert_eq!(Customer::COLLECTION, "customers");
+/// assert_eq!(Customer::ID_FIELD, "customerId");
+/// let db = Database::in_memory()?;
+/// let plan = db.sync_indexes::<Customer>(false)?;
+/// assert!(plan.created.iter().any(|name| name == "region_1_address.city_1"), "{plan}");
+/// assert_eq!(Customer::fields().address.city.path(), "address.city");
+/// assert_eq!(Customer::fields().customer_id.path(), "_id");
+/// # Ok::<(), odm::Error>(())
+/// ```
 /// Laws the derive upholds (and a hand-written impl must): `COLLECTION` is a valid collection
 /// name; every path in `indexes()` and `shard_key()` names a field as serde writes it; the
 /// field `ID_FIELD` (serde's name for the id field) is stored as `_id`.
@@ -38,7 +87,39 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
 }
 
 /// A type stored inside documents (a subdocument, or the elements of an array), whose fields
-/// have handles too, continuing the path of the field that holds it.
+/// have handles too, continuing the path of the field that holds it. Its own `fields()` are
+/// relative to one value, for conditions on array elements; output types of aggregations
+/// derive it too, for their handles.
+///
+/// ```
+/// use odm::{Database, Document, Embedded};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Embedded)]
+/// struct Line {
+///     sku: String,
+///     qty: u32,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "carts")]
+/// struct Cart {
+///     #[odm(id)]
+///     id: i64,
+///     #[odm(embedded)]
+///     lines: Vec<Line>,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let carts = db.collection::<Cart>()?;
+/// carts.insert_one(&Cart { id: 1, lines: vec![Line { sku: "pen".into(), qty: 3 }] })?;
+/// let (f, line) = (Cart::fields(), Line::fields());
+/// assert_eq!(f.lines.sku.path(), "lines.sku");
+/// // One element that is both a pen and plentiful: `$elemMatch` over the element's handles.
+/// let found = carts.count(f.lines.elem_match(line.sku.eq("pen").and(line.qty.gte(2))))?;
+/// assert_eq!(found, 1);
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub trait Embedded: Serialize + DeserializeOwned {
     /// Handles on the fields, rooted in the model `R`, for a field whose value type is `W`
     /// (`Self`, or `Vec<Self>` for an array of subdocuments).

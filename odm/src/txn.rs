@@ -23,7 +23,33 @@ use crate::indexes::sync;
 use crate::model::Document;
 use crate::update::Update;
 
-/// A write transaction over typed models; see [`Database::write`].
+/// A write transaction over typed models; see [`Database::write`]. Its shorthands
+/// (`insert_one`, `get`, `update_one`, ...) act on a model's declared collection; for
+/// several operations on one collection, or a collection named at run time, take a
+/// [`TxnCollection`].
+///
+/// ```
+/// use odm::{Database, Document, UpdateOptions};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "notes")]
+/// struct Note {
+///     #[odm(id)]
+///     id: i64,
+///     text: String,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// db.write(|tx| {
+///     tx.insert_one(&Note { id: 1, text: "one".into() })?;
+///     let f = Note::fields();
+///     tx.update_one(f.id.eq(1), f.text.set("uno"), &UpdateOptions::default())?;
+///     assert_eq!(tx.get::<Note>(&1.into())?.unwrap().text, "uno");
+///     Ok(())
+/// })?;
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub struct Txn<'t, 'db> {
     db: &'t Database,
     pub(crate) inner: &'t mut odm_engine::WriteTxn<'db>,
@@ -176,6 +202,30 @@ impl<'t, 'db> Txn<'t, 'db> {
 
 /// A collection of `T` inside a transaction: writes, and reads that see the transaction's own
 /// earlier writes. Get it from [`Txn::collection`] or [`Txn::collection_named`].
+///
+/// ```
+/// use odm::{Database, Document, Filter};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "notes")]
+/// struct Note {
+///     #[odm(id)]
+///     id: i64,
+///     text: String,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// db.write(|tx| {
+///     let mut notes = tx.collection_named::<Note>("notes_ann")?;
+///     notes.insert_one(&Note { id: 1, text: "seen before commit".into() })?;
+///     assert_eq!(notes.find(Filter::all()).to_vec()?.len(), 1);
+///     Ok(())
+/// })?;
+/// assert_eq!(db.collection_named::<Note>("notes_ann")?.count(Filter::all())?, 1);
+/// assert_eq!(db.collection::<Note>()?.count(Filter::all())?, 0);
+/// # Ok::<(), odm::Error>(())
+/// ```
 pub struct TxnCollection<'a, 'db, T> {
     inner: &'a mut odm_engine::WriteTxn<'db>,
     name: &'a str,
@@ -371,6 +421,32 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
 }
 
 /// One operation of a typed bulk write ([`Txn::bulk_write`], [`Collection::bulk_write`](crate::Collection::bulk_write)).
+///
+/// ```
+/// use odm::{Database, Document, Filter, WriteModel};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "notes")]
+/// struct Note {
+///     #[odm(id)]
+///     id: i64,
+///     text: String,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let notes = db.collection::<Note>()?;
+/// let f = Note::fields();
+/// let result = notes.bulk_write([
+///     WriteModel::InsertOne(Note { id: 1, text: "a".into() }),
+///     WriteModel::InsertOne(Note { id: 2, text: "b".into() }),
+///     WriteModel::UpdateOne { filter: f.id.eq(2), update: f.text.set("B"), upsert: false },
+///     WriteModel::DeleteOne(f.id.eq(1)),
+/// ], true)?; // ordered: stop at the first failure
+/// assert_eq!((result.inserted, result.modified, result.deleted), (2, 1, 1));
+/// assert_eq!(notes.find(Filter::all()).to_vec()?[0].text, "B");
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum WriteModel<T> {
     InsertOne(T),

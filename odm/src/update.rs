@@ -218,6 +218,42 @@ impl<R, V: DateLike> Field<R, V> {
 }
 
 /// `$push` with modifiers: `Push::each(items).sort_by(..).slice(-50)`.
+///
+/// ```
+/// use odm::{Database, Document, Embedded, Push};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Embedded)]
+/// struct Score {
+///     player: String,
+///     points: i32,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "boards")]
+/// struct Board {
+///     #[odm(id)]
+///     id: i64,
+///     #[odm(embedded)]
+///     top: Vec<Score>,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let boards = db.collection::<Board>()?;
+/// boards.insert_one(&Board { id: 1, top: Vec::new() })?;
+/// let (f, s) = (Board::fields(), Score::fields());
+/// for (player, points) in [("ann", 30), ("bob", 90), ("cy", 60)] {
+///     // Keep the two best: push, sort by points descending, keep the first two.
+///     let score = Score { player: player.into(), points };
+///     boards.update_one(
+///         f.id.eq(1),
+///         f.top.push_with(Push::each([score]).sort_by(&s.points, false).slice(2)),
+///     )?;
+/// }
+/// let top: Vec<String> = boards.get(1)?.unwrap().top.into_iter().map(|s| s.player).collect();
+/// assert_eq!(top, ["bob", "cy"]);
+/// # Ok::<(), odm::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Push<E> {
     /// The elements as BSON, or why one could not be written.

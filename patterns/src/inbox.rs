@@ -25,6 +25,22 @@ use serde::{Deserialize, Serialize};
 use crate::meta::{PatternError, record};
 
 /// How an inbox finds the bucket of a new message; see the module documentation.
+/// `OpenBucket` (S1c) pushes into the owner's bucket that still has room, found by an index on
+/// `(owner, count)`; `Sequence` numbers each owner's messages with a counter and upserts into
+/// bucket `n / bucket_size`.
+///
+/// ```
+/// use odm_patterns::{Inbox, InboxVariant};
+///
+/// let db = odm::Database::in_memory()?;
+/// let inbox: Inbox<u32> = Inbox::open(&db, "numbered", 2, InboxVariant::Sequence)?;
+/// for n in 0..5 {
+///     inbox.send("sam", &["ann"], &n)?;
+/// }
+/// let newest: Vec<u32> = inbox.latest("ann", 0, 3)?.into_iter().map(|e| e.message).collect();
+/// assert_eq!(newest, [4, 3, 2]);
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InboxVariant {
     OpenBucket,

@@ -15,6 +15,17 @@ struct PatternMeta {
 }
 
 /// What a pattern operation can fail with.
+///
+/// ```
+/// use odm_patterns::{Inbox, InboxVariant, PatternError};
+///
+/// let db = odm::Database::in_memory()?;
+/// Inbox::<String>::open(&db, "mail", 50, InboxVariant::OpenBucket)?;
+/// // Buckets of 50 cannot be read as buckets of 20: the stored parameters win.
+/// let err = Inbox::<String>::open(&db, "mail", 20, InboxVariant::OpenBucket).unwrap_err();
+/// assert!(matches!(err, PatternError::ParametersChanged { .. }), "{err}");
+/// # Ok::<(), PatternError>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PatternError {
