@@ -209,8 +209,8 @@ impl ReadCollection<'_> {
     /// Whether the find's best plan gives its sort by scanning an index that is not multikey
     /// (so that each document comes once, in the order of its single value).
     fn index_orders(&self, filter: &Document, options: &FindOptions) -> Result<bool> {
-        let query = crate::query::parse_query(filter, options)?;
-        let plan = self.best_plan(&query.filter, query.sort.as_ref());
+        let query = crate::query::Query::parse(filter, options.query_options())?;
+        let plan = self.best_plan(&query);
         Ok(plan.provides_sort
             && matches!(&plan.access, crate::query::Access::IndexScan(scan) if !scan.multikey))
     }
@@ -353,10 +353,7 @@ struct Parsed {
 
 fn parse_pipeline(pipeline: &[Document], options: &AggregateOptions) -> Result<Parsed> {
     let scope = Scope::with_let(options.let_vars.as_ref())?;
-    let collation = match &options.collation {
-        Some(spec) => Collation::parse(spec)?,
-        None => None,
-    };
+    let collation = crate::query::parse_collation(options.collation.as_ref())?;
     let specs = desugar::expand(pipeline, &scope)?;
     let stages = specs
         .iter()
@@ -482,8 +479,8 @@ impl Stage {
         Ok(match name.as_str() {
             "$match" => {
                 let spec = spec()?;
-                let filter =
-                    crate::query::Filter::parse_with(&spec, scope)?.collated(collation.cloned());
+                // Matched under the pipeline's collation (see `stream`).
+                let filter = crate::query::Filter::parse_with(&spec, scope)?;
                 Stage::Match(filter, spec)
             }
             "$sort" => {
@@ -566,7 +563,9 @@ impl Stage {
                 let keep = doc.and_then(|d| {
                     let raw =
                         bson::RawDocumentBuf::try_from(&d).map_err(|e| stage_error("$match", e))?;
-                    Ok(filter.try_matches(&raw)?.then_some(d))
+                    Ok(filter
+                        .try_matches_in(&raw, collation.as_deref())?
+                        .then_some(d))
                 });
                 keep.transpose()
             })),

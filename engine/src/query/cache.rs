@@ -114,8 +114,14 @@ impl PlanCache {
     }
 }
 
-/// The cache key of a query on a collection.
-pub(crate) fn key(meta: &CollectionMeta, filter: &Filter, sort: Option<&Sort>) -> String {
+/// The cache key of a query on a collection; `collated`: whether it has a collation (which
+/// keeps string conditions from bounding indexes, so it plans otherwise).
+pub(crate) fn key(
+    meta: &CollectionMeta,
+    filter: &Filter,
+    collated: bool,
+    sort: Option<&Sort>,
+) -> String {
     let mut out = format!("{}|", meta.id);
     for index in &meta.indexes {
         let _ = write!(
@@ -126,6 +132,9 @@ pub(crate) fn key(meta: &CollectionMeta, filter: &Filter, sort: Option<&Sort>) -
         );
     }
     out.push('|');
+    if collated {
+        out.push_str("collated:");
+    }
     filter_shape(filter, &mut out);
     out.push('|');
     if let Some(sort) = sort {
@@ -144,12 +153,6 @@ fn filter_shape(filter: &Filter, out: &mut String) {
         Filter::Field(path, predicate) => {
             let _ = write!(out, "{}:", path.as_str());
             predicate_shape(predicate, out);
-            return;
-        }
-        Filter::Collated(_, inner) => {
-            out.push_str("collated(");
-            filter_shape(inner, out);
-            out.push(')');
             return;
         }
         // No index serves an expression, so every one has the same plans.

@@ -118,7 +118,6 @@ fn filter_paths_of(filter: &Filter, out: &mut Vec<Vec<String>>) {
             }
         }
         Filter::Field(path, _) => out.push(path.segments.clone()),
-        Filter::Collated(_, inner) => filter_paths_of(inner, out),
         // An expression may read any field: the empty path, which no index covers.
         Filter::Expr(_) => out.push(Vec::new()),
     }

@@ -12,9 +12,8 @@ use bson::{Document, RawDocument, RawDocumentBuf};
 use super::candidates::{Candidate, Candidates};
 use super::covered::{self, Output};
 use super::exec::WalkStats;
-use super::filter::Filter;
 use super::plan::Plan;
-use super::projection::Projection;
+use super::selection::Query;
 use super::sort::Sort;
 use super::source::Source;
 use crate::error::{Error, Result};
@@ -28,8 +27,8 @@ pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
 pub struct Cursor<'c, T = Document> {
     collection: &'c dyn Source,
     plan: Plan,
-    filter: Filter,
-    projection: Option<Projection>,
+    /// The query; its skip and limit are counted down in `to_skip` and `remaining`.
+    query: Query,
     results: Results<'c>,
     to_skip: u64,
     /// How many more to return; `None` for no limit.
@@ -91,15 +90,6 @@ impl std::fmt::Debug for Cursor<'_> {
     }
 }
 
-/// What a find asks for, parsed.
-pub(crate) struct Query {
-    pub(crate) filter: Filter,
-    pub(crate) sort: Option<Sort>,
-    pub(crate) projection: Option<Projection>,
-    pub(crate) skip: u64,
-    pub(crate) limit: Option<u64>,
-}
-
 impl<'c, T> Cursor<'c, T> {
     pub(crate) fn new(
         collection: &'c dyn Source,
@@ -107,36 +97,34 @@ impl<'c, T> Cursor<'c, T> {
         query: Query,
         decode: Decode<T>,
     ) -> Result<Self> {
-        let Query {
-            filter,
-            sort,
-            projection,
-            skip,
-            limit,
-        } = query;
-        let output = match &projection {
+        let output = match &query.projection {
             Some(p) => Output::Projected(p),
             None => Output::Documents,
         };
-        let covering = covered::covering(collection.meta(), &plan, &filter, sort.as_ref(), output);
+        let covering = covered::covering(
+            collection.meta(),
+            &plan,
+            &query.filter,
+            query.sort.as_ref(),
+            output,
+        );
         let covered = covering.is_some();
         let candidates = Candidates::new(collection, &plan, covering)?;
-        let in_memory_sort = sort.is_some() && !plan.provides_sort;
-        let results = match sort.filter(|_| in_memory_sort) {
+        let in_memory_sort = query.sort.is_some() && !plan.provides_sort;
+        let results = match query.sort.as_ref().filter(|_| in_memory_sort) {
             None => Results::Streaming(Box::new(candidates)),
             Some(sort) => {
-                let keep = limit.map(|l| skip.saturating_add(l));
-                sorted(collection, candidates, &filter, &sort, keep)?
+                let keep = query.limit.map(|l| query.skip.saturating_add(l));
+                sorted(collection, candidates, &query, sort, keep)?
             }
         };
         Ok(Cursor {
             collection,
             plan,
-            filter,
-            projection,
+            to_skip: query.skip,
+            remaining: query.limit,
+            query,
             results,
-            to_skip: skip,
-            remaining: limit,
             covered,
             in_memory_sort,
             decode,
@@ -167,10 +155,10 @@ impl<'c, T> Cursor<'c, T> {
     }
 
     fn output(&self, raw: &RawDocument) -> Result<T> {
-        match &self.projection {
+        match &self.query.projection {
             Some(p) => {
                 let projected = p
-                    .apply(raw, &self.filter)
+                    .apply(raw, &self.query)
                     .map_err(|e| e.into_error(self.collection.name()))?;
                 (self.decode.projected)(self.collection.name(), projected, self.decode.id_field)
             }
@@ -183,7 +171,7 @@ impl<'c, T> Cursor<'c, T> {
 fn sorted<'c>(
     collection: &dyn Source,
     mut candidates: Candidates<'c>,
-    filter: &Filter,
+    query: &Query,
     sort: &Sort,
     keep: Option<u64>,
 ) -> Result<Results<'c>> {
@@ -193,7 +181,7 @@ fn sorted<'c>(
     for candidate in candidates.by_ref() {
         let candidate = candidate?;
         let raw = candidate.raw(collection.name())?;
-        if !filter.try_matches(raw)? {
+        if !query.matches(raw)? {
             continue;
         }
         bytes += raw.as_bytes().len();
@@ -261,7 +249,7 @@ impl<T> Cursor<'_, T> {
             Ok(raw) => raw,
             Err(e) => return Some(Err(e)),
         };
-        match self.filter.try_matches(raw) {
+        match self.query.matches(raw) {
             Ok(true) => {}
             Ok(false) => return None,
             Err(e) => return Some(Err(e.into())),

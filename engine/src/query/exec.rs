@@ -9,16 +9,12 @@ use bson::{Bson, Document, RawBsonRef};
 use super::cache::{self, Choice, PlanCache};
 use super::candidates::Candidates;
 use super::covered::{self, Output};
-use super::cursor::{Cursor, Decode, Query};
+use super::cursor::{Cursor, Decode};
 use super::filter::Filter;
 use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
-use super::projection::Projection;
-use super::sort::Sort;
+use super::selection::{Query, QueryOptions};
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
-use std::sync::Arc;
-
-use crate::collation::Collation;
 use crate::order::compare_in;
 use crate::read::ReadCollection;
 
@@ -36,6 +32,21 @@ pub struct FindOptions {
     pub let_vars: Option<Document>,
     /// How strings compare in the filter and the sort (see [`crate::collation`]).
     pub collation: Option<Document>,
+}
+
+impl FindOptions {
+    /// The options as a query reads them.
+    pub(crate) fn query_options(&self) -> QueryOptions<'_> {
+        QueryOptions {
+            sort: self.sort.as_ref(),
+            projection: self.projection.as_ref(),
+            collation: self.collation.as_ref(),
+            let_vars: self.let_vars.as_ref(),
+            hint: self.hint.as_ref(),
+            skip: self.skip,
+            limit: self.limit,
+        }
+    }
 }
 
 impl ReadCollection<'_> {
@@ -108,8 +119,8 @@ impl ReadCollection<'_> {
         options: &FindOptions,
         decode: Decode<T>,
     ) -> Result<Cursor<'c, T>> {
-        let query = parse_query(filter, options)?;
-        let plan = self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?;
+        let query = Query::parse(filter, options.query_options())?;
+        let plan = self.choose_plan(&query)?;
         Cursor::new(self, plan, query, decode)
     }
 
@@ -137,16 +148,23 @@ impl ReadCollection<'_> {
         limit: u64,
         collation: Option<&Document>,
     ) -> Result<u64> {
-        let filter = Filter::parse(filter)?.collated(parse_collation(collation)?);
-        let n = if matches!(&filter, Filter::And(parts) if parts.is_empty()) {
+        let query = Query::parse(
+            filter,
+            QueryOptions {
+                collation,
+                ..QueryOptions::default()
+            },
+        )?;
+        let n = if matches!(&query.filter, Filter::And(parts) if parts.is_empty()) {
             self.len()?
         } else {
-            let plan = self.best_plan(&filter, None);
+            let plan = self.best_plan(&query);
             self.plan_cache().used(self.meta(), &plan);
-            let covering = covered::covering(self.meta(), &plan, &filter, None, Output::Count);
+            let covering =
+                covered::covering(self.meta(), &plan, &query.filter, None, Output::Count);
             let mut n = 0u64;
             for candidate in Candidates::new(self, &plan, covering)? {
-                if filter.try_matches(candidate?.raw(self.name())?)? {
+                if query.matches(candidate?.raw(self.name())?)? {
                     n += 1;
                 }
             }
@@ -171,18 +189,24 @@ impl ReadCollection<'_> {
         filter: &Document,
         collation: Option<&Document>,
     ) -> Result<Vec<Bson>> {
-        let collation = parse_collation(collation)?;
-        let filter = Filter::parse(filter)?.collated(collation.clone());
+        let query = Query::parse(
+            filter,
+            QueryOptions {
+                collation,
+                ..QueryOptions::default()
+            },
+        )?;
+        let collation = query.collation();
         let segments: Vec<&str> = key.split('.').collect();
         // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
         let mut seen = crate::value_set::ValueIndex::default();
         let mut values: Vec<bson::RawBson> = Vec::new();
-        let plan = self.best_plan(&filter, None);
+        let plan = self.best_plan(&query);
         self.plan_cache().used(self.meta(), &plan);
         for candidate in Candidates::new(self, &plan, None)? {
             let candidate = candidate?;
             let raw = candidate.raw(self.name())?;
-            if !filter.try_matches(raw)? {
+            if !query.matches(raw)? {
                 continue;
             }
             let mut found = Vec::new();
@@ -191,18 +215,12 @@ impl ReadCollection<'_> {
                 let owned = bson::RawBson::from(v);
                 let value = Bson::try_from(owned.clone())
                     .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e))?;
-                if seen.position(&value, values.len(), collation.as_deref()).1 {
+                if seen.position(&value, values.len(), collation).1 {
                     values.push(owned);
                 }
             }
         }
-        values.sort_by(|a, b| {
-            compare_in(
-                a.as_raw_bson_ref(),
-                b.as_raw_bson_ref(),
-                collation.as_deref(),
-            )
-        });
+        values.sort_by(|a, b| compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), collation));
         values
             .into_iter()
             .map(|v| {
@@ -213,33 +231,30 @@ impl ReadCollection<'_> {
     }
 
     /// The plan the executor runs: the hinted one, or the best-ranked candidate.
-    pub(crate) fn choose_plan(
-        &self,
-        filter: &Filter,
-        sort: Option<&Sort>,
-        hint: Option<&Bson>,
-    ) -> Result<Plan> {
-        choose_plan(self.meta(), self.plan_cache(), filter, sort, hint)
+    pub(crate) fn choose_plan(&self, query: &Query) -> Result<Plan> {
+        choose_plan(self.meta(), self.plan_cache(), query)
     }
 
-    pub(crate) fn best_plan(&self, filter: &Filter, sort: Option<&Sort>) -> Plan {
-        best_plan(self.meta(), self.plan_cache(), filter, sort)
+    /// The best-ranked plan of a query, its hint aside.
+    pub(crate) fn best_plan(&self, query: &Query) -> Plan {
+        best_plan(self.meta(), self.plan_cache(), query)
     }
 }
 
 /// The plan a query runs: the hinted one, or the best-ranked candidate.
-pub(crate) fn choose_plan(
-    meta: &CollectionMeta,
-    cache: &PlanCache,
-    filter: &Filter,
-    sort: Option<&Sort>,
-    hint: Option<&Bson>,
-) -> Result<Plan> {
-    let plan = match hint {
-        Some(hint) => hinted(hint, filter, sort, &meta.indexes).map_err(|reason| {
+pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Result<Plan> {
+    let plan = match &query.hint {
+        Some(hint) => hinted(
+            hint,
+            &query.filter,
+            query.collation.is_some(),
+            query.sort.as_ref(),
+            &meta.indexes,
+        )
+        .map_err(|reason| {
             Error::InvalidFilter(super::filter::FilterError::new("", "hint", reason))
         })?,
-        None => best_plan(meta, cache, filter, sort),
+        None => best_plan(meta, cache, query),
     };
     cache.used(meta, &plan);
     Ok(plan)
@@ -247,65 +262,27 @@ pub(crate) fn choose_plan(
 
 /// The best-ranked plan, through the plan cache: a query of a cached shape goes straight to the
 /// index chosen before.
-pub(crate) fn best_plan(
-    meta: &CollectionMeta,
-    cache: &PlanCache,
-    filter: &Filter,
-    sort: Option<&Sort>,
-) -> Plan {
-    let key = cache::key(meta, filter, sort);
+pub(crate) fn best_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Plan {
+    let (filter, collated, sort) = (
+        &query.filter,
+        query.collation.is_some(),
+        query.sort.as_ref(),
+    );
+    let key = cache::key(meta, filter, collated, sort);
     if let Some(Choice::Index(name)) = cache.get(&key)
         && let Some(index) = meta.index(&name)
-        && let Some(mut plan) = index_plan_for(index, filter, sort)
+        && let Some(mut plan) = index_plan_for(index, filter, collated, sort)
     {
         plan.from_cache = true;
         return plan;
     }
-    let plan = candidates(filter, sort, &meta.indexes).swap_remove(0);
+    let plan = candidates(filter, collated, sort, &meta.indexes).swap_remove(0);
     let choice = match &plan.access {
         Access::IndexScan(scan) => Choice::Index(scan.index.clone()),
         _ => Choice::Other,
     };
     cache.put(key, choice);
     plan
-}
-
-/// A find's filter and options, parsed; malformed ones are refused before anything runs.
-pub(crate) fn parse_query(filter: &Document, options: &FindOptions) -> Result<Query> {
-    let collation = parse_collation(options.collation.as_ref())?;
-    Ok(Query {
-        projection: options
-            .projection
-            .as_ref()
-            .map(Projection::parse)
-            .transpose()?,
-        filter: Filter::parse_with(
-            filter,
-            &crate::expr::Scope::with_let(options.let_vars.as_ref())?,
-        )?
-        .collated(collation.clone()),
-        sort: parse_sort(options)?.map(|s| s.collated(collation)),
-        skip: options.skip,
-        limit: options.limit.filter(|&l| l > 0),
-    })
-}
-
-/// A `collation` option; `None` for none or the simple (binary) one.
-pub(crate) fn parse_collation(spec: Option<&Document>) -> Result<Option<Arc<Collation>>> {
-    Ok(match spec {
-        Some(spec) => Collation::parse(spec)?,
-        None => None,
-    })
-}
-
-/// The sort of a find; an empty sort document is no sort.
-pub(crate) fn parse_sort(options: &FindOptions) -> Result<Option<Sort>> {
-    Ok(options
-        .sort
-        .as_ref()
-        .map(Sort::parse)
-        .transpose()?
-        .filter(|s| !s.is_empty()))
 }
 
 /// What a plan's walk examined.

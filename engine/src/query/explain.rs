@@ -6,10 +6,11 @@ use std::fmt;
 use bson::{Document, doc};
 
 use super::cursor::Cursor;
-use super::exec::{FindOptions, WalkStats, parse_query};
+use super::exec::{FindOptions, WalkStats};
 use super::plan::{Access, Plan, candidates};
 use super::projection::Projection;
 use super::routing::{Routing, route};
+use super::selection::Query;
 use crate::error::Result;
 use crate::options::ShardKey;
 use crate::read::ReadCollection;
@@ -32,19 +33,29 @@ pub struct Explain {
     pub returned: u64,
 }
 
+/// Every candidate plan of a query on a collection, best first.
+fn all_plans(query: &Query, collection: &ReadCollection<'_>) -> Vec<super::plan::Plan> {
+    candidates(
+        &query.filter,
+        query.collation.is_some(),
+        query.sort.as_ref(),
+        &collection.meta().indexes,
+    )
+}
+
 impl ReadCollection<'_> {
     /// Plans and runs a find, reporting the plans and what the run examined. The run is the
     /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
-        let query = parse_query(filter, options)?;
-        let winning = if options.hint.is_some() {
-            self.choose_plan(&query.filter, query.sort.as_ref(), options.hint.as_ref())?
+        let query = Query::parse(filter, options.query_options())?;
+        let winning = if query.hint.is_some() {
+            self.choose_plan(&query)?
         } else {
-            let chosen = self.best_plan(&query.filter, query.sort.as_ref());
+            let chosen = self.best_plan(&query);
             if chosen.from_cache {
                 chosen
             } else {
-                candidates(&query.filter, query.sort.as_ref(), &self.meta().indexes).swap_remove(0)
+                all_plans(&query, self).swap_remove(0)
             }
         };
         let mut cursor = self.cursor_with_plan(winning, query)?;
@@ -65,18 +76,18 @@ impl ReadCollection<'_> {
         cursor: &Cursor<'_, T>,
         returned: u64,
     ) -> Result<Explain> {
-        let query = parse_query(filter, options)?;
+        let query = Query::parse(filter, options.query_options())?;
         let winning = cursor.plan().clone();
-        let rejected = candidates(&query.filter, query.sort.as_ref(), &self.meta().indexes)
+        let rejected = all_plans(&query, self)
             .into_iter()
             .filter(|p| !same_access(&p.access, &winning.access))
             .collect();
-        let routing = self
-            .meta()
-            .options
-            .shard_key
-            .as_ref()
-            .map(|key| (key.clone(), route(key, &query.filter)));
+        let routing = self.meta().options.shard_key.as_ref().map(|key| {
+            (
+                key.clone(),
+                route(key, &query.filter, query.collation.is_some()),
+            )
+        });
         let WalkStats {
             keys_examined,
             docs_examined,

@@ -16,9 +16,6 @@ use std::fmt;
 
 use bson::{Bson, Document, RawBson};
 
-use std::sync::Arc;
-
-use crate::collation::Collation;
 use crate::expr::{Expr, Scope};
 
 /// A parsed filter; see the module documentation.
@@ -34,8 +31,6 @@ pub enum Filter {
     Field(FieldPath, Predicate),
     /// `$expr`: an aggregation expression over the whole document is true.
     Expr(Box<Expr>),
-    /// The filter with strings compared under a collation (the root of a query that has one).
-    Collated(Arc<Collation>, Box<Filter>),
 }
 
 /// A dotted path as written in a filter, split at the dots.
@@ -160,23 +155,6 @@ impl Filter {
     /// Parses a filter document; see the module documentation for the grammar.
     pub fn parse(doc: &Document) -> Result<Filter, FilterError> {
         Filter::parse_with(doc, &Scope::default())
-    }
-
-    /// The collation this filter's strings compare under, if any.
-    pub fn collation(&self) -> Option<&Collation> {
-        match self {
-            Filter::Collated(c, _) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// This filter with strings compared under `collation` (unchanged without one).
-    #[must_use]
-    pub fn collated(self, collation: Option<Arc<Collation>>) -> Filter {
-        match collation {
-            Some(c) => Filter::Collated(c, Box::new(self)),
-            None => self,
-        }
     }
 
     /// Parses a filter whose `$expr` may name the variables of `scope` (a `let` option).

@@ -44,13 +44,26 @@ impl Filter {
     /// Whether `doc` matches this filter, or why an `$expr` could not be evaluated on it (an
     /// operator applied to a value of the wrong type), which fails a query as in MongoDB.
     pub fn try_matches(&self, doc: &RawDocument) -> Result<bool, ExprError> {
-        Ok(self.try_match_in(doc, None)?.is_some())
+        self.try_matches_in(doc, None)
+    }
+
+    /// [`Filter::try_matches`] with strings compared under `collation`.
+    pub(crate) fn try_matches_in(
+        &self,
+        doc: &RawDocument,
+        collation: Option<&Collation>,
+    ) -> Result<bool, ExprError> {
+        Ok(self.try_match_in(doc, collation)?.is_some())
     }
 
     /// The array position the match of `doc` recorded, for the positional `$`; `None` when
     /// `doc` does not match or the match recorded none.
-    pub(crate) fn matched_position(&self, doc: &RawDocument) -> Option<usize> {
-        self.try_match_in(doc, None).ok().flatten().flatten()
+    pub(crate) fn matched_position_in(
+        &self,
+        doc: &RawDocument,
+        collation: Option<&Collation>,
+    ) -> Option<usize> {
+        self.try_match_in(doc, collation).ok().flatten().flatten()
     }
 
     fn try_match_in(
@@ -93,7 +106,6 @@ impl Filter {
             Filter::Field(path, predicate) => {
                 field_matches(cx, RawBsonRef::Document(doc), &path.segments, predicate)
             }
-            Filter::Collated(collation, inner) => inner.try_match_in(doc, Some(collation))?,
             Filter::Expr(expr) => {
                 let decoded = bson::Document::try_from(doc).map_err(|e| {
                     crate::expr::error("$expr", format!("the document cannot be read: {e}"))

@@ -12,6 +12,8 @@
 //! - `candidates`: a plan's candidate documents, pulled one at a time.
 //! - `covered`: when an index alone answers a query, and rebuilding documents from its entries.
 //! - `cursor`: the results of a find, streamed in plan order or sorted in memory.
+//! - `selection`: [`Query`](selection::Query), one parsed query (filter, collation, sort,
+//!   projection, hint, skip, limit) that every selecting operation builds the same way.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
 //! - `routing`: whether a query on a sharded collection would reach one shard, some or all.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
@@ -27,14 +29,15 @@ mod matcher;
 mod plan;
 mod projection;
 mod routing;
+mod selection;
 mod sort;
 mod source;
 
 pub(crate) use cache::{ID_INDEX_USES, PlanCache};
+pub(crate) use cursor::Decode;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
-pub(crate) use cursor::{Decode, Query};
+pub(crate) use exec::choose_plan;
 pub use exec::{FindOptions, WalkStats};
-pub(crate) use exec::{choose_plan, parse_collation, parse_query};
 pub use explain::Explain;
 pub use filter::{
     ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,
@@ -42,5 +45,6 @@ pub use filter::{
 pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
 pub use routing::Routing;
+pub(crate) use selection::{Query, QueryOptions, parse_collation};
 pub use sort::Sort;
 pub(crate) use source::WriteView;

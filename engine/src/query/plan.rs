@@ -170,8 +170,8 @@ pub(crate) struct Cond<'a> {
 /// The conditions that can bound index fields: [`conditions`], plus those inside `$elemMatch`,
 /// except on paths with a numeric segment: the matcher reads `a.0` as a position or as a field
 /// named `0` in any element of `a`, while an index holds the position alone.
-pub(crate) fn bound_conditions(filter: &Filter) -> Vec<Cond<'_>> {
-    let mut out = bound_conditions_any_path(filter);
+pub(crate) fn bound_conditions(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
+    let mut out = bound_conditions_any_path(filter, collated);
     out.retain(|cond| !cond.path.segments.iter().any(|s| is_numeric(s)));
     out
 }
@@ -180,10 +180,10 @@ fn is_numeric(segment: &str) -> bool {
     !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit())
 }
 
-fn bound_conditions_any_path(filter: &Filter) -> Vec<Cond<'_>> {
+fn bound_conditions_any_path(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
     let mut out = Vec::new();
     let mut groups = 0;
-    for (path, predicate) in conditions(filter) {
+    for (path, predicate) in conditions(filter, collated) {
         out.push(Cond {
             path: path.clone(),
             predicate,
@@ -201,7 +201,7 @@ fn bound_conditions_any_path(filter: &Filter) -> Vec<Cond<'_>> {
                     }));
                 }
                 ElemMatch::Document(inner) => {
-                    for (sub, predicate) in conditions(inner) {
+                    for (sub, predicate) in conditions(inner, collated) {
                         out.push(Cond {
                             path: FieldPath::new(&format!("{}.{}", path.as_str(), sub.as_str())),
                             predicate,
@@ -215,17 +215,23 @@ fn bound_conditions_any_path(filter: &Filter) -> Vec<Cond<'_>> {
     out
 }
 
-/// The top-level conditions of a filter: its fields, through `$and`.
-pub(crate) fn conditions(filter: &Filter) -> Vec<(&FieldPath, &Predicate)> {
+/// The top-level conditions of a filter that can bound an index: its fields, through `$and`.
+/// Indexes hold binary strings, so under a collation (`collated`) only conditions without
+/// strings bound.
+pub(crate) fn conditions(filter: &Filter, collated: bool) -> Vec<(&FieldPath, &Predicate)> {
+    let mut out = Vec::new();
+    field_conditions(filter, &mut out);
+    if collated {
+        out.retain(|(_, p)| !mentions_strings(p));
+    }
+    out
+}
+
+fn field_conditions<'f>(filter: &'f Filter, out: &mut Vec<(&'f FieldPath, &'f Predicate)>) {
     match filter {
-        Filter::And(parts) => parts.iter().flat_map(conditions).collect(),
-        Filter::Field(path, predicate) => vec![(path, predicate)],
-        // Indexes hold binary strings: under a collation only conditions without strings bound.
-        Filter::Collated(_, inner) => conditions(inner)
-            .into_iter()
-            .filter(|(_, p)| !mentions_strings(p))
-            .collect(),
-        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => Vec::new(),
+        Filter::And(parts) => parts.iter().for_each(|p| field_conditions(p, out)),
+        Filter::Field(path, predicate) => out.push((path, predicate)),
+        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => {}
     }
 }
 
@@ -703,10 +709,17 @@ fn id_lookup(conds: &[(&FieldPath, &Predicate)]) -> Option<Vec<RawBson>> {
 }
 
 /// Every candidate plan, best first; the last is always the collection scan.
-pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexMeta]) -> Vec<Plan> {
-    let conds = bound_conditions(filter);
+///
+/// `collated`: whether the query compares strings under a collation.
+pub(crate) fn candidates(
+    filter: &Filter,
+    collated: bool,
+    sort: Option<&Sort>,
+    indexes: &[IndexMeta],
+) -> Vec<Plan> {
+    let conds = bound_conditions(filter, collated);
     let mut plans = Vec::new();
-    if let Some(ids) = id_lookup(&conditions(filter)) {
+    if let Some(ids) = id_lookup(&conditions(filter, collated)) {
         plans.push(Plan {
             access: Access::IdLookup { ids },
             provides_sort: false,
@@ -728,7 +741,7 @@ pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexM
     // The documents table is the `_id` index: ranges of `_id` (an anchored regex, a range) and
     // sorts on `_id` walk it directly.
     plans.extend(index_plan(false, &id_index(), &conds, sort));
-    if let Some(or) = or_plan(filter, indexes) {
+    if let Some(or) = or_plan(filter, collated, indexes) {
         plans.push(or);
     }
     plans.sort_by_key(|p| std::cmp::Reverse(p.rank));
@@ -738,7 +751,7 @@ pub(crate) fn candidates(filter: &Filter, sort: Option<&Sort>, indexes: &[IndexM
 
 /// A plan per `$or` branch when every branch can use an index (or `_id`); the other top-level
 /// conditions are left to the matcher.
-fn or_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
+fn or_plan(filter: &Filter, collated: bool, indexes: &[IndexMeta]) -> Option<Plan> {
     let branches = match filter {
         Filter::Or(branches) => branches,
         Filter::And(parts) => parts.iter().find_map(|p| match p {
@@ -749,7 +762,7 @@ fn or_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
     };
     let mut plans = Vec::with_capacity(branches.len());
     for branch in branches {
-        let best = candidates(branch, None, indexes).swap_remove(0);
+        let best = candidates(branch, collated, None, indexes).swap_remove(0);
         if matches!(best.access, Access::CollectionScan) {
             return None;
         }
@@ -763,6 +776,7 @@ fn or_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
 pub(crate) fn hinted(
     hint: &bson::Bson,
     filter: &Filter,
+    collated: bool,
     sort: Option<&Sort>,
     indexes: &[IndexMeta],
 ) -> Result<Plan, String> {
@@ -779,7 +793,7 @@ pub(crate) fn hinted(
     };
     let index =
         index.ok_or_else(|| format!("hint {hint} does not name an index of the collection"))?;
-    index_plan(true, index, &bound_conditions(filter), sort)
+    index_plan(true, index, &bound_conditions(filter, collated), sort)
         .ok_or_else(|| format!("hint {hint} cannot be used"))
 }
 
@@ -807,13 +821,6 @@ fn strict_conditions(filter: &Filter) -> Option<Vec<(&FieldPath, &Predicate)>> {
             Some(out)
         }
         Filter::Field(path, predicate) => Some(vec![(path, predicate)]),
-        // Fewer conditions imply less: leaving out the collated string ones is safe.
-        Filter::Collated(_, inner) => Some(
-            strict_conditions(inner)?
-                .into_iter()
-                .filter(|(_, p)| !mentions_strings(p))
-                .collect(),
-        ),
         Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => None,
     }
 }
@@ -857,7 +864,8 @@ fn predicate_implies(have: &Predicate, need: &Predicate) -> bool {
 pub(crate) fn index_plan_for(
     index: &IndexMeta,
     filter: &Filter,
+    collated: bool,
     sort: Option<&Sort>,
 ) -> Option<Plan> {
-    index_plan(false, index, &bound_conditions(filter), sort)
+    index_plan(false, index, &bound_conditions(filter, collated), sort)
 }

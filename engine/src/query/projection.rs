@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
 
 use super::filter::{Filter, FilterError};
+use super::selection::Query;
 
 /// Why a projection could not be applied to a document.
 #[derive(Debug)]
@@ -282,8 +283,9 @@ impl Projection {
         Some((paths, !self.exclude_id))
     }
 
-    /// Applies the projection; `filter` is the query, for positional projections.
-    pub(crate) fn apply(&self, raw: &RawDocument, filter: &Filter) -> Result<Document, ApplyError> {
+    /// The projection of `raw`, a match of `query` (whose match gives the positional `$` its
+    /// element).
+    pub(crate) fn apply(&self, raw: &RawDocument, query: &Query) -> Result<Document, ApplyError> {
         let doc = Document::try_from(raw).map_err(|e| ApplyError::Unreadable(e.to_string()))?;
         let mut out = if self.inclusive {
             let mut out = Document::new();
@@ -303,7 +305,7 @@ impl Projection {
             out
         };
         if let Some(path) = &self.positional {
-            let position = || filter.matched_position(raw);
+            let position = || query.matched_position(raw);
             narrow_first_array(&mut out, path, position).map_err(ApplyError::Positional)?;
         }
         if self.inclusive {
@@ -530,7 +532,7 @@ fn special(node: &Node, value: &Bson, path: &str) -> Option<Bson> {
             };
             let field = path.rsplit('.').next().unwrap_or(path);
             let probe = RawDocumentBuf::try_from(&doc! { field: value.clone() }).ok()?;
-            let position = f.matched_position(&probe)?;
+            let position = f.matched_position_in(&probe, None)?;
             Some(Bson::Array(vec![items.get(position)?.clone()]))
         }
         _ => Some(value.clone()),
@@ -593,7 +595,7 @@ mod tests {
     fn project(spec: Document, doc: RawDocumentBuf, filter: Document) -> Document {
         Projection::parse(&spec)
             .unwrap()
-            .apply(&doc, &Filter::parse(&filter).unwrap())
+            .apply(&doc, &Query::of_filter(Filter::parse(&filter).unwrap()))
             .unwrap()
     }
 

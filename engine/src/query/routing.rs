@@ -55,16 +55,18 @@ enum Bound {
     Range,
 }
 
-/// The routing of `filter` on a collection sharded by `key`.
-pub(crate) fn route(key: &ShardKey, filter: &Filter) -> Routing {
+/// The routing of `filter` on a collection sharded by `key`; `collated`: whether its strings
+/// compare under a collation (a shard key range holds binary strings, so those conditions do
+/// not target).
+pub(crate) fn route(key: &ShardKey, filter: &Filter, collated: bool) -> Routing {
     if let Filter::Or(branches) = filter {
         return branches
             .iter()
-            .map(|b| route(key, b))
+            .map(|b| route(key, b, collated))
             .max()
             .map_or(Routing::Broadcast, |worst| worst.max(Routing::Targeted));
     }
-    let conds = conditions(filter);
+    let conds = conditions(filter, collated);
     let bound_of = |path: &str| -> Option<Bound> {
         conds
             .iter()
@@ -134,7 +136,7 @@ mod tests {
     use crate::query::Filter;
 
     fn routing(key: &ShardKey, filter: Document) -> Routing {
-        route(key, &Filter::parse(&filter).unwrap())
+        route(key, &Filter::parse(&filter).unwrap(), false)
     }
 
     #[test]

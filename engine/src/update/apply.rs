@@ -21,12 +21,12 @@ use super::parse::{
 use crate::code::ErrorCode;
 use crate::keys::Direction;
 use crate::order::compare;
-use crate::query::Filter;
+use crate::query::Query;
 
 /// What applying an update needs besides the document.
 pub(crate) struct Context<'a> {
     /// The query that selected the document, for the positional `$`.
-    pub(crate) query: &'a Filter,
+    pub(crate) query: &'a Query,
     /// The document as the query matched it.
     pub(crate) original: &'a bson::RawDocument,
     /// Whether the document is being inserted by an upsert (`$setOnInsert` applies).

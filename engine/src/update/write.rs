@@ -30,9 +30,7 @@ use crate::db::WriteTxn;
 use crate::error::{Error, Result};
 use crate::expr::Scope;
 use crate::keys;
-use crate::query::{
-    Cursor, Decode, Filter, Projection, Query, Sort, WriteView, choose_plan, parse_collation,
-};
+use crate::query::{Cursor, Decode, Query, QueryOptions, WriteView, choose_plan};
 
 /// Options of [`WriteTxn::update_one`], [`WriteTxn::update_many`] and
 /// [`WriteTxn::replace_one`].
@@ -64,6 +62,47 @@ pub struct DeleteOptions {
     pub let_vars: Option<Document>,
     /// How strings compare in the filter (see [`crate::collation`]).
     pub collation: Option<Document>,
+}
+
+impl UpdateOptions {
+    /// The options as the query of an update reads them; `limit`: `Some(1)` for an update of
+    /// one document, `None` for several (which takes no sort).
+    fn query_options(&self, limit: Option<u64>) -> QueryOptions<'_> {
+        QueryOptions {
+            sort: self.sort.as_ref().filter(|_| limit.is_some()),
+            collation: self.collation.as_ref(),
+            let_vars: self.let_vars.as_ref(),
+            hint: self.hint.as_ref(),
+            limit,
+            ..QueryOptions::default()
+        }
+    }
+}
+
+impl DeleteOptions {
+    fn query_options(&self, limit: Option<u64>) -> QueryOptions<'_> {
+        QueryOptions {
+            collation: self.collation.as_ref(),
+            let_vars: self.let_vars.as_ref(),
+            hint: self.hint.as_ref(),
+            limit,
+            ..QueryOptions::default()
+        }
+    }
+}
+
+impl FindAndModify {
+    fn query_options(&self) -> QueryOptions<'_> {
+        QueryOptions {
+            sort: self.sort.as_ref(),
+            projection: self.projection.as_ref(),
+            collation: self.collation.as_ref(),
+            let_vars: self.let_vars.as_ref(),
+            hint: self.hint.as_ref(),
+            limit: Some(1),
+            ..QueryOptions::default()
+        }
+    }
 }
 
 /// What an update or replace did.
@@ -356,15 +395,18 @@ impl WriteTxn<'_> {
         sort: Option<&Document>,
         limit: Option<u64>,
     ) -> Result<Vec<Document>> {
-        let query = Filter::parse(filter)?;
-        let sort = sort.map(Sort::parse).transpose()?.filter(|s| !s.is_empty());
+        let query = Query::parse(
+            filter,
+            QueryOptions {
+                sort,
+                limit,
+                ..QueryOptions::default()
+            },
+        )?;
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        let found =
-            self.with_selection(&meta, &query, sort, None, limit, keep_all, |_, selected| {
-                Ok(selected)
-            })?;
+        let found = self.with_selection(&meta, &query, keep_all, |_, selected| Ok(selected))?;
         found
             .into_iter()
             .map(|(_, raw)| {
@@ -383,11 +425,11 @@ impl WriteTxn<'_> {
         filter: &Document,
         options: &crate::query::FindOptions,
     ) -> Result<Vec<RawDocumentBuf>> {
-        let query = crate::query::parse_query(filter, options)?;
+        let query = Query::parse(filter, options.query_options())?;
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        let plan = self.plan_over_own_writes(&meta, &query, options.hint.as_ref())?;
+        let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.txn, meta.clone())?;
         Cursor::new(&view, plan, query, Decode::bytes())?.collect()
     }
@@ -490,32 +532,26 @@ impl WriteTxn<'_> {
         Ok(result)
     }
 
-    /// Selects the documents matching `filter` (at most `limit`, in `sort` order) from this
+    /// Selects the documents `query` matches (at most its limit, in its sort order) from this
     /// transaction's tables, keeping of each what `keep` makes of its encoded `_id` and bytes
     /// (a delete keeps the `_id` alone, so that memory never holds every matched document), then
-    /// runs `work` with them and a writer over the same open tables.
-    #[allow(clippy::too_many_arguments)]
+    /// runs `work` with them and a writer over the same open tables. The query's projection is
+    /// the caller's to apply.
     fn with_selection<S, R>(
         &mut self,
         meta: &Arc<CollectionMeta>,
-        filter: &Filter,
-        sort: Option<Sort>,
-        hint: Option<&Bson>,
-        limit: Option<u64>,
+        query: &Query,
         keep: impl Fn(Vec<u8>, RawDocumentBuf) -> S,
         work: impl FnOnce(&mut Writer<'_>, Vec<S>) -> Result<R>,
     ) -> Result<R> {
-        let query = Query {
-            filter: filter.clone(),
-            sort,
-            projection: None,
-            skip: 0,
-            limit,
-        };
-        let plan = self.plan_over_own_writes(meta, &query, hint)?;
+        let plan = self.plan_over_own_writes(meta, query)?;
         let view = WriteView::open(&self.txn, meta.clone())?;
         let mut selected = Vec::new();
-        for doc in Cursor::new(&view, plan, query, Decode::bytes())? {
+        let selecting = Query {
+            projection: None,
+            ..query.clone()
+        };
+        for doc in Cursor::new(&view, plan, selecting, Decode::bytes())? {
             let doc = doc?;
             let id = doc.get("_id").ok().flatten().ok_or_else(|| {
                 Error::corrupt(
@@ -538,16 +574,9 @@ impl WriteTxn<'_> {
         &mut self,
         meta: &Arc<CollectionMeta>,
         query: &Query,
-        hint: Option<&Bson>,
     ) -> Result<crate::query::Plan> {
         self.flush_index_writes_of(meta.id)?;
-        choose_plan(
-            meta,
-            &self.db.shared.plan_cache,
-            &query.filter,
-            query.sort.as_ref(),
-            hint,
-        )
+        choose_plan(meta, &self.db.shared.plan_cache, query)
     }
 
     fn update_with(
@@ -558,9 +587,7 @@ impl WriteTxn<'_> {
         options: &UpdateOptions,
         limit: Option<u64>,
     ) -> Result<UpdateResult> {
-        let collation = parse_collation(options.collation.as_ref())?;
-        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
-            .collated(collation.clone());
+        let query = Query::parse(filter, options.query_options(limit))?;
         // MongoDB takes `sort` for an update of one document (which one it picks); for several
         // it would mean nothing, and is refused rather than ignored.
         if limit.is_none() && options.sort.is_some() {
@@ -572,22 +599,12 @@ impl WriteTxn<'_> {
             .with_code(crate::code::ErrorCode::FAILED_TO_PARSE)
             .into());
         }
-        let sort = options
-            .sort
-            .as_ref()
-            .map(Sort::parse)
-            .transpose()?
-            .filter(|s| !s.is_empty())
-            .map(|s| s.collated(collation));
         let bounded = limit.is_none() && !options.stop_at_first_error;
         let matched = match self.collection_meta(collection, false)? {
             // Several documents, all or nothing: the selection keeps their ids alone.
             Some(meta) if bounded => self.with_selection(
                 &meta,
                 &query,
-                sort,
-                options.hint.as_ref(),
-                limit,
                 |key, _| key,
                 |writer, ids| {
                     if ids.is_empty() {
@@ -596,20 +613,12 @@ impl WriteTxn<'_> {
                     update_all_or_nothing(writer, &ids, &query, update).map(Some)
                 },
             )?,
-            Some(meta) => self.with_selection(
-                &meta,
-                &query,
-                sort,
-                options.hint.as_ref(),
-                limit,
-                keep_all,
-                |writer, selected| {
-                    if selected.is_empty() {
-                        return Ok(None);
-                    }
-                    apply_update(writer, selected, &query, update, options).map(Some)
-                },
-            )?,
+            Some(meta) => self.with_selection(&meta, &query, keep_all, |writer, selected| {
+                if selected.is_empty() {
+                    return Ok(None);
+                }
+                apply_update(writer, selected, &query, update, options).map(Some)
+            })?,
             None => None,
         };
         if let Some(result) = matched {
@@ -634,30 +643,20 @@ impl WriteTxn<'_> {
         options: &DeleteOptions,
         limit: Option<u64>,
     ) -> Result<u64> {
-        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
-            .collated(parse_collation(options.collation.as_ref())?);
+        let query = Query::parse(filter, options.query_options(limit))?;
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
-        let hint = options.hint.as_ref();
         let ids_only = |key, _| key;
-        self.with_selection(
-            &meta,
-            &query,
-            None,
-            hint,
-            limit,
-            ids_only,
-            |writer, selected| {
-                let mut deleted = 0;
-                for key in &selected {
-                    if writer.delete(key)?.is_some() {
-                        deleted += 1;
-                    }
+        self.with_selection(&meta, &query, ids_only, |writer, selected| {
+            let mut deleted = 0;
+            for key in &selected {
+                if writer.delete(key)?.is_some() {
+                    deleted += 1;
                 }
-                Ok(deleted)
-            },
-        )
+            }
+            Ok(deleted)
+        })
     }
 
     fn modify_first(
@@ -667,47 +666,25 @@ impl WriteTxn<'_> {
         update: Option<&Update>,
         options: &FindAndModify,
     ) -> Result<Modified> {
-        let collation = parse_collation(options.collation.as_ref())?;
-        let query = Filter::parse_with(filter, &Scope::with_let(options.let_vars.as_ref())?)?
-            .collated(collation.clone());
-        let sort = options
-            .sort
-            .as_ref()
-            .map(Sort::parse)
-            .transpose()?
-            .filter(|s| !s.is_empty())
-            .map(|s| s.collated(collation));
-        let projection = options
-            .projection
-            .as_ref()
-            .map(Projection::parse)
-            .transpose()?;
+        let query = Query::parse(filter, options.query_options())?;
         let found = match self.collection_meta(collection, false)? {
-            Some(meta) => self.with_selection(
-                &meta,
-                &query,
-                sort,
-                options.hint.as_ref(),
-                Some(1),
-                keep_all,
-                |writer, selected| {
-                    let Some((key, original)) = selected.into_iter().next() else {
-                        return Ok(None);
-                    };
-                    let Some(update) = update else {
-                        writer.delete(&key)?;
-                        return Ok(Some(original));
-                    };
-                    let new = updated_document(&original, &query, update, bson::DateTime::now())?;
-                    if let Some(new) = &new {
-                        writer.replace_known(&key, &original, new.clone())?;
-                    }
-                    Ok(Some(match options.return_document {
-                        ReturnDocument::Before => original,
-                        ReturnDocument::After => new.unwrap_or(original),
-                    }))
-                },
-            )?,
+            Some(meta) => self.with_selection(&meta, &query, keep_all, |writer, selected| {
+                let Some((key, original)) = selected.into_iter().next() else {
+                    return Ok(None);
+                };
+                let Some(update) = update else {
+                    writer.delete(&key)?;
+                    return Ok(Some(original));
+                };
+                let new = updated_document(&original, &query, update, bson::DateTime::now())?;
+                if let Some(new) = &new {
+                    writer.replace_known(&key, &original, new.clone())?;
+                }
+                Ok(Some(match options.return_document {
+                    ReturnDocument::Before => original,
+                    ReturnDocument::After => new.unwrap_or(original),
+                }))
+            })?,
             None => None,
         };
         let matched = found.is_some();
@@ -726,7 +703,7 @@ impl WriteTxn<'_> {
             (None, _) => None,
         };
         let corrupt = |e: String| Error::corrupt(format!("collection `{collection}`"), e);
-        let value = match (returned, projection) {
+        let value = match (returned, &query.projection) {
             (None, _) => None,
             (Some(raw), Some(p)) => Some(
                 p.apply(&raw, &query)
@@ -756,7 +733,7 @@ impl WriteTxn<'_> {
 fn update_all_or_nothing(
     writer: &mut Writer<'_>,
     ids: &[Vec<u8>],
-    query: &Filter,
+    query: &Query,
     update: &Update,
 ) -> Result<UpdateResult> {
     let now = bson::DateTime::now();
@@ -823,7 +800,7 @@ fn read_selected(writer: &Writer<'_>, key: &[u8]) -> Result<RawDocumentBuf> {
 fn apply_update(
     writer: &mut Writer<'_>,
     selected: Vec<Selected>,
-    query: &Filter,
+    query: &Query,
     update: &Update,
     options: &UpdateOptions,
 ) -> Result<UpdateResult> {
@@ -910,7 +887,7 @@ fn id_of(doc: &RawDocumentBuf) -> Bson {
 /// The document an update turns `original` into, or `None` when it changes nothing.
 fn updated_document(
     original: &RawDocumentBuf,
-    query: &Filter,
+    query: &Query,
     update: &Update,
     now: bson::DateTime,
 ) -> std::result::Result<Option<RawDocumentBuf>, UpdateError> {
@@ -949,7 +926,7 @@ fn apply_operators(
     ops: &Operators,
     mut doc: Document,
     original: &bson::RawDocument,
-    query: &Filter,
+    query: &Query,
     inserting: bool,
     now: bson::DateTime,
 ) -> std::result::Result<Document, UpdateError> {
@@ -1010,7 +987,7 @@ fn id_changed() -> UpdateError {
 
 /// The document an upsert inserts: the query's equality fields, then the update (or the
 /// replacement with the query's `_id`).
-fn upserted(filter: &Document, query: &Filter, update: &Update) -> Result<Document> {
+fn upserted(filter: &Document, query: &Query, update: &Update) -> Result<Document> {
     let seeding = match update {
         Update::Replacement(_) => Seeding::IdOnly,
         Update::Operators(_) | Update::Pipeline(_) => Seeding::AllFields,

@@ -1,0 +1,110 @@
+//! `Query`: one parsed query, as every operation that selects documents takes it (finds,
+//! counts, distinct values, updates, deletes, find-and-modify, an aggregation's leading
+//! `$match`): the filter, the collation its strings compare under, the sort, projection, hint,
+//! skip and limit. Each operation states which of its options are the query's
+//! ([`QueryOptions`]) and [`Query::parse`] reads them, so parsing, the collation and their
+//! errors are written once.
+//!
+//! The collation belongs to the query, not to the filter: matching, the positional `$`, the
+//! planner (which cannot bound strings by an index of binary strings when a collation applies)
+//! and the plan cache's shapes all read it from here.
+
+use std::sync::Arc;
+
+use bson::{Bson, Document, RawDocument};
+
+use super::filter::Filter;
+use super::projection::Projection;
+use super::sort::Sort;
+use crate::collation::Collation;
+use crate::error::Result;
+use crate::expr::{ExprError, Scope};
+
+/// A parsed query; see the module documentation.
+#[derive(Debug, Clone)]
+pub(crate) struct Query {
+    pub(crate) filter: Filter,
+    pub(crate) collation: Option<Arc<Collation>>,
+    /// `None` for no sort or an empty one; compares strings under the collation.
+    pub(crate) sort: Option<Sort>,
+    pub(crate) projection: Option<Projection>,
+    pub(crate) hint: Option<Bson>,
+    pub(crate) skip: u64,
+    /// `None` for no limit (a limit of 0 is none).
+    pub(crate) limit: Option<u64>,
+}
+
+/// The options of an operation that make its query, borrowed from the operation's own options.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct QueryOptions<'a> {
+    pub(crate) sort: Option<&'a Document>,
+    pub(crate) projection: Option<&'a Document>,
+    pub(crate) collation: Option<&'a Document>,
+    /// Variables `$expr` names as `$$name` (MongoDB's `let`).
+    pub(crate) let_vars: Option<&'a Document>,
+    pub(crate) hint: Option<&'a Bson>,
+    pub(crate) skip: u64,
+    pub(crate) limit: Option<u64>,
+}
+
+impl Query {
+    /// Parses a filter and the options of its query; malformed ones are refused before
+    /// anything runs.
+    pub(crate) fn parse(filter: &Document, options: QueryOptions<'_>) -> Result<Query> {
+        let collation = parse_collation(options.collation)?;
+        let filter = Filter::parse_with(filter, &Scope::with_let(options.let_vars)?)?;
+        let sort = options
+            .sort
+            .map(Sort::parse)
+            .transpose()?
+            .filter(|s| !s.is_empty())
+            .map(|s| s.collated(collation.clone()));
+        Ok(Query {
+            filter,
+            collation,
+            sort,
+            projection: options.projection.map(Projection::parse).transpose()?,
+            hint: options.hint.cloned(),
+            skip: options.skip,
+            limit: options.limit.filter(|&l| l > 0),
+        })
+    }
+
+    /// A query of this filter alone: no collation, sort, projection or bounds.
+    #[cfg(test)]
+    pub(crate) fn of_filter(filter: Filter) -> Query {
+        Query {
+            filter,
+            collation: None,
+            sort: None,
+            projection: None,
+            hint: None,
+            skip: 0,
+            limit: None,
+        }
+    }
+
+    /// The collation strings compare under, if any.
+    pub(crate) fn collation(&self) -> Option<&Collation> {
+        self.collation.as_deref()
+    }
+
+    /// Whether `doc` matches the filter under the query's collation, or why an `$expr` could
+    /// not be evaluated on it.
+    pub(crate) fn matches(&self, doc: &RawDocument) -> Result<bool, ExprError> {
+        self.filter.try_matches_in(doc, self.collation())
+    }
+
+    /// The array position the match of `doc` recorded, for the positional `$`.
+    pub(crate) fn matched_position(&self, doc: &RawDocument) -> Option<usize> {
+        self.filter.matched_position_in(doc, self.collation())
+    }
+}
+
+/// A `collation` option; `None` for none or the simple (binary) one.
+pub(crate) fn parse_collation(spec: Option<&Document>) -> Result<Option<Arc<Collation>>> {
+    Ok(match spec {
+        Some(spec) => Collation::parse(spec)?,
+        None => None,
+    })
+}
