@@ -15,10 +15,11 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document, RawDocumentBuf};
 
-use super::{Documents, Stage, lookup, set_output};
+use super::{Documents, Stage, set_output};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Func, compare_bson, error, eval_in, is_unit, shift_utc};
+use crate::path::Path;
 use crate::query::SORT_MEMORY_LIMIT;
 
 const NAME: &str = "$densify";
@@ -39,8 +40,8 @@ enum Bounds {
 
 /// A parsed `$densify`.
 pub(super) struct Densify {
-    field: Vec<String>,
-    partition_by: Vec<Vec<String>>,
+    field: Path,
+    partition_by: Vec<Path>,
     step: Bson,
     unit: Option<String>,
     bounds: Bounds,
@@ -53,20 +54,19 @@ fn is_number(v: &Bson) -> bool {
     )
 }
 
-fn path_of(name: &str, what: &str) -> Result<Vec<String>> {
+fn path_of(name: &str, what: &str) -> Result<Path> {
     if name.starts_with('$') {
         return Err(location(
             16410,
             format!("{what} `{name}` cannot start with `$`"),
         ));
     }
-    if name.is_empty() || name.split('.').any(str::is_empty) {
-        return Err(fail(
+    Path::checked(name).ok_or_else(|| {
+        fail(
             ErrorCode::BAD_VALUE,
             format!("{what} `{name}` is not a field path"),
-        ));
-    }
-    Ok(name.split('.').map(str::to_owned).collect())
+        )
+    })
 }
 
 pub(super) fn parse(arg: &Bson) -> Result<Stage> {
@@ -265,7 +265,7 @@ impl Densify {
         for doc in input {
             let doc = doc?;
             super::hold(&mut held, &doc, NAME)?;
-            let value = match lookup(&doc, &self.field) {
+            let value = match self.field.get(&doc).cloned() {
                 None | Some(Bson::Null | Bson::Undefined) => {
                     passed.push(doc);
                     continue;
@@ -275,7 +275,7 @@ impl Densify {
             self.check_kind(&value)?;
             let mut key = Document::new();
             for path in &self.partition_by {
-                if let Some(v) = lookup(&doc, path) {
+                if let Some(v) = path.get(&doc).cloned() {
                     set_output(&mut key, path, v);
                 }
             }

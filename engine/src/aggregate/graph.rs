@@ -13,21 +13,22 @@ use std::collections::HashSet;
 
 use bson::{Bson, Document};
 
-use super::{Context, Stage, lookup_values, set_output};
+use super::{Context, Stage, set_output};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Scope, compare_bson, error, eval_in};
+use crate::path::Path;
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT};
 
 /// A parsed `$graphLookup`.
 pub(super) struct GraphLookup {
     from: String,
     start_with: Expr,
-    connect_from: Vec<String>,
+    connect_from: Path,
     connect_to: String,
-    output: Vec<String>,
+    output: Path,
     max_depth: Option<u64>,
-    depth_field: Option<Vec<String>>,
+    depth_field: Option<Path>,
     restrict: Option<Document>,
 }
 
@@ -121,15 +122,14 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
             ));
         }
     };
-    let split = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
     Ok(Stage::GraphLookup(Box::new(GraphLookup {
         from,
         start_with: Expr::parse(start_with, scope)?,
-        connect_from: split(&connect_from),
+        connect_from: Path::new(&connect_from),
         connect_to,
-        output: split(&output),
+        output: Path::new(&output),
         max_depth,
-        depth_field: depth_field.as_deref().map(split),
+        depth_field: depth_field.as_deref().map(Path::new),
         restrict,
     })))
 }
@@ -159,7 +159,7 @@ impl GraphLookup {
                 collation: context.options.collation.clone(),
                 ..FindOptions::default()
             };
-            let to_path: Vec<String> = self.connect_to.split('.').map(str::to_owned).collect();
+            let to_path = Path::new(&self.connect_to);
             let mut depth: u64 = 0;
             while !frontier.is_empty() && self.max_depth.is_none_or(|max| depth <= max) {
                 let mut filter =
@@ -176,7 +176,7 @@ impl GraphLookup {
                     // `$in: [null]` also matches a missing field, which a search does not:
                     // with null sought, a document needs a value equal to a sought one.
                     if null_sought {
-                        let values = lookup_values(&result, &to_path);
+                        let values = to_path.elements(&result);
                         let cx = context.collation.as_deref();
                         if !values.iter().any(|v| {
                             frontier
@@ -190,7 +190,7 @@ impl GraphLookup {
                     if !seen.insert(id) {
                         continue;
                     }
-                    for value in lookup_values(&result, &self.connect_from) {
+                    for value in self.connect_from.elements(&result) {
                         if followed.insert(value_key(&value)) {
                             next.push(value);
                         }

@@ -564,8 +564,10 @@ impl Grouping {
     /// The field the key is, when it is one field's value (`"$a.b"`): `a.b`.
     pub(super) fn key_field(&self) -> Option<String> {
         match &self.id {
-            Expr::Field(path) => Some(path.join(".")),
-            Expr::Root(path) | Expr::Current(path) if !path.is_empty() => Some(path.join(".")),
+            Expr::Field(path) => Some(path.as_str().to_owned()),
+            Expr::Root(path) | Expr::Current(path) if !path.is_empty() => {
+                Some(path.as_str().to_owned())
+            }
             _ => None,
         }
     }

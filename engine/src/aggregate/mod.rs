@@ -52,6 +52,7 @@ use crate::db::ReadTxn;
 use crate::error::{Error, Result};
 use crate::expr::take_n::Pick;
 use crate::expr::{Env, Expr, Scope, error, eval_in};
+use crate::path::{Parents, Path};
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
 use crate::update::Pipeline;
@@ -397,7 +398,7 @@ enum Stage {
     /// `$project`, `$addFields`, `$unset`, `$replaceRoot`: the update pipeline's stages.
     Shape(Pipeline),
     Unwind {
-        path: Vec<String>,
+        path: Path,
         index_field: Option<String>,
         preserve: bool,
     },
@@ -446,11 +447,11 @@ struct Lookup {
     /// `None`: the pipeline starts with `$documents`.
     from: Option<String>,
     /// `localField` and `foreignField`, for an equality join.
-    equality: Option<(Vec<String>, String)>,
+    equality: Option<(Path, String)>,
     /// `let` variables, evaluated on each input document for the pipeline.
     vars: Vec<(String, Expr)>,
     pipeline: Vec<Document>,
-    output: Vec<String>,
+    output: Path,
 }
 
 fn stage_error(stage: &str, reason: impl std::fmt::Display) -> Error {
@@ -889,9 +890,7 @@ fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
         ));
     };
     let equality = match (text("localField")?, text("foreignField")?) {
-        (Some(local), Some(foreign)) => {
-            Some((local.split('.').map(str::to_owned).collect(), foreign))
-        }
+        (Some(local), Some(foreign)) => Some((Path::new(&local), foreign)),
         (None, None) => None,
         _ => {
             return Err(stage_error(
@@ -933,7 +932,7 @@ fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
         equality,
         vars,
         pipeline,
-        output: output.split('.').map(str::to_owned).collect(),
+        output: Path::new(&output),
     })
 }
 
@@ -949,7 +948,7 @@ impl Lookup {
                     pipeline.extend(stages.next());
                 }
                 if let Some((local, foreign_field)) = &self.equality {
-                    let mut values = lookup_values(&doc, local);
+                    let mut values = local.elements(&doc);
                     if values.is_empty() {
                         values.push(Bson::Null);
                     }
@@ -984,52 +983,10 @@ impl Lookup {
     }
 }
 
-/// The values a local field holds: through subdocuments and arrays, an array counting as its
-/// elements.
-fn lookup_values(doc: &Document, path: &[String]) -> Vec<Bson> {
-    fn walk(v: &Bson, path: &[String], out: &mut Vec<Bson>) {
-        match (path.split_first(), v) {
-            (None, Bson::Array(items)) => out.extend(items.iter().cloned()),
-            (None, value) => out.push(value.clone()),
-            (Some((first, rest)), Bson::Document(d)) => {
-                if let Some(child) = d.get(first) {
-                    walk(child, rest, out);
-                }
-            }
-            (Some(_), Bson::Array(items)) => {
-                for item in items {
-                    if matches!(item, Bson::Document(_)) {
-                        walk(item, path, out);
-                    }
-                }
-            }
-            (Some(_), _) => {}
-        }
-    }
-    let mut out = Vec::new();
-    if let Some((first, rest)) = path.split_first()
-        && let Some(v) = doc.get(first)
-    {
-        walk(v, rest, &mut out);
-    }
-    out
-}
-
-/// Sets `value` at a dotted path, creating (or replacing non-document) parents.
-fn set_output(doc: &mut Document, path: &[String], value: Bson) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    if rest.is_empty() {
-        doc.insert(first.clone(), value);
-        return;
-    }
-    if !matches!(doc.get(first), Some(Bson::Document(_))) {
-        doc.insert(first.clone(), Document::new());
-    }
-    if let Some(Bson::Document(d)) = doc.get_mut(first) {
-        set_output(d, rest, value);
-    }
+/// Sets `value` at a stage's output path, creating (or replacing non-document) parents.
+pub(super) fn set_output(doc: &mut Document, path: &Path, value: Bson) {
+    // Overwriting parents never blocks.
+    let _ = path.set(doc, value, Parents::Overwrite);
 }
 
 fn parse_unwind(arg: &Bson) -> Result<Stage> {
@@ -1093,13 +1050,13 @@ fn parse_unwind(arg: &Bson) -> Result<Stage> {
             error(name, "the path `$` names no field").with_code(code(40352)),
         ));
     }
-    if path.starts_with('$') || path.split('.').any(str::is_empty) {
+    let Some(path) = Path::checked(path) else {
         return Err(Error::from(
             error(name, format!("`${path}` is not a valid field path")).with_code(code(40353)),
         ));
-    }
+    };
     Ok(Stage::Unwind {
-        path: path.split('.').map(str::to_owned).collect(),
+        path,
         index_field,
         preserve,
     })
@@ -1341,30 +1298,31 @@ fn parse_accumulator(
 /// copies of the array).
 fn unwind(
     mut doc: Document,
-    path: Vec<String>,
+    path: Path,
     index_field: Option<String>,
     preserve: bool,
 ) -> Box<dyn Iterator<Item = Document>> {
     // A dotted index field is a path; through the unwound element, it writes into it.
+    let index_path = index_field.map(|f| Path::new(&f));
     let with_index = move |mut d: Document, i: Option<usize>| {
-        if let Some(f) = &index_field {
-            let path: Vec<String> = f.split('.').map(str::to_owned).collect();
+        if let Some(path) = &index_path {
             set_output(
                 &mut d,
-                &path,
+                path,
                 i.map_or(Bson::Null, |i| Bson::Int64(i as i64)),
             );
         }
         d
     };
-    match lookup(&doc, &path) {
+    match path.get(&doc) {
         Some(Bson::Array(_)) => {
-            let Some(Bson::Array(items)) = take_path(&mut doc, &path) else {
+            // The array's place is kept (holding null), so that each element goes where it was.
+            let Ok(Some(Bson::Array(items))) = path.replace(&mut doc, Bson::Null) else {
                 return Box::new(std::iter::empty());
             };
             if items.is_empty() {
                 // Preserved, an empty array's field goes away.
-                remove_path(&mut doc, &path);
+                let _ = path.remove(&mut doc);
                 return if preserve {
                     Box::new(std::iter::once(with_index(doc, None)))
                 } else {
@@ -1373,7 +1331,8 @@ fn unwind(
             }
             Box::new(items.into_iter().enumerate().map(move |(i, item)| {
                 let mut d = doc.clone();
-                set_path(&mut d, &path, item);
+                // The parents exist: the array was found through them.
+                let _ = path.set(&mut d, item, Parents::Existing);
                 with_index(d, Some(i))
             }))
         }
@@ -1383,55 +1342,5 @@ fn unwind(
         None | Some(Bson::Null | Bson::Undefined) => Box::new(std::iter::empty()),
         // A value that is not an array unwinds to itself.
         Some(_) => Box::new(std::iter::once(with_index(doc, None))),
-    }
-}
-
-/// Removes the value at a path through subdocuments, and gives it back; the parents stay, so
-/// that setting the path again puts a value where it was.
-fn take_path(doc: &mut Document, path: &[String]) -> Option<Bson> {
-    let (first, rest) = path.split_first()?;
-    if rest.is_empty() {
-        // Keep the field's place: replace with null, then the caller sets it.
-        let value = doc.get(first).cloned();
-        doc.insert(first.clone(), Bson::Null);
-        return value;
-    }
-    match doc.get_mut(first) {
-        Some(Bson::Document(d)) => take_path(d, rest),
-        _ => None,
-    }
-}
-
-fn lookup(doc: &Document, path: &[String]) -> Option<Bson> {
-    let (first, rest) = path.split_first()?;
-    let value = doc.get(first)?;
-    if rest.is_empty() {
-        return Some(value.clone());
-    }
-    match value {
-        Bson::Document(d) => lookup(d, rest),
-        _ => None,
-    }
-}
-
-fn set_path(doc: &mut Document, path: &[String], value: Bson) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    if rest.is_empty() {
-        doc.insert(first.clone(), value);
-    } else if let Some(Bson::Document(d)) = doc.get_mut(first) {
-        set_path(d, rest, value);
-    }
-}
-
-fn remove_path(doc: &mut Document, path: &[String]) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    if rest.is_empty() {
-        doc.remove(first);
-    } else if let Some(Bson::Document(d)) = doc.get_mut(first) {
-        remove_path(d, rest);
     }
 }

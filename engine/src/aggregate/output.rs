@@ -3,9 +3,10 @@
 
 use bson::{Bson, Document};
 
-use super::{AggregateOptions, lookup, stage_error};
+use super::{AggregateOptions, stage_error};
 use crate::db::{Database, WriteTxn};
 use crate::error::{Error, Result};
+use crate::path::Path;
 use crate::update::UpdateOptions;
 
 /// Where a pipeline's final `$out` or `$merge` writes.
@@ -218,10 +219,7 @@ impl Merge {
             let unidentified = !doc.contains_key("_id") && self.on.iter().any(|f| f == "_id");
             let mut filter = Document::new();
             for field in &self.on {
-                let value = lookup(
-                    doc,
-                    &field.split('.').map(str::to_owned).collect::<Vec<_>>(),
-                );
+                let value = Path::new(field).get(doc).cloned();
                 match value {
                     _ if unidentified => {}
                     Some(v) if !matches!(v, Bson::Array(_)) => {

@@ -25,11 +25,12 @@ use std::ops::Range;
 use bson::{Bson, Document, RawDocumentBuf};
 
 use super::group::{self, Accumulator};
-use super::{Documents, Stage, lookup, parse_accumulator, set_output};
+use super::{Documents, Stage, parse_accumulator, set_output};
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Scope, as_f64, compare_bson, error, eval_in, is_unit, shift_utc};
+use crate::path::Path;
 use crate::query::{SORT_MEMORY_LIMIT, Sort};
 
 const NAME: &str = "$setWindowFields";
@@ -50,7 +51,7 @@ pub(super) struct SetWindowFields {
 }
 
 struct Output {
-    path: Vec<String>,
+    path: Path,
     func: Function,
     window: Window,
 }
@@ -164,14 +165,15 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
     });
     let mut outputs: Vec<Output> = Vec::new();
     for (path, spec) in output {
-        let path: Vec<String> = path.split('.').map(str::to_owned).collect();
+        let path = Path::new(path);
         if outputs.iter().any(|o| {
-            let n = o.path.len().min(path.len());
-            o.path[..n] == path[..n]
+            let (mine, theirs) = (o.path.segments(), path.segments());
+            let n = mine.len().min(theirs.len());
+            mine[..n] == theirs[..n]
         }) {
             return Err(fail(
                 ErrorCode::location(6_307_900),
-                format!("the output paths conflict at `{}`", path.join(".")),
+                format!("the output paths conflict at `{path}`"),
             ));
         }
         let output = parse_output(path, spec, scope, sort_fields)?;
@@ -297,16 +299,11 @@ fn parse_window(spec: &Bson, sort_fields: usize) -> Result<Window> {
     }
 }
 
-fn parse_output(
-    path: Vec<String>,
-    spec: &Bson,
-    scope: &Scope,
-    sort_fields: usize,
-) -> Result<Output> {
+fn parse_output(path: Path, spec: &Bson, scope: &Scope, sort_fields: usize) -> Result<Output> {
     let Bson::Document(spec) = spec else {
         return Err(parse_error(format!(
             "the output `{}` must be an object",
-            path.join(".")
+            path.as_str()
         )));
     };
     let mut window_spec = None;
@@ -343,7 +340,7 @@ fn parse_output(
         None
     } else {
         Some(
-            parse_accumulator(name, arg, &path.join("."), scope).map_err(|e| match e {
+            parse_accumulator(name, arg, path.as_str(), scope).map_err(|e| match e {
                 Error::InvalidExpression(ref x)
                     if x.reason.contains("not a supported accumulator") =>
                 {
@@ -628,8 +625,8 @@ impl SetWindowFields {
             keyed.push((sort.keys(&raw, cx), doc));
         }
         keyed.sort_by(|(a, _), (b, _)| sort.compare_keys(a, b, cx));
-        let first: Vec<String> = fields[0].split('.').map(str::to_owned).collect();
-        let values = keyed.iter().map(|(_, d)| lookup(d, &first)).collect();
+        let first = Path::new(&fields[0]);
+        let values = keyed.iter().map(|(_, d)| first.get(d).cloned()).collect();
         let tied = (0..keyed.len())
             .map(|i| {
                 i > 0 && sort.compare_keys(&keyed[i - 1].0, &keyed[i].0, cx) == Ordering::Equal

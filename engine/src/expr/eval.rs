@@ -7,6 +7,7 @@ use bson::{Bson, Document};
 use super::{Expr, ExprError, error};
 use crate::collation::Collation;
 use crate::number::Number;
+use crate::path::Path;
 
 /// What `CURRENT` is: the root document, or a value (missing too) that `$let` or `$map` bound.
 #[derive(Debug, Clone)]
@@ -92,38 +93,13 @@ pub fn truthy(value: Option<&Bson>) -> bool {
     }
 }
 
-/// The value at `path` below `value`: through subdocuments, and through arrays element by
-/// element (an array of the values found; numeric segments are field names here).
-pub(crate) fn path_of(value: Option<Bson>, path: &[String]) -> Option<Bson> {
-    let value = value?;
+/// The value at `path` below `value`, by the expression rule ([`Path::resolve`]); an owned
+/// value with the empty path is itself, not a copy.
+pub(crate) fn path_of(value: Option<Bson>, path: &Path) -> Option<Bson> {
     if path.is_empty() {
-        return Some(value);
+        return value;
     }
-    lookup(&value, path)
-}
-
-fn lookup(value: &Bson, path: &[String]) -> Option<Bson> {
-    let Some((first, rest)) = path.split_first() else {
-        return Some(value.clone());
-    };
-    match value {
-        Bson::Document(d) => lookup(d.get(first)?, rest),
-        Bson::Array(items) => Some(Bson::Array(
-            items
-                .iter()
-                .filter(|e| matches!(e, Bson::Document(_) | Bson::Array(_)))
-                .filter_map(|e| lookup(e, path))
-                .collect(),
-        )),
-        _ => None,
-    }
-}
-
-fn lookup_in(doc: &Document, path: &[String]) -> Option<Bson> {
-    match path.split_first() {
-        None => Some(Bson::Document(doc.clone())),
-        Some((first, rest)) => lookup(doc.get(first)?, rest),
-    }
+    path.resolve(&value?)
 }
 
 /// Evaluates `expr` in `env`; `None` is missing.
@@ -131,14 +107,14 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
     Ok(match expr {
         Expr::Literal(v) => Some(v.clone()),
         // The current document is the root: no stage here rebinds `$$CURRENT`.
-        Expr::Root(path) => lookup_in(&env.root, path),
+        Expr::Root(path) => path.resolve_in(&env.root),
         Expr::Field(path) => match &env.current {
-            Current::Root => lookup_in(&env.root, path),
+            Current::Root => path.resolve_in(&env.root),
             Current::Rebound(current) => path_of(current.clone(), path),
         },
         Expr::Current(path) => match &env.current {
             Current::Root if path.is_empty() => Some(Bson::Document(env.root.as_ref().clone())),
-            Current::Root => lookup_in(&env.root, path),
+            Current::Root => path.resolve_in(&env.root),
             Current::Rebound(current) => path_of(current.clone(), path),
         },
         Expr::Var(name, path) => {

@@ -40,6 +40,7 @@ mod text;
 
 use crate::code::ErrorCode;
 use crate::nesting::{self, MAX_INPUT_DEPTH};
+use crate::path::Path;
 use std::fmt;
 
 use bson::{Bson, Document};
@@ -65,14 +66,14 @@ pub fn whole_number(value: &Bson) -> Option<i64> {
 pub enum Expr {
     Literal(Bson),
     /// `$a.b`: a path from the current document.
-    Field(Vec<String>),
+    Field(Path),
     /// `$$name.a.b`: a variable bound by an enclosing `$let`, `$map`, `$filter` or `$reduce`.
-    Var(String, Vec<String>),
+    Var(String, Path),
     /// `$$ROOT.a.b`: the document itself, or a path from it.
-    Root(Vec<String>),
+    Root(Path),
     /// `$$CURRENT.a.b`: the document field paths read (the document itself unless `$let` or
     /// `$map` rebinds `CURRENT`).
-    Current(Vec<String>),
+    Current(Path),
     /// `$$REMOVE`: missing.
     Remove,
     /// `$$NOW`: the time of the evaluation.
@@ -173,14 +174,14 @@ impl Expr {
         match self {
             Expr::Literal(_) | Expr::Remove | Expr::Now | Expr::Var(..) => true,
             Expr::Field(path) => {
-                paths.push(path.join("."));
+                paths.push(path.as_str().to_owned());
                 true
             }
             Expr::Root(path) | Expr::Current(path) => {
                 if path.is_empty() {
                     return false;
                 }
-                paths.push(path.join("."));
+                paths.push(path.as_str().to_owned());
                 true
             }
             Expr::Object(fields) => all(fields.iter().map(|(_, e)| e), paths),
@@ -322,11 +323,12 @@ fn check_name(name: &str) -> Result<(), ExprError> {
     }
 }
 
-fn split_path(path: &str) -> Vec<String> {
+/// The path of a field reference (`$a.b`, `$$var.a.b`): empty for the value itself.
+fn split_path(path: &str) -> Path {
     if path.is_empty() {
-        Vec::new()
+        Path::empty()
     } else {
-        path.split('.').map(str::to_owned).collect()
+        Path::new(path)
     }
 }
 
@@ -346,11 +348,10 @@ impl Expr {
         match value {
             Bson::String(s) if s.starts_with("$$") => parse_variable(&s[2..], scope),
             Bson::String(s) if s.starts_with('$') => {
-                let path = &s[1..];
-                if path.is_empty() || path.split('.').any(str::is_empty) {
-                    return Err(error("$", format!("`{s}` is not a valid field path")));
-                }
-                Ok(Expr::Field(split_path(path)))
+                // `$$` was taken above: the path does not start with `$`.
+                let path = Path::checked(&s[1..])
+                    .ok_or_else(|| error("$", format!("`{s}` is not a valid field path")))?;
+                Ok(Expr::Field(path))
             }
             Bson::Document(d) => match d.iter().next() {
                 Some((key, arg)) if key.starts_with('$') => {
@@ -777,7 +778,7 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
             };
             Ok(Expr::GetField {
                 field: Box::new(field_name(key, field, scope)?),
-                input: input.unwrap_or_else(|| Box::new(Expr::Current(Vec::new()))),
+                input: input.unwrap_or_else(|| Box::new(Expr::Current(Path::empty()))),
             })
         }
         "$setField" | "$unsetField" => {

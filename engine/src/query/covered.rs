@@ -14,7 +14,7 @@
 //!
 //! Fields of a covered result come in the index's key order, not the stored document's.
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf};
 
 use super::filter::Filter;
 use super::plan::{Access, Plan};
@@ -22,12 +22,13 @@ use super::projection::Projection;
 use super::sort::Sort;
 use crate::catalog::CollectionMeta;
 use crate::keys::{self, Direction};
+use crate::path::{Parents, Path};
 
 /// What a covered scan needs to rebuild documents from index entries.
 #[derive(Debug, Clone)]
 pub(crate) struct Covering {
     directions: Vec<Direction>,
-    paths: Vec<Vec<String>>,
+    paths: Vec<Path>,
 }
 
 /// What the query returns.
@@ -55,30 +56,27 @@ pub(crate) fn covering(
     if index.multikey || scan.multikey || index.spec.hashed_field().is_some() {
         return None;
     }
-    let paths: Vec<Vec<String>> = index
-        .spec
-        .keys()
-        .iter()
-        .map(|(p, _)| p.segments().to_vec())
-        .collect();
+    let paths: Vec<Path> = index.spec.keys().iter().map(|(p, _)| p.clone()).collect();
     let numeric = |s: &String| s.bytes().all(|b| b.is_ascii_digit());
-    if paths.iter().any(|p| p.iter().any(numeric)) {
+    if paths.iter().any(|p| p.segments().iter().any(numeric)) {
         return None;
     }
-    let nests = |a: &[String], b: &[String]| a.len() <= b.len() && b[..a.len()] == *a;
     for (i, a) in paths.iter().enumerate() {
-        if paths[i + 1..].iter().any(|b| nests(a, b) || nests(b, a)) {
+        if paths[i + 1..]
+            .iter()
+            .any(|b| a.is_prefix_of(b) || b.is_prefix_of(a))
+        {
             return None;
         }
     }
-    let under_index = |path: &[String]| paths.iter().any(|p| nests(p, path));
+    let under_index = |path: &Path| paths.iter().any(|p| p.is_prefix_of(path));
     let mut filter_paths = Vec::new();
     filter_paths_of(filter, &mut filter_paths);
-    if !filter_paths.iter().all(|p| under_index(p)) {
+    if !filter_paths.iter().all(&under_index) {
         return None;
     }
     if let Some(sort) = sort.filter(|_| !plan.provides_sort)
-        && !sort.fields().iter().all(|(p, _)| under_index(p.segments()))
+        && !sort.fields().iter().all(|(p, _)| under_index(p))
     {
         return None;
     }
@@ -89,8 +87,10 @@ pub(crate) fn covering(
             let (included, returns_id) = projection.included_paths()?;
             let top_level: Vec<&String> = paths
                 .iter()
-                .filter(|p| p.len() == 1)
-                .map(|p| &p[0])
+                .filter_map(|p| match p.segments() {
+                    [only] => Some(only),
+                    _ => None,
+                })
                 .collect();
             let covered = |path: &str| {
                 top_level
@@ -110,16 +110,16 @@ pub(crate) fn covering(
 
 /// The paths a filter reads (those inside `$elemMatch` are relative to the array and read
 /// nothing else).
-fn filter_paths_of(filter: &Filter, out: &mut Vec<Vec<String>>) {
+fn filter_paths_of(filter: &Filter, out: &mut Vec<Path>) {
     match filter {
         Filter::And(fs) | Filter::Or(fs) | Filter::Nor(fs) => {
             for f in fs {
                 filter_paths_of(f, out);
             }
         }
-        Filter::Field(path, _) => out.push(path.segments.clone()),
+        Filter::Field(path, _) => out.push(path.clone()),
         // An expression may read any field: the empty path, which no index covers.
-        Filter::Expr(_) => out.push(Vec::new()),
+        Filter::Expr(_) => out.push(Path::empty()),
     }
 }
 
@@ -131,27 +131,10 @@ impl Covering {
         let mut doc = Document::new();
         for (path, value) in self.paths.iter().zip(fields) {
             if let Some(value) = value {
-                insert_at(&mut doc, path, value);
+                // Index keys on `a` and `a.b` both: the first one set wins.
+                let _ = path.set(&mut doc, value, Parents::Create);
             }
         }
         RawDocumentBuf::try_from(&doc).ok()
     }
-}
-
-/// Sets `value` at a dotted path, creating the subdocuments on the way.
-fn insert_at(doc: &mut Document, path: &[String], value: Bson) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut at = doc;
-    for segment in parents {
-        let entry = at
-            .entry(segment.clone())
-            .or_insert_with(|| Bson::Document(Document::new()));
-        let Bson::Document(sub) = entry else {
-            return;
-        };
-        at = sub;
-    }
-    at.insert(last.clone(), value);
 }

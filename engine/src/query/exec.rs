@@ -4,7 +4,7 @@
 //! order) and lets the matcher judge every one, so a plan's extra candidates never reach the
 //! result. Contract: every returned or counted document passed the matcher.
 
-use bson::{Bson, Document, RawBsonRef};
+use bson::{Bson, Document};
 
 use super::cache::{self, Choice, PlanCache};
 use super::candidates::Candidates;
@@ -197,7 +197,7 @@ impl ReadCollection<'_> {
             },
         )?;
         let collation = query.collation();
-        let segments: Vec<&str> = key.split('.').collect();
+        let key = crate::path::Path::new(key);
         // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
         let mut seen = crate::value_set::ValueIndex::default();
         let mut values: Vec<bson::RawBson> = Vec::new();
@@ -209,9 +209,7 @@ impl ReadCollection<'_> {
             if !query.matches(raw)? {
                 continue;
             }
-            let mut found = Vec::new();
-            collect_values(RawBsonRef::Document(raw), &segments, &mut found);
-            for v in found {
+            for v in key.elements_raw(raw) {
                 let owned = bson::RawBson::from(v);
                 let value = Bson::try_from(owned.clone())
                     .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e))?;
@@ -290,33 +288,6 @@ pub(crate) fn best_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query)
 pub struct WalkStats {
     pub keys_examined: u64,
     pub docs_examined: u64,
-}
-
-/// The values at a path for `distinct`: arrays at the end give their elements, arrays in the
-/// middle are walked through their subdocuments; missing fields give nothing.
-fn collect_values<'a>(value: RawBsonRef<'a>, segments: &[&str], out: &mut Vec<RawBsonRef<'a>>) {
-    let Some((first, rest)) = segments.split_first() else {
-        match value {
-            RawBsonRef::Array(a) => out.extend(a.into_iter().map_while(Result::ok)),
-            other => out.push(other),
-        }
-        return;
-    };
-    match value {
-        RawBsonRef::Document(d) => {
-            if let Ok(Some(child)) = d.get(first) {
-                collect_values(child, rest, out);
-            }
-        }
-        RawBsonRef::Array(a) => {
-            for element in a.into_iter().map_while(Result::ok) {
-                if let RawBsonRef::Document(_) = element {
-                    collect_values(element, segments, out);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

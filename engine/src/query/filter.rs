@@ -17,6 +17,7 @@ use std::fmt;
 use bson::{Bson, Document, RawBson};
 
 use crate::expr::{Expr, Scope};
+use crate::path::Path;
 
 /// A parsed filter; see the module documentation.
 #[derive(Debug, Clone)]
@@ -28,29 +29,9 @@ pub enum Filter {
     /// No filter matches.
     Nor(Vec<Filter>),
     /// The value(s) at a dotted path satisfy a predicate.
-    Field(FieldPath, Predicate),
+    Field(Path, Predicate),
     /// `$expr`: an aggregation expression over the whole document is true.
     Expr(Box<Expr>),
-}
-
-/// A dotted path as written in a filter, split at the dots.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldPath {
-    pub(crate) dotted: String,
-    pub(crate) segments: Vec<String>,
-}
-
-impl FieldPath {
-    pub(crate) fn new(dotted: &str) -> FieldPath {
-        FieldPath {
-            dotted: dotted.to_owned(),
-            segments: dotted.split('.').map(str::to_owned).collect(),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.dotted
-    }
 }
 
 /// A condition on the value(s) found at a path.
@@ -237,7 +218,7 @@ fn is_operator_document(value: &Bson) -> Option<&Document> {
 }
 
 fn parse_field(path: &str, value: &Bson, out: &mut Vec<Filter>) -> Result<(), FilterError> {
-    let field = FieldPath::new(path);
+    let field = Path::new(path);
     if let Some(ops) = is_operator_document(value) {
         for predicate in parse_operators(path, ops)? {
             out.push(Filter::Field(field.clone(), predicate));

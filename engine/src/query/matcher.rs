@@ -104,7 +104,7 @@ impl Filter {
                 Some(None)
             }
             Filter::Field(path, predicate) => {
-                field_matches(cx, RawBsonRef::Document(doc), &path.segments, predicate)
+                field_matches(cx, RawBsonRef::Document(doc), path.segments(), predicate)
             }
             Filter::Expr(expr) => {
                 let decoded = bson::Document::try_from(doc).map_err(|e| {

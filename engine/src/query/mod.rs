@@ -39,9 +39,7 @@ pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
 pub(crate) use exec::choose_plan;
 pub use exec::{FindOptions, WalkStats};
 pub use explain::Explain;
-pub use filter::{
-    ElemMatch, FieldPath, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec,
-};
+pub use filter::{ElemMatch, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec};
 pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
 pub use routing::Routing;

@@ -20,11 +20,12 @@ use std::ops::Bound;
 
 use bson::{RawBson, RawBsonRef};
 
-use super::filter::{ElemMatch, FieldPath, Filter, Pattern, Predicate, QueryRegex};
+use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex};
 use super::sort::Sort;
 use crate::catalog::IndexMeta;
 use crate::keys::{self, Direction};
 use crate::order::{Bracket, bracket, compare};
+use crate::path::Path;
 
 /// How a plan reaches its candidates.
 #[derive(Debug, Clone)]
@@ -162,7 +163,7 @@ impl ValueInterval {
 /// they hold for the same array element, so their ranges may be intersected even on a
 /// multikey index.
 pub(crate) struct Cond<'a> {
-    pub(crate) path: FieldPath,
+    pub(crate) path: Path,
     pub(crate) predicate: &'a Predicate,
     pub(crate) group: Option<usize>,
 }
@@ -172,7 +173,7 @@ pub(crate) struct Cond<'a> {
 /// named `0` in any element of `a`, while an index holds the position alone.
 pub(crate) fn bound_conditions(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
     let mut out = bound_conditions_any_path(filter, collated);
-    out.retain(|cond| !cond.path.segments.iter().any(|s| is_numeric(s)));
+    out.retain(|cond| !cond.path.segments().iter().any(|s| is_numeric(s)));
     out
 }
 
@@ -203,7 +204,7 @@ fn bound_conditions_any_path(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
                 ElemMatch::Document(inner) => {
                     for (sub, predicate) in conditions(inner, collated) {
                         out.push(Cond {
-                            path: FieldPath::new(&format!("{}.{}", path.as_str(), sub.as_str())),
+                            path: Path::new(&format!("{}.{}", path.as_str(), sub.as_str())),
                             predicate,
                             group,
                         });
@@ -218,7 +219,7 @@ fn bound_conditions_any_path(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
 /// The top-level conditions of a filter that can bound an index: its fields, through `$and`.
 /// Indexes hold binary strings, so under a collation (`collated`) only conditions without
 /// strings bound.
-pub(crate) fn conditions(filter: &Filter, collated: bool) -> Vec<(&FieldPath, &Predicate)> {
+pub(crate) fn conditions(filter: &Filter, collated: bool) -> Vec<(&Path, &Predicate)> {
     let mut out = Vec::new();
     field_conditions(filter, &mut out);
     if collated {
@@ -227,7 +228,7 @@ pub(crate) fn conditions(filter: &Filter, collated: bool) -> Vec<(&FieldPath, &P
     out
 }
 
-fn field_conditions<'f>(filter: &'f Filter, out: &mut Vec<(&'f FieldPath, &'f Predicate)>) {
+fn field_conditions<'f>(filter: &'f Filter, out: &mut Vec<(&'f Path, &'f Predicate)>) {
     match filter {
         Filter::And(parts) => parts.iter().for_each(|p| field_conditions(p, out)),
         Filter::Field(path, predicate) => out.push((path, predicate)),
@@ -510,7 +511,7 @@ fn index_plan(
     // A partial index holds only the documents its filter accepts: usable only when the query
     // accepts no others.
     if let Some(partial) = spec.partial_filter() {
-        let plain: Vec<(&FieldPath, &Predicate)> = conds
+        let plain: Vec<(&Path, &Predicate)> = conds
             .iter()
             .filter(|c| c.group.is_none())
             .map(|c| (&c.path, c.predicate))
@@ -683,7 +684,7 @@ fn sort_order(
     (same || opposite, opposite && !same)
 }
 
-fn id_lookup(conds: &[(&FieldPath, &Predicate)]) -> Option<Vec<RawBson>> {
+fn id_lookup(conds: &[(&Path, &Predicate)]) -> Option<Vec<RawBson>> {
     for (path, predicate) in conds {
         if path.as_str() != "_id" {
             continue;
@@ -799,7 +800,7 @@ pub(crate) fn hinted(
 
 /// Whether every document the query's top-level conditions accept also passes `filter`: each
 /// of the filter's conditions must follow from one of the query's conditions on the same path.
-fn implies(query: &[(&FieldPath, &Predicate)], filter: &Filter) -> bool {
+fn implies(query: &[(&Path, &Predicate)], filter: &Filter) -> bool {
     let Some(needed) = strict_conditions(filter) else {
         return false;
     };
@@ -811,7 +812,7 @@ fn implies(query: &[(&FieldPath, &Predicate)], filter: &Filter) -> bool {
 }
 
 /// The conditions of a filter made only of `$and` and fields; `None` for anything else.
-fn strict_conditions(filter: &Filter) -> Option<Vec<(&FieldPath, &Predicate)>> {
+fn strict_conditions(filter: &Filter) -> Option<Vec<(&Path, &Predicate)>> {
     match filter {
         Filter::And(parts) => {
             let mut out = Vec::new();

@@ -21,6 +21,7 @@ use super::parse::{
 use crate::code::ErrorCode;
 use crate::keys::Direction;
 use crate::order::compare;
+use crate::path::{Blocked, Parents};
 use crate::query::Query;
 
 /// What applying an update needs besides the document.
@@ -48,7 +49,7 @@ impl Operators {
                 && name.starts_with('$')
             {
                 return Err(error(
-                    &path.dotted,
+                    path.path.as_str(),
                     operator,
                     format!("the top-level field `{name}` starts with `$`, which an update of a stored document cannot write"),
                 )
@@ -84,7 +85,7 @@ impl Operators {
                             &reached
                         };
                         return Err(error(
-                            &path.dotted,
+                            path.path.as_str(),
                             operator,
                             format!("the update created a conflict at `{}`", at.join(".")),
                         )
@@ -169,7 +170,7 @@ impl Step<'_> {
     /// An operation that cannot apply to this document: [`ErrorCode::BAD_VALUE`] unless the
     /// caller names another code.
     fn err(&self, reason: impl std::fmt::Display) -> UpdateError {
-        error(&self.path.dotted, self.operator, reason).with_code(ErrorCode::BAD_VALUE)
+        error(self.path.path.as_str(), self.operator, reason).with_code(ErrorCode::BAD_VALUE)
     }
 
     /// Whether the operation writes a value where there is none.
@@ -489,23 +490,27 @@ impl Step<'_> {
 
     /// `$rename`: removes the value at the source path and sets it at `to`. Neither path may
     /// go through an array.
+    /// (Parsing refused positional segments in either.)
     fn rename(&self, doc: &mut Document, to: &UpdatePath) -> Result<(), UpdateError> {
-        let fields = |p: &UpdatePath| -> Vec<String> {
-            p.segments
-                .iter()
-                .map(|s| match s {
-                    Segment::Field(f) => f.clone(),
-                    _ => String::new(),
-                })
-                .collect()
+        let value = match self.path.path.remove(doc) {
+            Ok(Some(value)) => value,
+            // Nothing to move: a missing source, or one below a value that holds no fields.
+            Ok(None) | Err(Blocked::Missing | Blocked::Value(_)) => return Ok(()),
+            Err(Blocked::Array) => {
+                return Err(self.err("$rename cannot move a value out of an array"));
+            }
         };
-        let from = fields(self.path);
-        let Some(value) = take_path(doc, &from).map_err(|reason| self.err(reason))? else {
-            return Ok(());
-        };
-        let target = fields(to);
-        set_path_no_arrays(doc, &target, value)
-            .map_err(|reason| error(&to.dotted, self.operator, reason))
+        to.path.set(doc, value, Parents::Create).map_err(|blocked| {
+            let reason = match blocked {
+                Blocked::Array => "$rename cannot move a value into an array".to_owned(),
+                Blocked::Value(other) => format!(
+                    "cannot create field `{}` in element holding {other}",
+                    to.path.segments().last().map_or("", String::as_str)
+                ),
+                Blocked::Missing => unreachable!("missing parents are created"),
+            };
+            error(to.path.as_str(), self.operator, reason)
+        })
     }
 }
 
@@ -527,52 +532,6 @@ fn array_index(segment: &str) -> Option<usize> {
         return None;
     }
     segment.parse().ok()
-}
-
-/// Removes and returns the value at a path of subdocuments; an array on the way is an error.
-fn take_path(doc: &mut Document, path: &[String]) -> Result<Option<Bson>, String> {
-    let Some((last, parents)) = path.split_last() else {
-        return Ok(None);
-    };
-    let mut at = doc;
-    for segment in parents {
-        match at.get_mut(segment) {
-            Some(Bson::Document(d)) => at = d,
-            Some(Bson::Array(_)) => {
-                return Err("$rename cannot move a value out of an array".to_owned());
-            }
-            _ => return Ok(None),
-        }
-    }
-    Ok(at.remove(last))
-}
-
-/// Sets a value at a path of subdocuments, creating them; an array or a scalar on the way is an
-/// error.
-fn set_path_no_arrays(doc: &mut Document, path: &[String], value: Bson) -> Result<(), String> {
-    let Some((last, parents)) = path.split_last() else {
-        return Ok(());
-    };
-    let mut at = doc;
-    for segment in parents {
-        if !at.contains_key(segment) {
-            at.insert(segment.clone(), Document::new());
-        }
-        match at.get_mut(segment) {
-            Some(Bson::Document(d)) => at = d,
-            Some(Bson::Array(_)) => {
-                return Err("$rename cannot move a value into an array".to_owned());
-            }
-            Some(other) => {
-                return Err(format!(
-                    "cannot create field `{last}` in element holding {other}"
-                ));
-            }
-            None => unreachable!("inserted above"),
-        }
-    }
-    at.insert(last.clone(), value);
-    Ok(())
 }
 
 /// MongoDB's comparison of two values.

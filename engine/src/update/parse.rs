@@ -17,6 +17,7 @@ use bson::{Bson, Document};
 use super::pipeline::Pipeline;
 use crate::expr::Scope;
 use crate::keys::Direction;
+use crate::path::Path;
 use crate::query::{Filter, FilterError, Sort};
 
 /// Why an update was refused; nothing was changed.
@@ -61,18 +62,20 @@ pub(crate) enum Segment {
     Filtered(String),
 }
 
-/// A dotted update path, split.
+/// A dotted update path: the path, and what each of its segments is to an update (a field, or
+/// a positional operator).
 #[derive(Debug, Clone)]
 pub(crate) struct UpdatePath {
-    pub(crate) dotted: String,
+    pub(crate) path: Path,
     pub(crate) segments: Vec<Segment>,
 }
 
 impl UpdatePath {
     fn parse(dotted: &str, operator: &str) -> Result<UpdatePath, UpdateError> {
+        let path = Path::new(dotted);
         let mut segments = Vec::new();
-        for part in dotted.split('.') {
-            let segment = match part {
+        for part in path.segments() {
+            let segment = match part.as_str() {
                 "" => {
                     return Err(error(dotted, operator, "the path has an empty segment")
                         .with_code(ErrorCode::EMPTY_FIELD_NAME));
@@ -126,10 +129,7 @@ impl UpdatePath {
                 "a path cannot start with a positional operator",
             ));
         }
-        Ok(UpdatePath {
-            dotted: dotted.to_owned(),
-            segments,
-        })
+        Ok(UpdatePath { path, segments })
     }
 
     pub(crate) fn has_positional(&self) -> bool {
@@ -364,7 +364,7 @@ impl Operators {
                         return Err(error(
                             path,
                             name,
-                            format!("cannot rename `{path}` to `{}`", to.dotted),
+                            format!("cannot rename `{path}` to `{}`", to.path.as_str()),
                         )
                         .with_code(ErrorCode::BAD_VALUE));
                     }
@@ -607,8 +607,7 @@ fn parse_push_sort(path: &str, arg: &Bson) -> Result<PushSort, UpdateError> {
                         format!("`{field}` must sort by 1 or -1"),
                     ));
                 }
-                if field.is_empty() || field.starts_with('$') || field.split('.').any(str::is_empty)
-                {
+                if Path::checked(field).is_none() {
                     return Err(error(
                         path,
                         "$sort",
@@ -672,11 +671,12 @@ fn check_conflicts(ops: &[(&'static str, UpdatePath, Op)]) -> Result<(), UpdateE
                     b
                 };
                 return Err(error(
-                    &b.dotted,
+                    b.path.as_str(),
                     op_a,
                     format!(
                         "updating the path `{}` would create a conflict at `{}`",
-                        b.dotted, shorter.dotted
+                        b.path.as_str(),
+                        shorter.path.as_str()
                     ),
                 )
                 .with_code(ErrorCode::CONFLICTING_UPDATE_OPERATORS));
@@ -753,7 +753,7 @@ fn parse_array_filters(
                 && !out.contains_key(id)
             {
                 return Err(error(
-                    &path.dotted,
+                    path.path.as_str(),
                     operator,
                     format!("no array filter found for identifier `{id}`"),
                 )

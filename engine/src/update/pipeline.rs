@@ -20,6 +20,7 @@ use super::parse::{UpdateError, error};
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::expr::{Env, Expr, ExprError, Scope, eval_in};
+use crate::path::Path;
 
 /// A parsed update pipeline.
 #[derive(Debug, Clone)]
@@ -31,7 +32,7 @@ pub struct Pipeline {
 enum Stage {
     AddFields(Vec<(String, Assign)>),
     Project(Projection),
-    Unset(Vec<Vec<String>>),
+    Unset(Vec<Path>),
     ReplaceRoot(Expr),
 }
 
@@ -192,11 +193,8 @@ fn parse_stage(name: &str, arg: &Bson, scope: &Scope) -> Result<Stage, UpdateErr
     }
 }
 
-fn checked_path(operator: &str, path: &str) -> Result<Vec<String>, UpdateError> {
-    if path.is_empty() || path.starts_with('$') || path.split('.').any(str::is_empty) {
-        return Err(error(path, operator, "is not a valid field path"));
-    }
-    Ok(path.split('.').map(str::to_owned).collect())
+fn checked_path(operator: &str, path: &str) -> Result<Path, UpdateError> {
+    Path::checked(path).ok_or_else(|| error(path, operator, "is not a valid field path"))
 }
 
 /// The fields of an `$addFields` document, dotted paths unfolded into nested merges.
@@ -216,7 +214,7 @@ fn parse_assignments(
             }
             other => Assign::Value(Expr::parse(other, scope)?),
         };
-        insert_assignment(&mut out, &path, leaf);
+        insert_assignment(&mut out, path.segments(), leaf);
     }
     Ok(out)
 }
@@ -321,10 +319,14 @@ fn parse_shapes(
             }
         }
         let mut node = shape;
-        for name in path[1..].iter().rev() {
+        let (first, rest) = path
+            .segments()
+            .split_first()
+            .expect("a checked path has a segment");
+        for name in rest.iter().rev() {
             node = Shape::Nested(vec![(name.clone(), node)]);
         }
-        out.push((path[0].clone(), node));
+        out.push((first.clone(), node));
     }
     Ok(())
 }
@@ -366,7 +368,7 @@ impl Stage {
             Stage::Unset(paths) => {
                 let mut doc = doc;
                 for path in paths {
-                    remove_path(&mut doc, path);
+                    path.remove_everywhere(&mut doc);
                 }
                 Ok(doc)
             }
@@ -471,27 +473,6 @@ fn clone_evaluated(values: &[(String, Evaluated)]) -> Vec<(String, Evaluated)> {
             )
         })
         .collect()
-}
-
-fn remove_path(doc: &mut Document, path: &[String]) {
-    let Some((first, rest)) = path.split_first() else {
-        return;
-    };
-    if rest.is_empty() {
-        doc.remove(first);
-        return;
-    }
-    match doc.get_mut(first) {
-        Some(Bson::Document(d)) => remove_path(d, rest),
-        Some(Bson::Array(items)) => {
-            for item in items {
-                if let Bson::Document(d) = item {
-                    remove_path(d, rest);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 impl Projection {
