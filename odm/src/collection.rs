@@ -442,6 +442,12 @@ impl<T: Document> Collection<T> {
     pub fn sync_indexes(&self, drop_undeclared: bool) -> Result<IndexPlan> {
         self.db.sync_indexes_named::<T>(&self.name, drop_undeclared)
     }
+
+    /// Creates an index chosen at run time (see [`Index`](crate::Index)), or keeps it when it
+    /// exists with the same definition; returns its name.
+    pub fn create_index(&self, index: crate::Index<T>) -> Result<String> {
+        self.write(|c| c.create_index(index))
+    }
 }
 
 /// Runs a find of the collection `name` in `txn` and gives each match, decoded, to `f` until

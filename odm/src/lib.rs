@@ -63,7 +63,7 @@ pub use database::{Database, Options};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::Filter;
-pub use indexes::IndexPlan;
+pub use indexes::{Index, IndexPlan};
 pub use model::{Document, Embedded};
 pub use odm_derive::{Document, Embedded};
 pub use odm_engine as engine;

@@ -19,7 +19,7 @@ use crate::collection::{Find, InTxn, ModifyOptions};
 use crate::database::{Database, Synced};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::indexes::sync;
+use crate::indexes::{Index, sync};
 use crate::model::Document;
 use crate::update::Update;
 
@@ -395,6 +395,13 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
             .inner
             .find_one_and_delete(self.name, &filter, &options.engine())?;
         decode_document::<T>(found, self.name)
+    }
+
+    /// Creates an index chosen at run time (see [`Index`]), or keeps it when it exists with
+    /// the same definition; returns its name.
+    pub fn create_index(&mut self, index: Index<T>) -> Result<String> {
+        let spec = index.into_spec()?;
+        Ok(self.inner.create_index(self.name, spec)?)
     }
 
     /// Runs a mix of writes on the collection, each reported by its position. Ordered: stops

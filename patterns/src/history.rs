@@ -12,9 +12,8 @@
 
 use bson::DateTime;
 use bson::oid::ObjectId;
-use odm::engine::IndexSpec;
 use odm::engine::query::Explain;
-use odm::{Collection, Document, Embedded, Filter, IntoValue, Push, Sort, UpdateOptions};
+use odm::{Collection, Document, Embedded, Filter, Index, IntoValue, Push, Sort, UpdateOptions};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -328,15 +327,11 @@ impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
                 name,
                 bson::doc! { "retention_s": retention.as_secs() as i64 },
             )?;
-            txn.collection_named::<DayEvents<E>>(name)?;
-            // The retention is chosen at run time, and a model declares its TTL once for every
-            // collection it is opened on: this index is made on the engine transaction.
-            let txn = txn.engine();
-            let ttl = IndexSpec::ascending("modified")
-                .map_err(odm::engine::Error::from)?
-                .expire_after(retention);
-            // Idempotent: an index with the same definition is kept as it is.
-            txn.create_index(name, ttl)?;
+            // The retention is chosen at run time, so the TTL index is made here rather than
+            // declared on the model (kept as it is when it exists with this retention).
+            let f = DayEvents::<E>::fields();
+            txn.collection_named::<DayEvents<E>>(name)?
+                .create_index(Index::asc(&f.modified).expire_after(retention))?;
             Ok::<_, PatternError>(())
         })?;
         Ok(Daily {

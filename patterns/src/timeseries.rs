@@ -16,9 +16,8 @@ use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
-use odm::engine::IndexSpec;
 use odm::engine::query::Explain;
-use odm::{Collection, Document, Embedded, Filter, IntoValue};
+use odm::{Collection, Document, Embedded, Filter, Index, IntoValue};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -134,16 +133,16 @@ where
                     "retention_s": retention.map(|r| r.as_secs() as i64),
                 },
             )?;
-            txn.collection_named::<SeriesBucket<M, S>>(name)?;
+            let mut buckets = txn.collection_named::<SeriesBucket<M, S>>(name)?;
             if let Some(retention) = retention {
-                // The retention is chosen at run time, and a model declares its TTL once for
-                // every collection it is opened on: this index is made on the engine.
-                let txn = txn.engine();
-                let spec = IndexSpec::ascending("control.max")
-                    .map(|s| s.named("retention").expire_after(retention))
-                    .map_err(odm::engine::Error::from)?;
-                // Idempotent: an index with the same definition is kept as it is.
-                txn.create_index(name, spec)?;
+                // The retention is chosen at run time, so the TTL index is made here rather
+                // than declared on the model (kept as it is when it exists with this retention).
+                let f = SeriesBucket::<M, S>::fields();
+                buckets.create_index(
+                    Index::asc(&f.control.max)
+                        .named("retention")
+                        .expire_after(retention),
+                )?;
             }
             Ok::<_, PatternError>(())
         })?;

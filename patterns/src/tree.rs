@@ -7,9 +7,8 @@
 //! descendant's ancestors and path in one transaction; deleting one removes it whole. Node ids
 //! may not contain `/`, the path separator.
 
-use odm::engine::IndexSpec;
 use odm::engine::query::Explain;
-use odm::{Collection, Document, Filter, Sort, Txn, UpdateOptions};
+use odm::{Collection, Document, Filter, Index, Sort, Txn, UpdateOptions};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -80,13 +79,14 @@ impl<N: Serialize + DeserializeOwned + 'static> Tree<N> {
         let by = variant.field();
         db.transaction(|txn| {
             record(txn, PATTERN, name, bson::doc! { "variant": by })?;
-            // The index that finds descendants depends on the variant chosen at run time, and
-            // a model declares its indexes once for every collection it is opened on: this
-            // one is made on the engine transaction underneath.
-            let txn = txn.engine();
-            let spec = IndexSpec::ascending(by).map_err(odm::engine::Error::from)?;
-            // Idempotent: an index with the same definition is kept as it is.
-            txn.create_index(name, spec)?;
+            // The index that finds descendants depends on the variant chosen at run time, so
+            // it is made here rather than declared on the model.
+            let f = Node::<N>::fields();
+            let index = match variant {
+                TreeVariant::Ancestors => Index::asc(&f.ancestors),
+                TreeVariant::MaterializedPath => Index::asc(&f.path),
+            };
+            txn.collection_named::<Node<N>>(name)?.create_index(index)?;
             Ok::<_, PatternError>(())
         })?;
         Ok(Tree {
