@@ -12,7 +12,7 @@
 //! - `candidates`: a plan's candidate documents, pulled one at a time.
 //! - `covered`: when an index alone answers a query, and rebuilding documents from its entries.
 //! - `cursor`: the results of a find, streamed in plan order or sorted in memory.
-//! - `selection`: [`Query`](selection::Query), one parsed query (filter, collation, sort,
+//! - `selection`: `Query`, one parsed query (filter, collation, sort,
 //!   projection, hint, skip, limit) that every selecting operation builds the same way.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
 //! - `routing`: whether a query on a sharded collection would reach one shard, some or all.
