@@ -23,7 +23,8 @@
 //!   `limit`, `hint`, `collation`, `to_vec`, `iter` ([`Cursor`]), `first`, `project`, `explain`), `find_one`, `count`,
 //!   `distinct`, `aggregate` ([`Aggregate`]), `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
-//!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]).
+//!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]), `create_index`
+//!   ([`Index`]: an index chosen at run time, keys from field handles).
 //! - [`Aggregate`]: a typed pipeline, each stage checked against the documents' shape at
 //!   that point: `filter` (`$match` from a [`Filter`]), `sort`, `skip`, `limit`, `unwind`
 //!   ([`Unwound`], [`Field::unwound`]), `group` ([`Group`]: a key and typed accumulators
