@@ -185,6 +185,15 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
             .reshaped(unwound_has_no_type::<R>)
     }
 
+    /// [`Aggregate::unwind`] that keeps the documents whose array is missing, null or empty
+    /// (MongoDB's `preserveNullAndEmptyArrays`): each passes on once, without the field.
+    pub fn unwind_keeping_empty<E>(self, array: &Field<R, Vec<E>>) -> Aggregate<T, R, Unwound<R>> {
+        self.then(doc! {
+            "$unwind": { "path": field_ref(array), "preserveNullAndEmptyArrays": true }
+        })
+        .reshaped(unwound_has_no_type::<R>)
+    }
+
     /// `$group`: one document per distinct key, of the type `Out`; see [`Group`].
     pub fn group<Out: DeserializeOwned>(self, group: Group<R, Out>) -> Aggregate<T, Out, Out> {
         let mut out = self;

@@ -203,6 +203,25 @@ proptest! {
             .unwrap();
         let tags: BTreeSet<&String> = posts.iter().flat_map(|p| &p.tags).collect();
         prop_assert_eq!(streamed.len(), tags.len());
+        // Kept empty: a post without tags passes on once, as a group of its own (no tag).
+        #[derive(Debug, PartialEq, Serialize, Deserialize, Embedded)]
+        struct Uses {
+            #[serde(rename = "_id")]
+            tag: Option<String>,
+            uses: i64,
+        }
+        let u = Uses::fields();
+        let untagged = coll
+            .aggregate()
+            .unwind_keeping_empty(&f.tags)
+            .stage_into::<Uses>(bson::doc! {
+                "$group": { "_id": "$tags", "uses": { "$sum": 1 } }
+            })
+            .filter(u.tag.eq(None::<String>))
+            .first()
+            .unwrap()
+            .map_or(0, |g| g.uses);
+        prop_assert_eq!(untagged, posts.iter().filter(|p| p.tags.is_empty()).count() as i64);
     }
 }
 
