@@ -59,6 +59,14 @@ struct TagCount {
     uses: i64,
 }
 
+/// Uses per tag, no tag (`None`) included.
+#[derive(Debug, PartialEq, Serialize, Deserialize, Embedded)]
+struct Uses {
+    #[serde(rename = "_id")]
+    tag: Option<String>,
+    uses: i64,
+}
+
 fn post(id: i64, author: &str, tags: &[&str], votes: i32) -> Post {
     Post {
         id,
@@ -204,12 +212,6 @@ proptest! {
         let tags: BTreeSet<&String> = posts.iter().flat_map(|p| &p.tags).collect();
         prop_assert_eq!(streamed.len(), tags.len());
         // Kept empty: a post without tags passes on once, as a group of its own (no tag).
-        #[derive(Debug, PartialEq, Serialize, Deserialize, Embedded)]
-        struct Uses {
-            #[serde(rename = "_id")]
-            tag: Option<String>,
-            uses: i64,
-        }
         let u = Uses::fields();
         let untagged = coll
             .aggregate()
