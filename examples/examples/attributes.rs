@@ -4,7 +4,7 @@
 
 use odm::engine::query::FindOptions;
 use odm::{Database, Document};
-use odm_patterns::{Attributes, Condition, Identities};
+use odm_patterns::{AttributeArray, Condition, Identity};
 use serde::{Deserialize, Serialize};
 
 /// S3a: attributes as a subdocument, one index per attribute.
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("S3b: attributes as {{k, v}} pairs under one compound multikey index");
-    let attributed = Attributes::open(&db, "files_b")?;
+    let attributed = AttributeArray::open(&db, "files_b")?;
     for i in 0..200_i64 {
         attributed.put(i, "type", &if i % 2 == 0 { "text" } else { "image" })?;
         attributed.put(i, "size", &(i * 100))?;
@@ -110,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("S4b: a document per identity under a unique index, sharded by identifier");
-    let identities = Identities::open(&db, "identities")?;
+    let identities = Identity::open(&db, "identities")?;
     identities.register(1_i64, &[("username", "ann"), ("email", "ann@example.org")])?;
     let refused = identities.register(2_i64, &[("username", "bob"), ("email", "ann@example.org")]);
     println!(

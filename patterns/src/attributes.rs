@@ -1,4 +1,4 @@
-//! `Attributes` (S3b): user-defined attributes as an array of `{k, v}` pairs under one
+//! `AttributeArray` (S3b): user-defined attributes as an array of `{k, v}` pairs under one
 //! compound multikey index `(attrs.k, attrs.v)`, so that equality and range queries on any
 //! attribute use the same index however many different attributes there are (the S3a design,
 //! a subdocument with an index per attribute, needs a new index for every new attribute).
@@ -36,10 +36,10 @@ struct Attributed {
 ///
 /// ```
 /// use bson::Bson;
-/// use odm_patterns::{Attributes, Condition};
+/// use odm_patterns::{AttributeArray, Condition};
 ///
 /// let db = odm::Database::in_memory()?;
-/// let files = Attributes::open(&db, "files")?;
+/// let files = AttributeArray::open(&db, "files")?;
 /// files.put(1, "size", &64)?;
 /// files.put(2, "size", &4096)?;
 /// files.put(2, "type", &"image")?;
@@ -49,7 +49,7 @@ struct Attributed {
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Attributes {
+pub struct AttributeArray {
     docs: Collection<Attributed>,
 }
 
@@ -66,10 +66,10 @@ pub enum Condition {
     },
 }
 
-impl Attributes {
+impl AttributeArray {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
         db.transaction(|txn| record(txn, PATTERN, name, bson::Document::new()))?;
-        Ok(Attributes {
+        Ok(AttributeArray {
             docs: db.collection_named(name)?,
         })
     }
@@ -155,7 +155,7 @@ impl Attributes {
             .collect())
     }
 
-    /// How [`Attributes::find`] runs.
+    /// How [`AttributeArray::find`] runs.
     pub fn explain_find(&self, key: &str, condition: &Condition) -> Result<Explain, PatternError> {
         Ok(self.docs.find(filter(key, condition)).explain()?)
     }

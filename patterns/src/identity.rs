@@ -1,4 +1,4 @@
-//! `Identities` (S4b): a document per identity, `{identifier: {kind: value}, user}`, under a
+//! `Identity` (S4b): a document per identity, `{identifier: {kind: value}, user}`, under a
 //! unique index on `identifier`, so that a user can sign in by any of several identities
 //! (username, email, social handles) and no identity belongs to two users.
 //!
@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::meta::{PatternError, record};
 
-/// One identity: `identifier` is `{kind: value}` (one entry), unique across users.
+/// One stored identity: `identifier` is `{kind: value}` (one entry), unique across users.
 #[derive(Debug, Serialize, Deserialize, Document)]
 #[odm(collection = "identities")]
-struct Identity {
+struct IdentityDoc {
     #[odm(id)]
     id: ObjectId,
     #[odm(index(unique))]
@@ -29,9 +29,9 @@ struct Identity {
     user: Bson,
 }
 
-impl Identity {
-    fn new(kind: &str, value: &str, user: &Bson) -> Identity {
-        Identity {
+impl IdentityDoc {
+    fn new(kind: &str, value: &str, user: &Bson) -> IdentityDoc {
+        IdentityDoc {
             id: ObjectId::new(),
             identifier: identifier(kind, value),
             user: user.clone(),
@@ -46,10 +46,10 @@ fn identifier(kind: &str, value: &str) -> BTreeMap<String, String> {
 /// The identities of users, in one collection; see the module documentation.
 ///
 /// ```
-/// use odm_patterns::Identities;
+/// use odm_patterns::Identity;
 ///
 /// let db = odm::Database::in_memory()?;
-/// let ids = Identities::open(&db, "identities")?;
+/// let ids = Identity::open(&db, "identities")?;
 /// ids.register(1, &[("email", "ann@example.com"), ("github", "ann")])?;
 /// assert_eq!(ids.user_of("github", "ann")?, Some(bson::Bson::Int32(1)));
 /// // An identity belongs to one user: registering it again changes nothing.
@@ -58,16 +58,16 @@ fn identifier(kind: &str, value: &str) -> BTreeMap<String, String> {
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Identities {
-    identities: Collection<Identity>,
+pub struct Identity {
+    identities: Collection<IdentityDoc>,
 }
 
 const PATTERN: &str = "identities";
 
-impl Identities {
+impl Identity {
     pub fn open(db: &odm::Database, name: &str) -> Result<Self, PatternError> {
         db.transaction(|txn| record(txn, PATTERN, name, bson::Document::new()))?;
-        Ok(Identities {
+        Ok(Identity {
             identities: db.collection_named(name)?,
         })
     }
@@ -80,9 +80,9 @@ impl Identities {
         identities: &[(&str, &str)],
     ) -> Result<(), PatternError> {
         let user = user.into();
-        let all: Vec<Identity> = identities
+        let all: Vec<IdentityDoc> = identities
             .iter()
-            .map(|(kind, value)| Identity::new(kind, value, &user))
+            .map(|(kind, value)| IdentityDoc::new(kind, value, &user))
             .collect();
         self.identities.insert_many(&all)?;
         Ok(())
@@ -91,13 +91,13 @@ impl Identities {
     /// Adds one identity to a user.
     pub fn add(&self, user: impl Into<Bson>, kind: &str, value: &str) -> Result<(), PatternError> {
         self.identities
-            .insert_one(&Identity::new(kind, value, &user.into()))?;
+            .insert_one(&IdentityDoc::new(kind, value, &user.into()))?;
         Ok(())
     }
 
     /// Removes an identity; `false` when there was none.
     pub fn remove(&self, kind: &str, value: &str) -> Result<bool, PatternError> {
-        let f = Identity::fields();
+        let f = IdentityDoc::fields();
         Ok(self
             .identities
             .delete_one(f.identifier.eq(identifier(kind, value)))?
@@ -106,7 +106,7 @@ impl Identities {
 
     /// The user an identity belongs to (the first of the two reads of a lookup).
     pub fn user_of(&self, kind: &str, value: &str) -> Result<Option<Bson>, PatternError> {
-        let f = Identity::fields();
+        let f = IdentityDoc::fields();
         let found = self
             .identities
             .find_one(f.identifier.eq(identifier(kind, value)))?;
@@ -128,7 +128,7 @@ impl Identities {
 
     /// A user's identities, as `(kind, value)`.
     pub fn of_user(&self, user: impl Into<Bson>) -> Result<Vec<(String, String)>, PatternError> {
-        let f = Identity::fields();
+        let f = IdentityDoc::fields();
         let mut out: Vec<(String, String)> = self
             .identities
             .find(f.user.eq(user.into()))

@@ -15,10 +15,10 @@
 //! - [`Tree`] (S5): a hierarchy with parent, ancestors and materialized path; all descendants
 //!   in one indexed query (multikey `ancestors` or an anchored regex on `path`), subtrees moved
 //!   and deleted atomically.
-//! - [`Identities`] (S4b): a document per identity under a unique index; sign-in by any of a
+//! - [`Identity`] (S4b): a document per identity under a unique index; sign-in by any of a
 //!   user's identities in two reads, registration all or nothing.
-//! - [`Attributes`] (S3b): user-defined attributes as `{k, v}` pairs under one compound multikey
-//!   index, queried by equality or range through `$elemMatch`.
+//! - [`AttributeArray`] (S3b): user-defined attributes as `{k, v}` pairs under one compound
+//!   multikey index, queried by equality or range through `$elemMatch`.
 //!
 //! Each pattern records its parameters in the `patterns_meta` collection, so that reopening it
 //! with other parameters is an error instead of a silent reordering of stored data.
@@ -32,9 +32,9 @@ mod queue;
 mod timeseries;
 mod tree;
 
-pub use attributes::{Attributes, Condition};
+pub use attributes::{AttributeArray, Condition};
 pub use history::{Daily, Event, History, Window};
-pub use identity::Identities;
+pub use identity::Identity;
 pub use inbox::{Envelope, Inbox, InboxVariant};
 pub use meta::PatternError;
 pub use queue::Queue;

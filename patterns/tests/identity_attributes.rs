@@ -2,7 +2,7 @@
 
 use bson::Bson;
 use odm::{Database, Document};
-use odm_patterns::{Attributes, Condition, Identities, PatternError};
+use odm_patterns::{AttributeArray, Condition, Identity, PatternError};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, Document)]
@@ -23,7 +23,7 @@ fn identities_sign_in_by_any_and_register_all_or_nothing() {
             name: "Ann".into(),
         })
         .unwrap();
-    let ids = Identities::open(&db, "identities").unwrap();
+    let ids = Identity::open(&db, "identities").unwrap();
     ids.register(1_i64, &[("username", "ann"), ("email", "ann@x.org")])
         .unwrap();
     // Two reads: the identity, then the user.
@@ -57,7 +57,7 @@ fn identities_sign_in_by_any_and_register_all_or_nothing() {
 #[test]
 fn attributes_are_queried_through_one_index() {
     let db = Database::in_memory().unwrap();
-    let files = Attributes::open(&db, "files").unwrap();
+    let files = AttributeArray::open(&db, "files").unwrap();
     files.put(1, "type", &"text").unwrap();
     files.put(1, "size", &64).unwrap();
     files.put(2, "type", &"image").unwrap();
