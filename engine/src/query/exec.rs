@@ -152,6 +152,8 @@ impl ReadCollection<'_> {
             filter,
             QueryOptions {
                 collation,
+                skip,
+                limit: Some(limit),
                 ..QueryOptions::default()
             },
         )?;
@@ -170,8 +172,8 @@ impl ReadCollection<'_> {
             }
             n
         };
-        let n = n.saturating_sub(skip);
-        Ok(if limit > 0 { n.min(limit) } else { n })
+        let n = n.saturating_sub(query.skip);
+        Ok(query.limit.map_or(n, |limit| n.min(limit)))
     }
 
     /// The distinct values of `key` among documents matching `filter`: arrays count element by
