@@ -106,6 +106,35 @@ impl<R, E> Field<R, Vec<E>> {
     pub fn index(&self, position: usize) -> Field<R, E> {
         self.at(&position.to_string())
     }
+
+    /// A field of the elements, from its handle relative to one element (`E::fields()`):
+    /// `lines.sku` from `lines` and `sku`. In a filter it matches when some element's field
+    /// does; it also names the field for a multikey index.
+    ///
+    /// ```
+    /// use odm::{Document, Embedded};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Embedded)]
+    /// struct Line {
+    ///     sku: String,
+    /// }
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "carts")]
+    /// struct Cart {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     #[odm(embedded)]
+    ///     lines: Vec<Line>,
+    /// }
+    ///
+    /// let sku = Line::fields().sku; // chosen where only the element type is known
+    /// assert_eq!(Cart::fields().lines.element(&sku).path(), "lines.sku");
+    /// ```
+    pub fn element<V>(&self, field: &Field<E, V>) -> Field<R, V> {
+        self.at(field.path())
+    }
 }
 
 impl<R, V> Field<R, std::collections::BTreeMap<String, V>> {

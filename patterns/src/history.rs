@@ -1,22 +1,23 @@
 //! Histories with retention (S2): events of an owner kept three ways.
 //!
-//! - [`History`] (S2a): buckets of up to N events per owner, each bucket recording its first
-//!   and last time so that a time range query reads only the buckets that overlap it (an
-//!   `$elemMatch` on the events finds them); events older than a date are removed with
-//!   `$pull`, emptied buckets are deleted, and `compact` repacks an owner's events into full
-//!   buckets.
+//! - [`History`] (S2a): a [`Bucket`] of up to N events per owner. A multikey index on the
+//!   events' times lets a time range read only the buckets holding an event in it (S2a's
+//!   `$elemMatch`); events older than a date are removed with `$pull`, emptied buckets are
+//!   deleted, and `compact` repacks an owner's events into full buckets.
 //! - [`Window`] (S2b): one document per owner holding the newest N events, kept by `$push` with
 //!   `$each`, `$sort` and `$slice` in one update.
-//! - [`Daily`] (S2c): one document per owner per day under a TTL index on its last
-//!   modification, so that whole days expire on their own while an active day stays alive.
+//! - [`Daily`] (S2c): a [`Bucket`] per owner per day (a span of one day) under a TTL index on
+//!   its latest event, so that whole days expire on their own while an active day stays alive.
+
+use std::time::Duration;
 
 use bson::DateTime;
-use bson::oid::ObjectId;
 use odm::engine::query::Explain;
-use odm::{Collection, Document, Embedded, Filter, Index, IntoValue, Push, Sort, UpdateOptions};
+use odm::{Collection, Document, Embedded, IntoValue, Push};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::bucket::{Bucket, BucketOptions, Span};
 use crate::meta::{PatternError, record};
 
 /// One event and its time.
@@ -39,25 +40,6 @@ impl<E: Serialize> IntoValue<Event<E>> for EventRef<'_, E> {
     }
 }
 
-/// A bucket of S2a: up to `bucket_size` events of one owner, with the times of its first and
-/// last (so that a range reads only the buckets overlapping it).
-#[derive(Debug, Serialize, Deserialize, Document)]
-#[odm(
-    collection = "history",
-    index(keys(owner = 1, count = 1)),
-    index(keys(owner = 1, "entries.at" = 1))
-)]
-struct HistoryBucket<E> {
-    #[odm(id)]
-    id: ObjectId,
-    owner: String,
-    count: i64,
-    first: DateTime,
-    last: DateTime,
-    #[odm(embedded)]
-    entries: Vec<Event<E>>,
-}
-
 /// S2a: events in buckets of up to `bucket_size` per owner; see the module documentation.
 ///
 /// ```
@@ -77,62 +59,44 @@ struct HistoryBucket<E> {
 /// assert_eq!(logins.range("ann", at(0), at(10_000))?.len(), 1);
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct History<E> {
-    buckets: Collection<HistoryBucket<E>>,
-    bucket_size: u32,
+    buckets: Bucket<String, Event<E>>,
 }
 
-impl<E: Serialize + DeserializeOwned + 'static> History<E> {
+impl<E> Clone for History<E> {
+    fn clone(&self) -> Self {
+        History {
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
+impl<E: Serialize + DeserializeOwned + Send + 'static> History<E> {
     pub fn open(db: &odm::Database, name: &str, bucket_size: u32) -> Result<Self, PatternError> {
-        let bucket_size = bucket_size.max(1);
-        db.transaction(|txn| {
-            record(
-                txn,
-                "history",
-                name,
-                bson::doc! { "bucket_size": i64::from(bucket_size) },
-            )?;
-            txn.collection_named::<HistoryBucket<E>>(name)?;
-            Ok::<_, PatternError>(())
-        })?;
+        let options = BucketOptions::new()
+            .max_items(bucket_size.max(1))
+            .time(&Event::<E>::fields().at)
+            .index_item_times();
         Ok(History {
-            buckets: db.collection_named(name)?,
-            bucket_size,
+            buckets: Bucket::open_as(db, "history", name, options)?,
         })
     }
 
     /// Adds an event to the owner's open bucket (a new bucket when it is full).
     pub fn record(&self, owner: &str, at: DateTime, data: &E) -> Result<(), PatternError> {
-        let f = HistoryBucket::<E>::fields();
-        self.buckets.upsert_one(
-            f.owner
-                .eq(owner)
-                .and(f.count.lt(i64::from(self.bucket_size))),
-            f.count
-                .inc(1)
-                .and(f.entries.push(EventRef { at, data }))
-                .and(f.first.min(at))
-                .and(f.last.max(at)),
-        )?;
-        Ok(())
+        self.buckets.push(owner, EventRef { at, data })
     }
 
-    /// The owner's events with `from <= at < to`, oldest first, from the buckets that hold one.
+    /// The owner's events with `from <= at < to`, oldest first, from the buckets that hold one
+    /// (found through the index on the events' times, S2a's `$elemMatch`).
     pub fn range(
         &self,
         owner: &str,
         from: DateTime,
         to: DateTime,
     ) -> Result<Vec<Event<E>>, PatternError> {
-        let mut out: Vec<Event<E>> = self
-            .buckets
-            .find(range_filter(owner, from, to))
-            .to_vec()?
-            .into_iter()
-            .flat_map(|bucket| bucket.entries)
-            .filter(|event| event.at >= from && event.at < to)
-            .collect();
+        let mut out = self.buckets.read(owner).time(from, to).to_vec()?;
         out.sort_by_key(|e| e.at);
         Ok(out)
     }
@@ -144,69 +108,20 @@ impl<E: Serialize + DeserializeOwned + 'static> History<E> {
         from: DateTime,
         to: DateTime,
     ) -> Result<Explain, PatternError> {
-        Ok(self.buckets.find(range_filter(owner, from, to)).explain()?)
+        self.buckets.read(owner).time(from, to).explain()
     }
 
     /// Removes every event before `cutoff` (legal retention) and deletes the buckets left
     /// empty, in one transaction; returns how many buckets were deleted.
     pub fn remove_before(&self, cutoff: DateTime) -> Result<u64, PatternError> {
-        let f = HistoryBucket::<E>::fields();
-        let e = Event::<E>::fields();
-        Ok(self.buckets.database().write(|txn| {
-            let mut buckets = txn.collection_named::<HistoryBucket<E>>(self.buckets.name())?;
-            buckets.update_many(
-                f.first.lt(cutoff),
-                f.entries.pull_where(e.at.lt(cutoff)),
-                &UpdateOptions::default(),
-            )?;
-            buckets.delete_many(f.entries.size(0))
-        })?)
+        self.buckets.remove_before(None, cutoff)
     }
 
-    /// Repacks an owner's events into full buckets, oldest first (after removals left gaps).
-    /// Returns the number of buckets afterwards.
+    /// Repacks an owner's events into full buckets, in the order they were recorded (after
+    /// removals left gaps). Returns the number of buckets afterwards.
     pub fn compact(&self, owner: &str) -> Result<u64, PatternError> {
-        let f = HistoryBucket::<E>::fields();
-        Ok(self.buckets.database().write(|txn| {
-            let mut buckets = txn.collection_named::<HistoryBucket<E>>(self.buckets.name())?;
-            let mut events: Vec<Event<E>> = buckets
-                .find(f.owner.eq(owner))
-                .to_vec()?
-                .into_iter()
-                .flat_map(|bucket| bucket.entries)
-                .collect();
-            events.sort_by_key(|e| e.at);
-            buckets.delete_many(f.owner.eq(owner))?;
-            let mut count = 0;
-            let size = self.bucket_size as usize;
-            while !events.is_empty() {
-                let rest = events.split_off(size.min(events.len()));
-                let chunk = std::mem::replace(&mut events, rest);
-                buckets.insert_one(&HistoryBucket {
-                    id: ObjectId::new(),
-                    owner: owner.to_owned(),
-                    count: chunk.len() as i64,
-                    first: chunk[0].at,
-                    last: chunk[chunk.len() - 1].at,
-                    entries: chunk,
-                })?;
-                count += 1;
-            }
-            Ok(count)
-        })?)
+        self.buckets.compact(owner)
     }
-}
-
-/// Buckets of `owner` holding an event in `[from, to)`.
-fn range_filter<E>(owner: &str, from: DateTime, to: DateTime) -> Filter<HistoryBucket<E>>
-where
-    E: Serialize + DeserializeOwned + 'static,
-{
-    let f = HistoryBucket::<E>::fields();
-    let e = Event::<E>::fields();
-    f.owner
-        .eq(owner)
-        .and(f.entries.elem_match(e.at.gte(from).and(e.at.lt(to))))
 }
 
 /// S2b's document: the newest events of one owner.
@@ -278,22 +193,8 @@ impl<E: Serialize + DeserializeOwned + 'static> Window<E> {
     }
 }
 
-/// S2c's document: the events of one owner on one day.
-#[derive(Debug, Serialize, Deserialize, Document)]
-#[odm(collection = "daily", index(keys(owner = 1, day = 1)))]
-struct DayEvents<E> {
-    #[odm(id)]
-    id: ObjectId,
-    owner: String,
-    day: DateTime,
-    /// The latest event's time: the TTL index expires the day this long after it.
-    modified: DateTime,
-    #[odm(embedded)]
-    entries: Vec<Event<E>>,
-}
-
-/// S2c: one document per owner per day, expired whole by a TTL index on its last
-/// modification; see the module documentation.
+/// S2c: one bucket per owner per day, expired whole by a TTL index on its latest event (a
+/// last modification keeps an active day alive); see the module documentation.
 ///
 /// ```
 /// use bson::DateTime;
@@ -306,62 +207,53 @@ struct DayEvents<E> {
 /// assert_eq!(days.days("ann")?.len(), 2); // two days on record
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Daily<E> {
-    days: Collection<DayEvents<E>>,
+    days: Bucket<String, Event<E>>,
 }
 
-const DAY_MS: i64 = 86_400_000;
+impl<E> Clone for Daily<E> {
+    fn clone(&self) -> Self {
+        Daily {
+            days: self.days.clone(),
+        }
+    }
+}
 
-impl<E: Serialize + DeserializeOwned + 'static> Daily<E> {
-    /// Days expire `retention` after their last modification.
-    pub fn open(
-        db: &odm::Database,
-        name: &str,
-        retention: std::time::Duration,
-    ) -> Result<Self, PatternError> {
-        db.transaction(|txn| {
-            record(
-                txn,
-                "daily",
-                name,
-                bson::doc! { "retention_s": retention.as_secs() as i64 },
-            )?;
-            // The retention is chosen at run time, so the TTL index is made here rather than
-            // declared on the model (kept as it is when it exists with this retention).
-            let f = DayEvents::<E>::fields();
-            txn.collection_named::<DayEvents<E>>(name)?
-                .create_index(Index::asc(&f.modified).expire_after(retention))?;
-            Ok::<_, PatternError>(())
-        })?;
+impl<E: Serialize + DeserializeOwned + Send + 'static> Daily<E> {
+    /// Days expire `retention` after their last event.
+    pub fn open(db: &odm::Database, name: &str, retention: Duration) -> Result<Self, PatternError> {
+        let options = BucketOptions::new()
+            .span(
+                Span::Fixed(Duration::from_hours(24)),
+                &Event::<E>::fields().at,
+            )
+            .retention(retention);
         Ok(Daily {
-            days: db.collection_named(name)?,
+            days: Bucket::open_as(db, "daily", name, options)?,
         })
     }
 
-    /// Adds an event to the owner's document of its day, refreshing the day's modification.
+    /// Adds an event to the owner's bucket of its day, which its time keeps alive.
     pub fn record(&self, owner: &str, at: DateTime, data: &E) -> Result<(), PatternError> {
-        let f = DayEvents::<E>::fields();
-        let day = DateTime::from_millis(at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS);
-        self.days.upsert_one(
-            f.owner.eq(owner).and(f.day.eq(day)),
-            f.entries
-                .push(EventRef { at, data })
-                .and(f.modified.max(at)),
-        )?;
-        Ok(())
+        self.days.push(owner, EventRef { at, data })
+    }
+
+    /// The owner's events of the day holding `at`, in the order they were recorded.
+    pub fn day(&self, owner: &str, at: DateTime) -> Result<Vec<Event<E>>, PatternError> {
+        const DAY_MS: i64 = 86_400_000;
+        let start = at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS;
+        self.days
+            .read(owner)
+            .time(
+                DateTime::from_millis(start),
+                DateTime::from_millis(start + DAY_MS),
+            )
+            .to_vec()
     }
 
     /// The owner's days on record, oldest first.
     pub fn days(&self, owner: &str) -> Result<Vec<DateTime>, PatternError> {
-        let f = DayEvents::<E>::fields();
-        Ok(self
-            .days
-            .find(f.owner.eq(owner))
-            .sort(Sort::asc(&f.day))
-            .to_vec()?
-            .into_iter()
-            .map(|day| day.day)
-            .collect())
+        self.days.spans(owner)
     }
 }

@@ -1,28 +1,24 @@
-//! `Inbox<M>` (S1c): each owner's messages in buckets of `bucket_size`, newest bucket last.
+//! `Inbox<M>` (S1c): each owner's messages in buckets of `bucket_size`, a [`Bucket`] of
+//! [`Envelope`]s per owner.
 //!
-//! Two ways to find the bucket a message goes to, both from the source documents:
-//! - [`InboxVariant::OpenBucket`]: upsert into the owner's bucket with `count < N`
-//!   (`$inc count`, `$push messages`, `$setOnInsert` of a creation sequence). Write
-//!   transactions are serialised, so two senders never open two buckets.
-//! - [`InboxVariant::Sequence`]: a per-owner counter incremented with find-and-modify gives the
-//!   message number `n`; the message goes to bucket `n / N` (an upsert by owner and sequence).
-//!
-//! Reading the latest messages walks the owner's buckets newest first through the index
-//! `(owner, seq)`, so a page of `N` messages touches one or two buckets. A bucket keeps its
-//! `count` of used slots when a message is deleted, so later messages never land in an older
-//! bucket and the order of the inbox never changes. The bucket size is recorded with the
-//! collection: reopening with another size is an error, never a silent reordering.
+//! The two ways to find the bucket a message goes to are the bucket's (see [`Bucket`]):
+//! [`InboxVariant::OpenBucket`] upserts into the owner's bucket with room, and
+//! [`InboxVariant::Sequence`] numbers each owner's messages with a counter. Reading the latest
+//! messages walks the owner's buckets newest first through the index `(owner, seq)`, so a page
+//! of `bucket_size` messages touches one or two buckets. A deleted message keeps its slot, so
+//! later messages never land in an older bucket and the order of the inbox never changes. The
+//! bucket size is recorded with the collection: reopening with another size is an error, never
+//! a silent reordering.
 
 use bson::DateTime;
 use bson::oid::ObjectId;
 use odm::engine::query::Explain;
-use odm::{
-    Collection, Document, Embedded, IntoValue, ModifyOptions, Sort, Txn, Update, UpdateOptions,
-};
+use odm::{Embedded, IntoValue};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::meta::{PatternError, record};
+use crate::bucket::{Bucket, BucketOptions};
+use crate::meta::PatternError;
 
 /// How an inbox finds the bucket of a new message; see the module documentation.
 /// `OpenBucket` (S1c) pushes into the owner's bucket that still has room, found by an index on
@@ -45,15 +41,6 @@ use crate::meta::{PatternError, record};
 pub enum InboxVariant {
     OpenBucket,
     Sequence,
-}
-
-impl InboxVariant {
-    fn name(self) -> &'static str {
-        match self {
-            InboxVariant::OpenBucket => "open-bucket",
-            InboxVariant::Sequence => "sequence",
-        }
-    }
 }
 
 /// One delivered message, as a bucket stores it.
@@ -83,35 +70,6 @@ impl<M: Serialize> IntoValue<Envelope<M>> for EnvelopeRef<'_, M> {
     }
 }
 
-/// A bucket: up to `bucket_size` envelopes of one owner, numbered `seq` from 0. `count` is the
-/// number of slots used, which a deletion does not give back. `(owner, seq)` is unique: the
-/// sequence variant upserts by it, and the open-bucket variant numbers each new bucket after
-/// the owner's newest inside the sending transaction.
-#[derive(Debug, Serialize, Deserialize, Document)]
-#[odm(
-    collection = "inbox",
-    index(keys(owner = 1, seq = -1), unique),
-    index(keys(owner = 1, count = 1))
-)]
-struct InboxBucket<M> {
-    #[odm(id)]
-    id: ObjectId,
-    owner: String,
-    seq: i64,
-    count: i32,
-    #[odm(embedded)]
-    messages: Vec<Envelope<M>>,
-}
-
-/// The sequence variant's counter of messages delivered to one owner.
-#[derive(Debug, Serialize, Deserialize, Document)]
-#[odm(collection = "inbox_counters")]
-struct InboxCounter {
-    #[odm(id)]
-    owner: String,
-    n: i64,
-}
-
 /// Buckets of messages per owner; see the module documentation.
 ///
 /// ```
@@ -128,21 +86,22 @@ struct InboxCounter {
 /// assert!(inbox.latest("bob", 0, 10)?.is_empty());
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Inbox<M> {
-    buckets: Collection<InboxBucket<M>>,
-    /// The collection holding the per-owner counters of the sequence variant.
-    counters: String,
+    buckets: Bucket<String, Envelope<M>>,
     bucket_size: u32,
-    variant: InboxVariant,
 }
 
-const PATTERN: &str = "inbox";
+impl<M> Clone for Inbox<M> {
+    fn clone(&self) -> Self {
+        Inbox {
+            buckets: self.buckets.clone(),
+            bucket_size: self.bucket_size,
+        }
+    }
+}
 
-/// A message ready to deliver: its recipients, its id and its `$push`.
-type Prepared<'m, M> = (&'m [&'m str], ObjectId, Update<InboxBucket<M>>);
-
-impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
+impl<M: Serialize + DeserializeOwned + Send + 'static> Inbox<M> {
     /// Opens (or creates) the inbox stored in collection `name`. Reopening with another bucket
     /// size or variant is [`PatternError::ParametersChanged`].
     pub fn open(
@@ -152,25 +111,14 @@ impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
         variant: InboxVariant,
     ) -> Result<Self, PatternError> {
         let bucket_size = bucket_size.max(1);
-        let parameters = bson::doc! {
-            "bucket_size": i64::from(bucket_size),
-            "variant": variant.name(),
+        let options = BucketOptions::new().max_items(bucket_size);
+        let options = match variant {
+            InboxVariant::OpenBucket => options,
+            InboxVariant::Sequence => options.sequence(),
         };
-        let counters = format!("{name}_counters");
-        // The parameters, the buckets and the counters, declared in one transaction.
-        db.transaction(|txn| {
-            record(txn, PATTERN, name, parameters)?;
-            txn.collection_named::<InboxBucket<M>>(name)?;
-            if variant == InboxVariant::Sequence {
-                txn.collection_named::<InboxCounter>(&counters)?;
-            }
-            Ok::<_, PatternError>(())
-        })?;
         Ok(Inbox {
-            buckets: db.collection_named(name)?,
-            counters,
+            buckets: Bucket::open_as(db, "inbox", name, options)?,
             bucket_size,
-            variant,
         })
     }
 
@@ -178,12 +126,17 @@ impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
         self.bucket_size
     }
 
+    /// The buckets the inbox is stored in, for reads of their own.
+    pub fn buckets(&self) -> &Bucket<String, Envelope<M>> {
+        &self.buckets
+    }
+
     /// Delivers `message` from `from` to every recipient, atomically: all or none.
     pub fn send(&self, from: &str, to: &[&str], message: &M) -> Result<ObjectId, PatternError> {
         let ids = self.send_all([(from, to, message)])?;
         ids.into_iter()
             .next()
-            .ok_or_else(|| self.damaged("no message was sent"))
+            .ok_or_else(|| self.buckets.damaged("no message was sent".to_owned()))
     }
 
     /// Delivers several messages in one transaction (faster than one each; all or none).
@@ -194,103 +147,29 @@ impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
     where
         M: 'm,
     {
-        let f = InboxBucket::<M>::fields();
-        // Each message's `$push` is written once, then given to every recipient.
-        let prepared: Vec<Prepared<'_, M>> = messages
-            .into_iter()
-            .map(|(from, to, message)| {
-                let id = ObjectId::new();
-                let envelope = EnvelopeRef {
-                    id,
-                    from,
-                    sent: DateTime::now(),
-                    read: false,
-                    message,
-                };
-                (to, id, f.messages.push(envelope))
-            })
-            .collect();
-        self.buckets.database().transaction(|txn| {
+        // Each message is encoded once, then given to every recipient.
+        let mut prepared = Vec::new();
+        for (from, to, message) in messages {
+            let id = ObjectId::new();
+            let envelope = EnvelopeRef {
+                id,
+                from,
+                sent: DateTime::now(),
+                read: false,
+                message,
+            };
+            prepared.push((to, id, self.buckets.prepare(envelope)?));
+        }
+        self.buckets.collection().database().transaction(|txn| {
             let mut ids = Vec::with_capacity(prepared.len());
-            for (to, id, push) in &prepared {
+            for (to, id, envelope) in &prepared {
                 for owner in *to {
-                    self.deliver(txn, owner, push)?;
+                    self.buckets.push_prepared(txn, *owner, envelope)?;
                 }
                 ids.push(*id);
             }
             Ok(ids)
         })
-    }
-
-    /// Puts one envelope (its `$push`) into the owner's current bucket.
-    fn deliver(
-        &self,
-        txn: &mut Txn<'_, '_>,
-        owner: &str,
-        push: &Update<InboxBucket<M>>,
-    ) -> Result<(), PatternError> {
-        let f = InboxBucket::<M>::fields();
-        let size = i32::try_from(self.bucket_size).unwrap_or(i32::MAX);
-        let push = push.clone().and(f.count.inc(1));
-        let name = self.buckets.name();
-        match self.variant {
-            InboxVariant::OpenBucket => {
-                let mut buckets = txn.collection_named::<InboxBucket<M>>(name)?;
-                // The open bucket, or a new one numbered after the owner's newest.
-                let open = f.owner.eq(owner).and(f.count.lt(size));
-                let updated = buckets.update_one(open, push.clone(), &UpdateOptions::default())?;
-                if updated.matched == 0 {
-                    let newest = buckets
-                        .find(f.owner.eq(owner))
-                        .sort(Sort::desc(&f.seq))
-                        .first()?;
-                    let seq = newest.map_or(0, |b| b.seq + 1);
-                    buckets.update_one(
-                        f.owner.eq(owner).and(f.seq.eq(seq)),
-                        push,
-                        &UpdateOptions {
-                            upsert: true,
-                            ..UpdateOptions::default()
-                        },
-                    )?;
-                }
-            }
-            InboxVariant::Sequence => {
-                let c = InboxCounter::fields();
-                let counter = txn
-                    .collection_named::<InboxCounter>(&self.counters)?
-                    .find_one_and_update(
-                        c.owner.eq(owner),
-                        c.n.inc(1),
-                        &ModifyOptions {
-                            upsert: true,
-                            return_after: true,
-                            ..ModifyOptions::default()
-                        },
-                    )?;
-                let Some(counter) = counter else {
-                    return Err(self.damaged("the counter was not written"));
-                };
-                let seq = (counter.n - 1) / i64::from(size);
-                txn.collection_named::<InboxBucket<M>>(name)?.update_one(
-                    f.owner.eq(owner).and(f.seq.eq(seq)),
-                    push,
-                    &UpdateOptions {
-                        upsert: true,
-                        ..UpdateOptions::default()
-                    },
-                )?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The owner's buckets newest first, at most `limit` after skipping `skip` of them.
-    fn buckets_of(&self, owner: &str) -> odm::Find<InboxBucket<M>> {
-        let f = InboxBucket::<M>::fields();
-        self.buckets
-            .find(f.owner.eq(owner))
-            .sort(Sort::desc(&f.seq))
     }
 
     /// The owner's messages, newest first: `limit` of them after skipping `offset`.
@@ -300,67 +179,32 @@ impl<M: Serialize + DeserializeOwned + 'static> Inbox<M> {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Envelope<M>>, PatternError> {
-        let mut out = Vec::with_capacity(limit);
-        let mut to_skip = offset;
-        let mut read = 0_u64;
-        // The buckets a full page needs when none lost a message to a deletion; more are read
-        // only when some did.
-        let mut batch = ((offset + limit).div_ceil(self.bucket_size as usize) + 1) as u64;
-        loop {
-            let buckets = self.buckets_of(owner).skip(read).limit(batch).to_vec()?;
-            let last_batch = (buckets.len() as u64) < batch;
-            read += buckets.len() as u64;
-            for bucket in buckets {
-                for envelope in bucket.messages.into_iter().rev() {
-                    if out.len() == limit {
-                        return Ok(out);
-                    }
-                    if to_skip > 0 {
-                        to_skip -= 1;
-                        continue;
-                    }
-                    out.push(envelope);
-                }
-            }
-            if out.len() == limit || last_batch {
-                return Ok(out);
-            }
-            batch *= 2;
-        }
+        self.buckets.newest(owner, offset as u64, limit as u64)
     }
 
     /// How reading the latest `limit` messages runs: the buckets it needs, through the index.
     pub fn explain_latest(&self, owner: &str, limit: usize) -> Result<Explain, PatternError> {
-        let needed = limit.div_ceil(self.bucket_size as usize) + 1;
-        Ok(self.buckets_of(owner).limit(needed as u64).explain()?)
+        self.buckets
+            .read(owner)
+            .newest_first()
+            .limit(limit as u64)
+            .explain()
     }
 
     /// Marks a message read; `false` when the owner has no such message.
     pub fn mark_read(&self, owner: &str, id: ObjectId) -> Result<bool, PatternError> {
-        let f = InboxBucket::<M>::fields();
-        let result = self.buckets.update_one(
-            f.owner.eq(owner).and(f.messages.id.eq(id)),
-            f.messages.matched().read.set(true),
-        )?;
-        Ok(result.matched > 0)
+        self.buckets
+            .update_item(owner, Envelope::<M>::fields().id.eq(id), |m| {
+                m.read.set(true)
+            })
     }
 
     /// Deletes a message from the owner's inbox; `false` when there was none. The bucket keeps
     /// its count of used slots, so the inbox order never changes.
     pub fn delete(&self, owner: &str, id: ObjectId) -> Result<bool, PatternError> {
-        let f = InboxBucket::<M>::fields();
-        let result = self.buckets.update_one(
-            f.owner.eq(owner).and(f.messages.id.eq(id)),
-            f.messages.pull_where(Envelope::<M>::fields().id.eq(id)),
-        )?;
-        Ok(result.modified > 0)
-    }
-
-    fn damaged(&self, reason: &str) -> PatternError {
-        PatternError::Damaged {
-            pattern: PATTERN,
-            name: self.buckets.name().to_owned(),
-            reason: reason.to_owned(),
-        }
+        let removed = self
+            .buckets
+            .remove(owner, Envelope::<M>::fields().id.eq(id))?;
+        Ok(removed > 0)
     }
 }

@@ -37,6 +37,7 @@
 //! with other parameters is an error instead of a silent reordering of stored data.
 
 mod attributes;
+mod bucket;
 mod history;
 mod identity;
 mod inbox;
@@ -46,6 +47,10 @@ mod timeseries;
 mod tree;
 
 pub use attributes::{AttributeArray, Condition};
+pub use bucket::{
+    Bucket, BucketDoc, BucketOptions, Control, DEFAULT_MAX_BYTES, Items, MAX_BYTES_LIMIT, Prepared,
+    Read, Span,
+};
 pub use history::{Daily, Event, History, Window};
 pub use identity::Identity;
 pub use inbox::{Envelope, Inbox, InboxVariant};

@@ -75,12 +75,21 @@ pub(crate) fn record(
     let id = format!("{pattern}:{name}");
     let mut metas = txn.collection::<PatternMeta>()?;
     match metas.get(&id.clone().into())? {
-        Some(stored) if stored.parameters != parameters => Err(PatternError::ParametersChanged {
-            pattern,
-            name: name.to_owned(),
-            stored: stored.parameters.to_string(),
-            requested: parameters.to_string(),
-        }),
+        Some(stored) if stored.parameters != parameters => {
+            // Only the parameters that differ, so the message names what changed.
+            let differ = |a: &Document, b: &Document| -> Document {
+                a.iter()
+                    .filter(|(k, v)| b.get(k.as_str()) != Some(*v))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            };
+            Err(PatternError::ParametersChanged {
+                pattern,
+                name: name.to_owned(),
+                stored: differ(&stored.parameters, &parameters).to_string(),
+                requested: differ(&parameters, &stored.parameters).to_string(),
+            })
+        }
         Some(_) => Ok(()),
         None => {
             metas.insert_one(&PatternMeta { id, parameters })?;

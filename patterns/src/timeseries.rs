@@ -1,11 +1,11 @@
 //! `TimeSeries<M, S>` and `Counters`: measurements over time.
 //!
-//! `TimeSeries` buckets the samples of each series (its metadata `M`) by time span, as
-//! MongoDB's time-series collections do: a bucket covers one aligned span and closes at it, or
-//! at a count of samples; it records the earliest and latest time it holds (`control.min`,
-//! `control.max`), so a range query reads only buckets that overlap the range, through the
-//! index `(meta, control.max)`. Retention is a TTL index on `control.max`: a bucket expires once
-//! its newest sample is older than the retention.
+//! `TimeSeries` keeps the samples of each series (its metadata `M`) in a [`Bucket`] per
+//! aligned span, as MongoDB's time-series collections do: a bucket covers one span and closes
+//! at its end, or at a count of samples, and records the earliest and latest time it holds, so
+//! a range reads only the buckets whose span overlaps it, through the index on
+//! `(owner, start)`. Retention is a TTL index on the bucket's latest time: a bucket expires
+//! once its newest sample is older than the retention.
 //!
 //! `Counters` (S13, solution B) pre-aggregates counts per key and day, with hours inside the day
 //! and minutes inside their hour, so that one upsert with three `$inc`s records an event and an
@@ -14,23 +14,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
 use odm::engine::query::Explain;
-use odm::{Collection, Document, Embedded, Filter, Index, IntoValue};
+use odm::{Collection, Document, Embedded, IntoValue};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::bucket::{Bucket, BucketOptions, Span};
 use crate::meta::{PatternError, record};
-
-/// A bucket's span and the times it holds (MongoDB's `control` of a time-series bucket).
-#[derive(Debug, Clone, Serialize, Deserialize, Embedded)]
-struct Control {
-    /// The start of the aligned span the bucket covers.
-    start: DateTime,
-    min: DateTime,
-    max: DateTime,
-}
 
 /// One stored sample: its time and value.
 #[derive(Debug, Clone, Serialize, Deserialize, Embedded)]
@@ -50,20 +41,6 @@ impl<S: Serialize> IntoValue<Point<S>> for PointRef<'_, S> {
     fn into_bson(self) -> Result<Bson, String> {
         bson::serialize_to_bson(&self).map_err(|e| e.to_string())
     }
-}
-
-/// The samples of one series (`meta`) within one span, at most the series' `max_count`.
-#[derive(Debug, Serialize, Deserialize, Document)]
-#[odm(collection = "timeseries", index(keys(meta = 1, "control.max" = 1)))]
-struct SeriesBucket<M, S> {
-    #[odm(id)]
-    id: ObjectId,
-    meta: M,
-    #[odm(embedded)]
-    control: Control,
-    count: i64,
-    #[odm(embedded)]
-    samples: Vec<Point<S>>,
 }
 
 /// Samples bucketed per series and span; see the module documentation.
@@ -87,14 +64,17 @@ struct SeriesBucket<M, S> {
 /// assert_eq!(samples[0].value, 23.0);
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct TimeSeries<M, S> {
-    buckets: Collection<SeriesBucket<M, S>>,
-    /// The same buckets with the metadata left as BSON: a sample read back carries its
-    /// series' metadata, decoded from the bucket's for each sample (so `M` need not be `Clone`).
-    read: Collection<SeriesBucket<Bson, S>>,
-    span_ms: i64,
-    max_count: u32,
+    buckets: Bucket<M, Point<S>>,
+}
+
+impl<M, S> Clone for TimeSeries<M, S> {
+    fn clone(&self) -> Self {
+        TimeSeries {
+            buckets: self.buckets.clone(),
+        }
+    }
 }
 
 /// One sample read back.
@@ -105,12 +85,10 @@ pub struct Sample<M, S> {
     pub value: S,
 }
 
-const SERIES: &str = "timeseries";
-
 impl<M, S> TimeSeries<M, S>
 where
-    M: Serialize + DeserializeOwned + 'static,
-    S: Serialize + DeserializeOwned + 'static,
+    M: Serialize + DeserializeOwned + Clone + Send + 'static,
+    S: Serialize + DeserializeOwned + Send + 'static,
 {
     /// Buckets of at most `max_count` samples within aligned spans of `span`; buckets whose
     /// newest sample is older than `retention` expire.
@@ -121,55 +99,21 @@ where
         max_count: u32,
         retention: Option<Duration>,
     ) -> Result<Self, PatternError> {
-        let span_ms = i64::try_from(span.as_millis()).unwrap_or(i64::MAX).max(1);
-        db.transaction(|txn| {
-            record(
-                txn,
-                SERIES,
-                name,
-                bson::doc! {
-                    "span_ms": span_ms,
-                    "max_count": i64::from(max_count),
-                    "retention_s": retention.map(|r| r.as_secs() as i64),
-                },
-            )?;
-            let mut buckets = txn.collection_named::<SeriesBucket<M, S>>(name)?;
-            if let Some(retention) = retention {
-                // The retention is chosen at run time, so the TTL index is made here rather
-                // than declared on the model (kept as it is when it exists with this retention).
-                let f = SeriesBucket::<M, S>::fields();
-                buckets.create_index(
-                    Index::asc(&f.control.max)
-                        .named("retention")
-                        .expire_after(retention),
-                )?;
-            }
-            Ok::<_, PatternError>(())
-        })?;
+        let p = Point::<S>::fields();
+        let mut options = BucketOptions::new()
+            .max_items(max_count.max(1))
+            .span(Span::Fixed(span), &p.t);
+        if let Some(retention) = retention {
+            options = options.retention(retention);
+        }
         Ok(TimeSeries {
-            buckets: db.collection_named(name)?,
-            read: db.collection_named(name)?,
-            span_ms,
-            max_count: max_count.max(1),
+            buckets: Bucket::open_as(db, "timeseries", name, options)?,
         })
     }
 
     /// Adds a sample to its series' bucket for its span (a new one when that is full).
     pub fn insert(&self, meta: &M, at: DateTime, value: &S) -> Result<(), PatternError> {
-        let f = SeriesBucket::<M, S>::fields();
-        let start = at.timestamp_millis().div_euclid(self.span_ms) * self.span_ms;
-        self.buckets.upsert_one(
-            f.meta
-                .eq(meta)
-                .and(f.control.start.eq(DateTime::from_millis(start)))
-                .and(f.count.lt(i64::from(self.max_count))),
-            f.count
-                .inc(1)
-                .and(f.samples.push(PointRef { t: at, v: value }))
-                .and(f.control.min.min(at))
-                .and(f.control.max.max(at)),
-        )?;
-        Ok(())
+        self.buckets.push(meta, PointRef { t: at, v: value })
     }
 
     /// The samples with `from <= t < to`, of one series or of all, in time order.
@@ -179,23 +123,20 @@ where
         from: DateTime,
         to: DateTime,
     ) -> Result<Vec<Sample<M, S>>, PatternError> {
-        let filter = self.range_filter(meta, from, to)?;
-        let mut out = Vec::new();
-        for bucket in self.read.find(filter).to_vec()? {
-            for point in bucket.samples {
-                if point.t < from || point.t >= to {
-                    continue;
-                }
-                let meta = bson::deserialize_from_bson(bucket.meta.clone()).map_err(|e| {
-                    self.damaged(format!("a series' metadata does not decode: {e}"))
-                })?;
-                out.push(Sample {
-                    meta,
-                    at: point.t,
-                    value: point.v,
-                });
-            }
-        }
+        let read = match meta {
+            Some(meta) => self.buckets.read(meta),
+            None => self.buckets.read_all(),
+        };
+        let mut out: Vec<Sample<M, S>> = read
+            .time(from, to)
+            .to_vec_with_owner()?
+            .into_iter()
+            .map(|(meta, point)| Sample {
+                meta,
+                at: point.t,
+                value: point.v,
+            })
+            .collect();
         out.sort_by_key(|s| s.at);
         Ok(out)
     }
@@ -207,43 +148,11 @@ where
         from: DateTime,
         to: DateTime,
     ) -> Result<Explain, PatternError> {
-        let filter = self.range_filter(meta, from, to)?;
-        Ok(self.read.find(filter).explain()?)
-    }
-
-    fn range_filter(
-        &self,
-        meta: Option<&M>,
-        from: DateTime,
-        to: DateTime,
-    ) -> Result<Filter<SeriesBucket<Bson, S>>, PatternError> {
-        let f = SeriesBucket::<Bson, S>::fields();
-        // A bucket covers one span, so one that overlaps [from, to) has its latest sample
-        // before `to + span`: both bounds narrow the index range.
-        let before = DateTime::from_millis(to.timestamp_millis().saturating_add(self.span_ms));
-        let mut filter = f
-            .control
-            .max
-            .gte(from)
-            .and(f.control.max.lt(before))
-            .and(f.control.min.lt(to));
-        if let Some(meta) = meta {
-            let meta = bson::serialize_to_bson(meta).map_err(|e| PatternError::Refused {
-                pattern: SERIES,
-                name: self.buckets.name().to_owned(),
-                reason: format!("a value does not serialize: {e}"),
-            })?;
-            filter = filter.and(f.meta.eq(meta));
-        }
-        Ok(filter)
-    }
-
-    fn damaged(&self, reason: String) -> PatternError {
-        PatternError::Damaged {
-            pattern: SERIES,
-            name: self.buckets.name().to_owned(),
-            reason,
-        }
+        let read = match meta {
+            Some(meta) => self.buckets.read(meta),
+            None => self.buckets.read_all(),
+        };
+        read.time(from, to).explain()
     }
 }
 

@@ -50,7 +50,7 @@ fn time_series_ranges_read_only_overlapping_buckets() {
         .unwrap();
     assert_eq!(
         explain.index_used(),
-        Some("meta_1_control.max_1"),
+        Some("owner_1_start_1_count_1"),
         "{explain}"
     );
     assert!(explain.docs_examined <= 5, "{explain}");

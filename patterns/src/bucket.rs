@@ -1,0 +1,1298 @@
+//! `Bucket<K, T>`: items of type `T` grouped by an owner key of type `K` into bucket documents,
+//! the one implementation of bucketing that [`crate::Inbox`], [`crate::TimeSeries`],
+//! [`crate::History`] and [`crate::Daily`] are built on.
+//!
+//! A bucket is one document: `{owner, seq, start, count, bytes, control, items: [..]}`.
+//! - `seq` numbers an owner's buckets from 0 in the order they were opened; `(owner, seq)` is
+//!   unique, and reads walk it in either direction.
+//! - A bucket closes by the policy chosen at open, whichever limit comes first: at most N items
+//!   ([`BucketOptions::max_items`]), one aligned time span ([`BucketOptions::span`]: the
+//!   bucket's `start` is its item times rounded down to the span), or a byte budget
+//!   ([`BucketOptions::max_bytes`], 1 MiB unless chosen, so that a bucket never nears MongoDB's
+//!   16 MiB document limit; an item larger than the budget gets a bucket of its own).
+//! - `count` is the number of slots used. Removing an item does not give its slot back, so a
+//!   later item never lands in an older bucket and the order of the items never changes.
+//! - `control` holds summaries kept on write, as MongoDB's time-series buckets keep theirs: the
+//!   earliest and latest item time ([`BucketOptions::time`]), and the minimum and maximum of
+//!   each summary field ([`BucketOptions::summary`]). Reads by time or by a summary field skip
+//!   the buckets whose summaries rule them out. Summaries are bounds: after a removal they may
+//!   be wider than the items left, never narrower.
+//!
+//! Two ways to find the bucket a new item goes to, both from the source documents (S1c):
+//! - **Upsert** (the default): update the owner's bucket with room (`count < N`, the budget
+//!   not exceeded, the item's span), found through the index `(owner, start, count)`; when
+//!   none has room, open bucket `seq + 1` after the owner's newest. One write per item, and a
+//!   read of the newest bucket when one closes. Write transactions are serialised, so two
+//!   writers never open two buckets.
+//! - **Sequence** ([`BucketOptions::sequence`]): a counter per owner, incremented with
+//!   find-and-modify, numbers the items; item `n` goes to bucket `n / N` by an upsert on
+//!   `(owner, seq)`. Two writes per item (the counter and the bucket), but a bucket is found
+//!   by its number alone: no index on the count, and item `n`'s bucket is known without a
+//!   read. It closes buckets by count only: a span or a byte budget cannot number items.
+//!
+//! Indexes: `(owner, seq)` unique and `(owner, start, count)` are declared on the model. The
+//! TTL index of [`BucketOptions::retention`] (on `control.latest`) and the multikey index on
+//! the items' times of [`BucketOptions::index_item_times`] depend on choices made at open, so
+//! they are created there.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime, doc};
+use odm::engine::query::Explain;
+use odm::{
+    Collection, Document, Embedded, Field, Filter, Index, IntoValue, ModifyOptions, Sort, Txn,
+    Update, UpdateOptions,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::{PatternError, record};
+
+/// A bucket's summaries of its items, kept on write (MongoDB's `control` of a time-series
+/// bucket): bounds, never narrower than the items they summarise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Embedded)]
+pub struct Control {
+    /// The earliest item time ([`BucketOptions::time`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earliest: Option<DateTime>,
+    /// The latest item time: the TTL index of [`BucketOptions::retention`] expires by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest: Option<DateTime>,
+    /// The minimum of each summary field, by its path in an item.
+    #[serde(default)]
+    pub min: BTreeMap<String, Bson>,
+    /// The maximum of each summary field, by its path in an item.
+    #[serde(default)]
+    pub max: BTreeMap<String, Bson>,
+}
+
+/// One bucket as stored; see the module documentation.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(
+    collection = "buckets",
+    index(keys(owner = 1, seq = 1), unique),
+    index(keys(owner = 1, start = 1, count = 1))
+)]
+pub struct BucketDoc<K, T> {
+    #[odm(id)]
+    pub id: ObjectId,
+    pub owner: K,
+    /// The bucket's number among its owner's, from 0, in the order they were opened.
+    pub seq: i64,
+    /// The start of the aligned span the bucket covers, under a span policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<DateTime>,
+    /// Slots used: items pushed, removed ones included.
+    pub count: i64,
+    /// Encoded bytes of the items pushed, removed ones included.
+    #[serde(default)]
+    pub bytes: i64,
+    #[serde(default)]
+    #[odm(embedded)]
+    pub control: Control,
+    /// The items, oldest first. (Not `embedded`: the handle must be a plain `Field` for any
+    /// `T`; [`Field::element`] and [`Field::matched`] reach the items' fields.)
+    pub items: Vec<T>,
+}
+
+/// The sequence way's count of items delivered to one owner.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "bucket_counters")]
+struct BucketCounter<K> {
+    #[odm(id)]
+    owner: K,
+    n: i64,
+}
+
+/// The aligned time span a bucket covers; see [`BucketOptions::span`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// Spans of this length, aligned to the Unix epoch (an hour starts on the hour).
+    Fixed(Duration),
+    /// Calendar months in UTC (S9's monthly buckets).
+    Month,
+}
+
+const MONTH_MAX_MS: i64 = 31 * 86_400_000;
+
+impl Span {
+    /// The start of the span holding `at`.
+    fn start_of(self, at: DateTime) -> DateTime {
+        let ms = at.timestamp_millis();
+        match self {
+            Span::Fixed(_) => {
+                let len = self.max_ms();
+                DateTime::from_millis(ms.div_euclid(len) * len)
+            }
+            Span::Month => DateTime::from_millis(month_start(ms).unwrap_or(ms)),
+        }
+    }
+
+    /// The longest span, in milliseconds (at least 1).
+    fn max_ms(self) -> i64 {
+        match self {
+            Span::Fixed(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX).max(1),
+            Span::Month => MONTH_MAX_MS,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Span::Fixed(_) => format!("{}ms", self.max_ms()),
+            Span::Month => "month".to_owned(),
+        }
+    }
+}
+
+/// The first millisecond of the UTC calendar month holding `ms`; `None` outside the dates a
+/// calendar can name.
+fn month_start(ms: i64) -> Option<i64> {
+    use jiff::tz::TimeZone;
+    let at = jiff::Timestamp::from_millisecond(ms).ok()?;
+    let first = at.to_zoned_datetime(TimeZone::UTC).date().first_of_month();
+    Some(
+        first
+            .to_zoned_datetime(TimeZone::UTC)
+            .ok()?
+            .timestamp()
+            .as_millisecond(),
+    )
+}
+
+/// The byte budget of a bucket unless one is chosen.
+pub const DEFAULT_MAX_BYTES: u32 = 1 << 20;
+/// The largest byte budget: with its other fields and one more item a bucket stays well under
+/// the 16 MiB document limit.
+pub const MAX_BYTES_LIMIT: u32 = 8 << 20;
+
+/// How a [`Bucket`] closes its buckets, finds the open one, and what it summarises; see the
+/// module documentation.
+pub struct BucketOptions<T> {
+    max_items: Option<u32>,
+    max_bytes: Option<u32>,
+    span: Option<Span>,
+    time: Option<String>,
+    summaries: Vec<String>,
+    sequence: bool,
+    index_item_times: bool,
+    retention: Option<Duration>,
+    _item: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for BucketOptions<T> {
+    fn clone(&self) -> Self {
+        BucketOptions {
+            max_items: self.max_items,
+            max_bytes: self.max_bytes,
+            span: self.span,
+            time: self.time.clone(),
+            summaries: self.summaries.clone(),
+            sequence: self.sequence,
+            index_item_times: self.index_item_times,
+            retention: self.retention,
+            _item: PhantomData,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for BucketOptions<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BucketOptions({})", self.parameters())
+    }
+}
+
+impl<T> Default for BucketOptions<T> {
+    fn default() -> Self {
+        BucketOptions::new()
+    }
+}
+
+impl<T> BucketOptions<T> {
+    /// Buckets closed by the default byte budget only, found by upsert, with no summaries.
+    pub fn new() -> Self {
+        BucketOptions {
+            max_items: None,
+            max_bytes: None,
+            span: None,
+            time: None,
+            summaries: Vec::new(),
+            sequence: false,
+            index_item_times: false,
+            retention: None,
+            _item: PhantomData,
+        }
+    }
+
+    /// A bucket closes at `n` items.
+    #[must_use]
+    pub fn max_items(mut self, n: u32) -> Self {
+        self.max_items = Some(n);
+        self
+    }
+
+    /// A bucket closes before its items' encoded size would pass `bytes`
+    /// (at most [`MAX_BYTES_LIMIT`]).
+    #[must_use]
+    pub fn max_bytes(mut self, bytes: u32) -> Self {
+        self.max_bytes = Some(bytes);
+        self
+    }
+
+    /// A bucket holds the items of one aligned span of `time` (which becomes the item time).
+    #[must_use]
+    pub fn span(mut self, span: Span, time: &Field<T, DateTime>) -> Self {
+        self.span = Some(span);
+        self.time(time)
+    }
+
+    /// The item's time: each bucket keeps the earliest and latest (`control.earliest`,
+    /// `control.latest`), and reads can ask for a range of time.
+    #[must_use]
+    pub fn time(mut self, time: &Field<T, DateTime>) -> Self {
+        self.time = Some(time.path().to_owned());
+        self
+    }
+
+    /// Keep the minimum and maximum of `field` in each bucket (`control.min`, `control.max`),
+    /// so that [`Read::between`] skips buckets by them.
+    #[must_use]
+    pub fn summary<V>(mut self, field: &Field<T, V>) -> Self {
+        self.summaries.push(field.path().to_owned());
+        self
+    }
+
+    /// Find the open bucket by a counter per owner instead of an upsert (closes by count only).
+    #[must_use]
+    pub fn sequence(mut self) -> Self {
+        self.sequence = true;
+        self
+    }
+
+    /// A multikey index on the items' times (S2a): a range of time reads exactly the buckets
+    /// holding an item in it, for one index entry per item.
+    #[must_use]
+    pub fn index_item_times(mut self) -> Self {
+        self.index_item_times = true;
+        self
+    }
+
+    /// Buckets whose latest item is older than `retention` expire (a TTL index).
+    #[must_use]
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// Why these options cannot work, if they cannot.
+    fn problem(&self) -> Option<String> {
+        if self.max_items == Some(0) {
+            return Some("a bucket must hold at least one item".to_owned());
+        }
+        if let Some(bytes) = self.max_bytes
+            && !(1..=MAX_BYTES_LIMIT).contains(&bytes)
+        {
+            return Some(format!(
+                "the byte budget {bytes} is outside 1..={MAX_BYTES_LIMIT}"
+            ));
+        }
+        if self.time.is_none() && (self.retention.is_some() || self.index_item_times) {
+            return Some("retention and an index on item times need an item time".to_owned());
+        }
+        if self.sequence
+            && (self.max_items.is_none() || self.span.is_some() || self.max_bytes.is_some())
+        {
+            return Some(
+                "the sequence way numbers items, so it closes buckets by a count of items only"
+                    .to_owned(),
+            );
+        }
+        let mut paths: Vec<&String> = self.summaries.iter().chain(&self.time).collect();
+        if let Some(bad) = paths
+            .iter()
+            .find(|p| p.is_empty() || p.starts_with('$') || p.split('.').any(str::is_empty))
+        {
+            return Some(format!("`{bad}` cannot be summarised"));
+        }
+        paths.sort();
+        if let Some(twice) = paths.windows(2).find(|w| w[0] == w[1]) {
+            return Some(format!("`{}` is summarised twice", twice[0]));
+        }
+        None
+    }
+
+    /// The parameters recorded with the data: reopening with others is an error.
+    fn parameters(&self) -> bson::Document {
+        doc! {
+            "layout": 1,
+            "way": if self.sequence { "sequence" } else { "upsert" },
+            "max_items": self.max_items.map(i64::from),
+            "max_bytes": self.max_bytes.map(i64::from),
+            "span": self.span.map(Span::describe),
+            "time": self.time.clone(),
+            "summaries": self.summaries.clone(),
+            "index_item_times": self.index_item_times,
+            "retention_s": self.retention.map(|r| r.as_secs() as i64),
+        }
+    }
+
+    /// The budget the upsert way checks.
+    fn budget(&self) -> i64 {
+        i64::from(self.max_bytes.unwrap_or(DEFAULT_MAX_BYTES))
+    }
+}
+
+/// The name of the multikey index on the items' times.
+const ITEM_TIMES: &str = "item_times";
+/// The name of the index that finds the open bucket (the model's second index).
+const OPEN_INDEX: &str = "owner_1_start_1_count_1";
+/// The name of the unique index on `(owner, seq)`.
+const SEQ_INDEX: &str = "owner_1_seq_1";
+
+/// Items grouped by owner into buckets; see the module documentation.
+///
+/// ```
+/// use bson::DateTime;
+/// use odm::Embedded;
+/// use odm_patterns::{Bucket, BucketOptions};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Debug, Serialize, Deserialize, Embedded)]
+/// struct Reading {
+///     at: DateTime,
+///     celsius: f64,
+/// }
+///
+/// let db = odm::Database::in_memory()?;
+/// let r = Reading::fields();
+/// let readings: Bucket<String, Reading> = Bucket::open(
+///     &db,
+///     "readings",
+///     BucketOptions::new().max_items(100).time(&r.at).summary(&r.celsius),
+/// )?;
+/// for minute in 0..250 {
+///     let at = DateTime::from_millis(minute * 60_000);
+///     readings.push("attic", &Reading { at, celsius: 10.0 + (minute % 30) as f64 })?;
+/// }
+/// assert_eq!(readings.count("attic")?, 250);
+/// assert_eq!(readings.newest("attic", 0, 1)?[0].at, DateTime::from_millis(249 * 60_000));
+/// // Readings of 38 degrees or more: buckets whose maximum is lower are not read.
+/// let hot = readings.read("attic").between(&r.celsius, 38.0, 100.0).to_vec()?;
+/// assert_eq!(hot.len(), 16);
+/// # Ok::<(), odm_patterns::PatternError>(())
+/// ```
+pub struct Bucket<K, T> {
+    buckets: Collection<BucketDoc<K, T>>,
+    /// The sequence way's counters (`{name}_counters`).
+    counters: Option<String>,
+    options: BucketOptions<T>,
+    /// The pattern the bucket serves, for records and errors.
+    pattern: &'static str,
+}
+
+impl<K, T> Clone for Bucket<K, T> {
+    fn clone(&self) -> Self {
+        Bucket {
+            buckets: self.buckets.clone(),
+            counters: self.counters.clone(),
+            options: self.options.clone(),
+            pattern: self.pattern,
+        }
+    }
+}
+
+impl<K, T> std::fmt::Debug for Bucket<K, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bucket({}: {})", self.pattern, self.options.parameters())
+    }
+}
+
+/// An item encoded once, ready to go into any owner's bucket ([`Bucket::prepare`]).
+#[derive(Debug, Clone)]
+pub struct Prepared<T> {
+    value: Bson,
+    bytes: i64,
+    time: Option<DateTime>,
+    start: Option<DateTime>,
+    summaries: Vec<(String, Bson)>,
+    _item: PhantomData<fn() -> T>,
+}
+
+/// A prepared item's value, written as it was encoded.
+struct Encoded<'p>(&'p Bson);
+
+impl<T> IntoValue<T> for Encoded<'_> {
+    fn into_bson(self) -> Result<Bson, String> {
+        Ok(self.0.clone())
+    }
+}
+
+/// The value at a dotted path of a document, through subdocuments only.
+fn lookup<'d>(doc: &'d bson::Document, path: &str) -> Option<&'d Bson> {
+    let mut segments = path.split('.');
+    let mut value = doc.get(segments.next()?)?;
+    for segment in segments {
+        value = match value {
+            Bson::Document(d) => d.get(segment)?,
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
+type Fields<K, T> = <BucketDoc<K, T> as Document>::Fields;
+
+impl<K, T> Bucket<K, T>
+where
+    K: Serialize + DeserializeOwned + Send + 'static,
+    T: Embedded + Send + 'static,
+{
+    /// Opens (or creates) the buckets stored in collection `name`. Reopening with other
+    /// options is [`PatternError::ParametersChanged`]; options that cannot work together are
+    /// [`PatternError::Refused`].
+    pub fn open(
+        db: &odm::Database,
+        name: &str,
+        options: BucketOptions<T>,
+    ) -> Result<Self, PatternError> {
+        Self::open_as(db, "bucket", name, options)
+    }
+
+    /// [`Bucket::open`] for a pattern built on buckets: its records and errors carry its name.
+    pub(crate) fn open_as(
+        db: &odm::Database,
+        pattern: &'static str,
+        name: &str,
+        options: BucketOptions<T>,
+    ) -> Result<Self, PatternError> {
+        if let Some(reason) = options.problem() {
+            return Err(PatternError::Refused {
+                pattern,
+                name: name.to_owned(),
+                reason,
+            });
+        }
+        let counters = options.sequence.then(|| format!("{name}_counters"));
+        let f = BucketDoc::<K, T>::fields();
+        db.transaction(|txn| {
+            record(txn, pattern, name, options.parameters())?;
+            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(name)?;
+            // Indexes that depend on the options, so the model cannot declare them (kept as
+            // they are when they exist as asked).
+            if let Some(time) = &options.time {
+                let time = Field::<T, DateTime>::new(time.clone());
+                if options.index_item_times {
+                    buckets.create_index(
+                        Index::asc(&f.owner)
+                            .then_asc(&f.items.element(&time))
+                            .named(ITEM_TIMES),
+                    )?;
+                }
+                if let Some(retention) = options.retention {
+                    buckets.create_index(
+                        Index::asc(&f.control.latest)
+                            .named("retention")
+                            .expire_after(retention),
+                    )?;
+                }
+            }
+            if let Some(counters) = &counters {
+                txn.collection_named::<BucketCounter<K>>(counters)?;
+            }
+            Ok::<_, PatternError>(())
+        })?;
+        Ok(Bucket {
+            buckets: db.collection_named(name)?,
+            counters,
+            options,
+            pattern,
+        })
+    }
+
+    /// The collection of the buckets, for queries of their own.
+    pub fn collection(&self) -> &Collection<BucketDoc<K, T>> {
+        &self.buckets
+    }
+
+    /// The largest number of items in a bucket, if the policy has one.
+    pub fn max_items(&self) -> Option<u32> {
+        self.options.max_items
+    }
+
+    /// Encodes an item once, to push it to any number of owners ([`Bucket::push_prepared`]).
+    pub fn prepare(&self, item: impl IntoValue<T>) -> Result<Prepared<T>, PatternError> {
+        let value = item
+            .into_bson()
+            .map_err(|e| self.refused(format!("an item does not serialize: {e}")))?;
+        let Bson::Document(doc) = &value else {
+            return Err(self.refused("an item must be stored as a document".to_owned()));
+        };
+        let bytes = doc
+            .to_vec()
+            .map_err(|e| self.refused(format!("an item does not encode: {e}")))?
+            .len() as i64;
+        let time = match &self.options.time {
+            None => None,
+            Some(path) => match lookup(doc, path) {
+                Some(Bson::DateTime(t)) => Some(*t),
+                _ => {
+                    return Err(self.refused(format!("the item has no date at `{path}`")));
+                }
+            },
+        };
+        let start = match (self.options.span, time) {
+            (Some(span), Some(t)) => Some(span.start_of(t)),
+            _ => None,
+        };
+        let summaries = self
+            .options
+            .summaries
+            .iter()
+            .filter_map(|path| Some((path.clone(), lookup(doc, path)?.clone())))
+            .collect();
+        Ok(Prepared {
+            value,
+            bytes,
+            time,
+            start,
+            summaries,
+            _item: PhantomData,
+        })
+    }
+
+    /// Adds an item to the owner's open bucket (a new bucket when none has room).
+    pub fn push(
+        &self,
+        owner: impl IntoValue<K> + Copy,
+        item: impl IntoValue<T>,
+    ) -> Result<(), PatternError> {
+        let prepared = self.prepare(item)?;
+        self.buckets
+            .database()
+            .transaction(|txn| self.push_prepared(txn, owner, &prepared))
+    }
+
+    /// Adds a prepared item to the owner's open bucket inside a transaction, so that several
+    /// owners' pushes commit together.
+    pub fn push_prepared(
+        &self,
+        txn: &mut Txn<'_, '_>,
+        owner: impl IntoValue<K> + Copy,
+        item: &Prepared<T>,
+    ) -> Result<(), PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        let write = self.write(&f, item);
+        let upsert = UpdateOptions {
+            upsert: true,
+            ..UpdateOptions::default()
+        };
+        let seq = match (&self.counters, self.options.max_items) {
+            (Some(counters), Some(n)) => {
+                let c = BucketCounter::<K>::fields();
+                let counter = txn
+                    .collection_named::<BucketCounter<K>>(counters)?
+                    .find_one_and_update(
+                        c.owner.eq(owner),
+                        c.n.inc(1),
+                        &ModifyOptions {
+                            upsert: true,
+                            return_after: true,
+                            ..ModifyOptions::default()
+                        },
+                    )?;
+                let Some(counter) = counter else {
+                    return Err(self.damaged("a counter was not written".to_owned()));
+                };
+                (counter.n - 1) / i64::from(n)
+            }
+            _ => {
+                let mut open = f.owner.eq(owner).and(f.start.eq(item.start));
+                if let Some(n) = self.options.max_items {
+                    open = open.and(f.count.lt(i64::from(n)));
+                }
+                open = open.and(f.bytes.lte(self.options.budget() - item.bytes));
+                let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+                let updated = buckets.update_one(open, write.clone(), &UpdateOptions::default())?;
+                if updated.matched > 0 {
+                    return Ok(());
+                }
+                let newest = buckets
+                    .find(f.owner.eq(owner))
+                    .sort(Sort::desc(&f.seq))
+                    .first()?;
+                newest.map_or(0, |b| b.seq + 1)
+            }
+        };
+        let write = match item.start {
+            Some(start) => write.and(f.start.set_on_insert(Some(start))),
+            None => write,
+        };
+        let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+        buckets.update_one(f.owner.eq(owner).and(f.seq.eq(seq)), write, &upsert)?;
+        Ok(())
+    }
+
+    /// The update that adds one item: its push, the counts and the summaries.
+    fn write(&self, f: &Fields<K, T>, item: &Prepared<T>) -> Update<BucketDoc<K, T>> {
+        let mut write = f
+            .items
+            .push(Encoded(&item.value))
+            .and(f.count.inc(1))
+            .and(f.bytes.inc(item.bytes));
+        if let Some(t) = item.time {
+            write = write
+                .and(f.control.earliest.min(Some(t)))
+                .and(f.control.latest.max(Some(t)));
+        }
+        for (path, value) in &item.summaries {
+            write = write
+                .and(f.control.min.key(path).min(value.clone()))
+                .and(f.control.max.key(path).max(value.clone()));
+        }
+        write
+    }
+
+    /// The items of one owner; see [`Read`].
+    pub fn read(&self, owner: impl IntoValue<K> + Copy) -> Read<'_, K, T> {
+        let f = BucketDoc::<K, T>::fields();
+        Read::new(self, f.owner.eq(owner), true)
+    }
+
+    /// The items of every owner, owner by owner; see [`Read`].
+    pub fn read_all(&self) -> Read<'_, K, T> {
+        Read::new(self, Filter::all(), false)
+    }
+
+    /// The owner's items newest first: `limit` of them after skipping `skip`.
+    pub fn newest(
+        &self,
+        owner: impl IntoValue<K> + Copy,
+        skip: u64,
+        limit: u64,
+    ) -> Result<Vec<T>, PatternError> {
+        self.read(owner)
+            .newest_first()
+            .skip(skip)
+            .limit(limit)
+            .to_vec()
+    }
+
+    /// The number of the owner's items.
+    pub fn count(&self, owner: impl IntoValue<K> + Copy) -> Result<u64, PatternError> {
+        self.read(owner).count()
+    }
+
+    /// The starts of the owner's spans that hold a bucket, oldest first (under a span policy).
+    pub fn spans(&self, owner: impl IntoValue<K> + Copy) -> Result<Vec<DateTime>, PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        let mut starts: Vec<DateTime> = self
+            .buckets
+            .distinct(&f.start, f.owner.eq(owner))?
+            .into_iter()
+            .filter_map(|start| match start {
+                Bson::DateTime(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        starts.sort();
+        Ok(starts)
+    }
+
+    /// Changes the first of the owner's items that `matching` selects: `change` gets the
+    /// handles on that item (`items.$`). An update of the item time or of a summary field is
+    /// refused (the summaries would no longer bound the items). `false` when none matched.
+    pub fn update_item(
+        &self,
+        owner: impl IntoValue<K> + Copy,
+        matching: Filter<T>,
+        change: impl FnOnce(T::Fields<BucketDoc<K, T>, T>) -> Update<BucketDoc<K, T>>,
+    ) -> Result<bool, PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        let update = change(f.items.matched().fields());
+        self.check_item_update(&update)?;
+        let result = self
+            .buckets
+            .update_one(f.owner.eq(owner).and(f.items.elem_match(matching)), update)?;
+        Ok(result.matched > 0)
+    }
+
+    /// Refuses an item update that writes outside the matched item or rewrites a field the
+    /// summaries are kept of.
+    fn check_item_update(&self, update: &Update<BucketDoc<K, T>>) -> Result<(), PatternError> {
+        if update.to_pipeline().is_some() {
+            return Err(self.refused("an item update cannot be a pipeline".to_owned()));
+        }
+        let guarded: Vec<&String> = self
+            .options
+            .summaries
+            .iter()
+            .chain(&self.options.time)
+            .collect();
+        for (_, fields) in update.to_document() {
+            let Bson::Document(fields) = fields else {
+                continue;
+            };
+            for path in fields.keys() {
+                let Some(field) = path.strip_prefix("items.$.") else {
+                    return Err(self.refused(format!(
+                        "an item update writes `{path}`, outside the matched item"
+                    )));
+                };
+                let overlaps = |g: &str| {
+                    field == g
+                        || field.starts_with(&format!("{g}."))
+                        || g.starts_with(&format!("{field}."))
+                };
+                if let Some(g) = guarded.iter().find(|g| overlaps(g)) {
+                    return Err(self.refused(format!(
+                        "an item update writes `{field}`, which the buckets summarise (`{g}`)"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the owner's items that `matching` selects (`$pull`); returns the number of
+    /// buckets changed. The buckets keep their count of used slots, so the order never changes.
+    pub fn remove(
+        &self,
+        owner: impl IntoValue<K> + Copy,
+        matching: Filter<T>,
+    ) -> Result<u64, PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        let result = self.buckets.update_many(
+            f.owner.eq(owner).and(f.items.elem_match(matching.clone())),
+            f.items.pull_where(matching),
+        )?;
+        Ok(result.modified)
+    }
+
+    /// Deletes the owner's buckets numbered below `seq` (whole buckets); returns how many.
+    pub fn delete_buckets_below(
+        &self,
+        owner: impl IntoValue<K> + Copy,
+        seq: i64,
+    ) -> Result<u64, PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        Ok(self
+            .buckets
+            .delete_many(f.owner.eq(owner).and(f.seq.lt(seq)))?)
+    }
+
+    /// Deletes the buckets, of one owner or of all, whose every item is older than `cutoff`
+    /// (whole buckets, by their latest time); returns how many.
+    pub fn delete_buckets_before(
+        &self,
+        owner: Option<&K>,
+        cutoff: DateTime,
+    ) -> Result<u64, PatternError> {
+        let filter = self.owned_by(owner).and(self.older_than(cutoff)?);
+        Ok(self.buckets.delete_many(filter)?)
+    }
+
+    /// Removes every item older than `cutoff`, of one owner or of all, in one transaction:
+    /// whole buckets go, the items of buckets that straddle the cutoff are pulled, and the
+    /// buckets left empty are deleted. Returns how many buckets were deleted.
+    pub fn remove_before(&self, owner: Option<&K>, cutoff: DateTime) -> Result<u64, PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        let older = self.older_than(cutoff)?;
+        let time = self.time_path()?;
+        let owned = self.owned_by(owner);
+        let item_older = Filter::<T>::raw(doc! { time: { "$lt": cutoff } });
+        Ok(self.buckets.database().write(|txn| {
+            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+            let mut deleted = buckets.delete_many(owned.clone().and(older))?;
+            buckets.update_many(
+                owned.clone().and(f.control.earliest.lt(Some(cutoff))),
+                f.items.pull_where(item_older),
+                &UpdateOptions::default(),
+            )?;
+            deleted += buckets.delete_many(owned.and(f.items.size(0)))?;
+            Ok(deleted)
+        })?)
+    }
+
+    /// Repacks the owner's items into as few buckets as the policy allows, in their order
+    /// (after removals left gaps), in one transaction; returns the number of buckets. The
+    /// owner's items are held in memory meanwhile.
+    pub fn compact(&self, owner: impl IntoValue<K> + Copy) -> Result<u64, PatternError> {
+        let f = BucketDoc::<K, T>::fields();
+        self.buckets.database().transaction(|txn| {
+            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+            let items: Vec<T> = buckets
+                .find(f.owner.eq(owner))
+                .sort(Sort::asc(&f.seq))
+                .to_vec()?
+                .into_iter()
+                .flat_map(|bucket| bucket.items)
+                .collect();
+            buckets.delete_many(f.owner.eq(owner))?;
+            if let Some(counters) = &self.counters {
+                let c = BucketCounter::<K>::fields();
+                txn.collection_named::<BucketCounter<K>>(counters)?
+                    .delete_one(c.owner.eq(owner))?;
+            }
+            for item in &items {
+                let prepared = self.prepare(item)?;
+                self.push_prepared(txn, owner, &prepared)?;
+            }
+            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+            Ok(buckets.find(f.owner.eq(owner)).to_vec()?.len() as u64)
+        })
+    }
+
+    fn owned_by(&self, owner: Option<&K>) -> Filter<BucketDoc<K, T>> {
+        match owner {
+            Some(owner) => BucketDoc::<K, T>::fields().owner.eq(owner),
+            None => Filter::all(),
+        }
+    }
+
+    /// Buckets whose latest item is older than `cutoff`.
+    fn older_than(&self, cutoff: DateTime) -> Result<Filter<BucketDoc<K, T>>, PatternError> {
+        self.time_path()?;
+        Ok(BucketDoc::<K, T>::fields().control.latest.lt(Some(cutoff)))
+    }
+
+    fn time_path(&self) -> Result<&str, PatternError> {
+        self.options.time.as_deref().ok_or_else(|| {
+            self.refused("the items have no declared time (BucketOptions::time or span)".to_owned())
+        })
+    }
+
+    pub(crate) fn refused(&self, reason: String) -> PatternError {
+        PatternError::Refused {
+            pattern: self.pattern,
+            name: self.buckets.name().to_owned(),
+            reason,
+        }
+    }
+
+    pub(crate) fn damaged(&self, reason: String) -> PatternError {
+        PatternError::Damaged {
+            pattern: self.pattern,
+            name: self.buckets.name().to_owned(),
+            reason,
+        }
+    }
+}
+
+/// A read of items: which buckets, which of their items, in which order; built by
+/// [`Bucket::read`] or [`Bucket::read_all`].
+///
+/// Items come in the order they were pushed, oldest first unless [`Read::newest_first`]: bucket
+/// by bucket in `seq` order, and in each bucket in array order (for every owner, owner by
+/// owner). Conditions on items ([`Read::time`], [`Read::between`]) skip the buckets whose
+/// summaries rule them out, then keep the matching items of the rest (a `$filter` the engine
+/// runs, so that only those are decoded).
+pub struct Read<'b, K, T> {
+    bucket: &'b Bucket<K, T>,
+    filter: Filter<BucketDoc<K, T>>,
+    /// `$filter` conditions on one item (`$$this`).
+    conditions: Vec<Bson>,
+    one_owner: bool,
+    hint: Option<&'static str>,
+    newest_first: bool,
+    skip: u64,
+    limit: Option<u64>,
+    error: Option<PatternError>,
+}
+
+impl<K, T> std::fmt::Debug for Read<'_, K, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Read")
+            .field("filter", &self.filter)
+            .field("conditions", &self.conditions)
+            .field("newest_first", &self.newest_first)
+            .field("skip", &self.skip)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'b, K, T> Read<'b, K, T>
+where
+    K: Serialize + DeserializeOwned + Send + 'static,
+    T: Embedded + Send + 'static,
+{
+    fn new(bucket: &'b Bucket<K, T>, filter: Filter<BucketDoc<K, T>>, one_owner: bool) -> Self {
+        Read {
+            bucket,
+            filter,
+            conditions: Vec::new(),
+            one_owner,
+            // One owner's buckets in `seq` order; a condition on time may choose better.
+            hint: one_owner.then_some(SEQ_INDEX),
+            newest_first: false,
+            skip: 0,
+            limit: None,
+            error: None,
+        }
+    }
+
+    /// Items with `from <= time < to`. The buckets read are those whose time summaries overlap
+    /// the range, bounded through an index: the span's start under a span policy, the items'
+    /// times with [`BucketOptions::index_item_times`], else the owner's buckets.
+    #[must_use]
+    pub fn time(mut self, from: DateTime, to: DateTime) -> Self {
+        let f = BucketDoc::<K, T>::fields();
+        let time = match self.bucket.time_path() {
+            Ok(path) => path.to_owned(),
+            Err(e) => {
+                self.error = Some(e);
+                return self;
+            }
+        };
+        let options = &self.bucket.options;
+        let mut filter = f
+            .control
+            .latest
+            .gte(Some(from))
+            .and(f.control.earliest.lt(Some(to)));
+        if let Some(span) = options.span {
+            // A bucket starts at most one span before its items.
+            let after =
+                DateTime::from_millis(from.timestamp_millis().saturating_sub(span.max_ms()));
+            filter = filter
+                .and(f.start.gt(Some(after)))
+                .and(f.start.lt(Some(to)));
+            self.hint = Some(OPEN_INDEX);
+        } else if options.index_item_times {
+            filter = filter.and(f.items.elem_match(Filter::raw(
+                doc! { time.as_str(): { "$gte": from, "$lt": to } },
+            )));
+            self.hint = Some(ITEM_TIMES);
+        }
+        self.filter = std::mem::take(&mut self.filter).and(filter);
+        let this = format!("$$this.{time}");
+        self.conditions
+            .push(Bson::Document(doc! { "$gte": [this.as_str(), from] }));
+        self.conditions
+            .push(Bson::Document(doc! { "$lt": [this, to] }));
+        self
+    }
+
+    /// Items whose `field` is within `low..=high`. When `field` is a summary field, buckets
+    /// whose minimum and maximum rule the range out are skipped.
+    #[must_use]
+    pub fn between<V: Serialize>(mut self, field: &Field<T, V>, low: V, high: V) -> Self {
+        let (low, high) = match (
+            bson::serialize_to_bson(&low),
+            bson::serialize_to_bson(&high),
+        ) {
+            (Ok(low), Ok(high)) => (low, high),
+            (Err(e), _) | (_, Err(e)) => {
+                self.error = Some(
+                    self.bucket
+                        .refused(format!("a bound does not serialize: {e}")),
+                );
+                return self;
+            }
+        };
+        let path = field.path();
+        if self.bucket.options.summaries.iter().any(|s| s == path) {
+            let f = BucketDoc::<K, T>::fields();
+            let skip = f
+                .control
+                .max
+                .key(path)
+                .gte(low.clone())
+                .and(f.control.min.key(path).lte(high.clone()));
+            self.filter = std::mem::take(&mut self.filter).and(skip);
+        }
+        let this = format!("$$this.{path}");
+        self.conditions
+            .push(Bson::Document(doc! { "$gte": [this.as_str(), low] }));
+        self.conditions
+            .push(Bson::Document(doc! { "$lte": [this, high] }));
+        self
+    }
+
+    /// The buckets numbered `from <= seq < to` only.
+    #[must_use]
+    pub fn seq(mut self, from: i64, to: i64) -> Self {
+        let f = BucketDoc::<K, T>::fields();
+        self.filter = std::mem::take(&mut self.filter).and(f.seq.gte(from).and(f.seq.lt(to)));
+        self
+    }
+
+    /// Newest items first.
+    #[must_use]
+    pub fn newest_first(mut self) -> Self {
+        self.newest_first = true;
+        self
+    }
+
+    /// Oldest items first (the default).
+    #[must_use]
+    pub fn oldest_first(mut self) -> Self {
+        self.newest_first = false;
+        self
+    }
+
+    /// Skips the first `n` items.
+    #[must_use]
+    pub fn skip(mut self, n: u64) -> Self {
+        self.skip = n;
+        self
+    }
+
+    /// At most `n` items.
+    #[must_use]
+    pub fn limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    fn sort(&self) -> Sort<BucketDoc<K, T>> {
+        let f = BucketDoc::<K, T>::fields();
+        match (self.one_owner, self.newest_first) {
+            (true, false) => Sort::asc(&f.seq),
+            (true, true) => Sort::desc(&f.seq),
+            (false, false) => Sort::asc(&f.owner).then_asc(&f.seq),
+            (false, true) => Sort::desc(&f.owner).then_desc(&f.seq),
+        }
+    }
+
+    /// The buckets to read, `skip` and `limit` of them, their items filtered.
+    fn buckets(&self, skip: u64, limit: Option<u64>) -> Result<Vec<BucketDoc<K, T>>, PatternError> {
+        let coll = &self.bucket.buckets;
+        if self.conditions.is_empty() {
+            let mut find = coll.find(self.filter.clone()).sort(self.sort()).skip(skip);
+            if let Some(limit) = limit {
+                find = find.limit(limit);
+            }
+            if let (Some(hint), true) = (self.hint, self.one_owner) {
+                find = find.hint(hint);
+            }
+            return Ok(find.to_vec()?);
+        }
+        Ok(self.aggregate(skip, limit).to_vec()?)
+    }
+
+    /// The buckets as an aggregation that keeps only the matching items of each.
+    fn aggregate(&self, skip: u64, limit: Option<u64>) -> odm::Aggregate<BucketDoc<K, T>> {
+        let mut aggregate = self
+            .bucket
+            .buckets
+            .aggregate()
+            .filter(self.filter.clone())
+            .sort(self.sort())
+            .skip(skip);
+        if let Some(limit) = limit {
+            aggregate = aggregate.limit(limit);
+        }
+        if let (Some(hint), true) = (self.hint, self.one_owner) {
+            aggregate = aggregate.hint(hint);
+        }
+        aggregate.stage(doc! { "$set": { "items": {
+            "$filter": { "input": "$items", "cond": { "$and": self.conditions.clone() } }
+        } } })
+    }
+
+    fn check(&mut self) -> Result<(), PatternError> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The items, with the owner of each.
+    pub fn to_vec_with_owner(mut self) -> Result<Vec<(K, T)>, PatternError>
+    where
+        K: Clone,
+    {
+        self.check()?;
+        let mut out = Vec::new();
+        self.collect(
+            |bucket, items, out: &mut Vec<(K, T)>| {
+                out.extend(items.map(|item| (bucket.clone(), item)));
+            },
+            &mut out,
+        )?;
+        Ok(out)
+    }
+
+    /// The items.
+    pub fn to_vec(mut self) -> Result<Vec<T>, PatternError> {
+        self.check()?;
+        let mut out = Vec::new();
+        self.collect(|_, items, out: &mut Vec<T>| out.extend(items), &mut out)?;
+        Ok(out)
+    }
+
+    /// Reads buckets in batches until `skip + limit` items are in hand: a page of the bucket
+    /// size reads one or two buckets when none lost an item to a removal, more only when some
+    /// did. Without a limit, every bucket in one read.
+    fn collect<O>(
+        &self,
+        mut put: impl FnMut(&K, ItemsOf<T>, &mut Vec<O>),
+        out: &mut Vec<O>,
+    ) -> Result<(), PatternError> {
+        let Some(limit) = self.limit else {
+            let mut to_skip = self.skip;
+            for bucket in self.buckets(0, None)? {
+                let items = self.ordered(bucket.items, &mut to_skip, u64::MAX);
+                put(&bucket.owner, items, out);
+            }
+            return Ok(());
+        };
+        let per_bucket = u64::from(self.bucket.options.max_items.unwrap_or(1)).max(1);
+        let mut batch = (self.skip + limit).div_ceil(per_bucket) + 1;
+        let mut read = 0_u64;
+        let mut to_skip = self.skip;
+        loop {
+            let buckets = self.buckets(read, Some(batch))?;
+            let last_batch = (buckets.len() as u64) < batch;
+            read += buckets.len() as u64;
+            for bucket in buckets {
+                let room = limit - out.len() as u64;
+                if room == 0 {
+                    return Ok(());
+                }
+                let items = self.ordered(bucket.items, &mut to_skip, room);
+                put(&bucket.owner, items, out);
+            }
+            if out.len() as u64 >= limit || last_batch {
+                return Ok(());
+            }
+            batch = batch.saturating_mul(2);
+        }
+    }
+
+    /// One bucket's items in the read's order, after skipping what is left to skip, at most
+    /// `room` of them.
+    fn ordered(&self, mut items: Vec<T>, to_skip: &mut u64, room: u64) -> ItemsOf<T> {
+        if self.newest_first {
+            items.reverse();
+        }
+        let skipped = (*to_skip).min(items.len() as u64);
+        *to_skip -= skipped;
+        items
+            .into_iter()
+            .skip(skipped as usize)
+            .take(usize::try_from(room).unwrap_or(usize::MAX))
+    }
+
+    /// The items one at a time, from one snapshot, the buckets streamed (never all in memory).
+    #[allow(clippy::iter_not_returning_iterator)]
+    pub fn iter(mut self) -> Result<Items<T>, PatternError> {
+        self.check()?;
+        let cursor = if self.conditions.is_empty() {
+            let mut find = self
+                .bucket
+                .buckets
+                .find(self.filter.clone())
+                .sort(self.sort());
+            if let (Some(hint), true) = (self.hint, self.one_owner) {
+                find = find.hint(hint);
+            }
+            find.iter()?
+        } else {
+            self.aggregate(0, None).iter()?
+        };
+        Ok(Items {
+            buckets: Box::new(cursor.map(|b| b.map(|b| b.items))),
+            current: Vec::new().into_iter(),
+            newest_first: self.newest_first,
+            to_skip: self.skip,
+            left: self.limit.unwrap_or(u64::MAX),
+        })
+    }
+
+    /// The number of matching items (skip and limit aside).
+    pub fn count(mut self) -> Result<u64, PatternError> {
+        self.check()?;
+        let items = if self.conditions.is_empty() {
+            Bson::String("$items".to_owned())
+        } else {
+            Bson::Document(doc! { "$filter": {
+                "input": "$items", "cond": { "$and": self.conditions.clone() }
+            } })
+        };
+        let mut aggregate = self.bucket.buckets.aggregate().filter(self.filter.clone());
+        if let (Some(hint), true) = (self.hint, self.one_owner) {
+            aggregate = aggregate.hint(hint);
+        }
+        let total = aggregate
+            .stage_into::<Total>(doc! { "$group": {
+                "_id": Bson::Null, "n": { "$sum": { "$size": items } }
+            } })
+            .first()?;
+        Ok(total.map_or(0, |t| u64::try_from(t.n).unwrap_or(0)))
+    }
+
+    /// How the buckets are found: the bucket query's plan, limited to the buckets a page
+    /// needs when the read has a limit and the buckets a count.
+    pub fn explain(mut self) -> Result<Explain, PatternError> {
+        self.check()?;
+        let mut find = self
+            .bucket
+            .buckets
+            .find(self.filter.clone())
+            .sort(self.sort());
+        if let (Some(limit), Some(n)) = (self.limit, self.bucket.options.max_items) {
+            find = find.limit((self.skip + limit).div_ceil(u64::from(n).max(1)) + 1);
+        }
+        if let (Some(hint), true) = (self.hint, self.one_owner) {
+            find = find.hint(hint);
+        }
+        Ok(find.explain()?)
+    }
+}
+
+/// One bucket's items in a read's order.
+type ItemsOf<T> = std::iter::Take<std::iter::Skip<std::vec::IntoIter<T>>>;
+
+/// The result of a count's `$group`.
+#[derive(Deserialize)]
+struct Total {
+    n: i64,
+}
+
+/// Items streamed from their buckets ([`Read::iter`]).
+pub struct Items<T> {
+    buckets: Box<dyn Iterator<Item = odm::Result<Vec<T>>> + Send>,
+    current: std::vec::IntoIter<T>,
+    newest_first: bool,
+    to_skip: u64,
+    left: u64,
+}
+
+impl<T> std::fmt::Debug for Items<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Items(left {})", self.left)
+    }
+}
+
+impl<T> Iterator for Items<T> {
+    type Item = Result<T, PatternError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.left == 0 {
+                return None;
+            }
+            if let Some(item) = self.current.next() {
+                if self.to_skip > 0 {
+                    self.to_skip -= 1;
+                    continue;
+                }
+                self.left -= 1;
+                return Some(Ok(item));
+            }
+            match self.buckets.next()? {
+                Ok(mut items) => {
+                    if self.newest_first {
+                        items.reverse();
+                    }
+                    self.current = items.into_iter();
+                }
+                Err(e) => return Some(Err(e.into())),
+            }
+        }
+    }
+}
