@@ -2,7 +2,7 @@
 //! the one implementation of bucketing that [`crate::Inbox`], [`crate::TimeSeries`],
 //! [`crate::History`] and [`crate::Daily`] are built on.
 //!
-//! A bucket is one document: `{owner, seq, start, count, bytes, control, items: [..]}`.
+//! A bucket is one document: `{owner, seq, start, count, bytes, closed, control, items: [..]}`.
 //! - `seq` numbers an owner's buckets from 0 in the order they were opened; `(owner, seq)` is
 //!   unique, and reads walk it in either direction.
 //! - A bucket closes by the policy chosen at open, whichever limit comes first: at most N items
@@ -19,18 +19,20 @@
 //!   be wider than the items left, never narrower.
 //!
 //! Two ways to find the bucket a new item goes to, both from the source documents (S1c):
-//! - **Upsert** (the default): update the owner's bucket with room (`count < N`, the budget
-//!   not exceeded, the item's span), found through the index `(owner, start, count)`; when
-//!   none has room, open bucket `seq + 1` after the owner's newest. One write per item, and a
-//!   read of the newest bucket when one closes. Write transactions are serialised, so two
-//!   writers never open two buckets.
+//! - **Upsert** (the default): update the owner's open bucket for the item's span if it has
+//!   room (`count < N`, the budget not exceeded), found through the index
+//!   `(owner, start, closed)`; when it has none, mark it `closed` and open bucket `seq + 1`
+//!   after the owner's newest. One write per item; a bucket's opening adds a read of the newest
+//!   and the closing write. Each span has one open bucket, and a closed bucket never takes
+//!   another item (even one small enough for the bytes left), so items keep the order they were
+//!   pushed in. Write transactions are serialised, so two writers never open two buckets.
 //! - **Sequence** ([`BucketOptions::sequence`]): a counter per owner, incremented with
 //!   find-and-modify, numbers the items; item `n` goes to bucket `n / N` by an upsert on
 //!   `(owner, seq)`. Two writes per item (the counter and the bucket), but a bucket is found
 //!   by its number alone: no index on the count, and item `n`'s bucket is known without a
 //!   read. It closes buckets by count only: a span or a byte budget cannot number items.
 //!
-//! Indexes: `(owner, seq)` unique and `(owner, start, count)` are declared on the model. The
+//! Indexes: `(owner, seq)` unique and `(owner, start, closed)` are declared on the model. The
 //! TTL index of [`BucketOptions::retention`] (on `control.latest`) and the multikey index on
 //! the items' times of [`BucketOptions::index_item_times`] depend on choices made at open, so
 //! they are created there.
@@ -74,7 +76,7 @@ pub struct Control {
 #[odm(
     collection = "buckets",
     index(keys(owner = 1, seq = 1), unique),
-    index(keys(owner = 1, start = 1, count = 1))
+    index(keys(owner = 1, start = 1, closed = 1))
 )]
 pub struct BucketDoc<K, T> {
     #[odm(id)]
@@ -90,6 +92,10 @@ pub struct BucketDoc<K, T> {
     /// Encoded bytes of the items pushed, removed ones included.
     #[serde(default)]
     pub bytes: i64,
+    /// Set when an item found no room in the bucket and a newer one was opened: no later item
+    /// goes into it, even one small enough for the bytes left, so the order never changes.
+    #[serde(default)]
+    pub closed: bool,
     #[serde(default)]
     #[odm(embedded)]
     pub control: Control,
@@ -347,7 +353,7 @@ impl<T> BucketOptions<T> {
 /// The name of the multikey index on the items' times.
 const ITEM_TIMES: &str = "item_times";
 /// The name of the index that finds the open bucket (the model's second index).
-const OPEN_INDEX: &str = "owner_1_start_1_count_1";
+const OPEN_INDEX: &str = "owner_1_start_1_closed_1";
 /// The name of the unique index on `(owner, seq)`.
 const SEQ_INDEX: &str = "owner_1_seq_1";
 
@@ -608,16 +614,25 @@ where
                 (counter.n - 1) / i64::from(n)
             }
             _ => {
-                let mut open = f.owner.eq(owner).and(f.start.eq(item.start));
+                // The owner's one open bucket for the item's span, if it has room.
+                let span = f
+                    .owner
+                    .eq(owner)
+                    .and(f.start.eq(item.start))
+                    .and(f.closed.eq(false));
+                let mut room = span
+                    .clone()
+                    .and(f.bytes.lte(self.options.budget() - item.bytes));
                 if let Some(n) = self.options.max_items {
-                    open = open.and(f.count.lt(i64::from(n)));
+                    room = room.and(f.count.lt(i64::from(n)));
                 }
-                open = open.and(f.bytes.lte(self.options.budget() - item.bytes));
                 let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
-                let updated = buckets.update_one(open, write.clone(), &UpdateOptions::default())?;
+                let updated = buckets.update_one(room, write.clone(), &UpdateOptions::default())?;
                 if updated.matched > 0 {
                     return Ok(());
                 }
+                // It has no room: close it, and open the next.
+                buckets.update_many(span, f.closed.set(true), &UpdateOptions::default())?;
                 let newest = buckets
                     .find(f.owner.eq(owner))
                     .sort(Sort::desc(&f.seq))
@@ -625,6 +640,7 @@ where
                 newest.map_or(0, |b| b.seq + 1)
             }
         };
+        let write = write.and(f.closed.set_on_insert(false));
         let write = match item.start {
             Some(start) => write.and(f.start.set_on_insert(Some(start))),
             None => write,

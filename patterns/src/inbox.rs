@@ -21,9 +21,9 @@ use crate::bucket::{Bucket, BucketOptions};
 use crate::meta::PatternError;
 
 /// How an inbox finds the bucket of a new message; see the module documentation.
-/// `OpenBucket` (S1c) pushes into the owner's bucket that still has room, found by an index on
-/// `(owner, count)`; `Sequence` numbers each owner's messages with a counter and upserts into
-/// bucket `n / bucket_size`.
+/// `OpenBucket` (S1c) pushes into the owner's open bucket while it has room (the bucket's upsert
+/// way); `Sequence` numbers each owner's messages with a counter and upserts into bucket
+/// `n / bucket_size` (the bucket's sequence way).
 ///
 /// ```
 /// use odm_patterns::{Inbox, InboxVariant};

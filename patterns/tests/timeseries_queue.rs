@@ -50,7 +50,7 @@ fn time_series_ranges_read_only_overlapping_buckets() {
         .unwrap();
     assert_eq!(
         explain.index_used(),
-        Some("owner_1_start_1_count_1"),
+        Some("owner_1_start_1_closed_1"),
         "{explain}"
     );
     assert!(explain.docs_examined <= 5, "{explain}");

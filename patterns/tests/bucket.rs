@@ -1,0 +1,693 @@
+//! `Bucket<K, T>` against a model: random pushes, removals, retention, deletions of old
+//! buckets and compactions under every closing policy and both ways of finding the open bucket;
+//! after each step every read (both orders, pages, time and summary ranges, counts, streaming,
+//! every owner) equals the model's answer, and the stored buckets keep their laws (summaries
+//! bound the items, a bucket keeps its limits, one open bucket per owner and span).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bson::DateTime;
+use odm::{Database, Embedded};
+use odm_patterns::{Bucket, BucketDoc, BucketOptions, PatternError, Span};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+struct Reading {
+    n: i64,
+    at: DateTime,
+    v: i32,
+    note: String,
+}
+
+fn encoded_len(r: &Reading) -> i64 {
+    bson::serialize_to_document(r)
+        .unwrap()
+        .to_vec()
+        .unwrap()
+        .len() as i64
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    max_items: Option<u32>,
+    span_ms: Option<i64>,
+    max_bytes: Option<u32>,
+    sequence: bool,
+    index_item_times: bool,
+}
+
+impl Config {
+    fn options(&self) -> BucketOptions<Reading> {
+        let r = Reading::fields();
+        let mut o = BucketOptions::new().time(&r.at).summary(&r.v);
+        if let Some(n) = self.max_items {
+            o = o.max_items(n);
+        }
+        if let Some(ms) = self.span_ms {
+            o = o.span(Span::Fixed(Duration::from_millis(ms as u64)), &r.at);
+        }
+        if let Some(b) = self.max_bytes {
+            o = o.max_bytes(b);
+        }
+        if self.sequence {
+            o = o.sequence();
+        }
+        if self.index_item_times {
+            o = o.index_item_times();
+        }
+        o
+    }
+}
+
+fn configs() -> impl Strategy<Value = Config> {
+    prop_oneof![
+        (
+            proptest::option::of(1_u32..5),
+            proptest::option::of(100_i64..400),
+            proptest::option::of(60_u32..300),
+            any::<bool>()
+        )
+            .prop_map(|(max_items, span_ms, max_bytes, index_item_times)| Config {
+                max_items,
+                span_ms,
+                max_bytes,
+                sequence: false,
+                index_item_times,
+            }),
+        (1_u32..5, any::<bool>()).prop_map(|(n, index_item_times)| Config {
+            max_items: Some(n),
+            span_ms: None,
+            max_bytes: None,
+            sequence: true,
+            index_item_times,
+        }),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Push {
+        owner: u8,
+        at: i64,
+        v: i32,
+        note: usize,
+    },
+    Remove {
+        owner: u8,
+        pick: usize,
+    },
+    Mark {
+        owner: u8,
+        pick: usize,
+    },
+    RemoveBefore {
+        owner: Option<u8>,
+        cutoff: i64,
+    },
+    DeleteBucketsBefore {
+        owner: Option<u8>,
+        cutoff: i64,
+    },
+    DeleteBucketsBelow {
+        owner: u8,
+        seq: i64,
+    },
+    Compact {
+        owner: u8,
+    },
+}
+
+fn ops() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (0_u8..3, 0_i64..1_000, -20_i32..20, 0_usize..40)
+            .prop_map(|(owner, at, v, note)| Op::Push { owner, at, v, note }),
+        2 => (0_u8..3, any::<usize>()).prop_map(|(owner, pick)| Op::Remove { owner, pick }),
+        1 => (0_u8..3, any::<usize>()).prop_map(|(owner, pick)| Op::Mark { owner, pick }),
+        1 => (proptest::option::of(0_u8..3), 0_i64..1_000)
+            .prop_map(|(owner, cutoff)| Op::RemoveBefore { owner, cutoff }),
+        1 => (proptest::option::of(0_u8..3), 0_i64..1_000)
+            .prop_map(|(owner, cutoff)| Op::DeleteBucketsBefore { owner, cutoff }),
+        1 => (0_u8..3, 0_i64..4).prop_map(|(owner, seq)| Op::DeleteBucketsBelow { owner, seq }),
+        1 => (0_u8..3).prop_map(|owner| Op::Compact { owner }),
+    ]
+}
+
+fn owner(o: u8) -> String {
+    format!("o{o}")
+}
+
+fn t(ms: i64) -> DateTime {
+    DateTime::from_millis(1_700_000_000_000 + ms)
+}
+
+/// A bucket as the model keeps it: its summaries are those of every item pushed into it.
+#[derive(Debug, Clone)]
+struct MBucket {
+    owner: String,
+    seq: i64,
+    start: Option<DateTime>,
+    count: u32,
+    bytes: i64,
+    closed: bool,
+    earliest: DateTime,
+    latest: DateTime,
+    items: Vec<Reading>,
+}
+
+struct Model {
+    config: Config,
+    buckets: Vec<MBucket>,
+    counters: BTreeMap<String, i64>,
+}
+
+const DEFAULT_BUDGET: i64 = 1 << 20;
+
+impl Model {
+    fn push(&mut self, owner: &str, item: Reading) {
+        let c = self.config.clone();
+        let size = encoded_len(&item);
+        let seq = if c.sequence {
+            let n = self.counters.entry(owner.to_owned()).or_default();
+            *n += 1;
+            (*n - 1) / i64::from(c.max_items.unwrap())
+        } else {
+            let start = c
+                .span_ms
+                .map(|s| DateTime::from_millis(item.at.timestamp_millis().div_euclid(s) * s));
+            let budget = c.max_bytes.map_or(DEFAULT_BUDGET, i64::from);
+            let open: Vec<usize> = (0..self.buckets.len())
+                .filter(|&i| {
+                    let b = &self.buckets[i];
+                    b.owner == owner && b.start == start && !b.closed
+                })
+                .collect();
+            assert!(open.len() <= 1, "two open buckets for one span: {open:?}");
+            if let Some(&i) = open.first() {
+                let b = &self.buckets[i];
+                if c.max_items.is_none_or(|n| b.count < n) && b.bytes + size <= budget {
+                    self.put(i, item, size);
+                    return;
+                }
+                self.buckets[i].closed = true;
+            }
+            let seq = self
+                .buckets
+                .iter()
+                .filter(|b| b.owner == owner)
+                .map(|b| b.seq + 1)
+                .max()
+                .unwrap_or(0);
+            self.buckets.push(MBucket {
+                owner: owner.to_owned(),
+                seq,
+                start,
+                count: 0,
+                bytes: 0,
+                closed: false,
+                earliest: item.at,
+                latest: item.at,
+                items: Vec::new(),
+            });
+            let i = self.buckets.len() - 1;
+            self.put(i, item, size);
+            return;
+        };
+        let i = match self
+            .buckets
+            .iter()
+            .position(|b| b.owner == owner && b.seq == seq)
+        {
+            Some(i) => i,
+            None => {
+                self.buckets.push(MBucket {
+                    owner: owner.to_owned(),
+                    seq,
+                    start: None,
+                    count: 0,
+                    bytes: 0,
+                    closed: false,
+                    earliest: item.at,
+                    latest: item.at,
+                    items: Vec::new(),
+                });
+                self.buckets.len() - 1
+            }
+        };
+        self.put(i, item, size);
+    }
+
+    fn put(&mut self, i: usize, item: Reading, size: i64) {
+        let b = &mut self.buckets[i];
+        b.count += 1;
+        b.bytes += size;
+        b.earliest = b.earliest.min(item.at);
+        b.latest = b.latest.max(item.at);
+        b.items.push(item);
+    }
+
+    /// The owner's buckets in `seq` order.
+    fn of(&self, owner: &str) -> Vec<&MBucket> {
+        let mut out: Vec<&MBucket> = self.buckets.iter().filter(|b| b.owner == owner).collect();
+        out.sort_by_key(|b| b.seq);
+        out
+    }
+
+    fn items(&self, owner: &str) -> Vec<Reading> {
+        self.of(owner)
+            .into_iter()
+            .flat_map(|b| b.items.clone())
+            .collect()
+    }
+
+    fn owned(b: &MBucket, owner: Option<&str>) -> bool {
+        owner.is_none_or(|o| b.owner == o)
+    }
+}
+
+fn check(bucket: &Bucket<String, Reading>, model: &Model) -> Result<(), TestCaseError> {
+    for o in 0..3 {
+        let owner = owner(o);
+        let want = model.items(&owner);
+        let got = bucket.read(&owner).to_vec().unwrap();
+        prop_assert_eq!(&got, &want, "oldest first, {}", owner);
+        let mut newest = want.clone();
+        newest.reverse();
+        prop_assert_eq!(
+            &bucket.read(&owner).newest_first().to_vec().unwrap(),
+            &newest
+        );
+        for (skip, limit) in [(0, 1), (0, 3), (2, 2), (3, 10)] {
+            let page: Vec<Reading> = newest.iter().skip(skip).take(limit).cloned().collect();
+            prop_assert_eq!(
+                bucket.newest(&owner, skip as u64, limit as u64).unwrap(),
+                page
+            );
+            let page: Vec<Reading> = want.iter().skip(skip).take(limit).cloned().collect();
+            let read = bucket.read(&owner).skip(skip as u64).limit(limit as u64);
+            prop_assert_eq!(read.to_vec().unwrap(), page);
+        }
+        let streamed: Vec<Reading> = bucket
+            .read(&owner)
+            .newest_first()
+            .iter()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        prop_assert_eq!(&streamed, &newest);
+        prop_assert_eq!(bucket.count(&owner).unwrap(), want.len() as u64);
+        for (from, to) in [(0, 1_000), (250, 500), (600, 610), (999, 1_000)] {
+            let range: Vec<Reading> = want
+                .iter()
+                .filter(|r| r.at >= t(from) && r.at < t(to))
+                .cloned()
+                .collect();
+            let read = bucket.read(&owner).time(t(from), t(to));
+            prop_assert_eq!(
+                read.to_vec().unwrap(),
+                range.clone(),
+                "time {}..{}",
+                from,
+                to
+            );
+            let read = bucket.read(&owner).time(t(from), t(to));
+            prop_assert_eq!(read.count().unwrap(), range.len() as u64);
+        }
+        for (low, high) in [(-20, 20), (5, 9), (19, 19)] {
+            let range: Vec<Reading> = want
+                .iter()
+                .filter(|r| r.v >= low && r.v <= high)
+                .cloned()
+                .collect();
+            let r = Reading::fields();
+            let read = bucket.read(&owner).between(&r.v, low, high).newest_first();
+            let mut got = read.to_vec().unwrap();
+            got.reverse();
+            prop_assert_eq!(got, range, "v in {}..={}", low, high);
+        }
+        let seqs: Vec<Reading> = model
+            .of(&owner)
+            .into_iter()
+            .filter(|b| (1..3).contains(&b.seq))
+            .flat_map(|b| b.items.clone())
+            .collect();
+        prop_assert_eq!(bucket.read(&owner).seq(1, 3).to_vec().unwrap(), seqs);
+    }
+    let all: Vec<(String, Reading)> = (0..3)
+        .flat_map(|o| {
+            let owner = owner(o);
+            model
+                .items(&owner)
+                .into_iter()
+                .map(move |r| (owner.clone(), r))
+        })
+        .collect();
+    prop_assert_eq!(bucket.read_all().to_vec_with_owner().unwrap(), all);
+
+    // The stored buckets: laws of their own, and the model's buckets exactly.
+    let stored: Vec<BucketDoc<String, Reading>> = bucket
+        .collection()
+        .find(odm::Filter::all())
+        .to_vec()
+        .unwrap();
+    prop_assert_eq!(stored.len(), model.buckets.len());
+    let c = &model.config;
+    for b in &stored {
+        let m = model
+            .buckets
+            .iter()
+            .find(|m| m.owner == b.owner && m.seq == b.seq)
+            .expect("the model has the bucket");
+        prop_assert_eq!(&b.items, &m.items);
+        prop_assert_eq!((b.count, b.bytes), (i64::from(m.count), m.bytes));
+        prop_assert_eq!((b.start, b.closed), (m.start, m.closed));
+        prop_assert_eq!(
+            (b.control.earliest, b.control.latest),
+            (Some(m.earliest), Some(m.latest))
+        );
+        if let Some(n) = c.max_items {
+            prop_assert!(b.count <= i64::from(n));
+        }
+        if let Some(budget) = c.max_bytes {
+            prop_assert!(b.bytes <= i64::from(budget) || b.count == 1, "{:?}", b);
+        }
+        for item in &b.items {
+            prop_assert!(matches!((&b.control.min["v"], &b.control.max["v"]),
+                    (bson::Bson::Int32(lo), bson::Bson::Int32(hi)) if *lo <= item.v && item.v <= *hi));
+            if let Some(s) = b.start {
+                let span = c.span_ms.unwrap();
+                prop_assert!(
+                    item.at >= s && item.at.timestamp_millis() < s.timestamp_millis() + span
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run(config: Config, steps: Vec<Op>) -> Result<(), TestCaseError> {
+    let db = Database::in_memory().unwrap();
+    let bucket: Bucket<String, Reading> = Bucket::open(&db, "readings", config.options()).unwrap();
+    let mut model = Model {
+        config,
+        buckets: Vec::new(),
+        counters: BTreeMap::new(),
+    };
+    let mut next = 0;
+    for op in steps {
+        match op {
+            Op::Push {
+                owner: o,
+                at,
+                v,
+                note,
+            } => {
+                next += 1;
+                let item = Reading {
+                    n: next,
+                    at: t(at),
+                    v,
+                    note: "x".repeat(note),
+                };
+                bucket.push(&owner(o), &item).unwrap();
+                model.push(&owner(o), item);
+            }
+            Op::Remove { owner: o, pick } => {
+                let items = model.items(&owner(o));
+                let n = if items.is_empty() {
+                    -1
+                } else {
+                    items[pick % items.len()].n
+                };
+                let changed = bucket.remove(&owner(o), Reading::fields().n.eq(n)).unwrap();
+                let mut want = 0;
+                for b in model.buckets.iter_mut().filter(|b| b.owner == owner(o)) {
+                    let before = b.items.len();
+                    b.items.retain(|r| r.n != n);
+                    want += u64::from(b.items.len() != before);
+                }
+                prop_assert_eq!(changed, want);
+            }
+            Op::Mark { owner: o, pick } => {
+                let items = model.items(&owner(o));
+                let n = if items.is_empty() {
+                    -1
+                } else {
+                    items[pick % items.len()].n
+                };
+                let r = Reading::fields();
+                let marked = bucket
+                    .update_item(&owner(o), r.n.eq(n), |m| m.note.set("marked"))
+                    .unwrap();
+                let mut found = false;
+                for b in model.buckets.iter_mut().filter(|b| b.owner == owner(o)) {
+                    for item in b.items.iter_mut().filter(|r| r.n == n) {
+                        item.note = "marked".to_owned();
+                        found = true;
+                    }
+                }
+                prop_assert_eq!(marked, found);
+            }
+            Op::RemoveBefore { owner: o, cutoff } => {
+                let who = o.map(owner);
+                let deleted = bucket.remove_before(who.as_ref(), t(cutoff)).unwrap();
+                let before = model.buckets.len();
+                let who = who.as_deref();
+                model
+                    .buckets
+                    .retain(|b| !(Model::owned(b, who) && b.latest < t(cutoff)));
+                for b in &mut model.buckets {
+                    if Model::owned(b, who) && b.earliest < t(cutoff) {
+                        b.items.retain(|r| r.at >= t(cutoff));
+                    }
+                }
+                model
+                    .buckets
+                    .retain(|b| !(Model::owned(b, who) && b.items.is_empty()));
+                prop_assert_eq!(deleted, (before - model.buckets.len()) as u64);
+            }
+            Op::DeleteBucketsBefore { owner: o, cutoff } => {
+                let who = o.map(owner);
+                let deleted = bucket
+                    .delete_buckets_before(who.as_ref(), t(cutoff))
+                    .unwrap();
+                let before = model.buckets.len();
+                let who = who.as_deref();
+                model
+                    .buckets
+                    .retain(|b| !(Model::owned(b, who) && b.latest < t(cutoff)));
+                prop_assert_eq!(deleted, (before - model.buckets.len()) as u64);
+            }
+            Op::DeleteBucketsBelow { owner: o, seq } => {
+                let deleted = bucket.delete_buckets_below(&owner(o), seq).unwrap();
+                let before = model.buckets.len();
+                model
+                    .buckets
+                    .retain(|b| !(b.owner == owner(o) && b.seq < seq));
+                prop_assert_eq!(deleted, (before - model.buckets.len()) as u64);
+            }
+            Op::Compact { owner: o } => {
+                let count = bucket.compact(&owner(o)).unwrap();
+                let items = model.items(&owner(o));
+                model.buckets.retain(|b| b.owner != owner(o));
+                model.counters.remove(&owner(o));
+                for item in items {
+                    model.push(&owner(o), item);
+                }
+                prop_assert_eq!(count, model.of(&owner(o)).len() as u64);
+            }
+        }
+        check(&bucket, &model)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn reads_and_buckets_equal_the_model(config in configs(), steps in proptest::collection::vec(ops(), 1..30)) {
+        run(config, steps)?;
+    }
+}
+
+#[test]
+fn options_that_cannot_work_are_refused_and_change_nothing() {
+    let db = Database::in_memory().unwrap();
+    let r = Reading::fields();
+    let refused = |options: BucketOptions<Reading>, why: &str| {
+        let err = Bucket::<String, Reading>::open(&db, "refused", options).unwrap_err();
+        assert!(matches!(err, PatternError::Refused { .. }), "{err}");
+        assert!(err.to_string().contains(why), "{err}");
+    };
+    refused(BucketOptions::new().max_items(0), "at least one item");
+    refused(BucketOptions::new().max_bytes(64 << 20), "byte budget");
+    refused(
+        BucketOptions::new().retention(Duration::from_secs(60)),
+        "item time",
+    );
+    refused(
+        BucketOptions::new().sequence(),
+        "closes buckets by a count of items only",
+    );
+    refused(
+        BucketOptions::new()
+            .max_items(5)
+            .span(Span::Month, &r.at)
+            .sequence(),
+        "count of items only",
+    );
+    refused(
+        BucketOptions::new().summary(&r.v).summary(&r.v),
+        "summarised twice",
+    );
+    assert!(
+        db.engine()
+            .list_collections()
+            .iter()
+            .all(|n| n != "refused")
+    );
+    // Reopening with other options is an error naming what changed.
+    Bucket::<String, Reading>::open(&db, "kept", BucketOptions::new().max_items(10)).unwrap();
+    let err = Bucket::<String, Reading>::open(&db, "kept", BucketOptions::new().max_items(20))
+        .unwrap_err();
+    assert!(
+        matches!(err, PatternError::ParametersChanged { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn item_updates_may_not_touch_summaries_and_reads_need_a_declared_time() {
+    let db = Database::in_memory().unwrap();
+    let r = Reading::fields();
+    let readings: Bucket<String, Reading> = Bucket::open(
+        &db,
+        "readings",
+        BucketOptions::new().max_items(4).time(&r.at).summary(&r.v),
+    )
+    .unwrap();
+    let item = Reading {
+        n: 1,
+        at: t(5),
+        v: 3,
+        note: String::new(),
+    };
+    readings.push("a", &item).unwrap();
+    for err in [
+        readings
+            .update_item("a", r.n.eq(1), |m| m.v.set(100))
+            .unwrap_err(),
+        readings
+            .update_item("a", r.n.eq(1), |m| m.at.set(t(9)))
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, PatternError::Refused { .. }), "{err}");
+        assert!(err.to_string().contains("summarise"), "{err}");
+    }
+    assert_eq!(readings.read("a").to_vec().unwrap(), [item.clone()]);
+    // An item without the declared time is refused before anything is written.
+    let untimed: Bucket<String, Reading> =
+        Bucket::open(&db, "untimed", BucketOptions::new().max_items(4)).unwrap();
+    untimed.push("a", &item).unwrap();
+    let err = untimed.read("a").time(t(0), t(10)).to_vec().unwrap_err();
+    assert!(err.to_string().contains("no declared time"), "{err}");
+    let err = untimed.delete_buckets_before(None, t(10)).unwrap_err();
+    assert!(err.to_string().contains("no declared time"), "{err}");
+}
+
+#[test]
+fn summaries_skip_buckets_and_spans_bound_time_ranges_through_the_index() {
+    let db = Database::in_memory().unwrap();
+    let r = Reading::fields();
+    let hourly: Bucket<String, Reading> = Bucket::open(
+        &db,
+        "hourly",
+        BucketOptions::new()
+            .max_items(1_000)
+            .span(Span::Fixed(Duration::from_hours(1)), &r.at)
+            .summary(&r.v),
+    )
+    .unwrap();
+    let minute = 60_000;
+    for m in 0..600 {
+        // Ten hours; the value is the hour, so each bucket's summary is one value.
+        let item = Reading {
+            n: m,
+            at: DateTime::from_millis(m * minute),
+            v: (m / 60) as i32,
+            note: String::new(),
+        };
+        hourly.push("s", &item).unwrap();
+    }
+    let explain = hourly
+        .read("s")
+        .time(
+            DateTime::from_millis(125 * minute),
+            DateTime::from_millis(190 * minute),
+        )
+        .explain()
+        .unwrap();
+    assert_eq!(
+        explain.index_used(),
+        Some("owner_1_start_1_closed_1"),
+        "{explain}"
+    );
+    assert_eq!(explain.docs_examined, 2, "{explain}");
+    let explain = hourly.read("s").between(&r.v, 7, 8).explain().unwrap();
+    assert_eq!(explain.returned, 2, "{explain}");
+    assert_eq!(hourly.read("s").between(&r.v, 7, 8).count().unwrap(), 120);
+    // Calendar months: the 31st of January and the 1st of February are two buckets.
+    let monthly: Bucket<String, Reading> = Bucket::open(
+        &db,
+        "monthly",
+        BucketOptions::new().span(Span::Month, &r.at),
+    )
+    .unwrap();
+    let jan31 = DateTime::parse_rfc3339_str("2026-01-31T23:59:59Z").unwrap();
+    let feb1 = DateTime::parse_rfc3339_str("2026-02-01T00:00:00Z").unwrap();
+    for (n, at) in [(1, jan31), (2, feb1)] {
+        monthly
+            .push(
+                "bob",
+                &Reading {
+                    n,
+                    at,
+                    v: 0,
+                    note: String::new(),
+                },
+            )
+            .unwrap();
+    }
+    let starts = monthly.spans("bob").unwrap();
+    assert_eq!(
+        starts,
+        [
+            DateTime::parse_rfc3339_str("2026-01-01T00:00:00Z").unwrap(),
+            DateTime::parse_rfc3339_str("2026-02-01T00:00:00Z").unwrap()
+        ]
+    );
+}
+
+#[test]
+fn a_byte_budget_keeps_buckets_far_from_the_document_limit() {
+    let db = Database::in_memory().unwrap();
+    let big: Bucket<String, Reading> = Bucket::open(&db, "big", BucketOptions::new()).unwrap();
+    // 40 items of 100 KB: 4 MB, in buckets of at most the 1 MiB default budget.
+    for n in 0..40 {
+        let item = Reading {
+            n,
+            at: t(n),
+            v: 0,
+            note: "x".repeat(100_000),
+        };
+        big.push("a", &item).unwrap();
+    }
+    let buckets = big.collection().find(odm::Filter::all()).to_vec().unwrap();
+    assert_eq!(buckets.len(), 4);
+    assert!(buckets.iter().all(|b| b.bytes <= 1 << 20));
+    assert_eq!(big.count("a").unwrap(), 40);
+    let last = big.newest("a", 0, 1).unwrap();
+    assert_eq!(last[0].n, 39);
+}
