@@ -14,11 +14,22 @@ struct FileA {
     #[odm(id)]
     id: i32,
     #[odm(embedded)]
-    attr: Attr,
+    attr: FileAttrs,
+}
+
+/// S3b: the same files with their attributes as `{k, v}` pairs in one array.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "files_b")]
+struct FileB {
+    #[odm(id)]
+    id: i64,
+    #[serde(default)]
+    #[odm(embedded)]
+    attrs: Vec<odm_patterns::Attr>,
 }
 
 #[derive(Debug, Serialize, Deserialize, odm::Embedded)]
-struct Attr {
+struct FileAttrs {
     #[serde(rename = "type")]
     kind: String,
     size: i64,
@@ -44,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for i in 0..200 {
         files.insert_one(&FileA {
             id: i,
-            attr: Attr {
+            attr: FileAttrs {
                 kind: if i % 2 == 0 {
                     "text".into()
                 } else {
@@ -64,12 +75,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("S3b: attributes as {{k, v}} pairs under one compound multikey index");
-    let attributed = AttributeArray::open(&db, "files_b")?;
+    let b = FileB::fields();
+    let files_b = db.collection::<FileB>()?;
+    let attributed = AttributeArray::open(&db, "files_b", &b.attrs)?;
     for i in 0..200_i64 {
-        attributed.put(i, "type", &if i % 2 == 0 { "text" } else { "image" })?;
-        attributed.put(i, "size", &(i * 100))?;
+        files_b.insert_one(&FileB {
+            id: i,
+            attrs: Vec::new(),
+        })?;
+        attributed.put(
+            b.id.eq(i),
+            "type",
+            &if i % 2 == 0 { "text" } else { "image" },
+        )?;
+        attributed.put(b.id.eq(i), "size", &(i * 100))?;
         if i % 10 == 0 {
-            attributed.put(i, "color", &"blue")?;
+            attributed.put(b.id.eq(i), "color", &"blue")?;
         }
     }
     let range = Condition::Range {
@@ -79,14 +100,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let explain = attributed.explain_find("size", &range)?;
     println!(
         "  size in (64, 16384]: {} files via {}, {} keys examined; any attribute, the same index",
-        attributed.find("size", &range)?.len(),
+        attributed.find("size", &range).to_vec()?.len(),
         explain.index_used().unwrap_or("a scan"),
         explain.keys_examined
     );
     println!(
         "  color = blue: {} files",
         attributed
-            .find("color", &Condition::Eq("blue".into()))?
+            .find("color", &Condition::Eq("blue".into()))
+            .to_vec()?
             .len()
     );
 
@@ -110,9 +132,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("S4b: a document per identity under a unique index, sharded by identifier");
-    let identities = Identity::open(&db, "identities")?;
-    identities.register(1_i64, &[("username", "ann"), ("email", "ann@example.org")])?;
-    let refused = identities.register(2_i64, &[("username", "bob"), ("email", "ann@example.org")]);
+    let identities: Identity<i64> = Identity::open(&db, "identities")?;
+    identities.register(1, &[("username", "ann"), ("email", "ann@example.org")])?;
+    let refused = identities.register(2, &[("username", "bob"), ("email", "ann@example.org")]);
     println!(
         "  sign in by email: two reads, finds {:?}; a second user claiming it: {}",
         identities

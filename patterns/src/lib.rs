@@ -2,14 +2,18 @@
 //! application code each. Each pattern declares its documents as `#[derive(Document)]` models
 //! and works through `odm`'s typed collections, filters, updates and sorts.
 //!
-//! - [`Inbox`] (S1c): fan-out on write into buckets of N messages per owner, by upserting into
-//!   the open bucket or by a per-owner sequence counter. Choose it when reads of a recent
-//!   inbox dominate: a read touches one or two documents instead of one per message.
-//!
+//! - [`Bucket`]: items of the user's type grouped by an owner key into bucket documents, closed
+//!   at N items, at the end of an aligned time span or at a byte budget; the open bucket found by
+//!   an upsert or a per-owner sequence; summaries (earliest and latest time, min and max of
+//!   chosen fields) that let reads skip buckets. The patterns below that bucket are built on it,
+//!   and an application writes its own in a few lines (the `reviews` example, S9).
+//! - [`Inbox`] (S1c): fan-out on write into buckets of N messages per owner. Choose it when
+//!   reads of a recent inbox dominate: a read touches one or two documents instead of one per
+//!   message.
 //! - [`History`], [`Window`], [`Daily`] (S2): events with retention, in buckets by count with
-//!   range queries and removal by date, in a fixed window, or one document per day expired by
-//!   a TTL index.
-//! - [`TimeSeries`] (time-series buckets with min and max times, retention by TTL) and
+//!   range queries and removal by date, in a fixed window, or in a bucket per day expired by a
+//!   TTL index.
+//! - [`TimeSeries`] (time-series buckets by span with their times, retention by TTL) and
 //!   [`Counters`] (S13: per day, hours and minutes nested, one upsert per event).
 //! - [`Queue`] (S10): a priority work queue with timeouts, taken with find-and-modify.
 //! - [`Tree`] (S5): a hierarchy with parent, ancestors and materialized path; all descendants
@@ -22,11 +26,12 @@
 //!
 //! | pattern | scenarios | documents | indexes (besides `_id`) | a write | a read |
 //! |---|---|---|---|---|---|
-//! | [`Inbox`] | S1c | a bucket per owner and sequence number: `{owner, seq, count, messages: [{id, from, sent, read, message}]}`; the sequence variant adds a counter per owner | `(owner, seq -1)` unique, `(owner, count)` | a send is one upsert per recipient into the open bucket (plus a counter update in the sequence variant), in one transaction | the newest page reads the one or two newest buckets |
-//! | [`History`] | S2a | buckets of up to N events per owner: `{owner, count, first, last, entries: [{at, data}]}` | `(owner, count)`, `(owner, entries.at)` | one upsert into the open bucket | a time range reads the buckets holding it, through `entries.at` |
+//! | [`Bucket`] | S1c, S2a, S2c, S9, time series | a bucket per owner: `{owner, seq, start, count, bytes, closed, control: {earliest, latest, min, max}, items: [T]}`; the sequence way adds a counter per owner | `(owner, seq)` unique, `(owner, start, closed)`; chosen at open: a TTL index on `control.latest`, a multikey index on the items' times | one update of the open bucket (the counter too in the sequence way); opening a bucket adds a read of the newest and the closing write | a page reads one or two buckets; a range of time or of a summary field reads only the buckets whose summaries overlap it |
+//! | [`Inbox`] | S1c | a [`Bucket`] of `{id, from, sent, read, message}` envelopes per owner, `bucket_size` each | the bucket's | a send is one bucket update per recipient (plus a counter update in the sequence variant), all in one transaction | the newest page reads the one or two newest buckets |
+//! | [`History`] | S2a | a [`Bucket`] of up to N `{at, data}` events per owner | the bucket's, and `(owner, items.at)` multikey | one bucket update | a time range reads the buckets holding an event in it, through `items.at` (S2a's `$elemMatch`) |
 //! | [`Window`] | S2b | one document per owner holding its newest N events | none | one upsert: `$push` with `$each`, `$sort` and `$slice` | one document |
-//! | [`Daily`] | S2c | one document per owner and day: `{owner, day, modified, entries}` | `(owner, day)`; a TTL index on `modified` with the retention chosen at open | one upsert into the day's document | one document per day asked for |
-//! | [`TimeSeries`] | time-series buckets | a bucket per series and span: `{meta, control: {start, min, max}, count, samples: [{t, v}]}` | `(meta, control.max)`; an optional TTL index (`retention`) | one upsert into the open bucket (`control` kept on write) | a range reads the buckets whose `control` overlaps it |
+//! | [`Daily`] | S2c | a [`Bucket`] per owner and day (a span of one day) | the bucket's; a TTL index on `control.latest` with the retention chosen at open | one bucket update; its latest time keeps the day alive | a day reads its one or few buckets, through the span |
+//! | [`TimeSeries`] | time-series buckets | a [`Bucket`] of `{t, v}` samples per series and aligned span, at most N each | the bucket's; an optional TTL index (`retention`) | one bucket update (`control` kept on write) | a range reads the buckets whose span overlaps it, through `(owner, start)` |
 //! | [`Counters`] | S13 | one document per key and day: `{key, day, total, hours: {"7": {total, minutes: {"15": n}}}}` | none | one `$inc` upsert of the total, the hour and the minute | one document per day |
 //! | [`Queue`] | S10 | one document per job: `{state, priority, created, taken_at, job}` | `(state, priority -1, created)` | a push is one insert; a take is one find-and-modify | a take reads the first entry of the index |
 //! | [`Tree`] | S5 | one document per node: `{_id, parent, ancestors, path, data}` | `parent`; `ancestors` or `path`, by the variant chosen at open | an insert writes one node; a move rewrites the subtree in one transaction | children by `parent`, descendants in one indexed query |
@@ -46,7 +51,7 @@ mod queue;
 mod timeseries;
 mod tree;
 
-pub use attributes::{AttributeArray, Condition};
+pub use attributes::{Attr, AttributeArray, Condition};
 pub use bucket::{
     Bucket, BucketDoc, BucketOptions, Control, DEFAULT_MAX_BYTES, Items, MAX_BYTES_LIMIT, Prepared,
     Read, Span,

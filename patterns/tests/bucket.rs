@@ -691,3 +691,79 @@ fn a_byte_budget_keeps_buckets_far_from_the_document_limit() {
     let last = big.newest("a", 0, 1).unwrap();
     assert_eq!(last[0].n, 39);
 }
+
+/// S9 as an application writes it on `Bucket` (the `reviews` example): reviews per user in
+/// calendar-month buckets, the ten most recent, a month, the five-star ones, one deleted by id.
+#[test]
+fn s9_reviews_in_monthly_buckets() {
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+    struct Review {
+        id: i64,
+        stars: i32,
+        at: DateTime,
+    }
+    let db = Database::in_memory().unwrap();
+    let r = Review::fields();
+    let reviews: Bucket<String, Review> = Bucket::open(
+        &db,
+        "reviews",
+        BucketOptions::new()
+            .span(Span::Month, &r.at)
+            .summary(&r.stars),
+    )
+    .unwrap();
+    let day = |s: &str| DateTime::parse_rfc3339_str(format!("{s}T08:00:00Z")).unwrap();
+    let dates = [
+        "2012-08-05",
+        "2012-08-20",
+        "2012-09-01",
+        "2012-09-15",
+        "2012-09-30",
+        "2012-10-10",
+        "2012-10-11",
+        "2012-10-31",
+        "2012-11-01",
+        "2012-11-02",
+        "2012-11-30",
+        "2012-12-24",
+    ];
+    for (i, date) in dates.iter().enumerate() {
+        let review = Review {
+            id: i as i64,
+            stars: 1 + (i as i32 * 3) % 5,
+            at: day(date),
+        };
+        reviews.push("bob", &review).unwrap();
+    }
+    assert_eq!(reviews.spans("bob").unwrap().len(), 5);
+    let ten: Vec<i64> = reviews
+        .newest("bob", 0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ten, (2..12).rev().collect::<Vec<i64>>());
+    let october = reviews
+        .read("bob")
+        .time(day("2012-10-01"), day("2012-11-01"))
+        .to_vec()
+        .unwrap();
+    assert_eq!(october.iter().map(|r| r.id).collect::<Vec<_>>(), [5, 6, 7]);
+    let five: Vec<i64> = reviews
+        .read("bob")
+        .between(&r.stars, 5, 5)
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    let want: Vec<i64> = (0..12).filter(|i| 1 + (i * 3) % 5 == 5).collect();
+    assert_eq!(five, want);
+    assert_eq!(reviews.remove("bob", r.id.eq(6)).unwrap(), 1);
+    assert_eq!(reviews.count("bob").unwrap(), 11);
+    assert_eq!(
+        reviews.newest("bob", 5, 1).unwrap()[0].id,
+        5,
+        "the order holds after a removal"
+    );
+}
