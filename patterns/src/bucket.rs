@@ -8,8 +8,10 @@
 //! - A bucket closes by the policy chosen at open, whichever limit comes first: at most N items
 //!   ([`BucketOptions::max_items`]), one aligned time span ([`BucketOptions::span`]: the
 //!   bucket's `start` is its item times rounded down to the span), or a byte budget
-//!   ([`BucketOptions::max_bytes`], 1 MiB unless chosen, so that a bucket never nears MongoDB's
-//!   16 MiB document limit; an item larger than the budget gets a bucket of its own).
+//!   ([`BucketOptions::max_bytes`]; 1 MiB when no count bounds a bucket, so that a bucket never
+//!   nears MongoDB's 16 MiB document limit; an item larger than the budget gets a bucket of its
+//!   own). A count chosen without a budget is trusted to keep buckets small: a push that would
+//!   pass 16 MiB fails with the engine's size error and changes nothing.
 //! - `count` is the number of slots used. Removing an item does not give its slot back, so a
 //!   later item never lands in an older bucket and the order of the items never changes.
 //! - `control` holds summaries kept on write, as MongoDB's time-series buckets keep theirs: the
@@ -22,8 +24,8 @@
 //! - **Upsert** (the default): update the owner's open bucket for the item's span if it has
 //!   room (`count < N`, the budget not exceeded), found through the index
 //!   `(owner, start, closed)`; when it has none, mark it `closed` and open bucket `seq + 1`
-//!   after the owner's newest. One write per item; a bucket's opening adds a read of the newest
-//!   and the closing write. Each span has one open bucket, and a closed bucket never takes
+//!   after the owner's newest. One write per item; a bucket's opening adds the closing write
+//!   and a read of the newest. Each span has one open bucket, and a closed bucket never takes
 //!   another item (even one small enough for the bytes left), so items keep the order they were
 //!   pushed in. Write transactions are serialised, so two writers never open two buckets.
 //! - **Sequence** ([`BucketOptions::sequence`]): a counter per owner, incremented with
@@ -89,11 +91,13 @@ pub struct BucketDoc<K, T> {
     pub start: Option<DateTime>,
     /// Slots used: items pushed, removed ones included.
     pub count: i64,
-    /// Encoded bytes of the items pushed, removed ones included.
+    /// Encoded bytes of the items pushed, removed ones included (counted under a byte budget).
     #[serde(default)]
     pub bytes: i64,
-    /// Set when an item found no room in the bucket and a newer one was opened: no later item
-    /// goes into it, even one small enough for the bytes left, so the order never changes.
+    /// Set when an item found no room in the bucket (full, or too few bytes left) and a newer
+    /// one was opened: no later item goes into it, even one small enough for the bytes left, so
+    /// the order never changes. The open-bucket index holds this flag, not the count, so that
+    /// its entry changes once per bucket rather than with every item.
     #[serde(default)]
     pub closed: bool,
     #[serde(default)]
@@ -344,9 +348,15 @@ impl<T> BucketOptions<T> {
         }
     }
 
-    /// The budget the upsert way checks.
-    fn budget(&self) -> i64 {
-        i64::from(self.max_bytes.unwrap_or(DEFAULT_MAX_BYTES))
+    /// The byte budget buckets are kept under: the one chosen, or the default when no count
+    /// bounds a bucket. A count chosen alone is trusted to keep buckets small (bytes are then
+    /// not counted, which saves an update and a condition per item).
+    fn budget(&self) -> Option<i64> {
+        match (self.max_bytes, self.max_items) {
+            (Some(bytes), _) => Some(i64::from(bytes)),
+            (None, None) => Some(i64::from(DEFAULT_MAX_BYTES)),
+            (None, Some(_)) => None,
+        }
     }
 }
 
@@ -589,7 +599,6 @@ where
         item: &Prepared<T>,
     ) -> Result<(), PatternError> {
         let f = BucketDoc::<K, T>::fields();
-        let write = self.write(&f, item);
         let upsert = UpdateOptions {
             upsert: true,
             ..UpdateOptions::default()
@@ -620,14 +629,20 @@ where
                     .eq(owner)
                     .and(f.start.eq(item.start))
                     .and(f.closed.eq(false));
-                let mut room = span
-                    .clone()
-                    .and(f.bytes.lte(self.options.budget() - item.bytes));
+                let mut room = span.clone();
                 if let Some(n) = self.options.max_items {
                     room = room.and(f.count.lt(i64::from(n)));
                 }
+                if let Some(budget) = self.options.budget() {
+                    room = room.and(f.bytes.lte(budget - item.bytes));
+                }
                 let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
-                let updated = buckets.update_one(room, write.clone(), &UpdateOptions::default())?;
+                // The index that finds it, named: the update needs no plan ranking.
+                let by_index = UpdateOptions {
+                    hint: Some(Bson::String(OPEN_INDEX.to_owned())),
+                    ..UpdateOptions::default()
+                };
+                let updated = buckets.update_one(room, self.write(&f, item), &by_index)?;
                 if updated.matched > 0 {
                     return Ok(());
                 }
@@ -640,7 +655,7 @@ where
                 newest.map_or(0, |b| b.seq + 1)
             }
         };
-        let write = write.and(f.closed.set_on_insert(false));
+        let write = self.write(&f, item).and(f.closed.set_on_insert(false));
         let write = match item.start {
             Some(start) => write.and(f.start.set_on_insert(Some(start))),
             None => write,
@@ -652,11 +667,10 @@ where
 
     /// The update that adds one item: its push, the counts and the summaries.
     fn write(&self, f: &Fields<K, T>, item: &Prepared<T>) -> Update<BucketDoc<K, T>> {
-        let mut write = f
-            .items
-            .push(Encoded(&item.value))
-            .and(f.count.inc(1))
-            .and(f.bytes.inc(item.bytes));
+        let mut write = f.items.push(Encoded(&item.value)).and(f.count.inc(1));
+        if self.options.budget().is_some() {
+            write = write.and(f.bytes.inc(item.bytes));
+        }
         if let Some(t) = item.time {
             write = write
                 .and(f.control.earliest.min(Some(t)))

@@ -176,7 +176,11 @@ impl Model {
             let start = c
                 .span_ms
                 .map(|s| DateTime::from_millis(item.at.timestamp_millis().div_euclid(s) * s));
-            let budget = c.max_bytes.map_or(DEFAULT_BUDGET, i64::from);
+            let budget = match (c.max_bytes, c.max_items) {
+                (Some(b), _) => Some(i64::from(b)),
+                (None, None) => Some(DEFAULT_BUDGET),
+                (None, Some(_)) => None,
+            };
             let open: Vec<usize> = (0..self.buckets.len())
                 .filter(|&i| {
                     let b = &self.buckets[i];
@@ -186,7 +190,9 @@ impl Model {
             assert!(open.len() <= 1, "two open buckets for one span: {open:?}");
             if let Some(&i) = open.first() {
                 let b = &self.buckets[i];
-                if c.max_items.is_none_or(|n| b.count < n) && b.bytes + size <= budget {
+                if c.max_items.is_none_or(|n| b.count < n)
+                    && budget.is_none_or(|budget| b.bytes + size <= budget)
+                {
                     self.put(i, item, size);
                     return;
                 }
@@ -239,9 +245,12 @@ impl Model {
     }
 
     fn put(&mut self, i: usize, item: Reading, size: i64) {
+        let c = &self.config;
+        // Bytes are counted under a byte budget: one chosen, or the default without a count.
+        let counted = c.max_bytes.is_some() || c.max_items.is_none();
         let b = &mut self.buckets[i];
         b.count += 1;
-        b.bytes += size;
+        b.bytes += if counted { size } else { 0 };
         b.earliest = b.earliest.min(item.at);
         b.latest = b.latest.max(item.at);
         b.items.push(item);
