@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kept: Vec<i32> = window.events("ann")?.into_iter().map(|e| e.data).collect();
     println!("  kept {kept:?}");
 
-    println!("S2c: a document per user per day, a TTL index on the last modification");
+    println!("S2c: a bucket per user per day, a TTL index on its latest event");
     let daily: Daily<String> = Daily::open(&db, "activity", Duration::from_hours(24 * 365))?;
     for day in 0..3 {
         daily.record("ann", minute(day * 1_440), &format!("day {day}"))?;

@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let review = Review {
                 id: ObjectId::new(),
                 book: books[(i + month.len()) % books.len()].to_owned(),
-                stars: 1 + (i as i32 + month.ends_with('9') as i32 * 2) % 5,
+                stars: 1 + (i as i32 + i32::from(month.ends_with('9')) * 2) % 5,
                 at: day(&format!("{month}-{date}")),
             };
             first.get_or_insert(review.id);

@@ -78,7 +78,7 @@ pub struct Control {
 #[odm(
     collection = "buckets",
     index(keys(owner = 1, seq = 1), unique),
-    index(keys(owner = 1, start = 1, closed = 1))
+    index(keys("owner" = 1, start = 1, closed = 1))
 )]
 pub struct BucketDoc<K, T> {
     #[odm(id)]
@@ -327,8 +327,11 @@ impl<T> BucketOptions<T> {
             return Some(format!("`{bad}` cannot be summarised"));
         }
         paths.sort();
-        if let Some(twice) = paths.windows(2).find(|w| w[0] == w[1]) {
-            return Some(format!("`{}` is summarised twice", twice[0]));
+        if let Some(twice) = paths
+            .windows(2)
+            .find_map(|w| (w[0] == w[1]).then_some(w[0]))
+        {
+            return Some(format!("`{twice}` is summarised twice"));
         }
         None
     }
@@ -603,57 +606,54 @@ where
             upsert: true,
             ..UpdateOptions::default()
         };
-        let seq = match (&self.counters, self.options.max_items) {
-            (Some(counters), Some(n)) => {
-                let c = BucketCounter::<K>::fields();
-                let counter = txn
-                    .collection_named::<BucketCounter<K>>(counters)?
-                    .find_one_and_update(
-                        c.owner.eq(owner),
-                        c.n.inc(1),
-                        &ModifyOptions {
-                            upsert: true,
-                            return_after: true,
-                            ..ModifyOptions::default()
-                        },
-                    )?;
-                let Some(counter) = counter else {
-                    return Err(self.damaged("a counter was not written".to_owned()));
-                };
-                (counter.n - 1) / i64::from(n)
+        let seq = if let (Some(counters), Some(n)) = (&self.counters, self.options.max_items) {
+            let c = BucketCounter::<K>::fields();
+            let counter = txn
+                .collection_named::<BucketCounter<K>>(counters)?
+                .find_one_and_update(
+                    c.owner.eq(owner),
+                    c.n.inc(1),
+                    &ModifyOptions {
+                        upsert: true,
+                        return_after: true,
+                        ..ModifyOptions::default()
+                    },
+                )?;
+            let Some(counter) = counter else {
+                return Err(self.damaged("a counter was not written".to_owned()));
+            };
+            (counter.n - 1) / i64::from(n)
+        } else {
+            // The owner's one open bucket for the item's span, if it has room.
+            let span = f
+                .owner
+                .eq(owner)
+                .and(f.start.eq(item.start))
+                .and(f.closed.eq(false));
+            let mut room = span.clone();
+            if let Some(n) = self.options.max_items {
+                room = room.and(f.count.lt(i64::from(n)));
             }
-            _ => {
-                // The owner's one open bucket for the item's span, if it has room.
-                let span = f
-                    .owner
-                    .eq(owner)
-                    .and(f.start.eq(item.start))
-                    .and(f.closed.eq(false));
-                let mut room = span.clone();
-                if let Some(n) = self.options.max_items {
-                    room = room.and(f.count.lt(i64::from(n)));
-                }
-                if let Some(budget) = self.options.budget() {
-                    room = room.and(f.bytes.lte(budget - item.bytes));
-                }
-                let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
-                // The index that finds it, named: the update needs no plan ranking.
-                let by_index = UpdateOptions {
-                    hint: Some(Bson::String(OPEN_INDEX.to_owned())),
-                    ..UpdateOptions::default()
-                };
-                let updated = buckets.update_one(room, self.write(&f, item), &by_index)?;
-                if updated.matched > 0 {
-                    return Ok(());
-                }
-                // It has no room: close it, and open the next.
-                buckets.update_many(span, f.closed.set(true), &UpdateOptions::default())?;
-                let newest = buckets
-                    .find(f.owner.eq(owner))
-                    .sort(Sort::desc(&f.seq))
-                    .first()?;
-                newest.map_or(0, |b| b.seq + 1)
+            if let Some(budget) = self.options.budget() {
+                room = room.and(f.bytes.lte(budget - item.bytes));
             }
+            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+            // The index that finds it, named: the update needs no plan ranking.
+            let by_index = UpdateOptions {
+                hint: Some(Bson::String(OPEN_INDEX.to_owned())),
+                ..UpdateOptions::default()
+            };
+            let updated = buckets.update_one(room, self.write(&f, item), &by_index)?;
+            if updated.matched > 0 {
+                return Ok(());
+            }
+            // It has no room: close it, and open the next.
+            buckets.update_many(span, f.closed.set(true), &UpdateOptions::default())?;
+            let newest = buckets
+                .find(f.owner.eq(owner))
+                .sort(Sort::desc(&f.seq))
+                .first()?;
+            newest.map_or(0, |b| b.seq + 1)
         };
         let write = self.write(&f, item).and(f.closed.set_on_insert(false));
         let write = match item.start {
@@ -819,7 +819,7 @@ where
         owner: Option<&K>,
         cutoff: DateTime,
     ) -> Result<u64, PatternError> {
-        let filter = self.owned_by(owner).and(self.older_than(cutoff)?);
+        let filter = Self::owned_by(owner).and(self.older_than(cutoff)?);
         Ok(self.buckets.delete_many(filter)?)
     }
 
@@ -830,7 +830,7 @@ where
         let f = BucketDoc::<K, T>::fields();
         let older = self.older_than(cutoff)?;
         let time = self.time_path()?;
-        let owned = self.owned_by(owner);
+        let owned = Self::owned_by(owner);
         let item_older = Filter::<T>::raw(doc! { time: { "$lt": cutoff } });
         Ok(self.buckets.database().write(|txn| {
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
@@ -874,7 +874,7 @@ where
         })
     }
 
-    fn owned_by(&self, owner: Option<&K>) -> Filter<BucketDoc<K, T>> {
+    fn owned_by(owner: Option<&K>) -> Filter<BucketDoc<K, T>> {
         match owner {
             Some(owner) => BucketDoc::<K, T>::fields().owner.eq(owner),
             None => Filter::all(),
@@ -989,12 +989,12 @@ where
             filter = filter
                 .and(f.start.gt(Some(after)))
                 .and(f.start.lt(Some(to)));
-            self.hint = Some(OPEN_INDEX);
+            self.hint = self.one_owner.then_some(OPEN_INDEX);
         } else if options.index_item_times {
             filter = filter.and(f.items.elem_match(Filter::raw(
                 doc! { time.as_str(): { "$gte": from, "$lt": to } },
             )));
-            self.hint = Some(ITEM_TIMES);
+            self.hint = self.one_owner.then_some(ITEM_TIMES);
         }
         self.filter = std::mem::take(&mut self.filter).and(filter);
         let this = format!("$$this.{time}");
@@ -1087,36 +1087,46 @@ where
         }
     }
 
+    /// The query for the buckets to read, in the read's order, through its index.
+    fn find(&self) -> odm::Find<BucketDoc<K, T>> {
+        let find = self
+            .bucket
+            .buckets
+            .find(self.filter.clone())
+            .sort(self.sort());
+        match self.hint {
+            Some(hint) => find.hint(hint),
+            None => find,
+        }
+    }
+
     /// The buckets to read, `skip` and `limit` of them, their items filtered.
     fn buckets(&self, skip: u64, limit: Option<u64>) -> Result<Vec<BucketDoc<K, T>>, PatternError> {
-        let coll = &self.bucket.buckets;
         if self.conditions.is_empty() {
-            let mut find = coll.find(self.filter.clone()).sort(self.sort()).skip(skip);
-            if let Some(limit) = limit {
-                find = find.limit(limit);
+            let find = self.find().skip(skip);
+            return Ok(match limit {
+                Some(limit) => find.limit(limit),
+                None => find,
             }
-            if let (Some(hint), true) = (self.hint, self.one_owner) {
-                find = find.hint(hint);
-            }
-            return Ok(find.to_vec()?);
+            .to_vec()?);
         }
         Ok(self.aggregate(skip, limit).to_vec()?)
     }
 
+    /// The buckets' aggregation head: the bucket query as `$match` (and the index to use).
+    fn head(&self) -> odm::Aggregate<BucketDoc<K, T>> {
+        let aggregate = self.bucket.buckets.aggregate().filter(self.filter.clone());
+        match self.hint {
+            Some(hint) => aggregate.hint(hint),
+            None => aggregate,
+        }
+    }
+
     /// The buckets as an aggregation that keeps only the matching items of each.
     fn aggregate(&self, skip: u64, limit: Option<u64>) -> odm::Aggregate<BucketDoc<K, T>> {
-        let mut aggregate = self
-            .bucket
-            .buckets
-            .aggregate()
-            .filter(self.filter.clone())
-            .sort(self.sort())
-            .skip(skip);
+        let mut aggregate = self.head().sort(self.sort()).skip(skip);
         if let Some(limit) = limit {
             aggregate = aggregate.limit(limit);
-        }
-        if let (Some(hint), true) = (self.hint, self.one_owner) {
-            aggregate = aggregate.hint(hint);
         }
         aggregate.stage(doc! { "$set": { "items": {
             "$filter": { "input": "$items", "cond": { "$and": self.conditions.clone() } }
@@ -1212,15 +1222,7 @@ where
     pub fn iter(mut self) -> Result<Items<T>, PatternError> {
         self.check()?;
         let cursor = if self.conditions.is_empty() {
-            let mut find = self
-                .bucket
-                .buckets
-                .find(self.filter.clone())
-                .sort(self.sort());
-            if let (Some(hint), true) = (self.hint, self.one_owner) {
-                find = find.hint(hint);
-            }
-            find.iter()?
+            self.find().iter()?
         } else {
             self.aggregate(0, None).iter()?
         };
@@ -1243,11 +1245,8 @@ where
                 "input": "$items", "cond": { "$and": self.conditions.clone() }
             } })
         };
-        let mut aggregate = self.bucket.buckets.aggregate().filter(self.filter.clone());
-        if let (Some(hint), true) = (self.hint, self.one_owner) {
-            aggregate = aggregate.hint(hint);
-        }
-        let total = aggregate
+        let total = self
+            .head()
             .stage_into::<Total>(doc! { "$group": {
                 "_id": Bson::Null, "n": { "$sum": { "$size": items } }
             } })
@@ -1259,17 +1258,11 @@ where
     /// needs when the read has a limit and the buckets a count.
     pub fn explain(mut self) -> Result<Explain, PatternError> {
         self.check()?;
-        let mut find = self
-            .bucket
-            .buckets
-            .find(self.filter.clone())
-            .sort(self.sort());
-        if let (Some(limit), Some(n)) = (self.limit, self.bucket.options.max_items) {
-            find = find.limit((self.skip + limit).div_ceil(u64::from(n).max(1)) + 1);
-        }
-        if let (Some(hint), true) = (self.hint, self.one_owner) {
-            find = find.hint(hint);
-        }
+        let find = self.find();
+        let find = match (self.limit, self.bucket.options.max_items) {
+            (Some(limit), Some(n)) => find.limit((self.skip + limit).div_ceil(u64::from(n)) + 1),
+            _ => find,
+        };
         Ok(find.explain()?)
     }
 }

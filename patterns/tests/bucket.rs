@@ -220,26 +220,25 @@ impl Model {
             self.put(i, item, size);
             return;
         };
-        let i = match self
+        let existing = self
             .buckets
             .iter()
-            .position(|b| b.owner == owner && b.seq == seq)
-        {
-            Some(i) => i,
-            None => {
-                self.buckets.push(MBucket {
-                    owner: owner.to_owned(),
-                    seq,
-                    start: None,
-                    count: 0,
-                    bytes: 0,
-                    closed: false,
-                    earliest: item.at,
-                    latest: item.at,
-                    items: Vec::new(),
-                });
-                self.buckets.len() - 1
-            }
+            .position(|b| b.owner == owner && b.seq == seq);
+        let i = if let Some(i) = existing {
+            i
+        } else {
+            self.buckets.push(MBucket {
+                owner: owner.to_owned(),
+                seq,
+                start: None,
+                count: 0,
+                bytes: 0,
+                closed: false,
+                earliest: item.at,
+                latest: item.at,
+                items: Vec::new(),
+            });
+            self.buckets.len() - 1
         };
         self.put(i, item, size);
     }
@@ -452,7 +451,7 @@ fn run(config: Config, steps: Vec<Op>) -> Result<(), TestCaseError> {
                 let mut found = false;
                 for b in model.buckets.iter_mut().filter(|b| b.owner == owner(o)) {
                     for item in b.items.iter_mut().filter(|r| r.n == n) {
-                        item.note = "marked".to_owned();
+                        "marked".clone_into(&mut item.note);
                         found = true;
                     }
                 }
@@ -533,7 +532,7 @@ fn options_that_cannot_work_are_refused_and_change_nothing() {
     refused(BucketOptions::new().max_items(0), "at least one item");
     refused(BucketOptions::new().max_bytes(64 << 20), "byte budget");
     refused(
-        BucketOptions::new().retention(Duration::from_secs(60)),
+        BucketOptions::new().retention(Duration::from_mins(1)),
         "item time",
     );
     refused(
@@ -595,7 +594,10 @@ fn item_updates_may_not_touch_summaries_and_reads_need_a_declared_time() {
         assert!(matches!(err, PatternError::Refused { .. }), "{err}");
         assert!(err.to_string().contains("summarise"), "{err}");
     }
-    assert_eq!(readings.read("a").to_vec().unwrap(), [item.clone()]);
+    assert_eq!(
+        readings.read("a").to_vec().unwrap(),
+        std::slice::from_ref(&item)
+    );
     // An item without the declared time is refused before anything is written.
     let untimed: Bucket<String, Reading> =
         Bucket::open(&db, "untimed", BucketOptions::new().max_items(4)).unwrap();
