@@ -141,6 +141,16 @@ impl Span {
         }
     }
 
+    /// The end (exclusive) of the span that starts at `start`.
+    fn end_of(self, start: DateTime) -> DateTime {
+        let ms = start.timestamp_millis();
+        match self {
+            Span::Fixed(_) => DateTime::from_millis(ms.saturating_add(self.max_ms())),
+            // Past the longest month from its first day lies the next month.
+            Span::Month => self.start_of(DateTime::from_millis(ms.saturating_add(MONTH_MAX_MS))),
+        }
+    }
+
     /// The longest span, in milliseconds (at least 1).
     fn max_ms(self) -> i64 {
         match self {
@@ -1002,6 +1012,20 @@ where
             .push(Bson::Document(doc! { "$gte": [this.as_str(), from] }));
         self.conditions
             .push(Bson::Document(doc! { "$lt": [this, to] }));
+        self
+    }
+
+    /// The items of the span holding `at` (under a span policy): a day's, a month's.
+    #[must_use]
+    pub fn span(mut self, at: DateTime) -> Self {
+        if let Some(span) = self.bucket.options.span {
+            let start = span.start_of(at);
+            return self.time(start, span.end_of(start));
+        }
+        self.error = Some(
+            self.bucket
+                .refused("the buckets have no span (BucketOptions::span)".to_owned()),
+        );
         self
     }
 

@@ -241,15 +241,7 @@ impl<E: Serialize + DeserializeOwned + Send + 'static> Daily<E> {
 
     /// The owner's events of the day holding `at`, in the order they were recorded.
     pub fn day(&self, owner: &str, at: DateTime) -> Result<Vec<Event<E>>, PatternError> {
-        const DAY_MS: i64 = 86_400_000;
-        let start = at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS;
-        self.days
-            .read(owner)
-            .time(
-                DateTime::from_millis(start),
-                DateTime::from_millis(start + DAY_MS),
-            )
-            .to_vec()
+        self.days.read(owner).span(at).to_vec()
     }
 
     /// The owner's days on record, oldest first.

@@ -671,6 +671,10 @@ fn summaries_skip_buckets_and_spans_bound_time_ranges_through_the_index() {
             )
             .unwrap();
     }
+    let february = monthly.read("bob").span(feb1).to_vec().unwrap();
+    assert_eq!(february.iter().map(|r| r.n).collect::<Vec<_>>(), [2]);
+    let january = monthly.read("bob").span(jan31).to_vec().unwrap();
+    assert_eq!(january.iter().map(|r| r.n).collect::<Vec<_>>(), [1]);
     let starts = monthly.spans("bob").unwrap();
     assert_eq!(
         starts,

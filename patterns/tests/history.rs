@@ -68,6 +68,13 @@ fn days_expire_whole_by_ttl_while_active_days_stay() {
         .record("ann", t(2 * day), &"wednesday".into())
         .unwrap();
     assert_eq!(daily.days("ann").unwrap().len(), 3);
+    let tuesday: Vec<String> = daily
+        .day("ann", t(day + 30))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.data)
+        .collect();
+    assert_eq!(tuesday, ["tuesday"]);
     // A day and a half after Tuesday's event: Monday and Tuesday are past their retention.
     let now = t(2 * day + 720 + 1);
     let expired = db.engine().expire(now).unwrap();
