@@ -10,10 +10,15 @@
 //!   bucket's `start` is its item times rounded down to the span), or a byte budget
 //!   ([`BucketOptions::max_bytes`]; 1 MiB when no count bounds a bucket, so that a bucket never
 //!   nears MongoDB's 16 MiB document limit; an item larger than the budget gets a bucket of its
-//!   own). A count chosen without a budget is trusted to keep buckets small: a push that would
-//!   pass 16 MiB fails with the engine's size error and changes nothing.
+//!   own). The budget counts each item's encoding and what the array adds per element, as
+//!   pushed: an item that [`Bucket::update_item`] later grows is not counted again. A count
+//!   chosen without a budget is trusted to keep buckets small: a push that would pass 16 MiB
+//!   fails with the engine's size error and changes nothing.
 //! - `count` is the number of slots used. Removing an item does not give its slot back, so a
 //!   later item never lands in an older bucket and the order of the items never changes.
+//! - Order: items read back in the order they were pushed, except that under a span policy an
+//!   item goes to its span's bucket, so a late item for an earlier span reads with that span's
+//!   items (before later spans' items pushed earlier).
 //! - `control` holds summaries kept on write, as MongoDB's time-series buckets keep theirs: the
 //!   earliest and latest item time ([`BucketOptions::time`]), and the minimum and maximum of
 //!   each summary field ([`BucketOptions::summary`]). Reads by time or by a summary field skip
@@ -26,8 +31,8 @@
 //!   `(owner, start, closed)`; when it has none, mark it `closed` and open bucket `seq + 1`
 //!   after the owner's newest. One write per item; a bucket's opening adds the closing write
 //!   and a read of the newest. Each span has one open bucket, and a closed bucket never takes
-//!   another item (even one small enough for the bytes left), so items keep the order they were
-//!   pushed in. Write transactions are serialised, so two writers never open two buckets.
+//!   another item (even one small enough for the bytes left), so within a span items keep the
+//!   order they were pushed in. Write transactions are serialised, so two writers never open two buckets.
 //! - **Sequence** ([`BucketOptions::sequence`]): a counter per owner, incremented with
 //!   find-and-modify, numbers the items; item `n` goes to bucket `n / N` by an upsert on
 //!   `(owner, seq)`. Two writes per item (the counter and the bucket), but a bucket is found
@@ -65,10 +70,11 @@ pub struct Control {
     /// The latest item time: the TTL index of [`BucketOptions::retention`] expires by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest: Option<DateTime>,
-    /// The minimum of each summary field, by its path in an item.
+    /// The minimum of each summary field, nested as the field is in an item (`loc.lat` under
+    /// `loc`).
     #[serde(default)]
     pub min: BTreeMap<String, Bson>,
-    /// The maximum of each summary field, by its path in an item.
+    /// The maximum of each summary field, nested as the field is in an item.
     #[serde(default)]
     pub max: BTreeMap<String, Bson>,
 }
@@ -135,7 +141,7 @@ impl Span {
         match self {
             Span::Fixed(_) => {
                 let len = self.max_ms();
-                DateTime::from_millis(ms.div_euclid(len) * len)
+                DateTime::from_millis(ms.div_euclid(len).saturating_mul(len))
             }
             Span::Month => DateTime::from_millis(month_start(ms).unwrap_or(ms)),
         }
@@ -181,6 +187,10 @@ fn month_start(ms: i64) -> Option<i64> {
             .as_millisecond(),
     )
 }
+
+/// Bytes an array adds per element besides the element's own encoding (its type byte and its
+/// index as a C string), counted against a byte budget.
+const ELEMENT_OVERHEAD: i64 = 12;
 
 /// The byte budget of a bucket unless one is chosen.
 pub const DEFAULT_MAX_BYTES: u32 = 1 << 20;
@@ -335,6 +345,16 @@ impl<T> BucketOptions<T> {
             .find(|p| p.is_empty() || p.starts_with('$') || p.split('.').any(str::is_empty))
         {
             return Some(format!("`{bad}` cannot be summarised"));
+        }
+        if let Some((a, b)) = self.summaries.iter().find_map(|a| {
+            self.summaries
+                .iter()
+                .find(|b| b.starts_with(&format!("{a}.")))
+                .map(|b| (a, b))
+        }) {
+            return Some(format!(
+                "`{a}` and `{b}` cannot both be summarised: one holds the other"
+            ));
         }
         paths.sort();
         if let Some(twice) = paths
@@ -558,10 +578,13 @@ where
         let Bson::Document(doc) = &value else {
             return Err(self.refused("an item must be stored as a document".to_owned()));
         };
+        // The item's encoding, and what the array adds per element: a type byte and the
+        // element's index as a C string (at most 10 digits and a NUL for any real bucket).
         let bytes = doc
             .to_vec()
             .map_err(|e| self.refused(format!("an item does not encode: {e}")))?
-            .len() as i64;
+            .len() as i64
+            + ELEMENT_OVERHEAD;
         let time = match &self.options.time {
             None => None,
             Some(path) => match lookup(doc, path) {
@@ -923,9 +946,9 @@ where
 /// A read of items: which buckets, which of their items, in which order; built by
 /// [`Bucket::read`] or [`Bucket::read_all`].
 ///
-/// Items come in the order they were pushed, oldest first unless [`Read::newest_first`]: bucket
-/// by bucket in `seq` order, and in each bucket in array order (for every owner, owner by
-/// owner). Conditions on items ([`Read::time`], [`Read::between`]) skip the buckets whose
+/// Items come bucket by bucket in `seq` order, and in each bucket in array order, oldest first
+/// unless [`Read::newest_first`] (for every owner, owner by owner): the order they were pushed
+/// in, spans aside (see the module documentation). Conditions on items ([`Read::time`], [`Read::between`]) skip the buckets whose
 /// summaries rule them out, then keep the matching items of the rest (a `$filter` the engine
 /// runs, so that only those are decoded).
 pub struct Read<'b, K, T> {
@@ -994,11 +1017,12 @@ where
             .and(f.control.earliest.lt(Some(to)));
         if let Some(span) = options.span {
             // A bucket starts at most one span before its items.
-            let after =
-                DateTime::from_millis(from.timestamp_millis().saturating_sub(span.max_ms()));
-            filter = filter
-                .and(f.start.gt(Some(after)))
-                .and(f.start.lt(Some(to)));
+            let after = match from.timestamp_millis().checked_sub(span.max_ms()) {
+                Some(after) => f.start.gt(Some(DateTime::from_millis(after))),
+                // Near the first instant a span's start saturates at it.
+                None => f.start.gte(Some(DateTime::MIN)),
+            };
+            filter = filter.and(after).and(f.start.lt(Some(to)));
             self.hint = self.one_owner.then_some(OPEN_INDEX);
         } else if options.index_item_times {
             filter = filter.and(f.items.elem_match(Filter::raw(
@@ -1048,13 +1072,13 @@ where
         };
         let path = field.path();
         if self.bucket.options.summaries.iter().any(|s| s == path) {
-            let f = BucketDoc::<K, T>::fields();
-            let skip = f
-                .control
-                .max
-                .key(path)
-                .gte(low.clone())
-                .and(f.control.min.key(path).lte(high.clone()));
+            // Compared in BSON's total order, the order `$min` and `$max` kept the summaries
+            // in and the item conditions below use: a bucket skipped holds no item in range,
+            // whatever the types (a null, a NaN, a string among numbers).
+            let skip = Filter::raw(doc! { "$expr": { "$and": [
+                { "$gte": [format!("$control.max.{path}"), low.clone()] },
+                { "$lte": [format!("$control.min.{path}"), high.clone()] },
+            ] } });
             self.filter = std::mem::take(&mut self.filter).and(skip);
         }
         let this = format!("$$this.{path}");
@@ -1111,35 +1135,61 @@ where
         }
     }
 
-    /// The query for the buckets to read, in the read's order, through its index.
-    fn find(&self) -> odm::Find<BucketDoc<K, T>> {
-        let find = self
-            .bucket
-            .buckets
-            .find(self.filter.clone())
-            .sort(self.sort());
+    /// The query for the buckets to read (those `after` a bucket already read, if given), in
+    /// the read's order, through its index.
+    fn find(&self, after: Option<Filter<BucketDoc<K, T>>>) -> odm::Find<BucketDoc<K, T>> {
+        let filter = match after {
+            Some(after) => self.filter.clone().and(after),
+            None => self.filter.clone(),
+        };
+        let find = self.bucket.buckets.find(filter).sort(self.sort());
         match self.hint {
             Some(hint) => find.hint(hint),
             None => find,
         }
     }
 
-    /// The buckets to read, `skip` and `limit` of them, their items filtered.
-    fn buckets(&self, skip: u64, limit: Option<u64>) -> Result<Vec<BucketDoc<K, T>>, PatternError> {
+    /// The buckets after `last` in the read's order, `(owner, seq)`: a batch goes on where the
+    /// previous one ended, whatever was written or deleted between them.
+    fn after(&self, last: &BucketDoc<K, T>) -> Result<Filter<BucketDoc<K, T>>, PatternError> {
+        let op = if self.newest_first { "$lt" } else { "$gt" };
+        if self.one_owner {
+            return Ok(Filter::raw(doc! { "seq": { op: last.seq } }));
+        }
+        let owner = bson::serialize_to_bson(&last.owner).map_err(|e| {
+            self.bucket
+                .refused(format!("an owner does not serialize: {e}"))
+        })?;
+        Ok(Filter::raw(doc! { "$or": [
+            { "owner": { op: owner.clone() } },
+            { "owner": owner, "seq": { op: last.seq } },
+        ] }))
+    }
+
+    /// At most `limit` buckets to read (after `after`), their items filtered.
+    fn buckets(
+        &self,
+        after: Option<Filter<BucketDoc<K, T>>>,
+        limit: Option<u64>,
+    ) -> Result<Vec<BucketDoc<K, T>>, PatternError> {
         if self.conditions.is_empty() {
-            let find = self.find().skip(skip);
+            let find = self.find(after);
             return Ok(match limit {
                 Some(limit) => find.limit(limit),
                 None => find,
             }
             .to_vec()?);
         }
-        Ok(self.aggregate(skip, limit).to_vec()?)
+        Ok(self.aggregate(after, limit).to_vec()?)
     }
 
     /// The buckets' aggregation head: the bucket query as `$match` (and the index to use).
-    fn head(&self) -> odm::Aggregate<BucketDoc<K, T>> {
-        let aggregate = self.bucket.buckets.aggregate().filter(self.filter.clone());
+    fn head(&self, after: Option<Filter<BucketDoc<K, T>>>) -> odm::Aggregate<BucketDoc<K, T>> {
+        let filter = match after {
+            Some(after) => self.filter.clone().and(after),
+            None => self.filter.clone(),
+        };
+        let aggregate = self.bucket.buckets.aggregate().filter(filter);
         match self.hint {
             Some(hint) => aggregate.hint(hint),
             None => aggregate,
@@ -1147,8 +1197,12 @@ where
     }
 
     /// The buckets as an aggregation that keeps only the matching items of each.
-    fn aggregate(&self, skip: u64, limit: Option<u64>) -> odm::Aggregate<BucketDoc<K, T>> {
-        let mut aggregate = self.head().sort(self.sort()).skip(skip);
+    fn aggregate(
+        &self,
+        after: Option<Filter<BucketDoc<K, T>>>,
+        limit: Option<u64>,
+    ) -> odm::Aggregate<BucketDoc<K, T>> {
+        let mut aggregate = self.head(after).sort(self.sort());
         if let Some(limit) = limit {
             aggregate = aggregate.limit(limit);
         }
@@ -1190,7 +1244,9 @@ where
 
     /// Reads buckets in batches until `skip + limit` items are in hand: a page of the bucket
     /// size reads one or two buckets when none lost an item to a removal, more only when some
-    /// did. Without a limit, every bucket in one read.
+    /// did. Each batch continues after the last bucket read (not by an offset), so a bucket
+    /// opened or deleted meanwhile neither repeats nor hides items. Without a limit, every
+    /// bucket in one read.
     fn collect<O>(
         &self,
         mut put: impl FnMut(&K, ItemsOf<T>, &mut Vec<O>),
@@ -1198,25 +1254,29 @@ where
     ) -> Result<(), PatternError> {
         let Some(limit) = self.limit else {
             let mut to_skip = self.skip;
-            for bucket in self.buckets(0, None)? {
+            for bucket in self.buckets(None, None)? {
                 let items = self.ordered(bucket.items, &mut to_skip, u64::MAX);
                 put(&bucket.owner, items, out);
             }
             return Ok(());
         };
-        let per_bucket = u64::from(self.bucket.options.max_items.unwrap_or(1)).max(1);
-        let mut batch = (self.skip + limit).div_ceil(per_bucket) + 1;
-        let mut read = 0_u64;
+        let wanted = self.skip.saturating_add(limit);
+        // Without a count per bucket, start small: the doubling finds the size.
+        let mut batch = match self.bucket.options.max_items {
+            Some(n) => wanted.div_ceil(u64::from(n)).saturating_add(1),
+            None => 2,
+        };
+        let mut after = None;
         let mut to_skip = self.skip;
         loop {
-            let buckets = self.buckets(read, Some(batch))?;
+            let buckets = self.buckets(after.take(), Some(batch))?;
             let last_batch = (buckets.len() as u64) < batch;
-            read += buckets.len() as u64;
             for bucket in buckets {
                 let room = limit - out.len() as u64;
                 if room == 0 {
                     return Ok(());
                 }
+                after = Some(self.after(&bucket)?);
                 let items = self.ordered(bucket.items, &mut to_skip, room);
                 put(&bucket.owner, items, out);
             }
@@ -1246,9 +1306,9 @@ where
     pub fn iter(mut self) -> Result<Items<T>, PatternError> {
         self.check()?;
         let cursor = if self.conditions.is_empty() {
-            self.find().iter()?
+            self.find(None).iter()?
         } else {
-            self.aggregate(0, None).iter()?
+            self.aggregate(None, None).iter()?
         };
         Ok(Items {
             buckets: Box::new(cursor.map(|b| b.map(|b| b.items))),
@@ -1270,7 +1330,7 @@ where
             } })
         };
         let total = self
-            .head()
+            .head(None)
             .stage_into::<Total>(doc! { "$group": {
                 "_id": Bson::Null, "n": { "$sum": { "$size": items } }
             } })
@@ -1282,9 +1342,14 @@ where
     /// needs when the read has a limit and the buckets a count.
     pub fn explain(mut self) -> Result<Explain, PatternError> {
         self.check()?;
-        let find = self.find();
+        let find = self.find(None);
         let find = match (self.limit, self.bucket.options.max_items) {
-            (Some(limit), Some(n)) => find.limit((self.skip + limit).div_ceil(u64::from(n)) + 1),
+            (Some(limit), Some(n)) => find.limit(
+                self.skip
+                    .saturating_add(limit)
+                    .div_ceil(u64::from(n))
+                    .saturating_add(1),
+            ),
             _ => find,
         };
         Ok(find.explain()?)

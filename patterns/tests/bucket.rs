@@ -21,12 +21,10 @@ struct Reading {
     note: String,
 }
 
+/// An item's bytes against a budget: its encoding and the array's 12 bytes per element.
 fn encoded_len(r: &Reading) -> i64 {
-    bson::serialize_to_document(r)
-        .unwrap()
-        .to_vec()
-        .unwrap()
-        .len() as i64
+    let encoded = bson::serialize_to_document(r).unwrap().to_vec().unwrap();
+    encoded.len() as i64 + 12
 }
 
 #[derive(Debug, Clone)]
@@ -550,6 +548,15 @@ fn options_that_cannot_work_are_refused_and_change_nothing() {
         BucketOptions::new().summary(&r.v).summary(&r.v),
         "summarised twice",
     );
+    let err = Bucket::<String, Located>::open(
+        &db,
+        "refused",
+        BucketOptions::new()
+            .summary(&Located::fields().loc)
+            .summary(&Located::fields().loc.lat),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("one holds the other"), "{err}");
     assert!(
         db.engine()
             .list_collections()
@@ -781,4 +788,99 @@ fn s9_reviews_in_monthly_buckets() {
         5,
         "the order holds after a removal"
     );
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+struct Place {
+    lat: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+struct Located {
+    n: i64,
+    #[odm(embedded)]
+    loc: Place,
+    x: Option<f64>,
+    at: DateTime,
+}
+
+/// Summaries are kept and compared in BSON's total order, so a null, a NaN or a value of
+/// another type in a bucket never hides its other items from a range read.
+#[test]
+fn summaries_of_nulls_nans_and_mixed_types_never_hide_items() {
+    let db = Database::in_memory().unwrap();
+    let l = Located::fields();
+    let located: Bucket<String, Located> = Bucket::open(
+        &db,
+        "located",
+        BucketOptions::new().max_items(3).summary(&l.x),
+    )
+    .unwrap();
+    let xs = [
+        None,
+        Some(40.0),
+        Some(f64::NAN),
+        Some(39.0),
+        None,
+        Some(-5.0),
+    ];
+    for (n, x) in xs.into_iter().enumerate() {
+        let item = Located {
+            n: n as i64,
+            loc: Place { lat: 0.0 },
+            x,
+            at: t(0),
+        };
+        located.push("a", &item).unwrap();
+    }
+    let found: Vec<i64> = located
+        .read("a")
+        .between(&l.x, Some(38.0), Some(100.0))
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|item| item.n)
+        .collect();
+    assert_eq!(found, [1, 3]);
+    assert_eq!(
+        located
+            .read("a")
+            .between(&l.x, Some(-10.0), Some(0.0))
+            .count()
+            .unwrap(),
+        1
+    );
+}
+
+/// Extreme arguments are answered, never a panic: a page past every item, a time at the
+/// first representable instant under a span.
+#[test]
+fn extreme_pages_and_times_are_answered() {
+    let db = Database::in_memory().unwrap();
+    let r = Reading::fields();
+    let hourly: Bucket<String, Reading> = Bucket::open(
+        &db,
+        "hourly",
+        BucketOptions::new().span(Span::Fixed(Duration::from_hours(1)), &r.at),
+    )
+    .unwrap();
+    let last = DateTime::from_millis(i64::MAX - 1);
+    for (n, at) in [(1, DateTime::MIN), (2, t(0)), (3, last)] {
+        let item = Reading {
+            n,
+            at,
+            v: 0,
+            note: String::new(),
+        };
+        hourly.push("a", &item).unwrap();
+    }
+    assert_eq!(hourly.newest("a", 1, u64::MAX).unwrap().len(), 2);
+    assert!(hourly.newest("a", u64::MAX, u64::MAX).unwrap().is_empty());
+    let first = hourly
+        .read("a")
+        .time(DateTime::MIN, t(-1))
+        .to_vec()
+        .unwrap();
+    assert_eq!(first.iter().map(|r| r.n).collect::<Vec<_>>(), [1]);
+    assert_eq!(hourly.read("a").span(last).count().unwrap(), 1);
 }
