@@ -204,7 +204,7 @@ pub struct BucketOptions<T> {
     max_items: Option<u32>,
     max_bytes: Option<u32>,
     span: Option<Span>,
-    time: Option<String>,
+    time: Option<Field<T, DateTime>>,
     summaries: Vec<String>,
     sequence: bool,
     index_item_times: bool,
@@ -282,7 +282,7 @@ impl<T> BucketOptions<T> {
     /// `control.latest`), and reads can ask for a range of time.
     #[must_use]
     pub fn time(mut self, time: &Field<T, DateTime>) -> Self {
-        self.time = Some(time.path().to_owned());
+        self.time = Some(time.clone());
         self
     }
 
@@ -339,7 +339,12 @@ impl<T> BucketOptions<T> {
                     .to_owned(),
             );
         }
-        let mut paths: Vec<&String> = self.summaries.iter().chain(&self.time).collect();
+        let mut paths: Vec<&str> = self
+            .summaries
+            .iter()
+            .map(String::as_str)
+            .chain(self.time.as_ref().map(Field::path))
+            .collect();
         if let Some(bad) = paths
             .iter()
             .find(|p| p.is_empty() || p.starts_with('$') || p.split('.').any(str::is_empty))
@@ -356,7 +361,7 @@ impl<T> BucketOptions<T> {
                 "`{a}` and `{b}` cannot both be summarised: one holds the other"
             ));
         }
-        paths.sort();
+        paths.sort_unstable();
         if let Some(twice) = paths
             .windows(2)
             .find_map(|w| (w[0] == w[1]).then_some(w[0]))
@@ -374,7 +379,7 @@ impl<T> BucketOptions<T> {
             "max_items": self.max_items.map(i64::from),
             "max_bytes": self.max_bytes.map(i64::from),
             "span": self.span.map(Span::describe),
-            "time": self.time.clone(),
+            "time": self.time.as_ref().map(Field::path),
             "summaries": self.summaries.clone(),
             "index_item_times": self.index_item_times,
             "retention_s": self.retention.map(|r| r.as_secs() as i64),
@@ -531,11 +536,10 @@ where
             // Indexes that depend on the options, so the model cannot declare them (kept as
             // they are when they exist as asked).
             if let Some(time) = &options.time {
-                let time = Field::<T, DateTime>::new(time.clone());
                 if options.index_item_times {
                     buckets.create_index(
                         Index::asc(&f.owner)
-                            .then_asc(&f.items.element(&time))
+                            .then_asc(&f.items.element(time))
                             .named(ITEM_TIMES),
                     )?;
                 }
@@ -585,7 +589,7 @@ where
             .map_err(|e| self.refused(format!("an item does not encode: {e}")))?
             .len() as i64
             + ELEMENT_OVERHEAD;
-        let time = match &self.options.time {
+        let time = match self.options.time.as_ref().map(Field::path) {
             None => None,
             Some(path) => match lookup(doc, path) {
                 Some(Bson::DateTime(t)) => Some(*t),
@@ -634,6 +638,17 @@ where
         owner: impl IntoValue<K> + Copy,
         item: &Prepared<T>,
     ) -> Result<(), PatternError> {
+        self.place(txn, owner, item).map(|_| ())
+    }
+
+    /// Puts a prepared item in the owner's open bucket; `true` when that bucket was opened for
+    /// it.
+    fn place(
+        &self,
+        txn: &mut Txn<'_, '_>,
+        owner: impl IntoValue<K> + Copy,
+        item: &Prepared<T>,
+    ) -> Result<bool, PatternError> {
         let f = BucketDoc::<K, T>::fields();
         let upsert = UpdateOptions {
             upsert: true,
@@ -678,7 +693,7 @@ where
             };
             let updated = buckets.update_one(room, self.write(&f, item), &by_index)?;
             if updated.matched > 0 {
-                return Ok(());
+                return Ok(false);
             }
             // It has no room: close it, and open the next.
             buckets.update_many(span, f.closed.set(true), &UpdateOptions::default())?;
@@ -694,8 +709,8 @@ where
             None => write,
         };
         let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
-        buckets.update_one(f.owner.eq(owner).and(f.seq.eq(seq)), write, &upsert)?;
-        Ok(())
+        let placed = buckets.update_one(f.owner.eq(owner).and(f.seq.eq(seq)), write, &upsert)?;
+        Ok(placed.upserted_id.is_some())
     }
 
     /// The update that adds one item: its push, the counts and the summaries.
@@ -787,11 +802,12 @@ where
         if update.to_pipeline().is_some() {
             return Err(self.refused("an item update cannot be a pipeline".to_owned()));
         }
-        let guarded: Vec<&String> = self
+        let guarded: Vec<&str> = self
             .options
             .summaries
             .iter()
-            .chain(&self.options.time)
+            .map(String::as_str)
+            .chain(self.options.time.as_ref().map(Field::path))
             .collect();
         for (_, fields) in update.to_document() {
             let Bson::Document(fields) = fields else {
@@ -898,12 +914,13 @@ where
                 txn.collection_named::<BucketCounter<K>>(counters)?
                     .delete_one(c.owner.eq(owner))?;
             }
+            // Every bucket of the owner's now is one opened by these pushes.
+            let mut opened = 0;
             for item in &items {
                 let prepared = self.prepare(item)?;
-                self.push_prepared(txn, owner, &prepared)?;
+                opened += u64::from(self.place(txn, owner, &prepared)?);
             }
-            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
-            Ok(buckets.find(f.owner.eq(owner)).to_vec()?.len() as u64)
+            Ok(opened)
         })
     }
 
@@ -921,7 +938,7 @@ where
     }
 
     fn time_path(&self) -> Result<&str, PatternError> {
-        self.options.time.as_deref().ok_or_else(|| {
+        self.options.time.as_ref().map(Field::path).ok_or_else(|| {
             self.refused("the items have no declared time (BucketOptions::time or span)".to_owned())
         })
     }
@@ -948,9 +965,9 @@ where
 ///
 /// Items come bucket by bucket in `seq` order, and in each bucket in array order, oldest first
 /// unless [`Read::newest_first`] (for every owner, owner by owner): the order they were pushed
-/// in, spans aside (see the module documentation). Conditions on items ([`Read::time`], [`Read::between`]) skip the buckets whose
-/// summaries rule them out, then keep the matching items of the rest (a `$filter` the engine
-/// runs, so that only those are decoded).
+/// in, spans aside (see the module documentation). Conditions on items ([`Read::time`],
+/// [`Read::between`]) skip the buckets whose summaries rule them out, then keep the matching
+/// items of the rest (a `$filter` the engine runs, so that only those are decoded).
 pub struct Read<'b, K, T> {
     bucket: &'b Bucket<K, T>,
     filter: Filter<BucketDoc<K, T>>,

@@ -123,11 +123,8 @@ where
         from: DateTime,
         to: DateTime,
     ) -> Result<Vec<Sample<M, S>>, PatternError> {
-        let read = match meta {
-            Some(meta) => self.buckets.read(meta),
-            None => self.buckets.read_all(),
-        };
-        let mut out: Vec<Sample<M, S>> = read
+        let mut out: Vec<Sample<M, S>> = self
+            .of(meta)
             .time(from, to)
             .to_vec_with_owner()?
             .into_iter()
@@ -148,11 +145,15 @@ where
         from: DateTime,
         to: DateTime,
     ) -> Result<Explain, PatternError> {
-        let read = match meta {
+        self.of(meta).time(from, to).explain()
+    }
+
+    /// The samples of one series, or of all.
+    fn of(&self, meta: Option<&M>) -> crate::bucket::Read<'_, M, Point<S>> {
+        match meta {
             Some(meta) => self.buckets.read(meta),
             None => self.buckets.read_all(),
-        };
-        read.time(from, to).explain()
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::DateTime;
-use odm::{Database, Embedded};
+use odm::{Database, Document, Embedded};
 use odm_patterns::{Bucket, BucketDoc, BucketOptions, PatternError, Span};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -605,6 +605,25 @@ fn item_updates_may_not_touch_summaries_and_reads_need_a_declared_time() {
         readings.read("a").to_vec().unwrap(),
         std::slice::from_ref(&item)
     );
+    // A write outside the matched item is refused too.
+    let err = readings
+        .update_item("a", r.n.eq(1), |_| {
+            BucketDoc::<String, Reading>::fields().count.inc(1)
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("outside the matched item"),
+        "{err}"
+    );
+    let stored = readings
+        .collection()
+        .find(odm::Filter::all())
+        .to_vec()
+        .unwrap();
+    assert_eq!(stored[0].count, 1, "nothing changed");
+    // A span read needs a span policy.
+    let err = readings.read("a").span(t(5)).to_vec().unwrap_err();
+    assert!(err.to_string().contains("no span"), "{err}");
     // An item without the declared time is refused before anything is written.
     let untimed: Bucket<String, Reading> =
         Bucket::open(&db, "untimed", BucketOptions::new().max_items(4)).unwrap();
