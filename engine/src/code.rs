@@ -80,6 +80,7 @@ impl ErrorCode {
     pub const AUTHENTICATION_FAILED: ErrorCode = ErrorCode::named(18, "AuthenticationFailed");
     pub const CURSOR_NOT_FOUND: ErrorCode = ErrorCode::named(43, "CursorNotFound");
     pub const COMMAND_NOT_FOUND: ErrorCode = ErrorCode::named(59, "CommandNotFound");
+    pub const ALREADY_INITIALIZED: ErrorCode = ErrorCode::named(23, "AlreadyInitialized");
     pub const NOT_IMPLEMENTED: ErrorCode = ErrorCode::named(238, "NotImplemented");
     pub const TRANSACTION_TOO_OLD: ErrorCode = ErrorCode::named(225, "TransactionTooOld");
     pub const NO_SUCH_TRANSACTION: ErrorCode = ErrorCode::named(251, "NoSuchTransaction");

@@ -65,6 +65,12 @@ impl Prepared {
     }
 }
 
+/// A document as MongoDB stores it and a driver sends it: checked as an insert checks it,
+/// `_id` first, an ObjectId generated when it is absent.
+pub fn with_id_first(raw: RawDocumentBuf) -> Result<RawDocumentBuf, DocumentError> {
+    prepare(raw).map(|prepared| prepared.raw)
+}
+
 /// Checks a document and puts `_id` first, generating an ObjectId when it is absent.
 pub(crate) fn prepare(raw: RawDocumentBuf) -> Result<Prepared, DocumentError> {
     // Malformed bytes anywhere, and nesting past the limit, are refused at the door rather

@@ -66,13 +66,26 @@ pub enum IndexSpecError {
     HashedUnique,
     #[error("an index may hash at most one field, this one hashes {fields}")]
     SeveralHashed { fields: usize },
+    /// An option of an index document of the wrong type or out of range (`name: 1`, a
+    /// negative `expireAfterSeconds`).
+    #[error("index option `{option}`: {reason}")]
+    BadOption { option: String, reason: String },
+    /// An index option MongoDB has that this engine does not build (`collation`, `hidden`, a
+    /// text index's `weights`); refused rather than ignored.
+    #[error("index option `{option}` is not supported by this server")]
+    UnsupportedOption { option: String },
+    /// A field MongoDB does not know in an index document.
+    #[error("The field '{option}' is not valid for an index specification")]
+    UnknownOption { option: String },
 }
 
 impl IndexSpecError {
     /// MongoDB's code for the condition: `CannotCreateIndex` for a malformed key pattern.
     pub fn code(&self) -> ErrorCode {
         match self {
-            IndexSpecError::IdIndexOption { .. } => ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION,
+            IndexSpecError::IdIndexOption { .. } | IndexSpecError::UnknownOption { .. } => {
+                ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION
+            }
             IndexSpecError::HashedUnique => ErrorCode::location(16764),
             IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),
             _ => ErrorCode::CANNOT_CREATE_INDEX,
@@ -188,6 +201,14 @@ pub enum Error {
     NestedWrite,
     #[error("the `_id_` index cannot be dropped")]
     IdIndexRequired,
+    /// A collection sharded on one key asked to shard on another (MongoDB's
+    /// `AlreadyInitialized`: a shard key is chosen once; `refineCollectionShardKey` aside).
+    #[error("collection `{collection}` is already sharded on {existing}, not {requested}")]
+    ShardKeyChanged {
+        collection: String,
+        existing: String,
+        requested: String,
+    },
     #[error("collection `{0}` already exists")]
     CollectionExists(String),
     #[error("collection `{0}` does not exist")]
@@ -215,6 +236,15 @@ pub enum Error {
     /// `Database::compact` needs the only handle to the database, and no open transaction.
     #[error("cannot compact: {0}")]
     Compaction(String),
+    /// A condition a MongoDB server reported to the typed layer's MongoDB back end, with the
+    /// server's code, code name and message (a duplicate key arrives as
+    /// [`Error::DuplicateKey`] instead, as the engine reports it).
+    #[error("the server refused the operation: {message} ({code_name}, code {code})")]
+    Reported {
+        code: i32,
+        code_name: String,
+        message: String,
+    },
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
     /// A file operation of the engine's own (creating a database file) failed.
@@ -267,7 +297,10 @@ impl Error {
 
     /// MongoDB's code name for the condition: `DuplicateKey`, `BadValue`, `Location16766`.
     pub fn code_name(&self) -> String {
-        self.error_code().name()
+        match self {
+            Error::Reported { code_name, .. } if !code_name.is_empty() => code_name.clone(),
+            _ => self.error_code().name(),
+        }
     }
 
     /// The code and its name together.
@@ -295,11 +328,13 @@ impl Error {
             Error::IndexNotFound { .. } => ErrorCode::INDEX_NOT_FOUND,
             Error::IdIndexRequired => ErrorCode::INVALID_OPTIONS,
             Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
+            Error::ShardKeyChanged { .. } => ErrorCode::ALREADY_INITIALIZED,
             Error::CollectionNotFound(_) => ErrorCode::NAMESPACE_NOT_FOUND,
             Error::InvalidCollectionName { .. } => ErrorCode::INVALID_NAMESPACE,
             Error::NestedWrite | Error::Locked { .. } | Error::Compaction(_) => {
                 ErrorCode::ILLEGAL_OPERATION
             }
+            Error::Reported { code, .. } => ErrorCode::location(*code),
             Error::FormatVersion { .. }
             | Error::Corrupt { .. }
             | Error::Storage(_)

@@ -157,6 +157,117 @@ impl IndexSpec {
         Ok(spec)
     }
 
+    /// Reads an index as MongoDB describes one (`createIndexes`' `indexes` entries,
+    /// `listIndexes`' output): `key`, and `name`, `unique`, `sparse`, `expireAfterSeconds`,
+    /// `partialFilterExpression` when present. The bookkeeping fields MongoDB adds (`v`, `ns`,
+    /// `background`) are ignored; an option this engine does not build (`collation`, `hidden`,
+    /// ...) is [`IndexSpecError::UnsupportedOption`], never silently dropped: an index read
+    /// back without it would be another index.
+    pub fn from_document(index: &Document) -> Result<IndexSpec, IndexSpecError> {
+        let bad = |option: &str, reason: String| IndexSpecError::BadOption {
+            option: option.to_owned(),
+            reason,
+        };
+        let flag = |option: &str| match index.get(option) {
+            None | Some(Bson::Null) => Ok(false),
+            Some(Bson::Boolean(b)) => Ok(*b),
+            // MongoDB takes a number as a flag (`unique: 1`), as it takes one in `find`.
+            Some(Bson::Int32(n)) => Ok(*n != 0),
+            Some(Bson::Int64(n)) => Ok(*n != 0),
+            Some(Bson::Double(n)) => Ok(*n != 0.0),
+            Some(other) => Err(bad(option, format!("must be a boolean, not {other}"))),
+        };
+        let key = match index.get("key") {
+            Some(Bson::Document(key)) => key,
+            Some(other) => return Err(bad("key", format!("must be a document, not {other}"))),
+            None => return Err(bad("key", "is missing".to_owned())),
+        };
+        let mut spec = IndexSpec::from_keys_document(key)?;
+        match index.get("name") {
+            None => {}
+            Some(Bson::String(name)) => spec = spec.named(name),
+            Some(other) => return Err(bad("name", format!("must be a string, not {other}"))),
+        }
+        if flag("unique")? {
+            spec = spec.unique();
+        }
+        if flag("sparse")? {
+            spec = spec.sparse();
+        }
+        if let Some(value) = index.get("expireAfterSeconds") {
+            let seconds = match value {
+                Bson::Int32(n) => i64::from(*n),
+                Bson::Int64(n) => *n,
+                Bson::Double(d) if d.is_finite() => *d as i64,
+                other => {
+                    return Err(bad(
+                        "expireAfterSeconds",
+                        format!(
+                            "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '{}'",
+                            crate::expr::type_name(other)
+                        ),
+                    ));
+                }
+            };
+            if !(0..=i64::from(i32::MAX)).contains(&seconds) {
+                return Err(bad(
+                    "expireAfterSeconds",
+                    format!(
+                        "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number; found {seconds}"
+                    ),
+                ));
+            }
+            spec = spec.expire_after(Duration::from_secs(seconds as u64));
+        }
+        match index.get("partialFilterExpression") {
+            None | Some(Bson::Null) => {}
+            Some(Bson::Document(filter)) => spec = spec.partial(filter.clone())?,
+            Some(other) => {
+                return Err(bad(
+                    "partialFilterExpression",
+                    format!("must be a document, not {other}"),
+                ));
+            }
+        }
+        for (option, _) in index {
+            match option.as_str() {
+                "key"
+                | "name"
+                | "unique"
+                | "sparse"
+                | "expireAfterSeconds"
+                | "partialFilterExpression"
+                | "v"
+                | "ns"
+                | "background" => {}
+                "collation"
+                | "hidden"
+                | "wildcardProjection"
+                | "weights"
+                | "default_language"
+                | "language_override"
+                | "textIndexVersion"
+                | "2dsphereIndexVersion"
+                | "bits"
+                | "min"
+                | "max"
+                | "clustered"
+                | "storageEngine"
+                | "prepareUnique" => {
+                    return Err(IndexSpecError::UnsupportedOption {
+                        option: option.clone(),
+                    });
+                }
+                _ => {
+                    return Err(IndexSpecError::UnknownOption {
+                        option: option.clone(),
+                    });
+                }
+            }
+        }
+        Ok(spec)
+    }
+
     #[must_use]
     pub fn unique(mut self) -> Self {
         self.unique = true;

@@ -48,7 +48,7 @@ pub use catalog::FORMAT_VERSION;
 pub use code::ErrorCode;
 pub use collection::InsertManyResult;
 pub use db::{Database, Durability, ReadTxn, WriteTxn};
-pub use document::{IntoRawDocument, MAX_DOCUMENT_SIZE};
+pub use document::{IntoRawDocument, MAX_DOCUMENT_SIZE, with_id_first};
 pub use error::{DocumentError, Error, IndexSpecError, Result};
 pub use index::{ID_INDEX_NAME, IndexSpec, MAX_KEYS_PER_DOCUMENT};
 pub use keys::Direction;

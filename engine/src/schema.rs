@@ -60,6 +60,32 @@ impl WriteTxn<'_> {
         self.catalog.get(name).map(|m| m.options.clone())
     }
 
+    /// Records a shard key on a collection (created when missing), as `shardCollection`
+    /// does: the same key again changes nothing; another key than the one recorded is
+    /// [`Error::ShardKeyChanged`]. The key decides how explain routes queries; supporting
+    /// indexes are the caller's (see MongoDB's rule in `odm serve`'s `shardCollection`).
+    pub fn shard_collection(&mut self, name: &str, key: crate::options::ShardKey) -> Result<()> {
+        let Some(options) = self.collection_options(name) else {
+            return self
+                .create_collection_with(name, CollectionOptions::default().with_shard_key(key));
+        };
+        match options.shard_key {
+            Some(existing) if existing == key => Ok(()),
+            Some(existing) => Err(Error::ShardKeyChanged {
+                collection: name.to_owned(),
+                existing: existing.to_document().to_string(),
+                requested: key.to_document().to_string(),
+            }),
+            None => {
+                let catalog = self.catalog_mut();
+                if let Some(meta) = catalog.collections.get_mut(name) {
+                    Arc::make_mut(meta).options.shard_key = Some(key);
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Drops a collection with its documents and indexes; `false` when it did not exist.
     pub fn drop_collection(&mut self, name: &str) -> Result<bool> {
         let Some(meta) = self.catalog_mut().collections.remove(name) else {

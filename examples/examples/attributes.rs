@@ -148,7 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("S6: shard routing, from explain");
-    let txn = db.engine().read()?;
+    let txn = db.engine().expect("an embedded database").read()?;
     let sharded = txn.collection("users")?.ok_or("users")?;
     for filter in [
         bson::doc! { "_id": 1_i64 },

@@ -127,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  books 4, 4 again, 5, 6 with a quota of 2: modified {outcomes:?}");
 
     println!("S16: referrer counters, as an array with the positional $, and as a map with upsert");
-    let engine = db.engine();
+    let engine = db.engine().expect("an embedded database");
     let hit = |domain: &str| -> Result<(), odm::engine::Error> {
         let page = engine.collection("pages_array");
         let counted = page.update_one(

@@ -48,7 +48,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         daily.record("ann", minute(day * 1_440), &format!("day {day}"))?;
     }
     let year_later = DateTime::from_millis(minute(1_440).timestamp_millis() + 365 * 86_400_000 + 1);
-    let expired = db.engine().expire(year_later)?;
+    let expired = db
+        .engine()
+        .expect("an embedded database")
+        .expire(year_later)?;
     println!(
         "  a year after day 1: {expired} day(s) expired, {} left",
         daily.days("ann")?.len()

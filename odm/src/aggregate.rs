@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 
 use crate::collection::Collection;
 use crate::cursor::Cursor;
-use crate::database::Database;
+use crate::database::{Database, Store};
 use crate::error::{Error, Result};
 use crate::field::{Field, Numeric};
 use crate::filter::Filter;
@@ -292,7 +292,19 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
     /// stage passed on.
     pub fn explain(self) -> Result<AggregateExplain> {
         self.pipeline()?;
-        let txn = self.db.engine().read()?;
+        let engine = match self.db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                return remote.explain_aggregate(
+                    &self.name,
+                    &self.stages,
+                    &self.options,
+                    T::shard_key().as_ref(),
+                );
+            }
+        };
+        let txn = engine.read()?;
         let coll = txn
             .collection(&self.name)?
             .ok_or_else(|| odm_engine::Error::CollectionNotFound(self.name.to_string()))?;
@@ -330,7 +342,18 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
     /// Every result, decoded.
     pub fn to_vec(self) -> Result<Vec<O>> {
         self.pipeline()?;
-        let snapshot = self.db.engine().read()?;
+        let engine = match self.db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                return remote
+                    .aggregate(None, &self.name, &self.stages, &self.options)?
+                    .iter()
+                    .map(|raw| (self.decode)(raw, &self.name))
+                    .collect();
+            }
+        };
+        let snapshot = engine.read()?;
         let mut out = Vec::new();
         let mut failed = None;
         Self::run(
@@ -366,7 +389,20 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
         O: Send + 'static,
     {
         self.pipeline()?;
-        let snapshot = self.db.engine().read()?;
+        let engine = match self.db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                let command =
+                    crate::remote::commands::aggregate(&self.name, &self.stages, &self.options);
+                let stream = remote.stream(command)?;
+                let (name, decode) = (self.name.clone(), self.decode);
+                return Ok(Cursor::over(
+                    stream.map(move |raw| raw.and_then(|raw| decode(&raw, &name))),
+                ));
+            }
+        };
+        let snapshot = engine.read()?;
         let Aggregate {
             name,
             stages,

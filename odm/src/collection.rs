@@ -17,7 +17,7 @@ use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 use crate::aggregate::Aggregate;
 use crate::codec::{from_raw, id_alias};
 use crate::cursor::Cursor;
-use crate::database::Database;
+use crate::database::{Database, Store};
 use crate::error::Result;
 use crate::field::Field;
 use crate::filter::Filter;
@@ -26,6 +26,7 @@ use crate::model::Document;
 use crate::sort::{Projection, Sort};
 use crate::txn::{Txn, TxnCollection, WriteModel, serialized};
 use crate::update::Update;
+use crate::writer::Writer;
 
 /// A collection of the model `T`: its declared one ([`Database::collection`]) or one named at
 /// run time ([`Database::collection_named`]).
@@ -131,10 +132,23 @@ impl<T: Document> Collection<T> {
         T::fields()
     }
 
-    /// Runs `f` on this collection in a write transaction of its own.
+    /// Runs `f`, one operation, on this collection: in a write transaction of its own (on
+    /// MongoDB, alone: the server makes one operation atomic).
     fn write<R>(&self, f: impl FnOnce(&mut TxnCollection<'_, '_, T>) -> Result<R>) -> Result<R> {
         self.db
-            .write_with(self.durability, |txn: &mut Txn<'_, '_>| {
+            .write_alone(self.durability, false, |txn: &mut Txn<'_, '_>| {
+                f(&mut txn.collection_named::<T>(&self.name)?)
+            })
+    }
+
+    /// Runs `f`, a write promised all or nothing, in a transaction of its own (on a MongoDB
+    /// deployment without transactions, document by document, as MongoDB's own writes).
+    fn write_whole<R>(
+        &self,
+        f: impl FnOnce(&mut TxnCollection<'_, '_, T>) -> Result<R>,
+    ) -> Result<R> {
+        self.db
+            .write_alone(self.durability, true, |txn: &mut Txn<'_, '_>| {
                 f(&mut txn.collection_named::<T>(&self.name)?)
             })
     }
@@ -147,18 +161,29 @@ impl<T: Document> Collection<T> {
         self.write(|c| c.insert_one(value))
     }
 
-    /// Inserts all of `values` or, when one is refused, none.
+    /// Inserts all of `values` or, when one is refused, none (on a MongoDB deployment without
+    /// transactions, those before the refused one stay, as MongoDB's ordered inserts).
     pub fn insert_many<'v>(&self, values: impl IntoIterator<Item = &'v T>) -> Result<Vec<Bson>>
     where
         T: 'v,
     {
-        self.write(|c| c.insert_many(values))
+        self.write_whole(|c| c.insert_many(values))
     }
 
     /// The document with this `_id`.
     pub fn get(&self, id: impl Into<Bson>) -> Result<Option<T>> {
         let id = id.into();
-        let txn = self.db.engine().read()?;
+        let engine = match self.db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                return remote
+                    .get(None, &self.name, &id)?
+                    .map(|raw| from_raw::<T>(&raw, &self.name))
+                    .transpose();
+            }
+        };
+        let txn = engine.read()?;
         let Some(coll) = txn.collection(&self.name)? else {
             return Ok(None);
         };
@@ -185,7 +210,12 @@ impl<T: Document> Collection<T> {
 
     pub fn count(&self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = self.filter_document(filter.into())?;
-        let txn = self.db.engine().read()?;
+        let engine = match self.db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => return remote.count(&self.name, &filter),
+        };
+        let txn = engine.read()?;
         match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.count_matching(&filter, 0, 0)?),
             None => Ok(0),
@@ -206,7 +236,12 @@ impl<T: Document> Collection<T> {
         filter: impl Into<Filter<T>>,
     ) -> Result<Vec<Bson>> {
         let filter = self.filter_document(filter.into())?;
-        let txn = self.db.engine().read()?;
+        let engine = match self.db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => return remote.distinct(&self.name, field.path(), &filter),
+        };
+        let txn = engine.read()?;
         match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.distinct(field.path(), &filter)?),
             None => Ok(Vec::new()),
@@ -245,14 +280,15 @@ impl<T: Document> Collection<T> {
         self.write(|c| c.update_one(filter, update, options))
     }
 
-    /// Updates every match, all or nothing.
+    /// Updates every match, all or nothing (on a MongoDB deployment without transactions,
+    /// document by document, as MongoDB's own `updateMany`).
     pub fn update_many(
         &self,
         filter: impl Into<Filter<T>>,
         update: impl Into<Update<T>>,
     ) -> Result<UpdateResult> {
         let (filter, update) = (filter.into(), update.into());
-        self.write(|c| c.update_many(filter, update, &UpdateOptions::default()))
+        self.write_whole(|c| c.update_many(filter, update, &UpdateOptions::default()))
     }
 
     /// Replaces the first match with `value`.
@@ -339,7 +375,10 @@ impl<T: Document> Collection<T> {
     }
 
     /// Rewrites every document of an earlier schema version at the model's version (reads
-    /// migrate lazily anyway); returns how many were rewritten. All or nothing.
+    /// migrate lazily anyway); returns how many were rewritten. Runs in batches of
+    /// [`MIGRATION_BATCH`] documents, each all or nothing; after a failure the batches before
+    /// it stay rewritten, and running it again goes on with the rest. See
+    /// [`Collection::migrate_with_progress`].
     ///
     /// ```
     /// use odm::{Database, Document, Filter};
@@ -378,6 +417,16 @@ impl<T: Document> Collection<T> {
     /// # Ok::<(), odm::Error>(())
     /// ```
     pub fn migrate(&self) -> Result<u64> {
+        self.migrate_with_progress(MIGRATION_BATCH, |_| {})
+    }
+
+    /// [`Collection::migrate`] in batches of `batch` documents (at least one), calling
+    /// `progress` after each committed batch.
+    pub fn migrate_with_progress(
+        &self,
+        batch: usize,
+        mut progress: impl FnMut(MigrationProgress),
+    ) -> Result<u64> {
         if T::VERSION == 0 {
             return Ok(0);
         }
@@ -385,35 +434,60 @@ impl<T: Document> Collection<T> {
             { "_v": { "$exists": false } },
             { "_v": { "$lt": i64::from(T::VERSION) } },
         ] };
-        let ids: Vec<Bson> = {
-            let txn = self.db.engine().read()?;
-            let Some(coll) = txn.collection(&self.name)? else {
-                return Ok(0);
-            };
-            let options = FindOptions {
-                projection: Some(bson::doc! { "_id": 1 }),
-                ..FindOptions::default()
-            };
-            coll.find(&outdated, &options)?
-                .map(|doc| doc.map(|d| d.get("_id").cloned().unwrap_or(Bson::Null)))
-                .collect::<odm_engine::Result<_>>()?
+        let options = FindOptions {
+            projection: Some(bson::doc! { "_id": 1 }),
+            ..FindOptions::default()
+        };
+        let ids: Vec<Bson> = match self.db.store() {
+            Store::Embedded(engine) => {
+                let txn = engine.read()?;
+                let Some(coll) = txn.collection(&self.name)? else {
+                    return Ok(0);
+                };
+                coll.find(&outdated, &options)?
+                    .map(|doc| doc.map(|d| d.get("_id").cloned().unwrap_or(Bson::Null)))
+                    .collect::<odm_engine::Result<_>>()?
+            }
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => remote
+                .find(None, &self.name, &outdated, &options)?
+                .iter()
+                .map(|raw| {
+                    raw.get("_id")
+                        .ok()
+                        .flatten()
+                        .and_then(|id| Bson::try_from(id).ok())
+                        .unwrap_or(Bson::Null)
+                })
+                .collect(),
         };
         let name = &*self.name;
-        self.db.write_with(self.durability, |t| {
-            let mut rewritten = 0;
-            for id in &ids {
-                let Some(stored) = t.inner.get(name, id)? else {
-                    continue;
-                };
-                if crate::codec::stored_version(&stored) >= T::VERSION {
-                    continue;
+        let mut rewritten = 0;
+        let mut done = 0;
+        for chunk in ids.chunks(batch.max(1)) {
+            rewritten += self.db.write_alone(self.durability, true, |t| {
+                let mut rewritten = 0;
+                for id in chunk {
+                    let Some(stored) = t.inner.get(name, id)? else {
+                        continue;
+                    };
+                    if crate::codec::stored_version(&stored) >= T::VERSION {
+                        continue;
+                    }
+                    let current = crate::codec::to_raw(&from_raw::<T>(&stored, name)?, name)?;
+                    t.inner.replace_by_id(name, id, current)?;
+                    rewritten += 1;
                 }
-                let current = crate::codec::to_raw(&from_raw::<T>(&stored, name)?, name)?;
-                t.inner.replace_by_id(name, id, current)?;
-                rewritten += 1;
-            }
-            Ok(rewritten)
-        })
+                Ok(rewritten)
+            })?;
+            done += chunk.len() as u64;
+            progress(MigrationProgress {
+                examined: done,
+                outdated: ids.len() as u64,
+                rewritten,
+            });
+        }
+        Ok(rewritten)
     }
 
     /// Creates missing declared indexes and reports stored ones the model does not declare,
@@ -433,7 +507,7 @@ impl<T: Document> Collection<T> {
     ///
     /// let db = Database::in_memory()?;
     /// let events = db.collection::<Event>()?;
-    /// db.engine().collection("events").create_index(odm::engine::IndexSpec::ascending("old")?)?;
+    /// db.engine().expect("an embedded database").collection("events").create_index(odm::engine::IndexSpec::ascending("old")?)?;
     /// let plan = events.sync_indexes(true)?;
     /// assert_eq!(plan.unchanged, ["kind_1"]);
     /// assert_eq!(plan.dropped, ["old_1"]);
@@ -448,6 +522,19 @@ impl<T: Document> Collection<T> {
     pub fn create_index(&self, index: crate::Index<T>) -> Result<String> {
         self.write(|c| c.create_index(index))
     }
+}
+
+/// How many documents [`Collection::migrate`] rewrites in one transaction.
+pub const MIGRATION_BATCH: usize = 1000;
+
+/// Where a migration stands, after each batch: of the documents found outdated when it
+/// started, how many it has examined, and how many it rewrote (another writer may have
+/// rewritten some meanwhile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrationProgress {
+    pub examined: u64,
+    pub outdated: u64,
+    pub rewritten: u64,
 }
 
 /// Runs a find of the collection `name` in `txn` and gives each match, decoded, to `f` until
@@ -492,7 +579,7 @@ pub struct Snapshot {
 /// Where a [`Find`] runs: inside a transaction, seeing its own writes
 /// ([`TxnCollection::find`]).
 pub struct InTxn<'a, 'db> {
-    pub(crate) inner: &'a mut odm_engine::WriteTxn<'db>,
+    pub(crate) inner: Writer<'a, 'db>,
     pub(crate) name: &'a str,
 }
 
@@ -614,8 +701,8 @@ impl<T: Document> Find<T, InTxn<'_, '_>> {
     /// Every match, decoded as `T`, as the transaction sees them.
     pub fn to_vec(self) -> Result<Vec<T>> {
         let name = self.source.name;
-        let (source, filter, options) = self.parts(name)?;
-        let raws = source.inner.find_with(name, &filter, &options)?;
+        let (mut source, filter, options) = self.parts(name)?;
+        let raws = source.inner.find(name, &filter, &options)?;
         raws.iter().map(|raw| from_raw::<T>(raw, name)).collect()
     }
 
@@ -635,8 +722,19 @@ impl<T: Document> Find<T> {
     /// Every match, decoded as `T`.
     pub fn to_vec(self) -> Result<Vec<T>> {
         let (db, name, filter, options) = self.snapshot_parts()?;
+        let engine = match db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                return remote
+                    .find(None, &name, &filter, &options)?
+                    .iter()
+                    .map(|raw| from_raw::<T>(raw, &name))
+                    .collect();
+            }
+        };
         let mut out = Vec::new();
-        each_match::<T>(&db.engine().read()?, &name, &filter, &options, |item| {
+        each_match::<T>(&engine.read()?, &name, &filter, &options, |item| {
             out.push(item?);
             Ok(true)
         })?;
@@ -682,8 +780,19 @@ impl<T: Document> Find<T> {
         T: Send + 'static,
     {
         let (db, name, filter, options) = self.snapshot_parts()?;
+        let engine = match db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                let command = crate::remote::commands::find(&name, &filter, &options);
+                let stream = remote.stream(command)?;
+                return Ok(Cursor::over(
+                    stream.map(move |raw| raw.and_then(|raw| from_raw::<T>(&raw, &name))),
+                ));
+            }
+        };
         // Taken here, so that writes made after this call are not seen.
-        let snapshot = db.engine().read()?;
+        let snapshot = engine.read()?;
         Ok(Cursor::spawn(snapshot, move |snapshot, sink| {
             each_match::<T>(snapshot, &name, &filter, &options, |item| Ok(sink(item)))
         }))
@@ -698,7 +807,22 @@ impl<T: Document> Find<T> {
     pub fn project(self, projection: &Projection<T>) -> Result<Vec<bson::Document>> {
         let (db, name, filter, mut options) = self.snapshot_parts()?;
         options.projection = Some(projection.to_document().clone());
-        let txn = db.engine().read()?;
+        let engine = match db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                return remote
+                    .find(None, &name, &filter, &options)?
+                    .iter()
+                    .map(|raw| {
+                        bson::Document::try_from(raw.as_ref()).map_err(|e| crate::Error::Driver {
+                            reason: format!("a projected document that does not read: {e}"),
+                        })
+                    })
+                    .collect();
+            }
+        };
+        let txn = engine.read()?;
         let Some(coll) = txn.collection(&name)? else {
             return Ok(Vec::new());
         };
@@ -710,7 +834,14 @@ impl<T: Document> Find<T> {
     /// How the engine runs this find, and what running it examines.
     pub fn explain(self) -> Result<Explain> {
         let (db, name, filter, options) = self.snapshot_parts()?;
-        let txn = db.engine().read()?;
+        let engine = match db.store() {
+            Store::Embedded(engine) => engine,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                return remote.explain_find(&name, &filter, &options, T::shard_key().as_ref());
+            }
+        };
+        let txn = engine.read()?;
         let coll = txn
             .collection(&name)?
             .ok_or_else(|| odm_engine::Error::CollectionNotFound(name.to_string()))?;

@@ -5,6 +5,9 @@
 //! cursor, decodes each result and hands it over through a bounded channel: at most
 //! [`STREAM_BUFFER`] results wait in memory, however many there are. Dropping the cursor
 //! stops the thread at its next send.
+//!
+//! On the MongoDB back end the driver's cursor already pulls one batch at a time and owns
+//! what it needs, so the cursor wraps it directly.
 
 use odm_engine::ReadTxn;
 
@@ -41,11 +44,22 @@ pub const STREAM_BUFFER: usize = 64;
 /// assert_eq!(first, [0, 1, 2]);
 /// # Ok::<(), odm::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct Cursor<T> {
     /// `None` once dropped, so that the reader stops before it is joined.
     receiver: Option<std::sync::mpsc::Receiver<Result<T>>>,
     reader: Option<std::thread::JoinHandle<()>>,
+    /// Results pulled straight from a source that owns its state (a server's cursor).
+    direct: Option<Box<dyn Iterator<Item = Result<T>> + Send>>,
+}
+
+impl<T> std::fmt::Debug for Cursor<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("receiver", &self.receiver.is_some())
+            .field("reader", &self.reader.is_some())
+            .field("direct", &self.direct.is_some())
+            .finish()
+    }
 }
 
 impl<T: Send + 'static> Cursor<T> {
@@ -67,6 +81,17 @@ impl<T: Send + 'static> Cursor<T> {
         Cursor {
             receiver: Some(receiver),
             reader: Some(reader),
+            direct: None,
+        }
+    }
+
+    /// Results pulled straight from `source`, which owns what it reads from.
+    #[cfg_attr(not(feature = "mongodb"), allow(dead_code))]
+    pub(crate) fn over(source: impl Iterator<Item = Result<T>> + Send + 'static) -> Self {
+        Cursor {
+            receiver: None,
+            reader: None,
+            direct: Some(Box::new(source)),
         }
     }
 }
@@ -75,6 +100,9 @@ impl<T> Iterator for Cursor<T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
+        if let Some(direct) = &mut self.direct {
+            return direct.next();
+        }
         self.receiver.as_ref()?.recv().ok()
     }
 }

@@ -15,9 +15,10 @@ use odm_engine::{Durability, TtlMonitor, TtlStats};
 
 use crate::collection::Collection;
 use crate::error::Result;
-use crate::indexes::{IndexPlan, sync};
+use crate::indexes::IndexPlan;
 use crate::model::Document;
 use crate::txn::Txn;
+use crate::writer::Writer;
 
 /// A model and the collection it was synced to: a model's declarations apply to every
 /// collection it is opened on ([`Database::collection_named`]), each synced once.
@@ -62,13 +63,23 @@ pub(crate) type Synced = (TypeId, String);
 /// ```
 #[derive(Clone)]
 pub struct Database {
-    engine: odm_engine::Database,
+    store: Store,
     /// The collections each model's declaration was synced to through this handle.
     synced: Arc<Mutex<BTreeMap<TypeId, BTreeSet<String>>>>,
     durability: Durability,
     /// Dropped (which stops the thread) with the last clone; declared after `engine` so that the
     /// engine handle is released first and the monitor's own is the last.
     ttl_monitor: Option<Arc<TtlMonitor>>,
+}
+
+/// Where a database's documents live.
+#[derive(Clone)]
+pub(crate) enum Store {
+    /// In this process, in the engine.
+    Embedded(odm_engine::Database),
+    /// On a MongoDB deployment ([`Database::connect`]).
+    #[cfg(feature = "mongodb")]
+    Remote(Arc<crate::remote::Remote>),
 }
 
 /// How a [`Database`] runs.
@@ -135,7 +146,7 @@ impl Database {
             .ttl_interval
             .map(|interval| Arc::new(engine.start_ttl_monitor(interval)));
         Database {
-            engine,
+            store: Store::Embedded(engine),
             synced: Arc::default(),
             durability: options.durability,
             ttl_monitor,
@@ -147,9 +158,51 @@ impl Database {
         self.ttl_monitor.as_ref().map(|m| m.stats())
     }
 
-    /// The untyped engine underneath, for raw documents.
-    pub fn engine(&self) -> &odm_engine::Database {
-        &self.engine
+    /// A database on a MongoDB deployment, through the official driver: the database the
+    /// connection string names (`mongodb://host:27017/appdb?replicaSet=rs0`), as the driver
+    /// reads it. Everything typed works as on an embedded file: collections sync their
+    /// declared indexes through `createIndexes` (and shard keys through `shardCollection`),
+    /// filters, updates, sorts and pipelines are the same documents, and
+    /// [`Database::write`] runs a driver transaction (a standalone server has none:
+    /// [`Error::TransactionsUnsupported`](crate::Error::TransactionsUnsupported)). Expiry is
+    /// the server's own TTL monitor's; [`Options::durability`] is left to the server's write
+    /// concern.
+    #[cfg(feature = "mongodb")]
+    pub fn connect(uri: &str) -> Result<Database> {
+        let remote = crate::remote::Remote::connect(uri)?;
+        Ok(Database {
+            store: Store::Remote(Arc::new(remote)),
+            synced: Arc::default(),
+            durability: Durability::Immediate,
+            ttl_monitor: None,
+        })
+    }
+
+    /// The untyped engine underneath, for raw documents; `None` on the MongoDB back end.
+    pub fn engine(&self) -> Option<&odm_engine::Database> {
+        match &self.store {
+            Store::Embedded(engine) => Some(engine),
+            #[cfg(feature = "mongodb")]
+            Store::Remote(_) => None,
+        }
+    }
+
+    /// The names of the database's collections, in order.
+    pub fn collection_names(&self) -> Result<Vec<String>> {
+        match &self.store {
+            Store::Embedded(engine) => {
+                let mut names = engine.list_collections();
+                names.sort();
+                Ok(names)
+            }
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => remote.collection_names(),
+        }
+    }
+
+    /// Where the documents live.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
     }
 
     /// The collection of `T` (its declared `COLLECTION`), creating it, its shard key and its
@@ -186,7 +239,9 @@ impl Database {
     /// # Ok::<(), odm::Error>(())
     /// ```
     pub fn collection_named<T: Document>(&self, name: &str) -> Result<Collection<T>> {
-        self.write(|txn| txn.collection_named::<T>(name).map(drop))?;
+        self.write_alone(self.durability, false, |txn| {
+            txn.collection_named::<T>(name).map(drop)
+        })?;
         Ok(Collection::new(self.clone(), name))
     }
 
@@ -202,11 +257,15 @@ impl Database {
         name: &str,
         drop_undeclared: bool,
     ) -> Result<IndexPlan> {
-        self.write(|txn| {
-            let plan = sync::<T>(txn.inner, name, drop_undeclared)?;
-            txn.synced.push((TypeId::of::<T>(), name.to_owned()));
-            Ok(plan)
-        })
+        match &self.store {
+            Store::Embedded(_) => self.write(|txn| txn.sync_declared::<T>(name, drop_undeclared)),
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                let plan = crate::indexes::sync_remote::<T>(remote, name, drop_undeclared, None)?;
+                self.mark_synced(vec![(TypeId::of::<T>(), name.to_owned())]);
+                Ok(plan)
+            }
+        }
     }
 
     /// Runs `f` in one write transaction over any models: commits on `Ok`, aborts on `Err`;
@@ -323,21 +382,87 @@ impl Database {
             }
         }
         let mut synced = Vec::new();
-        let result = self
-            .engine
-            .write_with(durability, |inner| {
-                let mut txn = Txn::new(self, inner, &mut synced);
-                f(&mut txn).map_err(Failed)
-            })
-            .map_err(|Failed(e)| e);
+        let result = match &self.store {
+            Store::Embedded(engine) => engine
+                .write_with(durability, |inner| {
+                    let mut txn = Txn::new(self, Writer::Embedded(inner), &mut synced);
+                    f(&mut txn).map_err(Failed)
+                })
+                .map_err(|Failed(e)| e),
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                let _ = durability;
+                let mut session = remote.start_transaction().map_err(E::from)?;
+                let result = f(&mut Txn::new(
+                    self,
+                    Writer::Remote {
+                        remote,
+                        session: Some(&mut session),
+                    },
+                    &mut synced,
+                ));
+                match result {
+                    Ok(value) => session
+                        .commit_transaction()
+                        .run()
+                        .map(|()| value)
+                        .map_err(|e| E::from(crate::remote::driver_error(e))),
+                    Err(e) => {
+                        // The caller's error is the one to report; a failed abort ends with
+                        // the session anyway (the server aborts what it left open).
+                        let _ = session.abort_transaction().run();
+                        Err(e)
+                    }
+                }
+            }
+        };
         // Declarations synced by an aborted transaction were rolled back with it.
         if result.is_ok() {
-            let mut map = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
-            for (model, name) in synced {
-                map.entry(model).or_default().insert(name);
-            }
+            self.mark_synced(synced);
         }
         result
+    }
+
+    /// Runs one typed write of a [`Collection`](crate::Collection) method: in a transaction of
+    /// its own on the embedded back end; on MongoDB, alone (the server makes one operation
+    /// atomic), or, when `whole` (a write the API promises all or nothing), in a transaction
+    /// where the deployment has them.
+    pub(crate) fn write_alone<R>(
+        &self,
+        durability: Durability,
+        whole: bool,
+        f: impl FnOnce(&mut Txn<'_, '_>) -> Result<R>,
+    ) -> Result<R> {
+        match &self.store {
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) if !(whole && remote.transactions) => {
+                let mut synced = Vec::new();
+                let result = f(&mut Txn::new(
+                    self,
+                    Writer::Remote {
+                        remote,
+                        session: None,
+                    },
+                    &mut synced,
+                ));
+                self.mark_synced(synced);
+                result
+            }
+            _ => {
+                let _ = whole; // every embedded write is whole
+                self.transaction_with(durability, f)
+            }
+        }
+    }
+
+    pub(crate) fn mark_synced(&self, synced: Vec<Synced>) {
+        if synced.is_empty() {
+            return;
+        }
+        let mut map = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
+        for (model, name) in synced {
+            map.entry(model).or_default().insert(name);
+        }
     }
 
     /// The durability typed writes commit with, unless a collection handle chose its own.

@@ -19,7 +19,7 @@ use thiserror::Error;
 /// let db = Database::in_memory()?;
 /// let meters = db.collection::<Meter>()?;
 /// // Another program stored a string where the model has a number.
-/// db.engine()
+/// db.engine().expect("an embedded database")
 ///     .collection("meters")
 ///     .insert_one(bson::doc! { "_id": 7_i64, "reading": "high" })?;
 /// let err = meters.get(7_i64).unwrap_err();
@@ -61,6 +61,29 @@ pub enum Error {
         declared: String,
         stored: String,
     },
+    /// The MongoDB back end could not reach or talk to its deployment (no server, a bad
+    /// connection string, a timeout, a reply that does not read); a server's refusal of an
+    /// operation is [`Error::Engine`] with the server's code instead.
+    #[error("MongoDB driver: {reason}")]
+    Driver { reason: String },
+    /// A multi-document transaction on a deployment without transactions: MongoDB runs them on
+    /// replica sets and sharded clusters only.
+    #[error(
+        "transactions need a replica set or a sharded cluster, and this MongoDB server is a standalone; run it as a one-member replica set (mongod --replSet, odm serve --replica-set)"
+    )]
+    TransactionsUnsupported,
+}
+
+impl Error {
+    /// MongoDB's error code for the condition, the same on both back ends (`11000` for a
+    /// duplicate key); `None` for the typed layer's own conditions.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Error::Engine(e) => Some(e.code()),
+            Error::TransactionsUnsupported => Some(odm_engine::ErrorCode::ILLEGAL_OPERATION.code),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

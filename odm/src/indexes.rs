@@ -229,35 +229,125 @@ pub(crate) fn sync<T: Document>(
         }
         _ => {}
     }
-    let stored = txn.list_indexes(name);
-    let declared = T::indexes();
+    let stored: Vec<Stored> = txn
+        .list_indexes(name)
+        .into_iter()
+        .map(|spec| Stored {
+            name: spec.name().to_owned(),
+            spec: Ok(spec),
+        })
+        .collect();
+    let (mut plan, missing) = diff(name, &T::indexes(), T::shard_key().as_ref(), &stored)?;
+    for spec in missing {
+        plan.created.push(txn.create_index(name, spec)?);
+    }
+    if drop_undeclared {
+        for index in &plan.undeclared {
+            txn.drop_index(name, index)?;
+        }
+        plan.dropped.clone_from(&plan.undeclared);
+    }
+    Ok(plan)
+}
+
+/// An index a database holds: its definition, or (from a server, an index this engine
+/// cannot describe) how the server describes it.
+struct Stored {
+    name: String,
+    spec: Result<IndexSpec, String>,
+}
+
+/// The declared indexes compared with the stored ones, the same way on both back ends: the
+/// plan so far (unchanged and undeclared names) and the declared indexes to create. A declared
+/// index stored under its name with another definition is [`Error::IndexMismatch`]. The
+/// index of the declared shard key (which `shardCollection` builds, and a cluster needs) counts
+/// as declared.
+fn diff(
+    collection: &str,
+    declared: &[IndexSpec],
+    shard_key: Option<&odm_engine::ShardKey>,
+    stored: &[Stored],
+) -> Result<(IndexPlan, Vec<IndexSpec>)> {
     let mut plan = IndexPlan::default();
-    for spec in &declared {
-        match stored.iter().find(|s| s.name() == spec.name()) {
-            Some(existing) if existing == spec => plan.unchanged.push(spec.name().to_owned()),
-            Some(existing) => {
+    let mut missing = Vec::new();
+    for spec in declared {
+        match stored.iter().find(|s| s.name == spec.name()) {
+            Some(Stored {
+                spec: Ok(existing), ..
+            }) if existing == spec => {
+                plan.unchanged.push(spec.name().to_owned());
+            }
+            Some(Stored { spec: existing, .. }) => {
                 return Err(Error::IndexMismatch {
-                    collection: name.to_owned(),
+                    collection: collection.to_owned(),
                     index: spec.name().to_owned(),
                     declared: describe(spec),
-                    stored: describe(existing),
+                    stored: existing.as_ref().map_or_else(Clone::clone, describe),
                 });
             }
-            None => {
-                plan.created.push(txn.create_index(name, spec.clone())?);
-            }
+            None => missing.push(spec.clone()),
         }
     }
-    for spec in &stored {
-        let declared_here = declared.iter().any(|d| d.name() == spec.name());
-        if declared_here || spec.name() == ID_INDEX_NAME {
-            continue;
+    let shard_key = shard_key.map(odm_engine::ShardKey::to_document);
+    for index in stored {
+        let declared_here = declared.iter().any(|d| d.name() == index.name);
+        let of_shard_key = matches!((&index.spec, &shard_key), (Ok(spec), Some(key)) if spec.keys_document() == *key);
+        if !declared_here && !of_shard_key && index.name != ID_INDEX_NAME {
+            plan.undeclared.push(index.name.clone());
         }
-        plan.undeclared.push(spec.name().to_owned());
-        if drop_undeclared {
-            txn.drop_index(name, spec.name())?;
-            plan.dropped.push(spec.name().to_owned());
+    }
+    Ok((plan, missing))
+}
+
+/// [`sync`] on a MongoDB deployment: `listIndexes` diffed as the engine's indexes are, the
+/// missing ones built by one `createIndexes`, and a declared shard key deployed by
+/// `shardCollection`.
+///
+/// The shard key: a `mongos` shards the collection (after `enableSharding`, which older
+/// servers need) or, when it is sharded already, accepts the same key and refuses another
+/// (`AlreadyInitialized`, reported as a mismatch naming both). `odm serve` records the key in
+/// its catalog the same way. A replica set or standalone `mongod` has no such command: there
+/// the key is a declaration for the day the collection moves to a cluster.
+///
+/// Inside a transaction (`session`), the indexes are read outside it and what is missing is
+/// created inside it: MongoDB builds indexes in a transaction on a collection the transaction
+/// creates, and `odm serve`, whose transaction holds its one writer, would otherwise wait for
+/// itself. The shard key is deployed only outside transactions (`shardCollection` never runs
+/// in one); the caller records such a sync as complete only without a key.
+#[cfg(feature = "mongodb")]
+pub(crate) fn sync_remote<T: Document>(
+    remote: &crate::remote::Remote,
+    name: &str,
+    drop_undeclared: bool,
+    mut session: Option<&mut mongodb::sync::ClientSession>,
+) -> Result<IndexPlan> {
+    let listed = if let Some(listed) = remote.list_indexes(name)? {
+        listed
+    } else {
+        remote.create_collection(session.as_deref_mut(), name)?;
+        Vec::new()
+    };
+    let stored: Vec<Stored> = listed
+        .iter()
+        .map(|index| Stored {
+            name: index.get_str("name").unwrap_or_default().to_owned(),
+            spec: IndexSpec::from_document(index).map_err(|e| format!("{index} ({e})")),
+        })
+        .collect();
+    let (mut plan, missing) = diff(name, &T::indexes(), T::shard_key().as_ref(), &stored)?;
+    remote.create_indexes(session.as_deref_mut(), name, &missing)?;
+    plan.created = missing.iter().map(|spec| spec.name().to_owned()).collect();
+    // After the declared indexes, so that one of them can be the key's supporting index.
+    if let Some(key) = T::shard_key()
+        && session.is_none()
+    {
+        remote.deploy_shard_key(name, &key)?;
+    }
+    if drop_undeclared {
+        for index in &plan.undeclared {
+            remote.drop_index(name, index)?;
         }
+        plan.dropped.clone_from(&plan.undeclared);
     }
     Ok(plan)
 }

@@ -49,16 +49,23 @@ mod field;
 mod filter;
 mod indexes;
 mod model;
+#[cfg(feature = "mongodb")]
+mod remote;
 #[cfg(feature = "server")]
 pub mod server;
 mod sort;
+#[doc(hidden)]
+pub mod testing;
 #[cfg(feature = "cli")]
 pub mod tools;
 mod txn;
 mod update;
+mod writer;
 
 pub use aggregate::{Aggregate, AvgOf, Count, Group, Holds, Reshape, SumOf, Unwound};
-pub use collection::{Collection, Find, InTxn, ModifyOptions, Snapshot};
+pub use collection::{
+    Collection, Find, InTxn, MIGRATION_BATCH, MigrationProgress, ModifyOptions, Snapshot,
+};
 pub use cursor::{Cursor, STREAM_BUFFER};
 pub use database::{Database, Options};
 pub use error::{Error, Result};

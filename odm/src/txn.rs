@@ -11,7 +11,8 @@ use std::marker::PhantomData;
 
 use bson::Bson;
 use odm_engine::update::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, UpdateOptions, UpdateResult, WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modify, UpdateOptions, UpdateResult,
+    WriteOp,
 };
 
 use crate::codec::{from_raw, to_raw};
@@ -19,9 +20,10 @@ use crate::collection::{Find, InTxn, ModifyOptions};
 use crate::database::{Database, Synced};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::indexes::{Index, sync};
+use crate::indexes::{Index, IndexPlan, sync};
 use crate::model::Document;
 use crate::update::Update;
+use crate::writer::Writer;
 
 /// A write transaction over typed models; see [`Database::write`]. Its shorthands
 /// (`insert_one`, `get`, `update_one`, ...) act on a model's declared collection; for
@@ -52,7 +54,7 @@ use crate::update::Update;
 /// ```
 pub struct Txn<'t, 'db> {
     db: &'t Database,
-    pub(crate) inner: &'t mut odm_engine::WriteTxn<'db>,
+    pub(crate) inner: Writer<'t, 'db>,
     /// Models this transaction synced, recorded as synced once it commits.
     pub(crate) synced: &'t mut Vec<Synced>,
 }
@@ -66,15 +68,15 @@ impl std::fmt::Debug for Txn<'_, '_> {
 impl<'t, 'db> Txn<'t, 'db> {
     pub(crate) fn new(
         db: &'t Database,
-        inner: &'t mut odm_engine::WriteTxn<'db>,
+        inner: Writer<'t, 'db>,
         synced: &'t mut Vec<Synced>,
     ) -> Self {
         Txn { db, inner, synced }
     }
 
-    /// The engine transaction underneath, for raw documents.
-    pub fn engine(&mut self) -> &mut odm_engine::WriteTxn<'db> {
-        self.inner
+    /// The engine transaction underneath, for raw documents; `None` on the MongoDB back end.
+    pub fn engine(&mut self) -> Option<&mut odm_engine::WriteTxn<'db>> {
+        self.inner.engine()
     }
 
     /// The declared collection of `T` in this transaction.
@@ -94,14 +96,49 @@ impl<'t, 'db> Txn<'t, 'db> {
                 .iter()
                 .any(|(id, synced)| *id == TypeId::of::<T>() && synced == name);
         if !synced {
-            sync::<T>(self.inner, name, false)?;
-            self.synced.push((TypeId::of::<T>(), name.to_owned()));
+            self.sync_declared::<T>(name, false)?;
         }
         Ok(TxnCollection {
-            inner: self.inner,
+            inner: self.inner.reborrow(),
             name,
             _model: PhantomData,
         })
+    }
+
+    /// Brings the collection `name` in line with the declarations of `T`: in this transaction
+    /// on the embedded back end (an abort undoes it); on MongoDB, through index commands that
+    /// run outside the transaction and stay whether it commits or not.
+    pub(crate) fn sync_declared<T: Document>(
+        &mut self,
+        name: &str,
+        drop_undeclared: bool,
+    ) -> Result<IndexPlan> {
+        match &mut self.inner {
+            Writer::Embedded(txn) => {
+                let plan = sync::<T>(txn, name, drop_undeclared)?;
+                self.synced.push((TypeId::of::<T>(), name.to_owned()));
+                Ok(plan)
+            }
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                let in_transaction = session.is_some();
+                let plan = crate::indexes::sync_remote::<T>(
+                    remote,
+                    name,
+                    drop_undeclared,
+                    session.as_deref_mut(),
+                )?;
+                // Outside a transaction the commands stay; inside one they commit or abort
+                // with it, and a shard key waits for a sync outside a transaction.
+                let synced = (TypeId::of::<T>(), name.to_owned());
+                if !in_transaction {
+                    self.db.mark_synced(vec![synced]);
+                } else if T::shard_key().is_none() {
+                    self.synced.push(synced);
+                }
+                Ok(plan)
+            }
+        }
     }
 
     /// Inserts a model into its declared collection; returns its `_id`.
@@ -227,7 +264,7 @@ impl<'t, 'db> Txn<'t, 'db> {
 /// # Ok::<(), odm::Error>(())
 /// ```
 pub struct TxnCollection<'a, 'db, T> {
-    inner: &'a mut odm_engine::WriteTxn<'db>,
+    inner: Writer<'a, 'db>,
     name: &'a str,
     _model: PhantomData<fn() -> T>,
 }
@@ -255,7 +292,8 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// Inserts a model; returns its `_id`.
     pub fn insert_one(&mut self, value: &T) -> Result<Bson> {
         let raw = to_raw(value, self.name)?;
-        Ok(self.inner.insert_one(self.name, raw)?)
+        let mut ids = self.inner.insert(self.name, vec![raw])?;
+        Ok(ids.pop().unwrap_or(Bson::Null))
     }
 
     /// Inserts models in order; the first refused one fails the call (undo the rest by
@@ -268,11 +306,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
             .into_iter()
             .map(|value| to_raw(value, self.name))
             .collect::<Result<Vec<_>>>()?;
-        let mut result = self.inner.insert_many(self.name, raws, true)?;
-        if !result.failures.is_empty() {
-            return Err(result.failures.swap_remove(0).1.into());
-        }
-        Ok(result.inserted.into_iter().map(|(_, id)| id).collect())
+        self.inner.insert(self.name, raws)
     }
 
     /// The model stored under `id`, as this transaction sees it.
@@ -288,7 +322,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     pub fn find(&mut self, filter: impl Into<Filter<T>>) -> Find<T, InTxn<'_, 'db>> {
         Find::new(
             InTxn {
-                inner: &mut *self.inner,
+                inner: self.inner.reborrow(),
                 name: self.name,
             },
             filter.into(),
@@ -308,7 +342,8 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
-        Ok(self.inner.update_one(self.name, &filter, update, options)?)
+        self.inner
+            .update(self.name, &filter, update, options, false)
     }
 
     /// Updates every match; all or nothing (see [`UpdateOptions`]).
@@ -320,9 +355,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
-        Ok(self
-            .inner
-            .update_many(self.name, &filter, update, options)?)
+        self.inner.update(self.name, &filter, update, options, true)
     }
 
     /// Replaces the first match with `value` (its id must be the match's, or absent).
@@ -338,19 +371,18 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
             upsert,
             ..UpdateOptions::default()
         };
-        Ok(self
-            .inner
-            .replace_one(self.name, &filter, &replacement, &options)?)
+        self.inner
+            .replace_one(self.name, &filter, &replacement, &options)
     }
 
     pub fn delete_one(&mut self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = serialized(self.name, filter.into().into_document())?;
-        Ok(self.inner.delete_one(self.name, &filter)?)
+        self.inner.delete(self.name, &filter, false)
     }
 
     pub fn delete_many(&mut self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = serialized(self.name, filter.into().into_document())?;
-        Ok(self.inner.delete_many(self.name, &filter)?)
+        self.inner.delete(self.name, &filter, true)
     }
 
     /// Updates the first match (in the options' sort order) and returns it, before or after.
@@ -362,9 +394,12 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<Option<T>> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
-        let found =
-            self.inner
-                .find_one_and_update(self.name, &filter, update, &options.engine())?;
+        let found = self.inner.find_and_modify(
+            self.name,
+            &filter,
+            Modify::Update(update),
+            &options.engine(),
+        )?;
         decode_document::<T>(found, self.name)
     }
 
@@ -378,9 +413,12 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<Option<T>> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let replacement = replacement_of(value, self.name)?;
-        let found =
-            self.inner
-                .find_one_and_replace(self.name, &filter, &replacement, &options.engine())?;
+        let found = self.inner.find_and_modify(
+            self.name,
+            &filter,
+            Modify::Replace(replacement),
+            &options.engine(),
+        )?;
         decode_document::<T>(found, self.name)
     }
 
@@ -391,9 +429,9 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         options: &ModifyOptions<T>,
     ) -> Result<Option<T>> {
         let filter = serialized(self.name, filter.into().into_document())?;
-        let found = self
-            .inner
-            .find_one_and_delete(self.name, &filter, &options.engine())?;
+        let found =
+            self.inner
+                .find_and_modify(self.name, &filter, Modify::Delete, &options.engine())?;
         decode_document::<T>(found, self.name)
     }
 
@@ -401,7 +439,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// the same definition; returns its name.
     pub fn create_index(&mut self, index: Index<T>) -> Result<String> {
         let spec = index.into_spec()?;
-        Ok(self.inner.create_index(self.name, spec)?)
+        self.inner.create_index(self.name, spec)
     }
 
     /// Runs a mix of writes on the collection, each reported by its position. Ordered: stops
@@ -416,14 +454,14 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
             .into_iter()
             .map(|model| model.into_op(self.name))
             .collect::<Result<Vec<_>>>()?;
-        Ok(self.inner.bulk_write(
+        self.inner.bulk_write(
             self.name,
             BulkWrite {
                 ops,
                 ordered,
                 let_vars: None,
             },
-        )?)
+        )
     }
 }
 

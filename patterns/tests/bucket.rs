@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::DateTime;
-use odm::{Database, Document, Embedded};
+use odm::{Document, Embedded};
 use odm_patterns::{Bucket, BucketDoc, BucketOptions, PatternError, Span};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -393,7 +393,7 @@ fn check(bucket: &Bucket<String, Reading>, model: &Model) -> Result<(), TestCase
 }
 
 fn run(config: Config, steps: Vec<Op>) -> Result<(), TestCaseError> {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let bucket: Bucket<String, Reading> = Bucket::open(&db, "readings", config.options()).unwrap();
     let mut model = Model {
         config,
@@ -520,7 +520,7 @@ proptest! {
 
 #[test]
 fn options_that_cannot_work_are_refused_and_change_nothing() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let r = Reading::fields();
     let refused = |options: BucketOptions<Reading>, why: &str| {
         let err = Bucket::<String, Reading>::open(&db, "refused", options).unwrap_err();
@@ -558,8 +558,8 @@ fn options_that_cannot_work_are_refused_and_change_nothing() {
     .unwrap_err();
     assert!(err.to_string().contains("one holds the other"), "{err}");
     assert!(
-        db.engine()
-            .list_collections()
+        db.collection_names()
+            .unwrap()
             .iter()
             .all(|n| n != "refused")
     );
@@ -575,7 +575,7 @@ fn options_that_cannot_work_are_refused_and_change_nothing() {
 
 #[test]
 fn item_updates_may_not_touch_summaries_and_reads_need_a_declared_time() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let r = Reading::fields();
     let readings: Bucket<String, Reading> = Bucket::open(
         &db,
@@ -636,7 +636,7 @@ fn item_updates_may_not_touch_summaries_and_reads_need_a_declared_time() {
 
 #[test]
 fn summaries_skip_buckets_and_spans_bound_time_ranges_through_the_index() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let r = Reading::fields();
     let hourly: Bucket<String, Reading> = Bucket::open(
         &db,
@@ -713,7 +713,7 @@ fn summaries_skip_buckets_and_spans_bound_time_ranges_through_the_index() {
 
 #[test]
 fn a_byte_budget_keeps_buckets_far_from_the_document_limit() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let big: Bucket<String, Reading> = Bucket::open(&db, "big", BucketOptions::new()).unwrap();
     // 40 items of 100 KB: 4 MB, in buckets of at most the 1 MiB default budget.
     for n in 0..40 {
@@ -743,7 +743,7 @@ fn s9_reviews_in_monthly_buckets() {
         stars: i32,
         at: DateTime,
     }
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let r = Review::fields();
     let reviews: Bucket<String, Review> = Bucket::open(
         &db,
@@ -827,7 +827,7 @@ struct Located {
 /// another type in a bucket never hides its other items from a range read.
 #[test]
 fn summaries_of_nulls_nans_and_mixed_types_never_hide_items() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let l = Located::fields();
     let located: Bucket<String, Located> = Bucket::open(
         &db,
@@ -875,7 +875,7 @@ fn summaries_of_nulls_nans_and_mixed_types_never_hide_items() {
 /// first representable instant under a span.
 #[test]
 fn extreme_pages_and_times_are_answered() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let r = Reading::fields();
     let hourly: Bucket<String, Reading> = Bucket::open(
         &db,

@@ -2,7 +2,6 @@
 //! compaction (S2a); a fixed window (S2b); a document per day expired by TTL (S2c).
 
 use bson::DateTime;
-use odm::Database;
 use odm_patterns::{Daily, History, Window};
 
 fn t(minute: i64) -> DateTime {
@@ -11,7 +10,7 @@ fn t(minute: i64) -> DateTime {
 
 #[test]
 fn buckets_by_count_answer_ranges_and_drop_old_events() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let history: History<String> = History::open(&db, "history", 3).unwrap();
     for m in 0..10 {
         history.record("ann", t(m), &format!("e{m}")).unwrap();
@@ -41,7 +40,7 @@ fn buckets_by_count_answer_ranges_and_drop_old_events() {
 
 #[test]
 fn a_window_keeps_the_newest_events_in_order() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let window: Window<i32> = Window::open(&db, "recent", 5).unwrap();
     window.record("ann", &[(t(3), 3), (t(1), 1)]).unwrap();
     window
@@ -58,7 +57,7 @@ fn a_window_keeps_the_newest_events_in_order() {
 
 #[test]
 fn days_expire_whole_by_ttl_while_active_days_stay() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let daily: Daily<String> =
         Daily::open(&db, "activity", std::time::Duration::from_hours(24)).unwrap();
     let day = 1_440;
@@ -77,7 +76,9 @@ fn days_expire_whole_by_ttl_while_active_days_stay() {
     assert_eq!(tuesday, ["tuesday"]);
     // A day and a half after Tuesday's event: Monday and Tuesday are past their retention.
     let now = t(2 * day + 720 + 1);
-    let expired = db.engine().expire(now).unwrap();
-    assert_eq!(expired, 2);
-    assert_eq!(daily.days("ann").unwrap().len(), 1);
+    // On MongoDB the server's own monitor expires them, on its clock.
+    if let Some(engine) = db.engine() {
+        assert_eq!(engine.expire(now).unwrap(), 2);
+        assert_eq!(daily.days("ann").unwrap().len(), 1);
+    }
 }

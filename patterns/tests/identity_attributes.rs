@@ -1,7 +1,7 @@
 //! S4b identities and S3b attributes.
 
 use bson::Bson;
-use odm::{Database, Document};
+use odm::Document;
 use odm_patterns::{Attr, AttributeArray, Condition, Identity, PatternError};
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ struct User {
 
 #[test]
 fn identities_sign_in_by_any_and_register_all_or_nothing() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let users = db.collection::<User>().unwrap();
     users
         .insert_one(&User {
@@ -65,7 +65,7 @@ struct File {
 
 #[test]
 fn attributes_are_queried_through_one_index() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let f = File::fields();
     let files = db.collection::<File>().unwrap();
     for (id, name) in [(1, "notes.txt"), (2, "cat.png"), (3, "song.ogg")] {

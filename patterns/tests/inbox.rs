@@ -29,7 +29,7 @@ fn texts(inbox: &Inbox<Note>, owner: &str, offset: usize, limit: usize) -> Vec<S
 #[test]
 fn both_variants_read_newest_first_across_buckets_with_paging() {
     for variant in [InboxVariant::OpenBucket, InboxVariant::Sequence] {
-        let db = Database::in_memory().unwrap();
+        let db = odm::testing::database().unwrap();
         let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 3, variant).unwrap();
         for i in 1..=8 {
             inbox.send("sam", &["ann", "bob"], &note(i)).unwrap();
@@ -44,19 +44,14 @@ fn both_variants_read_newest_first_across_buckets_with_paging() {
         assert_eq!(texts(&inbox, "bob", 0, 2), ["note 9", "note 8"]);
         assert!(texts(&inbox, "cy", 0, 5).is_empty());
         // Eight messages in buckets of three: three buckets for ann.
-        let buckets = db.engine().read().unwrap();
-        let c = buckets.collection("inbox").unwrap().unwrap();
-        assert_eq!(
-            c.count_matching(&bson::doc! { "owner": "ann" }, 0, 0)
-                .unwrap(),
-            3
-        );
+        let buckets = inbox.buckets().collection();
+        assert_eq!(buckets.count(bson::doc! { "owner": "ann" }).unwrap(), 3);
     }
 }
 
 #[test]
 fn the_bucket_size_is_kept_with_the_data() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     Inbox::<Note>::open(&db, "inbox", 50, InboxVariant::OpenBucket).unwrap();
     let err = Inbox::<Note>::open(&db, "inbox", 20, InboxVariant::OpenBucket).unwrap_err();
     assert!(
@@ -75,7 +70,7 @@ fn the_bucket_size_is_kept_with_the_data() {
 
 #[test]
 fn messages_are_marked_and_deleted_without_reordering() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 2, InboxVariant::OpenBucket).unwrap();
     let ids: Vec<_> = (1..=5)
         .map(|i| inbox.send("sam", &["ann"], &note(i)).unwrap())
@@ -105,7 +100,7 @@ fn messages_are_marked_and_deleted_without_reordering() {
 
 #[test]
 fn a_page_of_the_bucket_size_reads_one_or_two_buckets() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 50, InboxVariant::Sequence).unwrap();
     for i in 0..260 {
         inbox.send("sam", &["ann"], &note(i)).unwrap();
@@ -120,7 +115,11 @@ fn a_page_of_the_bucket_size_reads_one_or_two_buckets() {
 fn concurrent_senders_never_open_two_buckets() {
     let dir = std::env::temp_dir().join(format!("odm-inbox-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let db = Database::open(dir.join("inbox.redb")).unwrap();
+    let db = if odm::testing::remote() {
+        odm::testing::database().unwrap()
+    } else {
+        Database::open(dir.join("inbox.redb")).unwrap()
+    };
     let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 10, InboxVariant::OpenBucket).unwrap();
     std::thread::scope(|scope| {
         for t in 0..4 {
@@ -134,21 +133,11 @@ fn concurrent_senders_never_open_two_buckets() {
     });
     let all = inbox.latest("ann", 0, 1_000).unwrap();
     assert_eq!(all.len(), 100);
-    let txn = db.engine().read().unwrap();
-    let buckets = txn.collection("inbox").unwrap().unwrap();
-    assert_eq!(
-        buckets
-            .count_matching(&bson::doc! { "owner": "ann" }, 0, 0)
-            .unwrap(),
-        10
-    );
-    assert_eq!(
-        buckets
-            .count_matching(&bson::doc! { "owner": "ann", "count": { "$lt": 10 } }, 0, 0)
-            .unwrap(),
-        0
-    );
-    drop(txn);
+    let buckets = inbox.buckets().collection();
+    assert_eq!(buckets.count(bson::doc! { "owner": "ann" }).unwrap(), 10);
+    let part_full = bson::doc! { "owner": "ann", "count": { "$lt": 10 } };
+    assert_eq!(buckets.count(part_full).unwrap(), 0);
+    drop(inbox);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }

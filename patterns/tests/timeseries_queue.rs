@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use bson::DateTime;
-use odm::Database;
 use odm_patterns::{Counters, Queue, TimeSeries};
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +17,7 @@ struct Sensor {
 
 #[test]
 fn time_series_ranges_read_only_overlapping_buckets() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let series: TimeSeries<Sensor, f64> = TimeSeries::open(
         &db,
         "temperatures",
@@ -57,12 +56,15 @@ fn time_series_ranges_read_only_overlapping_buckets() {
     assert_eq!(series.range(None, at(0), at(30)).unwrap().len(), 33);
     // Retention: two days after the last sample, every bucket has expired.
     let later = DateTime::from_millis(at(6 * 60).timestamp_millis() + 49 * 3_600_000);
-    assert_eq!(db.engine().expire(later).unwrap(), 12);
+    // On MongoDB the server's own monitor expires them, on its clock.
+    if let Some(engine) = db.engine() {
+        assert_eq!(engine.expire(later).unwrap(), 12);
+    }
 }
 
 #[test]
 fn counters_record_one_event_with_one_upsert() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let counters = Counters::open(&db, "views").unwrap();
     counters.record("dune", at(5), 1).unwrap();
     counters.record("dune", at(5), 2).unwrap();
@@ -80,7 +82,7 @@ fn counters_record_one_event_with_one_upsert() {
 
 #[test]
 fn the_queue_hands_out_the_most_urgent_job_once_and_requeues_timeouts() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let queue: Queue<String> = Queue::open(&db, "loans").unwrap();
     queue.push(&"low".to_owned(), 1, at(0)).unwrap();
     queue.push(&"urgent".to_owned(), 9, at(1)).unwrap();

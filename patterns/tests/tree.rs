@@ -9,7 +9,7 @@ fn ids(nodes: Vec<odm_patterns::Node<String>>) -> Vec<String> {
 }
 
 fn books(variant: TreeVariant) -> (Database, Tree<String>) {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let tree: Tree<String> = Tree::open(&db, "categories", variant).unwrap();
     for (id, parent) in [
         ("books", None),

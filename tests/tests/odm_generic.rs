@@ -105,7 +105,7 @@ fn s1_collections_named_at_run_time_carry_the_declarations() {
     assert_eq!(ann.count(Filter::all()).unwrap(), 1);
     assert_eq!(bob.count(Filter::all()).unwrap(), 2);
     // Nothing reached the declared collection.
-    let engine = db.engine();
+    let engine = db.engine().expect("an embedded database");
     let names = engine.list_collections();
     assert!(names.contains(&"inbox_ann".to_owned()));
     assert!(!names.contains(&"buckets".to_owned()), "{names:?}");
@@ -185,6 +185,7 @@ fn transactions_open_named_collections_and_read_their_own_writes() {
     assert!(err.to_string().contains("duplicate key"), "{err}");
     assert!(
         !db.engine()
+            .expect("an embedded database")
             .list_collections()
             .contains(&"inbox_cy".to_owned())
     );
@@ -243,6 +244,7 @@ struct Visit {
 
 fn decode_error(db: &Database, stored: bson::Document) -> String {
     db.engine()
+        .expect("an embedded database")
         .write(|t| t.insert_one("people", stored))
         .unwrap();
     let people = db.collection::<Person>().unwrap();
@@ -313,6 +315,7 @@ fn a_document_that_does_not_decode_names_the_field_and_the_types() {
 fn iter_yields_each_decoding_error_in_place() {
     let db = Database::in_memory().unwrap();
     db.engine()
+        .expect("an embedded database")
         .write(|t| {
             for id in 0..5_i64 {
                 let age = if id == 2 {
@@ -497,7 +500,8 @@ fn eventual_writes_skip_the_sync_that_immediate_ones_make() {
         durability: Durability::Eventual,
         ttl_interval: None,
     };
-    let quiet = Database::from_engine_with(db.engine().clone(), &options);
+    let quiet =
+        Database::from_engine_with(db.engine().expect("an embedded database").clone(), &options);
     quiet
         .collection_named::<Bucket<Msg>>("inbox_ann")
         .unwrap()

@@ -2,7 +2,6 @@
 //! both, undeclared indexes reported and dropped only when asked; the shard key is recorded.
 
 use odm::{Database, Document, Error};
-use odm_engine::IndexSpec;
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Document)]
@@ -30,23 +29,23 @@ struct AccountWithoutTtl {
 
 #[test]
 fn declared_indexes_are_created_checked_and_synced() {
-    let db = Database::in_memory().unwrap();
-    db.collection::<Account>().unwrap();
-    let txn = db.engine().read().unwrap();
-    let stored = txn.list_indexes("accounts");
-    assert_eq!(stored.len(), 2);
-    assert_eq!(stored[1].name(), "last_seen_1");
-    assert_eq!(
-        stored[1].ttl(),
-        Some(std::time::Duration::from_hours(30 * 24))
+    let db = odm::testing::database().unwrap();
+    let accounts = db.collection::<Account>().unwrap();
+    let plan = db.sync_indexes::<Account>(false).unwrap();
+    assert_eq!(plan.unchanged, ["last_seen_1"]);
+    assert!(
+        plan.created.is_empty() && plan.undeclared.is_empty(),
+        "{plan}"
     );
-    let shard = txn
-        .collection_options("accounts")
-        .unwrap()
-        .shard_key
+    // The shard key was recorded (by `shardCollection` on a server): explain routes by it.
+    let a = Account::fields();
+    let explain = accounts
+        .find(a.region.eq("eu").and(a.email.eq("a@example.com")))
+        .explain()
         .unwrap();
-    assert_eq!(shard.to_document(), bson::doc! { "region": 1, "email": 1 });
-    drop(txn);
+    let (key, routing) = explain.routing.expect("a routed query");
+    assert_eq!(key.to_document(), bson::doc! { "region": 1, "email": 1 });
+    assert_eq!(routing, odm_engine::query::Routing::SingleShard);
 
     // Another declaration of the same index name: refused, showing both definitions.
     let err = db.collection::<AccountWithoutTtl>().unwrap_err();
@@ -69,10 +68,7 @@ fn declared_indexes_are_created_checked_and_synced() {
     );
 
     // An index the model does not declare is reported, and dropped only when asked.
-    db.engine()
-        .collection("accounts")
-        .create_index(IndexSpec::ascending("email").unwrap())
-        .unwrap();
+    accounts.create_index(odm::Index::asc(&a.email)).unwrap();
     let plan = db.sync_indexes::<Account>(false).unwrap();
     assert_eq!(plan.undeclared, ["email_1"]);
     assert!(plan.dropped.is_empty());
@@ -83,10 +79,8 @@ fn declared_indexes_are_created_checked_and_synced() {
         plan.to_string(),
         "created: none; unchanged: last_seen_1; undeclared: email_1; dropped: email_1"
     );
-    assert_eq!(
-        db.engine().read().unwrap().list_indexes("accounts").len(),
-        2
-    );
+    let plan = db.sync_indexes::<Account>(false).unwrap();
+    assert!(plan.undeclared.is_empty(), "{plan}");
 }
 
 #[test]
@@ -99,7 +93,7 @@ fn an_aborted_transaction_does_not_count_as_synced() {
         #[odm(index(unique))]
         name: String,
     }
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let outcome: odm::Result<()> = db.write(|t| {
         t.insert_one(&Tag {
             id: 1,
@@ -147,7 +141,13 @@ fn a_declared_ttl_index_expires_documents_without_more_code() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     // The monitor counts a pass's expiries once the pass has committed, so the count can
     // trail the deletion by a moment: wait for both.
-    while db.engine().collection("accounts").count().unwrap() > 0
+    while db
+        .engine()
+        .expect("an embedded database")
+        .collection("accounts")
+        .count()
+        .unwrap()
+        > 0
         || db.ttl_stats().unwrap().expired == 0
     {
         assert!(
@@ -156,7 +156,14 @@ fn a_declared_ttl_index_expires_documents_without_more_code() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert_eq!(db.engine().collection("accounts").count().unwrap(), 0);
+    assert_eq!(
+        db.engine()
+            .expect("an embedded database")
+            .collection("accounts")
+            .count()
+            .unwrap(),
+        0
+    );
 
     let off = odm::Options {
         ttl_interval: None,
@@ -166,7 +173,14 @@ fn a_declared_ttl_index_expires_documents_without_more_code() {
     let accounts = db.collection::<Account>().unwrap();
     accounts.insert_one(&account(2)).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(100));
-    assert_eq!(db.engine().collection("accounts").count().unwrap(), 1);
+    assert_eq!(
+        db.engine()
+            .expect("an embedded database")
+            .collection("accounts")
+            .count()
+            .unwrap(),
+        1
+    );
     assert!(db.ttl_stats().is_none());
     // The default is MongoDB's minute.
     assert_eq!(

@@ -3,7 +3,7 @@
 //! through a function); `migrate()` rewrites them all; a document that cannot decode is an
 //! error naming the collection and `_id`, never a panic.
 
-use odm::{Database, Document};
+use odm::Document;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize, Document)]
@@ -58,7 +58,7 @@ fn rename_title(mut doc: bson::Document, from: u32) -> Result<bson::Document, St
 
 #[test]
 fn older_documents_migrate_on_read_and_on_demand() {
-    let db = Database::in_memory().unwrap();
+    let db = odm::testing::database().unwrap();
     let v1 = db.collection::<BookV1>().unwrap();
     v1.insert_one(&BookV1 {
         id: 1,
@@ -100,14 +100,13 @@ fn older_documents_migrate_on_read_and_on_demand() {
     // migrate() rewrites the two old documents at version 3.
     assert_eq!(books.migrate().unwrap(), 2);
     assert_eq!(books.migrate().unwrap(), 0);
-    let raw = db
-        .engine()
-        .collection("library")
-        .get(&bson::Bson::Int64(1))
-        .unwrap()
+    let stored = books
+        .aggregate()
+        .stage_into::<bson::Document>(bson::doc! { "$match": { "_id": 1_i64 } })
+        .to_vec()
         .unwrap();
-    assert_eq!(raw.get_i64("_v").unwrap(), 3);
-    assert_eq!(raw.get_str("name").unwrap(), "Dune");
+    assert_eq!(stored[0].get_i64("_v").unwrap(), 3);
+    assert_eq!(stored[0].get_str("name").unwrap(), "Dune");
 }
 
 #[derive(Debug, Serialize, Deserialize, Document)]
@@ -120,10 +119,21 @@ struct Person {
 
 #[test]
 fn a_document_that_does_not_decode_names_its_collection_and_id() {
-    let db = Database::in_memory().unwrap();
-    db.engine()
-        .collection("people")
-        .insert_one(bson::doc! { "_id": 7_i64, "age": "old" })
+    /// Another program's idea of the same collection.
+    #[derive(Serialize, Deserialize, Document)]
+    #[odm(collection = "people")]
+    struct PersonAgedInWords {
+        #[odm(id)]
+        id: i64,
+        age: String,
+    }
+    let db = odm::testing::database().unwrap();
+    let other = db.collection::<PersonAgedInWords>().unwrap();
+    other
+        .insert_one(&PersonAgedInWords {
+            id: 7,
+            age: "old".into(),
+        })
         .unwrap();
     let people = db.collection::<Person>().unwrap();
     let err = people.get(7).unwrap_err().to_string();

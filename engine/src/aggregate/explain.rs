@@ -157,6 +157,50 @@ impl AggregateExplain {
     /// A document shaped like MongoDB's `explain("executionStats")` of an aggregate: the
     /// find's own explain when the whole pipeline ran as a find, else `stages` with a
     /// `$cursor` entry for the head.
+    /// Reads an aggregation's explain document in MongoDB's shape (this engine's, or a
+    /// server's at `executionStats`) back into the typed form: a pipeline that ran as a find
+    /// alone, or its `$cursor` head and each later stage with what it passed on.
+    pub fn from_document(
+        document: &Document,
+        shard_key: Option<&crate::options::ShardKey>,
+    ) -> AggregateExplain {
+        let Ok(stages) = document.get_array("stages") else {
+            return AggregateExplain {
+                cursor: Some(Explain::from_document(document, shard_key)),
+                stages: Vec::new(),
+            };
+        };
+        let mut explain = AggregateExplain {
+            cursor: None,
+            stages: Vec::new(),
+        };
+        let count = |entry: &Document, name: &str| {
+            entry
+                .get(name)
+                .and_then(crate::expr::whole_number)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0)
+        };
+        for entry in stages.iter().filter_map(Bson::as_document) {
+            if let Ok(cursor) = entry.get_document("$cursor") {
+                explain.cursor = Some(Explain::from_document(cursor, shard_key));
+                continue;
+            }
+            let spec: Document = entry
+                .iter()
+                .filter(|(name, _)| name.starts_with('$'))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect();
+            explain.stages.push(StageExplain {
+                spec,
+                returned: count(entry, "nReturned"),
+                millis: count(entry, "executionTimeMillisEstimate"),
+                in_key_order: entry.get_bool("inKeyOrder").unwrap_or(false),
+            });
+        }
+        explain
+    }
+
     pub fn to_document(&self) -> Document {
         if self.stages.is_empty()
             && let Some(cursor) = &self.cursor

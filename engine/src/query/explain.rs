@@ -209,6 +209,100 @@ impl Explain {
         }
     }
 
+    /// Reads an explain document in MongoDB's shape back into the typed form: this engine's
+    /// own ([`Explain::to_document`]) or a MongoDB server's (`explain` of a `find` at
+    /// `executionStats`, through a `mongos` too). What the document does not say stays empty:
+    /// rejected plans are listed by access only, key intervals are not in it (their readable
+    /// bounds are), and ranks are not compared. Routing comes from this engine's
+    /// `shardRouting`, or from a `mongos`'s `SINGLE_SHARD` / `SHARD_MERGE` stage with the
+    /// collection's `shard_key` (a merge over several shards reads as a broadcast, since the
+    /// document does not say how many shards there are).
+    pub fn from_document(document: &Document, shard_key: Option<&ShardKey>) -> Explain {
+        let planner = document.get_document("queryPlanner").ok();
+        let stats = document.get_document("executionStats").ok();
+        let winning_tree = planner
+            .and_then(|p| p.get_document("winningPlan").ok())
+            .cloned()
+            .unwrap_or_default();
+        // A mongos wraps each shard's plan; the first shard's stands for the plan.
+        let (shard_stage, tree) = match winning_tree.get_str("stage") {
+            Ok(stage @ ("SINGLE_SHARD" | "SHARD_MERGE" | "SHARD_MERGE_SORT")) => {
+                let inner = winning_tree
+                    .get_array("shards")
+                    .ok()
+                    .and_then(|shards| shards.first())
+                    .and_then(bson::Bson::as_document)
+                    .and_then(|shard| shard.get_document("winningPlan").ok())
+                    .cloned()
+                    .unwrap_or_default();
+                (Some(stage.to_owned()), inner)
+            }
+            _ => (None, winning_tree),
+        };
+        // Servers running the slot-based engine nest the classic tree under `queryPlan`.
+        let tree = tree.get_document("queryPlan").cloned().unwrap_or(tree);
+        let walked = Walked::of(&tree);
+        let rejected = planner
+            .and_then(|p| p.get_array("rejectedPlans").ok())
+            .map(|plans| {
+                plans
+                    .iter()
+                    .filter_map(bson::Bson::as_document)
+                    .map(|plan| {
+                        let plan = plan.get_document("queryPlan").unwrap_or(plan);
+                        Walked::of(plan).plan(false)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let routing = match planner.and_then(|p| p.get_document("shardRouting").ok()) {
+            Some(routing) => routing
+                .get_document("shardKey")
+                .ok()
+                .and_then(|key| ShardKey::from_document(key).ok())
+                .zip(match routing.get_str("routing") {
+                    Ok("single shard") => Some(Routing::SingleShard),
+                    Ok("targeted") => Some(Routing::Targeted),
+                    Ok("broadcast") => Some(Routing::Broadcast),
+                    _ => None,
+                }),
+            None => shard_key.zip(shard_stage).map(|(key, stage)| {
+                let routing = if stage == "SINGLE_SHARD" {
+                    Routing::SingleShard
+                } else {
+                    Routing::Broadcast
+                };
+                (key.clone(), routing)
+            }),
+        };
+        let count = |name: &str| {
+            stats
+                .and_then(|s| s.get(name))
+                .and_then(crate::expr::whole_number)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0)
+        };
+        Explain {
+            collection: planner
+                .and_then(|p| p.get_str("namespace").ok())
+                .map(|ns| ns.split_once('.').map_or(ns, |(_, c)| c).to_owned())
+                .unwrap_or_default(),
+            winning: walked.plan(
+                planner
+                    .and_then(|p| p.get_bool("fromPlanCache").ok())
+                    .unwrap_or(false),
+            ),
+            rejected,
+            in_memory_sort: walked.sorted,
+            covered: walked.covered(),
+            projection: None,
+            routing,
+            keys_examined: count("totalKeysExamined"),
+            docs_examined: count("totalDocsExamined"),
+            returned: count("nReturned"),
+        }
+    }
+
     /// The name of the index the winning plan scans, if it scans one.
     pub fn index_used(&self) -> Option<&str> {
         match &self.winning.access {
@@ -272,5 +366,137 @@ impl fmt::Display for Explain {
             "  examined {} keys and {} documents, returned {}",
             self.keys_examined, self.docs_examined, self.returned
         )
+    }
+}
+
+/// What a walk down an explain document's stage tree found.
+struct Walked {
+    access: Access,
+    /// A blocking `SORT` stage above the access.
+    sorted: bool,
+    /// Whether a stage fetched documents (`FETCH`, or a scan of the collection itself).
+    fetched: bool,
+}
+
+impl Walked {
+    fn of(tree: &Document) -> Walked {
+        let mut walked = Walked {
+            access: Access::CollectionScan,
+            sorted: false,
+            fetched: false,
+        };
+        walked.access = walked.walk(tree, 0);
+        walked
+    }
+
+    /// The access under `stage`; the depth bounds the walk of a hostile document.
+    fn walk(&mut self, stage: &Document, depth: usize) -> Access {
+        if depth > crate::nesting::MAX_INPUT_DEPTH {
+            return Access::CollectionScan;
+        }
+        let name = stage.get_str("stage").unwrap_or_default();
+        match name {
+            "SORT" => self.sorted = true,
+            "FETCH" | "COLLSCAN" | "CLUSTERED_IXSCAN" | "IDHACK" | "EXPRESS_IXSCAN" => {
+                self.fetched = true;
+            }
+            _ => {}
+        }
+        let is_id_key = || {
+            stage
+                .get_document("keyPattern")
+                .is_ok_and(|k| k.len() == 1 && k.contains_key("_id"))
+        };
+        match name {
+            "COLLSCAN" | "CLUSTERED_IXSCAN" => return Access::CollectionScan,
+            "IDHACK" | "EXPRESS_CLUSTERED_IXSCAN" => return Access::IdLookup { ids: Vec::new() },
+            "EXPRESS_IXSCAN" if is_id_key() => return Access::IdLookup { ids: Vec::new() },
+            "IXSCAN" | "EXPRESS_IXSCAN" => {
+                let bounds = stage
+                    .get_document("indexBounds")
+                    .map(|bounds| {
+                        bounds
+                            .iter()
+                            .map(|(path, value)| {
+                                let text = match value {
+                                    bson::Bson::String(text) => text.clone(),
+                                    bson::Bson::Array(intervals) => intervals
+                                        .iter()
+                                        .map(|i| {
+                                            i.as_str().map_or_else(|| i.to_string(), str::to_owned)
+                                        })
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                    other => other.to_string(),
+                                };
+                                (path.clone(), text)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                return Access::IndexScan(super::plan::IndexScan {
+                    index: stage.get_str("indexName").unwrap_or_default().to_owned(),
+                    intervals: Vec::new(),
+                    reverse: stage.get_str("direction").is_ok_and(|d| d == "backward"),
+                    bounds,
+                    multikey: stage.get_bool("isMultiKey").unwrap_or(false),
+                });
+            }
+            "OR" => {
+                let branches = stage
+                    .get_array("inputStages")
+                    .map(|inputs| {
+                        inputs
+                            .iter()
+                            .filter_map(bson::Bson::as_document)
+                            .map(|input| {
+                                let access = self.walk(input, depth + 1);
+                                Walked {
+                                    access,
+                                    sorted: false,
+                                    fetched: false,
+                                }
+                                .plan(false)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                return Access::Or(branches);
+            }
+            _ => {}
+        }
+        if let Ok(input) = stage.get_document("inputStage") {
+            return self.walk(input, depth + 1);
+        }
+        // Stages over several inputs other than `OR` (a sort merge): the first stands for them.
+        match stage
+            .get_array("inputStages")
+            .ok()
+            .and_then(|inputs| inputs.first())
+            .and_then(bson::Bson::as_document)
+        {
+            Some(input) => self.walk(input, depth + 1),
+            None => Access::CollectionScan,
+        }
+    }
+
+    /// Covered: an index answered without a document being fetched.
+    fn covered(&self) -> bool {
+        !self.fetched && matches!(self.access, Access::IndexScan(_))
+    }
+
+    fn plan(&self, from_cache: bool) -> Plan {
+        Plan {
+            access: self.access.clone(),
+            provides_sort: !self.sorted,
+            rank: super::plan::Rank {
+                id_lookup: matches!(self.access, Access::IdLookup { .. }),
+                point_fields: 0,
+                range: false,
+                provides_sort: !self.sorted,
+                narrower: 0,
+            },
+            from_cache,
+        }
     }
 }

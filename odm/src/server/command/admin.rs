@@ -2,8 +2,8 @@
 //! `dropDatabase`, `renameCollection`, `collStats`, `dbStats`, `validate`.
 
 use bson::{Bson, Document, doc};
-use odm_engine::ErrorCode;
 use odm_engine::query::Filter;
+use odm_engine::{ErrorCode, IndexSpec};
 
 use super::{Args, CommandError, CommandResult, Ctx, collection_name};
 use crate::server::session;
@@ -208,6 +208,73 @@ pub fn rename_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult
     ctx.server.cursors.kill_namespace(from);
     ctx.server.cursors.kill_namespace(to);
     Ok(Document::new().into())
+}
+
+/// `shardCollection` (on `admin`): records the collection's shard key, so that explain
+/// routes its queries as a cluster would and typed models deploy their declared keys here as
+/// on a `mongos`. As MongoDB: a missing or empty collection gets the key's supporting index
+/// (unique with `unique: true`); one holding documents must already have an index that starts
+/// with the key; the same key again is accepted, another is `AlreadyInitialized`. Nothing is
+/// distributed: this server is one node.
+pub fn shard_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let args = Args::new(command, "shardCollection");
+    if ctx.db != "admin" {
+        return Err(CommandError::new(
+            ErrorCode::UNAUTHORIZED,
+            "shardCollection may only be run against the admin database.",
+        ));
+    }
+    let ns = args.required_str("shardCollection")?.to_owned();
+    let key_document = args.doc("key")?.ok_or_else(|| args.missing("key"))?;
+    let unique = args.flag("unique")?;
+    let invalid = |e: odm_engine::IndexSpecError| {
+        CommandError::new(ErrorCode::INVALID_OPTIONS, e.to_string())
+    };
+    let key = odm_engine::ShardKey::from_document(key_document).map_err(invalid)?;
+    let mut supporting = IndexSpec::from_keys_document(key_document).map_err(invalid)?;
+    if unique {
+        if matches!(key, odm_engine::ShardKey::Hashed(_)) {
+            return Err(CommandError::new(
+                ErrorCode::INVALID_OPTIONS,
+                "hashed shard keys cannot be declared unique.",
+            ));
+        }
+        supporting = supporting.unique();
+    }
+    let (db, coll) = super::split_namespace(&ns)?;
+    let coll = coll.to_owned();
+    let saved = std::mem::replace(&mut ctx.db, db.to_owned());
+    let result = session::write(ctx, move |t| {
+        let fields: Vec<&str> = key
+            .paths()
+            .into_iter()
+            .map(odm_engine::Path::as_str)
+            .collect();
+        let supported = t.list_indexes(&coll).iter().any(|index| {
+            let prefix: Vec<&str> = index.keys().iter().map(|(p, _)| p.as_str()).collect();
+            prefix.starts_with(&fields)
+                && (!unique || index.is_unique())
+                && index.hashed_field().is_some() == matches!(key, odm_engine::ShardKey::Hashed(_))
+        });
+        let empty = t.collection_options(&coll).is_none() || t.count(&coll)? == 0;
+        if !supported && !empty {
+            return Err(CommandError::new(
+                ErrorCode::OPERATION_FAILED,
+                format!(
+                    "Please create an index that starts with the proposed shard key before sharding the collection: {}",
+                    key.to_document()
+                ),
+            ));
+        }
+        t.shard_collection(&coll, key)?;
+        if !supported {
+            t.create_index(&coll, supporting)?;
+        }
+        Ok(())
+    });
+    ctx.db = saved;
+    result?;
+    Ok(doc! { "collectionsharded": ns }.into())
 }
 
 /// The statistics of one collection, as `collStats` and `$collStats` give them: the engine's

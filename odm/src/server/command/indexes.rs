@@ -2,75 +2,22 @@
 //! MongoDB describes it: `{v: 2, key, name, unique?, sparse?, expireAfterSeconds?,
 //! partialFilterExpression?}`.
 
-use std::time::Duration;
-
 use bson::{Bson, Document, doc};
 use odm_engine::{ErrorCode, IndexSpec};
 
 use super::{Args, CommandError, CommandResult, Ctx, collection_name};
 use crate::server::session;
 
-/// An index specification of `createIndexes`.
+/// An index specification of `createIndexes`: the wire's own type checks (MongoDB's
+/// `TypeMismatch` for `name: 1`), then the engine's reading of the document.
 pub fn spec_from_document(index: &Document) -> Result<IndexSpec, CommandError> {
     let args = Args::new(index, "createIndexes.indexes");
-    let key = args.doc("key")?.ok_or_else(|| args.missing("key"))?;
-    let mut spec = IndexSpec::from_keys_document(key)
-        .map_err(|e| CommandError::new(e.code(), e.to_string()))?;
-    if let Some(name) = args.str("name")? {
-        spec = spec.named(name);
-    }
-    if args.flag("unique")? {
-        spec = spec.unique();
-    }
-    if args.flag("sparse")? {
-        spec = spec.sparse();
-    }
-    if let Some(value) = index.get("expireAfterSeconds") {
-        let seconds = match value {
-            Bson::Int32(n) => i64::from(*n),
-            Bson::Int64(n) => *n,
-            Bson::Double(d) if d.is_finite() => *d as i64,
-            other => {
-                return Err(CommandError::new(
-                    ErrorCode::CANNOT_CREATE_INDEX,
-                    format!(
-                        "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '{}'",
-                        super::args::type_name(other)
-                    ),
-                ));
-            }
-        };
-        if !(0..=i64::from(i32::MAX)).contains(&seconds) {
-            return Err(CommandError::new(
-                ErrorCode::CANNOT_CREATE_INDEX,
-                format!(
-                    "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number; found {seconds}"
-                ),
-            ));
-        }
-        spec = spec.expire_after(Duration::from_secs(seconds as u64));
-    }
-    if let Some(filter) = args.doc("partialFilterExpression")? {
-        spec = spec
-            .partial(filter.clone())
-            .map_err(|e| CommandError::new(e.code(), e.to_string()))?;
-    }
-    for unsupported in [
-        "collation",
-        "hidden",
-        "wildcardProjection",
-        "weights",
-        "2dsphereIndexVersion",
-        "clustered",
-    ] {
-        if index.contains_key(unsupported) {
-            return Err(CommandError::new(
-                ErrorCode::CANNOT_CREATE_INDEX,
-                format!("index option `{unsupported}` is not supported by this server"),
-            ));
-        }
-    }
-    Ok(spec)
+    args.doc("key")?.ok_or_else(|| args.missing("key"))?;
+    args.str("name")?;
+    args.flag("unique")?;
+    args.flag("sparse")?;
+    args.doc("partialFilterExpression")?;
+    IndexSpec::from_document(index).map_err(|e| CommandError::new(e.code(), e.to_string()))
 }
 
 /// How `listIndexes` shows an index.

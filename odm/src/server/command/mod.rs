@@ -266,6 +266,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("drop", admin::drop),
     cmd("dropDatabase", admin::drop_database),
     cmd("renameCollection", admin::rename_collection),
+    cmd("shardCollection", admin::shard_collection),
     cmd("collStats", admin::coll_stats),
     cmd("dbStats", admin::db_stats),
     cmd("validate", admin::validate),

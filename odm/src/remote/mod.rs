@@ -1,0 +1,667 @@
+//! The MongoDB back end: a [`Database`](crate::Database) whose collections live on a MongoDB
+//! deployment (a standalone server, a replica set, a `mongos`, or `odm serve`), reached
+//! through the official driver's sync API.
+//!
+//! Every operation is sent as the command document the engine's operation describes
+//! ([`commands`]): the same filters, updates, sorts and pipelines run on both back ends.
+//! Replies are read back into the engine's result types ([`UpdateResult`], [`BulkResult`],
+//! [`Explain`]), and a server's refusal into the engine's error of the same condition
+//! (a duplicate key is [`odm_engine::Error::DuplicateKey`] on both back ends; any other code
+//! is [`odm_engine::Error::Reported`], with the server's code and message).
+//!
+//! Sessions: a typed write of one operation runs alone (MongoDB makes each one atomic);
+//! [`Database::write`](crate::Database::write) and the writes the typed API promises whole
+//! (`insert_many`, `update_many`) run in a driver transaction, which needs a replica set or a
+//! `mongos`. A standalone server refuses them with [`crate::Error::TransactionsUnsupported`],
+//! except the promised-whole writes, which then apply document by document, as MongoDB's own
+//! do. Index and collection commands never run inside a transaction.
+
+pub(crate) mod commands;
+
+use bson::{Bson, Document, RawDocumentBuf, doc};
+use mongodb::sync::{Client, ClientSession};
+use odm_engine::aggregate::{AggregateExplain, AggregateOptions};
+use odm_engine::query::{Explain, FindOptions};
+use odm_engine::update::{
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modify, OpResult, UpdateOptions,
+    UpdateResult, WriteOp,
+};
+use odm_engine::{IndexSpec, ShardKey};
+
+use crate::error::{Error, Result};
+
+/// A connection to a MongoDB deployment and the database the URI names.
+pub(crate) struct Remote {
+    client: Client,
+    database: mongodb::sync::Database,
+    /// The deployment runs transactions: a replica set member or a `mongos`.
+    pub(crate) transactions: bool,
+    /// The server is a `mongos`: declared shard keys deploy through `shardCollection`.
+    pub(crate) mongos: bool,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("database", &self.database.name())
+            .field("mongos", &self.mongos)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The driver's failure as the typed layer's error: a server's refusal keeps its code.
+pub(crate) fn driver_error(e: mongodb::error::Error) -> Error {
+    use mongodb::error::ErrorKind;
+    match e.kind.as_ref() {
+        ErrorKind::Command(c) => Error::Engine(reported(c.code, &c.code_name, &c.message, None)),
+        _ => Error::Driver {
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// A server's refusal as the engine's error of the same condition.
+fn reported(
+    code: i32,
+    code_name: &str,
+    message: &str,
+    detail: Option<(&str, &Document)>,
+) -> odm_engine::Error {
+    if code == odm_engine::ErrorCode::DUPLICATE_KEY.code {
+        // MongoDB's message: "E11000 duplicate key error collection: db.c index: name_1 dup
+        // key: { name: \"x\" }"; `keyPattern` and `keyValue` come beside it in a write error.
+        let after = |marker: &str| message.split_once(marker).map(|(_, rest)| rest);
+        let index = after(" index: ")
+            .map(|rest| {
+                rest.split(" dup key")
+                    .next()
+                    .unwrap_or(rest)
+                    .trim()
+                    .to_owned()
+            })
+            .unwrap_or_default();
+        let key = after("dup key: ").unwrap_or_default().to_owned();
+        let collection = after("collection: ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(|ns| ns.split_once('.').map_or(ns, |(_, c)| c).to_owned())
+            .or_else(|| detail.map(|(c, _)| c.to_owned()))
+            .unwrap_or_default();
+        let field = |name: &str| {
+            detail
+                .and_then(|(_, d)| d.get_document(name).ok())
+                .cloned()
+                .unwrap_or_default()
+        };
+        return odm_engine::Error::DuplicateKey {
+            collection,
+            index,
+            key,
+            key_pattern: Box::new(field("keyPattern")),
+            key_value: Box::new(field("keyValue")),
+        };
+    }
+    odm_engine::Error::Reported {
+        code,
+        code_name: code_name.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// The first write error of a write command's reply, if any, as an error.
+fn write_failure(collection: &str, reply: &Document) -> Option<(usize, odm_engine::Error)> {
+    if let Ok(errors) = reply.get_array("writeErrors")
+        && let Some(first) = errors.iter().find_map(Bson::as_document)
+    {
+        let index = first
+            .get("index")
+            .and_then(odm_engine::expr::whole_number)
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(0);
+        return Some((index, write_error(collection, first)));
+    }
+    let concern = reply.get_document("writeConcernError").ok()?;
+    Some((0, write_error(collection, concern)))
+}
+
+fn write_error(collection: &str, error: &Document) -> odm_engine::Error {
+    let code = error
+        .get("code")
+        .and_then(odm_engine::expr::whole_number)
+        .and_then(|c| i32::try_from(c).ok())
+        .unwrap_or(0);
+    reported(
+        code,
+        error.get_str("codeName").unwrap_or_default(),
+        error.get_str("errmsg").unwrap_or_default(),
+        Some((collection, error)),
+    )
+}
+
+/// A count in a reply (`n`, `nModified`), whatever number type the server chose.
+fn count_of(reply: &Document, name: &str) -> u64 {
+    reply
+        .get(name)
+        .and_then(odm_engine::expr::whole_number)
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(0)
+}
+
+/// A document as a driver sends it (`_id` first, generated when missing), with its `_id`.
+fn with_id(collection: &str, document: RawDocumentBuf) -> Result<(Bson, Document)> {
+    let invalid = |source| {
+        Error::Engine(odm_engine::Error::InvalidDocument {
+            collection: collection.to_owned(),
+            source,
+        })
+    };
+    let document = odm_engine::with_id_first(document).map_err(invalid)?;
+    let document = Document::try_from(document.as_ref()).map_err(|e| Error::Serialize {
+        collection: collection.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let id = document.get("_id").cloned().unwrap_or(Bson::Null);
+    Ok((id, document))
+}
+
+/// A value of a reply read from its raw bytes.
+fn value_of(raw: &bson::RawDocument, name: &str) -> Option<Bson> {
+    let value = raw.get(name).ok().flatten()?;
+    Bson::try_from(value).ok()
+}
+
+/// Where a command runs: in a session (a transaction's), or on its own.
+pub(crate) type Session<'s> = Option<&'s mut ClientSession>;
+
+impl Remote {
+    /// Connects to the deployment of `uri` and the database it names (`mongodb://host/appdb`),
+    /// and asks the server what it is (`hello`).
+    pub(crate) fn connect(uri: &str) -> Result<Remote> {
+        let client = Client::with_uri_str(uri).map_err(driver_error)?;
+        let database = client.default_database().ok_or_else(|| Error::Driver {
+            reason: format!(
+                "the connection string names no database (as in mongodb://host/appdb): {}",
+                redacted(uri)
+            ),
+        })?;
+        let hello = client
+            .database("admin")
+            .run_command(doc! { "hello": 1 })
+            .run()
+            .map_err(driver_error)?;
+        let mongos = hello.get_str("msg").is_ok_and(|m| m == "isdbgrid");
+        let transactions = mongos || hello.contains_key("setName");
+        Ok(Remote {
+            client,
+            database,
+            transactions,
+            mongos,
+        })
+    }
+
+    /// A session for a transaction, started; a standalone server cannot run one.
+    pub(crate) fn start_transaction(&self) -> Result<ClientSession> {
+        if !self.transactions {
+            return Err(Error::TransactionsUnsupported);
+        }
+        let mut session = self.client.start_session().run().map_err(driver_error)?;
+        session.start_transaction().run().map_err(driver_error)?;
+        Ok(session)
+    }
+
+    /// Runs a command on the database; a reply with write errors is the first one's error.
+    fn command(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        command: Document,
+    ) -> Result<Document> {
+        let action = self.database.run_command(command);
+        let reply = match session {
+            Some(session) => action.session(session).run(),
+            None => action.run(),
+        }
+        .map_err(driver_error)?;
+        if let Some((_, e)) = write_failure(collection, &reply) {
+            return Err(e.into());
+        }
+        Ok(reply)
+    }
+
+    /// Runs a command that answers with a cursor, and reads it to the end.
+    fn cursor(&self, session: Session<'_>, command: Document) -> Result<Vec<RawDocumentBuf>> {
+        let action = self.database.run_cursor_command(command);
+        let mut out = Vec::new();
+        if let Some(session) = session {
+            let mut cursor = action.session(&mut *session).run().map_err(driver_error)?;
+            while cursor.advance(session).map_err(driver_error)? {
+                out.push(cursor.current().to_owned());
+            }
+        } else {
+            let mut cursor = action.run().map_err(driver_error)?;
+            while cursor.advance().map_err(driver_error)? {
+                out.push(cursor.current().to_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs a command that answers with a cursor, as documents pulled one batch at a time.
+    pub(crate) fn stream(
+        &self,
+        command: Document,
+    ) -> Result<impl Iterator<Item = Result<RawDocumentBuf>> + Send + 'static> {
+        let mut cursor = self
+            .database
+            .run_cursor_command(command)
+            .run()
+            .map_err(driver_error)?;
+        let mut done = false;
+        Ok(std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            match cursor.advance() {
+                Ok(true) => Some(Ok(cursor.current().to_owned())),
+                Ok(false) => {
+                    done = true;
+                    None
+                }
+                Err(e) => {
+                    done = true;
+                    Some(Err(driver_error(e)))
+                }
+            }
+        }))
+    }
+
+    pub(crate) fn get(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        id: &Bson,
+    ) -> Result<Option<RawDocumentBuf>> {
+        Ok(self
+            .cursor(session, commands::get(collection, id))?
+            .into_iter()
+            .next())
+    }
+
+    pub(crate) fn find(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<Vec<RawDocumentBuf>> {
+        self.cursor(session, commands::find(collection, filter, options))
+    }
+
+    pub(crate) fn aggregate(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Vec<RawDocumentBuf>> {
+        self.cursor(session, commands::aggregate(collection, pipeline, options))
+    }
+
+    pub(crate) fn count(&self, collection: &str, filter: &Document) -> Result<u64> {
+        let groups = self.cursor(None, commands::count(collection, filter))?;
+        Ok(groups
+            .first()
+            .and_then(|group| value_of(group, "n"))
+            .and_then(|n| odm_engine::expr::whole_number(&n))
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0))
+    }
+
+    pub(crate) fn distinct(
+        &self,
+        collection: &str,
+        key: &str,
+        filter: &Document,
+    ) -> Result<Vec<Bson>> {
+        let reply = self.command(
+            None,
+            collection,
+            commands::distinct(collection, key, filter),
+        )?;
+        Ok(reply.get_array("values").cloned().unwrap_or_default())
+    }
+
+    /// The server's explain of a find, in the engine's typed form.
+    pub(crate) fn explain_find(
+        &self,
+        collection: &str,
+        filter: &Document,
+        options: &FindOptions,
+        shard_key: Option<&ShardKey>,
+    ) -> Result<Explain> {
+        let reply = self.command(
+            None,
+            collection,
+            commands::explain(commands::find(collection, filter, options)),
+        )?;
+        Ok(Explain::from_document(&reply, shard_key))
+    }
+
+    pub(crate) fn explain_aggregate(
+        &self,
+        collection: &str,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+        shard_key: Option<&ShardKey>,
+    ) -> Result<AggregateExplain> {
+        let reply = self.command(
+            None,
+            collection,
+            commands::explain(commands::aggregate(collection, pipeline, options)),
+        )?;
+        Ok(AggregateExplain::from_document(&reply, shard_key))
+    }
+
+    /// Inserts in order; the first refused document fails the call (those before it stay,
+    /// unless a transaction undoes them).
+    pub(crate) fn insert(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        documents: Vec<RawDocumentBuf>,
+    ) -> Result<Vec<Bson>> {
+        let mut ids = Vec::with_capacity(documents.len());
+        let mut batch = Vec::with_capacity(documents.len());
+        for document in documents {
+            let (id, document) = with_id(collection, document)?;
+            ids.push(id);
+            batch.push(Bson::Document(document));
+        }
+        if batch.is_empty() {
+            return Ok(ids);
+        }
+        self.command(
+            session,
+            collection,
+            commands::insert(collection, batch, true),
+        )?;
+        Ok(ids)
+    }
+
+    pub(crate) fn update(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        filter: &Document,
+        update: Bson,
+        options: &UpdateOptions,
+        multi: bool,
+    ) -> Result<UpdateResult> {
+        let statement = commands::update_statement(filter, update, options, multi);
+        let reply = self.command(
+            session,
+            collection,
+            commands::update(collection, statement, options.let_vars.as_ref()),
+        )?;
+        let upserted_id = reply
+            .get_array("upserted")
+            .ok()
+            .and_then(|u| u.first())
+            .and_then(Bson::as_document)
+            .and_then(|u| u.get("_id").cloned());
+        let n = count_of(&reply, "n");
+        Ok(UpdateResult {
+            matched: if upserted_id.is_some() {
+                n.saturating_sub(1)
+            } else {
+                n
+            },
+            modified: count_of(&reply, "nModified"),
+            upserted_id,
+        })
+    }
+
+    pub(crate) fn delete(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        filter: &Document,
+        options: &DeleteOptions,
+        multi: bool,
+    ) -> Result<u64> {
+        let statement = commands::delete_statement(filter, options, multi);
+        let reply = self.command(
+            session,
+            collection,
+            commands::delete(collection, statement, options.let_vars.as_ref()),
+        )?;
+        Ok(count_of(&reply, "n"))
+    }
+
+    pub(crate) fn find_and_modify(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        filter: &Document,
+        modify: &Modify,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        let reply = self.command(
+            session,
+            collection,
+            commands::find_and_modify(collection, filter, modify, options),
+        )?;
+        Ok(reply.get_document("value").ok().cloned())
+    }
+
+    /// Runs a bulk write operation by operation, each reported by its position: ordered
+    /// stops at the first failure, unordered goes on past failures.
+    pub(crate) fn bulk_write(
+        &self,
+        mut session: Session<'_>,
+        collection: &str,
+        bulk: BulkWrite,
+    ) -> Result<BulkResult> {
+        let mut result = BulkResult::default();
+        for (position, op) in bulk.ops.into_iter().enumerate() {
+            let session = session.as_deref_mut();
+            let outcome = match op {
+                WriteOp::InsertOne(document) => RawDocumentBuf::try_from(&document)
+                    .map_err(|e| Error::Serialize {
+                        collection: collection.to_owned(),
+                        reason: e.to_string(),
+                    })
+                    .and_then(|raw| self.insert(session, collection, vec![raw]))
+                    .map(|mut ids| OpResult::Inserted(ids.pop().unwrap_or(Bson::Null))),
+                WriteOp::UpdateOne {
+                    filter,
+                    update,
+                    options,
+                } => self
+                    .update(
+                        session,
+                        collection,
+                        &filter,
+                        commands::modifications(&update),
+                        &options,
+                        false,
+                    )
+                    .map(OpResult::Updated),
+                WriteOp::UpdateMany {
+                    filter,
+                    update,
+                    options,
+                } => self
+                    .update(
+                        session,
+                        collection,
+                        &filter,
+                        commands::modifications(&update),
+                        &options,
+                        true,
+                    )
+                    .map(OpResult::Updated),
+                WriteOp::ReplaceOne {
+                    filter,
+                    replacement,
+                    options,
+                } => self
+                    .update(
+                        session,
+                        collection,
+                        &filter,
+                        Bson::Document(replacement),
+                        &options,
+                        false,
+                    )
+                    .map(OpResult::Updated),
+                WriteOp::DeleteOne { filter, options } => self
+                    .delete(session, collection, &filter, &options, false)
+                    .map(OpResult::Deleted),
+                WriteOp::DeleteMany { filter, options } => self
+                    .delete(session, collection, &filter, &options, true)
+                    .map(OpResult::Deleted),
+            };
+            match outcome {
+                Ok(done) => {
+                    match &done {
+                        OpResult::Inserted(id) => {
+                            result.inserted += 1;
+                            result.inserted_ids.push((position, id.clone()));
+                        }
+                        OpResult::Updated(u) => {
+                            result.matched += u.matched;
+                            result.modified += u.modified;
+                            if let Some(id) = &u.upserted_id {
+                                result.upserted += 1;
+                                result.upserted_ids.push((position, id.clone()));
+                            }
+                        }
+                        OpResult::Deleted(n) => result.deleted += n,
+                    }
+                    result.results.push((position, done));
+                }
+                Err(Error::Engine(e)) if e.is_per_document() => {
+                    result.failures.push((position, e));
+                    if bulk.ordered {
+                        break;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(result)
+    }
+
+    /// The collection's indexes as the server describes them; `None` when it does not exist.
+    pub(crate) fn list_indexes(&self, collection: &str) -> Result<Option<Vec<Document>>> {
+        match self.cursor(None, commands::list_indexes(collection)) {
+            Ok(indexes) => indexes
+                .iter()
+                .map(|raw| {
+                    Document::try_from(raw.as_ref()).map_err(|e| Error::Driver {
+                        reason: format!("an index description that does not read: {e}"),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Err(Error::Engine(e))
+                if e.code() == odm_engine::ErrorCode::NAMESPACE_NOT_FOUND.code =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(crate) fn create_collection(&self, session: Session<'_>, collection: &str) -> Result<()> {
+        match self.command(session, collection, commands::create(collection)) {
+            Err(Error::Engine(e)) if e.code() == odm_engine::ErrorCode::NAMESPACE_EXISTS.code => {
+                Ok(())
+            }
+            other => other.map(drop),
+        }
+    }
+
+    pub(crate) fn create_indexes(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        specs: &[IndexSpec],
+    ) -> Result<()> {
+        if specs.is_empty() {
+            return Ok(());
+        }
+        self.command(
+            session,
+            collection,
+            commands::create_indexes(collection, specs),
+        )
+        .map(drop)
+    }
+
+    /// The names of the database's collections.
+    pub(crate) fn collection_names(&self) -> Result<Vec<String>> {
+        let listed = self.cursor(
+            None,
+            doc! { "listCollections": 1, "nameOnly": true, "cursor": {} },
+        )?;
+        let mut names: Vec<String> = listed
+            .iter()
+            .filter_map(|c| c.get_str("name").ok().map(str::to_owned))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    pub(crate) fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
+        self.command(None, collection, commands::drop_index(collection, name))
+            .map(drop)
+    }
+
+    /// Deploys a declared shard key (see [`crate::indexes::sync_remote`]): `shardCollection`
+    /// on `admin`; a deployment without the command has no shards to place documents on.
+    pub(crate) fn deploy_shard_key(&self, collection: &str, key: &ShardKey) -> Result<()> {
+        let admin = self.client.database("admin");
+        if self.mongos {
+            admin
+                .run_command(doc! { "enableSharding": self.database.name() })
+                .run()
+                .map_err(driver_error)?;
+        }
+        let sent = admin
+            .run_command(commands::shard_collection(
+                self.database.name(),
+                collection,
+                key,
+            ))
+            .run()
+            .map_err(driver_error);
+        match sent {
+            Ok(_) => Ok(()),
+            Err(Error::Engine(e)) if e.code() == odm_engine::ErrorCode::COMMAND_NOT_FOUND.code => {
+                Ok(())
+            }
+            Err(Error::Engine(e))
+                if e.code() == odm_engine::ErrorCode::ALREADY_INITIALIZED.code =>
+            {
+                Err(Error::IndexMismatch {
+                    collection: collection.to_owned(),
+                    index: "shard key".to_owned(),
+                    declared: key.to_document().to_string(),
+                    stored: e.to_string(),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A connection string without its password, for messages.
+fn redacted(uri: &str) -> String {
+    match (uri.find("://"), uri.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://…@{}", &uri[..scheme], &uri[at + 1..])
+        }
+        _ => uri.to_owned(),
+    }
+}

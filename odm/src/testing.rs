@@ -1,0 +1,91 @@
+//! The database a test runs on, chosen by the environment, so that one suite runs once per
+//! back end: the embedded engine in memory, or, when [`MONGODB_URI`] names a MongoDB
+//! deployment (`odm serve`, a replica set, a `mongos`), a database of its own there.
+//!
+//! Each remote database is named `odm_test_<process>_<time>_<count>`, so that concurrent
+//! tests and runs never share one; a real deployment keeps them after the run (drop them
+//! with `db.getMongo().getDBNames()` in mongosh, or the `dropDatabase` command).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::database::Database;
+use crate::error::Result;
+
+/// The environment variable naming the MongoDB deployment the suites run against.
+pub const MONGODB_URI: &str = "ODM_MONGODB_URI";
+
+/// Whether the suites run against a MongoDB deployment.
+pub fn remote() -> bool {
+    std::env::var_os(MONGODB_URI).is_some_and(|uri| !uri.is_empty())
+}
+
+/// A fresh, empty database on the back end the environment chooses.
+pub fn database() -> Result<Database> {
+    match std::env::var(MONGODB_URI) {
+        Ok(uri) if !uri.is_empty() => connect(&with_database(&uri, &fresh_name())),
+        _ => Database::in_memory(),
+    }
+}
+
+#[cfg(feature = "mongodb")]
+fn connect(uri: &str) -> Result<Database> {
+    Database::connect(uri)
+}
+
+#[cfg(not(feature = "mongodb"))]
+fn connect(_uri: &str) -> Result<Database> {
+    Err(crate::Error::Driver {
+        reason: format!("{MONGODB_URI} is set, but odm was built without its `mongodb` feature"),
+    })
+}
+
+fn fresh_name() -> String {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!(
+        "odm_test_{}_{}_{}",
+        std::process::id(),
+        time % 1_000_000_000,
+        COUNT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The connection string with its database replaced by `name`:
+/// `mongodb://h:1/?replicaSet=rs` becomes `mongodb://h:1/name?replicaSet=rs`.
+pub fn with_database(uri: &str, name: &str) -> String {
+    let hosts_start = uri.find("://").map_or(0, |i| i + 3);
+    let rest = &uri[hosts_start..];
+    let hosts_end = rest.find(['/', '?']).map_or(uri.len(), |i| hosts_start + i);
+    let options = uri[hosts_end..]
+        .find('?')
+        .map_or("", |i| &uri[hosts_end + i..]);
+    format!("{}/{name}{options}", &uri[..hosts_end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_of_a_connection_string_is_replaced_and_its_options_kept() {
+        let cases = [
+            ("mongodb://h:1", "mongodb://h:1/t"),
+            ("mongodb://h:1/", "mongodb://h:1/t"),
+            ("mongodb://h:1/app", "mongodb://h:1/t"),
+            (
+                "mongodb://h:1/?replicaSet=rs",
+                "mongodb://h:1/t?replicaSet=rs",
+            ),
+            (
+                "mongodb://u:p@a:1,b:2/app?w=1",
+                "mongodb://u:p@a:1,b:2/t?w=1",
+            ),
+            ("mongodb://h:1?tls=true", "mongodb://h:1/t?tls=true"),
+        ];
+        for (uri, expected) in cases {
+            assert_eq!(with_database(uri, "t"), expected, "{uri}");
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! `Writer`: where a typed transaction's operations go, the engine's write transaction or a
+//! MongoDB session. Each operation takes and returns the engine's documents and result types,
+//! so [`crate::TxnCollection`] is written once for both back ends.
+
+use bson::{Bson, Document, RawDocumentBuf};
+use odm_engine::query::FindOptions;
+use odm_engine::update::{
+    BulkResult, BulkWrite, FindAndModify, Modify, UpdateModifications, UpdateOptions, UpdateResult,
+};
+use odm_engine::{IndexSpec, WriteTxn};
+
+use crate::error::Result;
+
+/// The back end of one typed transaction.
+pub(crate) enum Writer<'t, 'db> {
+    Embedded(&'t mut WriteTxn<'db>),
+    /// A MongoDB deployment, in a driver transaction's session, or each command on its own.
+    #[cfg(feature = "mongodb")]
+    Remote {
+        remote: &'t crate::remote::Remote,
+        session: Option<&'t mut mongodb::sync::ClientSession>,
+    },
+}
+
+impl<'db> Writer<'_, 'db> {
+    /// The same back end, borrowed for a shorter time.
+    pub(crate) fn reborrow(&mut self) -> Writer<'_, 'db> {
+        match self {
+            Writer::Embedded(txn) => Writer::Embedded(txn),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => Writer::Remote {
+                remote,
+                session: session.as_deref_mut(),
+            },
+        }
+    }
+
+    /// The engine transaction, on the embedded back end.
+    pub(crate) fn engine(&mut self) -> Option<&mut WriteTxn<'db>> {
+        match self {
+            Writer::Embedded(txn) => Some(txn),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { .. } => None,
+        }
+    }
+
+    /// Inserts in order; the first refused document fails the call.
+    pub(crate) fn insert(
+        &mut self,
+        collection: &str,
+        documents: Vec<RawDocumentBuf>,
+    ) -> Result<Vec<Bson>> {
+        match self {
+            Writer::Embedded(txn) => {
+                if let [_] = documents.as_slice() {
+                    let document = documents.into_iter().next().unwrap_or_default();
+                    return Ok(vec![txn.insert_one(collection, document)?]);
+                }
+                let mut result = txn.insert_many(collection, documents, true)?;
+                if !result.failures.is_empty() {
+                    return Err(result.failures.swap_remove(0).1.into());
+                }
+                Ok(result.inserted.into_iter().map(|(_, id)| id).collect())
+            }
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                remote.insert(session.as_deref_mut(), collection, documents)
+            }
+        }
+    }
+
+    pub(crate) fn get(&mut self, collection: &str, id: &Bson) -> Result<Option<RawDocumentBuf>> {
+        match self {
+            Writer::Embedded(txn) => Ok(txn.get(collection, id)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                remote.get(session.as_deref_mut(), collection, id)
+            }
+        }
+    }
+
+    pub(crate) fn find(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<Vec<RawDocumentBuf>> {
+        match self {
+            Writer::Embedded(txn) => Ok(txn.find_with(collection, filter, options)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                remote.find(session.as_deref_mut(), collection, filter, options)
+            }
+        }
+    }
+
+    /// Updates the first match, or every match with `multi`.
+    pub(crate) fn update(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: UpdateModifications,
+        options: &UpdateOptions,
+        multi: bool,
+    ) -> Result<UpdateResult> {
+        match self {
+            Writer::Embedded(txn) if multi => {
+                Ok(txn.update_many(collection, filter, update, options)?)
+            }
+            Writer::Embedded(txn) => Ok(txn.update_one(collection, filter, update, options)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => remote.update(
+                session.as_deref_mut(),
+                collection,
+                filter,
+                crate::remote::commands::modifications(&update),
+                options,
+                multi,
+            ),
+        }
+    }
+
+    pub(crate) fn replace_one(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        replacement: &Document,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        match self {
+            Writer::Embedded(txn) => {
+                Ok(txn.replace_one(collection, filter, replacement, options)?)
+            }
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => remote.update(
+                session.as_deref_mut(),
+                collection,
+                filter,
+                Bson::Document(replacement.clone()),
+                options,
+                false,
+            ),
+        }
+    }
+
+    /// Deletes the first match, or every match with `multi`.
+    pub(crate) fn delete(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        multi: bool,
+    ) -> Result<u64> {
+        match self {
+            Writer::Embedded(txn) if multi => Ok(txn.delete_many(collection, filter)?),
+            Writer::Embedded(txn) => Ok(txn.delete_one(collection, filter)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => remote.delete(
+                session.as_deref_mut(),
+                collection,
+                filter,
+                &odm_engine::update::DeleteOptions::default(),
+                multi,
+            ),
+        }
+    }
+
+    /// Updates, replaces or deletes the first match and returns it, before or after.
+    pub(crate) fn find_and_modify(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        modify: Modify,
+        options: &FindAndModify,
+    ) -> Result<Option<Document>> {
+        match self {
+            Writer::Embedded(txn) => Ok(match modify {
+                Modify::Update(update) => {
+                    txn.find_one_and_update(collection, filter, update, options)?
+                }
+                Modify::Replace(replacement) => {
+                    txn.find_one_and_replace(collection, filter, &replacement, options)?
+                }
+                Modify::Delete => txn.find_one_and_delete(collection, filter, options)?,
+            }),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                remote.find_and_modify(session.as_deref_mut(), collection, filter, &modify, options)
+            }
+        }
+    }
+
+    /// Creates an index, or keeps it when it exists with the same definition.
+    pub(crate) fn create_index(&mut self, collection: &str, spec: IndexSpec) -> Result<String> {
+        match self {
+            Writer::Embedded(txn) => Ok(txn.create_index(collection, spec)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                let name = spec.name().to_owned();
+                remote.create_indexes(
+                    session.as_deref_mut(),
+                    collection,
+                    std::slice::from_ref(&spec),
+                )?;
+                Ok(name)
+            }
+        }
+    }
+
+    pub(crate) fn bulk_write(&mut self, collection: &str, bulk: BulkWrite) -> Result<BulkResult> {
+        match self {
+            Writer::Embedded(txn) => Ok(txn.bulk_write(collection, bulk)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                remote.bulk_write(session.as_deref_mut(), collection, bulk)
+            }
+        }
+    }
+
+    /// Replaces the document stored under `id` (a schema migration's rewrite).
+    pub(crate) fn replace_by_id(
+        &mut self,
+        collection: &str,
+        id: &Bson,
+        document: RawDocumentBuf,
+    ) -> Result<()> {
+        match self {
+            Writer::Embedded(txn) => Ok(txn.replace_by_id(collection, id, document).map(drop)?),
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => {
+                let replacement =
+                    Document::try_from(document.as_ref()).map_err(|e| crate::Error::Serialize {
+                        collection: collection.to_owned(),
+                        reason: e.to_string(),
+                    })?;
+                remote.update(
+                    session.as_deref_mut(),
+                    collection,
+                    &bson::doc! { "_id": id.clone() },
+                    Bson::Document(replacement),
+                    &UpdateOptions::default(),
+                    false,
+                )?;
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! The MongoDB back end's own rules: `Database::connect`, transactions through driver sessions
+//! (and their refusal on a standalone), errors with the same codes as the engine's, declared
+//! indexes and shard keys deployed and checked, the server's explain in typed form, cursors.
+//!
+//! Each test runs against the deployment `ODM_MONGODB_URI` names when it is set (as
+//! `tests/wire/backends.sh` runs it), and otherwise against an `odm serve` started in this
+//! process as a one-member replica set.
+
+use bson::doc;
+use odm::server::{Config, Server, ServerHandle, Storage};
+use odm::{Database, Document, Error, Filter, Index};
+use odm_engine::query::Routing;
+use serde::{Deserialize, Serialize};
+
+/// A fresh database on the deployment under test, and the in-process server serving it when
+/// no deployment is named (dropped with the test).
+fn database() -> (Option<ServerHandle>, Database) {
+    if odm::testing::remote() {
+        return (None, odm::testing::database().unwrap());
+    }
+    let server = serve(Some("rs0"));
+    let uri = odm::testing::with_database(&server.uri(), "app");
+    let db = Database::connect(&uri).unwrap();
+    (Some(server), db)
+}
+
+fn serve(replica_set: Option<&str>) -> ServerHandle {
+    let config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        replica_set: replica_set.map(str::to_owned),
+        ..Config::default()
+    };
+    Server::bind(Storage::in_memory(), config).unwrap().spawn()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(
+    collection = "users",
+    shard_key(region, email),
+    index(keys(region = 1, email = 1), unique)
+)]
+struct User {
+    #[odm(id)]
+    id: i64,
+    region: String,
+    #[odm(index)]
+    email: String,
+    visits: i32,
+}
+
+fn user(id: i64, region: &str) -> User {
+    User {
+        id,
+        region: region.into(),
+        email: format!("{id}@example.org"),
+        visits: 0,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "orders")]
+struct Order {
+    #[odm(id)]
+    id: i64,
+    user: i64,
+}
+
+/// The same collection as another program declares it: `email_1` sparse.
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "users")]
+struct SparseEmails {
+    #[odm(id)]
+    id: i64,
+    #[odm(index(sparse))]
+    email: String,
+}
+
+/// The users collection sharded on another key.
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "users", shard_key(email))]
+struct ByEmail {
+    #[odm(id)]
+    id: i64,
+    email: String,
+}
+
+/// A hashed key: its supporting index is hashed, and equality routes to one shard.
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "events", shard_key(hashed(user)))]
+struct Event {
+    #[odm(id)]
+    id: i64,
+    user: String,
+}
+
+#[test]
+fn a_connection_string_must_name_its_database() {
+    if odm::testing::remote() {
+        return;
+    }
+    let server = serve(Some("rs0"));
+    let err = Database::connect(&server.uri()).unwrap_err();
+    assert!(matches!(err, Error::Driver { .. }), "{err}");
+    assert!(err.to_string().contains("names no database"), "{err}");
+}
+
+#[test]
+fn transactions_commit_whole_or_not_at_all() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    let orders = db.collection::<Order>().unwrap();
+    users.insert_one(&user(1, "eu")).unwrap();
+    let u = User::fields();
+    // Both writes or neither: the closure's error aborts the driver transaction.
+    let aborted: odm::Result<()> = db.write(|txn| {
+        txn.insert_one(&Order { id: 1, user: 1 })?;
+        txn.update_one(u.id.eq(1), u.visits.inc(1), &odm::UpdateOptions::default())?;
+        // The transaction reads its own writes.
+        assert_eq!(txn.get::<User>(&1_i64.into())?.unwrap().visits, 1);
+        Err(Error::Serialize {
+            collection: "orders".into(),
+            reason: "abort on purpose".into(),
+        })
+    });
+    assert!(aborted.is_err());
+    assert_eq!(orders.count(Filter::all()).unwrap(), 0);
+    assert_eq!(users.get(1).unwrap().unwrap().visits, 0);
+    db.write(|txn| {
+        txn.insert_one(&Order { id: 1, user: 1 })?;
+        txn.update_one(u.id.eq(1), u.visits.inc(1), &odm::UpdateOptions::default())?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(orders.count(Filter::all()).unwrap(), 1);
+    assert_eq!(users.get(1).unwrap().unwrap().visits, 1);
+}
+
+#[test]
+fn a_standalone_server_refuses_transactions_and_says_why() {
+    if odm::testing::remote() {
+        return;
+    }
+    let server = serve(None);
+    let db = Database::connect(&odm::testing::with_database(&server.uri(), "app")).unwrap();
+    let orders = db.collection::<Order>().unwrap();
+    let err = db
+        .write(|txn| txn.insert_one(&Order { id: 1, user: 1 }))
+        .unwrap_err();
+    assert!(matches!(err, Error::TransactionsUnsupported), "{err}");
+    assert!(err.to_string().contains("replica set"), "{err}");
+    assert_eq!(orders.count(Filter::all()).unwrap(), 0);
+    // One-operation writes need no transaction; a promised-whole write goes document by
+    // document, as MongoDB's own.
+    orders.insert_one(&Order { id: 1, user: 1 }).unwrap();
+    let refused = orders.insert_many(&[Order { id: 2, user: 1 }, Order { id: 1, user: 2 }]);
+    assert_eq!(refused.unwrap_err().code(), Some(11000));
+    assert_eq!(orders.count(Filter::all()).unwrap(), 2);
+}
+
+#[test]
+fn a_duplicate_key_is_the_engines_error_with_the_servers_details() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    users.insert_one(&user(1, "eu")).unwrap();
+    let mut twin = user(2, "eu");
+    twin.email = "1@example.org".into();
+    let err = users.insert_one(&twin).unwrap_err();
+    assert_eq!(err.code(), Some(11000));
+    match &err {
+        Error::Engine(odm_engine::Error::DuplicateKey {
+            index, key_value, ..
+        }) => {
+            assert_eq!(index, "region_1_email_1");
+            assert_eq!(
+                **key_value,
+                doc! { "region": "eu", "email": "1@example.org" }
+            );
+        }
+        other => panic!("expected a duplicate key, got {other:?}"),
+    }
+    // Nothing changed; the same write under another key goes through.
+    assert_eq!(users.count(Filter::all()).unwrap(), 1);
+    twin.email = "2@example.org".into();
+    users.insert_one(&twin).unwrap();
+    // Any other refusal keeps the server's code and message.
+    let err = users
+        .find(Filter::from(doc! { "$where": "1" }))
+        .to_vec()
+        .unwrap_err();
+    assert!(err.code().is_some_and(|c| c != 0), "{err}");
+}
+
+#[test]
+fn declared_indexes_deploy_and_a_conflicting_one_names_both_definitions() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    let plan = users.sync_indexes(false).unwrap();
+    assert_eq!(plan.unchanged, ["email_1", "region_1_email_1"]);
+    assert!(plan.undeclared.is_empty(), "{plan}");
+    // An index made at run time is undeclared, and dropped only when asked.
+    let u = User::fields();
+    assert_eq!(
+        users.create_index(Index::desc(&u.visits)).unwrap(),
+        "visits_-1"
+    );
+    let plan = users.sync_indexes(true).unwrap();
+    assert_eq!(
+        (plan.undeclared, plan.dropped),
+        (vec!["visits_-1".to_owned()], vec!["visits_-1".to_owned()])
+    );
+
+    match db.collection::<SparseEmails>().unwrap_err() {
+        Error::IndexMismatch {
+            index,
+            declared,
+            stored,
+            ..
+        } => {
+            assert_eq!(index, "email_1");
+            assert_eq!(declared, "{ \"email\": 1 } sparse");
+            assert_eq!(stored, "{ \"email\": 1 }");
+        }
+        other => panic!("expected an index mismatch, got {other}"),
+    }
+}
+
+#[test]
+fn a_shard_key_deploys_and_another_key_for_the_same_collection_is_refused() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    for id in 0..20 {
+        users
+            .insert_one(&user(id, if id % 2 == 0 { "eu" } else { "us" }))
+            .unwrap();
+    }
+    // The server routes by the deployed key: the full key to one shard, a prefix to the
+    // shards of its ranges, anything else to every shard.
+    let u = User::fields();
+    let route = |filter: Filter<User>| {
+        users
+            .find(filter)
+            .explain()
+            .unwrap()
+            .routing
+            .map(|(_, r)| r)
+    };
+    assert_eq!(
+        route(u.region.eq("eu").and(u.email.eq("2@example.org"))),
+        Some(Routing::SingleShard)
+    );
+    assert_eq!(route(u.region.eq("eu")), Some(Routing::Targeted));
+    assert_eq!(route(u.visits.eq(0)), Some(Routing::Broadcast));
+
+    match db.collection::<ByEmail>().unwrap_err() {
+        Error::IndexMismatch {
+            index,
+            declared,
+            stored,
+            ..
+        } => {
+            assert_eq!(index, "shard key");
+            assert_eq!(declared, "{ \"email\": 1 }");
+            assert!(stored.contains("region"), "{stored}");
+        }
+        other => panic!("expected a shard key mismatch, got {other}"),
+    }
+
+    let events = db.collection::<Event>().unwrap();
+    events
+        .insert_one(&Event {
+            id: 1,
+            user: "ann".into(),
+        })
+        .unwrap();
+    let e = Event::fields();
+    let explain = events.find(e.user.eq("ann")).explain().unwrap();
+    assert_eq!(explain.index_used(), Some("user_hashed"), "{explain}");
+    assert_eq!(explain.routing.map(|(_, r)| r), Some(Routing::SingleShard));
+}
+
+#[test]
+fn explain_is_the_servers_in_the_engines_typed_form() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    let all: Vec<User> = (0..50).map(|id| user(id, "eu")).collect();
+    users.insert_many(&all).unwrap();
+    let u = User::fields();
+    let explain = users.find(u.email.eq("7@example.org")).explain().unwrap();
+    assert_eq!(explain.index_used(), Some("email_1"), "{explain}");
+    assert_eq!(
+        (explain.returned, explain.docs_examined),
+        (1, 1),
+        "{explain}"
+    );
+    let scan = users.find(u.visits.eq(0)).explain().unwrap();
+    assert_eq!(scan.index_used(), None, "{scan}");
+    assert_eq!(scan.docs_examined, 50, "{scan}");
+    let pipeline = users
+        .aggregate()
+        .filter(u.email.eq("7@example.org"))
+        .explain()
+        .unwrap();
+    let head = pipeline.cursor.expect("a pipeline led by a find");
+    assert_eq!(head.index_used(), Some("email_1"));
+}
+
+#[test]
+fn cursors_stream_past_one_batch_and_reads_decode_as_on_a_file() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    let all: Vec<User> = (0..450).map(|id| user(id, "eu")).collect();
+    users.insert_many(&all).unwrap();
+    let u = User::fields();
+    let streamed: Vec<User> = users
+        .find(Filter::all())
+        .sort(odm::Sort::asc(&u.id))
+        .iter()
+        .unwrap()
+        .collect::<odm::Result<_>>()
+        .unwrap();
+    assert_eq!(streamed, all);
+    let page = users
+        .find(u.id.gte(10))
+        .sort(odm::Sort::desc(&u.id))
+        .skip(5)
+        .limit(3)
+        .to_vec()
+        .unwrap();
+    assert_eq!(
+        page.iter().map(|u| u.id).collect::<Vec<_>>(),
+        [444, 443, 442]
+    );
+    let projected = users
+        .find(u.id.eq(3))
+        .project(&odm::Projection::include(&u.email))
+        .unwrap();
+    assert_eq!(projected, [doc! { "_id": 3_i64, "email": "3@example.org" }]);
+    assert_eq!(
+        users.distinct(&u.region, Filter::all()).unwrap(),
+        [bson::Bson::from("eu")]
+    );
+    let counted = users.aggregate().filter(u.id.lt(100)).count().unwrap();
+    assert_eq!(counted, 100);
+    let streamed = users
+        .aggregate()
+        .filter(u.id.lt(300))
+        .iter()
+        .unwrap()
+        .count();
+    assert_eq!(streamed, 300);
+    assert!(db.collection_names().unwrap().contains(&"users".to_owned()));
+    assert!(db.engine().is_none());
+}
