@@ -99,11 +99,34 @@ impl ShardKey {
         }
     }
 
+    /// Reads MongoDB's spelling. As MongoDB: a ranged field's value is 1; `"hashed"` names the
+    /// hashed field. A hashed field among others (MongoDB 4.4's compound hashed keys) is a
+    /// key this engine does not route, refused by name.
     pub fn from_document(d: &Document) -> Result<ShardKey, IndexSpecError> {
         if let [(path, Bson::String(kind))] = d.iter().collect::<Vec<_>>().as_slice()
             && kind == "hashed"
         {
             return ShardKey::hashed(path);
+        }
+        for (path, value) in d {
+            match value {
+                Bson::Int32(1) | Bson::Int64(1) => {}
+                Bson::Double(one) if *one == 1.0 => {}
+                Bson::String(kind) if kind == "hashed" => {
+                    return Err(IndexSpecError::UnsupportedKind {
+                        path: path.clone(),
+                        kind: "compound hashed shard key".into(),
+                    });
+                }
+                other => {
+                    return Err(IndexSpecError::BadKeyValue {
+                        path: path.clone(),
+                        reason: format!(
+                            "a shard key field can only be 1 or \"hashed\", not {other}"
+                        ),
+                    });
+                }
+            }
         }
         ShardKey::range(d.keys().map(String::as_str))
     }

@@ -21,9 +21,17 @@ pub fn remote() -> bool {
 
 /// A fresh, empty database on the back end the environment chooses.
 pub fn database() -> Result<Database> {
+    match fresh_uri() {
+        Some(uri) => connect(&uri),
+        None => Database::in_memory(),
+    }
+}
+
+/// The connection string of a fresh database on the deployment [`MONGODB_URI`] names, if any.
+pub fn fresh_uri() -> Option<String> {
     match std::env::var(MONGODB_URI) {
-        Ok(uri) if !uri.is_empty() => connect(&with_database(&uri, &fresh_name())),
-        _ => Database::in_memory(),
+        Ok(uri) if !uri.is_empty() => Some(with_database(&uri, &fresh_name())),
+        _ => None,
     }
 }
 

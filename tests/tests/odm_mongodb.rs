@@ -15,13 +15,18 @@ use serde::{Deserialize, Serialize};
 /// A fresh database on the deployment under test, and the in-process server serving it when
 /// no deployment is named (dropped with the test).
 fn database() -> (Option<ServerHandle>, Database) {
-    if odm::testing::remote() {
-        return (None, odm::testing::database().unwrap());
+    let (server, uri) = deployment();
+    (server, Database::connect(&uri).unwrap())
+}
+
+/// The connection string of a fresh database on the deployment under test.
+fn deployment() -> (Option<ServerHandle>, String) {
+    if let Some(uri) = odm::testing::fresh_uri() {
+        return (None, uri);
     }
     let server = serve(Some("rs0"));
     let uri = odm::testing::with_database(&server.uri(), "app");
-    let db = Database::connect(&uri).unwrap();
-    (Some(server), db)
+    (Some(server), uri)
 }
 
 fn serve(replica_set: Option<&str>) -> ServerHandle {
@@ -350,4 +355,60 @@ fn cursors_stream_past_one_batch_and_reads_decode_as_on_a_file() {
     assert_eq!(streamed, 300);
     assert!(db.collection_names().unwrap().contains(&"users".to_owned()));
     assert!(db.engine().is_none());
+}
+
+/// The derive refuses, at compile time, the declarations a server would refuse at deploy time
+/// (`odm/tests/ui/derive`: `unique_index_not_prefixed_by_shard_key`,
+/// `hashed_shard_key_marked_unique`, `hashed_compound_shard_key`). Each rule, sent as the
+/// command such a declaration would generate, is refused by the server.
+#[test]
+fn the_commands_the_derive_refuses_to_generate_are_refused_by_the_server() {
+    let (_server, uri) = deployment();
+    let client = mongodb::sync::Client::with_uri_str(&uri).unwrap();
+    let app = client.default_database().unwrap();
+    let admin = client.database("admin");
+    let ns = |c: &str| format!("{}.{c}", app.name());
+    let refused = |command: bson::Document| {
+        let err = admin.run_command(command).run().unwrap_err();
+        match *err.kind {
+            mongodb::error::ErrorKind::Command(c) => (c.code, c.message),
+            other => panic!("expected a command error, got {other:?}"),
+        }
+    };
+    // A unique index the shard key does not prefix.
+    app.run_command(doc! {
+        "createIndexes": "accounts",
+        "indexes": [{ "key": { "email": 1 }, "name": "email_1", "unique": true }],
+    })
+    .run()
+    .unwrap();
+    let (code, message) =
+        refused(doc! { "shardCollection": ns("accounts"), "key": { "region": 1 } });
+    if !odm::testing::remote() {
+        assert_eq!(code, 72, "{message}");
+        assert!(
+            message.contains("Uniqueness can't be maintained"),
+            "{message}"
+        );
+    }
+    // A hashed key declared unique.
+    let (code, message) = refused(doc! {
+        "shardCollection": ns("identities"), "key": { "identifier": "hashed" }, "unique": true,
+    });
+    if !odm::testing::remote() {
+        assert_eq!(code, 72, "{message}");
+    }
+    // A hashed field in a compound key (a MongoDB 4.4 key this engine does not route).
+    let (_, message) = refused(doc! {
+        "shardCollection": ns("orders"), "key": { "customer": "hashed", "region": 1 },
+    });
+    if !odm::testing::remote() {
+        assert!(message.contains("compound hashed"), "{message}");
+    }
+    // What the derive does generate for a valid declaration is accepted.
+    app.run_command(doc! { "create": "users" }).run().unwrap();
+    admin
+        .run_command(doc! { "shardCollection": ns("users"), "key": { "region": 1, "email": 1 } })
+        .run()
+        .unwrap();
 }

@@ -402,10 +402,14 @@ impl Walked {
             }
             _ => {}
         }
+        // Express stages write their key pattern as text; the `_id` index has its own name.
         let is_id_key = || {
             stage
-                .get_document("keyPattern")
-                .is_ok_and(|k| k.len() == 1 && k.contains_key("_id"))
+                .get_str("indexName")
+                .is_ok_and(|n| n == crate::ID_INDEX_NAME)
+                || stage
+                    .get_document("keyPattern")
+                    .is_ok_and(|k| k.len() == 1 && k.contains_key("_id"))
         };
         match name {
             "COLLSCAN" | "CLUSTERED_IXSCAN" => return Access::CollectionScan,

@@ -243,6 +243,7 @@ pub fn shard_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
     }
     let (db, coll) = super::split_namespace(&ns)?;
     let coll = coll.to_owned();
+    let target = ns.clone();
     let saved = std::mem::replace(&mut ctx.db, db.to_owned());
     let result = session::write(ctx, move |t| {
         let fields: Vec<&str> = key
@@ -250,6 +251,30 @@ pub fn shard_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
             .into_iter()
             .map(odm_engine::Path::as_str)
             .collect();
+        // A sharded collection keeps its key: the same again is accepted as it is, another
+        // refused, before anything else is looked at.
+        if t.collection_options(&coll)
+            .is_some_and(|o| o.shard_key.is_some())
+        {
+            return Ok(t.shard_collection(&coll, key)?);
+        }
+        // A unique index a cluster could not enforce across shards: MongoDB refuses the key.
+        for index in t.list_indexes(&coll) {
+            let prefix: Vec<&str> = index.keys().iter().map(|(p, _)| p.as_str()).collect();
+            if index.is_unique()
+                && index.name() != odm_engine::ID_INDEX_NAME
+                && !prefix.starts_with(&fields)
+            {
+                return Err(CommandError::new(
+                    ErrorCode::INVALID_OPTIONS,
+                    format!(
+                        "can't shard collection '{target}' with unique index on {} and proposed shard key {}. Uniqueness can't be maintained unless shard key is a prefix",
+                        index.keys_document(),
+                        key.to_document()
+                    ),
+                ));
+            }
+        }
         let supported = t.list_indexes(&coll).iter().any(|index| {
             let prefix: Vec<&str> = index.keys().iter().map(|(p, _)| p.as_str()).collect();
             prefix.starts_with(&fields)
