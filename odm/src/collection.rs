@@ -297,6 +297,43 @@ impl<T: Document> Collection<T> {
         self.write(|c| c.replace_one(filter, value, false))
     }
 
+    /// Stores `value` in place of the document with its `_id`, or inserts it; the filter is
+    /// the document's identity (its `_id` and shard key values), so on a cluster the write
+    /// goes to one shard. See [`TxnCollection::save`].
+    ///
+    /// ```
+    /// use odm::{Database, Document, Filter};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "carts", shard_key(user))]
+    /// struct Cart {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     user: String,
+    ///     items: Vec<String>,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let carts = db.collection::<Cart>()?;
+    /// let mut cart = Cart { id: 1, user: "ann".into(), items: vec![] };
+    /// carts.save(&cart)?; // inserted
+    /// cart.items.push("pen".into());
+    /// carts.save(&cart)?; // replaced, found by `{_id: 1, user: "ann"}`
+    /// assert_eq!(carts.get(1)?.unwrap().items, ["pen"]);
+    /// assert_eq!(carts.delete_document(&cart)?, 1);
+    /// assert_eq!(carts.count(Filter::all())?, 0);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
+    pub fn save(&self, value: &T) -> Result<UpdateResult> {
+        self.write(|c| c.save(value))
+    }
+
+    /// Deletes the document `value` is, found by its identity as [`Collection::save`] finds it.
+    pub fn delete_document(&self, value: &T) -> Result<u64> {
+        self.write(|c| c.delete_document(value))
+    }
+
     pub fn delete_one(&self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = filter.into();
         self.write(|c| c.delete_one(filter))

@@ -19,7 +19,12 @@
 //!   [`Database::write`] and [`Database::transaction`] (multi-model transactions through
 //!   [`Txn`], whose [`TxnCollection`]s write and read their own writes),
 //!   [`Database::sync_indexes`] ([`IndexPlan`]); [`Options`] (TTL monitor, [`Durability`]).
-//! - [`Collection`]: `insert_one`, `insert_many`, `get`, `find` ([`Find`]: `sort`, `skip`,
+//! - Back ends: an engine file ([`Database::open`]) or memory, or, with the `mongodb`
+//!   feature, a MongoDB deployment through the official driver (`Database::connect`); the same
+//!   typed calls, filters, updates and pipelines run on both, declared indexes and shard keys
+//!   deploy on both, and errors carry MongoDB's codes on both ([`Error::code`]).
+//! - [`Collection`]: `insert_one`, `insert_many`, `save` and `delete_document` (a known
+//!   document, found by its `_id` and shard key), `get`, `find` ([`Find`]: `sort`, `skip`,
 //!   `limit`, `hint`, `collation`, `to_vec`, `iter` ([`Cursor`]), `first`, `project`, `explain`), `find_one`, `count`,
 //!   `distinct`, `aggregate` ([`Aggregate`]), `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`

@@ -385,6 +385,27 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         self.inner.delete(self.name, &filter, true)
     }
 
+    /// Stores `value` in place of the document with its `_id`, or inserts it: one replacement
+    /// whose filter is the document's identity, its `_id` and, for a model with a shard key,
+    /// the key's values, so that on a cluster it goes to the one shard holding the document.
+    pub fn save(&mut self, value: &T) -> Result<UpdateResult> {
+        let replacement = replacement_of(value, self.name)?;
+        let filter = identity_of::<T>(&replacement);
+        let options = UpdateOptions {
+            upsert: true,
+            ..UpdateOptions::default()
+        };
+        self.inner
+            .replace_one(self.name, &filter, &replacement, &options)
+    }
+
+    /// Deletes the document `value` is (by its identity, as [`TxnCollection::save`] finds it);
+    /// returns how many were deleted (0 or 1).
+    pub fn delete_document(&mut self, value: &T) -> Result<u64> {
+        let filter = identity_of::<T>(&replacement_of(value, self.name)?);
+        self.inner.delete(self.name, &filter, false)
+    }
+
     /// Updates the first match (in the options' sort order) and returns it, before or after.
     pub fn find_one_and_update(
         &mut self,
@@ -569,6 +590,25 @@ fn replacement_of<T: Document>(value: &T, collection: &str) -> Result<bson::Docu
         collection: collection.to_owned(),
         reason: e.to_string(),
     })
+}
+
+/// The filter that finds the stored `document` and, on a cluster, its shard: its `_id` and the
+/// values of the model's shard key fields (a missing one as `null`, as MongoDB places it).
+pub(crate) fn identity_of<T: Document>(document: &bson::Document) -> bson::Document {
+    let mut filter = bson::doc! { "_id": document.get("_id").cloned().unwrap_or(Bson::Null) };
+    if let Some(key) = T::shard_key() {
+        for path in key.paths() {
+            let mut value = Some(Bson::Document(document.clone()));
+            for segment in path.as_str().split('.') {
+                value = match value {
+                    Some(Bson::Document(d)) => d.get(segment).cloned(),
+                    _ => None,
+                };
+            }
+            filter.insert(path.as_str(), value.unwrap_or(Bson::Null));
+        }
+    }
+    filter
 }
 
 /// A document a find-and-modify returned, as the model.

@@ -412,3 +412,24 @@ fn the_commands_the_derive_refuses_to_generate_are_refused_by_the_server() {
         .run()
         .unwrap();
 }
+
+/// A known document is found by its identity, its `_id` and its shard key's values, so that
+/// its writes route to one shard; a save under another key value is another document, which
+/// the `_id` index refuses.
+#[test]
+fn saves_and_deletes_of_a_known_document_carry_its_shard_key() {
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    let mut ann = user(1, "eu");
+    assert!(users.save(&ann).unwrap().upserted_id.is_some());
+    ann.visits = 5;
+    let replaced = users.save(&ann).unwrap();
+    assert_eq!((replaced.matched, replaced.modified), (1, 1));
+    assert_eq!(users.get(1).unwrap().unwrap().visits, 5);
+    let mut moved = ann.clone();
+    moved.region = "us".into();
+    assert_eq!(users.save(&moved).unwrap_err().code(), Some(11000));
+    assert_eq!(users.delete_document(&moved).unwrap(), 0);
+    assert_eq!(users.delete_document(&ann).unwrap(), 1);
+    assert_eq!(users.count(Filter::all()).unwrap(), 0);
+}
