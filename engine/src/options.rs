@@ -111,6 +111,8 @@ impl ShardKey {
         for (path, value) in d {
             match value {
                 Bson::Int32(1) | Bson::Int64(1) => {}
+                // Exactly one: 1.0 is the only double MongoDB takes here.
+                #[allow(clippy::float_cmp)]
                 Bson::Double(one) if *one == 1.0 => {}
                 Bson::String(kind) if kind == "hashed" => {
                     return Err(IndexSpecError::UnsupportedKind {

@@ -273,7 +273,7 @@ fn index_documents_round_trip_and_what_cannot_be_built_is_refused() {
         IndexSpec::from_document(&server).unwrap(),
         IndexSpec::from_document(&documents_ttl()).unwrap()
     );
-    let refusals: [(Document, fn(&IndexSpecError) -> bool); 6] = [
+    let refusals: [(Document, Expected); 6] = [
         (
             doc! { "name": "x" },
             |e| matches!(e, IndexSpecError::BadOption { option, .. } if option == "key"),
@@ -303,6 +303,9 @@ fn index_documents_round_trip_and_what_cannot_be_built_is_refused() {
         assert!(expected(&err), "{document}: {err}");
     }
 }
+
+/// What a refusal must be.
+type Expected = fn(&IndexSpecError) -> bool;
 
 fn documents_ttl() -> Document {
     doc! { "v": 2, "key": { "t": 1 }, "name": "t_1", "expireAfterSeconds": 3600_i64 }

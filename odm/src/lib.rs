@@ -44,6 +44,7 @@
 //! on filters and updates), and a `bson::Document` converts into a typed filter or update as an
 //! escape hatch.
 
+pub mod advisor;
 mod aggregate;
 mod codec;
 mod collection;

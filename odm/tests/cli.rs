@@ -1043,3 +1043,88 @@ fn errors_a_person_can_act_on() {
     ]);
     assert!(line.contains("nope.json: No such file"), "{line}");
 }
+
+/// `odm shard-advisor`: each candidate's placement as a table, the picture when asked, the
+/// sampled queries' routing; a malformed key or query line is one line naming it.
+#[test]
+fn shard_advisor_reports_each_candidate_and_refuses_what_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.odm");
+    let docs: Vec<Document> = (0..600)
+        .map(|i| doc! { "_id": i, "user": format!("u{}", i % 37), "pad": "x".repeat(100) })
+        .collect();
+    seed(&file, "events", &docs);
+    let queries = dir.path().join("queries.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"user\": \"u1\"}\n\n{\"filter\": {\"_id\": 5}}\n",
+    )
+    .unwrap();
+    let picture = dir.path().join("advisor.svg");
+    let out = ok(&[
+        "shard-advisor",
+        s(&file),
+        "--collection",
+        "events",
+        "--shards",
+        "3",
+        "--key",
+        "{_id: 1}",
+        "--key",
+        "{user: \"hashed\"}",
+        "--queries",
+        s(&queries),
+        "--svg",
+        s(&picture),
+    ]);
+    assert!(out.contains("600 documents"), "{out}");
+    assert!(
+        out.contains("{ \"_id\": 1 }") && out.contains("{ \"user\": \"hashed\" }"),
+        "{out}"
+    );
+    // Each key routes one of the two queries to one shard and sends the other to all.
+    assert_eq!(out.matches("50% / 0% / 50%").count(), 2, "{out}");
+    assert!(
+        std::fs::read_to_string(&picture)
+            .unwrap()
+            .starts_with("<svg")
+    );
+
+    let base = [
+        "shard-advisor",
+        s(&file),
+        "--collection",
+        "events",
+        "--shards",
+        "2",
+    ];
+    let err = fails(&[&base[..], &["--key", "{_id: -1}"]].concat());
+    assert!(
+        err.contains("--key") && err.contains("1 or \"hashed\""),
+        "{err}"
+    );
+    let err = fails(&[&base[..], &["--key", "{_id: 1"]].concat());
+    assert!(err.contains("--key"), "{err}");
+    std::fs::write(&queries, "{\"user\": \"u1\"}\nnot json\n").unwrap();
+    let err = fails(&[&base[..], &["--key", "{_id: 1}", "--queries", s(&queries)]].concat());
+    assert!(err.contains("queries.jsonl:2"), "{err}");
+    let err = fails(&[
+        "shard-advisor",
+        s(&file),
+        "--collection",
+        "nope",
+        "--shards",
+        "2",
+        "--key",
+        "{a: 1}",
+    ]);
+    assert!(err.contains("no collection `nope`"), "{err}");
+    let err = fails(
+        &[
+            &base[..2],
+            &["--collection", "events", "--shards", "0", "--key", "{a: 1}"],
+        ]
+        .concat(),
+    );
+    assert!(err.contains("at least one shard"), "{err}");
+}

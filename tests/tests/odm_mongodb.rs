@@ -249,12 +249,18 @@ fn a_shard_key_deploys_and_another_key_for_the_same_collection_is_refused() {
             .routing
             .map(|(_, r)| r)
     };
-    assert_eq!(
-        route(u.region.eq("eu").and(u.email.eq("2@example.org"))),
-        Some(Routing::SingleShard)
-    );
-    assert_eq!(route(u.region.eq("eu")), Some(Routing::Targeted));
+    let single = route(u.region.eq("eu").and(u.email.eq("2@example.org")));
+    if single.is_none() {
+        // A replica set of real MongoDB servers has no shardCollection: no key to check.
+        assert!(odm::testing::remote());
+        return;
+    }
+    assert_eq!(single, Some(Routing::SingleShard));
     assert_eq!(route(u.visits.eq(0)), Some(Routing::Broadcast));
+    // A `mongos`'s explain says one shard or several, not whether several are all.
+    if !odm::testing::remote() {
+        assert_eq!(route(u.region.eq("eu")), Some(Routing::Targeted));
+    }
 
     match db.collection::<ByEmail>().unwrap_err() {
         Error::IndexMismatch {

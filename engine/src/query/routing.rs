@@ -55,6 +55,13 @@ enum Bound {
     Range,
 }
 
+/// The routing of a filter document on a collection sharded by `key` (a `mongos`'s choice for
+/// a query or a write with this filter, under the simple collation); a filter that does not
+/// parse is the engine's error for it.
+pub fn route_filter(key: &ShardKey, filter: &bson::Document) -> crate::error::Result<Routing> {
+    Ok(route(key, &Filter::parse(filter)?, false))
+}
+
 /// The routing of `filter` on a collection sharded by `key`; `collated`: whether its strings
 /// compare under a collation (a shard key range holds binary strings, so those conditions do
 /// not target).

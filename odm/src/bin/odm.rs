@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use odm::server::{Config, Server, Storage, auth, tls::TlsFiles};
-use odm::tools::{ToolError, dump, export, import, maintain, query};
+use odm::tools::{ToolError, advise, dump, export, import, maintain, query};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -56,6 +56,9 @@ enum Command {
     Update(query::UpdateArgs),
     /// Deletes documents: `odm delete FILE COLL '{"done": true}' --multi`.
     Delete(query::DeleteArgs),
+    /// Simulates candidate shard keys over a collection: documents, inserts and queries per
+    /// shard on a cluster of N shards, before there is one.
+    ShardAdvisor(advise::AdviseArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -192,6 +195,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => query::explain(&args),
         Command::Update(args) => query::update(&args),
         Command::Delete(args) => query::delete(&args),
+        Command::ShardAdvisor(args) => advise::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,6 +15,7 @@
 //! Rule: every failure is a [`ToolError`], one line a person can act on; the command prints it
 //! and exits non-zero. Nothing here panics on what a user or a file supplies.
 
+pub mod advise;
 pub mod clock;
 pub mod delimited;
 pub mod dump;

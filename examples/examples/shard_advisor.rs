@@ -1,0 +1,143 @@
+//! S6 and S17: choosing a shard key before there is a cluster. The advisor replays a
+//! collection as a stream of inserts onto a simulated cluster under each candidate key and
+//! shows where the documents, the recent inserts and the queries would go.
+//!
+//! - S17, uploaded images (`images`): an auto-increment (ObjectId) key, an MD5 of the data,
+//!   and a month plus the MD5: right-balanced, random and segmented access.
+//! - S1, an inbox of one document per recipient (`messages`): by `_id`, by recipient and
+//!   time, or by a hash of the recipient; the queries are reads of one inbox.
+//!
+//! `cargo run --release --example shard_advisor [-- --svg FILE]` (the picture of S17's keys).
+
+use bson::{Document, RawDocumentBuf, doc, oid::ObjectId};
+use odm::advisor::Advisor;
+use odm::engine::ShardKey;
+
+const MONTHS: u32 = 12;
+const IMAGES_PER_MONTH: u32 = 2_000;
+const SHARDS: usize = 4;
+
+/// A fixed pseudo-random stream (xorshift), so that every run prints the same figures.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn raw(d: &Document) -> RawDocumentBuf {
+    RawDocumentBuf::try_from(d).expect("a document")
+}
+
+/// An ObjectId made at `second`: its first four bytes are the time, so ids increase.
+fn object_id(second: u32, counter: u32) -> ObjectId {
+    let mut bytes = [0u8; 12];
+    bytes[..4].copy_from_slice(&second.to_be_bytes());
+    bytes[8..].copy_from_slice(&counter.to_be_bytes());
+    ObjectId::from_bytes(bytes)
+}
+
+/// S17's `images`: uploads over a year, each with its MD5 and month (the image bytes live in
+/// `GridFS`; the collection holds what the key is chosen from).
+fn images() -> Vec<RawDocumentBuf> {
+    let mut random = Random(0x9e37_79b9_7f4a_7c15);
+    (0..MONTHS * IMAGES_PER_MONTH)
+        .map(|n| {
+            let month = n / IMAGES_PER_MONTH;
+            raw(&doc! {
+                "_id": object_id(1_700_000_000 + n * 1_300, n),
+                "md5": format!("{:016x}{:016x}", random.next(), random.next()),
+                "month": format!("2026-{:02}", month + 1),
+                "book": (random.next() % 5_000) as i64,
+                "bytes": (20_000 + random.next() % 400_000) as i64,
+            })
+        })
+        .collect()
+}
+
+/// S1's inbox, one document per recipient: 500 users, messages fanned out to three each.
+fn messages() -> Vec<RawDocumentBuf> {
+    let mut random = Random(0x2545_f491_4f6c_dd1d);
+    let mut out = Vec::new();
+    for n in 0..8_000u32 {
+        let sender = random.next() % 500;
+        for _ in 0..3 {
+            out.push(raw(&doc! {
+                "_id": object_id(1_700_000_000 + n * 60, out.len() as u32),
+                "recipient": format!("user{}", random.next() % 500),
+                "sender": format!("user{sender}"),
+                "sent": bson::DateTime::from_millis(1_700_000_000_000 + i64::from(n) * 60_000),
+                "text": "see you at the library",
+            }));
+        }
+    }
+    out
+}
+
+fn key(document: Document) -> ShardKey {
+    ShardKey::from_document(&document).expect("a valid shard key")
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let svg = std::env::args()
+        .skip_while(|a| a != "--svg")
+        .nth(1)
+        .unwrap_or_else(|| "target/shard-advisor-s17.svg".into());
+
+    println!("S17: the shard key of uploaded images\n");
+    // Reads of the images of a book, of one image by MD5, and of a month's uploads.
+    let image_queries: Vec<Document> = (0..300)
+        .map(|i| match i % 3 {
+            0 => doc! { "book": i64::from(i) },
+            1 => doc! { "md5": format!("{i:032x}") },
+            _ => doc! { "month": "2026-12", "md5": format!("{i:032x}") },
+        })
+        .collect();
+    // Real images are large: 128 MiB chunks of them hold a few hundred uploads. The bound
+    // below gives this sample as many chunks per month as a year of such uploads would have.
+    let report = Advisor::new(SHARDS).chunk_bytes(4_000).analyze(
+        images(),
+        &[
+            key(doc! { "_id": 1 }),
+            key(doc! { "md5": 1 }),
+            key(doc! { "month": 1, "md5": 1 }),
+            key(doc! { "_id": "hashed" }),
+        ],
+        &image_queries,
+    )?;
+    print!("{report}");
+    if let Some(folder) = std::path::Path::new(&svg).parent() {
+        std::fs::create_dir_all(folder)?;
+    }
+    std::fs::write(&svg, report.to_svg())?;
+    println!("picture: {svg}\n");
+    for candidate in &report.candidates {
+        let (shard, share) = candidate.hottest_recent();
+        println!(
+            "{}: the latest uploads go to {} shard(s); the busiest takes {:.0}% of them (shard {shard})",
+            candidate.key.to_document(),
+            candidate.recent_segments(),
+            100.0 * share
+        );
+    }
+
+    println!("\nS1: an inbox of one document per recipient\n");
+    let inbox_queries: Vec<Document> = (0..200)
+        .map(|i| doc! { "recipient": format!("user{i}") })
+        .collect();
+    let report = Advisor::new(SHARDS).analyze(
+        messages(),
+        &[
+            key(doc! { "_id": 1 }),
+            key(doc! { "recipient": 1, "sent": 1 }),
+            key(doc! { "recipient": "hashed" }),
+        ],
+        &inbox_queries,
+    )?;
+    print!("{report}");
+    Ok(())
+}
