@@ -20,6 +20,40 @@ fn all(db: &Database, name: &str) -> Vec<Document> {
         .unwrap()
 }
 
+/// The undo of a failed `update_many` runs backwards: restoring the first document's value
+/// before the second's would collide, in the unique index, with the second's new value (the
+/// consistency proptest found this: `{u: 1.0}` and `{}` with `$inc: {u: 1}`, then `{u: 0.0}`
+/// colliding).
+#[test]
+fn a_failed_update_many_is_undone_in_reverse_so_restored_values_never_collide() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(IndexSpec::ascending("u").unwrap().unique())
+        .unwrap();
+    let before = [
+        doc! { "_id": 0, "u": 1.0 },
+        doc! { "_id": 1 },
+        doc! { "_id": 2, "u": 0.0 },
+    ];
+    c.insert_many(before.clone(), true).unwrap();
+    let outcome = db
+        .write(|txn| {
+            Ok::<_, Error>(txn.update_many(
+                "c",
+                &doc! {},
+                &doc! { "$inc": { "u": 1 } },
+                &UpdateOptions::default(),
+            ))
+        })
+        .unwrap();
+    assert!(
+        matches!(outcome, Err(Error::DuplicateKey { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(all(&db, "c"), before);
+    assert!(db.verify().unwrap().is_clean());
+}
+
 #[test]
 fn update_many_is_all_or_nothing_even_inside_a_committing_transaction() {
     let db = Database::in_memory().unwrap();

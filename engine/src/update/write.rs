@@ -750,6 +750,10 @@ fn update_all_or_nothing(
     };
     let mut modified = 0;
     let mut failure = None;
+    // The documents replaced, in the order they were: undone in the reverse order, each undo
+    // returns to a state that held before (restoring in another order could make a restored
+    // value collide, in a unique index, with a later document's new one).
+    let mut applied: Vec<&[u8]> = Vec::new();
     for key in ids {
         let original = read_selected(writer, key)?;
         let Some(new) = updated_document(&original, query, update, now)? else {
@@ -762,16 +766,19 @@ fn update_all_or_nothing(
         modified += 1;
         if let Some(undo) = &mut undo {
             undo.insert(key.as_slice(), original.as_bytes())?;
+            applied.push(key);
         }
     }
     if let Some(undo) = undo {
         if failure.is_some() {
-            for row in redb::ReadableTable::iter(&undo)? {
-                let (key, original) = row?;
-                let current = read_selected(writer, key.value())?;
+            for key in applied.into_iter().rev() {
+                let original = redb::ReadableTable::get(&undo, key)?.ok_or_else(|| {
+                    Error::corrupt("the undo table", "a replaced document is missing")
+                })?;
                 let original = RawDocumentBuf::from_bytes(original.value().to_vec())
                     .map_err(|e| Error::corrupt("the undo table", e))?;
-                writer.replace_known(key.value(), &current, original)?;
+                let current = read_selected(writer, key)?;
+                writer.replace_known(key, &current, original)?;
             }
         }
         drop(undo);
