@@ -160,9 +160,10 @@ impl IndexSpec {
     /// Reads an index as MongoDB describes one (`createIndexes`' `indexes` entries,
     /// `listIndexes`' output): `key`, and `name`, `unique`, `sparse`, `expireAfterSeconds`,
     /// `partialFilterExpression` when present. The bookkeeping fields MongoDB adds (`v`, `ns`,
-    /// `background`) are ignored; an option this engine does not build (`collation`, `hidden`,
-    /// ...) is [`IndexSpecError::UnsupportedOption`], never silently dropped: an index read
-    /// back without it would be another index.
+    /// `background`) and the deprecated `dropDups` are ignored; an option this engine does not
+    /// build (`collation`, `hidden`, ...) is [`IndexSpecError::UnsupportedOption`], never
+    /// silently dropped: an index read back without it would be another index. A field
+    /// MongoDB does not know is [`IndexSpecError::UnknownOption`], as MongoDB refuses it.
     pub fn from_document(index: &Document) -> Result<IndexSpec, IndexSpecError> {
         let bad = |option: &str, reason: String| IndexSpecError::BadOption {
             option: option.to_owned(),
@@ -239,7 +240,9 @@ impl IndexSpec {
                 | "partialFilterExpression"
                 | "v"
                 | "ns"
-                | "background" => {}
+                | "background"
+                // Long deprecated; accepted and ignored, as MongoDB does.
+                | "dropDups" => {}
                 "collation"
                 | "hidden"
                 | "wildcardProjection"

@@ -413,7 +413,8 @@ impl<T: Document> Collection<T> {
 
     /// Rewrites every document of an earlier schema version at the model's version (reads
     /// migrate lazily anyway); returns how many were rewritten. Runs in batches of
-    /// [`MIGRATION_BATCH`] documents, each all or nothing; after a failure the batches before
+    /// [`MIGRATION_BATCH`] documents, each all or nothing (on MongoDB, where the deployment
+    /// runs transactions); after a failure the batches before
     /// it stay rewritten, and running it again goes on with the rest. See
     /// [`Collection::migrate_with_progress`].
     ///

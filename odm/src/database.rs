@@ -393,20 +393,25 @@ impl Database {
             Store::Remote(remote) => {
                 let _ = durability;
                 let mut session = remote.start_transaction().map_err(E::from)?;
-                let result = f(&mut Txn::new(
+                let mut txn = Txn::new(
                     self,
                     Writer::Remote {
                         remote,
                         session: Some(&mut session),
                     },
                     &mut synced,
-                ));
+                );
+                let result = f(&mut txn);
+                let shard_keys = std::mem::take(&mut txn.pending_shard_keys);
+                drop(txn);
                 match result {
-                    Ok(value) => session
-                        .commit_transaction()
-                        .run()
-                        .map(|()| value)
-                        .map_err(|e| E::from(crate::remote::driver_error(e))),
+                    Ok(value) => {
+                        crate::remote::commit(&mut session).map_err(E::from)?;
+                        for (name, key) in &shard_keys {
+                            remote.deploy_shard_key(name, key).map_err(E::from)?;
+                        }
+                        Ok(value)
+                    }
                     Err(e) => {
                         // The caller's error is the one to report; a failed abort ends with
                         // the session anyway (the server aborts what it left open).

@@ -321,10 +321,15 @@ pub(crate) fn sync_remote<T: Document>(
     drop_undeclared: bool,
     mut session: Option<&mut mongodb::sync::ClientSession>,
 ) -> Result<IndexPlan> {
+    // In a transaction the collection is not created by name: `create` of a collection this
+    // transaction made already (two models on one collection) would abort it. `createIndexes`
+    // and the first insert create it.
     let listed = if let Some(listed) = remote.list_indexes(name)? {
         listed
     } else {
-        remote.create_collection(session.as_deref_mut(), name)?;
+        if session.is_none() {
+            remote.create_collection(None, name)?;
+        }
         Vec::new()
     };
     let stored: Vec<Stored> = listed

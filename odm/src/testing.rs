@@ -4,7 +4,9 @@
 //!
 //! Each remote database is named `odm_test_<process>_<time>_<count>`, so that concurrent
 //! tests and runs never share one; a real deployment keeps them after the run (drop them
-//! with `db.getMongo().getDBNames()` in mongosh, or the `dropDatabase` command).
+//! with `db.getMongo().getDBNames()` in mongosh, or the `dropDatabase` command). The test
+//! database replaces the one the connection string names, which is also where the driver
+//! authenticates unless it names an `authSource`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -57,6 +57,9 @@ pub struct Txn<'t, 'db> {
     pub(crate) inner: Writer<'t, 'db>,
     /// Models this transaction synced, recorded as synced once it commits.
     pub(crate) synced: &'t mut Vec<Synced>,
+    /// Shard keys of collections a MongoDB transaction synced: `shardCollection` never runs in
+    /// a transaction, so they deploy once it commits.
+    pub(crate) pending_shard_keys: Vec<(String, odm_engine::ShardKey)>,
 }
 
 impl std::fmt::Debug for Txn<'_, '_> {
@@ -71,7 +74,12 @@ impl<'t, 'db> Txn<'t, 'db> {
         inner: Writer<'t, 'db>,
         synced: &'t mut Vec<Synced>,
     ) -> Self {
-        Txn { db, inner, synced }
+        Txn {
+            db,
+            inner,
+            synced,
+            pending_shard_keys: Vec::new(),
+        }
     }
 
     /// The engine transaction underneath, for raw documents; `None` on the MongoDB back end.
@@ -129,12 +137,15 @@ impl<'t, 'db> Txn<'t, 'db> {
                     session.as_deref_mut(),
                 )?;
                 // Outside a transaction the commands stay; inside one they commit or abort
-                // with it, and a shard key waits for a sync outside a transaction.
+                // with it, and the shard key deploys after the commit.
                 let synced = (TypeId::of::<T>(), name.to_owned());
-                if !in_transaction {
-                    self.db.mark_synced(vec![synced]);
-                } else if T::shard_key().is_none() {
+                if in_transaction {
                     self.synced.push(synced);
+                    if let Some(key) = T::shard_key() {
+                        self.pending_shard_keys.push((name.to_owned(), key));
+                    }
+                } else {
+                    self.db.mark_synced(vec![synced]);
                 }
                 Ok(plan)
             }
@@ -390,6 +401,15 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// the key's values, so that on a cluster it goes to the one shard holding the document.
     pub fn save(&mut self, value: &T) -> Result<UpdateResult> {
         let replacement = replacement_of(value, self.name)?;
+        if !replacement.contains_key("_id") {
+            // No identity yet: a new document, with an `_id` generated as an insert does.
+            let id = self.insert_one(value)?;
+            return Ok(UpdateResult {
+                matched: 0,
+                modified: 0,
+                upserted_id: Some(id),
+            });
+        }
         let filter = identity_of::<T>(&replacement);
         let options = UpdateOptions {
             upsert: true,

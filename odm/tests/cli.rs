@@ -1126,5 +1126,5 @@ fn shard_advisor_reports_each_candidate_and_refuses_what_it_cannot_read() {
         ]
         .concat(),
     );
-    assert!(err.contains("at least one shard"), "{err}");
+    assert!(err.contains("1 to 10000 shards, not 0"), "{err}");
 }

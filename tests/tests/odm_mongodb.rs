@@ -439,3 +439,82 @@ fn saves_and_deletes_of_a_known_document_carry_its_shard_key() {
     assert_eq!(users.delete_document(&ann).unwrap(), 1);
     assert_eq!(users.count(Filter::all()).unwrap(), 0);
 }
+
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "blobs")]
+struct Blob {
+    #[odm(id)]
+    id: i64,
+    data: String,
+}
+
+/// The same collection as a second model sees it, for two models synced in one transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "orders")]
+struct OrderTotal {
+    #[odm(id)]
+    id: i64,
+    #[odm(index)]
+    user: i64,
+}
+
+/// Collections first met inside a transaction: two models on one new collection sync in it
+/// without ending it, and a shard key met there deploys once it commits.
+#[test]
+fn collections_first_synced_inside_a_transaction_keep_it_alive_and_deploy_after_commit() {
+    let (_server, db) = database();
+    db.write(|txn| {
+        txn.insert_one(&Order { id: 1, user: 7 })?;
+        txn.insert_one(&OrderTotal { id: 2, user: 7 })?;
+        txn.insert_one(&user(1, "eu"))?;
+        // Synced once: a second use of the shard-key model in the same transaction.
+        txn.insert_one(&user(2, "us"))?;
+        Ok(())
+    })
+    .unwrap();
+    let orders = db.collection::<OrderTotal>().unwrap();
+    assert_eq!(orders.count(Filter::all()).unwrap(), 2);
+    let plan = orders.sync_indexes(false).unwrap();
+    assert_eq!(plan.unchanged, ["user_1"]);
+    let users = db.collection::<User>().unwrap();
+    let u = User::fields();
+    let explain = users
+        .find(u.region.eq("eu").and(u.email.eq("1@example.org")))
+        .explain()
+        .unwrap();
+    if !odm::testing::remote() {
+        assert_eq!(explain.routing.map(|(_, r)| r), Some(Routing::SingleShard));
+    }
+}
+
+/// Inserts beyond one command's bounds (16 MiB) go in several commands; a refusal inside a
+/// transaction's bulk write ends the write with the error.
+#[test]
+fn large_inserts_split_into_commands_and_a_refused_bulk_write_in_a_transaction_fails_it() {
+    let (_server, db) = database();
+    let orders = db.collection::<Order>().unwrap();
+    let blobs = db.collection::<Blob>().unwrap();
+    let many: Vec<Blob> = (0..20_000)
+        .map(|id| Blob {
+            id,
+            data: "b".repeat(1_000),
+        })
+        .collect();
+    assert_eq!(blobs.insert_many(&many).unwrap().len(), 20_000);
+    assert_eq!(blobs.count(Filter::all()).unwrap(), 20_000);
+
+    orders.insert_one(&Order { id: 1, user: 1 }).unwrap();
+    let outcome = db.write(|txn| {
+        txn.bulk_write(
+            [
+                odm::WriteModel::InsertOne(Order { id: 2, user: 1 }),
+                odm::WriteModel::InsertOne(Order { id: 1, user: 1 }),
+            ],
+            false,
+        )
+    });
+    // (Embedded, the refusal is reported by position and the rest commits.) On MongoDB the
+    // server has ended the transaction: the bulk write fails and nothing commits.
+    assert_eq!(outcome.unwrap_err().code(), Some(11000));
+    assert_eq!(orders.count(Filter::all()).unwrap(), 1);
+}

@@ -154,16 +154,20 @@ fn counted<'a>(
 }
 
 impl AggregateExplain {
-    /// A document shaped like MongoDB's `explain("executionStats")` of an aggregate: the
-    /// find's own explain when the whole pipeline ran as a find, else `stages` with a
-    /// `$cursor` entry for the head.
     /// Reads an aggregation's explain document in MongoDB's shape (this engine's, or a
     /// server's at `executionStats`) back into the typed form: a pipeline that ran as a find
-    /// alone, or its `$cursor` head and each later stage with what it passed on.
+    /// alone, or its `$cursor` head and each later stage with what it passed on. Through a
+    /// `mongos`, whose reply holds each shard's explain under `shards`, the first shard's
+    /// stands for the pipeline.
     pub fn from_document(
         document: &Document,
         shard_key: Option<&crate::options::ShardKey>,
     ) -> AggregateExplain {
+        if let Ok(shards) = document.get_document("shards")
+            && let Some(Bson::Document(first)) = shards.values().next()
+        {
+            return AggregateExplain::from_document(first, shard_key);
+        }
         let Ok(stages) = document.get_array("stages") else {
             return AggregateExplain {
                 cursor: Some(Explain::from_document(document, shard_key)),
@@ -201,6 +205,9 @@ impl AggregateExplain {
         explain
     }
 
+    /// A document shaped like MongoDB's `explain("executionStats")` of an aggregate: the
+    /// find's own explain when the whole pipeline ran as a find, else `stages` with a
+    /// `$cursor` entry for the head.
     pub fn to_document(&self) -> Document {
         if self.stages.is_empty()
             && let Some(cursor) = &self.cursor

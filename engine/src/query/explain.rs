@@ -285,6 +285,7 @@ impl Explain {
         Explain {
             collection: planner
                 .and_then(|p| p.get_str("namespace").ok())
+                .or_else(|| shard_namespace(planner))
                 .map(|ns| ns.split_once('.').map_or(ns, |(_, c)| c).to_owned())
                 .unwrap_or_default(),
             winning: walked.plan(
@@ -367,6 +368,19 @@ impl fmt::Display for Explain {
             self.keys_examined, self.docs_examined, self.returned
         )
     }
+}
+
+/// The namespace a `mongos`'s explain names in its first shard's entry.
+fn shard_namespace(planner: Option<&Document>) -> Option<&str> {
+    planner?
+        .get_document("winningPlan")
+        .ok()?
+        .get_array("shards")
+        .ok()?
+        .first()?
+        .as_document()?
+        .get_str("namespace")
+        .ok()
 }
 
 /// What a walk down an explain document's stage tree found.

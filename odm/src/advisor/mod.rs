@@ -15,6 +15,11 @@
 //!   of 2 chunks under 20 chunks, 4 under 80, 8 above), moving the donor's lowest chunk, as
 //!   MongoDB's balancer picks it.
 //!
+//! This is MongoDB's classic placement (up to 5.0): chunks split as inserts fill them, and the
+//! balancer counts chunks. Since 6.0 the balancer evens data size per shard, and 7.0 no longer
+//! splits chunks on insert; the places inserts go to, the hot shard of a monotonic key and the
+//! spread of a hashed one, are the same under both.
+//!
 //! It reports, per candidate: chunks, documents and bytes per shard at the end; where each
 //! insert went when it arrived, over the whole stream and over its most recent part (the
 //! hottest shard's share of recent inserts is S6's test: a monotonic key sends them all to one
@@ -35,6 +40,9 @@ use odm_engine::{ShardKey, hashed};
 /// MongoDB's default chunk size; the advisor scales its bound to the data (see
 /// [`Advisor::chunk_bytes`]).
 pub const MONGODB_CHUNK_BYTES: u64 = 128 << 20;
+
+/// The most shards the advisor simulates.
+pub const MAX_SHARDS: usize = 10_000;
 
 /// The order of the insert stream the advisor replays.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,8 +66,8 @@ pub struct Advisor {
 /// Why the advisor cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdvisorError {
-    #[error("the advisor needs at least one shard")]
-    NoShards,
+    #[error("the advisor simulates 1 to {MAX_SHARDS} shards, not {0}")]
+    Shards(usize),
     #[error("the advisor needs at least one candidate key")]
     NoCandidates,
     #[error("the recent share of inserts must be above 0 and at most 1, not {0}")]
@@ -116,8 +124,8 @@ impl Advisor {
         candidates: &[ShardKey],
         queries: &[Document],
     ) -> Result<Report, AdvisorError> {
-        if self.shards == 0 {
-            return Err(AdvisorError::NoShards);
+        if !(1..=MAX_SHARDS).contains(&self.shards) {
+            return Err(AdvisorError::Shards(self.shards));
         }
         if candidates.is_empty() {
             return Err(AdvisorError::NoCandidates);
@@ -287,6 +295,8 @@ impl Chunk {
         let upper = self.keys.split_off(at);
         let moved: u64 = upper.iter().map(|(_, s)| s).sum();
         self.bytes -= moved;
+        // Both halves can split again, and move.
+        self.jumbo_until = 0;
         Some(Chunk {
             min: upper[0].0.clone(),
             shard: self.shard,
@@ -338,7 +348,11 @@ fn simulate(
             continue;
         };
         let size = doc.as_bytes().len() as u64;
-        let at = chunks.partition_point(|c| c.min <= encoded) - 1;
+        // The first chunk's lower bound is MinKey (empty, below every key): some chunk holds it.
+        debug_assert!(chunks[0].min.is_empty());
+        let at = chunks
+            .partition_point(|c| c.min <= encoded)
+            .saturating_sub(1);
         let chunk = &mut chunks[at];
         chunk.keys.push((encoded, size));
         chunk.bytes += size;

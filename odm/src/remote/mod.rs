@@ -14,7 +14,9 @@
 //! (`insert_many`, `update_many`) run in a driver transaction, which needs a replica set or a
 //! `mongos`. A standalone server refuses them with [`crate::Error::TransactionsUnsupported`],
 //! except the promised-whole writes, which then apply document by document, as MongoDB's own
-//! do. Index and collection commands never run inside a transaction.
+//! do. A collection first synced inside a transaction gets its missing indexes inside it
+//! (MongoDB allows that on a collection the transaction creates); `shardCollection` never runs
+//! in one, so its shard key deploys after the commit.
 
 pub(crate) mod commands;
 
@@ -168,6 +170,26 @@ fn value_of(raw: &bson::RawDocument, name: &str) -> Option<Bson> {
     let value = raw.get(name).ok().flatten()?;
     Bson::try_from(value).ok()
 }
+
+/// Commits a session's transaction, again while the outcome is unknown (a commit is safe to
+/// repeat; drivers retry it on MongoDB's `UnknownTransactionCommitResult`).
+pub(crate) fn commit(session: &mut ClientSession) -> Result<()> {
+    let mut attempts = 0;
+    loop {
+        match session.commit_transaction().run() {
+            Ok(()) => return Ok(()),
+            Err(e) if attempts < 3 && e.contains_label("UnknownTransactionCommitResult") => {
+                attempts += 1;
+            }
+            Err(e) => return Err(driver_error(e)),
+        }
+    }
+}
+
+/// The most documents, and bytes of them, one `insert` command carries: MongoDB's
+/// `maxWriteBatchSize`, and well under the 16 MiB a command document may hold.
+const INSERT_BATCH_DOCUMENTS: usize = 100_000;
+const INSERT_BATCH_BYTES: usize = 8 << 20;
 
 /// Where a command runs: in a session (a transaction's), or on its own.
 pub(crate) type Session<'s> = Option<&'s mut ClientSession>;
@@ -365,25 +387,26 @@ impl Remote {
     /// unless a transaction undoes them).
     pub(crate) fn insert(
         &self,
-        session: Session<'_>,
+        mut session: Session<'_>,
         collection: &str,
         documents: Vec<RawDocumentBuf>,
     ) -> Result<Vec<Bson>> {
         let mut ids = Vec::with_capacity(documents.len());
-        let mut batch = Vec::with_capacity(documents.len());
-        for document in documents {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        let count = documents.len();
+        for (n, document) in documents.into_iter().enumerate() {
+            bytes += document.as_bytes().len();
             let (id, document) = with_id(collection, document)?;
             ids.push(id);
             batch.push(Bson::Document(document));
+            let last = n + 1 == count;
+            if last || batch.len() >= INSERT_BATCH_DOCUMENTS || bytes >= INSERT_BATCH_BYTES {
+                let sent = commands::insert(collection, std::mem::take(&mut batch), true);
+                self.command(session.as_deref_mut(), collection, sent)?;
+                bytes = 0;
+            }
         }
-        if batch.is_empty() {
-            return Ok(ids);
-        }
-        self.command(
-            session,
-            collection,
-            commands::insert(collection, batch, true),
-        )?;
         Ok(ids)
     }
 
@@ -462,6 +485,7 @@ impl Remote {
         bulk: BulkWrite,
     ) -> Result<BulkResult> {
         let mut result = BulkResult::default();
+        let in_transaction = session.is_some();
         for (position, op) in bulk.ops.into_iter().enumerate() {
             let session = session.as_deref_mut();
             let outcome = match op {
@@ -540,7 +564,9 @@ impl Remote {
                     }
                     result.results.push((position, done));
                 }
-                Err(Error::Engine(e)) if e.is_per_document() => {
+                // In a transaction a failed write has ended it on the server: nothing after it
+                // could run, so the failure ends the bulk write.
+                Err(Error::Engine(e)) if e.is_per_document() && !in_transaction => {
                     result.failures.push((position, e));
                     if bulk.ordered {
                         break;

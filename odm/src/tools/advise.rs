@@ -65,6 +65,12 @@ pub fn run(args: &AdviseArgs) -> Result<(), ToolError> {
             ))
         })?
         .ok_or_else(|| no_collection(&args.path, &args.collection, &db))?;
+    if !(args.recent > 0.0 && args.recent <= 100.0) {
+        return Err(ToolError(format!(
+            "--recent: a percentage above 0 and at most 100, not {}",
+            args.recent
+        )));
+    }
     let mut advisor = Advisor::new(args.shards).recent(args.recent / 100.0);
     if let Some(field) = &args.order {
         advisor = advisor.order(InsertOrder::Field(field.clone()));

@@ -277,9 +277,18 @@ pub fn shard_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
         }
         let supported = t.list_indexes(&coll).iter().any(|index| {
             let prefix: Vec<&str> = index.keys().iter().map(|(p, _)| p.as_str()).collect();
+            // MongoDB's rule: an index whose keys start with the shard key's, not sparse or
+            // partial (it must hold every document), hashed at the key's field exactly when
+            // the key is hashed.
+            let hashed_at = index.hashed_field();
             prefix.starts_with(&fields)
                 && (!unique || index.is_unique())
-                && index.hashed_field().is_some() == matches!(key, odm_engine::ShardKey::Hashed(_))
+                && !index.is_sparse()
+                && index.partial_filter().is_none()
+                && match key {
+                    odm_engine::ShardKey::Hashed(_) => hashed_at == Some(0),
+                    odm_engine::ShardKey::Range(_) => hashed_at.is_none_or(|at| at >= fields.len()),
+                }
         });
         let empty = t.collection_options(&coll).is_none() || t.count(&coll)? == 0;
         if !supported && !empty {
