@@ -59,6 +59,7 @@ pub struct Txn<'t, 'db> {
     pub(crate) synced: &'t mut Vec<Synced>,
     /// Shard keys of collections a MongoDB transaction synced: `shardCollection` never runs in
     /// a transaction, so they deploy once it commits.
+    #[cfg(feature = "mongodb")]
     pub(crate) pending_shard_keys: Vec<(String, odm_engine::ShardKey)>,
 }
 
@@ -78,6 +79,7 @@ impl<'t, 'db> Txn<'t, 'db> {
             db,
             inner,
             synced,
+            #[cfg(feature = "mongodb")]
             pending_shard_keys: Vec::new(),
         }
     }
