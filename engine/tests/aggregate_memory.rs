@@ -198,3 +198,34 @@ fn a_group_in_key_order_past_the_bound_fails() {
         "{err}"
     );
 }
+
+/// `$densify` adds at most MongoDB's 500,000 documents (`internalQueryMaxAllowedDensifyDocs`):
+/// a wide range with a small step is error 5897900, not an exhausted memory (the fuzz target
+/// `aggregate` found a range of 0 to 536,873,472 by 2 over three partitions).
+#[test]
+fn densify_refuses_to_add_more_than_mongodbs_limit_of_documents() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    for (id, val, part) in [(0, 0, 0), (1, 536_873_472, 1), (2, 4, 0)] {
+        c.insert_one(&doc! { "_id": id, "val": val, "part": part })
+            .unwrap();
+    }
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    let pipeline = [doc! { "$densify": {
+        "field": "val",
+        "partitionByFields": ["part"],
+        "range": { "step": 2, "bounds": "full" },
+    } }];
+    let err = coll
+        .aggregate(&pipeline, &AggregateOptions::default())
+        .unwrap_err();
+    assert_eq!(err.code(), 5_897_900, "{err}");
+    // Within the limit it fills as before.
+    let small =
+        [doc! { "$densify": { "field": "val", "range": { "step": 1, "bounds": [0, 10] } } }];
+    let c2 = coll
+        .aggregate(&small, &AggregateOptions::default())
+        .unwrap();
+    assert!(c2.len() >= 10);
+}

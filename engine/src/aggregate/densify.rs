@@ -24,12 +24,23 @@ use crate::query::SORT_MEMORY_LIMIT;
 
 const NAME: &str = "$densify";
 
+/// MongoDB's `internalQueryMaxAllowedDensifyDocs`: the most documents one `$densify` adds,
+/// across its partitions. Bytes alone would not bound it: a few bytes of BSON are a few hundred
+/// in memory, and a wide range with a small step asks for millions.
+pub const MAX_DENSIFY_DOCUMENTS: usize = 500_000;
+
 fn fail(code: ErrorCode, reason: impl std::fmt::Display) -> Error {
     Error::from(error(NAME, reason).with_code(code))
 }
 
 fn location(code: i32, reason: impl std::fmt::Display) -> Error {
     fail(ErrorCode::location(code), reason)
+}
+
+/// What the documents `$densify` adds may still take, across its partitions.
+struct Allowance {
+    bytes: usize,
+    documents: usize,
 }
 
 enum Bounds {
@@ -317,7 +328,10 @@ impl Densify {
         }
         let mut out = passed;
         // What the added documents take, across every partition, bounded like the input.
-        let mut budget = SORT_MEMORY_LIMIT.saturating_sub(held);
+        let mut budget = Allowance {
+            bytes: SORT_MEMORY_LIMIT.saturating_sub(held),
+            documents: MAX_DENSIFY_DOCUMENTS,
+        };
         for (key, docs) in partitions {
             let (start, end, end_included) = match &self.bounds {
                 Bounds::Explicit(pair) => (pair.0.clone(), pair.1.clone(), false),
@@ -343,7 +357,7 @@ impl Densify {
         start: Bson,
         end: &Bson,
         end_included: bool,
-        budget: &mut usize,
+        budget: &mut Allowance,
     ) -> Result<Vec<Document>> {
         let mut out = Vec::with_capacity(docs.len());
         let mut existing = docs.into_iter().peekable();
@@ -383,13 +397,21 @@ impl Densify {
                 let mut added = key.clone();
                 set_output(&mut added, &self.field, current.clone());
                 let size = RawDocumentBuf::try_from(&added).map_or(64, |r| r.as_bytes().len());
-                *budget =
-                    budget
-                        .checked_sub(size)
-                        .ok_or_else(|| Error::AggregateMemoryExceeded {
-                            stage: NAME.to_owned(),
-                            limit: SORT_MEMORY_LIMIT,
-                        })?;
+                budget.bytes = budget.bytes.checked_sub(size).ok_or_else(|| {
+                    Error::AggregateMemoryExceeded {
+                        stage: NAME.to_owned(),
+                        limit: SORT_MEMORY_LIMIT,
+                    }
+                })?;
+                let Some(left) = budget.documents.checked_sub(1) else {
+                    return Err(location(
+                        5_897_900,
+                        format!(
+                            "Generated documents exceeded the limit of {MAX_DENSIFY_DOCUMENTS} documents in $densify"
+                        ),
+                    ));
+                };
+                budget.documents = left;
                 out.push(added);
             }
             let next = self.next(&current)?;
