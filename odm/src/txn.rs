@@ -620,14 +620,13 @@ pub(crate) fn identity_of<T: Document>(document: &bson::Document) -> bson::Docum
     let mut filter = bson::doc! { "_id": document.get("_id").cloned().unwrap_or(Bson::Null) };
     if let Some(key) = T::shard_key() {
         for path in key.paths() {
-            let mut value = Some(Bson::Document(document.clone()));
-            for segment in path.as_str().split('.') {
-                value = match value {
-                    Some(Bson::Document(d)) => d.get(segment).cloned(),
-                    _ => None,
-                };
+            let mut within = Some(document);
+            let mut value = None;
+            for segment in path.segments() {
+                value = within.and_then(|d| d.get(segment));
+                within = value.and_then(Bson::as_document);
             }
-            filter.insert(path.as_str(), value.unwrap_or(Bson::Null));
+            filter.insert(path.as_str(), value.cloned().unwrap_or(Bson::Null));
         }
     }
     filter

@@ -178,13 +178,7 @@ impl AggregateExplain {
             cursor: None,
             stages: Vec::new(),
         };
-        let count = |entry: &Document, name: &str| {
-            entry
-                .get(name)
-                .and_then(crate::expr::whole_number)
-                .and_then(|n| u64::try_from(n).ok())
-                .unwrap_or(0)
-        };
+
         for entry in stages.iter().filter_map(Bson::as_document) {
             if let Ok(cursor) = entry.get_document("$cursor") {
                 explain.cursor = Some(Explain::from_document(cursor, shard_key));
@@ -197,8 +191,8 @@ impl AggregateExplain {
                 .collect();
             explain.stages.push(StageExplain {
                 spec,
-                returned: count(entry, "nReturned"),
-                millis: count(entry, "executionTimeMillisEstimate"),
+                returned: crate::expr::count_in(entry, "nReturned"),
+                millis: crate::expr::count_in(entry, "executionTimeMillisEstimate"),
                 in_key_order: entry.get_bool("inKeyOrder").unwrap_or(false),
             });
         }

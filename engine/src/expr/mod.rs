@@ -55,6 +55,16 @@ pub fn type_name(value: &Bson) -> &'static str {
     type_alias(Some(value))
 }
 
+/// A count a reply or report holds under `name` (`n`, `nReturned`), whatever number type it
+/// was written in; 0 when it is absent or not a whole non-negative number.
+pub fn count_in(document: &bson::Document, name: &str) -> u64 {
+    document
+        .get(name)
+        .and_then(whole_number)
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(0)
+}
+
 /// The whole number a numeric value holds: an int32, an int64, or a double or decimal without
 /// a fraction (MongoDB's rule for counts, limits and positions).
 pub fn whole_number(value: &Bson) -> Option<i64> {

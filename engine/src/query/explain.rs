@@ -275,13 +275,7 @@ impl Explain {
                 (key.clone(), routing)
             }),
         };
-        let count = |name: &str| {
-            stats
-                .and_then(|s| s.get(name))
-                .and_then(crate::expr::whole_number)
-                .and_then(|n| u64::try_from(n).ok())
-                .unwrap_or(0)
-        };
+        let count = |name: &str| stats.map_or(0, |s| crate::expr::count_in(s, name));
         Explain {
             collection: planner
                 .and_then(|p| p.get_str("namespace").ok())

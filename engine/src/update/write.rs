@@ -485,41 +485,39 @@ impl WriteTxn<'_> {
         for (position, (collection, op)) in ops.into_iter().enumerate() {
             let collection = collection.as_str();
             let outcome = match op {
-                WriteOp::InsertOne(doc) => self.insert_one(collection, &doc).map(|id| {
-                    result.inserted += 1;
-                    result.inserted_ids.push((position, id.clone()));
-                    result.results.push((position, OpResult::Inserted(id)));
-                }),
+                WriteOp::InsertOne(doc) => {
+                    self.insert_one(collection, &doc).map(OpResult::Inserted)
+                }
                 WriteOp::UpdateOne {
                     filter,
                     update,
                     options,
                 } => self
                     .update_one(collection, &filter, update, &with_let(options))
-                    .map(|r| result.add(position, r)),
+                    .map(OpResult::Updated),
                 WriteOp::UpdateMany {
                     filter,
                     update,
                     options,
                 } => self
                     .update_many(collection, &filter, update, &with_let(options))
-                    .map(|r| result.add(position, r)),
+                    .map(OpResult::Updated),
                 WriteOp::ReplaceOne {
                     filter,
                     replacement,
                     options,
                 } => self
                     .replace_one(collection, &filter, &replacement, &with_let(options))
-                    .map(|r| result.add(position, r)),
+                    .map(OpResult::Updated),
                 WriteOp::DeleteOne { filter, options } => self
                     .delete_one_with(collection, &filter, &delete_with_let(options))
-                    .map(|n| result.deleted(position, n)),
+                    .map(OpResult::Deleted),
                 WriteOp::DeleteMany { filter, options } => self
                     .delete_many_with(collection, &filter, &delete_with_let(options))
-                    .map(|n| result.deleted(position, n)),
+                    .map(OpResult::Deleted),
             };
             match outcome {
-                Ok(()) => {}
+                Ok(done) => result.record(position, done),
                 Err(e) if e.is_per_document() => {
                     result.failures.push((position, e));
                     if ordered {
@@ -866,19 +864,24 @@ fn apply_update(
 }
 
 impl BulkResult {
-    fn add(&mut self, position: usize, r: UpdateResult) {
-        self.matched += r.matched;
-        self.modified += r.modified;
-        if let Some(id) = &r.upserted_id {
-            self.upserted += 1;
-            self.upserted_ids.push((position, id.clone()));
+    /// Counts the outcome of the operation at `position` (its ids, its counts) and keeps it.
+    pub fn record(&mut self, position: usize, done: OpResult) {
+        match &done {
+            OpResult::Inserted(id) => {
+                self.inserted += 1;
+                self.inserted_ids.push((position, id.clone()));
+            }
+            OpResult::Updated(r) => {
+                self.matched += r.matched;
+                self.modified += r.modified;
+                if let Some(id) = &r.upserted_id {
+                    self.upserted += 1;
+                    self.upserted_ids.push((position, id.clone()));
+                }
+            }
+            OpResult::Deleted(n) => self.deleted += n,
         }
-        self.results.push((position, OpResult::Updated(r)));
-    }
-
-    fn deleted(&mut self, position: usize, n: u64) {
-        self.deleted += n;
-        self.results.push((position, OpResult::Deleted(n)));
+        self.results.push((position, done));
     }
 }
 

@@ -139,15 +139,6 @@ fn write_error(collection: &str, error: &Document) -> odm_engine::Error {
     )
 }
 
-/// A count in a reply (`n`, `nModified`), whatever number type the server chose.
-fn count_of(reply: &Document, name: &str) -> u64 {
-    reply
-        .get(name)
-        .and_then(odm_engine::expr::whole_number)
-        .and_then(|n| u64::try_from(n).ok())
-        .unwrap_or(0)
-}
-
 /// A document as a driver sends it (`_id` first, generated when missing), with its `_id`.
 fn with_id(collection: &str, document: RawDocumentBuf) -> Result<(Bson, Document)> {
     let invalid = |source| {
@@ -431,16 +422,31 @@ impl Remote {
             .and_then(|u| u.first())
             .and_then(Bson::as_document)
             .and_then(|u| u.get("_id").cloned());
-        let n = count_of(&reply, "n");
+        let n = odm_engine::expr::count_in(&reply, "n");
         Ok(UpdateResult {
             matched: if upserted_id.is_some() {
                 n.saturating_sub(1)
             } else {
                 n
             },
-            modified: count_of(&reply, "nModified"),
+            modified: odm_engine::expr::count_in(&reply, "nModified"),
             upserted_id,
         })
+    }
+
+    /// An update of a bulk write, as its outcome.
+    fn update_by(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+        filter: &Document,
+        update: &odm_engine::update::UpdateModifications,
+        options: &UpdateOptions,
+        multi: bool,
+    ) -> Result<OpResult> {
+        let update = commands::modifications(update);
+        self.update(session, collection, filter, update, options, multi)
+            .map(OpResult::Updated)
     }
 
     pub(crate) fn delete(
@@ -457,7 +463,7 @@ impl Remote {
             collection,
             commands::delete(collection, statement, options.let_vars.as_ref()),
         )?;
-        Ok(count_of(&reply, "n"))
+        Ok(odm_engine::expr::count_in(&reply, "n"))
     }
 
     pub(crate) fn find_and_modify(
@@ -500,30 +506,12 @@ impl Remote {
                     filter,
                     update,
                     options,
-                } => self
-                    .update(
-                        session,
-                        collection,
-                        &filter,
-                        commands::modifications(&update),
-                        &options,
-                        false,
-                    )
-                    .map(OpResult::Updated),
+                } => self.update_by(session, collection, &filter, &update, &options, false),
                 WriteOp::UpdateMany {
                     filter,
                     update,
                     options,
-                } => self
-                    .update(
-                        session,
-                        collection,
-                        &filter,
-                        commands::modifications(&update),
-                        &options,
-                        true,
-                    )
-                    .map(OpResult::Updated),
+                } => self.update_by(session, collection, &filter, &update, &options, true),
                 WriteOp::ReplaceOne {
                     filter,
                     replacement,
@@ -546,24 +534,7 @@ impl Remote {
                     .map(OpResult::Deleted),
             };
             match outcome {
-                Ok(done) => {
-                    match &done {
-                        OpResult::Inserted(id) => {
-                            result.inserted += 1;
-                            result.inserted_ids.push((position, id.clone()));
-                        }
-                        OpResult::Updated(u) => {
-                            result.matched += u.matched;
-                            result.modified += u.modified;
-                            if let Some(id) = &u.upserted_id {
-                                result.upserted += 1;
-                                result.upserted_ids.push((position, id.clone()));
-                            }
-                        }
-                        OpResult::Deleted(n) => result.deleted += n,
-                    }
-                    result.results.push((position, done));
-                }
+                Ok(done) => result.record(position, done),
                 // In a transaction a failed write has ended it on the server: nothing after it
                 // could run, so the failure ends the bulk write.
                 Err(Error::Engine(e)) if e.is_per_document() && !in_transaction => {
