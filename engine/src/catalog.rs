@@ -13,6 +13,7 @@ use bson::{Bson, Document, doc};
 use crate::error::{Error, Result};
 use crate::index::IndexSpec;
 use crate::options::CollectionOptions;
+use crate::sampling::QueryAnalyzer;
 
 /// The storage format this build reads and writes. Bump it on any change to key encoding, table
 /// layout or catalog shape; files of another version are refused, never misread.
@@ -36,6 +37,8 @@ pub(crate) struct CollectionMeta {
     pub(crate) name: String,
     pub(crate) indexes: Vec<IndexMeta>,
     pub(crate) options: CollectionOptions,
+    /// Its query analyzer, once configured (see [`crate::sampling`]).
+    pub(crate) query_analyzer: Option<QueryAnalyzer>,
 }
 
 impl CollectionMeta {
@@ -71,12 +74,16 @@ impl Catalog {
                     .iter()
                     .map(|i| Bson::Document(index_doc(i)))
                     .collect();
-                Bson::Document(doc! {
+                let mut entry = doc! {
                     "name": &c.name,
                     "id": c.id as i64,
                     "indexes": indexes,
                     "options": c.options.to_document(),
-                })
+                };
+                if let Some(analyzer) = &c.query_analyzer {
+                    entry.insert("queryAnalyzer", analyzer.to_document());
+                }
+                Bson::Document(entry)
             })
             .collect();
         doc! { "next_id": self.next_id as i64, "collections": collections }
@@ -115,6 +122,10 @@ impl Catalog {
                     .map_err(|e| bad(&format!("collection `{name}` options: {e}")))?,
                 Err(_) => CollectionOptions::default(),
             };
+            let query_analyzer = match c.get_document("queryAnalyzer") {
+                Ok(a) => Some(QueryAnalyzer::from_document(a)?),
+                Err(_) => None,
+            };
             collections.insert(
                 name.clone(),
                 Arc::new(CollectionMeta {
@@ -122,6 +133,7 @@ impl Catalog {
                     name,
                     indexes,
                     options,
+                    query_analyzer,
                 }),
             );
         }
@@ -226,6 +238,13 @@ mod tests {
                 }],
                 options: CollectionOptions::default()
                     .with_shard_key(crate::options::ShardKey::range(["a", "b"]).unwrap()),
+                query_analyzer: Some(QueryAnalyzer {
+                    mode: crate::sampling::AnalyzerMode::Off,
+                    samples_per_second: Some(2.5),
+                    start_time: bson::DateTime::from_millis(1_000),
+                    stop_time: Some(bson::DateTime::from_millis(2_000)),
+                    collection_uuid: bson::Uuid::new(),
+                }),
             }),
         );
         let back = Catalog::from_document(&catalog.to_document()).unwrap();

@@ -183,6 +183,7 @@ impl WriteTxn<'_> {
             name: name.to_owned(),
             indexes: Vec::new(),
             options,
+            query_analyzer: None,
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
         self.txn.open_table(tables::bytes(&tables::docs_name(id)))?;

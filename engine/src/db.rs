@@ -24,6 +24,7 @@ use crate::catalog::{Catalog, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index_store::{self, Change};
 use crate::query::PlanCache;
+use crate::sampling::Sampler;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
 
 /// When a committed write transaction reaches the disk.
@@ -54,6 +55,23 @@ pub(crate) struct Shared {
     path: Option<PathBuf>,
     /// redb's page size, for the sizes stats report.
     pub(crate) page_size: u64,
+    /// Query sampling's in-memory side (see [`crate::sampling`]).
+    pub(crate) sampler: Sampler,
+}
+
+impl Drop for Shared {
+    /// Writes the samples still waiting in memory; a failure loses them, never data.
+    fn drop(&mut self) {
+        let pending = self.sampler.take_pending();
+        if pending.is_empty() {
+            return;
+        }
+        if let Ok(txn) = self.redb.begin_write()
+            && crate::sampling::write_samples(&txn, pending).is_ok()
+        {
+            let _ = txn.commit();
+        }
+    }
 }
 
 impl Shared {
@@ -160,6 +178,8 @@ impl Database {
         } else {
             txn.abort()?;
         }
+        let sampler = Sampler::default();
+        sampler.refresh(&catalog);
         Ok(Database {
             shared: Arc::new(Shared {
                 redb,
@@ -168,6 +188,7 @@ impl Database {
                 plan_cache: Arc::new(PlanCache::default()),
                 path,
                 page_size,
+                sampler,
             }),
         })
     }
@@ -317,6 +338,13 @@ impl std::fmt::Debug for WriteTxn<'_> {
     }
 }
 
+impl<'db> WriteTxn<'db> {
+    /// The database this transaction writes.
+    pub fn database(&self) -> &'db Database {
+        self.db
+    }
+}
+
 impl WriteTxn<'_> {
     /// The catalog for changing; marks it to be written at commit.
     pub(crate) fn catalog_mut(&mut self) -> &mut Catalog {
@@ -355,6 +383,10 @@ impl WriteTxn<'_> {
 
     fn commit(mut self) -> Result<()> {
         self.flush_index_writes()?;
+        // Samples taken since the last commit ride along (see `sampling`).
+        if self.db.shared.sampler.has_pending() {
+            crate::sampling::write_samples(&self.txn, self.db.shared.sampler.take_pending())?;
+        }
         if !self.catalog_changed {
             self.txn.commit()?;
             return Ok(());
@@ -370,6 +402,7 @@ impl WriteTxn<'_> {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         self.txn.commit()?;
+        self.db.shared.sampler.refresh(&self.catalog);
         *cache = self.catalog;
         Ok(())
     }

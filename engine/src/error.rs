@@ -209,6 +209,9 @@ pub enum Error {
         existing: String,
         requested: String,
     },
+    /// `configureQueryAnalyzer`'s arguments break one of its rules.
+    #[error("invalid query analyzer configuration: {0}")]
+    InvalidQueryAnalyzer(String),
     #[error("collection `{0}` already exists")]
     CollectionExists(String),
     #[error("collection `{0}` does not exist")]
@@ -330,6 +333,7 @@ impl Error {
             Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
             Error::ShardKeyChanged { .. } => ErrorCode::ALREADY_INITIALIZED,
             Error::CollectionNotFound(_) => ErrorCode::NAMESPACE_NOT_FOUND,
+            Error::InvalidQueryAnalyzer(_) => ErrorCode::INVALID_OPTIONS,
             Error::InvalidCollectionName { .. } => ErrorCode::INVALID_NAMESPACE,
             Error::NestedWrite | Error::Locked { .. } | Error::Compaction(_) => {
                 ErrorCode::ILLEGAL_OPERATION

@@ -35,6 +35,7 @@ pub mod order;
 mod path;
 pub mod query;
 mod read;
+pub mod sampling;
 mod schema;
 mod stats;
 mod tables;

@@ -239,6 +239,15 @@ impl ReadTxn {
     pub fn list_indexes(&self, collection: &str) -> Vec<IndexSpec> {
         list_indexes(self.catalog.get(collection))
     }
+
+    /// Whether an index of a collection ever held several keys for one document (an array in
+    /// an indexed field). The `_id_` index never does.
+    pub fn is_multikey(&self, collection: &str, index: &str) -> bool {
+        self.catalog
+            .get(collection)
+            .and_then(|m| m.index(index))
+            .is_some_and(|i| i.multikey)
+    }
 }
 
 fn list_indexes(meta: Option<&Arc<CollectionMeta>>) -> Vec<IndexSpec> {

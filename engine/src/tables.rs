@@ -5,6 +5,8 @@
 //! - `odm.c{collection}.i{index}` and `odm.c{collection}.i{index}.delta`: the entries of an index
 //!   (see [`crate::index`]), split between a main table and a small delta of recent entries (see
 //!   `index_store`);
+//! - `odm.sampled_queries`: sample number -> a sampled query (see [`crate::sampling`]), with
+//!   their total size under the meta key `sampled_queries_bytes`;
 //! - `odm.undo`: inside one write transaction only, never committed: the documents an
 //!   all-or-nothing `update_many` has replaced, so that it can put them back without holding
 //!   them in memory.
@@ -23,6 +25,12 @@ pub(crate) const META: TableDefinition<'static, &'static str, &'static [u8]> =
 /// Keys of the meta table.
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const CATALOG_KEY: &str = "catalog";
+
+/// Key of the meta table: the bytes of the stored samples (8 bytes, big-endian).
+pub(crate) const SAMPLED_BYTES_KEY: &str = "sampled_queries_bytes";
+
+pub(crate) const SAMPLED_QUERIES: TableDefinition<'static, u64, &'static [u8]> =
+    TableDefinition::new("odm.sampled_queries");
 
 /// See the module documentation; deleted before the transaction that creates it ends.
 pub(crate) const UNDO: Bytes<'static> = TableDefinition::new("odm.undo");

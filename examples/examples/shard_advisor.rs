@@ -1,17 +1,24 @@
-//! S6 and S17: choosing a shard key before there is a cluster. The advisor replays a
-//! collection as a stream of inserts onto a simulated cluster under each candidate key and
-//! shows where the documents, the recent inserts and the queries would go.
+//! S6 and S17: choosing a shard key before there is a cluster, on the embedded file the
+//! application already runs on.
 //!
 //! - S17, uploaded images (`images`): an auto-increment (ObjectId) key, an MD5 of the data,
-//!   and a month plus the MD5: right-balanced, random and segmented access.
+//!   and a month plus the MD5: right-balanced, random and segmented access. The model declares
+//!   the month plus the MD5; the application's reads are sampled as they run (MongoDB's
+//!   `configureQueryAnalyzer`), the declared key is analyzed in one call (MongoDB's
+//!   `analyzeShardKey`), and the advisor puts the three candidates side by side: MongoDB's
+//!   metrics, the placement of documents and recent inserts over a simulated cluster, and
+//!   where each sampled query shape would go.
 //! - S1, an inbox of one document per recipient (`messages`): by `_id`, by recipient and
 //!   time, or by a hash of the recipient; the queries are reads of one inbox.
 //!
 //! `cargo run --release --example shard_advisor [-- --svg FILE]` (the picture of S17's keys).
 
 use bson::{Document, RawDocumentBuf, doc, oid::ObjectId};
-use odm::advisor::Advisor;
+use odm::Database;
+use odm::advisor::{Advisor, AnalyzeOptions};
 use odm::engine::ShardKey;
+use odm::engine::sampling::AnalyzerMode;
+use serde::{Deserialize, Serialize};
 
 const MONTHS: u32 = 12;
 const IMAGES_PER_MONTH: u32 = 2_000;
@@ -41,20 +48,38 @@ fn object_id(second: u32, counter: u32) -> ObjectId {
     ObjectId::from_bytes(bytes)
 }
 
-/// S17's `images`: uploads over a year, each with its MD5 and month (the image bytes live in
-/// `GridFS`; the collection holds what the key is chosen from).
-fn images() -> Vec<RawDocumentBuf> {
+/// S17's `images`: what the key is chosen from (the image bytes live in `GridFS`). The
+/// declared key is the month plus the MD5, supported by its compound index.
+#[derive(Debug, Clone, Serialize, Deserialize, odm::Document)]
+#[odm(
+    collection = "images",
+    shard_key(month, md5),
+    index(keys(month = 1, md5 = 1))
+)]
+struct Image {
+    #[odm(id)]
+    id: ObjectId,
+    #[odm(index)]
+    md5: String,
+    month: String,
+    #[odm(index)]
+    book: i64,
+    bytes: i64,
+}
+
+/// Uploads over a year, each with its MD5 and month.
+fn images() -> Vec<Image> {
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
     (0..MONTHS * IMAGES_PER_MONTH)
         .map(|n| {
             let month = n / IMAGES_PER_MONTH;
-            raw(&doc! {
-                "_id": object_id(1_700_000_000 + n * 1_300, n),
-                "md5": format!("{:016x}{:016x}", random.next(), random.next()),
-                "month": format!("2026-{:02}", month + 1),
-                "book": (random.next() % 5_000) as i64,
-                "bytes": (20_000 + random.next() % 400_000) as i64,
-            })
+            Image {
+                id: object_id(1_700_000_000 + n * 1_300, n),
+                md5: format!("{:016x}{:016x}", random.next(), random.next()),
+                month: format!("2026-{:02}", month + 1),
+                book: (random.next() % 5_000) as i64,
+                bytes: (20_000 + random.next() % 400_000) as i64,
+            }
         })
         .collect()
 }
@@ -89,25 +114,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "target/shard-advisor-s17.svg".into());
 
     println!("S17: the shard key of uploaded images\n");
-    // Reads of the images of a book, of one image by MD5, and of a month's uploads.
-    let image_queries: Vec<Document> = (0..300)
-        .map(|i| match i % 3 {
-            0 => doc! { "book": i64::from(i) },
-            1 => doc! { "md5": format!("{i:032x}") },
-            _ => doc! { "month": "2026-12", "md5": format!("{i:032x}") },
-        })
-        .collect();
+    let db = Database::in_memory()?;
+    let collection = db.collection::<Image>()?;
+    let uploads = images();
+    collection.insert_many(&uploads)?;
+    // The application runs with sampling on: its reads of a book's images, of one image by
+    // MD5, and of one image of a month, one after another.
+    collection.configure_query_analyzer(AnalyzerMode::Full, Some(50.0))?;
+    let f = Image::fields();
+    for i in 0..60 {
+        let image = &uploads[(i * 397) % uploads.len()];
+        match i % 3 {
+            0 => drop(collection.find(f.book.eq(image.book)).to_vec()?),
+            1 => drop(collection.find_one(f.md5.eq(image.md5.clone()))?),
+            _ => drop(
+                collection.find_one(
+                    f.month
+                        .eq(image.month.clone())
+                        .and(f.md5.eq(image.md5.clone())),
+                )?,
+            ),
+        }
+    }
+    // One call: MongoDB's analyzeShardKey of the declared key, with the sampled reads.
+    println!(
+        "{}",
+        collection.analyze_shard_key(&AnalyzeOptions::default())?
+    );
+    // The three candidates side by side: MongoDB's metrics, the placement, the query shapes.
     // Real images are large: 128 MiB chunks of them hold a few hundred uploads. The bound
     // below gives this sample as many chunks per month as a year of such uploads would have.
-    let report = Advisor::new(SHARDS).chunk_bytes(4_000).analyze(
-        images(),
+    let engine = db.engine().ok_or("an embedded database")?;
+    let report = Advisor::new(SHARDS).chunk_bytes(4_000).analyze_collection(
+        engine,
+        "images",
         &[
             key(doc! { "_id": 1 }),
             key(doc! { "md5": 1 }),
             key(doc! { "month": 1, "md5": 1 }),
             key(doc! { "_id": "hashed" }),
         ],
-        &image_queries,
+        None,
+        &AnalyzeOptions::default(),
     )?;
     print!("{report}");
     if let Some(folder) = std::path::Path::new(&svg).parent() {
@@ -124,7 +172,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             100.0 * share
         );
     }
-
     println!("\nS1: an inbox of one document per recipient\n");
     let inbox_queries: Vec<Document> = (0..200)
         .map(|i| doc! { "recipient": format!("user{i}") })

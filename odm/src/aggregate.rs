@@ -128,6 +128,18 @@ impl<T: Document> Aggregate<T> {
 }
 
 impl<T: Document, R, O> Aggregate<T, R, O> {
+    /// Offers the pipeline to the collection's query analyzer: its leading `$match`.
+    fn sample(&self, engine: &odm_engine::Database) {
+        crate::database::sample_read(
+            engine,
+            &self.name,
+            odm_engine::sampling::SampledCommand::Aggregate,
+            &odm_engine::sampling::aggregate_filter(&self.stages),
+            self.options.collation.as_ref(),
+            self.options.let_vars.as_ref(),
+        );
+    }
+
     fn then(mut self, stage: BsonDocument) -> Self {
         self.stages.push(stage);
         self
@@ -353,6 +365,7 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
                     .collect();
             }
         };
+        self.sample(engine);
         let snapshot = engine.read()?;
         let mut out = Vec::new();
         let mut failed = None;
@@ -393,8 +406,7 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
-                let command =
-                    crate::remote::commands::aggregate(&self.name, &self.stages, &self.options);
+                let command = crate::commands::aggregate(&self.name, &self.stages, &self.options);
                 let stream = remote.stream(command)?;
                 let (name, decode) = (self.name.clone(), self.decode);
                 return Ok(Cursor::over(
@@ -402,6 +414,7 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
                 ));
             }
         };
+        self.sample(engine);
         let snapshot = engine.read()?;
         let Aggregate {
             name,

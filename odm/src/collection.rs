@@ -12,12 +12,13 @@ use std::sync::Arc;
 use bson::Bson;
 use odm_engine::Durability;
 use odm_engine::query::{Explain, FindOptions};
+use odm_engine::sampling::SampledCommand;
 use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 
 use crate::aggregate::Aggregate;
 use crate::codec::{from_raw, id_alias};
 use crate::cursor::Cursor;
-use crate::database::{Database, Store};
+use crate::database::{Database, Store, sample_read};
 use crate::error::Result;
 use crate::field::Field;
 use crate::filter::Filter;
@@ -215,11 +216,41 @@ impl<T: Document> Collection<T> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => return remote.count(&self.name, &filter),
         };
+        sample_read(
+            engine,
+            &self.name,
+            SampledCommand::Count,
+            &filter,
+            None,
+            None,
+        );
         let txn = engine.read()?;
         match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.count_matching(&filter, 0, 0)?),
             None => Ok(0),
         }
+    }
+
+    /// MongoDB's `analyzeShardKey` of the model's declared shard key on this collection, in
+    /// one call: its characteristics and the distribution of the collection's sampled queries
+    /// (turn sampling on with [`Collection::configure_query_analyzer`]).
+    pub fn analyze_shard_key(
+        &self,
+        options: &crate::advisor::AnalyzeOptions,
+    ) -> Result<crate::advisor::ShardKeyAnalysis> {
+        let key = T::shard_key().ok_or_else(|| crate::Error::NoShardKey(self.name.to_string()))?;
+        self.db.analyze_shard_key(&self.name, &key, options)
+    }
+
+    /// MongoDB's `configureQueryAnalyzer` on this collection (see
+    /// [`Database::configure_query_analyzer`]).
+    pub fn configure_query_analyzer(
+        &self,
+        mode: odm_engine::sampling::AnalyzerMode,
+        samples_per_second: Option<f64>,
+    ) -> Result<bson::Document> {
+        self.db
+            .configure_query_analyzer(&self.name, mode, samples_per_second)
     }
 
     /// A typed aggregation pipeline over the collection, built stage by stage and run by
@@ -241,6 +272,14 @@ impl<T: Document> Collection<T> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => return remote.distinct(&self.name, field.path(), &filter),
         };
+        sample_read(
+            engine,
+            &self.name,
+            SampledCommand::Distinct,
+            &filter,
+            None,
+            None,
+        );
         let txn = engine.read()?;
         match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.distinct(field.path(), &filter)?),
@@ -771,6 +810,7 @@ impl<T: Document> Find<T> {
                     .collect();
             }
         };
+        sample_find(engine, &name, &filter, &options);
         let mut out = Vec::new();
         each_match::<T>(&engine.read()?, &name, &filter, &options, |item| {
             out.push(item?);
@@ -822,13 +862,14 @@ impl<T: Document> Find<T> {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
-                let command = crate::remote::commands::find(&name, &filter, &options);
+                let command = crate::commands::find(&name, &filter, &options);
                 let stream = remote.stream(command)?;
                 return Ok(Cursor::over(
                     stream.map(move |raw| raw.and_then(|raw| from_raw::<T>(&raw, &name))),
                 ));
             }
         };
+        sample_find(engine, &name, &filter, &options);
         // Taken here, so that writes made after this call are not seen.
         let snapshot = engine.read()?;
         Ok(Cursor::spawn(snapshot, move |snapshot, sink| {
@@ -860,6 +901,7 @@ impl<T: Document> Find<T> {
                     .collect();
             }
         };
+        sample_find(engine, &name, &filter, &options);
         let txn = engine.read()?;
         let Some(coll) = txn.collection(&name)? else {
             return Ok(Vec::new());
@@ -885,4 +927,21 @@ impl<T: Document> Find<T> {
             .ok_or_else(|| odm_engine::Error::CollectionNotFound(name.to_string()))?;
         Ok(coll.explain(&filter, &options)?)
     }
+}
+
+/// Offers a find to the query analyzer (see [`crate::database::sample_read`]).
+fn sample_find(
+    engine: &odm_engine::Database,
+    name: &str,
+    filter: &bson::Document,
+    options: &FindOptions,
+) {
+    sample_read(
+        engine,
+        name,
+        SampledCommand::Find,
+        filter,
+        options.collation.as_ref(),
+        options.let_vars.as_ref(),
+    );
 }

@@ -483,3 +483,87 @@ impl Database {
             .is_some_and(|names| names.contains(name))
     }
 }
+
+impl Database {
+    /// MongoDB's `configureQueryAnalyzer` on a collection: turns sampling of the queries sent
+    /// to it on (`Full`, at most `samples_per_second`, above 0 and at most 50) or off; the
+    /// reply's `{newConfiguration, oldConfiguration}`. The embedded engine samples what the
+    /// typed layer and `odm serve` run (see [`odm_engine::sampling`]); a MongoDB deployment
+    /// samples as it does.
+    pub fn configure_query_analyzer(
+        &self,
+        collection: &str,
+        mode: odm_engine::sampling::AnalyzerMode,
+        samples_per_second: Option<f64>,
+    ) -> Result<bson::Document> {
+        match self.store() {
+            Store::Embedded(engine) => Ok(engine
+                .configure_query_analyzer(collection, mode, samples_per_second)?
+                .to_document()),
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                let mut command = bson::doc! {
+                    "configureQueryAnalyzer": remote.namespace(collection),
+                    "mode": mode.as_str(),
+                };
+                if let Some(rate) = samples_per_second {
+                    command.insert("samplesPerSecond", rate);
+                }
+                remote.admin_command(command)
+            }
+        }
+    }
+
+    /// MongoDB's `analyzeShardKey` of `key` on a collection: the key's characteristics and,
+    /// from the collection's sampled queries, its read and write distribution (see
+    /// [`crate::advisor::analyze_shard_key`]). On MongoDB, the server's answer.
+    pub fn analyze_shard_key(
+        &self,
+        collection: &str,
+        key: &odm_engine::ShardKey,
+        options: &crate::advisor::AnalyzeOptions,
+    ) -> Result<crate::advisor::ShardKeyAnalysis> {
+        match self.store() {
+            Store::Embedded(engine) => Ok(crate::advisor::analyze_shard_key(
+                engine, collection, key, options,
+            )?),
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => {
+                let mut command = bson::doc! {
+                    "analyzeShardKey": remote.namespace(collection),
+                    "key": key.to_document(),
+                    "keyCharacteristics": options.key_characteristics,
+                    "readWriteDistribution": options.read_write_distribution,
+                };
+                if let Some(rate) = options.sample_rate {
+                    command.insert("sampleRate", rate);
+                }
+                if let Some(size) = options.sample_size {
+                    command.insert("sampleSize", size);
+                }
+                let reply = remote.admin_command(command)?;
+                crate::advisor::ShardKeyAnalysis::from_document(key.clone(), &reply).map_err(
+                    |reason| crate::Error::Driver {
+                        reason: format!("an analyzeShardKey reply that does not read: {reason}"),
+                    },
+                )
+            }
+        }
+    }
+}
+
+/// Offers a read the typed layer runs on the engine to the collection's query analyzer (see
+/// [`odm_engine::sampling`]): its filter, collation and `let` variables, as MongoDB samples
+/// them.
+pub(crate) fn sample_read(
+    engine: &odm_engine::Database,
+    collection: &str,
+    command: odm_engine::sampling::SampledCommand,
+    filter: &bson::Document,
+    collation: Option<&bson::Document>,
+    let_vars: Option<&bson::Document>,
+) {
+    engine.sample_query(collection, command, |_| {
+        odm_engine::sampling::read_command(filter, collation, let_vars)
+    });
+}

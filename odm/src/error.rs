@@ -72,6 +72,12 @@ pub enum Error {
         "transactions need a replica set or a sharded cluster, and this MongoDB server is a standalone; run it as a one-member replica set (mongod --replSet, odm serve --replica-set)"
     )]
     TransactionsUnsupported,
+    /// `analyzeShardKey` cannot answer (no supporting index, too few distinct values, ...).
+    #[error("analyzeShardKey: {0}")]
+    Analyze(#[from] crate::advisor::AnalyzeError),
+    /// A model without a declared shard key asked for its key's analysis.
+    #[error("the model of collection `{0}` declares no shard key")]
+    NoShardKey(String),
 }
 
 impl Error {
@@ -81,6 +87,7 @@ impl Error {
         match self {
             Error::Engine(e) => Some(e.code()),
             Error::TransactionsUnsupported => Some(odm_engine::ErrorCode::ILLEGAL_OPERATION.code),
+            Error::Analyze(e) => Some(e.code().code),
             _ => None,
         }
     }

@@ -56,6 +56,7 @@ pub mod advisor;
 mod aggregate;
 mod codec;
 mod collection;
+mod commands;
 mod cursor;
 mod database;
 mod error;

@@ -4,11 +4,14 @@
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::query::FindOptions;
+use odm_engine::sampling::SampledCommand;
+use odm_engine::update::DeleteOptions;
 use odm_engine::update::{
     BulkResult, BulkWrite, FindAndModify, Modify, UpdateModifications, UpdateOptions, UpdateResult,
 };
 use odm_engine::{IndexSpec, WriteTxn};
 
+use crate::commands;
 use crate::error::Result;
 
 /// The back end of one typed transaction.
@@ -86,7 +89,17 @@ impl<'db> Writer<'_, 'db> {
         options: &FindOptions,
     ) -> Result<Vec<RawDocumentBuf>> {
         match self {
-            Writer::Embedded(txn) => Ok(txn.find_with(collection, filter, options)?),
+            Writer::Embedded(txn) => {
+                crate::database::sample_read(
+                    txn.database(),
+                    collection,
+                    SampledCommand::Find,
+                    filter,
+                    options.collation.as_ref(),
+                    options.let_vars.as_ref(),
+                );
+                Ok(txn.find_with(collection, filter, options)?)
+            }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
                 remote.find(session.as_deref_mut(), collection, filter, options)
@@ -103,6 +116,18 @@ impl<'db> Writer<'_, 'db> {
         options: &UpdateOptions,
         multi: bool,
     ) -> Result<UpdateResult> {
+        if let Writer::Embedded(txn) = self {
+            sample_write(txn, collection, SampledCommand::Update, |id| {
+                let mut statement = commands::update_statement(
+                    filter,
+                    commands::modifications(&update),
+                    options,
+                    multi,
+                );
+                statement.insert("sampleId", id);
+                commands::update(collection, statement, options.let_vars.as_ref())
+            });
+        }
         match self {
             Writer::Embedded(txn) if multi => {
                 Ok(txn.update_many(collection, filter, update, options)?)
@@ -113,7 +138,7 @@ impl<'db> Writer<'_, 'db> {
                 session.as_deref_mut(),
                 collection,
                 filter,
-                crate::remote::commands::modifications(&update),
+                crate::commands::modifications(&update),
                 options,
                 multi,
             ),
@@ -129,6 +154,16 @@ impl<'db> Writer<'_, 'db> {
     ) -> Result<UpdateResult> {
         match self {
             Writer::Embedded(txn) => {
+                sample_write(txn, collection, SampledCommand::Update, |id| {
+                    let mut statement = commands::update_statement(
+                        filter,
+                        Bson::Document(replacement.clone()),
+                        options,
+                        false,
+                    );
+                    statement.insert("sampleId", id);
+                    commands::update(collection, statement, options.let_vars.as_ref())
+                });
                 Ok(txn.replace_one(collection, filter, replacement, options)?)
             }
             #[cfg(feature = "mongodb")]
@@ -150,6 +185,14 @@ impl<'db> Writer<'_, 'db> {
         filter: &Document,
         multi: bool,
     ) -> Result<u64> {
+        if let Writer::Embedded(txn) = self {
+            sample_write(txn, collection, SampledCommand::Delete, |id| {
+                let mut statement =
+                    commands::delete_statement(filter, &DeleteOptions::default(), multi);
+                statement.insert("sampleId", id);
+                commands::delete(collection, statement, None)
+            });
+        }
         match self {
             Writer::Embedded(txn) if multi => Ok(txn.delete_many(collection, filter)?),
             Writer::Embedded(txn) => Ok(txn.delete_one(collection, filter)?),
@@ -172,6 +215,13 @@ impl<'db> Writer<'_, 'db> {
         modify: Modify,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
+        if let Writer::Embedded(txn) = self {
+            sample_write(txn, collection, SampledCommand::FindAndModify, |id| {
+                let mut command = commands::find_and_modify(collection, filter, &modify, options);
+                command.insert("sampleId", id);
+                command
+            });
+        }
         match self {
             Writer::Embedded(txn) => Ok(match modify {
                 Modify::Update(update) => {
@@ -244,4 +294,15 @@ impl<'db> Writer<'_, 'db> {
             }
         }
     }
+}
+
+/// Offers a write the typed layer runs on the engine to the collection's query analyzer (see
+/// [`odm_engine::sampling`]): the command MongoDB would receive for it, one statement.
+fn sample_write(
+    txn: &WriteTxn<'_>,
+    collection: &str,
+    command: SampledCommand,
+    cmd: impl FnOnce(bson::Uuid) -> Document,
+) {
+    txn.database().sample_query(collection, command, cmd);
 }

@@ -42,7 +42,7 @@ pub use explain::Explain;
 pub use filter::{ElemMatch, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec};
 pub use plan::{Access, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
-pub use routing::{Routing, route_filter};
+pub use routing::{Routing, route_filter, target_filter};
 pub(crate) use selection::{Query, QueryOptions, parse_collation};
 pub use sort::Sort;
 pub(crate) use source::WriteView;

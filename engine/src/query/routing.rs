@@ -15,7 +15,9 @@ use std::fmt;
 use bson::RawBsonRef;
 
 use super::filter::{Filter, Pattern, Predicate};
-use super::plan::conditions;
+use super::plan::{Access, KeyRange, conditions, index_plan_for};
+use crate::catalog::IndexMeta;
+use crate::index::IndexSpec;
 use crate::options::ShardKey;
 
 /// How many shards a query would reach.
@@ -60,6 +62,43 @@ enum Bound {
 /// parse is the engine's error for it.
 pub fn route_filter(key: &ShardKey, filter: &bson::Document) -> crate::error::Result<Routing> {
     Ok(route(key, &Filter::parse(filter)?, false))
+}
+
+/// Where a filter goes under `key`: its routing, and the ranges of the encoded key it can reach
+/// (the key's values encoded field after field, ascending, as an index on the key holds them,
+/// a hashed field as its hash), `None` when it can reach every key. `collated`: whether its
+/// strings compare under a non-simple collation (they then bound nothing). This is what
+/// `analyzeShardKey` targets sampled queries with.
+pub fn target_filter(
+    key: &ShardKey,
+    filter: &bson::Document,
+    collated: bool,
+) -> crate::error::Result<(Routing, Option<Vec<KeyRange>>)> {
+    let parsed = Filter::parse(filter)?;
+    Ok((
+        route(key, &parsed, collated),
+        key_ranges(key, &parsed, collated),
+    ))
+}
+
+fn key_ranges(key: &ShardKey, filter: &Filter, collated: bool) -> Option<Vec<KeyRange>> {
+    if let Filter::Or(branches) = filter {
+        let mut all = Vec::new();
+        for branch in branches {
+            all.extend(key_ranges(key, branch, collated)?);
+        }
+        return Some(all);
+    }
+    // The key seen as an index over it: never multikey, since a key holds no arrays.
+    let index = IndexMeta {
+        id: 0,
+        spec: IndexSpec::from_keys_document(&key.to_document()).ok()?,
+        multikey: false,
+    };
+    match index_plan_for(&index, filter, collated, None)?.access {
+        Access::IndexScan(scan) => Some(scan.intervals),
+        _ => None,
+    }
 }
 
 /// The routing of `filter` on a collection sharded by `key`; `collated`: whether its strings

@@ -28,7 +28,20 @@
 //! Documents whose key fields hold an array cannot be placed (MongoDB refuses them); they are
 //! counted. A missing key field is `null`, as MongoDB places it.
 
+mod analyze;
+mod characteristics;
+mod distribution;
 mod svg;
+
+pub use analyze::{
+    AnalyzeError, AnalyzeOptions, ShardKeyAnalysis, analyze_shard_key, current_samples,
+};
+pub use characteristics::{
+    KeyCharacteristics, KeySource, MONOTONICITY_THRESHOLD, MOST_COMMON_VALUES, Monotonicity,
+};
+pub use distribution::{
+    NUM_RANGES, ReadDistribution, SAMPLES_PER_RANGE, Target, Targets, WriteDistribution, filter_of,
+};
 
 use std::fmt::{self, Write as _};
 
@@ -74,6 +87,8 @@ pub enum AdvisorError {
     RecentShare(String),
     #[error("a stored document does not read: {0}")]
     Document(String),
+    #[error("there is no collection `{0}`")]
+    NoCollection(String),
 }
 
 impl Advisor {
@@ -169,7 +184,9 @@ impl Advisor {
             recent: self.recent,
             order: self.order.clone(),
             queries: queries.len(),
+            sampled: false,
             candidates,
+            shapes: Vec::new(),
         })
     }
 
@@ -190,6 +207,131 @@ impl Advisor {
         encode_into(&mut key, id, Direction::Ascending);
         Ok(key)
     }
+}
+
+impl Advisor {
+    /// The advisor over a collection of an engine database, in one report with MongoDB's
+    /// `analyzeShardKey` of each candidate: its documents replayed, and its sampled queries
+    /// (see [`odm_engine::sampling`]) routed, shape by shape, unless `queries` are given.
+    pub fn analyze_collection(
+        &self,
+        db: &odm_engine::Database,
+        collection: &str,
+        candidates: &[ShardKey],
+        queries: Option<&[Document]>,
+        options: &AnalyzeOptions,
+    ) -> Result<Report, AdvisorError> {
+        let engine_error = |e: odm_engine::Error| AdvisorError::Document(e.to_string());
+        let (filters, named): (Vec<Document>, Vec<(&'static str, Document)>) = match queries {
+            Some(given) => (
+                given.to_vec(),
+                given.iter().map(|f| ("query", f.clone())).collect(),
+            ),
+            None => {
+                let samples = current_samples(db, collection)
+                    .map_err(|e| AdvisorError::Document(e.to_string()))?;
+                let named: Vec<(&'static str, Document)> = samples
+                    .iter()
+                    .map(|s| (s.command.as_str(), filter_of(s)))
+                    .collect();
+                (named.iter().map(|(_, f)| f.clone()).collect(), named)
+            }
+        };
+        let documents = collection_documents(db, collection)
+            .map_err(engine_error)?
+            .ok_or_else(|| AdvisorError::NoCollection(collection.to_owned()))?;
+        let mut report = self.analyze(documents, candidates, &filters)?;
+        report.sampled = queries.is_none();
+        report.shapes = QueryShape::group(&named, candidates);
+        for candidate in &mut report.candidates {
+            candidate.analysis = Some(
+                analyze_shard_key(db, collection, &candidate.key, options)
+                    .map_err(|e| format!("{e} ({})", e.code().name())),
+            );
+        }
+        Ok(report)
+    }
+}
+
+/// Sampled queries of one shape: a command and its filter with every value replaced by its
+/// type (`{x: {$gte: "?number"}}`), how many, and how each candidate key routes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryShape {
+    pub command: &'static str,
+    pub shape: Document,
+    pub count: usize,
+    /// Per candidate, in the report's order; `None`: the filter does not parse.
+    pub routing: Vec<Option<Routing>>,
+}
+
+impl QueryShape {
+    fn group(queries: &[(&'static str, Document)], candidates: &[ShardKey]) -> Vec<QueryShape> {
+        let mut shapes: Vec<QueryShape> = Vec::new();
+        for (command, filter) in queries {
+            let shape = query_shape(filter);
+            if let Some(known) = shapes
+                .iter_mut()
+                .find(|s| s.command == *command && s.shape == shape)
+            {
+                known.count += 1;
+                continue;
+            }
+            shapes.push(QueryShape {
+                command,
+                shape,
+                count: 1,
+                routing: candidates
+                    .iter()
+                    .map(|key| route_filter(key, filter).ok())
+                    .collect(),
+            });
+        }
+        shapes.sort_by_key(|s| std::cmp::Reverse(s.count));
+        shapes
+    }
+}
+
+/// A filter with each value replaced by `?` and its type, operators and fields kept.
+pub fn query_shape(filter: &Document) -> Document {
+    fn value(v: &bson::Bson) -> bson::Bson {
+        match v {
+            bson::Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                bson::Bson::Document(query_shape(d))
+            }
+            bson::Bson::Array(items)
+                if items.iter().all(|i| matches!(i, bson::Bson::Document(_)))
+                    && !items.is_empty() =>
+            {
+                bson::Bson::Array(items.iter().map(value_or_shape).collect())
+            }
+            other => bson::Bson::String(format!("?{}", type_name(other))),
+        }
+    }
+    fn value_or_shape(v: &bson::Bson) -> bson::Bson {
+        match v {
+            bson::Bson::Document(d) => bson::Bson::Document(query_shape(d)),
+            other => value(other),
+        }
+    }
+    fn type_name(v: &bson::Bson) -> &'static str {
+        match v {
+            bson::Bson::Double(_)
+            | bson::Bson::Int32(_)
+            | bson::Bson::Int64(_)
+            | bson::Bson::Decimal128(_) => "number",
+            bson::Bson::String(_) => "string",
+            bson::Bson::Array(_) => "array",
+            bson::Bson::Document(_) => "object",
+            bson::Bson::Boolean(_) => "bool",
+            bson::Bson::Null => "null",
+            bson::Bson::ObjectId(_) => "objectId",
+            bson::Bson::DateTime(_) => "date",
+            bson::Bson::RegularExpression(_) => "regex",
+            bson::Bson::Binary(_) => "binData",
+            _ => "value",
+        }
+    }
+    filter.iter().map(|(k, v)| (k.clone(), value(v))).collect()
 }
 
 /// The position in a stream of `len` inserts where its recent part (`share` of it) starts.
@@ -466,6 +608,9 @@ pub struct Candidate {
     /// Documents with an array in a key field, which MongoDB cannot place.
     pub unplaceable: u64,
     pub queries: QueryMix,
+    /// MongoDB's `analyzeShardKey` of the key (by [`Advisor::analyze_collection`]), or why
+    /// it has no answer.
+    pub analysis: Option<Result<ShardKeyAnalysis, String>>,
 }
 
 impl Candidate {
@@ -482,6 +627,7 @@ impl Candidate {
             jumbo: 0,
             unplaceable: 0,
             queries: QueryMix::default(),
+            analysis: None,
         }
     }
 
@@ -526,7 +672,12 @@ pub struct Report {
     pub recent: f64,
     pub order: InsertOrder,
     pub queries: usize,
+    /// Whether the queries are the collection's sampled ones.
+    pub sampled: bool,
     pub candidates: Vec<Candidate>,
+    /// The queries grouped by shape, most frequent first (by
+    /// [`Advisor::analyze_collection`]).
+    pub shapes: Vec<QueryShape>,
 }
 
 impl Report {
@@ -629,6 +780,46 @@ impl fmt::Display for Report {
             }
             if !notes.is_empty() {
                 writeln!(f, "{}: {}", c.key.to_document(), notes.join("; "))?;
+            }
+        }
+        if self.candidates.iter().any(|c| c.analysis.is_some()) {
+            writeln!(f, "\nMongoDB's analyzeShardKey, per candidate:")?;
+            for c in &self.candidates {
+                match &c.analysis {
+                    Some(Ok(analysis)) => write!(f, "{analysis}")?,
+                    Some(Err(reason)) => writeln!(
+                        f,
+                        "analyzeShardKey {}\n  no answer: {reason}",
+                        c.key.to_document()
+                    )?,
+                    None => {}
+                }
+            }
+        }
+        if !self.shapes.is_empty() {
+            let source = if self.sampled {
+                "sampled queries"
+            } else {
+                "queries"
+            };
+            writeln!(
+                f,
+                "\n{source} by shape, and where each candidate routes them (in candidate order):"
+            )?;
+            for shape in &self.shapes {
+                let routes: Vec<&str> = shape
+                    .routing
+                    .iter()
+                    .map(|r| r.map_or("invalid", Routing::as_str))
+                    .collect();
+                writeln!(
+                    f,
+                    "{:>6} x {:<14} {:<44} {}",
+                    shape.count,
+                    shape.command,
+                    shape.shape.to_string(),
+                    routes.join(" | ")
+                )?;
             }
         }
         Ok(())

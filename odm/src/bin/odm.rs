@@ -59,6 +59,12 @@ enum Command {
     /// Simulates candidate shard keys over a collection: documents, inserts and queries per
     /// shard on a cluster of N shards, before there is one.
     ShardAdvisor(advise::AdviseArgs),
+    /// MongoDB's analyzeShardKey on a collection: the key's cardinality, frequency and
+    /// monotonicity, and where the collection's sampled queries would go.
+    AnalyzeShardKey(advise::AnalyzeArgs),
+    /// MongoDB's configureQueryAnalyzer: turns sampling of a collection's queries on or off
+    /// (applications that open the file then sample what they send).
+    ConfigureQueryAnalyzer(advise::ConfigureArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -196,6 +202,8 @@ fn main() -> ExitCode {
         Command::Update(args) => query::update(&args),
         Command::Delete(args) => query::delete(&args),
         Command::ShardAdvisor(args) => advise::run(&args),
+        Command::AnalyzeShardKey(args) => advise::analyze(&args),
+        Command::ConfigureQueryAnalyzer(args) => advise::configure(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

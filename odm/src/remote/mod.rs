@@ -18,7 +18,7 @@
 //! (MongoDB allows that on a collection the transaction creates); `shardCollection` never runs
 //! in one, so its shard key deploys after the commit.
 
-pub(crate) mod commands;
+use crate::commands;
 
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use mongodb::sync::{Client, ClientSession};
@@ -613,6 +613,32 @@ impl Remote {
     pub(crate) fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
         self.command(None, collection, commands::drop_index(collection, name))
             .map(drop)
+    }
+
+    /// The namespace of a collection of this database, `db.collection`.
+    pub(crate) fn namespace(&self, collection: &str) -> String {
+        format!("{}.{collection}", self.database.name())
+    }
+
+    /// Runs a command on `admin` (`configureQueryAnalyzer`, `analyzeShardKey`); the reply
+    /// without `ok` and the cluster's bookkeeping fields.
+    pub(crate) fn admin_command(&self, command: Document) -> Result<Document> {
+        let mut reply = self
+            .client
+            .database("admin")
+            .run_command(command)
+            .run()
+            .map_err(driver_error)?;
+        for field in [
+            "ok",
+            "$clusterTime",
+            "operationTime",
+            "electionId",
+            "opTime",
+        ] {
+            reply.remove(field);
+        }
+        Ok(reply)
     }
 
     /// Deploys a declared shard key (see [`crate::indexes::sync_remote`]): `shardCollection`

@@ -123,6 +123,17 @@ impl<'d> Args<'d> {
         }
     }
 
+    /// A number, as a double.
+    pub fn f64(&self, name: &str) -> Result<Option<f64>, CommandError> {
+        match self.doc.get(name) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::Double(n)) => Ok(Some(*n)),
+            Some(Bson::Int32(n)) => Ok(Some(f64::from(*n))),
+            Some(Bson::Int64(n)) => Ok(Some(*n as f64)),
+            Some(other) => Err(self.mismatch(name, "double", other)),
+        }
+    }
+
     /// A whole number that may not be negative.
     pub fn non_negative(&self, name: &str) -> Result<Option<u64>, CommandError> {
         match self.i64(name)? {

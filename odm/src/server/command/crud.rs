@@ -5,6 +5,7 @@
 
 use bson::{Bson, Document, doc};
 use odm_engine::ErrorCode;
+use odm_engine::sampling::SampledCommand;
 use odm_engine::update::{
     BulkResult, DeleteOptions, FindAndModify, Modify, OpResult, ReturnDocument,
     UpdateModifications, UpdateOptions, WriteOp,
@@ -215,7 +216,26 @@ fn run_statements(
     check_batch(statements.len(), "ops")?;
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let let_vars = args.doc("let")?.cloned();
-    let (ops, positions, mut errors) = parse_statements(statements, ordered, parse);
+    let (ops, positions, mut errors) = parse_statements(statements.clone(), ordered, parse);
+    // Each statement that parsed is offered to the query analyzer on its own, as MongoDB
+    // samples them.
+    let sampled = if name == "update" {
+        SampledCommand::Update
+    } else {
+        SampledCommand::Delete
+    };
+    for &at in &positions {
+        super::analyze::sample(ctx, &collection, sampled, |id| {
+            let mut statement = statements[at].clone();
+            statement.insert("sampleId", id);
+            let mut cmd = doc! { name: collection.as_str(), field: [statement] };
+            if let Some(vars) = &let_vars {
+                cmd.insert("let", vars.clone());
+            }
+            cmd.insert("$db", ctx.db.as_str());
+            cmd
+        });
+    }
     // An ordered command runs the statements before the first that does not parse.
     let result = if ops.is_empty() {
         BulkResult::default()
@@ -321,6 +341,26 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         let_vars: args.doc("let")?.cloned(),
         collation: args.doc("collation")?.cloned(),
     };
+    super::analyze::sample(ctx, &collection, SampledCommand::FindAndModify, |id| {
+        let mut cmd = doc! { "findAndModify": collection.as_str(), "query": filter.clone() };
+        for field in [
+            "collation",
+            "update",
+            "remove",
+            "upsert",
+            "new",
+            "sort",
+            "arrayFilters",
+            "let",
+        ] {
+            if let Some(value) = command.get(field) {
+                cmd.insert(field, value.clone());
+            }
+        }
+        cmd.insert("sampleId", id);
+        cmd.insert("$db", ctx.db.as_str());
+        cmd
+    });
     let is_delete = matches!(action, Modify::Delete);
     let modified = session::write(ctx, move |t| {
         Ok(t.find_and_modify(&collection, &filter, action, &options)?)

@@ -8,6 +8,7 @@
 // Every command has the table's signature, so some return `Ok` always.
 #[allow(clippy::unnecessary_wraps)]
 mod admin;
+mod analyze;
 mod args;
 #[allow(clippy::unnecessary_wraps)]
 mod crud;
@@ -267,6 +268,8 @@ pub static COMMANDS: &[Spec] = &[
     cmd("dropDatabase", admin::drop_database),
     cmd("renameCollection", admin::rename_collection),
     cmd("shardCollection", admin::shard_collection),
+    cmd("configureQueryAnalyzer", analyze::configure_query_analyzer),
+    cmd("analyzeShardKey", analyze::analyze_shard_key_command),
     cmd("collStats", admin::coll_stats),
     cmd("dbStats", admin::db_stats),
     cmd("validate", admin::validate),

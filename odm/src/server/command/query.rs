@@ -7,6 +7,7 @@ use bson::{Bson, Document, RawArrayBuf, RawDocumentBuf, doc};
 use odm_engine::ErrorCode;
 use odm_engine::aggregate::AggregateOptions;
 use odm_engine::query::FindOptions;
+use odm_engine::sampling::{SampledCommand, aggregate_filter, read_command};
 
 use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name, encode};
 use crate::server::Stats;
@@ -131,6 +132,13 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let single = args.flag("singleBatch")?;
     let ns = format!("{}.{collection}", ctx.db);
     Stats::add(&ctx.server.stats.op_query, 1);
+    super::analyze::sample(ctx, &collection, SampledCommand::Find, |_| {
+        read_command(
+            &filter,
+            options.collation.as_ref(),
+            options.let_vars.as_ref(),
+        )
+    });
     if let Some(docs) =
         crate::server::session::find_in_transaction(ctx, &collection, &filter, &options)?
     {
@@ -225,7 +233,24 @@ fn stage_name(stage: &Document) -> &str {
 
 pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "aggregate");
+    let lists_samples = args
+        .array("pipeline")
+        .ok()
+        .flatten()
+        .and_then(|p| p.first())
+        .and_then(Bson::as_document)
+        .is_some_and(|s| s.contains_key("$listSampledQueries"));
     let collection = match command.get("aggregate") {
+        Some(Bson::Int32(1) | Bson::Int64(1)) if lists_samples => {
+            let (pipeline, options) = pipeline_of(&args)?;
+            let first = args
+                .doc("cursor")?
+                .and_then(|c| c.get("batchSize"))
+                .and_then(super::args::whole_number)
+                .map_or(DEFAULT_FIRST_BATCH, |n| n.max(0) as usize);
+            return super::analyze::list_sampled_queries(ctx, &pipeline, &options, first);
+        }
+        _ if lists_samples => return Err(super::analyze::list_sampled_queries_misplaced()),
         Some(Bson::Int32(1) | Bson::Int64(1)) => {
             return Err(CommandError::new(
                 ErrorCode::NOT_IMPLEMENTED,
@@ -236,6 +261,13 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     };
     let (pipeline, options) = pipeline_of(&args)?;
     let ns = format!("{}.{collection}", ctx.db);
+    super::analyze::sample(ctx, &collection, SampledCommand::Aggregate, |_| {
+        read_command(
+            &aggregate_filter(&pipeline),
+            options.collation.as_ref(),
+            options.let_vars.as_ref(),
+        )
+    });
     if args.flag("explain")? {
         return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
     }
@@ -385,6 +417,9 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let limit = args.i64("limit")?.map_or(0, i64::unsigned_abs);
     let collation = args.doc("collation")?;
     Stats::add(&ctx.server.stats.op_query, 1);
+    super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
+        read_command(&filter, collation, None)
+    });
     if let Some(docs) = crate::server::session::find_in_transaction(
         ctx,
         collection,
@@ -424,6 +459,9 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         ));
     }
     Stats::add(&ctx.server.stats.op_query, 1);
+    super::analyze::sample(ctx, collection, SampledCommand::Distinct, |_| {
+        read_command(&filter, collation, None)
+    });
     let values = match ctx.server.storage.get(&ctx.db)? {
         Some(db) => {
             let txn = db.read()?;

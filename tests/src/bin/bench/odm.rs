@@ -1,7 +1,9 @@
 //! `bench odm`: the typed layer against the engine with raw documents, side by side on the
 //! same data: the same serde struct, serialized by hand and passed to the engine as BSON on one
 //! side, through `#[derive(Document)]`, typed filters and updates on the other. Ends with one
-//! `ratio` line per operation (typed / engine).
+//! `ratio` line per operation (typed / engine). Then the cost of query sampling (MongoDB's
+//! `configureQueryAnalyzer` at its highest rate, 50 a second) on the same typed finds and
+//! updates: one `ratio sampling on/off` line.
 
 use bson::doc;
 use odm::{Document, Filter};
@@ -81,6 +83,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let raws: Vec<RawItem> = items.iter().map(raw).collect();
     let mut typed_runs = Vec::new();
     let mut engine_runs = Vec::new();
+    let mut sampling_runs = Vec::new();
     for run in 0..options.runs {
         let mut ops = Rng::new(50 + run as u64);
         let ids: Vec<i64> = (0..OPS)
@@ -91,6 +94,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         typed_runs.push(typed(&items, &ids, &users)?);
         engine_runs.push(engine(&raws, &ids, &users)?);
+        sampling_runs.push(sampling(&items, &ids, &users)?);
     }
     let median_of = |runs: &[Timings], f: fn(&Timings) -> f64| median(runs.iter().map(f).collect());
     println!(
@@ -118,7 +122,74 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         lines.push(format!("{key}={:.2}", t / e));
     }
     println!("ratio typed/engine {}", lines.join(" "));
+    println!(
+        "\nquery sampling: the same typed finds and $inc updates with the analyzer off, then on at 50 samples a second"
+    );
+    println!(
+        "{:<34}{:>14}{:>14}{:>10}",
+        "operation (median µs per op)", "off", "on", "ratio"
+    );
+    let mut lines = Vec::new();
+    for (label, key, off, on) in [
+        ("find by indexed field", "find", 0, 1),
+        ("$inc by _id, one per transaction", "update", 2, 3),
+    ] {
+        let off = median(sampling_runs.iter().map(|r| r.0[off]).collect());
+        let on = median(sampling_runs.iter().map(|r| r.0[on]).collect());
+        println!("{label:<34}{off:>14.3}{on:>14.3}{:>10.2}", on / off);
+        lines.push(format!("{key}={:.2}", on / off));
+    }
+    let sampled = median(sampling_runs.iter().map(|r| r.1 as f64).collect());
+    println!("samples taken per run (median): {sampled:.0}");
+    println!("ratio sampling on/off {}", lines.join(" "));
     Ok(())
+}
+
+/// Typed finds and single updates with sampling off, then on at 50 a second: their times
+/// (off find, on find, off update, on update) and how many samples were taken.
+fn sampling(
+    items: &[Item],
+    ids: &[i64],
+    users: &[String],
+) -> Result<([f64; 4], u64), Box<dyn std::error::Error>> {
+    let db = odm::Database::in_memory()?;
+    let coll = db.collection::<Item>()?;
+    let f = Item::fields();
+    for batch in items.chunks(BATCH) {
+        coll.insert_many(batch)?;
+    }
+    let mut times = [0.0; 4];
+    for (on, slot) in [(false, 0), (true, 1)] {
+        if on {
+            coll.configure_query_analyzer(
+                odm_engine::sampling::AnalyzerMode::Full,
+                Some(odm_engine::sampling::MAX_SAMPLES_PER_SECOND),
+            )?;
+        }
+        let (n, find) = per_op(users.len(), || {
+            users
+                .iter()
+                .map(|u| {
+                    coll.find(f.user.eq(u.as_str()))
+                        .to_vec()
+                        .expect("find")
+                        .len()
+                })
+                .sum::<usize>()
+        });
+        assert!(n > 0);
+        times[slot] = find;
+        // In-memory commits: what is measured is the update's own work and the sampler's.
+        let updates = &ids[..ids.len() / 10];
+        ((), times[slot + 2]) = per_op(updates.len(), || {
+            for id in updates {
+                coll.update_one(f.id.eq(*id), f.hits.inc(1))
+                    .expect("update");
+            }
+        });
+    }
+    let sampled = db.engine().map_or(0, |e| e.sampler_stats().sampled);
+    Ok((times, sampled))
 }
 
 fn typed(

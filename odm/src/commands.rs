@@ -1,6 +1,11 @@
-//! The command documents the MongoDB back end sends, built from the same operations the
-//! engine takes: a typed find, update or index becomes the one document a MongoDB server
-//! would receive from any driver. Pure functions, so each is tested without a server.
+//! The command documents of typed operations, built from the same operations the engine
+//! takes: a typed find, update or index becomes the one document a MongoDB server would
+//! receive from any driver. The MongoDB back end sends them; on the engine, the query analyzer
+//! samples them (see [`odm_engine::sampling`]). Pure functions, so each is tested without a
+//! server.
+
+// Without the MongoDB back end, only the builders of sampled commands are used.
+#![cfg_attr(not(feature = "mongodb"), allow(dead_code))]
 
 use bson::{Bson, Document, doc};
 use odm_engine::aggregate::AggregateOptions;

@@ -1,0 +1,245 @@
+//! MongoDB's `keyCharacteristics` of `analyzeShardKey` (7.0), computed on an embedded
+//! collection: how many documents, their average size, whether the key is unique, how many
+//! distinct values it has and the most common ones with their frequencies, and its
+//! monotonicity.
+//!
+//! MongoDB's rules, followed here:
+//! - a missing key field counts as `null` (a B-tree index stores it so); an array in a key field
+//!   cannot be in a shard key, and is an error naming the field;
+//! - the key is unique when its supporting index is unique and has exactly the key's fields;
+//! - monotonicity is Pearson's correlation between the order of the key (an index's order, equal
+//!   keys by record) and the order of the records, "monotonic" from 0.7 in absolute value
+//!   (`analyzeShardKeyMonotonicityCorrelationCoefficientThreshold`), so a decreasing key is
+//!   monotonic too. A hashed key is "not monotonic" with coefficient 0, and so is a key with one
+//!   value; without an index that starts with the key value for value, it is "unknown".
+//!
+//! Where this differs: the engine stores documents by `_id`, as MongoDB's clustered collections
+//! do, and has no record ids of insertion; record order here is `_id` order, which is the
+//! insertion order of ObjectIds and of increasing ids. (MongoDB answers "unknown" on a clustered
+//! collection; answering from `_id` order is what makes the question useful here.)
+
+use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
+use odm_engine::ShardKey;
+use odm_engine::keys::{Direction, encode_into};
+
+use super::analyze::AnalyzeError;
+use super::value_at;
+
+/// MongoDB's `analyzeShardKeyMonotonicityCorrelationCoefficientThreshold`.
+pub const MONOTONICITY_THRESHOLD: f64 = 0.7;
+
+/// MongoDB's `analyzeShardKeyNumMostCommonValues`.
+pub const MOST_COMMON_VALUES: usize = 5;
+
+/// `keyCharacteristics`, field for field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyCharacteristics {
+    pub num_docs_total: u64,
+    pub num_docs_sampled: u64,
+    pub avg_doc_size_bytes: u64,
+    pub is_unique: bool,
+    pub num_distinct_values: u64,
+    /// The most common key values (a document of the key's fields) and how many documents
+    /// hold each, most frequent first.
+    pub most_common_values: Vec<(Document, u64)>,
+    /// `recordIdCorrelationCoefficient`; `None` exactly when the type is unknown.
+    pub correlation: Option<f64>,
+    pub monotonicity: Monotonicity,
+}
+
+/// `monotonicity.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Monotonicity {
+    Monotonic,
+    NotMonotonic,
+    Unknown,
+}
+
+impl Monotonicity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Monotonicity::Monotonic => "monotonic",
+            Monotonicity::NotMonotonic => "not monotonic",
+            Monotonicity::Unknown => "unknown",
+        }
+    }
+}
+
+/// What the characteristics are computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySource<'a> {
+    /// The documents read (all, or a sample), in record order: the engine stores documents by
+    /// `_id`, so this is `_id` order, the insertion order of ObjectIds and increasing ids.
+    pub documents: &'a [RawDocumentBuf],
+    /// The collection's document count and average size (all documents, not the sample).
+    pub num_docs_total: u64,
+    pub avg_doc_size_bytes: u64,
+    /// Whether the supporting index is unique and has exactly the key's fields.
+    pub is_unique: bool,
+    /// Whether an index starts with the key value for value (`{a: 1}` for a ranged `{a: 1}`,
+    /// not `{a: "hashed"}`), so that key order can be compared with record order.
+    pub ordered_index: bool,
+}
+
+/// The characteristics of `key` over `source`, with MongoDB's rules (see the module comment);
+/// an array in a key field is an error naming the field.
+pub fn key_characteristics(
+    source: &KeySource<'_>,
+    key: &ShardKey,
+) -> Result<KeyCharacteristics, AnalyzeError> {
+    let fields: Vec<&str> = key
+        .paths()
+        .into_iter()
+        .map(odm_engine::Path::as_str)
+        .collect();
+    // (encoded key, record position, the key's values).
+    let mut keyed: Vec<(Vec<u8>, usize, Document)> = Vec::with_capacity(source.documents.len());
+    for (position, doc) in source.documents.iter().enumerate() {
+        let mut encoded = Vec::new();
+        let mut values = Document::new();
+        for field in &fields {
+            let value = value_at(doc, field)
+                .map_err(|e| AnalyzeError::Document(e.to_string()))?
+                .unwrap_or(RawBsonRef::Null);
+            if matches!(value, RawBsonRef::Array(_)) {
+                return Err(AnalyzeError::ArrayInKey((*field).to_owned()));
+            }
+            encode_into(&mut encoded, value, Direction::Ascending);
+            let value = Bson::try_from(value).map_err(|e| AnalyzeError::Document(e.to_string()))?;
+            values.insert(*field, value);
+        }
+        keyed.push((encoded, position, values));
+    }
+    // Index order: by key, equal keys by record.
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut groups: Vec<(Document, u64)> = Vec::new();
+    let mut previous: Option<&[u8]> = None;
+    for (encoded, _, values) in &keyed {
+        match groups.last_mut() {
+            Some(last) if previous == Some(encoded.as_slice()) => last.1 += 1,
+            _ => groups.push((values.clone(), 1)),
+        }
+        previous = Some(encoded);
+    }
+    let num_distinct_values = groups.len() as u64;
+    // Most frequent first; among equals, the key's order (a stable sort keeps it).
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1));
+    groups.truncate(MOST_COMMON_VALUES);
+    let (correlation, monotonicity) = match key {
+        // MongoDB: a hashed first field is never monotonic, coefficient 0.
+        ShardKey::Hashed(_) => (Some(0.0), Monotonicity::NotMonotonic),
+        ShardKey::Range(_) if !source.ordered_index => (None, Monotonicity::Unknown),
+        ShardKey::Range(_) if num_distinct_values <= 1 => (Some(0.0), Monotonicity::NotMonotonic),
+        ShardKey::Range(_) => match correlation(keyed.iter().map(|(_, position, _)| *position)) {
+            Some(c) if c.abs() >= MONOTONICITY_THRESHOLD => (Some(c), Monotonicity::Monotonic),
+            Some(c) => (Some(c), Monotonicity::NotMonotonic),
+            None => (None, Monotonicity::Unknown),
+        },
+    };
+    let sampled = source.documents.len() as u64;
+    Ok(KeyCharacteristics {
+        num_docs_total: source.num_docs_total.max(sampled),
+        num_docs_sampled: sampled,
+        avg_doc_size_bytes: source.avg_doc_size_bytes,
+        is_unique: source.is_unique,
+        num_distinct_values,
+        most_common_values: groups,
+        correlation: correlation.map(round_up),
+        monotonicity,
+    })
+}
+
+/// MongoDB rounds its ratios up at the tenth decimal.
+pub(crate) fn round_up(value: f64) -> f64 {
+    (value * 1e10).ceil() / 1e10
+}
+
+/// Pearson's coefficient between the positions 0, 1, 2, ... (the key's order) and the
+/// insertion positions read in that order; `None` below two documents.
+fn correlation(insertion: impl ExactSizeIterator<Item = usize>) -> Option<f64> {
+    let n = insertion.len();
+    if n < 2 {
+        return None;
+    }
+    // Both sequences are permutations of 0..n: equal means and variances.
+    let mean = (n as f64 - 1.0) / 2.0;
+    let variance: f64 = (0..n).map(|i| (i as f64 - mean).powi(2)).sum();
+    let covariance: f64 = insertion
+        .enumerate()
+        .map(|(i, at)| (i as f64 - mean) * (at as f64 - mean))
+        .sum();
+    Some(covariance / variance)
+}
+
+/// A count of a reply: any BSON number.
+pub(crate) fn count_of(d: &Document, field: &str) -> Result<u64, String> {
+    match d.get(field) {
+        Some(Bson::Int64(n)) => Ok((*n).max(0) as u64),
+        Some(Bson::Int32(n)) => Ok((*n).max(0) as u64),
+        Some(Bson::Double(n)) => Ok(n.max(0.0) as u64),
+        _ => Err(format!("no count `{field}`")),
+    }
+}
+
+impl KeyCharacteristics {
+    /// The typed form of a server's `keyCharacteristics`.
+    pub fn from_document(d: &Document) -> Result<KeyCharacteristics, String> {
+        let monotonicity = d.get_document("monotonicity").map_err(|e| e.to_string())?;
+        let kind = match monotonicity.get_str("type").unwrap_or("unknown") {
+            "monotonic" => Monotonicity::Monotonic,
+            "not monotonic" => Monotonicity::NotMonotonic,
+            _ => Monotonicity::Unknown,
+        };
+        let most_common_values = d
+            .get_array("mostCommonValues")
+            .map_err(|e| e.to_string())?
+            .iter()
+            .filter_map(Bson::as_document)
+            .map(|v| {
+                Ok((
+                    v.get_document("value").map_err(|e| e.to_string())?.clone(),
+                    count_of(v, "frequency")?,
+                ))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(KeyCharacteristics {
+            num_docs_total: count_of(d, "numDocsTotal")?,
+            num_docs_sampled: count_of(d, "numDocsSampled")?,
+            avg_doc_size_bytes: count_of(d, "avgDocSizeBytes")?,
+            is_unique: d.get_bool("isUnique").unwrap_or(false),
+            num_distinct_values: count_of(d, "numDistinctValues")?,
+            most_common_values,
+            correlation: monotonicity.get_f64("recordIdCorrelationCoefficient").ok(),
+            monotonicity: kind,
+        })
+    }
+
+    /// The `keyCharacteristics` document as `analyzeShardKey` returns it.
+    pub fn to_document(&self) -> Document {
+        let most_common: Vec<Bson> = self
+            .most_common_values
+            .iter()
+            .map(|(value, frequency)| {
+                Bson::Document(bson::doc! {
+                    "value": value.clone(),
+                    "frequency": i64::try_from(*frequency).unwrap_or(i64::MAX),
+                })
+            })
+            .collect();
+        let mut monotonicity = bson::doc! {};
+        if let Some(c) = self.correlation {
+            monotonicity.insert("recordIdCorrelationCoefficient", c);
+        }
+        monotonicity.insert("type", self.monotonicity.as_str());
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        bson::doc! {
+            "numDocsTotal": count(self.num_docs_total),
+            "avgDocSizeBytes": count(self.avg_doc_size_bytes),
+            "numDocsSampled": count(self.num_docs_sampled),
+            "isUnique": self.is_unique,
+            "numDistinctValues": count(self.num_distinct_values),
+            "mostCommonValues": most_common,
+            "monotonicity": monotonicity,
+        }
+    }
+}
