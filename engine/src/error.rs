@@ -329,11 +329,10 @@ impl Error {
             } => ErrorCode::INDEX_KEY_SPECS_CONFLICT,
             Error::IndexConflict { .. } => ErrorCode::INDEX_OPTIONS_CONFLICT,
             Error::IndexNotFound { .. } => ErrorCode::INDEX_NOT_FOUND,
-            Error::IdIndexRequired => ErrorCode::INVALID_OPTIONS,
+            Error::IdIndexRequired | Error::InvalidQueryAnalyzer(_) => ErrorCode::INVALID_OPTIONS,
             Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
             Error::ShardKeyChanged { .. } => ErrorCode::ALREADY_INITIALIZED,
             Error::CollectionNotFound(_) => ErrorCode::NAMESPACE_NOT_FOUND,
-            Error::InvalidQueryAnalyzer(_) => ErrorCode::INVALID_OPTIONS,
             Error::InvalidCollectionName { .. } => ErrorCode::INVALID_NAMESPACE,
             Error::NestedWrite | Error::Locked { .. } | Error::Compaction(_) => {
                 ErrorCode::ILLEGAL_OPERATION

@@ -44,7 +44,7 @@ pub const MAX_SAMPLES_PER_SECOND: f64 = 50.0;
 pub const BURST_MULTIPLIER: f64 = 2.0;
 
 /// MongoDB's default `queryAnalysisSampleExpirationSecs`: 7 days.
-pub const SAMPLE_EXPIRATION: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const SAMPLE_EXPIRATION: Duration = Duration::from_hours(7 * 24);
 
 /// The largest sample kept (MongoDB's `kMaxBSONObjSizePerInsertBatch`).
 pub const MAX_SAMPLE_BYTES: usize = 16 * 1024 * 1024 - 100 * 1024;
@@ -390,11 +390,10 @@ pub(crate) fn write_samples(txn: &redb::WriteTransaction, samples: Vec<Vec<u8>>)
         .get(SAMPLED_BYTES_KEY)?
         .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
         .map_or(0, u64::from_be_bytes);
-    let mut next = table.last()?.map_or(0, |(k, _)| k.value() + 1);
-    for sample in samples {
-        table.insert(next, sample.as_slice())?;
+    let first = table.last()?.map_or(0, |(k, _)| k.value() + 1);
+    for (number, sample) in (first..).zip(samples) {
+        table.insert(number, sample.as_slice())?;
         bytes += sample.len() as u64;
-        next += 1;
     }
     let now = DateTime::now();
     loop {
@@ -445,7 +444,7 @@ impl Database {
                     "'samplesPerSecond' must be specified when 'mode' is not \"off\"",
                 ));
             }
-            (AnalyzerMode::Full, Some(rate)) if !(rate > 0.0) => {
+            (AnalyzerMode::Full, Some(rate)) if rate.is_nan() || rate <= 0.0 => {
                 return Err(invalid("'samplesPerSecond' must be greater than 0"));
             }
             (AnalyzerMode::Full, Some(rate)) if rate > MAX_SAMPLES_PER_SECOND => {
@@ -563,7 +562,7 @@ impl Database {
                 .buckets
                 .entry(meta.id)
                 .or_insert_with(|| Bucket::new(analyzer.start_time, rate));
-            if bucket.start_time != analyzer.start_time || bucket.rate != rate {
+            if bucket.start_time != analyzer.start_time || bucket.rate.to_bits() != rate.to_bits() {
                 *bucket = Bucket::new(analyzer.start_time, rate);
             }
             if !bucket.take() {

@@ -13,11 +13,11 @@
 //!
 //! `cargo run --release --example shard_advisor [-- --svg FILE]` (the picture of S17's keys).
 
-use bson::{Document, RawDocumentBuf, doc, oid::ObjectId};
-use odm::Database;
+use bson::{Document, doc, oid::ObjectId};
 use odm::advisor::{Advisor, AnalyzeOptions};
 use odm::engine::ShardKey;
 use odm::engine::sampling::AnalyzerMode;
+use odm::{Database, Document as _};
 use serde::{Deserialize, Serialize};
 
 const MONTHS: u32 = 12;
@@ -34,10 +34,6 @@ impl Random {
         self.0 ^= self.0 << 17;
         self.0
     }
-}
-
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::try_from(d).expect("a document")
 }
 
 /// An ObjectId made at `second`: its first four bytes are the time, so ids increase.
@@ -84,20 +80,39 @@ fn images() -> Vec<Image> {
         .collect()
 }
 
-/// S1's inbox, one document per recipient: 500 users, messages fanned out to three each.
-fn messages() -> Vec<RawDocumentBuf> {
+/// S1's inbox, one document per recipient, sharded by recipient and time: an inbox read goes
+/// to one shard.
+#[derive(Debug, Clone, Serialize, Deserialize, odm::Document)]
+#[odm(
+    collection = "messages",
+    shard_key(recipient, sent),
+    index(keys(recipient = 1, sent = 1))
+)]
+struct Message {
+    #[odm(id)]
+    id: ObjectId,
+    recipient: String,
+    sender: String,
+    sent: bson::DateTime,
+    text: String,
+    read: bool,
+}
+
+/// 500 users, messages fanned out to three recipients each.
+fn messages() -> Vec<Message> {
     let mut random = Random(0x2545_f491_4f6c_dd1d);
     let mut out = Vec::new();
     for n in 0..8_000u32 {
         let sender = random.next() % 500;
         for _ in 0..3 {
-            out.push(raw(&doc! {
-                "_id": object_id(1_700_000_000 + n * 60, out.len() as u32),
-                "recipient": format!("user{}", random.next() % 500),
-                "sender": format!("user{sender}"),
-                "sent": bson::DateTime::from_millis(1_700_000_000_000 + i64::from(n) * 60_000),
-                "text": "see you at the library",
-            }));
+            out.push(Message {
+                id: object_id(1_700_000_000 + n * 60, out.len() as u32),
+                recipient: format!("user{}", random.next() % 500),
+                sender: format!("user{sender}"),
+                sent: bson::DateTime::from_millis(1_700_000_000_000 + i64::from(n) * 60_000),
+                text: "see you at the library".into(),
+                read: false,
+            });
         }
     }
     out
@@ -172,19 +187,108 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             100.0 * share
         );
     }
+    println!();
+    verdict(&report);
     println!("\nS1: an inbox of one document per recipient\n");
-    let inbox_queries: Vec<Document> = (0..200)
-        .map(|i| doc! { "recipient": format!("user{i}") })
-        .collect();
-    let report = Advisor::new(SHARDS).analyze(
-        messages(),
+    let messages_of = db.collection::<Message>()?;
+    let inbox = messages();
+    messages_of.insert_many(&inbox)?;
+    messages_of.configure_query_analyzer(AnalyzerMode::Full, Some(50.0))?;
+    let f = Message::fields();
+    // The application: reads of the latest 50 of an inbox, and messages marked read, half by
+    // `_id` alone and half by `save`, which finds a document by `_id` and its shard key.
+    for i in 0..20 {
+        messages_of
+            .find(f.recipient.eq(format!("user{i}")))
+            .sort(odm::Sort::desc(&f.sent))
+            .limit(50)
+            .to_vec()?;
+        let mut message = inbox[i * 97].clone();
+        message.read = true;
+        if i % 2 == 0 {
+            messages_of.update_one(f.id.eq(message.id), f.read.set(true))?;
+        } else {
+            messages_of.save(&message)?;
+        }
+    }
+    let report = Advisor::new(SHARDS).analyze_collection(
+        engine,
+        "messages",
         &[
             key(doc! { "_id": 1 }),
             key(doc! { "recipient": 1, "sent": 1 }),
             key(doc! { "recipient": "hashed" }),
         ],
-        &inbox_queries,
+        None,
+        &AnalyzeOptions::default(),
     )?;
     print!("{report}");
+    println!();
+    verdict(&report);
     Ok(())
+}
+
+/// The key that wins on the report's own numbers, and why: first not monotonic, then recent
+/// inserts spread over the shards, then the fewest ranges (of 100) a sampled query reaches.
+fn verdict(report: &odm::advisor::Report) {
+    let mut best: Option<(&odm::advisor::Candidate, (bool, i64, f64))> = None;
+    for c in &report.candidates {
+        let Some(Ok(analysis)) = &c.analysis else {
+            continue;
+        };
+        let monotonic = analysis
+            .key_characteristics
+            .as_ref()
+            .is_some_and(|k| k.monotonicity == odm::advisor::Monotonicity::Monotonic);
+        let (mut queries, mut single, mut reached) = (0u64, 0u64, 0u64);
+        for targets in [
+            analysis
+                .read_distribution
+                .as_ref()
+                .map(|r| (&r.targets, r.total())),
+            analysis
+                .write_distribution
+                .as_ref()
+                .map(|w| (&w.targets, w.total())),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            queries += targets.1;
+            single += targets.0.single_shard;
+            reached += targets.0.by_range.iter().sum::<u64>();
+        }
+        let mean = if queries == 0 {
+            0.0
+        } else {
+            reached as f64 / queries as f64
+        };
+        let hottest = c.hottest_recent().1;
+        println!(
+            "{}: {}; the busiest shard takes {:.0}% of recent inserts; {:.0}% of sampled queries go to one shard, and a query reaches {:.1} of 100 ranges on average",
+            c.key.to_document(),
+            if monotonic {
+                "monotonic"
+            } else {
+                "not monotonic"
+            },
+            100.0 * hottest,
+            if queries == 0 {
+                0.0
+            } else {
+                100.0 * single as f64 / queries as f64
+            },
+            mean
+        );
+        // Spread inserts count in tenths: a hot shard caps the cluster's write rate.
+        let score = (monotonic, (hottest * 10.0).round() as i64, mean);
+        if best.as_ref().is_none_or(|(_, b)| {
+            (score.0, score.1) < (b.0, b.1) || ((score.0, score.1) == (b.0, b.1) && score.2 < b.2)
+        }) {
+            best = Some((c, score));
+        }
+    }
+    if let Some((c, _)) = best {
+        println!("wins: {}", c.key.to_document());
+    }
 }

@@ -116,7 +116,7 @@ impl<'db> Writer<'_, 'db> {
         options: &UpdateOptions,
         multi: bool,
     ) -> Result<UpdateResult> {
-        if let Writer::Embedded(txn) = self {
+        if let Some(txn) = self.engine() {
             sample_write(txn, collection, SampledCommand::Update, |id| {
                 let mut statement = commands::update_statement(
                     filter,
@@ -185,7 +185,7 @@ impl<'db> Writer<'_, 'db> {
         filter: &Document,
         multi: bool,
     ) -> Result<u64> {
-        if let Writer::Embedded(txn) = self {
+        if let Some(txn) = self.engine() {
             sample_write(txn, collection, SampledCommand::Delete, |id| {
                 let mut statement =
                     commands::delete_statement(filter, &DeleteOptions::default(), multi);
@@ -215,7 +215,7 @@ impl<'db> Writer<'_, 'db> {
         modify: Modify,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        if let Writer::Embedded(txn) = self {
+        if let Some(txn) = self.engine() {
             sample_write(txn, collection, SampledCommand::FindAndModify, |id| {
                 let mut command = commands::find_and_modify(collection, filter, &modify, options);
                 command.insert("sampleId", id);

@@ -49,17 +49,18 @@ assert.strictEqual(samples[0].ns, "analyze_check.events");
 
 // analyzeShardKey on the time key: monotonic, and the mix above under it.
 const t = coll.analyzeShardKey({ t: 1 });
-assert.strictEqual(t.keyCharacteristics.numDocsTotal, 3000);
-assert.strictEqual(t.keyCharacteristics.numDistinctValues, 3000);
+// (The delete above removed one of the 3000.) Counts are longs, as MongoDB gives them.
+assert.strictEqual(Number(t.keyCharacteristics.numDocsTotal), 2999);
+assert.strictEqual(Number(t.keyCharacteristics.numDistinctValues), 2999);
 assert.strictEqual(t.keyCharacteristics.isUnique, false);
 assert.strictEqual(t.keyCharacteristics.monotonicity.type, "monotonic");
-assert.strictEqual(t.readDistribution.sampleSize.total, 10);
+assert.strictEqual(Number(t.readDistribution.sampleSize.total), 10);
 assert.strictEqual(t.readDistribution.percentageOfSingleShardReads, 60);
 assert.strictEqual(t.readDistribution.percentageOfMultiShardReads, 20);
 assert.strictEqual(t.readDistribution.percentageOfScatterGatherReads, 20);
 assert.strictEqual(t.readDistribution.numReadsByRange.length, 100);
-assert.strictEqual(t.writeDistribution.sampleSize.total, 3);
-assert.strictEqual(t.writeDistribution.sampleSize.update, 2);
+assert.strictEqual(Number(t.writeDistribution.sampleSize.total), 3);
+assert.strictEqual(Number(t.writeDistribution.sampleSize.update), 2);
 assert(Math.abs(t.writeDistribution.percentageOfSingleWritesWithoutShardKey - 100 / 3) < 1e-9);
 
 // The hashed key: never monotonic; the one hot value leads the most common values of `kind`.
@@ -67,8 +68,9 @@ const r = coll.analyzeShardKey({ r: "hashed" }, { readWriteDistribution: false }
 assert.strictEqual(r.keyCharacteristics.monotonicity.type, "not monotonic");
 assert.strictEqual(r.readDistribution, undefined);
 const kind = coll.analyzeShardKey({ kind: 1 }, { readWriteDistribution: false });
-same(kind.keyCharacteristics.mostCommonValues[0], { value: { kind: "hot" }, frequency: 1500 });
-assert.strictEqual(kind.keyCharacteristics.numDistinctValues, 4);
+same(kind.keyCharacteristics.mostCommonValues[0].value, { kind: "hot" });
+assert.strictEqual(Number(kind.keyCharacteristics.mostCommonValues[0].frequency), 1500);
+assert.strictEqual(Number(kind.keyCharacteristics.numDistinctValues), 4);
 
 // A key without a supporting index, and an empty selection of metrics.
 let missing = null;

@@ -363,7 +363,21 @@ impl fmt::Display for ShardKeyAnalysis {
                 100.0 * part as f64 / whole as f64
             }
         };
-        if let Some(r) = &self.read_distribution {
+        if self
+            .read_distribution
+            .as_ref()
+            .is_some_and(|r| r.total() == 0)
+        {
+            writeln!(f, "  reads:  none sampled")?;
+        }
+        if self
+            .write_distribution
+            .as_ref()
+            .is_some_and(|w| w.total() == 0)
+        {
+            writeln!(f, "  writes: none sampled")?;
+        }
+        if let Some(r) = self.read_distribution.as_ref().filter(|r| r.total() > 0) {
             let t = &r.targets;
             writeln!(
                 f,
@@ -374,7 +388,7 @@ impl fmt::Display for ShardKeyAnalysis {
                 pct(t.scatter_gather, r.total())
             )?;
         }
-        if let Some(w) = &self.write_distribution {
+        if let Some(w) = self.write_distribution.as_ref().filter(|w| w.total() > 0) {
             let t = &w.targets;
             writeln!(
                 f,

@@ -93,7 +93,7 @@ impl Ranges {
             .collect();
         // The end of the stream gives its last key too.
         if let Some(last) = keys.last()
-            && keys.len() % SAMPLES_PER_RANGE != 0
+            && !keys.len().is_multiple_of(SAMPLES_PER_RANGE)
         {
             picks.push(last);
         }
@@ -278,7 +278,7 @@ fn targets_from(d: &Document, total: u64, kind: &str) -> Targets {
         multi_shard: count(&format!("percentageOfMultiShard{kind}")),
         scatter_gather: count(&format!("percentageOfScatterGather{kind}")),
         by_range: d
-            .get_array(&format!("num{kind}ByRange"))
+            .get_array(format!("num{kind}ByRange"))
             .map(|a| {
                 a.iter()
                     .map(|n| match n {

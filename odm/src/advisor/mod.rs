@@ -222,21 +222,16 @@ impl Advisor {
         options: &AnalyzeOptions,
     ) -> Result<Report, AdvisorError> {
         let engine_error = |e: odm_engine::Error| AdvisorError::Document(e.to_string());
-        let (filters, named): (Vec<Document>, Vec<(&'static str, Document)>) = match queries {
-            Some(given) => (
-                given.to_vec(),
-                given.iter().map(|f| ("query", f.clone())).collect(),
-            ),
-            None => {
-                let samples = current_samples(db, collection)
-                    .map_err(|e| AdvisorError::Document(e.to_string()))?;
-                let named: Vec<(&'static str, Document)> = samples
-                    .iter()
-                    .map(|s| (s.command.as_str(), filter_of(s)))
-                    .collect();
-                (named.iter().map(|(_, f)| f.clone()).collect(), named)
-            }
+        let named: Vec<(&'static str, Document)> = if let Some(given) = queries {
+            given.iter().map(|f| ("query", f.clone())).collect()
+        } else {
+            current_samples(db, collection)
+                .map_err(|e| AdvisorError::Document(e.to_string()))?
+                .iter()
+                .map(|s| (s.command.as_str(), filter_of(s)))
+                .collect()
         };
+        let filters: Vec<Document> = named.iter().map(|(_, f)| f.clone()).collect();
         let documents = collection_documents(db, collection)
             .map_err(engine_error)?
             .ok_or_else(|| AdvisorError::NoCollection(collection.to_owned()))?;

@@ -100,14 +100,12 @@ pub fn list_sampled_queries(
     if ctx.db != "admin" {
         return Err(list_sampled_queries_misplaced());
     }
-    let spec = match pipeline.first().and_then(|s| s.get("$listSampledQueries")) {
-        Some(Bson::Document(spec)) => spec,
-        _ => {
-            return Err(CommandError::new(
-                ErrorCode::location(6_876_001),
-                "$listSampledQueries must be given an object",
-            ));
-        }
+    let Some(Bson::Document(spec)) = pipeline.first().and_then(|s| s.get("$listSampledQueries"))
+    else {
+        return Err(CommandError::new(
+            ErrorCode::location(6_876_001),
+            "$listSampledQueries must be given an object",
+        ));
     };
     let wanted = match spec.get("namespace") {
         None => None,
