@@ -47,6 +47,15 @@ assert.strictEqual(samples.filter((s) => s.cmdName === "find").length, 8);
 same(samples[0].cmd.filter, { t: 0 });
 assert.strictEqual(samples[0].ns, "analyze_check.events");
 
+// $listSampledQueries runs on admin with {aggregate: 1} only.
+let misplaced = null;
+try {
+  db.getSiblingDB("analyze_check").aggregate([{ $listSampledQueries: {} }]).toArray();
+} catch (e) {
+  misplaced = e.codeName;
+}
+assert.strictEqual(misplaced, "InvalidNamespace");
+
 // analyzeShardKey on the time key: monotonic, and the mix above under it.
 const t = coll.analyzeShardKey({ t: 1 });
 // (The delete above removed one of the 3000.) Counts are longs, as MongoDB gives them.

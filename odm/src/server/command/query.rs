@@ -261,6 +261,9 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     };
     let (pipeline, options) = pipeline_of(&args)?;
     let ns = format!("{}.{collection}", ctx.db);
+    if args.flag("explain")? {
+        return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
+    }
     super::analyze::sample(ctx, &collection, SampledCommand::Aggregate, |_| {
         read_command(
             &aggregate_filter(&pipeline),
@@ -268,9 +271,6 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             options.let_vars.as_ref(),
         )
     });
-    if args.flag("explain")? {
-        return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
-    }
     let cursor = args.doc("cursor")?.ok_or_else(|| {
         CommandError::new(
             ErrorCode::FAILED_TO_PARSE,
