@@ -347,12 +347,16 @@ impl fmt::Display for ShardKeyAnalysis {
                     write!(f, " (correlation {c:.3})")?;
                 }
                 writeln!(f)?;
-                let common: Vec<String> = k
-                    .most_common_values
-                    .iter()
-                    .map(|(v, n)| format!("{v} x{n}"))
-                    .collect();
-                writeln!(f, "  mostCommonValues: {}", common.join(", "))?;
+                if k.most_common_values.iter().all(|(_, n)| *n <= 1) {
+                    writeln!(f, "  mostCommonValues: every value once")?;
+                } else {
+                    let common: Vec<String> = k
+                        .most_common_values
+                        .iter()
+                        .map(|(v, n)| format!("{v} x{n}"))
+                        .collect();
+                    writeln!(f, "  mostCommonValues: {}", common.join(", "))?;
+                }
             }
             None => writeln!(f, "  keyCharacteristics: none (no supporting index)")?,
         }
@@ -370,13 +374,6 @@ impl fmt::Display for ShardKeyAnalysis {
         {
             writeln!(f, "  reads:  none sampled")?;
         }
-        if self
-            .write_distribution
-            .as_ref()
-            .is_some_and(|w| w.total() == 0)
-        {
-            writeln!(f, "  writes: none sampled")?;
-        }
         if let Some(r) = self.read_distribution.as_ref().filter(|r| r.total() > 0) {
             let t = &r.targets;
             writeln!(
@@ -387,6 +384,13 @@ impl fmt::Display for ShardKeyAnalysis {
                 pct(t.multi_shard, r.total()),
                 pct(t.scatter_gather, r.total())
             )?;
+        }
+        if self
+            .write_distribution
+            .as_ref()
+            .is_some_and(|w| w.total() == 0)
+        {
+            writeln!(f, "  writes: none sampled")?;
         }
         if let Some(w) = self.write_distribution.as_ref().filter(|w| w.total() > 0) {
             let t = &w.targets;
