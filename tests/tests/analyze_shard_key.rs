@@ -585,3 +585,30 @@ fn configuration_follows_mongodb_and_survives_a_restart_with_its_samples() {
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// ObjectIds made as a driver makes them increase with time: a key of them is monotonic, and
+/// the same ids hashed are not.
+#[test]
+fn driver_made_object_ids_are_a_monotonic_key() {
+    let db = Database::in_memory().unwrap();
+    db.write(|t| {
+        for i in 0..300 {
+            let d = doc! { "_id": bson::oid::ObjectId::new(), "i": i };
+            t.insert_one("uploads", RawDocumentBuf::try_from(&d).unwrap())?;
+        }
+        Ok::<_, odm_engine::Error>(())
+    })
+    .unwrap();
+    let analyze = |k: Document| {
+        analyze_shard_key(&db, "uploads", &key(k), &characteristics_only())
+            .unwrap()
+            .key_characteristics
+            .unwrap()
+    };
+    let ids = analyze(doc! { "_id": 1 });
+    assert_eq!(ids.monotonicity, Monotonicity::Monotonic);
+    assert!(ids.is_unique);
+    let hashed = analyze(doc! { "_id": "hashed" });
+    assert_eq!(hashed.monotonicity, Monotonicity::NotMonotonic);
+    assert_eq!(hashed.num_distinct_values, 300);
+}

@@ -518,3 +518,55 @@ fn large_inserts_split_into_commands_and_a_refused_bulk_write_in_a_transaction_f
     assert_eq!(outcome.unwrap_err().code(), Some(11000));
     assert_eq!(orders.count(Filter::all()).unwrap(), 1);
 }
+
+/// The declared key analyzed in one call, answered by the server: `configureQueryAnalyzer`
+/// samples the finds the driver sends, and `analyzeShardKey`'s reply reads back into the
+/// typed form. (A real MongoDB writes its samples every `queryAnalysisWriterIntervalSecs`, 90
+/// by default: set it to 1 on the server before running this against one.)
+#[test]
+fn the_declared_key_is_analyzed_by_the_server_from_the_queries_it_sampled() {
+    use odm::advisor::{AnalyzeOptions, Monotonicity};
+    use odm_engine::sampling::AnalyzerMode;
+    let (_server, db) = database();
+    let users = db.collection::<User>().unwrap();
+    let all: Vec<User> = (0..1500)
+        .map(|i| user(i, ["eu", "us", "ap"][i as usize % 3]))
+        .collect();
+    users.insert_many(&all).unwrap();
+    let configured = users
+        .configure_query_analyzer(AnalyzerMode::Full, Some(50.0))
+        .unwrap();
+    assert_eq!(
+        configured.get_document("newConfiguration").unwrap(),
+        &doc! { "mode": "full", "samplesPerSecond": 50.0 }
+    );
+    let f = User::fields();
+    for u in all.iter().take(5) {
+        users
+            .find(
+                f.region
+                    .eq(u.region.as_str())
+                    .and(f.email.eq(u.email.as_str())),
+            )
+            .to_vec()
+            .unwrap();
+        users.find(f.email.eq(u.email.as_str())).to_vec().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let analysis = users.analyze_shard_key(&AnalyzeOptions::default()).unwrap();
+    let k = analysis.key_characteristics.as_ref().unwrap();
+    assert_eq!((k.num_docs_total, k.num_distinct_values), (1500, 1500));
+    assert!(
+        k.is_unique,
+        "the unique index on (region, email) supports the key"
+    );
+    assert_eq!(k.monotonicity, Monotonicity::NotMonotonic);
+    let reads = analysis.read_distribution.as_ref().unwrap();
+    assert_eq!((reads.find, reads.total()), (10, 10));
+    assert_eq!(
+        (reads.targets.single_shard, reads.targets.scatter_gather),
+        (5, 5)
+    );
+    assert_eq!(reads.targets.by_range.len(), 100);
+    assert_eq!(analysis.write_distribution.as_ref().unwrap().total(), 0);
+}

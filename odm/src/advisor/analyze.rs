@@ -280,9 +280,11 @@ pub fn analyze_shard_key(
     }
     let key_characteristics = match support {
         Some(index) if options.key_characteristics => {
-            let wanted = options.documents_to_sample(total);
-            let step = (total as usize).div_ceil((wanted as usize).max(1)).max(1);
-            let sample: Vec<RawDocumentBuf> = documents.iter().step_by(step).cloned().collect();
+            let wanted = options.documents_to_sample(total) as usize;
+            let sample: Vec<RawDocumentBuf> = super::even_sample(&documents, wanted)
+                .into_iter()
+                .cloned()
+                .collect();
             let source = KeySource {
                 documents: &sample,
                 num_docs_total: total,

@@ -77,11 +77,8 @@ impl Ranges {
         key: &ShardKey,
         num_ranges: usize,
     ) -> Result<Ranges, AnalyzeError> {
-        let wanted = num_ranges * SAMPLES_PER_RANGE;
-        let step = documents.len().div_ceil(wanted).max(1);
-        let mut keys: Vec<Vec<u8>> = documents
-            .iter()
-            .step_by(step)
+        let mut keys: Vec<Vec<u8>> = super::even_sample(documents, num_ranges * SAMPLES_PER_RANGE)
+            .into_iter()
             .map(|doc| encoded_key(key, doc))
             .collect::<Result<_, _>>()?;
         keys.sort();
@@ -221,6 +218,24 @@ impl Targets {
     fn total(&self) -> u64 {
         self.single_shard + self.multi_shard + self.scatter_gather
     }
+
+    /// The percentages of `total` and the counts by range, as MongoDB names them for `kind`
+    /// (`Reads`, `Writes`); [`targets_from`] reads them back.
+    fn insert_into(&self, d: &mut Document, total: u64, kind: &str) {
+        d.insert(
+            format!("percentageOfSingleShard{kind}"),
+            percent(self.single_shard, total),
+        );
+        d.insert(
+            format!("percentageOfMultiShard{kind}"),
+            percent(self.multi_shard, total),
+        );
+        d.insert(
+            format!("percentageOfScatterGather{kind}"),
+            percent(self.scatter_gather, total),
+        );
+        d.insert(format!("num{kind}ByRange"), by_range(self));
+    }
 }
 
 /// `readDistribution`: sampled reads by command and their targeting.
@@ -323,17 +338,7 @@ impl ReadDistribution {
             }
         };
         if total > 0 {
-            let t = &self.targets;
-            d.insert(
-                "percentageOfSingleShardReads",
-                percent(t.single_shard, total),
-            );
-            d.insert("percentageOfMultiShardReads", percent(t.multi_shard, total));
-            d.insert(
-                "percentageOfScatterGatherReads",
-                percent(t.scatter_gather, total),
-            );
-            d.insert("numReadsByRange", by_range(t));
+            self.targets.insert_into(&mut d, total, "Reads");
         }
         d
     }
@@ -375,20 +380,7 @@ impl WriteDistribution {
             }
         };
         if total > 0 {
-            let t = &self.targets;
-            d.insert(
-                "percentageOfSingleShardWrites",
-                percent(t.single_shard, total),
-            );
-            d.insert(
-                "percentageOfMultiShardWrites",
-                percent(t.multi_shard, total),
-            );
-            d.insert(
-                "percentageOfScatterGatherWrites",
-                percent(t.scatter_gather, total),
-            );
-            d.insert("numWritesByRange", by_range(t));
+            self.targets.insert_into(&mut d, total, "Writes");
             d.insert(
                 "percentageOfShardKeyUpdates",
                 percent(self.shard_key_updates, total),

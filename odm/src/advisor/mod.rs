@@ -154,11 +154,8 @@ impl Advisor {
             .collect::<Result<_, AdvisorError>>()?;
         stream.sort_by(|a, b| a.0.cmp(&b.0));
         let total = stream.len();
-        if let Some(sample) = self.sample
-            && total > sample
-        {
-            let step = total.div_ceil(sample);
-            stream = stream.into_iter().step_by(step).collect();
+        if let Some(sample) = self.sample {
+            stream = even_sample(&stream, sample).into_iter().cloned().collect();
         }
         let bytes: u64 = stream.iter().map(|(_, d)| d.as_bytes().len() as u64).sum();
         let chunk_bytes = self
@@ -327,6 +324,17 @@ pub fn query_shape(filter: &Document) -> Document {
         }
     }
     filter.iter().map(|(k, v)| (k.clone(), value(v))).collect()
+}
+
+/// `count` items spread evenly over `items` (all of them when there are no more): the
+/// `i * len / count`-th for each `i`, so the first is always taken and the gaps differ by at
+/// most one.
+pub(crate) fn even_sample<T>(items: &[T], count: usize) -> Vec<&T> {
+    let len = items.len();
+    if count >= len {
+        return items.iter().collect();
+    }
+    (0..count).map(|i| &items[i * len / count]).collect()
 }
 
 /// The position in a stream of `len` inserts where its recent part (`share` of it) starts.
