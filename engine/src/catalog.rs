@@ -16,8 +16,17 @@ use crate::options::CollectionOptions;
 use crate::sampling::QueryAnalyzer;
 
 /// The storage format this build reads and writes. Bump it on any change to key encoding, table
-/// layout or catalog shape; files of another version are refused, never misread.
-pub const FORMAT_VERSION: u32 = 2;
+/// layout or catalog shape; files of another version are refused, never misread, except those
+/// of [`UPGRADABLE_FROM`].
+///
+/// Version 3 added query sampling: a collection's `queryAnalyzer` in the catalog and the
+/// `odm.sampled_queries` table. An older build would drop the one and ignore the other, so
+/// it must refuse such files; a version 2 file is a version 3 file without them.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The earlier versions this build upgrades in place when it opens them, because the newer
+/// version only added to them.
+pub const UPGRADABLE_FROM: &[u32] = &[2];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,7 +20,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use bson::Document;
 use redb::{ReadableDatabase, ReadableTable};
 
-use crate::catalog::{Catalog, FORMAT_VERSION};
+use crate::catalog::{Catalog, FORMAT_VERSION, UPGRADABLE_FROM};
 use crate::error::{Error, Result};
 use crate::index_store::{self, Change};
 use crate::query::PlanCache;
@@ -62,14 +62,21 @@ pub(crate) struct Shared {
 impl Drop for Shared {
     /// Writes the samples still waiting in memory; a failure loses them, never data.
     fn drop(&mut self) {
-        let pending = self.sampler.take_pending();
+        // Unwinding from a panic: a write transaction dropped now would mark the file as
+        // needing repair; the samples are lost instead.
+        if std::thread::panicking() {
+            return;
+        }
+        let (pending, limits) = self.sampler.take_pending();
         if pending.is_empty() {
             return;
         }
-        if let Ok(txn) = self.redb.begin_write()
-            && crate::sampling::write_samples(&txn, pending).is_ok()
-        {
-            let _ = txn.commit();
+        if let Ok(txn) = self.redb.begin_write() {
+            if crate::sampling::write_samples(&txn, pending, limits).is_ok() {
+                let _ = txn.commit();
+            } else {
+                let _ = txn.abort();
+            }
         }
     }
 }
@@ -138,7 +145,7 @@ impl Database {
         let has_other_tables = txn
             .list_tables()?
             .any(|t| redb::TableHandle::name(&t) != tables::META_NAME);
-        let (catalog, created) = {
+        let (catalog, changed) = {
             let mut meta = txn.open_table(META)?;
             let version = meta.get(FORMAT_VERSION_KEY)?.map(|v| v.value().to_vec());
             match version {
@@ -146,18 +153,22 @@ impl Database {
                     let found = <[u8; 4]>::try_from(bytes.as_slice())
                         .map(u32::from_be_bytes)
                         .map_err(|_| Error::corrupt("format version", "not a 4-byte integer"))?;
-                    if found != FORMAT_VERSION {
+                    let upgrade = UPGRADABLE_FROM.contains(&found);
+                    if found != FORMAT_VERSION && !upgrade {
                         return Err(Error::FormatVersion {
                             found,
                             supported: FORMAT_VERSION,
                         });
+                    }
+                    if upgrade {
+                        meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes().as_slice())?;
                     }
                     let bytes = meta
                         .get(CATALOG_KEY)?
                         .ok_or_else(|| Error::corrupt("catalog", "missing"))?
                         .value()
                         .to_vec();
-                    (decode_catalog(&bytes)?, false)
+                    (decode_catalog(&bytes)?, upgrade)
                 }
                 None if has_other_tables => {
                     return Err(Error::corrupt(
@@ -173,7 +184,7 @@ impl Database {
                 }
             }
         };
-        if created {
+        if changed {
             txn.commit()?;
         } else {
             txn.abort()?;
@@ -383,9 +394,15 @@ impl WriteTxn<'_> {
 
     fn commit(mut self) -> Result<()> {
         self.flush_index_writes()?;
-        // Samples taken since the last commit ride along (see `sampling`).
-        if self.db.shared.sampler.has_pending() {
-            crate::sampling::write_samples(&self.txn, self.db.shared.sampler.take_pending())?;
+        // Samples taken since the last commit ride along (see `sampling`), best effort: a
+        // failure to store them loses them, never the transaction.
+        let sampler = &self.db.shared.sampler;
+        if sampler.has_pending() {
+            let (pending, limits) = sampler.take_pending();
+            let n = pending.len();
+            if crate::sampling::write_samples(&self.txn, pending, limits).is_err() {
+                sampler.lost(n);
+            }
         }
         if !self.catalog_changed {
             self.txn.commit()?;

@@ -16,10 +16,12 @@
 //!   filter and collation of a read, or the one sampled statement of a write. It expires 7 days
 //!   after it was taken (MongoDB's `queryAnalysisSampleExpirationSecs`); a sample over
 //!   16 MiB − 100 KiB is dropped, as MongoDB drops it;
-//! - samples wait in memory (at most [`MAX_PENDING`]; more are dropped and counted) and are
-//!   written by the next write transaction's commit, by [`Database::flush_sampled_queries`], by
-//!   a listing, or when the last handle closes: a crash loses at most the waiting ones, as
-//!   MongoDB's writer loses what it has not flushed;
+//! - samples wait in memory (at most [`MAX_PENDING`] samples and [`MAX_PENDING_BYTES`] bytes;
+//!   more are dropped and counted) and are written by the next write transaction's commit (best
+//!   effort: a failure to write them never fails the commit), by
+//!   [`Database::flush_sampled_queries`] (`odm serve` calls it every few seconds), or when the
+//!   last handle closes: a crash loses at most the waiting ones, as MongoDB's writer loses what
+//!   it has not flushed. Listings read the waiting ones too, without writing;
 //! - the stored samples are bounded: past [`MAX_STORED_SAMPLES`] samples or
 //!   [`MAX_STORED_BYTES`] bytes the oldest go first, and expired ones are removed as new ones
 //!   arrive. (MongoDB bounds them by age only.)
@@ -51,6 +53,9 @@ pub const MAX_SAMPLE_BYTES: usize = 16 * 1024 * 1024 - 100 * 1024;
 
 /// Samples waiting in memory for a write transaction.
 pub const MAX_PENDING: usize = 10_000;
+
+/// Bytes of samples waiting in memory.
+pub const MAX_PENDING_BYTES: usize = 16 * 1024 * 1024;
 
 /// The most samples a file keeps.
 pub const MAX_STORED_SAMPLES: u64 = 100_000;
@@ -226,13 +231,20 @@ pub fn read_command(
     cmd
 }
 
-/// The filter an aggregate is sampled with: its first stage's, when that is a `$match`.
-pub fn aggregate_filter(pipeline: &[Document]) -> Document {
-    pipeline
+/// The `cmd` of a sampled aggregate: the filter of its first stage when that is a `$match`,
+/// its collation (`{locale: "simple"}` without one, as MongoDB records it) and `let`.
+pub fn aggregate_command(
+    pipeline: &[Document],
+    collation: Option<&Document>,
+    let_vars: Option<&Document>,
+) -> Document {
+    let filter = pipeline
         .first()
         .and_then(|stage| stage.get_document("$match").ok())
         .cloned()
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let simple = doc! { "locale": "simple" };
+    read_command(&filter, Some(collation.unwrap_or(&simple)), let_vars)
 }
 
 /// One stored sample.
@@ -305,6 +317,29 @@ pub struct SamplerStats {
     pub dropped: u64,
 }
 
+/// The bounds of sampling; [`SamplingLimits::default`] holds the constants above. Tests lower
+/// them with [`Database::set_sampling_limits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SamplingLimits {
+    pub max_stored: u64,
+    pub max_stored_bytes: u64,
+    pub max_pending: usize,
+    pub max_pending_bytes: usize,
+    pub expiration: Duration,
+}
+
+impl Default for SamplingLimits {
+    fn default() -> Self {
+        SamplingLimits {
+            max_stored: MAX_STORED_SAMPLES,
+            max_stored_bytes: MAX_STORED_BYTES,
+            max_pending: MAX_PENDING,
+            max_pending_bytes: MAX_PENDING_BYTES,
+            expiration: SAMPLE_EXPIRATION,
+        }
+    }
+}
+
 /// The in-memory side of sampling, shared by every handle of a database.
 #[derive(Debug, Default)]
 pub(crate) struct Sampler {
@@ -321,6 +356,8 @@ struct SamplerState {
     /// Per collection id: its bucket, for the configuration it was made for.
     buckets: HashMap<u64, Bucket>,
     pending: Vec<Vec<u8>>,
+    pending_bytes: usize,
+    limits: SamplingLimits,
 }
 
 #[derive(Debug)]
@@ -377,13 +414,25 @@ impl Sampler {
         !self.lock().pending.is_empty()
     }
 
-    pub(crate) fn take_pending(&self) -> Vec<Vec<u8>> {
-        std::mem::take(&mut self.lock().pending)
+    /// The waiting samples, and the bounds to store them under.
+    pub(crate) fn take_pending(&self) -> (Vec<Vec<u8>>, SamplingLimits) {
+        let mut state = self.lock();
+        state.pending_bytes = 0;
+        (std::mem::take(&mut state.pending), state.limits)
+    }
+
+    /// Counts samples that were taken but will never be stored.
+    pub(crate) fn lost(&self, n: usize) {
+        self.dropped.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
 /// Writes waiting samples into the transaction, and removes expired and surplus ones.
-pub(crate) fn write_samples(txn: &redb::WriteTransaction, samples: Vec<Vec<u8>>) -> Result<()> {
+pub(crate) fn write_samples(
+    txn: &redb::WriteTransaction,
+    samples: Vec<Vec<u8>>,
+    limits: SamplingLimits,
+) -> Result<()> {
     let mut table = txn.open_table(SAMPLED_QUERIES)?;
     let mut meta = txn.open_table(META)?;
     let mut bytes = meta
@@ -397,7 +446,7 @@ pub(crate) fn write_samples(txn: &redb::WriteTransaction, samples: Vec<Vec<u8>>)
     }
     let now = DateTime::now();
     loop {
-        let over = table.len()? > MAX_STORED_SAMPLES || bytes > MAX_STORED_BYTES;
+        let over = table.len()? > limits.max_stored || bytes > limits.max_stored_bytes;
         let Some((_, first)) = table.first()? else {
             break;
         };
@@ -576,7 +625,7 @@ impl Database {
             collection_uuid: analyzer.collection_uuid,
             command,
             cmd: cmd(id),
-            expire_at: DateTime::now().saturating_add_duration(SAMPLE_EXPIRATION),
+            expire_at: DateTime::now().saturating_add_duration(sampler.lock().limits.expiration),
         };
         let bytes = match sample.to_stored().to_vec() {
             Ok(bytes) if bytes.len() <= MAX_SAMPLE_BYTES => bytes,
@@ -586,10 +635,13 @@ impl Database {
             }
         };
         let mut state = sampler.lock();
-        if state.pending.len() >= MAX_PENDING {
+        if state.pending.len() >= state.limits.max_pending
+            || state.pending_bytes + bytes.len() > state.limits.max_pending_bytes
+        {
             sampler.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
+        state.pending_bytes += bytes.len();
         state.pending.push(bytes);
         sampler.sampled.fetch_add(1, Ordering::Relaxed);
         true
@@ -606,24 +658,49 @@ impl Database {
 
     /// The stored samples that have not expired, of one collection or of all, oldest first
     /// (the waiting ones are written first).
+    ///
+    /// Reading needs no write transaction. A stored sample that does not read is skipped:
+    /// one damaged sample does not hide the others.
     pub fn sampled_queries(&self, collection: Option<&str>) -> Result<Vec<SampledQuery>> {
-        self.flush_sampled_queries()?;
+        // The waiting ones are copied while the sampler is locked, and the snapshot is taken
+        // before the lock is released: a commit takes waiting samples under that lock, so none
+        // is listed twice (one being committed at that moment may be missed by this listing).
+        let state = self.shared.sampler.lock();
+        let waiting = state.pending.clone();
         let txn = self.shared.redb.begin_read()?;
-        let table = match txn.open_table(SAMPLED_QUERIES) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
+        drop(state);
         let now = DateTime::now();
+        let keep = |sample: &SampledQuery| {
+            sample.expire_at > now && collection.is_none_or(|c| c == sample.collection)
+        };
         let mut out = Vec::new();
-        for entry in table.iter()? {
-            let (_, value) = entry?;
-            let sample = SampledQuery::from_stored(value.value())?;
-            if sample.expire_at > now && collection.is_none_or(|c| c == sample.collection) {
-                out.push(sample);
+        match txn.open_table(SAMPLED_QUERIES) {
+            Ok(table) => {
+                for entry in table.iter()? {
+                    let (_, value) = entry?;
+                    if let Ok(sample) = SampledQuery::from_stored(value.value())
+                        && keep(&sample)
+                    {
+                        out.push(sample);
+                    }
+                }
             }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
         }
+        out.extend(
+            waiting
+                .iter()
+                .filter_map(|bytes| SampledQuery::from_stored(bytes).ok())
+                .filter(keep),
+        );
         Ok(out)
+    }
+
+    /// Changes the bounds of sampling (for tests: the defaults are MongoDB's, and large).
+    #[doc(hidden)]
+    pub fn set_sampling_limits(&self, limits: SamplingLimits) {
+        self.shared.sampler.lock().limits = limits;
     }
 
     /// What the sampler did since the database was opened.

@@ -641,6 +641,51 @@ fn files_of_another_format_version_are_refused() {
     );
 }
 
+/// Version 3 only added query sampling to version 2: a version 2 file opens, keeps its data,
+/// and is marked version 3 (so that older builds refuse it from then on).
+#[test]
+fn files_of_version_2_are_upgraded_in_place() {
+    let path = temp_path("version2.redb");
+    {
+        let db = Database::open(&path).unwrap();
+        db.write(|t| t.insert_one("c", doc! { "_id": 1, "a": 2 }).map(drop))
+            .unwrap();
+    }
+    let version = |path: &std::path::Path| {
+        let raw = redb::Database::open(path).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&raw).unwrap();
+        let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("odm.meta");
+        let meta = txn.open_table(def).unwrap();
+        let bytes = meta
+            .get("format_version")
+            .unwrap()
+            .unwrap()
+            .value()
+            .to_vec();
+        u32::from_be_bytes(bytes.try_into().unwrap())
+    };
+    {
+        let raw = redb::Database::open(&path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("odm.meta");
+            let mut meta = txn.open_table(def).unwrap();
+            meta.insert("format_version", 2u32.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    assert_eq!(version(&path), 2);
+    let db = Database::open(&path).unwrap();
+    let txn = db.read().unwrap();
+    let stored = txn.collection("c").unwrap().unwrap();
+    assert!(stored.get(&Bson::Int32(1)).unwrap().is_some());
+    drop(stored);
+    drop(txn);
+    drop(db);
+    assert_eq!(version(&path), FORMAT_VERSION);
+}
+
 #[test]
 fn foreign_and_garbage_files_are_refused_without_panicking() {
     let path = temp_path("foreign.redb");

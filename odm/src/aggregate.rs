@@ -130,13 +130,16 @@ impl<T: Document> Aggregate<T> {
 impl<T: Document, R, O> Aggregate<T, R, O> {
     /// Offers the pipeline to the collection's query analyzer: its leading `$match`.
     fn sample(&self, engine: &odm_engine::Database) {
-        crate::database::sample_read(
-            engine,
+        engine.sample_query(
             &self.name,
             odm_engine::sampling::SampledCommand::Aggregate,
-            &odm_engine::sampling::aggregate_filter(&self.stages),
-            self.options.collation.as_ref(),
-            self.options.let_vars.as_ref(),
+            |_| {
+                odm_engine::sampling::aggregate_command(
+                    &self.stages,
+                    self.options.collation.as_ref(),
+                    self.options.let_vars.as_ref(),
+                )
+            },
         );
     }
 

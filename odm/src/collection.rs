@@ -184,6 +184,7 @@ impl<T: Document> Collection<T> {
                     .transpose();
             }
         };
+        crate::database::sample_get(engine, &self.name, &id);
         let txn = engine.read()?;
         let Some(coll) = txn.collection(&self.name)? else {
             return Ok(None);
@@ -216,14 +217,14 @@ impl<T: Document> Collection<T> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => return remote.count(&self.name, &filter),
         };
-        sample_read(
-            engine,
-            &self.name,
-            SampledCommand::Count,
-            &filter,
-            None,
-            None,
-        );
+        // Sampled as what the MongoDB back end sends for it: an aggregate.
+        engine.sample_query(&self.name, SampledCommand::Aggregate, |_| {
+            odm_engine::sampling::aggregate_command(
+                &[bson::doc! { "$match": filter.clone() }],
+                None,
+                None,
+            )
+        });
         let txn = engine.read()?;
         match txn.collection(&self.name)? {
             Some(coll) => Ok(coll.count_matching(&filter, 0, 0)?),

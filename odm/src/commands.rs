@@ -171,6 +171,13 @@ pub fn find_and_modify(
     command
 }
 
+/// A findAndModify as MongoDB samples it: its `sampleId`, without the projection.
+pub fn sampled_find_and_modify(mut command: Document, sample_id: bson::Uuid) -> Document {
+    command.remove("fields");
+    command.insert("sampleId", sample_id);
+    command
+}
+
 /// `createIndexes` of declared indexes, each described as `listIndexes` shows it.
 pub fn create_indexes(collection: &str, specs: &[IndexSpec]) -> Document {
     let indexes: Vec<Document> = specs.iter().map(IndexSpec::to_document).collect();

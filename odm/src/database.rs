@@ -567,3 +567,16 @@ pub(crate) fn sample_read(
         odm_engine::sampling::read_command(filter, collation, let_vars)
     });
 }
+
+/// Offers a read of one document by `_id` to the query analyzer: the MongoDB back end sends it
+/// as a find of that `_id`.
+pub(crate) fn sample_get(engine: &odm_engine::Database, collection: &str, id: &bson::Bson) {
+    sample_read(
+        engine,
+        collection,
+        odm_engine::sampling::SampledCommand::Find,
+        &bson::doc! { "_id": id.clone() },
+        None,
+        None,
+    );
+}

@@ -5,10 +5,10 @@
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::query::FindOptions;
 use odm_engine::sampling::SampledCommand;
-use odm_engine::update::DeleteOptions;
 use odm_engine::update::{
     BulkResult, BulkWrite, FindAndModify, Modify, UpdateModifications, UpdateOptions, UpdateResult,
 };
+use odm_engine::update::{DeleteOptions, WriteOp};
 use odm_engine::{IndexSpec, WriteTxn};
 
 use crate::commands;
@@ -74,7 +74,10 @@ impl<'db> Writer<'_, 'db> {
 
     pub(crate) fn get(&mut self, collection: &str, id: &Bson) -> Result<Option<RawDocumentBuf>> {
         match self {
-            Writer::Embedded(txn) => Ok(txn.get(collection, id)?),
+            Writer::Embedded(txn) => {
+                crate::database::sample_get(txn.database(), collection, id);
+                Ok(txn.get(collection, id)?)
+            }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
                 remote.get(session.as_deref_mut(), collection, id)
@@ -117,16 +120,14 @@ impl<'db> Writer<'_, 'db> {
         multi: bool,
     ) -> Result<UpdateResult> {
         if let Some(txn) = self.engine() {
-            sample_write(txn, collection, SampledCommand::Update, |id| {
-                let mut statement = commands::update_statement(
-                    filter,
-                    commands::modifications(&update),
-                    options,
-                    multi,
-                );
-                statement.insert("sampleId", id);
-                commands::update(collection, statement, options.let_vars.as_ref())
-            });
+            sample_update(
+                txn,
+                collection,
+                filter,
+                commands::modifications(&update),
+                options,
+                multi,
+            );
         }
         match self {
             Writer::Embedded(txn) if multi => {
@@ -154,16 +155,14 @@ impl<'db> Writer<'_, 'db> {
     ) -> Result<UpdateResult> {
         match self {
             Writer::Embedded(txn) => {
-                sample_write(txn, collection, SampledCommand::Update, |id| {
-                    let mut statement = commands::update_statement(
-                        filter,
-                        Bson::Document(replacement.clone()),
-                        options,
-                        false,
-                    );
-                    statement.insert("sampleId", id);
-                    commands::update(collection, statement, options.let_vars.as_ref())
-                });
+                sample_update(
+                    txn,
+                    collection,
+                    filter,
+                    Bson::Document(replacement.clone()),
+                    options,
+                    false,
+                );
                 Ok(txn.replace_one(collection, filter, replacement, options)?)
             }
             #[cfg(feature = "mongodb")]
@@ -186,12 +185,7 @@ impl<'db> Writer<'_, 'db> {
         multi: bool,
     ) -> Result<u64> {
         if let Some(txn) = self.engine() {
-            sample_write(txn, collection, SampledCommand::Delete, |id| {
-                let mut statement =
-                    commands::delete_statement(filter, &DeleteOptions::default(), multi);
-                statement.insert("sampleId", id);
-                commands::delete(collection, statement, None)
-            });
+            sample_delete(txn, collection, filter, &DeleteOptions::default(), multi);
         }
         match self {
             Writer::Embedded(txn) if multi => Ok(txn.delete_many(collection, filter)?),
@@ -216,11 +210,13 @@ impl<'db> Writer<'_, 'db> {
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
         if let Some(txn) = self.engine() {
-            sample_write(txn, collection, SampledCommand::FindAndModify, |id| {
-                let mut command = commands::find_and_modify(collection, filter, &modify, options);
-                command.insert("sampleId", id);
-                command
-            });
+            txn.database()
+                .sample_query(collection, SampledCommand::FindAndModify, |id| {
+                    commands::sampled_find_and_modify(
+                        commands::find_and_modify(collection, filter, &modify, options),
+                        id,
+                    )
+                });
         }
         match self {
             Writer::Embedded(txn) => Ok(match modify {
@@ -258,7 +254,52 @@ impl<'db> Writer<'_, 'db> {
 
     pub(crate) fn bulk_write(&mut self, collection: &str, bulk: BulkWrite) -> Result<BulkResult> {
         match self {
-            Writer::Embedded(txn) => Ok(txn.bulk_write(collection, bulk)?),
+            Writer::Embedded(txn) => {
+                // Each update and delete is sampled as the statement MongoDB receives.
+                for op in &bulk.ops {
+                    match op {
+                        WriteOp::InsertOne(_) => {}
+                        WriteOp::UpdateOne {
+                            filter,
+                            update,
+                            options,
+                        }
+                        | WriteOp::UpdateMany {
+                            filter,
+                            update,
+                            options,
+                        } => sample_update(
+                            txn,
+                            collection,
+                            filter,
+                            commands::modifications(update),
+                            options,
+                            matches!(op, WriteOp::UpdateMany { .. }),
+                        ),
+                        WriteOp::ReplaceOne {
+                            filter,
+                            replacement,
+                            options,
+                        } => sample_update(
+                            txn,
+                            collection,
+                            filter,
+                            Bson::Document(replacement.clone()),
+                            options,
+                            false,
+                        ),
+                        WriteOp::DeleteOne { filter, options }
+                        | WriteOp::DeleteMany { filter, options } => sample_delete(
+                            txn,
+                            collection,
+                            filter,
+                            options,
+                            matches!(op, WriteOp::DeleteMany { .. }),
+                        ),
+                    }
+                }
+                Ok(txn.bulk_write(collection, bulk)?)
+            }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
                 remote.bulk_write(session.as_deref_mut(), collection, bulk)
@@ -296,13 +337,36 @@ impl<'db> Writer<'_, 'db> {
     }
 }
 
-/// Offers a write the typed layer runs on the engine to the collection's query analyzer (see
-/// [`odm_engine::sampling`]): the command MongoDB would receive for it, one statement.
-fn sample_write(
+/// Offers an update statement the typed layer runs on the engine to the collection's query
+/// analyzer (see [`odm_engine::sampling`]): the `update` command MongoDB would receive for it.
+fn sample_update(
     txn: &WriteTxn<'_>,
     collection: &str,
-    command: SampledCommand,
-    cmd: impl FnOnce(bson::Uuid) -> Document,
+    filter: &Document,
+    update: Bson,
+    options: &UpdateOptions,
+    multi: bool,
 ) {
-    txn.database().sample_query(collection, command, cmd);
+    txn.database()
+        .sample_query(collection, SampledCommand::Update, |id| {
+            let mut statement = commands::update_statement(filter, update, options, multi);
+            statement.insert("sampleId", id);
+            commands::update(collection, statement, options.let_vars.as_ref())
+        });
+}
+
+/// The same for a delete statement.
+fn sample_delete(
+    txn: &WriteTxn<'_>,
+    collection: &str,
+    filter: &Document,
+    options: &DeleteOptions,
+    multi: bool,
+) {
+    txn.database()
+        .sample_query(collection, SampledCommand::Delete, |id| {
+            let mut statement = commands::delete_statement(filter, options, multi);
+            statement.insert("sampleId", id);
+            commands::delete(collection, statement, options.let_vars.as_ref())
+        });
 }

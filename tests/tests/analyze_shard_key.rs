@@ -17,7 +17,15 @@ fn key(d: Document) -> ShardKey {
     ShardKey::from_document(&d).unwrap()
 }
 
-/// `N` documents inserted in `_id` order: `t` grows with it, `down` shrinks, `r` is a
+/// An ObjectId made at second `n` after a fixed time: ids made later sort later, as a
+/// driver's do.
+fn oid(n: i64) -> bson::oid::ObjectId {
+    let mut bytes = [0u8; 12];
+    bytes[..4].copy_from_slice(&(1_700_000_000 + n as u32).to_be_bytes());
+    bson::oid::ObjectId::from_bytes(bytes)
+}
+
+/// `N` documents inserted in `_id` (ObjectId) order: `t` grows with it, `down` shrinks, `r` is a
 /// shuffle, `hot` is "hot" on half of them and distinct elsewhere, `m` is missing on every
 /// other one, `k` is a coarse prefix of `t` (ten values).
 fn events() -> Database {
@@ -25,7 +33,7 @@ fn events() -> Database {
     db.write(|t| {
         for i in 0..N {
             let mut d = doc! {
-                "_id": i,
+                "_id": oid(i),
                 "t": i,
                 "down": N - i,
                 "r": (i * 7919) % N,
@@ -279,9 +287,11 @@ fn mongodb_refusals_carry_its_codes() {
     assert!(matches!(empty, Err(AnalyzeError::EmptyCollection)));
     // An array in a key field is refused by name.
     db.write(|t| {
+        // The smallest ObjectId: the first document, always in the sample of split points.
+        let first = bson::oid::ObjectId::from_bytes([0; 12]);
         t.insert_one(
             "events",
-            RawDocumentBuf::try_from(&doc! { "_id": -1, "t": [1, 2] }).unwrap(),
+            RawDocumentBuf::try_from(&doc! { "_id": first, "t": [1, 2] }).unwrap(),
         )
         .map(drop)
     })
@@ -411,9 +421,10 @@ fn a_known_mix_of_reads_and_writes_gives_known_percentages() {
         "every query of the mix is sampled at 50 per second"
     );
     let kinds = |c: SampledCommand| samples.iter().filter(|s| s.command == c).count();
+    // A typed count is sampled as the aggregate the MongoDB back end sends for it.
     assert_eq!(
         SampledCommand::ALL.map(kinds),
-        [5, 5, 5, 5, 6, 2, 2],
+        [5, 10, 0, 5, 6, 2, 2],
         "find, aggregate, count, distinct, update, delete, findAndModify"
     );
     let analysis = items.analyze_shard_key(&AnalyzeOptions::default()).unwrap();
@@ -611,4 +622,109 @@ fn driver_made_object_ids_are_a_monotonic_key() {
     let hashed = analyze(doc! { "_id": "hashed" });
     assert_eq!(hashed.monotonicity, Monotonicity::NotMonotonic);
     assert_eq!(hashed.num_distinct_values, 300);
+}
+
+/// Record order is insertion order only when every `_id` is an ObjectId; with other ids it is
+/// unknown, and so is monotonicity (MongoDB's answer for a clustered collection).
+#[test]
+fn without_object_ids_record_order_and_monotonicity_are_unknown() {
+    let db = Database::in_memory().unwrap();
+    db.write(|t| {
+        for i in 0..200_i64 {
+            // Random string ids: `_id` order is not insertion order.
+            let d = doc! { "_id": format!("{:016x}", (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)), "t": i };
+            t.insert_one("c", RawDocumentBuf::try_from(&d).unwrap())?;
+        }
+        t.create_index("c", IndexSpec::ascending("t").unwrap())
+    })
+    .unwrap();
+    let t = analyze_shard_key(&db, "c", &key(doc! { "t": 1 }), &characteristics_only())
+        .unwrap()
+        .key_characteristics
+        .unwrap();
+    assert_eq!(
+        (t.monotonicity, t.correlation),
+        (Monotonicity::Unknown, None)
+    );
+    let shown = odm::advisor::ShardKeyAnalysis {
+        key: key(doc! { "t": 1 }),
+        key_characteristics: Some(t),
+        read_distribution: None,
+        write_distribution: None,
+    }
+    .to_document();
+    assert_eq!(
+        shown
+            .get_document("keyCharacteristics")
+            .unwrap()
+            .get_document("monotonicity")
+            .unwrap(),
+        &doc! { "type": "unknown" }
+    );
+}
+
+/// The bounds of sampling: waiting samples past their bound are dropped and counted, stored
+/// ones past theirs go oldest first, and expired ones are neither listed nor kept.
+#[test]
+fn sampling_keeps_within_its_bounds() {
+    use odm_engine::sampling::SamplingLimits;
+    let db = Database::in_memory().unwrap();
+    db.write(|t| {
+        t.insert_one("c", RawDocumentBuf::try_from(&doc! { "_id": 1 }).unwrap())
+            .map(drop)
+    })
+    .unwrap();
+    db.configure_query_analyzer("c", AnalyzerMode::Full, Some(50.0))
+        .unwrap();
+    let offer = |i: i32| {
+        db.sample_query("c", SampledCommand::Find, |_| {
+            odm_engine::sampling::read_command(&doc! { "i": i }, None, None)
+        })
+    };
+    db.set_sampling_limits(SamplingLimits {
+        max_pending: 2,
+        ..SamplingLimits::default()
+    });
+    assert!(offer(0) && offer(1));
+    assert!(!offer(2), "the third waiting sample is dropped");
+    assert_eq!(db.sampler_stats().dropped, 1);
+    // Listed while waiting, without a write.
+    assert_eq!(db.sampled_queries(Some("c")).unwrap().len(), 2);
+    db.set_sampling_limits(SamplingLimits {
+        max_stored: 3,
+        ..SamplingLimits::default()
+    });
+    db.flush_sampled_queries().unwrap();
+    for i in 3..8 {
+        assert!(offer(i));
+        db.flush_sampled_queries().unwrap();
+    }
+    let kept: Vec<Document> = db
+        .sampled_queries(Some("c"))
+        .unwrap()
+        .into_iter()
+        .map(|s| s.cmd.get_document("filter").unwrap().clone())
+        .collect();
+    assert_eq!(
+        kept,
+        [doc! { "i": 5 }, doc! { "i": 6 }, doc! { "i": 7 }],
+        "the newest three"
+    );
+    db.set_sampling_limits(SamplingLimits {
+        expiration: std::time::Duration::from_millis(1),
+        ..SamplingLimits::default()
+    });
+    assert!(offer(8));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let listed: Vec<Document> = db
+        .sampled_queries(Some("c"))
+        .unwrap()
+        .into_iter()
+        .map(|s| s.cmd.get_document("filter").unwrap().clone())
+        .collect();
+    assert_eq!(
+        listed.len(),
+        3,
+        "the expired sample is not listed: {listed:?}"
+    );
 }

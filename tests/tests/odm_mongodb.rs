@@ -560,7 +560,17 @@ fn the_declared_key_is_analyzed_by_the_server_from_the_queries_it_sampled() {
         k.is_unique,
         "the unique index on (region, email) supports the key"
     );
-    assert_eq!(k.monotonicity, Monotonicity::NotMonotonic);
+    // Unknown on odm serve, which stores by `_id` and has integer ids here (their order says
+    // nothing of insertion order); not monotonic on MongoDB, which has record ids (the region
+    // comes first, and cycles).
+    assert!(
+        matches!(
+            k.monotonicity,
+            Monotonicity::Unknown | Monotonicity::NotMonotonic
+        ),
+        "{:?}",
+        k.monotonicity
+    );
     let reads = analysis.read_distribution.as_ref().unwrap();
     assert_eq!((reads.find, reads.total()), (10, 10));
     assert_eq!(

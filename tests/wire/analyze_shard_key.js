@@ -5,11 +5,12 @@ const same = (actual, expected) => assert.strictEqual(JSON.stringify(actual), JS
 const coll = db.getSiblingDB("analyze_check").events;
 coll.drop();
 
-// 3000 events inserted in time order: `t` increases with insertion, `r` is a shuffle, `kind`
-// has four values, one of them on half of the documents.
+// 3000 events inserted in time order, with the ObjectIds mongosh makes (so that `_id` order is
+// insertion order): `t` increases with insertion, `r` is a shuffle, `kind` has four values, one
+// of them on half of the documents.
 const docs = [];
 for (let i = 0; i < 3000; i++) {
-  docs.push({ _id: i, t: i, r: (i * 7919) % 3000, kind: i % 2 === 0 ? "hot" : "k" + (i % 3) });
+  docs.push({ t: i, r: (i * 7919) % 3000, kind: i % 2 === 0 ? "hot" : "k" + (i % 3) });
 }
 coll.insertMany(docs);
 coll.createIndex({ t: 1 });
@@ -46,6 +47,15 @@ assert.strictEqual(samples.length, 13);
 assert.strictEqual(samples.filter((s) => s.cmdName === "find").length, 8);
 same(samples[0].cmd.filter, { t: 0 });
 assert.strictEqual(samples[0].ns, "analyze_check.events");
+// Later stages run over the samples.
+const updates = db.getSiblingDB("admin")
+  .aggregate([
+    { $listSampledQueries: { namespace: "analyze_check.events" } },
+    { $match: { cmdName: "update" } },
+    { $project: { _id: 0, filter: { $first: "$cmd.updates.q" } } },
+  ])
+  .toArray();
+same(updates, [{ filter: { t: 5 } }, { filter: { t: 6 } }]);
 
 // $listSampledQueries runs on admin with {aggregate: 1} only.
 let misplaced = null;

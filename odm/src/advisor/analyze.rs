@@ -14,15 +14,16 @@
 
 use std::fmt;
 
-use bson::{Document, RawDocumentBuf};
+use bson::Document;
 use odm_engine::sampling::SampledQuery;
 use odm_engine::{ErrorCode, IndexSpec, ShardKey};
 
 use super::characteristics::{
-    KeyCharacteristics, KeySource, MOST_COMMON_VALUES, key_characteristics,
+    KeyCharacteristics, KeySource, MOST_COMMON_VALUES, key_characteristics, key_values,
 };
 use super::distribution::{
-    NUM_RANGES, Ranges, ReadDistribution, WriteDistribution, distributions, encoded_key,
+    NUM_RANGES, Ranges, ReadDistribution, SAMPLES_PER_RANGE, WriteDistribution, distributions,
+    encoded_key,
 };
 
 /// Why `analyzeShardKey` cannot answer; each with MongoDB's code (see [`AnalyzeError::code`]).
@@ -266,42 +267,69 @@ pub fn analyze_shard_key(
     }
     let indexes = txn.list_indexes(collection);
     let multikey = |name: &str| txn.is_multikey(collection, name);
-    let support = supporting_index(&indexes, multikey, key);
+    let support = supporting_index(&indexes, multikey, key).filter(|_| options.key_characteristics);
     if options.key_characteristics && support.is_none() && !options.read_write_distribution {
         return Err(AnalyzeError::NoSupportingIndex);
     }
-    // Every document, in record (`_id`) order: the split points sample them all.
-    let mut documents: Vec<RawDocumentBuf> = Vec::with_capacity(total as usize);
-    let mut bytes = 0u64;
-    for doc in coll.scan()? {
-        let doc = doc?.to_raw_document_buf()?;
-        bytes += doc.as_bytes().len() as u64;
-        documents.push(doc);
+    // One pass in record (`_id`) order, keeping only the keys of the documents each part
+    // reads: an even sample for the characteristics, `num_ranges * 10` for the split points.
+    let len = usize::try_from(total).unwrap_or(usize::MAX);
+    let mut for_characteristics = super::EvenPositions::new(
+        len,
+        if support.is_some() {
+            usize::try_from(options.documents_to_sample(total)).unwrap_or(usize::MAX)
+        } else {
+            0
+        },
+    );
+    let mut for_ranges = super::EvenPositions::new(
+        len,
+        if options.read_write_distribution {
+            options.num_ranges * SAMPLES_PER_RANGE
+        } else {
+            0
+        },
+    );
+    let mut keyed: Vec<(Vec<u8>, usize)> = Vec::new();
+    let mut split_keys: Vec<Vec<u8>> = Vec::new();
+    let (mut bytes, mut object_ids) = (0u64, true);
+    for (position, doc) in coll.scan()?.enumerate() {
+        let doc = doc?;
+        let raw = doc.as_raw()?;
+        bytes += doc.bytes().len() as u64;
+        object_ids &= matches!(raw.get("_id"), Ok(Some(bson::RawBsonRef::ObjectId(_))));
+        if for_characteristics.take(position) {
+            keyed.push((encoded_key(key, raw)?, position));
+        }
+        if for_ranges.take(position) {
+            split_keys.push(encoded_key(key, raw)?);
+        }
     }
     let key_characteristics = match support {
-        Some(index) if options.key_characteristics => {
-            let wanted = options.documents_to_sample(total) as usize;
-            let sample: Vec<RawDocumentBuf> = super::even_sample(&documents, wanted)
-                .into_iter()
-                .cloned()
-                .collect();
+        Some(index) => {
             let source = KeySource {
-                documents: &sample,
                 num_docs_total: total,
                 avg_doc_size_bytes: bytes.checked_div(total).unwrap_or(0),
                 is_unique: is_unique(index) && index.keys().len() == key.paths().len(),
                 ordered_index: ordered_index(&indexes, multikey, key),
+                record_order: object_ids,
             };
-            Some(key_characteristics(&source, key)?)
+            // The most common values are shown as stored, not as hashes: read them back.
+            let values_at = |positions: &[usize]| {
+                let mut found: Vec<Option<Document>> = vec![None; positions.len()];
+                for (position, doc) in coll.scan()?.enumerate() {
+                    if let Some(at) = positions.iter().position(|p| *p == position) {
+                        found[at] = Some(key_values(key, doc?.as_raw()?)?);
+                    }
+                }
+                Ok(found.into_iter().map(Option::unwrap_or_default).collect())
+            };
+            Some(key_characteristics(&source, keyed, key, values_at)?)
         }
-        _ => None,
+        None => None,
     };
     let (read_distribution, write_distribution) = if options.read_write_distribution {
-        // Every document's key must be placeable, as MongoDB's split points check theirs.
-        for doc in &documents {
-            encoded_key(key, doc)?;
-        }
-        let ranges = Ranges::from_documents(&documents, key, options.num_ranges)?;
+        let ranges = Ranges::from_keys(split_keys, options.num_ranges)?;
         let (reads, writes) = distributions(key, &ranges, &samples);
         (Some(reads), Some(writes))
     } else {
@@ -324,8 +352,9 @@ pub fn current_samples(
     let Some(analyzer) = db.query_analyzer(collection) else {
         return Ok(Vec::new());
     };
+    // By UUID alone: samples taken before a rename carry the old name.
     Ok(db
-        .sampled_queries(Some(collection))?
+        .sampled_queries(None)?
         .into_iter()
         .filter(|s| s.collection_uuid == analyzer.collection_uuid)
         .collect())

@@ -13,14 +13,14 @@
 //!   monotonic too. A hashed key is "not monotonic" with coefficient 0, and so is a key with one
 //!   value; without an index that starts with the key value for value, it is "unknown".
 //!
-//! Where this differs: the engine stores documents by `_id`, as MongoDB's clustered collections
-//! do, and has no record ids of insertion; record order here is `_id` order, which is the
-//! insertion order of ObjectIds and of increasing ids. (MongoDB answers "unknown" on a clustered
-//! collection; answering from `_id` order is what makes the question useful here.)
+//! Record order: the engine stores documents by `_id`, as MongoDB's clustered collections do,
+//! and keeps no record ids of insertion. When every `_id` is an ObjectId (as drivers and the
+//! typed layer make them, from the time and a counter), `_id` order is insertion order and
+//! monotonicity is measured against it; otherwise it is "unknown", as MongoDB answers for a
+//! clustered collection.
 
-use bson::{Bson, Document, RawBsonRef, RawDocumentBuf};
+use bson::{Bson, Document, RawBsonRef};
 use odm_engine::ShardKey;
-use odm_engine::keys::{Direction, encode_into};
 
 use super::analyze::AnalyzeError;
 use super::value_at;
@@ -65,12 +65,9 @@ impl Monotonicity {
     }
 }
 
-/// What the characteristics are computed from.
+/// What the characteristics are computed from, besides the keys read.
 #[derive(Debug, Clone, Copy)]
-pub struct KeySource<'a> {
-    /// The documents read (all, or a sample), in record order: the engine stores documents by
-    /// `_id`, so this is `_id` order, the insertion order of ObjectIds and increasing ids.
-    pub documents: &'a [RawDocumentBuf],
+pub struct KeySource {
     /// The collection's document count and average size (all documents, not the sample).
     pub num_docs_total: u64,
     pub avg_doc_size_bytes: u64,
@@ -79,45 +76,30 @@ pub struct KeySource<'a> {
     /// Whether an index starts with the key value for value (`{a: 1}` for a ranged `{a: 1}`,
     /// not `{a: "hashed"}`), so that key order can be compared with record order.
     pub ordered_index: bool,
+    /// Whether record order is insertion order: the engine stores documents by `_id`, and
+    /// `_id` order is insertion order when every `_id` is an ObjectId.
+    pub record_order: bool,
 }
 
-/// The characteristics of `key` over `source`, with MongoDB's rules (see the module comment);
-/// an array in a key field is an error naming the field.
+/// The characteristics of `key` from `keyed`: the encoded key (a hashed field as its hash) and
+/// record position of each document read. `values_at` gives, for record positions, the key's
+/// values in those documents (for the most common values, which show the values, not hashes).
 pub fn key_characteristics(
-    source: &KeySource<'_>,
+    source: &KeySource,
+    mut keyed: Vec<(Vec<u8>, usize)>,
     key: &ShardKey,
+    values_at: impl FnOnce(&[usize]) -> Result<Vec<Document>, AnalyzeError>,
 ) -> Result<KeyCharacteristics, AnalyzeError> {
-    let fields: Vec<&str> = key
-        .paths()
-        .into_iter()
-        .map(odm_engine::Path::as_str)
-        .collect();
-    // (encoded key, record position, the key's values).
-    let mut keyed: Vec<(Vec<u8>, usize, Document)> = Vec::with_capacity(source.documents.len());
-    for (position, doc) in source.documents.iter().enumerate() {
-        let mut encoded = Vec::new();
-        let mut values = Document::new();
-        for field in &fields {
-            let value = value_at(doc, field)
-                .map_err(|e| AnalyzeError::Document(e.to_string()))?
-                .unwrap_or(RawBsonRef::Null);
-            if matches!(value, RawBsonRef::Array(_)) {
-                return Err(AnalyzeError::ArrayInKey((*field).to_owned()));
-            }
-            encode_into(&mut encoded, value, Direction::Ascending);
-            let value = Bson::try_from(value).map_err(|e| AnalyzeError::Document(e.to_string()))?;
-            values.insert(*field, value);
-        }
-        keyed.push((encoded, position, values));
-    }
+    let sampled = keyed.len() as u64;
     // Index order: by key, equal keys by record.
-    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    let mut groups: Vec<(Document, u64)> = Vec::new();
+    keyed.sort_unstable();
+    // Each distinct key: its first record and how many documents hold it.
+    let mut groups: Vec<(usize, u64)> = Vec::new();
     let mut previous: Option<&[u8]> = None;
-    for (encoded, _, values) in &keyed {
+    for (encoded, position) in &keyed {
         match groups.last_mut() {
             Some(last) if previous == Some(encoded.as_slice()) => last.1 += 1,
-            _ => groups.push((values.clone(), 1)),
+            _ => groups.push((*position, 1)),
         }
         previous = Some(encoded);
     }
@@ -125,50 +107,77 @@ pub fn key_characteristics(
     // Most frequent first; among equals, the key's order (a stable sort keeps it).
     groups.sort_by_key(|g| std::cmp::Reverse(g.1));
     groups.truncate(MOST_COMMON_VALUES);
+    let positions: Vec<usize> = groups.iter().map(|g| g.0).collect();
+    let values = values_at(&positions)?;
+    let most_common_values = values.into_iter().zip(groups.iter().map(|g| g.1)).collect();
     let (correlation, monotonicity) = match key {
-        // MongoDB: a hashed first field is never monotonic, coefficient 0.
+        // MongoDB: without record ids of insertion (a clustered collection), unknown.
+        _ if !source.record_order => (None, Monotonicity::Unknown),
+        // A hashed first field is never monotonic, coefficient 0.
         ShardKey::Hashed(_) => (Some(0.0), Monotonicity::NotMonotonic),
         ShardKey::Range(_) if !source.ordered_index => (None, Monotonicity::Unknown),
         ShardKey::Range(_) if num_distinct_values <= 1 => (Some(0.0), Monotonicity::NotMonotonic),
-        ShardKey::Range(_) => match correlation(keyed.iter().map(|(_, position, _)| *position)) {
+        ShardKey::Range(_) => match correlation(keyed.iter().map(|(_, position)| *position)) {
             Some(c) if c.abs() >= MONOTONICITY_THRESHOLD => (Some(c), Monotonicity::Monotonic),
             Some(c) => (Some(c), Monotonicity::NotMonotonic),
             None => (None, Monotonicity::Unknown),
         },
     };
-    let sampled = source.documents.len() as u64;
     Ok(KeyCharacteristics {
         num_docs_total: source.num_docs_total.max(sampled),
         num_docs_sampled: sampled,
         avg_doc_size_bytes: source.avg_doc_size_bytes,
         is_unique: source.is_unique,
         num_distinct_values,
-        most_common_values: groups,
+        most_common_values,
         correlation: correlation.map(round_up),
         monotonicity,
     })
 }
 
-/// MongoDB rounds its ratios up at the tenth decimal.
-pub(crate) fn round_up(value: f64) -> f64 {
-    (value * 1e10).ceil() / 1e10
+/// The key's values in a document, a missing field as `null` (MongoDB's B-tree stores it so).
+pub(crate) fn key_values(
+    key: &ShardKey,
+    doc: &bson::RawDocument,
+) -> Result<Document, AnalyzeError> {
+    let mut values = Document::new();
+    for path in key.paths() {
+        let value = value_at(doc, path.as_str())
+            .map_err(|e| AnalyzeError::Document(e.to_string()))?
+            .unwrap_or(RawBsonRef::Null);
+        let value = Bson::try_from(value).map_err(|e| AnalyzeError::Document(e.to_string()))?;
+        values.insert(path.as_str(), value);
+    }
+    Ok(values)
 }
 
-/// Pearson's coefficient between the positions 0, 1, 2, ... (the key's order) and the
-/// insertion positions read in that order; `None` below two documents.
-fn correlation(insertion: impl ExactSizeIterator<Item = usize>) -> Option<f64> {
-    let n = insertion.len();
+/// Pearson's coefficient between the positions 0, 1, 2, ... (the key's order) and the record
+/// positions read in that order; `None` below two documents.
+fn correlation(records: impl ExactSizeIterator<Item = usize>) -> Option<f64> {
+    let n = records.len();
     if n < 2 {
         return None;
     }
-    // Both sequences are permutations of 0..n: equal means and variances.
-    let mean = (n as f64 - 1.0) / 2.0;
-    let variance: f64 = (0..n).map(|i| (i as f64 - mean).powi(2)).sum();
-    let covariance: f64 = insertion
-        .enumerate()
-        .map(|(i, at)| (i as f64 - mean) * (at as f64 - mean))
-        .sum();
-    Some(covariance / variance)
+    let records: Vec<f64> = records.map(|r| r as f64).collect();
+    // The record positions of a sample are not 0..n: their own mean and variance.
+    let mean_x = (n as f64 - 1.0) / 2.0;
+    let mean_y = records.iter().sum::<f64>() / n as f64;
+    let (mut cov, mut var_x, mut var_y) = (0.0, 0.0, 0.0);
+    for (i, y) in records.iter().enumerate() {
+        let (dx, dy) = (i as f64 - mean_x, y - mean_y);
+        cov += dx * dy;
+        var_x += dx * dx;
+        var_y += dy * dy;
+    }
+    if var_y == 0.0 {
+        return None;
+    }
+    Some((cov / (var_x * var_y).sqrt()).clamp(-1.0, 1.0))
+}
+
+/// MongoDB rounds its ratios up at the tenth decimal.
+pub(crate) fn round_up(value: f64) -> f64 {
+    (value * 1e10).ceil() / 1e10
 }
 
 /// A count of a reply: any BSON number.

@@ -48,7 +48,10 @@ pub struct Ranges {
 
 /// The encoded key of a document (a hashed field as its hash, a missing field as `null`); an
 /// array in a key field is an error naming it.
-pub(crate) fn encoded_key(key: &ShardKey, doc: &RawDocumentBuf) -> Result<Vec<u8>, AnalyzeError> {
+pub(crate) fn encoded_key(
+    key: &ShardKey,
+    doc: &bson::RawDocument,
+) -> Result<Vec<u8>, AnalyzeError> {
     let mut out = Vec::new();
     for path in key.paths() {
         let value = value_at(doc, path.as_str())
@@ -70,17 +73,9 @@ pub(crate) fn encoded_key(key: &ShardKey, doc: &RawDocumentBuf) -> Result<Vec<u8
 }
 
 impl Ranges {
-    /// Split points for `num_ranges` ranges from `documents` (the collection in record order):
-    /// an even sample of `num_ranges * 10` of them, sorted by key, every tenth.
-    pub fn from_documents(
-        documents: &[RawDocumentBuf],
-        key: &ShardKey,
-        num_ranges: usize,
-    ) -> Result<Ranges, AnalyzeError> {
-        let mut keys: Vec<Vec<u8>> = super::even_sample(documents, num_ranges * SAMPLES_PER_RANGE)
-            .into_iter()
-            .map(|doc| encoded_key(key, doc))
-            .collect::<Result<_, _>>()?;
+    /// Split points for `num_ranges` ranges from `keys`: the encoded keys of an even sample
+    /// of `num_ranges * 10` documents (see [`SAMPLES_PER_RANGE`]), sorted here, every tenth.
+    pub fn from_keys(mut keys: Vec<Vec<u8>>, num_ranges: usize) -> Result<Ranges, AnalyzeError> {
         keys.sort();
         let mut split_points: Vec<Vec<u8>> = Vec::new();
         let mut picks: Vec<&Vec<u8>> = keys
@@ -153,21 +148,20 @@ pub enum Target {
     ScatterGather,
 }
 
-/// The targeting of a filter under `key` over `ranges`, with the ranges it reaches.
+/// The targeting of a filter under `key` over `ranges`, with the ranges it reaches; `None` for
+/// a filter that does not parse (the command was refused, and MongoDB would not have sampled
+/// it).
 pub fn target(
     key: &ShardKey,
     ranges: &Ranges,
     filter: &Document,
     collation: Option<&Document>,
-) -> (Target, Vec<usize>) {
+) -> Option<(Target, Vec<usize>)> {
     let all = || (0..ranges.len()).collect::<Vec<_>>();
     let collated = collation.is_some_and(|c| {
         !(c.is_empty() || (c.len() == 1 && c.get_str("locale").is_ok_and(|l| l == "simple")))
     });
-    let Ok((routing, intervals)) = target_filter(key, filter, collated) else {
-        // A filter that does not parse was refused when it ran; counted as reaching everything.
-        return (Target::ScatterGather, all());
-    };
+    let (routing, intervals) = target_filter(key, filter, collated).ok()?;
     let plain = if collated {
         target_filter(key, filter, false).map_or(Routing::Broadcast, |(r, _)| r)
     } else {
@@ -183,7 +177,7 @@ pub fn target(
         (Target::ScatterGather, _) | (_, None) => all(),
         (_, Some(intervals)) => ranges.touched(&intervals),
     };
-    (target, reached)
+    Some((target, reached))
 }
 
 /// The counts both distributions share.
@@ -266,7 +260,7 @@ fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
-        round_up(part as f64 * 100.0 / whole as f64)
+        round_up(part as f64 / whole as f64 * 100.0)
     }
 }
 
@@ -487,12 +481,10 @@ pub fn distributions(
                 .get_document("filter")
                 .cloned()
                 .unwrap_or_default();
-            let (t, reached) = target(
-                key,
-                ranges,
-                &filter,
-                sample.cmd.get_document("collation").ok(),
-            );
+            let collation = sample.cmd.get_document("collation").ok();
+            let Some((t, reached)) = target(key, ranges, &filter, collation) else {
+                continue;
+            };
             reads.targets.add(t, &reached);
             match sample.command {
                 SampledCommand::Find => reads.find += 1,
@@ -505,12 +497,14 @@ pub fn distributions(
         let Some(write) = write_of(sample) else {
             continue;
         };
+        let Some((t, reached)) = target(key, ranges, &write.filter, write.collation) else {
+            continue;
+        };
         match sample.command {
             SampledCommand::Update => writes.update += 1,
             SampledCommand::Delete => writes.delete += 1,
             _ => writes.find_and_modify += 1,
         }
-        let (t, reached) = target(key, ranges, &write.filter, write.collation);
         writes.targets.add(t, &reached);
         if t != Target::SingleShard {
             if write.multi {

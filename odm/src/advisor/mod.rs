@@ -48,7 +48,7 @@ use std::fmt::{self, Write as _};
 use bson::{Document, RawBsonRef, RawDocumentBuf};
 use odm_engine::keys::{Direction, encode_into};
 use odm_engine::query::{Routing, route_filter};
-use odm_engine::{ShardKey, hashed};
+use odm_engine::ShardKey;
 
 /// MongoDB's default chunk size; the advisor scales its bound to the data (see
 /// [`Advisor::chunk_bytes`]).
@@ -330,11 +330,43 @@ pub fn query_shape(filter: &Document) -> Document {
 /// `i * len / count`-th for each `i`, so the first is always taken and the gaps differ by at
 /// most one.
 pub(crate) fn even_sample<T>(items: &[T], count: usize) -> Vec<&T> {
-    let len = items.len();
-    if count >= len {
-        return items.iter().collect();
+    let mut positions = EvenPositions::new(items.len(), count);
+    items
+        .iter()
+        .enumerate()
+        .filter(|(p, _)| positions.take(*p))
+        .map(|(_, item)| item)
+        .collect()
+}
+
+/// The positions [`even_sample`] takes, met one at a time in a stream of known length.
+#[derive(Debug, Clone)]
+pub(crate) struct EvenPositions {
+    len: usize,
+    count: usize,
+    taken: usize,
+}
+
+impl EvenPositions {
+    pub(crate) fn new(len: usize, count: usize) -> EvenPositions {
+        EvenPositions {
+            len,
+            count: count.min(len),
+            taken: 0,
+        }
     }
-    (0..count).map(|i| &items[i * len / count]).collect()
+
+    /// Whether `position` is taken; positions must come in increasing order.
+    pub(crate) fn take(&mut self, position: usize) -> bool {
+        // With count <= len, i * len / count strictly increases with i.
+        let next = (self.taken < self.count).then(|| self.taken * self.len / self.count);
+        if next == Some(position) {
+            self.taken += 1;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// The position in a stream of `len` inserts where its recent part (`share` of it) starts.
@@ -345,7 +377,7 @@ fn total_recent_start(len: usize, share: f64) -> usize {
 
 /// The value at a dotted path of a document (`None`: missing).
 fn value_at<'a>(
-    doc: &'a RawDocumentBuf,
+    doc: &'a bson::RawDocument,
     path: &str,
 ) -> Result<Option<RawBsonRef<'a>>, AdvisorError> {
     let read = |e: bson::error::Error| AdvisorError::Document(e.to_string());
@@ -368,33 +400,14 @@ fn value_at<'a>(
     Ok(None)
 }
 
-/// The encoded shard key of a document, ordered as a range of the key orders it; `None` when
-/// a key field holds an array (MongoDB cannot place the document).
+/// The encoded shard key of a document (see [`distribution::encoded_key`]); `None` when a
+/// key field holds an array (MongoDB cannot place the document).
 fn shard_key_of(key: &ShardKey, doc: &RawDocumentBuf) -> Result<Option<Vec<u8>>, AdvisorError> {
-    let mut out = Vec::new();
-    match key {
-        ShardKey::Range(fields) => {
-            for (path, _) in fields {
-                let value = value_at(doc, path.as_str())?.unwrap_or(RawBsonRef::Null);
-                if matches!(value, RawBsonRef::Array(_)) {
-                    return Ok(None);
-                }
-                encode_into(&mut out, value, Direction::Ascending);
-            }
-        }
-        ShardKey::Hashed(path) => {
-            let value = value_at(doc, path.as_str())?.unwrap_or(RawBsonRef::Null);
-            if matches!(value, RawBsonRef::Array(_)) {
-                return Ok(None);
-            }
-            encode_into(
-                &mut out,
-                RawBsonRef::Int64(hashed::hash(value)),
-                Direction::Ascending,
-            );
-        }
+    match distribution::encoded_key(key, doc) {
+        Ok(encoded) => Ok(Some(encoded)),
+        Err(AnalyzeError::ArrayInKey(_)) => Ok(None),
+        Err(e) => Err(AdvisorError::Document(e.to_string())),
     }
-    Ok(Some(out))
 }
 
 /// A range of the key, `[min, next chunk's min)`, and the keys it holds.

@@ -423,6 +423,27 @@ fn cursor_thread(
     }
 }
 
+/// Writes the sampled queries waiting in memory (see [`odm_engine::sampling`]) every few
+/// seconds, so that a server that only reads keeps them too. A thread of its own: a write
+/// waits for any open transaction, and the cursor reaper must not.
+pub(super) fn start_sample_writer(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    let shared = shared.clone();
+    std::thread::Builder::new()
+        .name("odm-sample-writer".into())
+        .spawn(move || {
+            let mut waited = Duration::ZERO;
+            while !shared.is_stopping() {
+                std::thread::sleep(Duration::from_millis(500));
+                waited += Duration::from_millis(500);
+                if waited >= Duration::from_secs(5) {
+                    waited = Duration::ZERO;
+                    shared.storage.flush_sampled_queries();
+                }
+            }
+        })
+        .ok()
+}
+
 /// Closes idle cursors every second until the server stops.
 pub(super) fn start_reaper(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
     let shared = shared.clone();

@@ -217,6 +217,7 @@ impl Server {
             tls,
         } = self;
         let reaper = cursors::start_reaper(&shared);
+        let sample_writer = cursors::start_sample_writer(&shared);
         let mut next_id = 1u64;
         for stream in listener.incoming() {
             if shared.stopping.load(Ordering::Acquire) {
@@ -249,6 +250,7 @@ impl Server {
             }
         }
         drop(reaper);
+        drop(sample_writer);
     }
 
     /// Runs the server on a thread of its own.

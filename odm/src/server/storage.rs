@@ -90,6 +90,15 @@ impl Storage {
         Ok(db)
     }
 
+    /// Writes the sampled queries waiting in memory of every open database; a database that
+    /// cannot write them now keeps them for its next commit.
+    pub fn flush_sampled_queries(&self) {
+        let open: Vec<Arc<Database>> = self.lock().values().cloned().collect();
+        for db in open {
+            let _ = db.flush_sampled_queries();
+        }
+    }
+
     /// The names of the databases, in order.
     pub fn names(&self) -> Result<Vec<String>, CommandError> {
         let mut names: Vec<String> = self.lock().keys().cloned().collect();

@@ -31,6 +31,19 @@ fn database_of(
     ns: &str,
 ) -> Result<(std::sync::Arc<odm_engine::Database>, String), CommandError> {
     let (db, coll) = split_namespace(ns)?;
+    // MongoDB's rules: no internal database, no system collection.
+    if matches!(db, "admin" | "config" | "local") {
+        return Err(CommandError::new(
+            ErrorCode::ILLEGAL_OPERATION,
+            "Cannot run against an internal collection",
+        ));
+    }
+    if coll.starts_with("system.") {
+        return Err(CommandError::new(
+            ErrorCode::ILLEGAL_OPERATION,
+            "Cannot run against a system collection",
+        ));
+    }
     let not_found = || {
         CommandError::new(
             ErrorCode::NAMESPACE_NOT_FOUND,

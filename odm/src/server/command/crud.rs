@@ -228,10 +228,11 @@ fn run_statements(
         super::analyze::sample(ctx, &collection, sampled, |id| {
             let mut statement = statements[at].clone();
             statement.insert("sampleId", id);
-            let mut cmd = doc! { name: collection.as_str(), field: [statement] };
-            if let Some(vars) = &let_vars {
-                cmd.insert("let", vars.clone());
-            }
+            let mut cmd = if name == "update" {
+                crate::commands::update(&collection, statement, let_vars.as_ref())
+            } else {
+                crate::commands::delete(&collection, statement, let_vars.as_ref())
+            };
             cmd.insert("$db", ctx.db.as_str());
             cmd
         });
@@ -342,22 +343,10 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         collation: args.doc("collation")?.cloned(),
     };
     super::analyze::sample(ctx, &collection, SampledCommand::FindAndModify, |id| {
-        let mut cmd = doc! { "findAndModify": collection.as_str(), "query": filter.clone() };
-        for field in [
-            "collation",
-            "update",
-            "remove",
-            "upsert",
-            "new",
-            "sort",
-            "arrayFilters",
-            "let",
-        ] {
-            if let Some(value) = command.get(field) {
-                cmd.insert(field, value.clone());
-            }
-        }
-        cmd.insert("sampleId", id);
+        let mut cmd = crate::commands::sampled_find_and_modify(
+            crate::commands::find_and_modify(&collection, &filter, &action, &options),
+            id,
+        );
         cmd.insert("$db", ctx.db.as_str());
         cmd
     });

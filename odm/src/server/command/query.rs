@@ -7,7 +7,7 @@ use bson::{Bson, Document, RawArrayBuf, RawDocumentBuf, doc};
 use odm_engine::ErrorCode;
 use odm_engine::aggregate::AggregateOptions;
 use odm_engine::query::FindOptions;
-use odm_engine::sampling::{SampledCommand, aggregate_filter, read_command};
+use odm_engine::sampling::{SampledCommand, aggregate_command, read_command};
 
 use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name, encode};
 use crate::server::Stats;
@@ -265,8 +265,8 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
     }
     super::analyze::sample(ctx, &collection, SampledCommand::Aggregate, |_| {
-        read_command(
-            &aggregate_filter(&pipeline),
+        aggregate_command(
+            &pipeline,
             options.collation.as_ref(),
             options.let_vars.as_ref(),
         )
