@@ -152,6 +152,9 @@ pub fn list_sampled_queries(
     if !rest.is_empty() {
         // The rest of the pipeline runs over the samples as given documents.
         let scratch = odm_engine::Database::in_memory()?;
+        // An aggregation reads from a collection that exists, even when its first stage
+        // gives the documents.
+        scratch.write(|t| t.create_collection("samples"))?;
         let mut stages = vec![doc! { "$documents": { "$literal": samples } }];
         stages.extend(rest.iter().cloned());
         samples = scratch.aggregate("samples", &stages, options)?;
