@@ -17,7 +17,7 @@ use crate::sampling::QueryAnalyzer;
 
 /// The storage format this build reads and writes. Bump it on any change to key encoding, table
 /// layout or catalog shape; files of another version are refused, never misread, except those
-/// of [`UPGRADABLE_FROM`].
+/// of `UPGRADABLE_FROM`.
 ///
 /// Version 3 added query sampling: a collection's `queryAnalyzer` in the catalog and the
 /// `odm.sampled_queries` table. An older build would drop the one and ignore the other, so

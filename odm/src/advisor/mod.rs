@@ -46,9 +46,9 @@ pub use distribution::{
 use std::fmt::{self, Write as _};
 
 use bson::{Document, RawBsonRef, RawDocumentBuf};
+use odm_engine::ShardKey;
 use odm_engine::keys::{Direction, encode_into};
 use odm_engine::query::{Routing, route_filter};
-use odm_engine::ShardKey;
 
 /// MongoDB's default chunk size; the advisor scales its bound to the data (see
 /// [`Advisor::chunk_bytes`]).
