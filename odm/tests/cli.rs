@@ -1128,3 +1128,107 @@ fn shard_advisor_reports_each_candidate_and_refuses_what_it_cannot_read() {
     );
     assert!(err.contains("1 to 10000 shards, not 0"), "{err}");
 }
+
+/// `odm configure-query-analyzer` and `odm analyze-shard-key`: MongoDB's two commands on a file
+/// (an application that opens the file afterwards samples its queries), their refusals one
+/// line each; `odm shard-advisor` reports the samples and MongoDB's metrics with the
+/// simulation.
+#[test]
+fn query_analyzer_and_analyze_shard_key_on_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.odm");
+    // ObjectIds made in insertion order, as drivers make them.
+    let docs: Vec<Document> = (0..1200_u32)
+        .map(|i| {
+            let mut id = [0u8; 12];
+            id[..4].copy_from_slice(&(1_700_000_000 + i).to_be_bytes());
+            doc! { "_id": ObjectId::from_bytes(id), "t": i, "pad": "x".repeat(50) }
+        })
+        .collect();
+    seed(&file, "events", &docs);
+    {
+        let db = Database::open(&file).unwrap();
+        db.write(|t| {
+            t.create_index("events", IndexSpec::ascending("t").unwrap())
+                .map(drop)
+        })
+        .unwrap();
+    }
+    let on = ok(&[
+        "configure-query-analyzer",
+        s(&file),
+        "--collection",
+        "events",
+        "--mode",
+        "full",
+        "--samples-per-second",
+        "50",
+    ]);
+    assert!(
+        on.contains("\"newConfiguration\"") && on.contains("\"full\""),
+        "{on}"
+    );
+    let base = [
+        "configure-query-analyzer",
+        s(&file),
+        "--collection",
+        "events",
+    ];
+    let err = fails(&[&base[..], &["--mode", "sometimes"]].concat());
+    assert!(err.contains("--mode") && err.contains("sometimes"), "{err}");
+    let err = fails(&[&base[..], &["--mode", "full", "--samples-per-second", "51"]].concat());
+    assert!(err.contains("less than or equal to 50"), "{err}");
+    // The application: four reads by `t`, sampled as it runs.
+    {
+        let db = Database::open(&file).unwrap();
+        for i in 0..4 {
+            assert!(db.sample_query(
+                "events",
+                odm::engine::sampling::SampledCommand::Find,
+                |_| { odm::engine::sampling::read_command(&doc! { "t": i * 100 }, None, None) }
+            ));
+        }
+    }
+    let analysis = ok(&[
+        "analyze-shard-key",
+        s(&file),
+        "--collection",
+        "events",
+        "--key",
+        "{t: 1}",
+    ]);
+    assert!(analysis.contains("\"numDocsTotal\": 1200"), "{analysis}");
+    assert!(analysis.contains("\"type\": \"monotonic\""), "{analysis}");
+    assert!(
+        analysis.contains("\"percentageOfSingleShardReads\": 100"),
+        "{analysis}"
+    );
+    let err = fails(&[
+        "analyze-shard-key",
+        s(&file),
+        "--collection",
+        "events",
+        "--key",
+        "{nothere: 1}",
+        "--no-read-write-distribution",
+    ]);
+    assert!(
+        err.contains("supporting index") && err.contains("IllegalOperation, code 20"),
+        "{err}"
+    );
+    let advisor = ok(&[
+        "shard-advisor",
+        s(&file),
+        "--collection",
+        "events",
+        "--shards",
+        "2",
+        "--key",
+        "{t: 1}",
+    ]);
+    assert!(advisor.contains("MongoDB's analyzeShardKey"), "{advisor}");
+    assert!(
+        advisor.contains("4 x find") && advisor.contains("{ \"t\": \"?number\" }"),
+        "{advisor}"
+    );
+}
