@@ -345,6 +345,8 @@ impl Default for SamplingLimits {
 pub(crate) struct Sampler {
     /// Whether any collection samples: the one check a query pays when none does.
     active: AtomicBool,
+    /// Whether `state.pending` holds samples (set and cleared under the state's lock).
+    waiting: AtomicBool,
     state: Mutex<SamplerState>,
     offered: AtomicU64,
     sampled: AtomicU64,
@@ -410,14 +412,16 @@ impl Sampler {
         self.active.store(active, Ordering::Relaxed);
     }
 
+    /// Whether samples wait: one atomic load, for every commit to ask.
     pub(crate) fn has_pending(&self) -> bool {
-        !self.lock().pending.is_empty()
+        self.waiting.load(Ordering::Relaxed)
     }
 
     /// The waiting samples, and the bounds to store them under.
     pub(crate) fn take_pending(&self) -> (Vec<Vec<u8>>, SamplingLimits) {
         let mut state = self.lock();
         state.pending_bytes = 0;
+        self.waiting.store(false, Ordering::Relaxed);
         (std::mem::take(&mut state.pending), state.limits)
     }
 
@@ -643,6 +647,7 @@ impl Database {
         }
         state.pending_bytes += bytes.len();
         state.pending.push(bytes);
+        sampler.waiting.store(true, Ordering::Relaxed);
         sampler.sampled.fetch_add(1, Ordering::Relaxed);
         true
     }

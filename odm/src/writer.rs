@@ -124,7 +124,7 @@ impl<'db> Writer<'_, 'db> {
                 txn,
                 collection,
                 filter,
-                commands::modifications(&update),
+                || commands::modifications(&update),
                 options,
                 multi,
             );
@@ -155,14 +155,7 @@ impl<'db> Writer<'_, 'db> {
     ) -> Result<UpdateResult> {
         match self {
             Writer::Embedded(txn) => {
-                sample_update(
-                    txn,
-                    collection,
-                    filter,
-                    Bson::Document(replacement.clone()),
-                    options,
-                    false,
-                );
+                sample_replace(txn, collection, filter, replacement, options);
                 Ok(txn.replace_one(collection, filter, replacement, options)?)
             }
             #[cfg(feature = "mongodb")]
@@ -272,7 +265,7 @@ impl<'db> Writer<'_, 'db> {
                             txn,
                             collection,
                             filter,
-                            commands::modifications(update),
+                            || commands::modifications(update),
                             options,
                             matches!(op, WriteOp::UpdateMany { .. }),
                         ),
@@ -280,14 +273,7 @@ impl<'db> Writer<'_, 'db> {
                             filter,
                             replacement,
                             options,
-                        } => sample_update(
-                            txn,
-                            collection,
-                            filter,
-                            Bson::Document(replacement.clone()),
-                            options,
-                            false,
-                        ),
+                        } => sample_replace(txn, collection, filter, replacement, options),
                         WriteOp::DeleteOne { filter, options }
                         | WriteOp::DeleteMany { filter, options } => sample_delete(
                             txn,
@@ -343,16 +329,29 @@ fn sample_update(
     txn: &WriteTxn<'_>,
     collection: &str,
     filter: &Document,
-    update: Bson,
+    update: impl FnOnce() -> Bson,
     options: &UpdateOptions,
     multi: bool,
 ) {
+    // The update is copied only when the statement is sampled, not on every write.
     txn.database()
         .sample_query(collection, SampledCommand::Update, |id| {
-            let mut statement = commands::update_statement(filter, update, options, multi);
+            let mut statement = commands::update_statement(filter, update(), options, multi);
             statement.insert("sampleId", id);
             commands::update(collection, statement, options.let_vars.as_ref())
         });
+}
+
+/// The same for a replacement: an update statement whose `u` is the new document.
+fn sample_replace(
+    txn: &WriteTxn<'_>,
+    collection: &str,
+    filter: &Document,
+    replacement: &Document,
+    options: &UpdateOptions,
+) {
+    let update = || Bson::Document(replacement.clone());
+    sample_update(txn, collection, filter, update, options, false);
 }
 
 /// The same for a delete statement.

@@ -61,6 +61,18 @@ fn events() -> Database {
     db
 }
 
+/// The key characteristics of `k` on `collection` (asked for alone).
+fn characteristics(
+    db: &Database,
+    collection: &str,
+    k: Document,
+) -> odm::advisor::KeyCharacteristics {
+    analyze_shard_key(db, collection, &key(k), &characteristics_only())
+        .unwrap()
+        .key_characteristics
+        .unwrap()
+}
+
 fn characteristics_only() -> AnalyzeOptions {
     AnalyzeOptions {
         read_write_distribution: false,
@@ -71,12 +83,7 @@ fn characteristics_only() -> AnalyzeOptions {
 #[test]
 fn keys_that_follow_insertion_order_either_way_are_monotonic_shuffled_and_hashed_ones_are_not() {
     let db = events();
-    let analyze = |k: Document| {
-        analyze_shard_key(&db, "events", &key(k), &characteristics_only())
-            .unwrap()
-            .key_characteristics
-            .unwrap()
-    };
+    let analyze = |k: Document| characteristics(&db, "events", k);
     let t = analyze(doc! { "t": 1 });
     assert_eq!(t.monotonicity, Monotonicity::Monotonic);
     assert_eq!(t.correlation, Some(1.0));
@@ -96,15 +103,7 @@ fn keys_that_follow_insertion_order_either_way_are_monotonic_shuffled_and_hashed
     assert!(id.is_unique);
     assert_eq!(id.monotonicity, Monotonicity::Monotonic);
     // A shuffle: |correlation| well under 0.7.
-    let r = analyze_shard_key(
-        &db,
-        "events",
-        &key(doc! { "r": 1 }),
-        &characteristics_only(),
-    )
-    .unwrap()
-    .key_characteristics
-    .unwrap();
+    let r = characteristics(&db, "events", doc! { "r": 1 });
     // The only index on r is hashed: no order to compare, as MongoDB says.
     assert_eq!(
         (r.monotonicity, r.correlation),
@@ -143,15 +142,7 @@ fn a_shuffled_key_with_an_ordered_index_is_not_monotonic() {
             .map(drop)
     })
     .unwrap();
-    let r = analyze_shard_key(
-        &db,
-        "events",
-        &key(doc! { "r": 1 }),
-        &characteristics_only(),
-    )
-    .unwrap()
-    .key_characteristics
-    .unwrap();
+    let r = characteristics(&db, "events", doc! { "r": 1 });
     assert_eq!(r.monotonicity, Monotonicity::NotMonotonic);
     assert!(r.correlation.unwrap().abs() < 0.7, "{:?}", r.correlation);
 }
@@ -159,15 +150,7 @@ fn a_shuffled_key_with_an_ordered_index_is_not_monotonic() {
 #[test]
 fn a_hot_value_leads_the_most_common_values_and_missing_fields_count_as_null() {
     let db = events();
-    let hot = analyze_shard_key(
-        &db,
-        "events",
-        &key(doc! { "hot": 1 }),
-        &characteristics_only(),
-    )
-    .unwrap()
-    .key_characteristics
-    .unwrap();
+    let hot = characteristics(&db, "events", doc! { "hot": 1 });
     assert_eq!(hot.num_distinct_values, 1 + N as u64 / 2);
     assert_eq!(
         hot.most_common_values[0],
@@ -175,15 +158,7 @@ fn a_hot_value_leads_the_most_common_values_and_missing_fields_count_as_null() {
     );
     assert_eq!(hot.most_common_values.len(), 5);
     assert!(hot.most_common_values[1..].iter().all(|(_, n)| *n == 1));
-    let m = analyze_shard_key(
-        &db,
-        "events",
-        &key(doc! { "m": 1 }),
-        &characteristics_only(),
-    )
-    .unwrap()
-    .key_characteristics
-    .unwrap();
+    let m = characteristics(&db, "events", doc! { "m": 1 });
     assert_eq!(
         m.most_common_values[0],
         (doc! { "m": Bson::Null }, N as u64 / 2)
@@ -338,13 +313,7 @@ fn uniqueness_needs_a_unique_index_of_exactly_the_keys_fields() {
         t.create_index("events", IndexSpec::ascending("r").unwrap().unique())
     })
     .unwrap();
-    let unique = |k: Document| {
-        analyze_shard_key(&db, "events", &key(k), &characteristics_only())
-            .unwrap()
-            .key_characteristics
-            .unwrap()
-            .is_unique
-    };
+    let unique = |k: Document| characteristics(&db, "events", k).is_unique;
     assert!(unique(doc! { "r": 1 }));
     assert!(
         !unique(doc! { "down": 1 }),
@@ -610,12 +579,7 @@ fn driver_made_object_ids_are_a_monotonic_key() {
         Ok::<_, odm_engine::Error>(())
     })
     .unwrap();
-    let analyze = |k: Document| {
-        analyze_shard_key(&db, "uploads", &key(k), &characteristics_only())
-            .unwrap()
-            .key_characteristics
-            .unwrap()
-    };
+    let analyze = |k: Document| characteristics(&db, "uploads", k);
     let ids = analyze(doc! { "_id": 1 });
     assert_eq!(ids.monotonicity, Monotonicity::Monotonic);
     assert!(ids.is_unique);
@@ -638,10 +602,7 @@ fn without_object_ids_record_order_and_monotonicity_are_unknown() {
         t.create_index("c", IndexSpec::ascending("t").unwrap())
     })
     .unwrap();
-    let t = analyze_shard_key(&db, "c", &key(doc! { "t": 1 }), &characteristics_only())
-        .unwrap()
-        .key_characteristics
-        .unwrap();
+    let t = characteristics(&db, "c", doc! { "t": 1 });
     assert_eq!(
         (t.monotonicity, t.correlation),
         (Monotonicity::Unknown, None)

@@ -107,6 +107,24 @@ try {
 }
 assert.strictEqual(nothing, "InvalidOptions");
 
+// A collection that does not exist, and an internal database.
+const codeOf = (f) => {
+  try {
+    f();
+  } catch (e) {
+    return e.codeName;
+  }
+  return null;
+};
+assert.strictEqual(
+  codeOf(() => db.getSiblingDB("analyze_check").nothere.configureQueryAnalyzer({ mode: "full", samplesPerSecond: 1 })),
+  "NamespaceNotFound"
+);
+assert.strictEqual(
+  codeOf(() => db.getSiblingDB("config").things.analyzeShardKey({ a: 1 })),
+  "IllegalOperation"
+);
+
 const off = coll.configureQueryAnalyzer({ mode: "off" });
 same(off.newConfiguration, { mode: "off" });
 same(off.oldConfiguration, { mode: "full", samplesPerSecond: 50 });
