@@ -22,11 +22,16 @@ use crate::sampling::QueryAnalyzer;
 /// Version 3 added query sampling: a collection's `queryAnalyzer` in the catalog and the
 /// `odm.sampled_queries` table. An older build would drop the one and ignore the other, so
 /// it must refuse such files; a version 2 file is a version 3 file without them.
-pub const FORMAT_VERSION: u32 = 3;
+///
+/// Version 4 added the change log (`odm.changes`, see [`crate::changes`]) and the collection
+/// option `changeStreamPreAndPostImages`. An older build would write without recording its
+/// changes, leaving a silent gap in the history; an upgraded file's history starts when it is
+/// upgraded.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The earlier versions this build upgrades in place when it opens them, because the newer
 /// version only added to them.
-pub const UPGRADABLE_FROM: &[u32] = &[2];
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

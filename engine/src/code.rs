@@ -95,6 +95,12 @@ impl ErrorCode {
         ErrorCode::named(100, "UnsatisfiableWriteConcern");
     pub const NOT_WRITABLE_PRIMARY: ErrorCode = ErrorCode::named(10107, "NotWritablePrimary");
     pub const BSON_OBJECT_TOO_LARGE: ErrorCode = ErrorCode::named(10334, "BSONObjectTooLarge");
+    pub const NO_MATCHING_DOCUMENT: ErrorCode = ErrorCode::named(47, "NoMatchingDocument");
+    pub const INVALID_RESUME_TOKEN: ErrorCode = ErrorCode::named(260, "InvalidResumeToken");
+    pub const CHANGE_STREAM_FATAL_ERROR: ErrorCode =
+        ErrorCode::named(280, "ChangeStreamFatalError");
+    pub const CHANGE_STREAM_HISTORY_LOST: ErrorCode =
+        ErrorCode::named(286, "ChangeStreamHistoryLost");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
 }
 

@@ -16,6 +16,7 @@ use bson::{Bson, RawBson, RawDocument, RawDocumentBuf};
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
+use crate::changes::record::{Recorder, Rewrite};
 use crate::db::{PendingIndexWrites, WriteTxn};
 use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
@@ -187,6 +188,7 @@ impl WriteTxn<'_> {
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
         self.txn.open_table(tables::bytes(&tables::docs_name(id)))?;
+        self.record_ddl("create", name, bson::doc! {})?;
         Ok(meta)
     }
 
@@ -204,7 +206,18 @@ impl WriteTxn<'_> {
             docs,
             index_tables: BTreeMap::new(),
             newly_multikey: BTreeSet::new(),
+            recorder: Recorder::new(&self.txn, &mut self.changes),
         })
+    }
+
+    /// Appends a DDL change (`drop`, `rename`...) to the change log.
+    pub(crate) fn record_ddl(
+        &mut self,
+        op: &str,
+        coll: &str,
+        fields: bson::Document,
+    ) -> Result<()> {
+        crate::changes::record::ddl(&self.txn, &mut self.changes, op, coll, fields)
     }
 
     /// Records in the catalog that these indexes became multikey.
@@ -272,6 +285,8 @@ pub(crate) struct Writer<'t> {
     /// Index tables opened for lookups (unique checks), by index id.
     index_tables: BTreeMap<u64, IndexTablesMut<'t>>,
     newly_multikey: BTreeSet<u64>,
+    /// Appends each change to the change log.
+    recorder: Recorder<'t>,
 }
 
 impl<'t> Writer<'t> {
@@ -284,6 +299,7 @@ impl<'t> Writer<'t> {
         view: crate::query::WriteView<'t>,
         txn: &'t WriteTransaction,
         pending: &'t mut PendingIndexWrites,
+        changes: &'t mut crate::changes::TxnChanges,
     ) -> Self {
         let (meta, docs, index_tables) = view.into_parts();
         Writer {
@@ -293,7 +309,19 @@ impl<'t> Writer<'t> {
             docs,
             index_tables,
             newly_multikey: BTreeSet::new(),
+            recorder: Recorder::new(txn, changes),
         }
+    }
+
+    /// The change log's position now: work undone later is cut back to it
+    /// ([`Writer::undo_changes_since`]).
+    pub(crate) fn change_mark(&self) -> u32 {
+        self.recorder.mark()
+    }
+
+    /// Removes the change records written since `mark`, whose work was undone.
+    pub(crate) fn undo_changes_since(&mut self, mark: u32) -> Result<()> {
+        self.recorder.truncate(mark)
     }
 
     pub(crate) fn finish(self) -> BTreeSet<u64> {
@@ -342,6 +370,7 @@ impl<'t> Writer<'t> {
                 }
             }
         }
+        self.recorder.inserted(&meta, &prepared.raw)?;
         Bson::try_from(prepared.id()).map_err(|e| Error::corrupt("generated _id", e))
     }
 
@@ -356,7 +385,7 @@ impl<'t> Writer<'t> {
             return Ok(None);
         };
         let old = stored_document(&collection, &old)?;
-        self.replace_prepared(id_key, &old, &prepared)?;
+        self.replace_prepared(id_key, &old, &prepared, Rewrite::Replace)?;
         Ok(Some(old))
     }
 
@@ -399,9 +428,10 @@ impl<'t> Writer<'t> {
         id_key: &[u8],
         old: &RawDocument,
         replacement: RawDocumentBuf,
+        how: Rewrite,
     ) -> Result<()> {
         let prepared = prepare(replacement).map_err(|source| invalid(&self.meta.name, source))?;
-        self.replace_prepared(id_key, old, &prepared)
+        self.replace_prepared(id_key, old, &prepared, how)
     }
 
     fn replace_prepared(
@@ -409,6 +439,7 @@ impl<'t> Writer<'t> {
         id_key: &[u8],
         old: &RawDocument,
         prepared: &Prepared,
+        how: Rewrite,
     ) -> Result<()> {
         let old_keys = self.stored_index_keys(old)?;
         let new_keys = self.index_keys(&prepared.raw)?;
@@ -436,7 +467,7 @@ impl<'t> Writer<'t> {
                 self.stage(index, key, id_key, Some(types));
             }
         }
-        Ok(())
+        self.recorder.rewritten(&meta, old, &prepared.raw, how)
     }
 
     pub(crate) fn delete(&mut self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {
@@ -452,6 +483,7 @@ impl<'t> Writer<'t> {
                 self.stage(index, key, id_key, None);
             }
         }
+        self.recorder.deleted(&meta, &old)?;
         Ok(Some(old))
     }
 

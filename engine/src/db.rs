@@ -21,6 +21,7 @@ use bson::Document;
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::catalog::{Catalog, FORMAT_VERSION, UPGRADABLE_FROM};
+use crate::changes::{ChangeLogOptions, TxnChanges, clock, log as change_log};
 use crate::error::{Error, Result};
 use crate::index_store::{self, Change};
 use crate::query::PlanCache;
@@ -57,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) page_size: u64,
     /// Query sampling's in-memory side (see [`crate::sampling`]).
     pub(crate) sampler: Sampler,
+    /// The change log's options, as stored in the file (see [`crate::changes`]).
+    change_log: RwLock<ChangeLogOptions>,
 }
 
 impl Drop for Shared {
@@ -162,6 +165,8 @@ impl Database {
                     }
                     if upgrade {
                         meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes().as_slice())?;
+                        // Nothing was recorded before: a stream cannot start earlier.
+                        change_log::mark_history_start(&mut meta)?;
                     }
                     let bytes = meta
                         .get(CATALOG_KEY)?
@@ -184,6 +189,14 @@ impl Database {
                 }
             }
         };
+        let change_log = {
+            let meta = txn.open_table(META)?;
+            change_log::stored_options(&meta)?
+        };
+        // Later commits of this process must come after every change the file holds.
+        if let Some(last) = change_log::last_position(&txn.open_table(tables::CHANGES)?)? {
+            clock::observe(last.0);
+        }
         if changed {
             txn.commit()?;
         } else {
@@ -200,6 +213,7 @@ impl Database {
                 path,
                 page_size,
                 sampler,
+                change_log: RwLock::new(change_log),
             }),
         })
     }
@@ -282,6 +296,7 @@ impl Database {
             catalog,
             catalog_changed: false,
             pending: BTreeMap::new(),
+            changes: TxnChanges::new(self.change_log()),
         };
         // A panic in `f` (the caller's code or ours) is caught here so that the transaction is
         // aborted before unwinding goes on: redb marks a file as needing repair when a write
@@ -308,6 +323,28 @@ impl Database {
     /// The names of all collections, in order.
     pub fn list_collections(&self) -> Vec<String> {
         self.catalog().collections.keys().cloned().collect()
+    }
+
+    /// The change log's options (see [`crate::changes`]).
+    pub fn change_log(&self) -> ChangeLogOptions {
+        *self
+            .shared
+            .change_log
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets and stores the change log's options: whether commits record their changes, and
+    /// how much history it keeps (applied at the next commit). Turning it on after it was off
+    /// starts its history now.
+    pub fn set_change_log(&self, options: ChangeLogOptions) -> Result<()> {
+        self.write(|w| change_log::store_options(&w.txn, options))?;
+        *self
+            .shared
+            .change_log
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = options;
+        Ok(())
     }
 }
 
@@ -338,6 +375,8 @@ pub struct WriteTxn<'db> {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) catalog_changed: bool,
     pub(crate) pending: PendingIndexWrites,
+    /// This transaction's records in the change log.
+    pub(crate) changes: TxnChanges,
 }
 
 impl std::fmt::Debug for WriteTxn<'_> {
@@ -353,6 +392,12 @@ impl<'db> WriteTxn<'db> {
     /// The database this transaction writes.
     pub fn database(&self) -> &'db Database {
         self.db
+    }
+
+    /// Fields every change this transaction records carries: `odm serve` gives a
+    /// multi-document transaction's `lsid` and `txnNumber`, as change events show them.
+    pub fn set_change_context(&mut self, context: &Document) -> Result<()> {
+        self.changes.set_context(context)
     }
 }
 
@@ -404,6 +449,8 @@ impl WriteTxn<'_> {
                 sampler.lost(n);
             }
         }
+        // Released after the commit: readers merging files wait for it (see `changes::clock`).
+        let _in_flight = self.changes.finish(&self.txn)?;
         if !self.catalog_changed {
             self.txn.commit()?;
             return Ok(());

@@ -248,6 +248,25 @@ pub enum Error {
         code_name: String,
         message: String,
     },
+    /// A change stream's resume point is older than the oldest change the log still holds
+    /// (see [`crate::changes`]).
+    #[error(
+        "the change log no longer holds the resume point {resume_point}: resume from a later token or start again"
+    )]
+    ChangeStreamHistoryLost { resume_point: String },
+    /// A resume token that is malformed, or that cannot resume this stream.
+    #[error("invalid resume token: {0}")]
+    InvalidResumeToken(String),
+    /// A change stream cannot go on (its pipeline changed the resume token).
+    #[error("change stream fatal error: {0}")]
+    ChangeStreamFatal(String),
+    /// A change stream asked for an image (`fullDocument: "required"`, or a pre-image) that
+    /// was not recorded.
+    #[error("no matching document: {0}")]
+    NoMatchingDocument(String),
+    /// A change stream's options or pipeline, refused with MongoDB's code.
+    #[error("{message}")]
+    ChangeStreamOption { code: ErrorCode, message: String },
     #[error("storage error: {0}")]
     Storage(#[from] redb::Error),
     /// A file operation of the engine's own (creating a database file) failed.
@@ -338,6 +357,11 @@ impl Error {
                 ErrorCode::ILLEGAL_OPERATION
             }
             Error::Reported { code, .. } => ErrorCode::location(*code),
+            Error::ChangeStreamHistoryLost { .. } => ErrorCode::CHANGE_STREAM_HISTORY_LOST,
+            Error::InvalidResumeToken(_) => ErrorCode::INVALID_RESUME_TOKEN,
+            Error::ChangeStreamFatal(_) => ErrorCode::CHANGE_STREAM_FATAL_ERROR,
+            Error::NoMatchingDocument(_) => ErrorCode::NO_MATCHING_DOCUMENT,
+            Error::ChangeStreamOption { code, .. } => *code,
             Error::FormatVersion { .. }
             | Error::Corrupt { .. }
             | Error::Storage(_)

@@ -16,6 +16,7 @@ pub mod aggregate;
 mod autocommit;
 pub mod calendar;
 mod catalog;
+pub mod changes;
 mod code;
 pub mod collation;
 mod collection;

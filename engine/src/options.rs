@@ -17,6 +17,10 @@ use crate::path::Path;
 #[non_exhaustive]
 pub struct CollectionOptions {
     pub shard_key: Option<ShardKey>,
+    /// MongoDB's `changeStreamPreAndPostImages`: the change log keeps each changed
+    /// document's image before the change (and an update's after it), for change streams'
+    /// `fullDocumentBeforeChange` and `fullDocument: "whenAvailable" | "required"`.
+    pub change_stream_pre_and_post_images: bool,
 }
 
 impl CollectionOptions {
@@ -26,10 +30,19 @@ impl CollectionOptions {
         self
     }
 
+    #[must_use]
+    pub fn with_pre_and_post_images(mut self, enabled: bool) -> Self {
+        self.change_stream_pre_and_post_images = enabled;
+        self
+    }
+
     pub(crate) fn to_document(&self) -> Document {
         let mut d = Document::new();
         if let Some(key) = &self.shard_key {
             d.insert("shardKey", key.to_document());
+        }
+        if self.change_stream_pre_and_post_images {
+            d.insert("changeStreamPreAndPostImages", true);
         }
         d
     }
@@ -39,7 +52,12 @@ impl CollectionOptions {
             Ok(key) => Some(ShardKey::from_document(key)?),
             Err(_) => None,
         };
-        Ok(CollectionOptions { shard_key })
+        Ok(CollectionOptions {
+            shard_key,
+            change_stream_pre_and_post_images: d
+                .get_bool("changeStreamPreAndPostImages")
+                .unwrap_or(false),
+        })
     }
 }
 

@@ -77,11 +77,16 @@ impl WriteTxn<'_> {
                 requested: key.to_document().to_string(),
             }),
             None => {
+                let description = bson::doc! { "shardKey": key.to_document(), "unique": false };
                 let catalog = self.catalog_mut();
                 if let Some(meta) = catalog.collections.get_mut(name) {
                     Arc::make_mut(meta).options.shard_key = Some(key);
                 }
-                Ok(())
+                self.record_ddl(
+                    "shardCollection",
+                    name,
+                    bson::doc! { "operationDescription": description },
+                )
             }
         }
     }
@@ -98,7 +103,41 @@ impl WriteTxn<'_> {
         for index in &meta.indexes {
             index_store::delete(&self.txn, meta.id, index.id)?;
         }
+        self.record_ddl("drop", name, bson::doc! {})?;
         Ok(true)
+    }
+
+    /// Keeps (or stops keeping) a collection's images before and after each change in the
+    /// change log, as MongoDB's `changeStreamPreAndPostImages` option does.
+    pub fn set_pre_and_post_images(&mut self, collection: &str, enabled: bool) -> Result<()> {
+        let catalog = self.catalog_mut();
+        let meta = catalog
+            .collections
+            .get_mut(collection)
+            .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
+        let meta = Arc::make_mut(meta);
+        let before = meta.options.change_stream_pre_and_post_images;
+        meta.options.change_stream_pre_and_post_images = enabled;
+        self.record_ddl(
+            "modify",
+            collection,
+            bson::doc! {
+                "operationDescription": {
+                    "changeStreamPreAndPostImages": { "enabled": enabled },
+                },
+                "stateBeforeChange": {
+                    "collectionOptions": {
+                        "changeStreamPreAndPostImages": { "enabled": before },
+                    },
+                },
+            },
+        )
+    }
+
+    /// Records `dropDatabase` in the change log: `odm serve` drops a database's collections,
+    /// then records this, so that database and deployment streams see it.
+    pub fn record_drop_database(&mut self) -> Result<()> {
+        self.record_ddl("dropDatabase", "", bson::doc! {})
     }
 
     /// Renames a collection; its documents and indexes stay as they are.
@@ -114,7 +153,7 @@ impl WriteTxn<'_> {
             .ok_or_else(|| Error::CollectionNotFound(from.to_owned()))?;
         to.clone_into(&mut Arc::make_mut(&mut meta).name);
         catalog.collections.insert(to.to_owned(), meta);
-        Ok(())
+        self.record_ddl("rename", from, bson::doc! { "to": to })
     }
 
     /// Creates an index (and the collection, when needed) and returns its name.
@@ -148,10 +187,16 @@ impl WriteTxn<'_> {
             self.txn.open_table(tables::bytes(&delta))?;
         }
         let name = index.spec.name().to_owned();
+        let description = bson::doc! { "indexes": [index.spec.to_document()] };
         let catalog = self.catalog_mut();
         if let Some(stored) = catalog.collections.get_mut(collection) {
             Arc::make_mut(stored).indexes.push(index);
         }
+        self.record_ddl(
+            "createIndexes",
+            collection,
+            bson::doc! { "operationDescription": description },
+        )?;
         Ok(name)
     }
 
@@ -220,7 +265,11 @@ impl WriteTxn<'_> {
         let collection_id = meta.id;
         self.pending.remove(&(collection_id, index.id));
         index_store::delete(&self.txn, collection_id, index.id)?;
-        Ok(())
+        self.record_ddl(
+            "dropIndexes",
+            collection,
+            bson::doc! { "operationDescription": { "indexes": [index.spec.to_document()] } },
+        )
     }
 
     /// The indexes of a collection, `_id_` first; empty when the collection does not exist.

@@ -311,6 +311,20 @@ fn from_documents<'a>(
     Ok(through(docs, stages, snapshot, options, collation))
 }
 
+/// Runs `pipeline` over given documents (a change stream's events), in `snapshot`.
+pub(crate) fn over_documents(
+    snapshot: &ReadTxn,
+    pipeline: &[Document],
+    docs: Vec<Document>,
+) -> Result<Vec<Document>> {
+    let options = AggregateOptions::default();
+    let Parsed {
+        stages, collation, ..
+    } = parse_pipeline(pipeline, &options)?;
+    let docs: Documents<'_> = Box::new(docs.into_iter().map(Ok));
+    through(docs, stages.into_iter(), snapshot, &options, collation).collect()
+}
+
 /// Runs a sub-pipeline (of `$lookup` or `$unionWith`) over the collection `from`, or, without
 /// one, over the documents of its leading `$documents`.
 fn sub_pipeline(

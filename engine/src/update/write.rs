@@ -25,6 +25,7 @@ use super::apply::Context;
 use super::parse::{Operators, Update, UpdateError, UpdateModifications, error};
 use super::upsert::{Seeding, seed};
 use crate::catalog::CollectionMeta;
+use crate::changes::record::Rewrite;
 use crate::collection::Writer;
 use crate::db::WriteTxn;
 use crate::error::{Error, Result};
@@ -559,7 +560,7 @@ impl WriteTxn<'_> {
             })?;
             selected.push(keep(keys::encode(id), doc));
         }
-        let mut writer = Writer::from_view(view, &self.txn, &mut self.pending);
+        let mut writer = Writer::from_view(view, &self.txn, &mut self.pending, &mut self.changes);
         let result = work(&mut writer, selected);
         let newly_multikey = writer.finish();
         self.mark_multikey(&meta.name, &newly_multikey);
@@ -676,7 +677,7 @@ impl WriteTxn<'_> {
                 };
                 let new = updated_document(&original, &query, update, bson::DateTime::now())?;
                 if let Some(new) = &new {
-                    writer.replace_known(&key, &original, new.clone())?;
+                    writer.replace_known(&key, &original, new.clone(), rewrite(update))?;
                 }
                 Ok(Some(match options.return_document {
                     ReturnDocument::Before => original,
@@ -748,6 +749,7 @@ fn update_all_or_nothing(
     };
     let mut modified = 0;
     let mut failure = None;
+    let mark = writer.change_mark();
     // The documents replaced, in the order they were: undone in the reverse order, each undo
     // returns to a state that held before (restoring in another order could make a restored
     // value collide, in a unique index, with a later document's new one).
@@ -757,7 +759,7 @@ fn update_all_or_nothing(
         let Some(new) = updated_document(&original, query, update, now)? else {
             continue;
         };
-        if let Err(e) = writer.replace_known(key, &original, new) {
+        if let Err(e) = writer.replace_known(key, &original, new, rewrite(update)) {
             failure = Some(e);
             break;
         }
@@ -776,8 +778,9 @@ fn update_all_or_nothing(
                 let original = RawDocumentBuf::from_bytes(original.value().to_vec())
                     .map_err(|e| Error::corrupt("the undo table", e))?;
                 let current = read_selected(writer, key)?;
-                writer.replace_known(key, &current, original)?;
+                writer.replace_known(key, &current, original, Rewrite::Replace)?;
             }
+            writer.undo_changes_since(mark)?;
         }
         drop(undo);
         writer.drop_undo_table()?;
@@ -790,6 +793,14 @@ fn update_all_or_nothing(
         modified,
         upserted_id: None,
     })
+}
+
+/// How an update rewrites a document, as the change log records it.
+fn rewrite(update: &Update) -> Rewrite {
+    match update {
+        Update::Replacement(_) => Rewrite::Replace,
+        Update::Operators(_) | Update::Pipeline(_) => Rewrite::Update,
+    }
 }
 
 /// A selected document, read again in the transaction that selected it.
@@ -821,7 +832,9 @@ fn apply_update(
             let step = updated_document(original, query, update, now)
                 .map_err(Error::from)
                 .and_then(|new| match new {
-                    Some(new) => writer.replace_known(key, original, new).map(|()| true),
+                    Some(new) => writer
+                        .replace_known(key, original, new, rewrite(update))
+                        .map(|()| true),
                     None => Ok(false),
                 });
             match step {
@@ -851,11 +864,13 @@ fn apply_update(
             changes.push((key, original, new));
         }
     }
+    let mark = writer.change_mark();
     for (done, (key, original, new)) in changes.iter().enumerate() {
-        if let Err(e) = writer.replace_known(key, original, new.clone()) {
+        if let Err(e) = writer.replace_known(key, original, new.clone(), rewrite(update)) {
             for (key, original, new) in changes[..done].iter().rev() {
-                writer.replace_known(key, new, (*original).clone())?;
+                writer.replace_known(key, new, (*original).clone(), Rewrite::Replace)?;
             }
+            writer.undo_changes_since(mark)?;
             return Err(e);
         }
     }

@@ -1,0 +1,366 @@
+//! An update's `updateDescription`, computed from the document before and after, and its
+//! replay.
+//!
+//! Rules, as MongoDB reports them: `updatedFields` maps dotted paths to their new values (a new
+//! field, a changed value, an array element past the old end); `removedFields` lists the paths
+//! of fields gone; `truncatedArrays` lists arrays that became shorter, with their new size.
+//! Changed sub-documents and array elements are described inside, down to the values that
+//! differ; a value of another type (`1` and `1.0` included) is replaced whole.
+//!
+//! Replay applies removals, then truncations, then the updated fields in their order, a new
+//! field going last. So a description exists only where that reproduces the new document
+//! exactly, field order included: where kept fields changed order, or a new field comes before
+//! a kept one, the sub-document is replaced whole; at the top level the change is reported as a
+//! `replace` ([`describe`] returns `None`). A field name holding a `.` or starting with `$`
+//! cannot be told apart in a dotted path, so it is treated the same way.
+
+use bson::{Bson, Document, doc};
+
+/// The `updateDescription` of the change from `old` to `new`, or `None` when only a
+/// replacement describes it (see the module documentation).
+pub fn describe(old: &Document, new: &Document) -> Option<Document> {
+    let mut out = Description::default();
+    if !out.documents(old, new, "") {
+        return None;
+    }
+    let truncated: Vec<Bson> = out
+        .truncated
+        .into_iter()
+        .map(|(field, size)| Bson::Document(doc! { "field": field, "newSize": size }))
+        .collect();
+    Some(doc! {
+        "updatedFields": out.updated,
+        "removedFields": out.removed.into_iter().map(Bson::String).collect::<Vec<_>>(),
+        "truncatedArrays": truncated,
+    })
+}
+
+#[derive(Default)]
+struct Description {
+    updated: Document,
+    removed: Vec<String>,
+    truncated: Vec<(String, i32)>,
+}
+
+fn plain(name: &str) -> bool {
+    !name.is_empty() && !name.contains('.') && !name.starts_with('$')
+}
+
+impl Description {
+    /// Describes `old` -> `new` under `prefix`; `false` when order or names make it impossible.
+    fn documents(&mut self, old: &Document, new: &Document, prefix: &str) -> bool {
+        if !old.keys().chain(new.keys()).all(|k| plain(k)) {
+            return false;
+        }
+        let kept_old = old.keys().filter(|k| new.contains_key(k));
+        let kept_new = new.keys().filter(|k| old.contains_key(k));
+        if !kept_old.eq(kept_new) {
+            return false;
+        }
+        let mut added_seen = false;
+        for k in new.keys() {
+            if !old.contains_key(k) {
+                added_seen = true;
+            } else if added_seen {
+                return false;
+            }
+        }
+        for k in old.keys().filter(|k| !new.contains_key(k)) {
+            self.removed.push(format!("{prefix}{k}"));
+        }
+        for (k, v) in new {
+            let path = format!("{prefix}{k}");
+            match old.get(k) {
+                None => {
+                    self.updated.insert(path, v.clone());
+                }
+                Some(o) => self.value(o, v, path),
+            }
+        }
+        true
+    }
+
+    fn value(&mut self, old: &Bson, new: &Bson, path: String) {
+        if same(old, new) {
+            return;
+        }
+        match (old, new) {
+            (Bson::Document(o), Bson::Document(n)) => {
+                let mut inner = Description::default();
+                if inner.documents(o, n, &format!("{path}.")) {
+                    self.absorb(inner);
+                } else {
+                    self.updated.insert(path, new.clone());
+                }
+            }
+            (Bson::Array(o), Bson::Array(n)) => {
+                if n.len() < o.len() {
+                    self.truncated
+                        .push((path.clone(), i32::try_from(n.len()).unwrap_or(i32::MAX)));
+                }
+                for (i, v) in n.iter().enumerate() {
+                    let element = format!("{path}.{i}");
+                    match o.get(i) {
+                        Some(ov) => self.value(ov, v, element),
+                        None => {
+                            self.updated.insert(element, v.clone());
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.updated.insert(path, new.clone());
+            }
+        }
+    }
+
+    fn absorb(&mut self, inner: Description) {
+        self.updated.extend(inner.updated);
+        self.removed.extend(inner.removed);
+        self.truncated.extend(inner.truncated);
+    }
+}
+
+/// The same value: same types, same fields in the same order, all the way down (`1` and
+/// `1.0` differ, `0.0` and `-0.0` differ, a NaN is itself). `Document`'s own `==` ignores
+/// field order, so it cannot serve.
+fn same(a: &Bson, b: &Bson) -> bool {
+    match (a, b) {
+        (Bson::Document(x), Bson::Document(y)) => same_documents(x, y),
+        (Bson::Array(x), Bson::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Bson::Double(x), Bson::Double(y)) => x.to_bits() == y.to_bits(),
+        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => {
+            x.code == y.code && same_documents(&x.scope, &y.scope)
+        }
+        _ => a == b,
+    }
+}
+
+/// [`same`] for documents.
+pub(crate) fn same_documents(x: &Document, y: &Document) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .zip(y)
+            .all(|((xk, xv), (yk, yv))| xk == yk && same(xv, yv))
+}
+
+/// Why a description could not be applied to a document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot apply the update description at `{path}`: {reason}")]
+pub struct ReplayError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Applies an `updateDescription` to the document before the change, giving the document
+/// after it (see the module documentation for the order).
+pub fn apply(doc: &mut Document, description: &Document) -> Result<(), ReplayError> {
+    if let Ok(removed) = description.get_array("removedFields") {
+        for path in removed {
+            let path = path
+                .as_str()
+                .ok_or_else(|| fail("", "a removed field is not a string"))?;
+            match split(path) {
+                (None, last) => {
+                    doc.remove(last);
+                }
+                (Some(parent), last) => {
+                    if let Some(Bson::Document(d)) = walk(doc, parent, false, path)? {
+                        d.remove(last);
+                    }
+                }
+            }
+        }
+    }
+    if let Ok(truncated) = description.get_array("truncatedArrays") {
+        for entry in truncated {
+            let entry = entry
+                .as_document()
+                .ok_or_else(|| fail("", "a truncated array is not a document"))?;
+            let path = entry
+                .get_str("field")
+                .map_err(|_| fail("", "a truncated array has no field"))?;
+            let size = entry
+                .get("newSize")
+                .and_then(crate::expr::as_i64)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| fail(path, "newSize is not a size"))?;
+            match walk(doc, path, false, path)? {
+                Some(Bson::Array(a)) => a.truncate(size),
+                _ => return Err(fail(path, "not an array")),
+            }
+        }
+    }
+    if let Ok(updated) = description.get_document("updatedFields") {
+        for (path, value) in updated {
+            let (parent, last) = split(path);
+            let Some(parent) = parent else {
+                doc.insert(last, value.clone());
+                continue;
+            };
+            match walk(doc, parent, true, path)? {
+                Some(Bson::Document(d)) => {
+                    d.insert(last, value.clone());
+                }
+                Some(Bson::Array(a)) => {
+                    let i: usize = last.parse().map_err(|_| fail(path, "not an array index"))?;
+                    match i.cmp(&a.len()) {
+                        std::cmp::Ordering::Less => a[i] = value.clone(),
+                        std::cmp::Ordering::Equal => a.push(value.clone()),
+                        std::cmp::Ordering::Greater => {
+                            return Err(fail(path, "an index past the array's end"));
+                        }
+                    }
+                }
+                _ => return Err(fail(path, "its parent is not a document or an array")),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fail(path: &str, reason: &str) -> ReplayError {
+    ReplayError {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// `"a.b.c"` -> (`Some("a.b")`, `"c"`); `"a"` -> (`None`, `"a"`).
+fn split(path: &str) -> (Option<&str>, &str) {
+    match path.rsplit_once('.') {
+        Some((parent, last)) => (Some(parent), last),
+        None => (None, path),
+    }
+}
+
+/// The value at the dotted `path`, creating missing sub-documents when `create` is set;
+/// `None` when it is missing. `whole` is the path being applied, for errors.
+fn walk<'d>(
+    doc: &'d mut Document,
+    path: &str,
+    create: bool,
+    whole: &str,
+) -> Result<Option<&'d mut Bson>, ReplayError> {
+    let mut parts = path.split('.');
+    let first = parts.next().unwrap_or_default();
+    if create && !doc.contains_key(first) {
+        doc.insert(first, Document::new());
+    }
+    let mut current = doc.get_mut(first);
+    for part in parts {
+        current = match current {
+            Some(Bson::Document(d)) => {
+                if create && !d.contains_key(part) {
+                    d.insert(part, Document::new());
+                }
+                d.get_mut(part)
+            }
+            Some(Bson::Array(a)) => {
+                let i: usize = part
+                    .parse()
+                    .map_err(|_| fail(whole, "not an array index"))?;
+                a.get_mut(i)
+            }
+            _ => None,
+        };
+    }
+    Ok(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(old: Document, new: Document) -> Option<Document> {
+        let d = describe(&old, &new)?;
+        let mut replayed = old.clone();
+        apply(&mut replayed, &d).unwrap();
+        assert!(
+            same_documents(&replayed, &new),
+            "replaying {d} gave {replayed}"
+        );
+        Some(d)
+    }
+
+    #[test]
+    fn set_unset_and_new_fields() {
+        let d = round_trip(
+            doc! {"_id": 1, "a": 1, "b": {"c": 2, "d": 3}, "gone": true},
+            doc! {"_id": 1, "a": 2, "b": {"c": 2, "d": 4, "e": 5}, "new": "x"},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {
+                "updatedFields": {"a": 2, "b.d": 4, "b.e": 5, "new": "x"},
+                "removedFields": ["gone"],
+                "truncatedArrays": [],
+            }
+        );
+    }
+
+    #[test]
+    fn arrays_grow_shrink_and_change_inside() {
+        let d = round_trip(
+            doc! {"_id": 1, "a": [1, 2, 3], "b": [{"x": 1}, 2], "c": [1]},
+            doc! {"_id": 1, "a": [1, 2], "b": [{"x": 2}, 2], "c": [1, 2]},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {
+                "updatedFields": {"b.0.x": 2, "c.1": 2},
+                "removedFields": [],
+                "truncatedArrays": [{"field": "a", "newSize": 2}],
+            }
+        );
+    }
+
+    #[test]
+    fn a_type_change_replaces_the_value() {
+        let d = round_trip(doc! {"_id": 1, "a": 1}, doc! {"_id": 1, "a": 1.0}).unwrap();
+        assert_eq!(d.get_document("updatedFields").unwrap(), &doc! {"a": 1.0});
+    }
+
+    #[test]
+    fn reordered_fields_are_a_replacement_at_the_top() {
+        assert_eq!(
+            describe(
+                &doc! {"_id": 1, "a": 1, "b": 2},
+                &doc! {"_id": 1, "b": 2, "a": 1}
+            ),
+            None
+        );
+        assert_eq!(
+            describe(&doc! {"_id": 1, "a": 1}, &doc! {"_id": 1, "n": 0, "a": 1}),
+            None
+        );
+        // Inside, the sub-document is set whole.
+        let d = round_trip(
+            doc! {"_id": 1, "s": {"a": 1, "b": 2}},
+            doc! {"_id": 1, "s": {"b": 2, "a": 1}},
+        )
+        .unwrap();
+        assert_eq!(
+            d.get_document("updatedFields").unwrap(),
+            &doc! {"s": {"b": 2, "a": 1}}
+        );
+    }
+
+    #[test]
+    fn dotted_names_are_replaced_whole() {
+        let d = round_trip(
+            doc! {"_id": 1, "s": {"a.b": 1}},
+            doc! {"_id": 1, "s": {"a.b": 2}},
+        )
+        .unwrap();
+        assert_eq!(
+            d.get_document("updatedFields").unwrap(),
+            &doc! {"s": {"a.b": 2}}
+        );
+        assert_eq!(describe(&doc! {"a.b": 1}, &doc! {"a.b": 2}), None);
+    }
+}

@@ -1,0 +1,320 @@
+//! The change log: every committed write's change records, in commit order, in the table
+//! `odm.changes` of the same file, written by the transaction that made the changes.
+//!
+//! Rules:
+//! - A record's key is its commit's cluster time and its position in the commit, so keys
+//!   order records as they were committed: a transaction takes its time at its first change,
+//!   while it holds the file's only write lock, so a later commit has a later time.
+//! - Records are written as the transaction goes (memory does not grow with its size); work
+//!   that is undone inside the transaction removes its records ([`TxnChanges::truncate`]), and
+//!   an aborted transaction leaves none, as redb drops its writes.
+//! - The log is bounded like MongoDB's oplog: past `max_bytes`, or older than `max_age`, the
+//!   oldest records are removed at the next commit, never the committing transaction's own.
+//!   The key of the last record removed is kept: a stream resuming before it has lost history
+//!   ([`crate::Error::ChangeStreamHistoryLost`]). Turning the log on after it was off moves that
+//!   point to the present, since the changes in between were not recorded.
+
+use std::time::Duration;
+
+use bson::raw::cstr;
+use bson::{Document, RawDocument, RawDocumentBuf, doc};
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::clock::{self, InFlight};
+use crate::error::{Error, Result};
+use crate::tables::{CHANGE_LOG_BYTES_KEY, CHANGE_LOG_KEY, CHANGE_LOG_TRIMMED_KEY, CHANGES, META};
+
+/// A record's key: commit time, position in the commit.
+pub type Position = (u64, u32);
+
+/// How much history the change log keeps, and whether it records at all. Stored in the file;
+/// see [`crate::Database::set_change_log`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeLogOptions {
+    /// Whether commits record their changes.
+    pub enabled: bool,
+    /// The log's size past which the oldest records are removed.
+    pub max_bytes: u64,
+    /// The age past which records are removed, if any.
+    pub max_age: Option<Duration>,
+}
+
+/// 64 MiB of history, of any age.
+pub const DEFAULT_MAX_BYTES: u64 = 64 << 20;
+
+impl Default for ChangeLogOptions {
+    fn default() -> Self {
+        ChangeLogOptions {
+            enabled: true,
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_age: None,
+        }
+    }
+}
+
+impl ChangeLogOptions {
+    pub(crate) fn to_document(self) -> Document {
+        let mut d = doc! {
+            "enabled": self.enabled,
+            "maxBytes": i64::try_from(self.max_bytes).unwrap_or(i64::MAX),
+        };
+        if let Some(age) = self.max_age {
+            d.insert(
+                "maxAgeSeconds",
+                i64::try_from(age.as_secs()).unwrap_or(i64::MAX),
+            );
+        }
+        d
+    }
+
+    pub(crate) fn from_document(d: &Document) -> Result<ChangeLogOptions> {
+        let corrupt = |what: &str| Error::corrupt("change log options", what);
+        Ok(ChangeLogOptions {
+            enabled: d.get_bool("enabled").map_err(|_| corrupt("no `enabled`"))?,
+            max_bytes: d
+                .get_i64("maxBytes")
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| corrupt("no `maxBytes`"))?,
+            max_age: match d.get_i64("maxAgeSeconds") {
+                Ok(n) => Some(Duration::from_secs(
+                    u64::try_from(n).map_err(|_| corrupt("a negative `maxAgeSeconds`"))?,
+                )),
+                Err(_) => None,
+            },
+        })
+    }
+}
+
+/// The change log's options stored in the meta table (the defaults when none are).
+pub(crate) fn stored_options(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<ChangeLogOptions> {
+    match meta.get(CHANGE_LOG_KEY)? {
+        Some(bytes) => {
+            let d = Document::from_reader(bytes.value())
+                .map_err(|e| Error::corrupt("change log options", e))?;
+            ChangeLogOptions::from_document(&d)
+        }
+        None => Ok(ChangeLogOptions::default()),
+    }
+}
+
+/// The key of the last record trimmed: resuming before it has lost history.
+pub(crate) fn trimmed(meta: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Position> {
+    match meta.get(CHANGE_LOG_TRIMMED_KEY)? {
+        Some(bytes) => decode_position(bytes.value())
+            .ok_or_else(|| Error::corrupt("change log", "the trim point is not 12 bytes")),
+        None => Ok((0, 0)),
+    }
+}
+
+fn encode_position((time, index): Position) -> [u8; 12] {
+    let mut out = [0; 12];
+    out[..8].copy_from_slice(&time.to_be_bytes());
+    out[8..].copy_from_slice(&index.to_be_bytes());
+    out
+}
+
+fn decode_position(bytes: &[u8]) -> Option<Position> {
+    let time = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+    let index = u32::from_be_bytes(bytes.get(8..12)?.try_into().ok()?);
+    (bytes.len() == 12).then_some((time, index))
+}
+
+fn read_u64(meta: &impl ReadableTable<&'static str, &'static [u8]>, key: &str) -> Result<u64> {
+    match meta.get(key)? {
+        Some(bytes) => <[u8; 8]>::try_from(bytes.value())
+            .map(u64::from_be_bytes)
+            .map_err(|_| Error::corrupt("change log", format!("`{key}` is not 8 bytes"))),
+        None => Ok(0),
+    }
+}
+
+/// Stores new options; turning the log on after it was off moves the trim point to now.
+pub(crate) fn store_options(txn: &WriteTransaction, options: ChangeLogOptions) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    let before = stored_options(&meta)?;
+    let bytes = RawDocumentBuf::try_from(&options.to_document())
+        .map_err(|e| Error::corrupt("change log options", e))?;
+    meta.insert(CHANGE_LOG_KEY, bytes.as_bytes())?;
+    if options.enabled && !before.enabled {
+        mark_history_start(&mut meta)?;
+    }
+    Ok(())
+}
+
+/// Marks the present as the start of the log's history (a file upgraded from a version
+/// without the log).
+pub(crate) fn mark_history_start(meta: &mut Table<'_, &'static str, &'static [u8]>) -> Result<()> {
+    let now = clock::from_timestamp(clock::tick());
+    meta.insert(
+        CHANGE_LOG_TRIMMED_KEY,
+        encode_position((now, u32::MAX)).as_slice(),
+    )?;
+    Ok(())
+}
+
+/// The last record's key, if any.
+pub(crate) fn last_position(
+    changes: &impl ReadableTable<(u64, u32), &'static [u8]>,
+) -> Result<Option<Position>> {
+    Ok(changes.last()?.map(|(k, _)| k.value()))
+}
+
+/// One write transaction's side of the log: its commit time, taken at its first change, and
+/// the records it wrote.
+pub(crate) struct TxnChanges {
+    options: ChangeLogOptions,
+    time: Option<InFlight>,
+    wall: bson::DateTime,
+    next: u32,
+    /// Bytes of the records written (less those truncated).
+    bytes: u64,
+    /// Fields every record of this transaction carries (`lsid`, `txnNumber`).
+    context: RawDocumentBuf,
+}
+
+impl TxnChanges {
+    pub(crate) fn new(options: ChangeLogOptions) -> TxnChanges {
+        TxnChanges {
+            options,
+            time: None,
+            wall: bson::DateTime::from_millis(0),
+            next: 0,
+            bytes: 0,
+            context: RawDocumentBuf::new(),
+        }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.options.enabled
+    }
+
+    pub(crate) fn set_context(&mut self, context: &Document) -> Result<()> {
+        self.context = RawDocumentBuf::try_from(context)
+            .map_err(|e| Error::corrupt("a change record's context", e))?;
+        Ok(())
+    }
+
+    /// Appends one record (`op` on collection `coll`, with its `fields`) through `table`.
+    pub(crate) fn append(
+        &mut self,
+        table: &mut Table<'_, (u64, u32), &'static [u8]>,
+        op: &str,
+        coll: &str,
+        fields: &RawDocument,
+    ) -> Result<()> {
+        if !self.options.enabled {
+            return Ok(());
+        }
+        if self.time.is_none() {
+            self.time = Some(InFlight::take());
+            self.wall = bson::DateTime::now();
+        }
+        let time = self.time.as_ref().map_or(0, InFlight::time);
+        let corrupt = |e: bson::error::Error| Error::corrupt("a change record", e);
+        let mut bytes = RawDocumentBuf::new();
+        bytes.append(cstr!("op"), op);
+        bytes.append(cstr!("coll"), coll);
+        bytes.append(cstr!("wall"), self.wall);
+        for element in self.context.iter().chain(fields) {
+            let (name, value) = element.map_err(corrupt)?;
+            bytes.append(name, value);
+        }
+        table.insert((time, self.next), bytes.as_bytes())?;
+        self.next += 1;
+        self.bytes += bytes.as_bytes().len() as u64;
+        Ok(())
+    }
+
+    /// The position the next record takes: pass it to [`TxnChanges::truncate`].
+    pub(crate) fn mark(&self) -> u32 {
+        self.next
+    }
+
+    /// Removes the records written since `mark`: their work was undone.
+    pub(crate) fn truncate(
+        &mut self,
+        table: &mut Table<'_, (u64, u32), &'static [u8]>,
+        mark: u32,
+    ) -> Result<()> {
+        let Some(time) = self.time.as_ref().map(InFlight::time) else {
+            return Ok(());
+        };
+        for index in mark..self.next {
+            if let Some(old) = table.remove((time, index))? {
+                self.bytes = self.bytes.saturating_sub(old.value().len() as u64);
+            }
+        }
+        self.next = mark;
+        Ok(())
+    }
+
+    /// Before the commit: counts the records' bytes and trims the log to its bounds. Returns
+    /// the commit's time, to be released once the commit is visible (or has failed).
+    pub(crate) fn finish(&mut self, txn: &WriteTransaction) -> Result<Option<InFlight>> {
+        let Some(in_flight) = self.time.take() else {
+            return Ok(None);
+        };
+        let own_time = in_flight.time();
+        let mut meta = txn.open_table(META)?;
+        let mut changes = txn.open_table(CHANGES)?;
+        let mut total = read_u64(&meta, CHANGE_LOG_BYTES_KEY)? + self.bytes;
+        let mut last_trimmed = None;
+        let cutoff = self.options.max_age.map(|age| {
+            let now = clock::from_timestamp(clock::now()) >> 32;
+            now.saturating_sub(age.as_secs()) << 32
+        });
+        loop {
+            let Some((key, size)) = changes
+                .first()?
+                .map(|(k, v)| (k.value(), v.value().len() as u64))
+            else {
+                break;
+            };
+            let too_big = total > self.options.max_bytes;
+            let too_old = cutoff.is_some_and(|c| key.0 < c);
+            if key.0 == own_time || !(too_big || too_old) {
+                break;
+            }
+            changes.remove(key)?;
+            total = total.saturating_sub(size);
+            last_trimmed = Some(key);
+        }
+        meta.insert(CHANGE_LOG_BYTES_KEY, total.to_be_bytes().as_slice())?;
+        if let Some(key) = last_trimmed {
+            meta.insert(CHANGE_LOG_TRIMMED_KEY, encode_position(key).as_slice())?;
+        }
+        Ok(Some(in_flight))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_round_trip() {
+        for options in [
+            ChangeLogOptions::default(),
+            ChangeLogOptions {
+                enabled: false,
+                max_bytes: 1,
+                max_age: Some(Duration::from_hours(1)),
+            },
+        ] {
+            assert_eq!(
+                ChangeLogOptions::from_document(&options.to_document()).unwrap(),
+                options
+            );
+        }
+    }
+
+    #[test]
+    fn positions_round_trip() {
+        let p = (u64::MAX - 3, 17);
+        assert_eq!(decode_position(&encode_position(p)), Some(p));
+        assert_eq!(decode_position(&[0; 11]), None);
+    }
+}

@@ -1,0 +1,204 @@
+//! The records a transaction's writes append to the change log: what each kind of change
+//! keeps, so that a stream can give MongoDB's event for it (see `stream`).
+//!
+//! A record is a BSON document: `op` (MongoDB's `operationType`), `coll`, `wall` (the
+//! commit's wall-clock time), the transaction's `lsid` and `txnNumber` when it came over the
+//! wire, and by kind:
+//! - `insert`: `documentKey`, `fullDocument`;
+//! - `update`: `documentKey`, `updateDescription` (see `diff`);
+//! - `replace`: `documentKey`, `fullDocument`; an update whose change no description can
+//!   reproduce is recorded as a replacement;
+//! - `delete`: `documentKey`;
+//! - with the collection's `changeStreamPreAndPostImages`: `preImage` on update, replace and
+//!   delete, and `postImage` on update;
+//! - DDL (`create`, `drop`, `rename` with `to`, `dropDatabase`, `createIndexes`,
+//!   `dropIndexes`, `modify`, `shardCollection`): `operationDescription` where MongoDB has one.
+//!
+//! `documentKey` is `_id` and, for a collection with a shard key, the key's fields, as on a
+//! sharded cluster.
+
+use bson::raw::cstr;
+use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
+use redb::{Table, WriteTransaction};
+
+use super::diff;
+use super::log::TxnChanges;
+use crate::catalog::CollectionMeta;
+use crate::error::{Error, Result};
+use crate::tables::CHANGES;
+
+/// How an existing document was rewritten: by update operators (or a pipeline), or by a
+/// replacement document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rewrite {
+    Update,
+    Replace,
+}
+
+/// Appends a collection's document changes to the log, through the changes table opened once.
+pub(crate) struct Recorder<'t> {
+    txn: &'t WriteTransaction,
+    changes: &'t mut TxnChanges,
+    table: Option<Table<'t, (u64, u32), &'static [u8]>>,
+}
+
+fn corrupt(e: impl std::fmt::Display) -> Error {
+    Error::corrupt("a change record", e)
+}
+
+impl<'t> Recorder<'t> {
+    pub(crate) fn new(txn: &'t WriteTransaction, changes: &'t mut TxnChanges) -> Recorder<'t> {
+        Recorder {
+            txn,
+            changes,
+            table: None,
+        }
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.changes.enabled()
+    }
+
+    fn append(&mut self, op: &str, coll: &str, fields: &RawDocument) -> Result<()> {
+        let table = match &mut self.table {
+            Some(t) => t,
+            slot => slot.insert(self.txn.open_table(CHANGES)?),
+        };
+        self.changes.append(table, op, coll, fields)
+    }
+
+    pub(crate) fn inserted(&mut self, meta: &CollectionMeta, doc: &RawDocument) -> Result<()> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let mut fields = RawDocumentBuf::new();
+        fields.append(cstr!("documentKey"), document_key(meta, doc)?);
+        fields.append(cstr!("fullDocument"), doc);
+        self.append("insert", &meta.name, &fields)
+    }
+
+    pub(crate) fn rewritten(
+        &mut self,
+        meta: &CollectionMeta,
+        old: &RawDocument,
+        new: &RawDocument,
+        how: Rewrite,
+    ) -> Result<()> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let images = meta.options.change_stream_pre_and_post_images;
+        let description = match how {
+            Rewrite::Update => {
+                let old_doc = Document::try_from(old).map_err(corrupt)?;
+                let new_doc = Document::try_from(new).map_err(corrupt)?;
+                diff::describe(&old_doc, &new_doc)
+            }
+            Rewrite::Replace => None,
+        };
+        let mut fields = RawDocumentBuf::new();
+        fields.append(cstr!("documentKey"), document_key(meta, new)?);
+        let op = if let Some(description) = description {
+            let description = RawDocumentBuf::try_from(&description).map_err(corrupt)?;
+            fields.append(cstr!("updateDescription"), description);
+            if images {
+                fields.append(cstr!("postImage"), new);
+            }
+            "update"
+        } else {
+            fields.append(cstr!("fullDocument"), new);
+            "replace"
+        };
+        if images {
+            fields.append(cstr!("preImage"), old);
+        }
+        self.append(op, &meta.name, &fields)
+    }
+
+    pub(crate) fn deleted(&mut self, meta: &CollectionMeta, old: &RawDocument) -> Result<()> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let mut fields = RawDocumentBuf::new();
+        fields.append(cstr!("documentKey"), document_key(meta, old)?);
+        if meta.options.change_stream_pre_and_post_images {
+            fields.append(cstr!("preImage"), old);
+        }
+        self.append("delete", &meta.name, &fields)
+    }
+
+    /// See [`TxnChanges::mark`].
+    pub(crate) fn mark(&self) -> u32 {
+        self.changes.mark()
+    }
+
+    /// See [`TxnChanges::truncate`].
+    pub(crate) fn truncate(&mut self, mark: u32) -> Result<()> {
+        if self.changes.mark() == mark {
+            return Ok(());
+        }
+        let table = match &mut self.table {
+            Some(t) => t,
+            slot => slot.insert(self.txn.open_table(CHANGES)?),
+        };
+        self.changes.truncate(table, mark)
+    }
+}
+
+/// A DDL record (`drop`, `rename`...), appended by the transaction itself.
+pub(crate) fn ddl(
+    txn: &WriteTransaction,
+    changes: &mut TxnChanges,
+    op: &str,
+    coll: &str,
+    fields: Document,
+) -> Result<()> {
+    if !changes.enabled() {
+        return Ok(());
+    }
+    let fields = RawDocumentBuf::try_from(&fields).map_err(corrupt)?;
+    let mut table = txn.open_table(CHANGES)?;
+    changes.append(&mut table, op, coll, &fields)
+}
+
+/// `_id`, then the shard key's fields (see the module documentation).
+fn document_key(meta: &CollectionMeta, doc: &RawDocument) -> Result<RawDocumentBuf> {
+    let mut key = RawDocumentBuf::new();
+    let id = doc
+        .get("_id")
+        .map_err(corrupt)?
+        .ok_or_else(|| corrupt("a document without _id"))?;
+    key.append(cstr!("_id"), id);
+    if let Some(shard_key) = &meta.options.shard_key {
+        for path in shard_key.paths() {
+            let name = path.as_str();
+            if name == "_id" {
+                continue;
+            }
+            if let Some(value) = value_at(doc, name)? {
+                let name: &bson::raw::CStr = name.try_into().map_err(corrupt)?;
+                key.append(name, value);
+            }
+        }
+    }
+    Ok(key)
+}
+
+/// The value at a dotted path through sub-documents (a shard key holds no arrays).
+fn value_at<'a>(doc: &'a RawDocument, path: &str) -> Result<Option<RawBsonRef<'a>>> {
+    let mut current = doc;
+    let mut parts = path.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let Some(value) = current.get(part).map_err(corrupt)? else {
+            return Ok(None);
+        };
+        if parts.peek().is_none() {
+            return Ok(Some(value));
+        }
+        match value {
+            RawBsonRef::Document(d) => current = d,
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
