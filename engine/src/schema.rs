@@ -60,6 +60,11 @@ impl WriteTxn<'_> {
         self.catalog.get(name).map(|m| m.options.clone())
     }
 
+    /// The names of the collections, in order, as this transaction sees them.
+    pub fn list_collection_names(&self) -> Vec<String> {
+        self.catalog.collections.keys().cloned().collect()
+    }
+
     /// Records a shard key on a collection (created when missing), as `shardCollection`
     /// does: the same key again changes nothing; another key than the one recorded is
     /// [`Error::ShardKeyChanged`]. The key decides how explain routes queries; supporting

@@ -311,6 +311,11 @@ fn from_documents<'a>(
     Ok(through(docs, stages, snapshot, options, collation))
 }
 
+/// Parses `pipeline`'s stages without running them: a malformed stage fails now.
+pub(crate) fn check_stages(pipeline: &[Document]) -> Result<()> {
+    parse_pipeline(pipeline, &AggregateOptions::default()).map(drop)
+}
+
 /// Runs `pipeline` over given documents (a change stream's events), in `snapshot`.
 pub(crate) fn over_documents(
     snapshot: &ReadTxn,

@@ -72,14 +72,16 @@ pub(crate) fn stable() -> u64 {
     }
 }
 
-pub(crate) fn to_timestamp(time: u64) -> Timestamp {
+/// A time as a BSON timestamp.
+pub fn to_timestamp(time: u64) -> Timestamp {
     Timestamp {
         time: (time >> 32) as u32,
         increment: time as u32,
     }
 }
 
-pub(crate) fn from_timestamp(t: Timestamp) -> u64 {
+/// A BSON timestamp as a time.
+pub fn from_timestamp(t: Timestamp) -> u64 {
     (u64::from(t.time) << 32) | u64::from(t.increment)
 }
 

@@ -22,6 +22,6 @@ pub(crate) use log::TxnChanges;
 pub use log::{ChangeLogOptions, DEFAULT_MAX_BYTES};
 pub use stream::{
     ChangeStream, ChangeStreamOptions, FullDocument, FullDocumentBeforeChange, Scope, Start,
-    stable_time,
+    check_pipeline, stable_time,
 };
 pub use token::ResumeToken;

@@ -117,6 +117,9 @@ pub struct ChangeStream {
     /// The `invalidate` event to return next, once its change was returned.
     invalidate_next: Option<ResumeToken>,
     closed: bool,
+    /// Whether the last batch read the log to its end (or to its `until`), rather than
+    /// stopping at its size.
+    caught_up: bool,
 }
 
 fn option_error(code: ErrorCode, message: impl Into<String>) -> Error {
@@ -130,21 +133,7 @@ impl ChangeStream {
     /// Opens a stream; its pipeline is checked now, and a resume point the log no longer
     /// holds is [`Error::ChangeStreamHistoryLost`].
     pub fn open(db: &Database, scope: Scope, options: ChangeStreamOptions) -> Result<ChangeStream> {
-        for stage in &options.pipeline {
-            let name = stage.keys().next().map(String::as_str).unwrap_or_default();
-            if stage.len() != 1 || !ALLOWED_STAGES.contains(&name) {
-                return Err(option_error(
-                    ErrorCode::ILLEGAL_OPERATION,
-                    format!("{name} is not permitted in a $changeStream pipeline"),
-                ));
-            }
-        }
-        if crate::nesting::any_exceeds(&options.pipeline, crate::MAX_INPUT_DEPTH) {
-            return Err(Error::InputTooDeep {
-                what: "pipeline",
-                max: crate::MAX_INPUT_DEPTH,
-            });
-        }
+        check_pipeline(&options.pipeline)?;
         let snapshot = db.read()?;
         let (trimmed, last) = log_bounds(&snapshot)?;
         let position = match options.start {
@@ -170,6 +159,7 @@ impl ChangeStream {
             resume_token,
             invalidate_next: None,
             closed: false,
+            caught_up: false,
         })
     }
 
@@ -182,6 +172,17 @@ impl ChangeStream {
     /// Whether the stream was invalidated and returned its `invalidate` event.
     pub fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// Whether the next batch starts with the `invalidate` event.
+    pub fn invalidate_pending(&self) -> bool {
+        self.invalidate_next.is_some()
+    }
+
+    /// Whether the last batch read every change up to its `until` (or the log's end): the
+    /// stream has then seen everything up to that time.
+    pub fn caught_up(&self) -> bool {
+        self.caught_up
     }
 
     /// Up to `max` events committed after the stream's position, without waiting.
@@ -217,6 +218,7 @@ impl ChangeStream {
             return Ok(Vec::new());
         }
         if let Some(token) = self.invalidate_next.take() {
+            self.caught_up = false;
             self.closed = true;
             self.resume_token = token;
             return Ok(vec![invalidate_event(token)]);
@@ -225,6 +227,7 @@ impl ChangeStream {
         let (trimmed, _) = log_bounds(&snapshot)?;
         check_history(trimmed, self.position)?;
         let Some(table) = open_changes(&snapshot)? else {
+            self.caught_up = true;
             return Ok(Vec::new());
         };
         let mut events = Vec::new();
@@ -235,10 +238,15 @@ impl ChangeStream {
         );
         let mut scan_end = self.position;
         let mut invalidated = None;
+        self.caught_up = true;
         for row in table.range::<Position>(range)? {
             let (key, value) = row?;
             let key = key.value();
             if until.is_some_and(|u| key.0 > u) {
+                break;
+            }
+            if events.len() >= max || scanned >= SCAN_LIMIT {
+                self.caught_up = false;
                 break;
             }
             scan_end = key;
@@ -252,9 +260,7 @@ impl ChangeStream {
                     invalidate: true,
                     ..ResumeToken::at(key)
                 });
-                break;
-            }
-            if events.len() >= max || scanned >= SCAN_LIMIT {
+                self.caught_up = false;
                 break;
             }
         }
@@ -432,6 +438,26 @@ impl ChangeStream {
             })?),
         })
     }
+}
+
+/// Checks a change stream's pipeline: only the allowed stages, each well formed.
+pub fn check_pipeline(pipeline: &[Document]) -> Result<()> {
+    for stage in pipeline {
+        let name = stage.keys().next().map(String::as_str).unwrap_or_default();
+        if stage.len() != 1 || !ALLOWED_STAGES.contains(&name) {
+            return Err(option_error(
+                ErrorCode::ILLEGAL_OPERATION,
+                format!("{name} is not permitted in a $changeStream pipeline"),
+            ));
+        }
+    }
+    if crate::nesting::any_exceeds(pipeline, crate::MAX_INPUT_DEPTH) {
+        return Err(Error::InputTooDeep {
+            what: "pipeline",
+            max: crate::MAX_INPUT_DEPTH,
+        });
+    }
+    crate::aggregate::check_stages(pipeline)
 }
 
 fn options_start_token(start: &Start) -> Option<ResumeToken> {

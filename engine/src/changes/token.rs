@@ -29,6 +29,22 @@ impl ResumeToken {
         }
     }
 
+    /// The token after every change at or before cluster time `time`: where a stream that
+    /// has read everything up to then resumes (MongoDB's high-water mark).
+    pub fn high_water_mark(time: u64) -> ResumeToken {
+        ResumeToken::at((time, u32::MAX))
+    }
+
+    /// The same point as a plain token: after the change this token follows (an
+    /// `invalidate`'s token becomes the token of the change that caused it).
+    #[must_use]
+    pub fn after_change(self) -> ResumeToken {
+        ResumeToken {
+            invalidate: false,
+            ..self
+        }
+    }
+
     pub(crate) fn position(self) -> Position {
         (self.time, self.index)
     }

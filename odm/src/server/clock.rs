@@ -7,39 +7,18 @@
 //! every time it has handed out: `afterClusterTime` needs no waiting. The signature is
 //! MongoDB's placeholder for a set without keys (key id 0, a zero hash); drivers echo it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use bson::{RawDocumentBuf, Timestamp, rawdoc, spec::BinarySubtype};
 
+/// The server's side of the process's one cluster-time clock
+/// (`odm_engine::changes::clock`), which also times the changes change streams report, so
+/// that `startAtOperationTime: <a reply's operationTime>` means "after that reply".
 #[derive(Debug, Default)]
-pub struct ClusterClock {
-    /// Seconds in the high 32 bits, the increment in the low 32.
-    last: AtomicU64,
-}
+pub struct ClusterClock;
 
 impl ClusterClock {
     /// A time later than every one handed out before.
     pub fn tick(&self) -> Timestamp {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-            .min(u64::from(u32::MAX));
-        let mut last = self.last.load(Ordering::Relaxed);
-        loop {
-            let next = (now << 32).max(last + 1);
-            match self
-                .last
-                .compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    return Timestamp {
-                        time: (next >> 32) as u32,
-                        increment: next as u32,
-                    };
-                }
-                Err(seen) => last = seen,
-            }
-        }
+        odm_engine::changes::clock::tick()
     }
 
     /// The `$clusterTime` field of a reply at `time`, as bytes: every reply in replica-set
@@ -61,7 +40,7 @@ mod tests {
 
     #[test]
     fn times_only_go_forward() {
-        let clock = ClusterClock::default();
+        let clock = ClusterClock;
         let mut before = clock.tick();
         for _ in 0..10_000 {
             let next = clock.tick();

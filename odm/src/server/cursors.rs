@@ -11,6 +11,10 @@
 //!
 //! A batch holds at most the requested number of documents and stops before 16 MiB; a batch
 //! that may hold any holds at least one, however large.
+//!
+//! A change stream's cursor (see `command::change_stream`) keeps its stream instead: it never
+//! runs out, `getMore` waits for new events, and dropping the namespace it watches does not
+//! close it (it must deliver the `drop` and `invalidate` events).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +26,8 @@ use bson::RawDocumentBuf;
 use odm_engine::{Database, ErrorCode, ReadCollection};
 
 use super::command::CommandError;
+use super::command::change_stream::StreamCursor;
+use super::storage::Storage;
 use super::{Config, Shared};
 
 /// The most bytes of documents in one batch.
@@ -69,6 +75,16 @@ enum Source {
         bytes: usize,
     },
     Live(Live),
+    Stream(Box<StreamCursor>),
+}
+
+/// What `getMore` answers: a batch, whether the cursor is done, and a change stream's
+/// `postBatchResumeToken`.
+#[derive(Debug)]
+pub struct More {
+    pub docs: Vec<RawDocumentBuf>,
+    pub exhausted: bool,
+    pub resume_token: Option<bson::Document>,
 }
 
 /// A cursor's thread: asked for batches of at most `n` documents.
@@ -199,13 +215,28 @@ impl Cursors {
         Ok((first.docs, id))
     }
 
-    /// The next batch of cursor `id`, which must belong to `ns`.
+    /// Keeps a change stream (whose first batch was read) under a new cursor id.
+    pub fn stream(
+        &self,
+        ns: String,
+        stream: StreamCursor,
+        first: Vec<RawDocumentBuf>,
+    ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
+        self.check_room(0)?;
+        let id = self.insert(ns, Source::Stream(Box::new(stream)))?;
+        Ok((first, id))
+    }
+
+    /// The next batch of cursor `id`, which must belong to `ns`; a change stream waits up to
+    /// `wait` for its first event, reading the databases of `storage`.
     pub fn get_more(
         &self,
         id: i64,
         ns: &str,
         limit: usize,
-    ) -> Result<(Vec<RawDocumentBuf>, bool), CommandError> {
+        storage: &Storage,
+        wait: std::time::Duration,
+    ) -> Result<More, CommandError> {
         let mut entry = {
             let mut open = self.lock();
             match open.get(&id) {
@@ -227,6 +258,7 @@ impl Cursors {
                 Some(_) => open.remove(&id).expect("present"),
             }
         };
+        let mut resume_token = None;
         let (docs, exhausted) = match &mut entry.source {
             Source::Buffered { docs, bytes } => {
                 let batch = take_batch(docs, limit);
@@ -240,6 +272,12 @@ impl Cursors {
                 let batch = live.batches.recv().map_err(|_| thread_gone())??;
                 (batch.docs, batch.exhausted)
             }
+            Source::Stream(stream) => {
+                // An error ends the stream's cursor, as in MongoDB (the driver resumes).
+                let docs = stream.poll_wait(storage, limit, wait)?;
+                resume_token = Some(stream.position().to_document());
+                (docs, stream.is_closed())
+            }
         };
         if exhausted {
             self.release(&entry);
@@ -247,7 +285,11 @@ impl Cursors {
             entry.last_used = Instant::now();
             self.lock().insert(id, entry);
         }
-        Ok((docs, exhausted))
+        Ok(More {
+            docs,
+            exhausted,
+            resume_token,
+        })
     }
 
     fn release(&self, entry: &Entry) {
@@ -280,6 +322,7 @@ impl Cursors {
             let mut open = self.lock();
             let ids: Vec<i64> = open
                 .iter()
+                .filter(|(_, e)| !matches!(e.source, Source::Stream(_)))
                 .filter(|(_, e)| e.ns == ns || (ns.ends_with('.') && e.ns.starts_with(ns)))
                 .map(|(id, _)| *id)
                 .collect();

@@ -77,12 +77,13 @@ impl Transaction {
         db: Arc<Database>,
         name: String,
         lifetime: Duration,
+        change_context: Document,
     ) -> Result<Arc<Transaction>, CommandError> {
         let (jobs, incoming) = sync_channel::<Message>(1);
         let deadline = Instant::now() + lifetime;
         std::thread::Builder::new()
             .name("odm-transaction".into())
-            .spawn(move || transaction_thread(&db, &incoming, deadline))
+            .spawn(move || transaction_thread(&db, &incoming, deadline, &change_context))
             .map_err(|e| {
                 CommandError::new(
                     ErrorCode::INTERNAL_ERROR,
@@ -152,9 +153,15 @@ impl Transaction {
 
 /// Holds the engine transaction: runs jobs until told to commit or abort, or until the
 /// deadline passes (then it aborts).
-fn transaction_thread(db: &Database, incoming: &Receiver<Message>, deadline: Instant) {
+fn transaction_thread(
+    db: &Database,
+    incoming: &Receiver<Message>,
+    deadline: Instant,
+    change_context: &Document,
+) {
     let mut commit_reply = None;
     let outcome: Result<(), CommandError> = db.write(|t| {
+        t.set_change_context(change_context)?;
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
             match incoming.recv_timeout(wait) {
@@ -269,6 +276,8 @@ struct TxnFields {
     key: Vec<u8>,
     number: i64,
     start: bool,
+    /// `lsid` and `txnNumber`, which the transaction's change events carry.
+    change_context: Document,
 }
 
 fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
@@ -299,7 +308,16 @@ fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
         }
     };
     let start = command.get("startTransaction") == Some(&Bson::Boolean(true));
-    Ok(Some(TxnFields { key, number, start }))
+    let change_context = bson::doc! {
+        "lsid": command.get("lsid").cloned().unwrap_or(Bson::Null),
+        "txnNumber": number,
+    };
+    Ok(Some(TxnFields {
+        key,
+        number,
+        start,
+        change_context,
+    }))
 }
 
 /// Runs a command, inside its transaction when it names one.
@@ -408,7 +426,12 @@ fn enter(
             old.abort();
         }
         let db = ctx.server.storage.get_or_create(&ctx.db)?;
-        let txn = Transaction::start(db, ctx.db.clone(), ctx.server.config.transaction_lifetime)?;
+        let txn = Transaction::start(
+            db,
+            ctx.db.clone(),
+            ctx.server.config.transaction_lifetime,
+            fields.change_context.clone(),
+        )?;
         session.txn_number = fields.number;
         session.state = State::Active(txn.clone());
         return Ok(Some(txn));

@@ -1,7 +1,8 @@
 //! Where the server keeps its databases: one engine database file per MongoDB database, named
 //! `<name>.odm` in the served folder (or, for tests, each in memory). A database exists once
 //! something was written to it; reads of a missing one see nothing and create nothing, as in
-//! MongoDB.
+//! MongoDB. `dropDatabase` empties a database's file but keeps it, with its change log, so that
+//! change streams see the drop and can resume across it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -129,27 +130,6 @@ impl Storage {
         self.path_of(name)
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len())
-    }
-
-    /// Drops the database `name`: forgets it and deletes its file. Cursors and transactions
-    /// still holding it keep reading what they read until they end (the file is unlinked, not
-    /// truncated).
-    pub fn drop_database(&self, name: &str) -> Result<bool, CommandError> {
-        check_name(name)?;
-        let mut open = self.lock();
-        let was_open = open.remove(name).is_some();
-        match self.path_of(name) {
-            Some(path) if path.exists() => {
-                std::fs::remove_file(&path).map_err(|e| {
-                    CommandError::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!("cannot delete the file of database `{name}`: {e}"),
-                    )
-                })?;
-                Ok(true)
-            }
-            _ => Ok(was_open),
-        }
     }
 }
 

@@ -36,6 +36,11 @@ pub fn list_databases(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             Some(db) => db.list_collections().is_empty(),
             None => true,
         };
+        // A dropped database keeps its file for its change log; as in MongoDB, a database
+        // without collections is not listed.
+        if empty {
+            continue;
+        }
         databases.push(if name_only {
             doc! {"name": name}
         } else {
@@ -88,13 +93,12 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
 }
 
 /// `create` options this server does not implement: refused rather than ignored.
-const UNSUPPORTED_CREATE_OPTIONS: [&str; 9] = [
+const UNSUPPORTED_CREATE_OPTIONS: [&str; 8] = [
     "capped",
     "viewOn",
     "timeseries",
     "validator",
     "clusteredIndex",
-    "changeStreamPreAndPostImages",
     "encryptedFields",
     "expireAfterSeconds",
     "storageEngine",
@@ -113,14 +117,83 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             ));
         }
     }
+    let images = pre_and_post_images(command)?.unwrap_or(false);
     session::write(ctx, move |t| {
-        t.create_collection(&collection).map_err(|e| match e {
+        let options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
+        t.create_collection_with(&collection, options).map_err(|e| match e {
             odm_engine::Error::CollectionExists(name) => CommandError::new(
                 ErrorCode::NAMESPACE_EXISTS,
                 format!("Collection {name} already exists."),
             ),
             other => other.into(),
         })
+    })?;
+    Ok(Document::new().into())
+}
+
+/// `changeStreamPreAndPostImages: {enabled: <bool>}`, when given.
+fn pre_and_post_images(command: &Document) -> Result<Option<bool>, CommandError> {
+    match command.get("changeStreamPreAndPostImages") {
+        None => Ok(None),
+        Some(Bson::Document(d)) if d.len() == 1 => match d.get("enabled") {
+            Some(Bson::Boolean(enabled)) => Ok(Some(*enabled)),
+            _ => Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                "changeStreamPreAndPostImages.enabled must be a boolean",
+            )),
+        },
+        Some(_) => Err(CommandError::new(
+            ErrorCode::IDL_FAILED_TO_PARSE,
+            "changeStreamPreAndPostImages must be {enabled: <bool>}",
+        )),
+    }
+}
+
+/// `collMod`: this server changes `changeStreamPreAndPostImages` only; other options are
+/// refused by name rather than ignored.
+pub fn coll_mod(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let collection = collection_name(command, "collMod")?.to_owned();
+    for (option, _) in command.iter().skip(1) {
+        let generic = matches!(
+            option.as_str(),
+            "changeStreamPreAndPostImages"
+                | "lsid"
+                | "txnNumber"
+                | "$db"
+                | "$clusterTime"
+                | "$readPreference"
+                | "writeConcern"
+                | "comment"
+                | "maxTimeMS"
+                | "apiVersion"
+                | "apiStrict"
+                | "apiDeprecationErrors"
+        );
+        if !generic {
+            return Err(CommandError::new(
+                ErrorCode::NOT_IMPLEMENTED,
+                format!("collMod option `{option}` is not supported by this server"),
+            ));
+        }
+    }
+    let images = pre_and_post_images(command)?;
+    if ctx.server.storage.get(&ctx.db)?.is_none() {
+        return Err(CommandError::new(
+            ErrorCode::NAMESPACE_NOT_FOUND,
+            format!("ns does not exist: {}.{collection}", ctx.db),
+        ));
+    }
+    session::write(ctx, move |t| {
+        if t.collection_options(&collection).is_none() {
+            return Err(CommandError::new(
+                ErrorCode::NAMESPACE_NOT_FOUND,
+                format!("ns does not exist: {collection}"),
+            ));
+        }
+        if let Some(enabled) = images {
+            t.set_pre_and_post_images(&collection, enabled)?;
+        }
+        Ok(())
     })?;
     Ok(Document::new().into())
 }
@@ -153,7 +226,16 @@ pub fn drop_database(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
         ));
     }
     ctx.server.cursors.kill_namespace(&format!("{}.", ctx.db));
-    ctx.server.storage.drop_database(&ctx.db)?;
+    // The file stays, emptied, for its change log: streams see a `drop` per collection and
+    // then `dropDatabase`, as from MongoDB.
+    if let Some(db) = ctx.server.storage.get(&ctx.db)? {
+        db.write(|t| {
+            for name in t.list_collection_names() {
+                t.drop_collection(&name)?;
+            }
+            t.record_drop_database()
+        })?;
+    }
     Ok(doc! {"dropped": ctx.db.clone()}.into())
 }
 

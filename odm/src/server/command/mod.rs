@@ -10,6 +10,7 @@
 mod admin;
 mod analyze;
 mod args;
+pub(crate) mod change_stream;
 #[allow(clippy::unnecessary_wraps)]
 mod crud;
 #[allow(clippy::unnecessary_wraps)]
@@ -266,6 +267,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("create", admin::create),
     cmd("drop", admin::drop),
     cmd("dropDatabase", admin::drop_database),
+    cmd("collMod", admin::coll_mod),
     cmd("renameCollection", admin::rename_collection),
     cmd("shardCollection", admin::shard_collection),
     cmd("configureQueryAnalyzer", analyze::configure_query_analyzer),

@@ -15,6 +15,17 @@ use crate::server::cursors::{self, DEFAULT_FIRST_BATCH, Open, Results};
 
 /// A cursor reply: `{cursor: {id, ns, firstBatch | nextBatch}}`.
 pub fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<RawDocumentBuf>) -> Reply {
+    cursor_reply_with_token(id, ns, first, docs, None)
+}
+
+/// A cursor reply with a change stream's `postBatchResumeToken`, when given.
+pub fn cursor_reply_with_token(
+    id: i64,
+    ns: &str,
+    first: bool,
+    docs: Vec<RawDocumentBuf>,
+    resume_token: Option<Document>,
+) -> Reply {
     let mut batch = RawArrayBuf::new();
     for doc in docs {
         batch.push(doc);
@@ -28,6 +39,11 @@ pub fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<RawDocumentBuf>) -
         },
         batch,
     );
+    if let Some(token) = resume_token
+        && let Ok(token) = RawDocumentBuf::try_from(&token)
+    {
+        cursor.append(cstr!("postBatchResumeToken"), token);
+    }
     cursor.append(cstr!("id"), id);
     cursor.append(cstr!("ns"), ns);
     let mut reply = RawDocumentBuf::new();
@@ -186,13 +202,22 @@ pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = args.required_str("collection")?;
     let limit = batch_size(&args)?.filter(|n| *n > 0).unwrap_or(usize::MAX);
     let ns = format!("{}.{collection}", ctx.db);
+    // An awaiting cursor (a change stream's) waits this long for new results.
+    let wait = args
+        .non_negative("maxTimeMS")?
+        .filter(|ms| *ms > 0)
+        .map_or(super::change_stream::DEFAULT_AWAIT, std::time::Duration::from_millis);
     Stats::add(&ctx.server.stats.op_getmore, 1);
-    let (docs, exhausted) = ctx.server.cursors.get_more(id, &ns, limit)?;
-    Ok(cursor_reply(
-        if exhausted { 0 } else { id },
+    let more = ctx
+        .server
+        .cursors
+        .get_more(id, &ns, limit, &ctx.server.storage, wait)?;
+    Ok(cursor_reply_with_token(
+        if more.exhausted { 0 } else { id },
         &ns,
         false,
-        docs,
+        more.docs,
+        more.resume_token,
     ))
 }
 
@@ -240,6 +265,22 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .and_then(|p| p.first())
         .and_then(Bson::as_document)
         .is_some_and(|s| s.contains_key("$listSampledQueries"));
+    let pipeline_docs = args.owned_documents("pipeline")?.unwrap_or_default();
+    if super::change_stream::is_change_stream(&pipeline_docs)? {
+        let collection = match command.get("aggregate") {
+            Some(Bson::Int32(1) | Bson::Int64(1)) => None,
+            _ => Some(collection_name(command, "aggregate")?),
+        };
+        let first = match args.doc("cursor")?.and_then(|c| c.get("batchSize")) {
+            None => DEFAULT_FIRST_BATCH,
+            Some(v) => super::args::whole_number(v)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    CommandError::bad_value("cursor.batchSize must be a non-negative number")
+                })?,
+        };
+        return super::change_stream::open(ctx, collection, &pipeline_docs, first);
+    }
     let collection = match command.get("aggregate") {
         Some(Bson::Int32(1) | Bson::Int64(1)) if lists_samples => {
             let (pipeline, options) = pipeline_of(&args)?;
