@@ -101,6 +101,7 @@ impl ErrorCode {
         ErrorCode::named(280, "ChangeStreamFatalError");
     pub const CHANGE_STREAM_HISTORY_LOST: ErrorCode =
         ErrorCode::named(286, "ChangeStreamHistoryLost");
+    pub const CURSOR_KILLED: ErrorCode = ErrorCode::named(237, "CursorKilled");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
 }
 

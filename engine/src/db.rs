@@ -325,6 +325,16 @@ impl Database {
         self.catalog().collections.keys().cloned().collect()
     }
 
+    /// The name this database gives itself in change events' `ns.db`: its file's name
+    /// without the extension, or `"memory"`.
+    pub fn name(&self) -> String {
+        self.shared
+            .path
+            .as_ref()
+            .and_then(|p| p.file_stem())
+            .map_or_else(|| "memory".to_owned(), |s| s.to_string_lossy().into_owned())
+    }
+
     /// The change log's options (see [`crate::changes`]).
     pub fn change_log(&self) -> ChangeLogOptions {
         *self

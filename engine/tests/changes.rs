@@ -228,6 +228,15 @@ fn a_collection_stream_is_invalidated_and_start_after_goes_on() {
     assert_eq!(ops(&events), ["drop", "invalidate"]);
     let invalidate = ResumeToken::from_bson(events[1].get("_id").unwrap()).unwrap();
     assert!(invalidate.is_invalidate());
+    // Resuming after the drop gives the invalidate again, as it would have come.
+    let drop_token = ResumeToken::from_bson(events[0].get("_id").unwrap()).unwrap();
+    let mut again = ChangeStream::open(
+        &db,
+        Scope::Collection("c".into()),
+        options(Start::ResumeAfter(drop_token)),
+    )
+    .unwrap();
+    assert_eq!(ops(&all(&mut again)), ["invalidate"]);
     // resumeAfter refuses an invalidate token; startAfter resumes past it.
     let err = ChangeStream::open(
         &db,

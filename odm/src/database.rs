@@ -212,6 +212,24 @@ impl Database {
         self.collection_named(T::COLLECTION)
     }
 
+    /// Drops a collection with its documents and indexes; whether it existed. Change streams
+    /// on it see `drop`, then `invalidate`. Opening it again creates it with its declaration.
+    pub fn drop_collection(&self, name: &str) -> Result<bool> {
+        let existed = match &self.store {
+            Store::Embedded(engine) => engine.write(|w| w.drop_collection(name))?,
+            #[cfg(feature = "mongodb")]
+            Store::Remote(remote) => remote.drop_collection(name)?,
+        };
+        let mut synced = self
+            .synced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for names in synced.values_mut() {
+            names.remove(name);
+        }
+        Ok(existed)
+    }
+
     /// A collection of `T` under a name chosen at run time (one per tenant, per owner, ...),
     /// with the model's declared indexes, shard key and schema version applied to it as to the
     /// declared collection.

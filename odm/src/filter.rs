@@ -178,6 +178,12 @@ impl<R> Filter<R> {
     /// This filter on one array element (built from `E::fields()`), as the array filter of
     /// `$[identifier]`: its paths are put under the identifier.
     pub fn as_array_filter(&self, identifier: &str) -> Document {
+        self.under(identifier)
+    }
+
+    /// This filter with every path put under `prefix` (`fullDocument.` of a change event, an
+    /// array filter's identifier), through `$and`, `$or` and `$nor`.
+    pub(crate) fn under(&self, prefix: &str) -> Document {
         fn under(doc: &Document, identifier: &str) -> Document {
             doc.iter()
                 .map(|(key, value)| match value {
@@ -196,7 +202,7 @@ impl<R> Filter<R> {
                 })
                 .collect()
         }
-        under(&self.doc, identifier)
+        under(&self.doc, prefix)
     }
 
     /// The MongoDB filter document.

@@ -75,6 +75,7 @@ pub mod testing;
 pub mod tools;
 mod txn;
 mod update;
+mod watch;
 mod writer;
 
 pub use aggregate::{Aggregate, AvgOf, Count, Group, Holds, Reshape, SumOf, Unwound};
@@ -91,10 +92,15 @@ pub use model::{Document, Embedded};
 pub use odm_derive::{Document, Embedded};
 pub use odm_engine as engine;
 pub use odm_engine::Durability;
+pub use odm_engine::changes::{FullDocument, FullDocumentBeforeChange};
 pub use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 pub use sort::{Projection, Sort};
 pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, Push, Update};
+pub use watch::{
+    ChangeEvent, ChangeStream, EventDocument, Namespace, OperationType, ResumeToken,
+    TruncatedArray, UpdateDescription, Watch,
+};
 
 /// What generated code names; not part of the public API.
 #[doc(hidden)]

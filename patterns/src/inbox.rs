@@ -10,14 +10,17 @@
 //! bucket size is recorded with the collection: reopening with another size is an error, never
 //! a silent reordering.
 
-use bson::DateTime;
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
 use bson::oid::ObjectId;
+use bson::{Bson, DateTime, doc};
 use odm::engine::query::Explain;
-use odm::{Embedded, IntoValue};
+use odm::{Document, Embedded, IntoValue};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::{Bucket, BucketOptions};
+use crate::bucket::{Bucket, BucketDoc, BucketOptions};
 use crate::meta::PatternError;
 
 /// How an inbox finds the bucket of a new message; see the module documentation.
@@ -206,5 +209,179 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Inbox<M> {
             .buckets
             .remove(owner, Envelope::<M>::fields().id.eq(id))?;
         Ok(removed > 0)
+    }
+}
+
+/// An owner's live delivery: new messages as they are committed, read from the change log
+/// (see [`Inbox::subscribe`]).
+pub struct Subscription<M> {
+    inbox: Inbox<M>,
+    owner: String,
+    stream: odm::ChangeStream<BucketDoc<String, Envelope<M>>>,
+    /// The owner's buckets and the slots each had when last seen.
+    counts: HashMap<ObjectId, i64>,
+    /// Messages read from an event, not yet handed out.
+    ready: VecDeque<Envelope<M>>,
+}
+
+impl<M> std::fmt::Debug for Subscription<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("owner", &self.owner)
+            .field("buckets", &self.counts.len())
+            .field("ready", &self.ready.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Serialize + DeserializeOwned + Send + 'static> Inbox<M> {
+    /// Live delivery (S1): the owner's new messages as they arrive, instead of polling
+    /// [`Inbox::latest`]. The subscription reads the change log, so it makes no sender wait,
+    /// and it sees only the owner's buckets: a new bucket's insert (filtered by owner), and
+    /// updates of the buckets it knows (filtered by bucket `_id`, no document looked up).
+    /// Messages sent before the call are not delivered.
+    pub fn subscribe(&self, owner: &str) -> Result<Subscription<M>, PatternError> {
+        let b = BucketDoc::<String, Envelope<M>>::fields();
+        // The stream opens first, so that nothing sent between the read and the stream is
+        // missed: a message the read already counted is skipped by its slot.
+        let stream = self.buckets.collection().watch().open()?;
+        let counts = self
+            .buckets
+            .collection()
+            .find(b.owner.eq(owner.to_owned()))
+            .to_vec()?
+            .into_iter()
+            .map(|bucket| (bucket.id, bucket.count))
+            .collect();
+        let mut subscription = Subscription {
+            inbox: self.clone(),
+            owner: owner.to_owned(),
+            stream,
+            counts,
+            ready: VecDeque::new(),
+        };
+        subscription.refilter(None)?;
+        Ok(subscription)
+    }
+}
+
+impl<M: Serialize + DeserializeOwned + Send + 'static> Subscription<M> {
+    /// The next message if one was delivered, without waiting.
+    pub fn try_next(&mut self) -> Result<Option<Envelope<M>>, PatternError> {
+        self.next_within(Duration::ZERO)
+    }
+
+    /// The next message, waiting up to `timeout` for one.
+    pub fn next_timeout(&mut self, timeout: Duration) -> Result<Option<Envelope<M>>, PatternError> {
+        self.next_within(timeout)
+    }
+
+    fn next_within(&mut self, timeout: Duration) -> Result<Option<Envelope<M>>, PatternError> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(message) = self.ready.pop_front() {
+                return Ok(Some(message));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Some(event) = self.stream.next_timeout(left)? else {
+                return Ok(None);
+            };
+            self.take(event)?;
+            if left.is_zero() && self.ready.is_empty() {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The stream's filter: inserts of the owner's new buckets, updates of the known ones;
+    /// resumes after `token` when it changes.
+    fn refilter(&mut self, token: Option<odm::ResumeToken>) -> Result<(), PatternError> {
+        let ids: Vec<Bson> = self.counts.keys().map(|id| Bson::ObjectId(*id)).collect();
+        let filter = doc! {
+            "$match": {
+                "$or": [
+                    {"operationType": "insert", "fullDocument.owner": &self.owner},
+                    {"operationType": "update", "documentKey._id": {"$in": ids}},
+                ]
+            }
+        };
+        if let Some(token) = token {
+            self.stream = self
+                .inbox
+                .buckets
+                .collection()
+                .watch()
+                .pipeline([filter])
+                .resume_after(token)
+                .open()?;
+        } else {
+            let token = self.stream.resume_token();
+            let watch = self.inbox.buckets.collection().watch().pipeline([filter]);
+            self.stream = match token {
+                Some(token) => watch.resume_after(token),
+                None => watch,
+            }
+            .open()?;
+        }
+        Ok(())
+    }
+
+    /// The new messages of one event: a new bucket's items, or the items pushed by an update
+    /// (its slot count grew by `k`: the `k` highest positions it wrote, since pushes append).
+    fn take(
+        &mut self,
+        event: odm::ChangeEvent<BucketDoc<String, Envelope<M>>>,
+    ) -> Result<(), PatternError> {
+        match event.operation_type {
+            odm::OperationType::Insert => {
+                if let Some(bucket) = event.full_document {
+                    // A bucket the subscription's first read already counted delivers only
+                    // what that read had not seen.
+                    let seen = self.counts.get(&bucket.id).copied().unwrap_or(0);
+                    let seen = usize::try_from(seen).unwrap_or(0);
+                    self.counts.insert(bucket.id, bucket.count.max(seen as i64));
+                    self.ready.extend(bucket.items.into_iter().skip(seen));
+                    self.refilter(Some(event.token))?;
+                }
+            }
+            odm::OperationType::Update => {
+                let id = event
+                    .document_key
+                    .as_ref()
+                    .and_then(|k| k.get_object_id("_id").ok());
+                let (Some(id), Some(description)) = (id, event.update_description) else {
+                    return Ok(());
+                };
+                let Ok(new_count) = description.updated_fields.get_i64("count") else {
+                    return Ok(());
+                };
+                let old_count = self.counts.get(&id).copied().unwrap_or(0);
+                if new_count <= old_count {
+                    return Ok(());
+                }
+                self.counts.insert(id, new_count);
+                let pushed = usize::try_from(new_count - old_count).unwrap_or(0);
+                let mut written: Vec<(usize, &Bson)> = description
+                    .updated_fields
+                    .iter()
+                    .filter_map(|(path, value)| {
+                        let position = path.strip_prefix("items.")?.parse().ok()?;
+                        Some((position, value))
+                    })
+                    .collect();
+                written.sort_by_key(|(position, _)| *position);
+                let start = written.len().saturating_sub(pushed);
+                for (_, value) in &written[start..] {
+                    let message = bson::deserialize_from_bson((*value).clone()).map_err(|e| {
+                        self.inbox
+                            .buckets
+                            .damaged(format!("a pushed message does not decode: {e}"))
+                    })?;
+                    self.ready.push_back(message);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }

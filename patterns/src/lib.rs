@@ -58,7 +58,7 @@ pub use bucket::{
 };
 pub use history::{Daily, Event, History, Window};
 pub use identity::Identity;
-pub use inbox::{Envelope, Inbox, InboxVariant};
+pub use inbox::{Envelope, Inbox, InboxVariant, Subscription};
 pub use meta::PatternError;
 pub use queue::Queue;
 pub use timeseries::{Counters, DayCounts, Sample, TimeSeries};

@@ -141,3 +141,42 @@ fn concurrent_senders_never_open_two_buckets() {
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Live delivery: a subscriber gets each new message of its own inbox once, in order, across
+/// new buckets, and nothing of other owners, marks or deletes; a reader in another thread
+/// waits for a sender instead of polling.
+#[test]
+fn a_subscriber_receives_its_new_messages_live() {
+    for variant in [InboxVariant::OpenBucket, InboxVariant::Sequence] {
+        let db = odm::testing::database().unwrap();
+        let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 3, variant).unwrap();
+        let before = inbox.send("sam", &["ann"], &note(0)).unwrap();
+        let mut ann = inbox.subscribe("ann").unwrap();
+        assert!(ann.try_next().unwrap().is_none(), "earlier messages are not delivered");
+        for i in 1..=7 {
+            inbox.send("sam", &["ann", "bob"], &note(i)).unwrap();
+            inbox.send("sam", &["bob"], &note(100 + i)).unwrap();
+        }
+        assert!(inbox.mark_read("ann", before).unwrap());
+        inbox.delete("ann", before).unwrap();
+        inbox.send("sam", &["ann"], &note(8)).unwrap();
+        let mut got = Vec::new();
+        while let Some(envelope) = ann
+            .next_timeout(std::time::Duration::from_millis(500))
+            .unwrap()
+        {
+            got.push(envelope.message.text);
+        }
+        let expected: Vec<String> = (1..=8).map(|i| format!("note {i}")).collect();
+        assert_eq!(got, expected, "{variant:?}");
+        // A reader thread waits for the next message.
+        let reader = std::thread::spawn(move || {
+            ann.next_timeout(std::time::Duration::from_secs(20))
+                .unwrap()
+                .map(|e| e.message.text)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        inbox.send("sam", &["ann"], &note(9)).unwrap();
+        assert_eq!(reader.join().unwrap().as_deref(), Some("note 9"));
+    }
+}

@@ -22,7 +22,9 @@ fn start(storage: Storage) -> ServerHandle {
 }
 
 fn client(server: &ServerHandle) -> Client {
-    let mut options = ClientOptions::parse(server.uri()).run().expect("a valid uri");
+    let mut options = ClientOptions::parse(server.uri())
+        .run()
+        .expect("a valid uri");
     options.server_selection_timeout = Some(Duration::from_secs(5));
     Client::with_options(options).expect("client")
 }
@@ -55,7 +57,9 @@ fn shape(event: &Document) -> Document {
 #[test]
 fn a_collection_stream_sees_every_write_in_mongodbs_shape() {
     let server = start(Storage::in_memory());
-    let c = client(&server).database("shop").collection::<Document>("items");
+    let c = client(&server)
+        .database("shop")
+        .collection::<Document>("items");
     c.insert_one(doc! {"_id": 0}).run().unwrap();
     let mut stream = c
         .watch()
@@ -63,11 +67,18 @@ fn a_collection_stream_sees_every_write_in_mongodbs_shape() {
         .run()
         .unwrap()
         .with_type::<Document>();
-    c.insert_one(doc! {"_id": 1, "n": 1, "tags": ["a", "b"]}).run().unwrap();
-    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}, "$unset": {"tags": ""}})
+    c.insert_one(doc! {"_id": 1, "n": 1, "tags": ["a", "b"]})
         .run()
         .unwrap();
-    c.replace_one(doc! {"_id": 1}, doc! {"n": 10}).run().unwrap();
+    c.update_one(
+        doc! {"_id": 1},
+        doc! {"$inc": {"n": 1}, "$unset": {"tags": ""}},
+    )
+    .run()
+    .unwrap();
+    c.replace_one(doc! {"_id": 1}, doc! {"n": 10})
+        .run()
+        .unwrap();
     c.delete_one(doc! {"_id": 1}).run().unwrap();
     let ns = doc! {"db": "shop", "coll": "items"};
     let events: Vec<Document> = (0..4).map(|_| next(&mut stream)).collect();
@@ -82,7 +93,8 @@ fn a_collection_stream_sees_every_write_in_mongodbs_shape() {
     );
     // The driver's resume token is the last event's `_id` (or a later batch token).
     let token = stream.resume_token().unwrap();
-    let last_id: ResumeToken = bson::deserialize_from_bson(events[3].get("_id").unwrap().clone()).unwrap();
+    let last_id: ResumeToken =
+        bson::deserialize_from_bson(events[3].get("_id").unwrap().clone()).unwrap();
     assert_eq!(token, last_id);
 }
 
@@ -96,10 +108,22 @@ fn resume_tokens_resume_after_and_start_after_an_invalidate() {
         c.insert_one(doc! {"_id": i}).run().unwrap();
     }
     let first = next(&mut stream);
-    let token: ResumeToken = bson::deserialize_from_bson(first.get("_id").unwrap().clone()).unwrap();
-    let mut resumed = c.watch().resume_after(token).run().unwrap().with_type::<Document>();
+    let token: ResumeToken =
+        bson::deserialize_from_bson(first.get("_id").unwrap().clone()).unwrap();
+    let mut resumed = c
+        .watch()
+        .resume_after(token)
+        .run()
+        .unwrap()
+        .with_type::<Document>();
     let ids: Vec<i32> = (0..2)
-        .map(|_| next(&mut resumed).get_document("documentKey").unwrap().get_i32("_id").unwrap())
+        .map(|_| {
+            next(&mut resumed)
+                .get_document("documentKey")
+                .unwrap()
+                .get_i32("_id")
+                .unwrap()
+        })
         .collect();
     assert_eq!(ids, [1, 2]);
     // Dropping the collection: drop, then invalidate, and the cursor is closed.
@@ -128,7 +152,10 @@ fn resume_tokens_resume_after_and_start_after_an_invalidate() {
         .with_type::<Document>();
     let event = next(&mut after);
     assert_eq!(event.get_str("operationType").unwrap(), "insert");
-    assert_eq!(event.get_document("documentKey").unwrap(), &doc! {"_id": "again"});
+    assert_eq!(
+        event.get_document("documentKey").unwrap(),
+        &doc! {"_id": "again"}
+    );
 }
 
 #[test]
@@ -136,7 +163,12 @@ fn database_and_deployment_streams_merge_files_in_order() {
     let server = start(Storage::in_memory());
     let client = client(&server);
     let mut all = client.watch().run().unwrap().with_type::<Document>();
-    let mut one = client.database("one").watch().run().unwrap().with_type::<Document>();
+    let mut one = client
+        .database("one")
+        .watch()
+        .run()
+        .unwrap()
+        .with_type::<Document>();
     for i in 0..4 {
         let db = if i % 2 == 0 { "one" } else { "two" };
         client
@@ -150,17 +182,35 @@ fn database_and_deployment_streams_merge_files_in_order() {
         .map(|_| {
             let e = next(&mut all);
             (
-                e.get_document("ns").unwrap().get_str("db").unwrap().to_owned(),
-                e.get_document("documentKey").unwrap().get_i32("_id").unwrap(),
+                e.get_document("ns")
+                    .unwrap()
+                    .get_str("db")
+                    .unwrap()
+                    .to_owned(),
+                e.get_document("documentKey")
+                    .unwrap()
+                    .get_i32("_id")
+                    .unwrap(),
             )
         })
         .collect();
     assert_eq!(
         seen,
-        [("one".into(), 0), ("two".into(), 1), ("one".into(), 2), ("two".into(), 3)]
+        [
+            ("one".into(), 0),
+            ("two".into(), 1),
+            ("one".into(), 2),
+            ("two".into(), 3)
+        ]
     );
     let ids: Vec<i32> = (0..2)
-        .map(|_| next(&mut one).get_document("documentKey").unwrap().get_i32("_id").unwrap())
+        .map(|_| {
+            next(&mut one)
+                .get_document("documentKey")
+                .unwrap()
+                .get_i32("_id")
+                .unwrap()
+        })
         .collect();
     assert_eq!(ids, [0, 2]);
     // dropDatabase: a drop per collection, dropDatabase, then invalidate.
@@ -169,7 +219,13 @@ fn database_and_deployment_streams_merge_files_in_order() {
         .map(|_| next(&mut one).get_str("operationType").unwrap().to_owned())
         .collect();
     assert_eq!(ops, ["drop", "dropDatabase", "invalidate"]);
-    assert!(!client.list_database_names().run().unwrap().contains(&"one".to_owned()));
+    assert!(
+        !client
+            .list_database_names()
+            .run()
+            .unwrap()
+            .contains(&"one".to_owned())
+    );
 }
 
 #[test]
@@ -181,10 +237,16 @@ fn transactions_show_their_session_and_aborts_show_nothing() {
     let mut stream = c.watch().run().unwrap().with_type::<Document>();
     let mut session = client.start_session().run().unwrap();
     session.start_transaction().run().unwrap();
-    c.insert_one(doc! {"_id": "aborted"}).session(&mut session).run().unwrap();
+    c.insert_one(doc! {"_id": "aborted"})
+        .session(&mut session)
+        .run()
+        .unwrap();
     session.abort_transaction().run().unwrap();
     session.start_transaction().run().unwrap();
-    c.insert_one(doc! {"_id": "b"}).session(&mut session).run().unwrap();
+    c.insert_one(doc! {"_id": "b"})
+        .session(&mut session)
+        .run()
+        .unwrap();
     c.update_one(doc! {"_id": "a"}, doc! {"$inc": {"v": 5}})
         .session(&mut session)
         .run()
@@ -192,14 +254,20 @@ fn transactions_show_their_session_and_aborts_show_nothing() {
     session.commit_transaction().run().unwrap();
     let events: Vec<Document> = (0..2).map(|_| next(&mut stream)).collect();
     assert_eq!(events[0].get_str("operationType").unwrap(), "insert");
-    assert_eq!(events[0].get_document("documentKey").unwrap(), &doc! {"_id": "b"});
+    assert_eq!(
+        events[0].get_document("documentKey").unwrap(),
+        &doc! {"_id": "b"}
+    );
     assert_eq!(events[1].get_str("operationType").unwrap(), "update");
     assert_eq!(events[0].get("clusterTime"), events[1].get("clusterTime"));
     for e in &events {
         assert!(e.get_document("lsid").unwrap().contains_key("id"), "{e}");
         assert!(e.get_i64("txnNumber").is_ok(), "{e}");
     }
-    assert!(stream.next_if_any().unwrap().is_none(), "the aborted insert shows nothing");
+    assert!(
+        stream.next_if_any().unwrap().is_none(),
+        "the aborted insert shows nothing"
+    );
 }
 
 #[test]
@@ -224,11 +292,18 @@ fn images_and_update_lookup() {
         .unwrap()
         .with_type::<Document>();
     c.insert_one(doc! {"_id": 1, "n": 1}).run().unwrap();
-    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}).run().unwrap();
-    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}).run().unwrap();
+    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}})
+        .run()
+        .unwrap();
+    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}})
+        .run()
+        .unwrap();
     let _insert = next(&mut images);
     let update = next(&mut images);
-    assert_eq!(update.get_document("fullDocument").unwrap(), &doc! {"_id": 1, "n": 2});
+    assert_eq!(
+        update.get_document("fullDocument").unwrap(),
+        &doc! {"_id": 1, "n": 2}
+    );
     assert_eq!(
         update.get_document("fullDocumentBeforeChange").unwrap(),
         &doc! {"_id": 1, "n": 1}
@@ -243,7 +318,9 @@ fn images_and_update_lookup() {
     db.run_command(doc! {"collMod": "img", "changeStreamPreAndPostImages": {"enabled": false}})
         .run()
         .unwrap();
-    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}).run().unwrap();
+    c.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}})
+        .run()
+        .unwrap();
     let _second = next(&mut images);
     let err = loop {
         match images.next_if_any() {
@@ -258,7 +335,9 @@ fn images_and_update_lookup() {
 #[test]
 fn a_waiting_get_more_wakes_on_a_commit() {
     let server = start(Storage::in_memory());
-    let c = client(&server).database("app").collection::<Document>("live");
+    let c = client(&server)
+        .database("app")
+        .collection::<Document>("live");
     let mut stream = c
         .watch()
         .max_await_time(Duration::from_secs(30))
@@ -282,7 +361,10 @@ fn a_waiting_get_more_wakes_on_a_commit() {
         }
         assert!(calls < 4, "getMore answered without waiting");
     };
-    assert_eq!(event.get_document("documentKey").unwrap(), &doc! {"_id": "now"});
+    assert_eq!(
+        event.get_document("documentKey").unwrap(),
+        &doc! {"_id": "now"}
+    );
     writer.join().unwrap();
 }
 
@@ -314,7 +396,13 @@ fn a_stream_resumes_after_the_server_restarts() {
     };
     c.insert_one(doc! {"_id": 3}).run().unwrap();
     let ids: Vec<i32> = (0..2)
-        .map(|_| next(&mut resumed).get_document("documentKey").unwrap().get_i32("_id").unwrap())
+        .map(|_| {
+            next(&mut resumed)
+                .get_document("documentKey")
+                .unwrap()
+                .get_i32("_id")
+                .unwrap()
+        })
         .collect();
     assert_eq!(ids, [2, 3]);
 }
@@ -335,17 +423,35 @@ fn refusals_carry_mongodbs_codes() {
     let run = |db: &mongodb::sync::Database, command: Document| {
         db.run_command(command).run().map(drop).unwrap_err()
     };
-    let err = run(&db, doc! {"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {}});
+    let err = run(
+        &db,
+        doc! {"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {}},
+    );
     assert_eq!(code_of(&err), Some(40573), "{err}");
     let server = start(Storage::in_memory());
     let client = client(&server);
     let db = client.database("app");
     for (command, code) in [
-        (doc! {"aggregate": "c", "pipeline": [{"$match": {}}, {"$changeStream": {}}], "cursor": {}}, 40602),
-        (doc! {"aggregate": "c", "pipeline": [{"$changeStream": {}}, {"$group": {"_id": null}}], "cursor": {}}, 20),
-        (doc! {"aggregate": "c", "pipeline": [{"$changeStream": {"bogus": 1}}], "cursor": {}}, 40415),
-        (doc! {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": {"_data": "zz"}}}], "cursor": {}}, 260),
-        (doc! {"aggregate": 1, "pipeline": [{"$changeStream": {"allChangesForCluster": true}}], "cursor": {}}, 72),
+        (
+            doc! {"aggregate": "c", "pipeline": [{"$match": {}}, {"$changeStream": {}}], "cursor": {}},
+            40602,
+        ),
+        (
+            doc! {"aggregate": "c", "pipeline": [{"$changeStream": {}}, {"$group": {"_id": null}}], "cursor": {}},
+            20,
+        ),
+        (
+            doc! {"aggregate": "c", "pipeline": [{"$changeStream": {"bogus": 1}}], "cursor": {}},
+            40415,
+        ),
+        (
+            doc! {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": {"_data": "zz"}}}], "cursor": {}},
+            260,
+        ),
+        (
+            doc! {"aggregate": 1, "pipeline": [{"$changeStream": {"allChangesForCluster": true}}], "cursor": {}},
+            72,
+        ),
     ] {
         let err = run(&db, command.clone());
         assert_eq!(code_of(&err), Some(code), "{command}: {err}");

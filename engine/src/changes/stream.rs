@@ -151,7 +151,7 @@ impl ChangeStream {
         };
         check_history(trimmed, position)?;
         let resume_token = options_start_token(&options.start).unwrap_or(ResumeToken::at(position));
-        Ok(ChangeStream {
+        let mut stream = ChangeStream {
             db: db.clone(),
             scope,
             options,
@@ -160,7 +160,22 @@ impl ChangeStream {
             invalidate_next: None,
             closed: false,
             caught_up: false,
-        })
+        };
+        // Resuming right after the change that invalidates this stream: the `invalidate`
+        // comes next, as it would have.
+        if let Start::ResumeAfter(token) = stream.options.start
+            && let Some(table) = open_changes(&snapshot)?
+            && let Some(record) = table.get(token.position())?
+        {
+            let record = decode_record(record.value())?;
+            if stream.invalidates(&record) {
+                stream.invalidate_next = Some(ResumeToken {
+                    invalidate: true,
+                    ..token
+                });
+            }
+        }
+        Ok(stream)
     }
 
     /// The token to resume after what this stream returned so far (MongoDB's

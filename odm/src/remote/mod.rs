@@ -610,6 +610,17 @@ impl Remote {
         Ok(names)
     }
 
+    /// Drops a collection; whether it existed.
+    pub(crate) fn drop_collection(&self, collection: &str) -> Result<bool> {
+        let existed = self.collection_names()?.iter().any(|n| n == collection);
+        self.database
+            .collection::<Document>(collection)
+            .drop()
+            .run()
+            .map_err(driver_error)?;
+        Ok(existed)
+    }
+
     pub(crate) fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
         self.command(None, collection, commands::drop_index(collection, name))
             .map(drop)
@@ -686,5 +697,98 @@ fn redacted(uri: &str) -> String {
             format!("{}://…@{}", &uri[..scheme], &uri[at + 1..])
         }
         _ => uri.to_owned(),
+    }
+}
+
+/// A change stream's options, as [`Remote::watch`] sends them.
+pub(crate) struct WatchOptions {
+    pub(crate) full_document: odm_engine::changes::FullDocument,
+    pub(crate) before_change: odm_engine::changes::FullDocumentBeforeChange,
+    pub(crate) show_expanded_events: bool,
+    pub(crate) resume_after: Option<Document>,
+    pub(crate) start_after: Option<Document>,
+    pub(crate) start_at: Option<bson::Timestamp>,
+}
+
+/// How long one `getMore` of a typed change stream waits on the server: short, so that
+/// `try_next` stays close to a poll.
+const STREAM_AWAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The driver's change stream, with events as documents.
+pub(crate) struct RemoteStream(mongodb::sync::ChangeStream<Document>);
+
+impl RemoteStream {
+    /// One `getMore` at most: the next event, if any.
+    pub(crate) fn next_if_any(&mut self) -> Result<Option<Document>> {
+        self.0.next_if_any().map_err(driver_error)
+    }
+
+    /// The driver's resume token, as a document.
+    pub(crate) fn resume_token(&self) -> Option<Document> {
+        self.0
+            .resume_token()
+            .and_then(|t| bson::serialize_to_document(&t).ok())
+    }
+}
+
+impl Remote {
+    /// The driver's `watch()` on a collection, or on the database for `None`.
+    pub(crate) fn watch(
+        &self,
+        collection: Option<&str>,
+        pipeline: Vec<Document>,
+        options: &WatchOptions,
+    ) -> Result<RemoteStream> {
+        use mongodb::options::{FullDocumentBeforeChangeType, FullDocumentType};
+        use odm_engine::changes::{FullDocument, FullDocumentBeforeChange};
+        let token =
+            |d: &Option<Document>| -> Result<Option<mongodb::change_stream::event::ResumeToken>> {
+                d.as_ref()
+                    .map(|d| {
+                        bson::deserialize_from_document(d.clone()).map_err(|e| Error::Driver {
+                            reason: format!("a resume token that does not read: {e}"),
+                        })
+                    })
+                    .transpose()
+            };
+        let full_document = match options.full_document {
+            FullDocument::Default => None,
+            FullDocument::UpdateLookup => Some(FullDocumentType::UpdateLookup),
+            FullDocument::WhenAvailable => Some(FullDocumentType::WhenAvailable),
+            FullDocument::Required => Some(FullDocumentType::Required),
+        };
+        let before = match options.before_change {
+            FullDocumentBeforeChange::Off => None,
+            FullDocumentBeforeChange::WhenAvailable => {
+                Some(FullDocumentBeforeChangeType::WhenAvailable)
+            }
+            FullDocumentBeforeChange::Required => Some(FullDocumentBeforeChangeType::Required),
+        };
+        let change_options = mongodb::options::ChangeStreamOptions::builder()
+            .full_document(full_document)
+            .full_document_before_change(before)
+            .show_expanded_events(Some(options.show_expanded_events))
+            .resume_after(token(&options.resume_after)?)
+            .start_after(token(&options.start_after)?)
+            .start_at_operation_time(options.start_at)
+            .max_await_time(Some(STREAM_AWAIT))
+            .build();
+        let stream = match collection {
+            Some(name) => self
+                .database
+                .collection::<Document>(name)
+                .watch()
+                .pipeline(pipeline)
+                .with_options(change_options)
+                .run(),
+            None => self
+                .database
+                .watch()
+                .pipeline(pipeline)
+                .with_options(change_options)
+                .run(),
+        }
+        .map_err(driver_error)?;
+        Ok(RemoteStream(stream.with_type::<Document>()))
     }
 }

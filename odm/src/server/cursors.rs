@@ -17,7 +17,7 @@
 //! close it (it must deliver the `drop` and `invalidate` events).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -54,6 +54,9 @@ pub struct Batch {
 #[derive(Debug)]
 pub struct Cursors {
     open: Mutex<HashMap<i64, Entry>>,
+    /// Cursors a `getMore` is using right now (taken out of `open`), with their namespace and
+    /// a flag `killCursors` sets: the `getMore` then stops waiting and the cursor is gone.
+    busy: Mutex<HashMap<i64, (String, Arc<AtomicBool>)>>,
     buffered_bytes: AtomicUsize,
     max_open: usize,
     max_bytes: usize,
@@ -98,6 +101,7 @@ impl Cursors {
     pub fn new(config: &Config) -> Cursors {
         Cursors {
             open: Mutex::new(HashMap::new()),
+            busy: Mutex::new(HashMap::new()),
             buffered_bytes: AtomicUsize::new(0),
             max_open: config.max_cursors,
             max_bytes: config.max_cursor_bytes,
@@ -258,6 +262,49 @@ impl Cursors {
                 Some(_) => open.remove(&id).expect("present"),
             }
         };
+        let killed = Arc::new(AtomicBool::new(false));
+        self.lock_busy()
+            .insert(id, (entry.ns.clone(), killed.clone()));
+        let outcome = self.next_batch(&mut entry, limit, storage, wait, &killed);
+        self.lock_busy().remove(&id);
+        let more = match outcome {
+            Ok(more) => more,
+            Err(e) => {
+                self.release(&entry);
+                return Err(e);
+            }
+        };
+        if killed.load(Ordering::Acquire) {
+            self.release(&entry);
+            return Err(CommandError::new(
+                ErrorCode::CURSOR_KILLED,
+                format!("cursor id {id} was killed while a getMore was waiting"),
+            ));
+        }
+        if more.exhausted {
+            self.release(&entry);
+        } else {
+            entry.last_used = Instant::now();
+            self.lock().insert(id, entry);
+        }
+        Ok(more)
+    }
+
+    fn lock_busy(&self) -> MutexGuard<'_, HashMap<i64, (String, Arc<AtomicBool>)>> {
+        self.busy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The next batch of a cursor taken out of the table.
+    fn next_batch(
+        &self,
+        entry: &mut Entry,
+        limit: usize,
+        storage: &Storage,
+        wait: std::time::Duration,
+        killed: &AtomicBool,
+    ) -> Result<More, CommandError> {
         let mut resume_token = None;
         let (docs, exhausted) = match &mut entry.source {
             Source::Buffered { docs, bytes } => {
@@ -274,17 +321,11 @@ impl Cursors {
             }
             Source::Stream(stream) => {
                 // An error ends the stream's cursor, as in MongoDB (the driver resumes).
-                let docs = stream.poll_wait(storage, limit, wait)?;
+                let docs = stream.poll_wait(storage, limit, wait, killed)?;
                 resume_token = Some(stream.position().to_document());
                 (docs, stream.is_closed())
             }
         };
-        if exhausted {
-            self.release(&entry);
-        } else {
-            entry.last_used = Instant::now();
-            self.lock().insert(id, entry);
-        }
         Ok(More {
             docs,
             exhausted,
@@ -298,8 +339,15 @@ impl Cursors {
         }
     }
 
-    /// Closes cursor `id` of `ns`; whether it was open.
+    /// Closes cursor `id` of `ns`; whether it was open. A cursor a `getMore` is using ends
+    /// when that `getMore` answers.
     pub fn kill(&self, id: i64, ns: &str) -> bool {
+        if let Some((busy_ns, killed)) = self.lock_busy().get(&id)
+            && busy_ns == ns
+        {
+            killed.store(true, Ordering::Release);
+            return true;
+        }
         let removed = {
             let mut open = self.lock();
             match open.get(&id) {

@@ -120,13 +120,14 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let images = pre_and_post_images(command)?.unwrap_or(false);
     session::write(ctx, move |t| {
         let options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
-        t.create_collection_with(&collection, options).map_err(|e| match e {
-            odm_engine::Error::CollectionExists(name) => CommandError::new(
-                ErrorCode::NAMESPACE_EXISTS,
-                format!("Collection {name} already exists."),
-            ),
-            other => other.into(),
-        })
+        t.create_collection_with(&collection, options)
+            .map_err(|e| match e {
+                odm_engine::Error::CollectionExists(name) => CommandError::new(
+                    ErrorCode::NAMESPACE_EXISTS,
+                    format!("Collection {name} already exists."),
+                ),
+                other => other.into(),
+            })
     })?;
     Ok(Document::new().into())
 }

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
 use odm_engine::changes::{
-    ChangeStream, ChangeStreamOptions, FullDocument, FullDocumentBeforeChange, ResumeToken,
-    Scope, Start, clock, stable_time,
+    ChangeStream, ChangeStreamOptions, FullDocument, FullDocumentBeforeChange, ResumeToken, Scope,
+    Start, clock, stable_time,
 };
 
 use super::{CommandError, CommandResult, Ctx, encode};
@@ -147,7 +147,9 @@ pub fn open(
     let (batch, id) = if stream.closed {
         (batch, 0)
     } else {
-        ctx.server.cursors.stream(ns.clone(), stream.clone_state(), batch)?
+        ctx.server
+            .cursors
+            .stream(ns.clone(), stream.clone_state(), batch)?
     };
     Ok(reply(id, &ns, true, batch, stream.position))
 }
@@ -273,18 +275,23 @@ impl StreamCursor {
         self.closed
     }
 
-    /// Up to `max` events, waiting up to `wait` for the first.
+    /// Up to `max` events, waiting up to `wait` for the first, or until `killed` is set.
     pub fn poll_wait(
         &mut self,
         storage: &Storage,
         max: usize,
         wait: Duration,
+        killed: &std::sync::atomic::AtomicBool,
     ) -> Result<Vec<RawDocumentBuf>, CommandError> {
         let deadline = Instant::now() + wait;
         loop {
             let seen = clock::commits();
             let batch = self.poll(storage, max)?;
-            if !batch.is_empty() || self.closed || max == 0 {
+            if !batch.is_empty()
+                || self.closed
+                || max == 0
+                || killed.load(std::sync::atomic::Ordering::Acquire)
+            {
                 return Ok(batch);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -297,11 +304,7 @@ impl StreamCursor {
 
     /// Up to `max` events committed after the stream's position, without waiting; see the
     /// module documentation for how files merge.
-    fn poll(
-        &mut self,
-        storage: &Storage,
-        max: usize,
-    ) -> Result<Vec<RawDocumentBuf>, CommandError> {
+    fn poll(&mut self, storage: &Storage, max: usize) -> Result<Vec<RawDocumentBuf>, CommandError> {
         if self.closed || max == 0 {
             return Ok(Vec::new());
         }
