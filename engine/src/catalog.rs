@@ -25,8 +25,8 @@ use crate::sampling::QueryAnalyzer;
 ///
 /// Version 4 added the change log (`odm.changes`, see [`crate::changes`]) and the collection
 /// option `changeStreamPreAndPostImages`. An older build would write without recording its
-/// changes, leaving a silent gap in the history; an upgraded file's history starts when it is
-/// upgraded.
+/// changes, leaving a silent gap in the history; an upgraded file's log starts empty (no
+/// resume token can predate it: only this version makes them).
 pub const FORMAT_VERSION: u32 = 4;
 
 /// The earlier versions this build upgrades in place when it opens them, because the newer

@@ -165,8 +165,6 @@ impl Database {
                     }
                     if upgrade {
                         meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes().as_slice())?;
-                        // Nothing was recorded before: a stream cannot start earlier.
-                        change_log::mark_history_start(&mut meta)?;
                     }
                     let bytes = meta
                         .get(CATALOG_KEY)?
@@ -348,13 +346,19 @@ impl Database {
     /// how much history it keeps (applied at the next commit). Turning it on after it was off
     /// starts its history now.
     pub fn set_change_log(&self, options: ChangeLogOptions) -> Result<()> {
-        self.write(|w| change_log::store_options(&w.txn, options))?;
-        *self
-            .shared
-            .change_log
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = options;
-        Ok(())
+        let cache = &self.shared.change_log;
+        let before = self.change_log();
+        // The cache changes before this transaction lets go of the write lock, so that the
+        // next writer records (or not) by the new options; a failed commit restores it.
+        let outcome = self.write(|w| {
+            change_log::store_options(&w.txn, options)?;
+            *cache.write().unwrap_or_else(PoisonError::into_inner) = options;
+            Ok(())
+        });
+        if outcome.is_err() {
+            *cache.write().unwrap_or_else(PoisonError::into_inner) = before;
+        }
+        outcome
     }
 }
 

@@ -115,6 +115,16 @@ impl WriteTxn<'_> {
     /// Keeps (or stops keeping) a collection's images before and after each change in the
     /// change log, as MongoDB's `changeStreamPreAndPostImages` option does.
     pub fn set_pre_and_post_images(&mut self, collection: &str, enabled: bool) -> Result<()> {
+        self.modify_collection(collection, Some(enabled))
+    }
+
+    /// MongoDB's `collMod`: changes the options given (`changeStreamPreAndPostImages`) and
+    /// records a `modify` change, with no option too, as MongoDB does.
+    pub fn modify_collection(
+        &mut self,
+        collection: &str,
+        pre_and_post_images: Option<bool>,
+    ) -> Result<()> {
         let catalog = self.catalog_mut();
         let meta = catalog
             .collections
@@ -122,14 +132,19 @@ impl WriteTxn<'_> {
             .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
         let meta = Arc::make_mut(meta);
         let before = meta.options.change_stream_pre_and_post_images;
-        meta.options.change_stream_pre_and_post_images = enabled;
+        let mut description = bson::Document::new();
+        if let Some(enabled) = pre_and_post_images {
+            meta.options.change_stream_pre_and_post_images = enabled;
+            description.insert(
+                "changeStreamPreAndPostImages",
+                bson::doc! { "enabled": enabled },
+            );
+        }
         self.record_ddl(
             "modify",
             collection,
             bson::doc! {
-                "operationDescription": {
-                    "changeStreamPreAndPostImages": { "enabled": enabled },
-                },
+                "operationDescription": description,
                 "stateBeforeChange": {
                     "collectionOptions": {
                         "changeStreamPreAndPostImages": { "enabled": before },

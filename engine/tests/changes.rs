@@ -237,6 +237,13 @@ fn a_collection_stream_is_invalidated_and_start_after_goes_on() {
     )
     .unwrap();
     assert_eq!(ops(&all(&mut again)), ["invalidate"]);
+    let mut after_drop = ChangeStream::open(
+        &db,
+        Scope::Collection("c".into()),
+        options(Start::StartAfter(drop_token)),
+    )
+    .unwrap();
+    assert_eq!(ops(&all(&mut after_drop)), ["invalidate"]);
     // resumeAfter refuses an invalidate token; startAfter resumes past it.
     let err = ChangeStream::open(
         &db,
@@ -450,6 +457,7 @@ fn history_lost_when_the_log_was_trimmed() {
 fn the_log_off_records_nothing_and_on_again_starts_history_anew() {
     let db = Database::in_memory().unwrap();
     let c = db.collection("c");
+    c.insert_one(doc! {"_id": 0}).unwrap();
     let mut stream = watch(&db, "c");
     let before = stream.resume_token();
     db.set_change_log(ChangeLogOptions {
@@ -459,6 +467,14 @@ fn the_log_off_records_nothing_and_on_again_starts_history_anew() {
     .unwrap();
     c.insert_one(doc! {"_id": 1}).unwrap();
     assert!(stream.try_next_batch(10).unwrap().is_empty());
+    db.set_change_log(ChangeLogOptions::default()).unwrap();
+    // Trimming the records from before the gap never moves the trim point back before it.
+    db.set_change_log(ChangeLogOptions {
+        max_bytes: 1,
+        ..ChangeLogOptions::default()
+    })
+    .unwrap();
+    c.insert_one(doc! {"_id": "trims"}).unwrap();
     db.set_change_log(ChangeLogOptions::default()).unwrap();
     let err = ChangeStream::open(
         &db,

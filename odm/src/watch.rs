@@ -526,10 +526,13 @@ impl<T: EventDocument> ChangeStream<T> {
         if self.buffered.is_empty() && !self.closed {
             self.fill(timeout)?;
         }
-        let Some(event) = self.buffered.pop_front() else {
+        // Decoded before it leaves the buffer: an event that fails stays, and so does the
+        // stream's position.
+        let Some(event) = self.buffered.front() else {
             return Ok(None);
         };
-        let event = ChangeEvent::from_document(&event, &self.collection)?;
+        let event = ChangeEvent::from_document(event, &self.collection)?;
+        self.buffered.pop_front();
         // After the batch: the stream's own token, which may be past filtered events.
         let after_batch = match &self.inner {
             Inner::Embedded(s) => Some(ResumeToken(s.resume_token().to_document())),

@@ -152,7 +152,10 @@ fn a_subscriber_receives_its_new_messages_live() {
         let inbox: Inbox<Note> = Inbox::open(&db, "inbox", 3, variant).unwrap();
         let before = inbox.send("sam", &["ann"], &note(0)).unwrap();
         let mut ann = inbox.subscribe("ann").unwrap();
-        assert!(ann.try_next().unwrap().is_none(), "earlier messages are not delivered");
+        assert!(
+            ann.try_next().unwrap().is_none(),
+            "earlier messages are not delivered"
+        );
         for i in 1..=7 {
             inbox.send("sam", &["ann", "bob"], &note(i)).unwrap();
             inbox.send("sam", &["bob"], &note(100 + i)).unwrap();

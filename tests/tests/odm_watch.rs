@@ -43,12 +43,7 @@ fn typed_events_of_every_write() {
     let mut stream = orders.watch().open().unwrap();
     assert!(stream.try_next().unwrap().is_none(), "nothing happened yet");
     orders.insert_one(&order(1, "ann", 10)).unwrap();
-    orders
-        .update_one(
-            o.id.eq(1),
-            o.state.set("paid"),
-        )
-        .unwrap();
+    orders.update_one(o.id.eq(1), o.state.set("paid")).unwrap();
     orders
         .replace_one(o.id.eq(1), &order(1, "ann", 99))
         .unwrap();
@@ -88,9 +83,7 @@ fn a_typed_filter_selects_by_the_document_and_looks_updates_up() {
     orders.insert_one(&order(1, "bob", 5)).unwrap();
     orders.insert_one(&order(2, "ann", 500)).unwrap();
     orders.insert_one(&order(3, "bob", 200)).unwrap();
-    orders
-        .update_one(o.id.eq(1), o.total.inc(1000))
-        .unwrap();
+    orders.update_one(o.id.eq(1), o.total.inc(1000)).unwrap();
     let first = next(&mut big);
     assert_eq!(first.full_document.unwrap().id, 3);
     let second = next(&mut big);
@@ -104,9 +97,7 @@ fn a_typed_filter_selects_by_the_document_and_looks_updates_up() {
         .full_document(FullDocument::Default)
         .open()
         .unwrap();
-    orders
-        .update_one(o.id.eq(2), o.total.inc(1))
-        .unwrap();
+    orders.update_one(o.id.eq(2), o.total.inc(1)).unwrap();
     assert!(
         plain.try_next().unwrap().is_none(),
         "without the document an update matches no filter"

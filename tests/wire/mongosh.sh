@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mongosh against `odm serve`: installs a pinned mongosh from npm into a scratch folder (or
 # $MONGOSH_DIR, kept between runs), starts the server in memory, and runs mongosh.js, then
-# analyze_shard_key.js against a replica-set server; any failed assertion ends mongosh with a
-# non-zero status.
+# analyze_shard_key.js and change_streams.js against a replica-set server; any failed
+# assertion ends mongosh with a non-zero status.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MONGOSH_VERSION=2.12.0
@@ -27,3 +27,6 @@ start_odm_serve --in-memory --replica-set rs0
 HOME="$dir" timeout 120 "$mongosh" "mongodb://127.0.0.1:$ODM_PORT/test?replicaSet=rs0" \
   --quiet --norc --file tests/wire/analyze_shard_key.js
 echo "mongosh $MONGOSH_VERSION: tests/wire/analyze_shard_key.js passed against odm serve"
+HOME="$dir" timeout 120 "$mongosh" "mongodb://127.0.0.1:$ODM_PORT/test?replicaSet=rs0" \
+  --quiet --norc --file tests/wire/change_streams.js
+echo "mongosh $MONGOSH_VERSION: tests/wire/change_streams.js passed against odm serve"

@@ -17,10 +17,12 @@
 use bson::{Bson, Document, doc};
 
 /// The `updateDescription` of the change from `old` to `new`, or `None` when only a
-/// replacement describes it (see the module documentation).
-pub fn describe(old: &Document, new: &Document) -> Option<Document> {
+/// replacement describes it (see the module documentation). With it come MongoDB's
+/// `disambiguatedPaths` (shown with `showExpandedEvents`): for each path that goes through a
+/// field whose name is a number, the path's parts, array positions as integers.
+pub fn describe(old: &Document, new: &Document) -> Option<(Document, Document)> {
     let mut out = Description::default();
-    if !out.documents(old, new, "") {
+    if !out.documents(old, new, &At::default()) {
         return None;
     }
     let truncated: Vec<Bson> = out
@@ -28,11 +30,57 @@ pub fn describe(old: &Document, new: &Document) -> Option<Document> {
         .into_iter()
         .map(|(field, size)| Bson::Document(doc! { "field": field, "newSize": size }))
         .collect();
-    Some(doc! {
-        "updatedFields": out.updated,
-        "removedFields": out.removed.into_iter().map(Bson::String).collect::<Vec<_>>(),
-        "truncatedArrays": truncated,
-    })
+    Some((
+        doc! {
+            "updatedFields": out.updated,
+            "removedFields": out.removed.into_iter().map(Bson::String).collect::<Vec<_>>(),
+            "truncatedArrays": truncated,
+        },
+        out.ambiguous,
+    ))
+}
+
+/// A path being described: dotted, and as parts (field names, array positions).
+#[derive(Default, Clone)]
+struct At {
+    dotted: String,
+    parts: Vec<Bson>,
+}
+
+impl At {
+    fn field(&self, name: &str) -> At {
+        let mut parts = self.parts.clone();
+        parts.push(Bson::String(name.to_owned()));
+        At {
+            dotted: join(&self.dotted, name),
+            parts,
+        }
+    }
+
+    fn index(&self, i: usize) -> At {
+        let mut parts = self.parts.clone();
+        parts.push(Bson::Int32(i32::try_from(i).unwrap_or(i32::MAX)));
+        At {
+            dotted: join(&self.dotted, &i.to_string()),
+            parts,
+        }
+    }
+
+    /// Whether the dotted path reads two ways: a field named by digits looks like a position.
+    fn ambiguous(&self) -> bool {
+        self.parts.iter().any(|p| match p {
+            Bson::String(name) => name.bytes().all(|b| b.is_ascii_digit()),
+            _ => false,
+        })
+    }
+}
+
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}.{name}")
+    }
 }
 
 #[derive(Default)]
@@ -40,6 +88,7 @@ struct Description {
     updated: Document,
     removed: Vec<String>,
     truncated: Vec<(String, i32)>,
+    ambiguous: Document,
 }
 
 fn plain(name: &str) -> bool {
@@ -47,8 +96,20 @@ fn plain(name: &str) -> bool {
 }
 
 impl Description {
-    /// Describes `old` -> `new` under `prefix`; `false` when order or names make it impossible.
-    fn documents(&mut self, old: &Document, new: &Document, prefix: &str) -> bool {
+    fn note(&mut self, at: &At) {
+        if at.ambiguous() {
+            self.ambiguous
+                .insert(at.dotted.clone(), Bson::Array(at.parts.clone()));
+        }
+    }
+
+    fn set(&mut self, at: &At, value: &Bson) {
+        self.note(at);
+        self.updated.insert(at.dotted.clone(), value.clone());
+    }
+
+    /// Describes `old` -> `new` under `at`; `false` when order or names make it impossible.
+    fn documents(&mut self, old: &Document, new: &Document, at: &At) -> bool {
         if !old.keys().chain(new.keys()).all(|k| plain(k)) {
             return false;
         }
@@ -66,51 +127,50 @@ impl Description {
             }
         }
         for k in old.keys().filter(|k| !new.contains_key(k)) {
-            self.removed.push(format!("{prefix}{k}"));
+            let field = at.field(k);
+            self.note(&field);
+            self.removed.push(field.dotted);
         }
         for (k, v) in new {
-            let path = format!("{prefix}{k}");
+            let field = at.field(k);
             match old.get(k) {
-                None => {
-                    self.updated.insert(path, v.clone());
-                }
-                Some(o) => self.value(o, v, path),
+                None => self.set(&field, v),
+                Some(o) => self.value(o, v, &field),
             }
         }
         true
     }
 
-    fn value(&mut self, old: &Bson, new: &Bson, path: String) {
+    fn value(&mut self, old: &Bson, new: &Bson, at: &At) {
         if same(old, new) {
             return;
         }
         match (old, new) {
             (Bson::Document(o), Bson::Document(n)) => {
                 let mut inner = Description::default();
-                if inner.documents(o, n, &format!("{path}.")) {
+                if inner.documents(o, n, at) {
                     self.absorb(inner);
                 } else {
-                    self.updated.insert(path, new.clone());
+                    self.set(at, new);
                 }
             }
             (Bson::Array(o), Bson::Array(n)) => {
                 if n.len() < o.len() {
-                    self.truncated
-                        .push((path.clone(), i32::try_from(n.len()).unwrap_or(i32::MAX)));
+                    self.note(at);
+                    self.truncated.push((
+                        at.dotted.clone(),
+                        i32::try_from(n.len()).unwrap_or(i32::MAX),
+                    ));
                 }
                 for (i, v) in n.iter().enumerate() {
-                    let element = format!("{path}.{i}");
+                    let element = at.index(i);
                     match o.get(i) {
-                        Some(ov) => self.value(ov, v, element),
-                        None => {
-                            self.updated.insert(element, v.clone());
-                        }
+                        Some(ov) => self.value(ov, v, &element),
+                        None => self.set(&element, v),
                     }
                 }
             }
-            _ => {
-                self.updated.insert(path, new.clone());
-            }
+            _ => self.set(at, new),
         }
     }
 
@@ -118,6 +178,7 @@ impl Description {
         self.updated.extend(inner.updated);
         self.removed.extend(inner.removed);
         self.truncated.extend(inner.truncated);
+        self.ambiguous.extend(inner.ambiguous);
     }
 }
 
@@ -275,7 +336,7 @@ mod tests {
     use super::*;
 
     fn round_trip(old: Document, new: Document) -> Option<Document> {
-        let d = describe(&old, &new)?;
+        let (d, _) = describe(&old, &new)?;
         let mut replayed = old.clone();
         apply(&mut replayed, &d).unwrap();
         assert!(
@@ -335,8 +396,8 @@ mod tests {
             None
         );
         assert_eq!(
-            describe(&doc! {"_id": 1, "a": 1}, &doc! {"_id": 1, "n": 0, "a": 1}),
-            None
+            describe(&doc! {"_id": 1, "a": 1}, &doc! {"_id": 1, "n": 0, "a": 1}).is_none(),
+            true
         );
         // Inside, the sub-document is set whole.
         let d = round_trip(
@@ -361,6 +422,18 @@ mod tests {
             d.get_document("updatedFields").unwrap(),
             &doc! {"s": {"a.b": 2}}
         );
-        assert_eq!(describe(&doc! {"a.b": 1}, &doc! {"a.b": 2}), None);
+        assert!(describe(&doc! {"a.b": 1}, &doc! {"a.b": 2}).is_none());
+    }
+
+    #[test]
+    fn numeric_field_names_are_disambiguated() {
+        let old = doc! {"_id": 1, "a": {"1": 1}, "b": [{"1": 1}], "c": [1]};
+        let new = doc! {"_id": 1, "a": {"1": 2}, "b": [{"1": 2}], "c": [2]};
+        let (_, ambiguous) = describe(&old, &new).unwrap();
+        assert_eq!(
+            ambiguous,
+            doc! {"a.1": ["a", "1"], "b.0.1": ["b", 0, "1"]},
+            "an array position alone is not ambiguous"
+        );
     }
 }

@@ -9,7 +9,8 @@
 //!   that is undone inside the transaction removes its records ([`TxnChanges::truncate`]), and
 //!   an aborted transaction leaves none, as redb drops its writes.
 //! - The log is bounded like MongoDB's oplog: past `max_bytes`, or older than `max_age`, the
-//!   oldest records are removed at the next commit, never the committing transaction's own.
+//!   oldest records are removed by the next commit that records changes, never that
+//!   transaction's own (a log nobody writes to keeps what it has).
 //!   The key of the last record removed is kept: a stream resuming before it has lost history
 //!   ([`crate::Error::ChangeStreamHistoryLost`]). Turning the log on after it was off moves that
 //!   point to the present, since the changes in between were not recorded.
@@ -144,8 +145,8 @@ pub(crate) fn store_options(txn: &WriteTransaction, options: ChangeLogOptions) -
     Ok(())
 }
 
-/// Marks the present as the start of the log's history (a file upgraded from a version
-/// without the log).
+/// Marks the present as the start of the log's history (the log turned on after it was off:
+/// the changes in between were not recorded).
 pub(crate) fn mark_history_start(meta: &mut Table<'_, &'static str, &'static [u8]>) -> Result<()> {
     let now = clock::from_timestamp(clock::tick());
     meta.insert(
@@ -283,7 +284,11 @@ impl TxnChanges {
             last_trimmed = Some(key);
         }
         meta.insert(CHANGE_LOG_BYTES_KEY, total.to_be_bytes().as_slice())?;
-        if let Some(key) = last_trimmed {
+        // The trim point only moves forward: records from before the log was last turned
+        // off may be older than the point its turning on set.
+        if let Some(key) = last_trimmed
+            && key > trimmed(&meta)?
+        {
             meta.insert(CHANGE_LOG_TRIMMED_KEY, encode_position(key).as_slice())?;
         }
         Ok(Some(in_flight))

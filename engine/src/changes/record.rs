@@ -5,7 +5,8 @@
 //! commit's wall-clock time), the transaction's `lsid` and `txnNumber` when it came over the
 //! wire, and by kind:
 //! - `insert`: `documentKey`, `fullDocument`;
-//! - `update`: `documentKey`, `updateDescription` (see `diff`);
+//! - `update`: `documentKey`, `updateDescription` (see `diff`), and `disambiguatedPaths` when
+//!   a path goes through a field named by digits;
 //! - `replace`: `documentKey`, `fullDocument`; an update whose change no description can
 //!   reproduce is recorded as a replacement;
 //! - `delete`: `documentKey`;
@@ -98,9 +99,13 @@ impl<'t> Recorder<'t> {
         };
         let mut fields = RawDocumentBuf::new();
         fields.append(cstr!("documentKey"), document_key(meta, new)?);
-        let op = if let Some(description) = description {
+        let op = if let Some((description, ambiguous)) = description {
             let description = RawDocumentBuf::try_from(&description).map_err(corrupt)?;
             fields.append(cstr!("updateDescription"), description);
+            if !ambiguous.is_empty() {
+                let ambiguous = RawDocumentBuf::try_from(&ambiguous).map_err(corrupt)?;
+                fields.append(cstr!("disambiguatedPaths"), ambiguous);
+            }
             if images {
                 fields.append(cstr!("postImage"), new);
             }

@@ -101,6 +101,55 @@ const ALLOWED_STAGES: &[&str] = &[
     "$redact",
 ];
 
+/// MongoDB's aggregation stages: a name outside this list is unknown (40324), one inside it
+/// but not allowed in a change stream is an illegal operation (20), as MongoDB tells them apart.
+const MONGODB_STAGES: &[&str] = &[
+    "$addFields",
+    "$bucket",
+    "$bucketAuto",
+    "$changeStream",
+    "$changeStreamSplitLargeEvent",
+    "$collStats",
+    "$count",
+    "$currentOp",
+    "$densify",
+    "$documents",
+    "$facet",
+    "$fill",
+    "$geoNear",
+    "$graphLookup",
+    "$group",
+    "$indexStats",
+    "$limit",
+    "$listLocalSessions",
+    "$listSampledQueries",
+    "$listSearchIndexes",
+    "$listSessions",
+    "$lookup",
+    "$match",
+    "$merge",
+    "$out",
+    "$planCacheStats",
+    "$project",
+    "$querySettings",
+    "$redact",
+    "$replaceRoot",
+    "$replaceWith",
+    "$sample",
+    "$search",
+    "$searchMeta",
+    "$set",
+    "$setWindowFields",
+    "$shardedDataDistribution",
+    "$skip",
+    "$sort",
+    "$sortByCount",
+    "$unionWith",
+    "$unset",
+    "$unwind",
+    "$vectorSearch",
+];
+
 /// How many records one batch reads at most, matching or not, so that a call on a long log
 /// whose records all fail the scope or the pipeline still returns promptly.
 const SCAN_LIMIT: usize = 10_000;
@@ -163,7 +212,8 @@ impl ChangeStream {
         };
         // Resuming right after the change that invalidates this stream: the `invalidate`
         // comes next, as it would have.
-        if let Start::ResumeAfter(token) = stream.options.start
+        if let Start::ResumeAfter(token) | Start::StartAfter(token) = stream.options.start
+            && !token.is_invalidate()
             && let Some(table) = open_changes(&snapshot)?
             && let Some(record) = table.get(token.position())?
         {
@@ -372,10 +422,17 @@ impl ChangeStream {
                 doc! { "db": db, "coll": coll }
             },
         );
-        for field in ["documentKey", "updateDescription"] {
-            if let Some(value) = record.get(field) {
-                event.insert(field, value.clone());
+        if let Some(value) = record.get("documentKey") {
+            event.insert("documentKey", value.clone());
+        }
+        if let Ok(description) = record.get_document("updateDescription") {
+            let mut description = description.clone();
+            if self.options.show_expanded_events
+                && let Ok(ambiguous) = record.get_document("disambiguatedPaths")
+            {
+                description.insert("disambiguatedPaths", ambiguous.clone());
             }
+            event.insert("updateDescription", description);
         }
         if matches!(op, "update" | "replace" | "delete") {
             match (
@@ -408,10 +465,12 @@ impl ChangeStream {
         if let Ok(to) = record.get_str("to") {
             event.insert("to", doc! { "db": db, "coll": to });
         }
-        if self.options.show_expanded_events
-            && let Some(value) = record.get("operationDescription")
-        {
-            event.insert("operationDescription", value.clone());
+        if self.options.show_expanded_events {
+            for field in ["operationDescription", "stateBeforeChange"] {
+                if let Some(value) = record.get(field) {
+                    event.insert(field, value.clone());
+                }
+            }
         }
         Ok(Some(event))
     }
@@ -460,6 +519,12 @@ pub fn check_pipeline(pipeline: &[Document]) -> Result<()> {
     for stage in pipeline {
         let name = stage.keys().next().map(String::as_str).unwrap_or_default();
         if stage.len() != 1 || !ALLOWED_STAGES.contains(&name) {
+            if !MONGODB_STAGES.contains(&name) {
+                return Err(option_error(
+                    ErrorCode::location(40324),
+                    format!("Unrecognized pipeline stage name: '{name}'"),
+                ));
+            }
             return Err(option_error(
                 ErrorCode::ILLEGAL_OPERATION,
                 format!("{name} is not permitted in a $changeStream pipeline"),

@@ -241,9 +241,12 @@ impl Cursors {
         storage: &Storage,
         wait: std::time::Duration,
     ) -> Result<More, CommandError> {
+        // Lock order: `open`, then `busy`; a cursor moves between them under the `open` lock,
+        // so that `kill` always finds it in one of them.
+        let killed = Arc::new(AtomicBool::new(false));
         let mut entry = {
             let mut open = self.lock();
-            match open.get(&id) {
+            let entry = match open.get(&id) {
                 None => {
                     return Err(CommandError::new(
                         ErrorCode::CURSOR_NOT_FOUND,
@@ -260,12 +263,13 @@ impl Cursors {
                     ));
                 }
                 Some(_) => open.remove(&id).expect("present"),
-            }
+            };
+            self.lock_busy()
+                .insert(id, (entry.ns.clone(), killed.clone()));
+            entry
         };
-        let killed = Arc::new(AtomicBool::new(false));
-        self.lock_busy()
-            .insert(id, (entry.ns.clone(), killed.clone()));
         let outcome = self.next_batch(&mut entry, limit, storage, wait, &killed);
+        let mut open = self.lock();
         self.lock_busy().remove(&id);
         let more = match outcome {
             Ok(more) => more,
@@ -285,7 +289,7 @@ impl Cursors {
             self.release(&entry);
         } else {
             entry.last_used = Instant::now();
-            self.lock().insert(id, entry);
+            open.insert(id, entry);
         }
         Ok(more)
     }
@@ -342,17 +346,20 @@ impl Cursors {
     /// Closes cursor `id` of `ns`; whether it was open. A cursor a `getMore` is using ends
     /// when that `getMore` answers.
     pub fn kill(&self, id: i64, ns: &str) -> bool {
-        if let Some((busy_ns, killed)) = self.lock_busy().get(&id)
-            && busy_ns == ns
-        {
-            killed.store(true, Ordering::Release);
-            return true;
-        }
         let removed = {
             let mut open = self.lock();
             match open.get(&id) {
                 Some(entry) if entry.ns == ns => open.remove(&id),
-                _ => None,
+                Some(_) => None,
+                None => {
+                    if let Some((busy_ns, killed)) = self.lock_busy().get(&id)
+                        && busy_ns == ns
+                    {
+                        killed.store(true, Ordering::Release);
+                        return true;
+                    }
+                    None
+                }
             }
         };
         match removed {

@@ -14,6 +14,10 @@
 //! - Without `errorLabels`, an error of a retryable write (a write with `txnNumber` outside a
 //!   transaction, or a transaction's commit or abort) whose code is a retryable one carries the
 //!   `RetryableWriteError` label, as MongoDB 4.4 and later add it.
+//!
+//! `failGetMoreAfterCursorCheckout` (`data: {errorCode}`) fails `getMore` with that code, as
+//! the change-stream specification's tests use it; a code a change stream resumes after
+//! carries `ResumableChangeStreamError`, as MongoDB 4.4 and later label it.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -29,6 +33,7 @@ use crate::server::command::{CommandError, CommandResult, Ctx};
 #[derive(Debug, Default)]
 pub struct FailPoints {
     fail_command: Mutex<Option<FailCommand>>,
+    fail_get_more: Mutex<Option<FailCommand>>,
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +46,9 @@ struct FailCommand {
     error_code: Option<i32>,
     error_labels: Option<Vec<String>>,
     write_concern_error: Option<Document>,
+    /// `failGetMoreAfterCursorCheckout`: a resumable code gets MongoDB's
+    /// `ResumableChangeStreamError` label (`failCommand` adds only the labels it is given).
+    change_stream_labels: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,8 +73,17 @@ impl FailPoints {
     /// What the fail point does to `command` (named `name`) from a connection whose
     /// application is `app_name`; `None` when it does not fire.
     pub fn fire(&self, name: &str, command: &Document, app_name: Option<&str>) -> Option<Firing> {
-        let mut slot = self
-            .fail_command
+        Self::fire_slot(&self.fail_command, name, command, app_name)
+            .or_else(|| Self::fire_slot(&self.fail_get_more, name, command, app_name))
+    }
+
+    fn fire_slot(
+        slot: &Mutex<Option<FailCommand>>,
+        name: &str,
+        command: &Document,
+        app_name: Option<&str>,
+    ) -> Option<Firing> {
+        let mut slot = slot
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let point = slot.as_mut()?;
@@ -98,6 +115,9 @@ impl FailPoints {
             None if retryable && RETRYABLE_CODES.contains(&code) => {
                 vec!["RetryableWriteError".to_owned()]
             }
+            None if point.change_stream_labels && RESUMABLE_CHANGE_STREAM_CODES.contains(&code) => {
+                vec!["ResumableChangeStreamError".to_owned()]
+            }
             None => Vec::new(),
         };
         let error = point.error_code.map(|code| CommandError {
@@ -127,9 +147,9 @@ impl FailPoints {
                 "configureFailPoint takes the fail point's name as a string",
             )
         })?;
-        if name != "failCommand" {
+        if name != "failCommand" && name != "failGetMoreAfterCursorCheckout" {
             return Err(CommandError::bad_value(format!(
-                "Cannot find failpoint with name {name}: this server has only failCommand"
+                "Cannot find failpoint with name {name}: this server has failCommand and failGetMoreAfterCursorCheckout"
             )));
         }
         let mode = match command.get("mode") {
@@ -159,15 +179,34 @@ impl FailPoints {
             None => Document::new(),
             Some(_) => return Err(CommandError::bad_value("data must be a document")),
         };
+        let get_more = name == "failGetMoreAfterCursorCheckout";
         let point = match mode {
             None | Some(Mode::Times(0)) => None,
+            Some(mode) if get_more => Some(FailCommand {
+                mode,
+                commands: vec!["getMore".to_owned()],
+                app_name: None,
+                block: None,
+                close_connection: false,
+                error_code: Some(
+                    data.get("errorCode")
+                        .and_then(whole_number)
+                        .map_or(ErrorCode::INTERNAL_ERROR.code, |c| c as i32),
+                ),
+                error_labels: None,
+                write_concern_error: None,
+                change_stream_labels: true,
+            }),
             Some(mode) => Some(parse_data(mode, &data)?),
         };
-        let mut slot = self
-            .fail_command
+        let slot = if get_more {
+            &self.fail_get_more
+        } else {
+            &self.fail_command
+        };
+        *slot
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *slot = point;
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = point;
         Ok(doc! { "count": 0_i64 }.into())
     }
 }
@@ -210,6 +249,7 @@ fn parse_data(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> 
             .map(|c| c as i32),
         error_labels: strings("errorLabels")?,
         write_concern_error: data.get_document("writeConcernError").ok().cloned(),
+        change_stream_labels: false,
     })
 }
 
@@ -223,6 +263,12 @@ pub fn configure_fail_point(ctx: &mut Ctx<'_>, command: &Document) -> CommandRes
 /// Codes whose errors a driver may retry a write after (MongoDB's `RetryableWriteError`).
 const RETRYABLE_CODES: [i32; 13] = [
     6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 64,
+];
+
+/// Codes after which a change stream resumes (the change-stream specification's list), which
+/// MongoDB labels `ResumableChangeStreamError` on a `getMore`.
+const RESUMABLE_CHANGE_STREAM_CODES: [i32; 17] = [
+    6, 7, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436, 63,
 ];
 
 /// A write a driver retries: one carrying `txnNumber` outside a transaction, or the end of a

@@ -191,10 +191,7 @@ pub fn coll_mod(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 format!("ns does not exist: {collection}"),
             ));
         }
-        if let Some(enabled) = images {
-            t.set_pre_and_post_images(&collection, enabled)?;
-        }
-        Ok(())
+        Ok(t.modify_collection(&collection, images)?)
     })?;
     Ok(Document::new().into())
 }

@@ -26,6 +26,7 @@ use odm_engine::changes::{
 };
 
 use super::{CommandError, CommandResult, Ctx, encode};
+use crate::server::cursors::MAX_BATCH_BYTES;
 use crate::server::storage::Storage;
 
 /// MongoDB's wait of a `getMore` on an awaiting cursor without `maxTimeMS`.
@@ -46,6 +47,25 @@ pub struct StreamCursor {
     start: Start,
     position: ResumeToken,
     closed: bool,
+    /// Of the last read: how many events it gave, and where the stream stands once all of
+    /// them are returned (past filtered events too).
+    pending_len: usize,
+    batch_end: ResumeToken,
+}
+
+/// Events with their tokens; counts them as the read's.
+fn with_tokens(
+    stream: &mut StreamCursor,
+    batch: Vec<Document>,
+) -> Result<Vec<(ResumeToken, Document)>, CommandError> {
+    stream.pending_len = batch.len();
+    batch
+        .into_iter()
+        .map(|event| {
+            let token = ResumeToken::from_bson(event.get("_id").unwrap_or(&Bson::Null))?;
+            Ok((token, event))
+        })
+        .collect()
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> CommandError {
@@ -124,12 +144,22 @@ pub fn open(
     options.pipeline = pipeline[1..].to_vec();
     odm_engine::changes::check_pipeline(&options.pipeline)?;
     let start = options.start;
-    let position = match start {
-        Start::ResumeAfter(t) | Start::StartAfter(t) => t,
-        Start::AtOperationTime(time) => {
+    let position = match (start, &db) {
+        (Start::ResumeAfter(t) | Start::StartAfter(t), _) => t,
+        (Start::AtOperationTime(time), _) => {
             ResumeToken::high_water_mark(clock::from_timestamp(time).saturating_sub(1))
         }
-        Start::Now => ResumeToken::high_water_mark(stable_time()),
+        // One file: after its last change (its commits are ordered by its write lock). A
+        // file that does not exist yet has no commit in flight: every one comes later.
+        (Start::Now, Some(name)) => match ctx.server.storage.get(name)? {
+            Some(file) => {
+                ChangeStream::open(&file, Scope::Database, ChangeStreamOptions::default())?
+                    .resume_token()
+            }
+            None => ResumeToken::high_water_mark(clock::from_timestamp(clock::now())),
+        },
+        // Several files: after every commit that is visible now.
+        (Start::Now, None) => ResumeToken::high_water_mark(stable_time()),
     };
     let mut stream = StreamCursor {
         db,
@@ -141,6 +171,8 @@ pub fn open(
         },
         position,
         closed: false,
+        pending_len: 0,
+        batch_end: position,
     };
     // Checks the pipeline and the resume point now, so that an error answers `aggregate`.
     let batch = stream.poll(&ctx.server.storage, first_batch)?;
@@ -262,6 +294,8 @@ impl StreamCursor {
             start: self.start,
             position: self.position,
             closed: self.closed,
+            pending_len: self.pending_len,
+            batch_end: self.batch_end,
         }
     }
 
@@ -308,20 +342,84 @@ impl StreamCursor {
         if self.closed || max == 0 {
             return Ok(Vec::new());
         }
+        let events = match self.db.clone() {
+            Some(name) => self.poll_file(storage, &name, max)?,
+            None => self.poll_deployment(storage, max)?,
+        };
+        // A batch stays under the reply's size: at least one event, then up to 16 MiB.
+        let mut out = Vec::with_capacity(events.len());
+        let mut bytes = 0;
+        let mut last = None;
+        for (token, event) in events {
+            let raw = encode(&event)?;
+            bytes += raw.as_bytes().len();
+            if !out.is_empty() && bytes > MAX_BATCH_BYTES {
+                break;
+            }
+            out.push(raw);
+            last = Some((
+                token,
+                event.get_str("operationType").ok() == Some("invalidate"),
+            ));
+        }
+        let (next, closed) = match last {
+            Some((token, invalidate)) if out.len() < self.pending_len => (token, invalidate),
+            Some((token, invalidate)) => (self.batch_end.max(token), invalidate),
+            None => (self.batch_end, false),
+        };
+        self.closed = closed;
+        self.position = self.position.max(next);
+        // An invalidate's token resumes with startAfter only.
+        self.start = if self.position.is_invalidate() {
+            Start::StartAfter(self.position)
+        } else {
+            Start::ResumeAfter(self.position)
+        };
+        Ok(out)
+    }
+
+    /// One file's events: its own stream, read to its end (its commits are ordered).
+    fn poll_file(
+        &mut self,
+        storage: &Storage,
+        name: &str,
+        max: usize,
+    ) -> Result<Vec<(ResumeToken, Document)>, CommandError> {
+        let Some(db) = storage.get(name)? else {
+            self.pending_len = 0;
+            self.batch_end = self.position;
+            return Ok(Vec::new());
+        };
+        let scope = match &self.coll {
+            Some(coll) => Scope::Collection(coll.clone()),
+            None => Scope::Database,
+        };
+        let options = ChangeStreamOptions {
+            start: self.start,
+            db_name: name.to_owned(),
+            ..self.options.clone()
+        };
+        let mut stream = ChangeStream::open(&db, scope, options)?;
+        let mut batch = stream.try_next_batch(max)?;
+        if stream.invalidate_pending() && batch.len() < max {
+            batch.extend(stream.try_next_batch(1)?);
+        }
+        self.batch_end = stream.resume_token();
+        with_tokens(self, batch)
+    }
+
+    /// Every file's events up to the stable time, merged in token order.
+    fn poll_deployment(
+        &mut self,
+        storage: &Storage,
+        max: usize,
+    ) -> Result<Vec<(ResumeToken, Document)>, CommandError> {
         let until = stable_time();
-        let names = match &self.db {
-            Some(name) => vec![name.clone()],
-            None => storage
-                .names()?
-                .into_iter()
-                .filter(|n| !INTERNAL_DATABASES.contains(&n.as_str()))
-                .collect(),
-        };
-        let scope = match (&self.db, &self.coll) {
-            (_, Some(coll)) => Scope::Collection(coll.clone()),
-            (Some(_), None) => Scope::Database,
-            (None, None) => Scope::Deployment,
-        };
+        let names: Vec<String> = storage
+            .names()?
+            .into_iter()
+            .filter(|n| !INTERNAL_DATABASES.contains(&n.as_str()))
+            .collect();
         let mut events: Vec<(ResumeToken, Document)> = Vec::new();
         let mut reach = ResumeToken::high_water_mark(until);
         for name in names {
@@ -333,11 +431,8 @@ impl StreamCursor {
                 db_name: name,
                 ..self.options.clone()
             };
-            let mut stream = ChangeStream::open(&db, scope.clone(), options)?;
-            let mut batch = stream.try_next_batch_until(max, Some(until))?;
-            if stream.invalidate_pending() {
-                batch.extend(stream.try_next_batch_until(1, Some(until))?);
-            }
+            let mut stream = ChangeStream::open(&db, Scope::Deployment, options)?;
+            let batch = stream.try_next_batch_until(max, Some(until))?;
             if !stream.caught_up() {
                 reach = reach.min(stream.resume_token());
             }
@@ -350,21 +445,8 @@ impl StreamCursor {
         // Only what every file has reached is certain; the rest is read again next time.
         events.retain(|(token, _)| *token <= reach);
         events.truncate(max);
-        if let Some(at) = events
-            .iter()
-            .position(|(_, e)| e.get_str("operationType").ok() == Some("invalidate"))
-        {
-            events.truncate(at + 1);
-            self.closed = true;
-        }
-        let new_position = match events.last() {
-            Some((token, _)) if self.closed || events.len() == max => *token,
-            _ => reach,
-        };
-        self.position = self.position.max(new_position);
-        if !self.closed {
-            self.start = Start::ResumeAfter(self.position.after_change());
-        }
-        events.iter().map(|(_, e)| encode(e)).collect()
+        self.batch_end = reach;
+        self.pending_len = events.len();
+        Ok(events)
     }
 }

@@ -149,11 +149,19 @@ impl CommandError {
             ),
             other => (other.to_string(), None),
         };
+        // A change stream cannot resume after these, and MongoDB says so to drivers.
+        let labels = match e {
+            odm_engine::Error::ChangeStreamFatal(_)
+            | odm_engine::Error::ChangeStreamHistoryLost { .. } => {
+                vec!["NonResumableChangeStreamError".to_owned()]
+            }
+            _ => Vec::new(),
+        };
         CommandError {
             code: e.code(),
             code_name: e.code_name(),
             message,
-            labels: Vec::new(),
+            labels,
             extra,
         }
     }

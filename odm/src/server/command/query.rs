@@ -223,7 +223,11 @@ pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 
 pub fn kill_cursors(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "killCursors");
-    let collection = collection_name(command, "killCursors")?;
+    // A database-level cursor (a change stream's) lives under `$cmd.aggregate`.
+    let collection = match command.get("killCursors") {
+        Some(Bson::String(s)) if s == "$cmd.aggregate" => s.as_str(),
+        _ => collection_name(command, "killCursors")?,
+    };
     let ns = format!("{}.{collection}", ctx.db);
     let ids = args
         .array("cursors")?

@@ -6,6 +6,7 @@
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
 
+mod changes;
 mod core;
 mod odm;
 mod query;
@@ -31,6 +32,7 @@ fn main() {
         "query" => query::run(&options),
         "update" => update::run(&options),
         "odm" => odm::run(&options),
+        "changes" => changes::run(&options),
         "wire" => wire::run(&options).map_err(Into::into),
         "load" => wire::run_load(&options).map_err(Into::into),
         "tools" => tools::run(&options),
@@ -44,7 +46,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
+        "usage: bench core|query|update|odm|changes|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
     );
     std::process::exit(2);
 }
