@@ -186,7 +186,10 @@ impl ChangeStream {
         let snapshot = db.read()?;
         let (trimmed, last) = log_bounds(&snapshot)?;
         let position = match options.start {
-            Start::Now => last.map_or(trimmed, |l| l.max(trimmed)),
+            // After every record of the last commit: a high-water mark, not a record's own
+            // key, so that resuming there never repeats what that record caused (an
+            // invalidate).
+            Start::Now => last.map_or(trimmed, |l| (l.0, u32::MAX).max(trimmed)),
             Start::ResumeAfter(token) if token.is_invalidate() => {
                 return Err(Error::InvalidResumeToken(
                     "resumeAfter cannot resume after an invalidate; use startAfter".to_owned(),
