@@ -60,6 +60,9 @@ pub(crate) struct Shared {
     pub(crate) sampler: Sampler,
     /// The change log's options, as stored in the file (see [`crate::changes`]).
     change_log: RwLock<ChangeLogOptions>,
+    /// The bytes of the change log's records as of the last commit (see
+    /// `changes::log::log_bytes`); only the writer changes it.
+    log_bytes: AtomicU64,
 }
 
 impl Drop for Shared {
@@ -192,9 +195,13 @@ impl Database {
             change_log::stored_options(&meta)?
         };
         // Later commits of this process must come after every change the file holds.
-        if let Some(last) = change_log::last_position(&txn.open_table(tables::CHANGES)?)? {
-            clock::observe(last.0);
-        }
+        let log_bytes = {
+            let changes = txn.open_table(tables::CHANGES)?;
+            if let Some(last) = change_log::last_position(&changes)? {
+                clock::observe(last.0);
+            }
+            change_log::log_bytes(&changes)?
+        };
         if changed {
             txn.commit()?;
         } else {
@@ -212,6 +219,7 @@ impl Database {
                 page_size,
                 sampler,
                 change_log: RwLock::new(change_log),
+                log_bytes: AtomicU64::new(log_bytes),
             }),
         })
     }
@@ -463,11 +471,25 @@ impl WriteTxn<'_> {
                 sampler.lost(n);
             }
         }
-        // Released after the commit: readers merging files wait for it (see `changes::clock`).
-        let _in_flight = self.changes.finish(&self.txn)?;
+        // The commit's time is released after the commit: readers merging files wait for it
+        // (see `changes::clock`).
+        let log_bytes = &self.db.shared.log_bytes;
+        let logged = self
+            .changes
+            .finish(&self.txn, log_bytes.load(AtomicOrdering::Relaxed))?;
+        let (_in_flight, held) = match logged {
+            Some((time, held)) => (Some(time), Some(held)),
+            None => (None, None),
+        };
+        let counted = |committed: Result<(), redb::CommitError>| {
+            committed?;
+            if let Some(held) = held {
+                log_bytes.store(held, AtomicOrdering::Relaxed);
+            }
+            Ok::<(), Error>(())
+        };
         if !self.catalog_changed {
-            self.txn.commit()?;
-            return Ok(());
+            return counted(self.txn.commit());
         }
         {
             let mut meta = self.txn.open_table(META)?;
@@ -479,7 +501,7 @@ impl WriteTxn<'_> {
             .catalog
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        self.txn.commit()?;
+        counted(self.txn.commit())?;
         self.db.shared.sampler.refresh(&self.catalog);
         *cache = self.catalog;
         Ok(())

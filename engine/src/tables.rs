@@ -8,8 +8,8 @@
 //! - `odm.sampled_queries`: sample number -> a sampled query (see [`crate::sampling`]), with
 //!   their total size under the meta key `sampled_queries_bytes`;
 //! - `odm.changes`: (commit time, position in the commit) -> a change record (see
-//!   [`crate::changes`]), with the log's options, total size and trim point under the meta keys
-//!   `change_log`, `change_log_bytes` and `change_log_trimmed`;
+//!   [`crate::changes`]), with the log's options and trim point under the meta keys
+//!   `change_log` and `change_log_trimmed`;
 //! - `odm.undo`: inside one write transaction only, never committed: the documents an
 //!   all-or-nothing `update_many` has replaced, so that it can put them back without holding
 //!   them in memory.
@@ -35,10 +35,9 @@ pub(crate) const SAMPLED_BYTES_KEY: &str = "sampled_queries_bytes";
 pub(crate) const SAMPLED_QUERIES: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("odm.sampled_queries");
 
-/// Keys of the meta table for the change log: its options (a BSON document), the bytes of its
-/// records (8 bytes, big-endian), and the key of the last record trimmed (12 bytes).
+/// Keys of the meta table for the change log: its options (a BSON document) and the key of the
+/// last record trimmed (12 bytes).
 pub(crate) const CHANGE_LOG_KEY: &str = "change_log";
-pub(crate) const CHANGE_LOG_BYTES_KEY: &str = "change_log_bytes";
 pub(crate) const CHANGE_LOG_TRIMMED_KEY: &str = "change_log_trimmed";
 
 pub(crate) const CHANGES: TableDefinition<'static, (u64, u32), &'static [u8]> =

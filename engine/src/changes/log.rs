@@ -23,7 +23,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::clock::{self, InFlight};
 use crate::error::{Error, Result};
-use crate::tables::{CHANGE_LOG_BYTES_KEY, CHANGE_LOG_KEY, CHANGE_LOG_TRIMMED_KEY, CHANGES, META};
+use crate::tables::{CHANGE_LOG_KEY, CHANGE_LOG_TRIMMED_KEY, CHANGES, META};
 
 /// A record's key: commit time, position in the commit.
 pub type Position = (u64, u32);
@@ -123,13 +123,14 @@ fn decode_position(bytes: &[u8]) -> Option<Position> {
     (bytes.len() == 12).then_some((time, index))
 }
 
-fn read_u64(meta: &impl ReadableTable<&'static str, &'static [u8]>, key: &str) -> Result<u64> {
-    match meta.get(key)? {
-        Some(bytes) => <[u8; 8]>::try_from(bytes.value())
-            .map(u64::from_be_bytes)
-            .map_err(|_| Error::corrupt("change log", format!("`{key}` is not 8 bytes"))),
-        None => Ok(0),
+/// The bytes of the log's records, counted when a database opens and then kept in memory by
+/// each commit (a counter stored in the file would add a page to every commit's writes).
+pub(crate) fn log_bytes(changes: &impl ReadableTable<(u64, u32), &'static [u8]>) -> Result<u64> {
+    let mut total = 0;
+    for row in changes.iter()? {
+        total += row?.1.value().len() as u64;
     }
+    Ok(total)
 }
 
 /// Stores new options; turning the log on after it was off moves the trim point to now.
@@ -252,21 +253,30 @@ impl TxnChanges {
         Ok(())
     }
 
-    /// Before the commit: counts the records' bytes and trims the log to its bounds. Returns
-    /// the commit's time, to be released once the commit is visible (or has failed).
-    pub(crate) fn finish(&mut self, txn: &WriteTransaction) -> Result<Option<InFlight>> {
+    /// Before the commit: trims the log to its bounds, given the bytes its records held
+    /// before this transaction (`held`, kept in memory: see [`log_bytes`]). Returns the
+    /// commit's time, to be released once the commit is visible (or has failed), and the bytes
+    /// the log holds once it commits.
+    pub(crate) fn finish(
+        &mut self,
+        txn: &WriteTransaction,
+        held: u64,
+    ) -> Result<Option<(InFlight, u64)>> {
         let Some(in_flight) = self.time.take() else {
             return Ok(None);
         };
         let own_time = in_flight.time();
-        let mut meta = txn.open_table(META)?;
-        let mut changes = txn.open_table(CHANGES)?;
-        let mut total = read_u64(&meta, CHANGE_LOG_BYTES_KEY)? + self.bytes;
-        let mut last_trimmed = None;
+        let mut total = held + self.bytes;
         let cutoff = self.options.max_age.map(|age| {
             let now = clock::from_timestamp(clock::now()) >> 32;
             now.saturating_sub(age.as_secs()) << 32
         });
+        // Most commits are within bounds and touch no table but the log's own records.
+        if total <= self.options.max_bytes && cutoff.is_none() {
+            return Ok(Some((in_flight, total)));
+        }
+        let mut changes = txn.open_table(CHANGES)?;
+        let mut last_trimmed = None;
         loop {
             let Some((key, size)) = changes
                 .first()?
@@ -283,15 +293,15 @@ impl TxnChanges {
             total = total.saturating_sub(size);
             last_trimmed = Some(key);
         }
-        meta.insert(CHANGE_LOG_BYTES_KEY, total.to_be_bytes().as_slice())?;
         // The trim point only moves forward: records from before the log was last turned
         // off may be older than the point its turning on set.
-        if let Some(key) = last_trimmed
-            && key > trimmed(&meta)?
-        {
-            meta.insert(CHANGE_LOG_TRIMMED_KEY, encode_position(key).as_slice())?;
+        if let Some(key) = last_trimmed {
+            let mut meta = txn.open_table(META)?;
+            if key > trimmed(&meta)? {
+                meta.insert(CHANGE_LOG_TRIMMED_KEY, encode_position(key).as_slice())?;
+            }
         }
-        Ok(Some(in_flight))
+        Ok(Some((in_flight, total)))
     }
 }
 

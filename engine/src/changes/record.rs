@@ -90,11 +90,7 @@ impl<'t> Recorder<'t> {
         }
         let images = meta.options.change_stream_pre_and_post_images;
         let description = match how {
-            Rewrite::Update => {
-                let old_doc = Document::try_from(old).map_err(corrupt)?;
-                let new_doc = Document::try_from(new).map_err(corrupt)?;
-                diff::describe(&old_doc, &new_doc)
-            }
+            Rewrite::Update => diff::describe(old, new),
             Rewrite::Replace => None,
         };
         let mut fields = RawDocumentBuf::new();
