@@ -592,7 +592,7 @@ impl<T: EventDocument> Iterator for ChangeStream<T> {
             if self.is_closed() {
                 return None;
             }
-            match self.next_within(Duration::from_secs(60)) {
+            match self.next_within(Duration::from_mins(1)) {
                 Ok(Some(event)) => return Some(Ok(event)),
                 Ok(None) => {}
                 Err(e) => return Some(Err(e)),

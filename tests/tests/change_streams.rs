@@ -46,6 +46,19 @@ fn next(stream: &mut mongodb::sync::ChangeStream<Document>) -> Document {
     panic!("no event arrived");
 }
 
+/// The `_id`s (in `documentKey`) of the next `n` events.
+fn next_ids(stream: &mut mongodb::sync::ChangeStream<Document>, n: usize) -> Vec<i32> {
+    (0..n)
+        .map(|_| {
+            next(stream)
+                .get_document("documentKey")
+                .unwrap()
+                .get_i32("_id")
+                .unwrap()
+        })
+        .collect()
+}
+
 fn shape(event: &Document) -> Document {
     let mut e = event.clone();
     for field in ["_id", "clusterTime", "wallTime"] {
@@ -116,15 +129,7 @@ fn resume_tokens_resume_after_and_start_after_an_invalidate() {
         .run()
         .unwrap()
         .with_type::<Document>();
-    let ids: Vec<i32> = (0..2)
-        .map(|_| {
-            next(&mut resumed)
-                .get_document("documentKey")
-                .unwrap()
-                .get_i32("_id")
-                .unwrap()
-        })
-        .collect();
+    let ids = next_ids(&mut resumed, 2);
     assert_eq!(ids, [1, 2]);
     // Dropping the collection: drop, then invalidate, and the cursor is closed.
     c.drop().run().unwrap();
@@ -203,15 +208,7 @@ fn database_and_deployment_streams_merge_files_in_order() {
             ("two".into(), 3)
         ]
     );
-    let ids: Vec<i32> = (0..2)
-        .map(|_| {
-            next(&mut one)
-                .get_document("documentKey")
-                .unwrap()
-                .get_i32("_id")
-                .unwrap()
-        })
-        .collect();
+    let ids = next_ids(&mut one, 2);
     assert_eq!(ids, [0, 2]);
     // dropDatabase: a drop per collection, dropDatabase, then invalidate.
     client.database("one").drop().run().unwrap();
@@ -322,13 +319,9 @@ fn images_and_update_lookup() {
         .run()
         .unwrap();
     let _second = next(&mut images);
-    let err = loop {
-        match images.next_if_any() {
-            Ok(Some(_)) => {}
-            Ok(None) => {}
-            Err(e) => break e,
-        }
-    };
+    let err = (0..50)
+        .find_map(|_| images.next_if_any().err())
+        .expect("the stream fails: the update has no post-image");
     assert_eq!(code_of(&err), Some(47), "{err}");
 }
 
@@ -395,15 +388,7 @@ fn a_stream_resumes_after_the_server_restarts() {
         }
     };
     c.insert_one(doc! {"_id": 3}).run().unwrap();
-    let ids: Vec<i32> = (0..2)
-        .map(|_| {
-            next(&mut resumed)
-                .get_document("documentKey")
-                .unwrap()
-                .get_i32("_id")
-                .unwrap()
-        })
-        .collect();
+    let ids = next_ids(&mut resumed, 2);
     assert_eq!(ids, [2, 3]);
 }
 

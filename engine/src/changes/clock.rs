@@ -3,13 +3,13 @@
 //!
 //! Rules: a time is seconds since the epoch (high 32 bits) and an increment within the second
 //! (low 32 bits); each [`tick`] is later than every time handed out before in this process, and
-//! opening a database moves the clock past the last change its log holds ([`observe`]), so
+//! opening a database moves the clock past the last change its log holds (`observe`), so
 //! times also go forward across restarts.
 //!
 //! A commit takes its time inside its database's write lock, but commits of different files run
 //! side by side: one may take time 5, another 6, and 6 become visible first. A reader that
 //! merged several files and moved past 6 would then never see 5. So a commit holds its time in
-//! [`InFlight`] until redb has committed it, and readers go no further than [`stable`]: the
+//! `InFlight` until redb has committed it, and readers go no further than `stable`: the
 //! last time before every commit still in flight.
 
 use std::collections::BTreeSet;

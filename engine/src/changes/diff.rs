@@ -423,10 +423,7 @@ mod tests {
             ),
             None
         );
-        assert_eq!(
-            describe(&doc! {"_id": 1, "a": 1}, &doc! {"_id": 1, "n": 0, "a": 1}).is_none(),
-            true
-        );
+        assert!(describe(&doc! {"_id": 1, "a": 1}, &doc! {"_id": 1, "n": 0, "a": 1}).is_none());
         // Inside, the sub-document is set whole.
         let d = round_trip(
             doc! {"_id": 1, "s": {"a": 1, "b": 2}},

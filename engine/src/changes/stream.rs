@@ -599,7 +599,7 @@ fn decode_record(bytes: &[u8]) -> Result<Document> {
     Document::try_from(raw.as_ref()).map_err(|e| Error::corrupt("a change record", e))
 }
 
-/// The cluster time every commit in flight comes after; see [`clock::stable`].
+/// The cluster time every commit in flight comes after; see `clock::stable`.
 pub fn stable_time() -> u64 {
     clock::stable()
 }

@@ -179,7 +179,7 @@ impl Server {
             cursors: cursors::Cursors::new(&config),
             sessions: session::Sessions::default(),
             stats: Stats::default(),
-            clock: clock::ClusterClock::default(),
+            clock: clock::ClusterClock,
             fail_points: failpoint::FailPoints::default(),
             started: Instant::now(),
             process_id: bson::oid::ObjectId::new(),

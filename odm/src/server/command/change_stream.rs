@@ -104,14 +104,11 @@ pub fn open(
             "$changeStream cannot run in a transaction",
         ));
     }
-    let spec = match pipeline.first().and_then(|s| s.get("$changeStream")) {
-        Some(Bson::Document(spec)) => spec,
-        _ => {
-            return Err(error(
-                ErrorCode::FAILED_TO_PARSE,
-                "the $changeStream stage takes a document of options",
-            ));
-        }
+    let Some(Bson::Document(spec)) = pipeline.first().and_then(|s| s.get("$changeStream")) else {
+        return Err(error(
+            ErrorCode::FAILED_TO_PARSE,
+            "the $changeStream stage takes a document of options",
+        ));
     };
     let (parsed, all_for_cluster) = parse_spec(spec)?;
     let (db, ns) = match (collection, all_for_cluster) {
