@@ -583,6 +583,52 @@ fn a_pipeline_shapes_events_and_must_keep_their_token() {
     }
 }
 
+#[test]
+fn every_allowed_stage_shapes_events() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let with = |stages: Vec<Document>| {
+        ChangeStream::open(
+            &db,
+            Scope::Collection("c".into()),
+            ChangeStreamOptions {
+                pipeline: stages,
+                ..options(Start::Now)
+            },
+        )
+        .unwrap()
+    };
+    let mut streams = [
+        with(vec![
+            doc! {"$set": {"seen": 1}},
+            doc! {"$unset": ["ns", "wallTime", "clusterTime"]},
+        ]),
+        with(vec![
+            doc! {"$replaceRoot": {"newRoot": {"_id": "$_id", "op": "$operationType"}}},
+        ]),
+        with(vec![
+            doc! {"$replaceWith": {"_id": "$_id", "key": "$documentKey._id"}},
+        ]),
+        with(vec![doc! {"$redact": {"$cond": [
+            {"$eq": ["$operationType", "delete"]}, "$$KEEP", "$$PRUNE"
+        ]}}]),
+    ];
+    c.insert_one(doc! {"_id": 7}).unwrap();
+    c.delete_one(&doc! {"_id": 7}).unwrap();
+    let shapes: Vec<Vec<Document>> = streams
+        .iter_mut()
+        .map(|s| all(s).iter().map(without_id).collect())
+        .collect();
+    assert_eq!(
+        shapes[0][0],
+        doc! {"operationType": "insert", "fullDocument": {"_id": 7}, "documentKey": {"_id": 7}, "seen": 1}
+    );
+    assert_eq!(shapes[1], [doc! {"op": "insert"}, doc! {"op": "delete"}]);
+    assert_eq!(shapes[2], [doc! {"key": 7}, doc! {"key": 7}]);
+    assert_eq!(shapes[3].len(), 1);
+    assert_eq!(shapes[3][0].get_str("operationType").unwrap(), "delete");
+}
+
 fn without_id(d: &Document) -> Document {
     let mut d = d.clone();
     d.remove("_id");
