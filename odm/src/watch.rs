@@ -144,22 +144,6 @@ impl UpdateDescription {
                 .unwrap_or_default(),
         }
     }
-
-    /// The description as MongoDB writes it.
-    pub fn to_document(&self) -> Document {
-        let truncated: Vec<Bson> = self
-            .truncated_arrays
-            .iter()
-            .map(|t| {
-                Bson::Document(bson::doc! { "field": &t.field, "newSize": i64::from(t.new_size) })
-            })
-            .collect();
-        bson::doc! {
-            "updatedFields": self.updated_fields.clone(),
-            "removedFields": self.removed_fields.clone(),
-            "truncatedArrays": truncated,
-        }
-    }
 }
 
 /// One change, with the documents decoded as the model.

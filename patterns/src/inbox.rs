@@ -294,7 +294,7 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Subscription<M> {
     }
 
     /// The stream's filter: inserts of the owner's new buckets, updates of the known ones;
-    /// resumes after `token` when it changes.
+    /// resumes after `token` (the event that added a bucket), or where the stream stood.
     fn refilter(&mut self, token: Option<odm::ResumeToken>) -> Result<(), PatternError> {
         let ids: Vec<Bson> = self.counts.keys().map(|id| Bson::ObjectId(*id)).collect();
         let filter = doc! {
@@ -305,24 +305,13 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Subscription<M> {
                 ]
             }
         };
-        if let Some(token) = token {
-            self.stream = self
-                .inbox
-                .buckets
-                .collection()
-                .watch()
-                .pipeline([filter])
-                .resume_after(token)
-                .open()?;
-        } else {
-            let token = self.stream.resume_token();
-            let watch = self.inbox.buckets.collection().watch().pipeline([filter]);
-            self.stream = match token {
-                Some(token) => watch.resume_after(token),
-                None => watch,
-            }
-            .open()?;
+        // After the event that changed the filter, or where the stream stands.
+        let watch = self.inbox.buckets.collection().watch().pipeline([filter]);
+        self.stream = match token.or_else(|| self.stream.resume_token()) {
+            Some(token) => watch.resume_after(token),
+            None => watch,
         }
+        .open()?;
         Ok(())
     }
 

@@ -185,3 +185,30 @@ fn a_database_stream_sees_every_collection() {
         .collect();
     assert_eq!(colls, ["orders", "archive"]);
 }
+
+/// An event whose document does not decode as the model is an error naming the collection,
+/// and it stays: the stream neither skips it nor moves its token past it.
+#[test]
+fn an_event_that_does_not_decode_fails_and_stays() {
+    let db = odm::testing::database().unwrap();
+    let Some(engine) = db.engine().cloned() else {
+        return; // a raw write needs the embedded engine
+    };
+    let orders = db.collection::<Order>().unwrap();
+    let mut stream = orders.watch().open().unwrap();
+    let before = stream.resume_token();
+    engine
+        .write(|w| w.insert_one("orders", bson::doc! {"_id": 5_i64, "customer": 1}))
+        .unwrap();
+    for _ in 0..2 {
+        let err = stream
+            .next_timeout(Duration::from_secs(10))
+            .expect_err("the document is not an Order");
+        assert!(err.to_string().contains("orders"), "{err}");
+        assert_eq!(
+            stream.resume_token(),
+            before,
+            "the token stays before the event"
+        );
+    }
+}

@@ -173,14 +173,13 @@ pub fn open(
     };
     // Checks the pipeline and the resume point now, so that an error answers `aggregate`.
     let batch = stream.poll(&ctx.server.storage, first_batch)?;
+    let position = stream.position;
     let (batch, id) = if stream.closed {
         (batch, 0)
     } else {
-        ctx.server
-            .cursors
-            .stream(ns.clone(), stream.clone_state(), batch)?
+        ctx.server.cursors.stream(ns.clone(), stream, batch)?
     };
-    Ok(reply(id, &ns, true, batch, stream.position))
+    Ok(reply(id, &ns, true, batch, position))
 }
 
 /// A change stream's cursor reply: the batch, `postBatchResumeToken`, the id and namespace.
@@ -283,19 +282,6 @@ fn parse_spec(spec: &Document) -> Result<(ChangeStreamOptions, bool), CommandErr
 }
 
 impl StreamCursor {
-    fn clone_state(&self) -> StreamCursor {
-        StreamCursor {
-            db: self.db.clone(),
-            coll: self.coll.clone(),
-            options: self.options.clone(),
-            start: self.start,
-            position: self.position,
-            closed: self.closed,
-            pending_len: self.pending_len,
-            batch_end: self.batch_end,
-        }
-    }
-
     /// The token a batch answered now would carry.
     pub fn position(&self) -> ResumeToken {
         self.position
