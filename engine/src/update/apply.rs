@@ -353,54 +353,24 @@ impl Step<'_> {
     fn leaf(&self, mut slot: Slot<'_>) -> Result<(), UpdateError> {
         let current = slot.get();
         match self.op {
-            Op::Set(v) => slot.set(v.clone()),
+            Op::Set(_)
+            | Op::Inc(_)
+            | Op::Mul(_)
+            | Op::Min(_)
+            | Op::Max(_)
+            | Op::CurrentDate { .. } => {
+                if let Some(value) = scalar(self.op, current, self.ctx.now)
+                    .map_err(|(code, reason)| self.err(reason).with_code(code))?
+                {
+                    slot.set(value);
+                }
+            }
             Op::SetOnInsert(v) => {
                 if self.ctx.inserting {
                     slot.set(v.clone());
                 }
             }
             Op::Unset => slot.unset(),
-            Op::Inc(n) => {
-                let value = match current {
-                    None => n.clone(),
-                    Some(c) => arithmetic(c, n, Arith::Add)
-                        .map_err(|(code, reason)| self.err(reason).with_code(code))?,
-                };
-                slot.set(value);
-            }
-            Op::Mul(n) => {
-                let value = match current {
-                    None => zero_like(n),
-                    Some(c) => arithmetic(c, n, Arith::Mul)
-                        .map_err(|(code, reason)| self.err(reason).with_code(code))?,
-                };
-                slot.set(value);
-            }
-            Op::Min(v) | Op::Max(v) => {
-                let replace = match current {
-                    None => true,
-                    Some(c) => {
-                        let ord = compare_bson(v, c);
-                        if matches!(self.op, Op::Min(_)) {
-                            ord == Ordering::Less
-                        } else {
-                            ord == Ordering::Greater
-                        }
-                    }
-                };
-                if replace {
-                    slot.set(v.clone());
-                }
-            }
-            Op::CurrentDate { timestamp } => slot.set(if *timestamp {
-                let millis = self.ctx.now.timestamp_millis();
-                Bson::Timestamp(bson::Timestamp {
-                    time: u32::try_from(millis / 1000).unwrap_or(u32::MAX),
-                    increment: 1,
-                })
-            } else {
-                Bson::DateTime(self.ctx.now)
-            }),
             Op::Push {
                 values,
                 position,
@@ -512,6 +482,53 @@ impl Step<'_> {
             error(to.path.as_str(), self.operator, reason)
         })
     }
+}
+
+/// The value an operation that computes one value writes, given the value it finds
+/// (`None`: missing), or `None` when it leaves the field as it is: `$set`, `$inc`, `$mul`,
+/// `$min`, `$max` and `$currentDate`. Any other operation leaves it as it is here; the
+/// decoded path ([`Step::leaf`]) and the in-place path (`super::in_place`) route only these
+/// operations through it, so both compute the same values.
+pub(super) fn scalar(
+    op: &Op,
+    current: Option<&Bson>,
+    now: bson::DateTime,
+) -> Result<Option<Bson>, (ErrorCode, String)> {
+    Ok(match op {
+        Op::Set(v) => Some(v.clone()),
+        Op::Inc(n) => Some(match current {
+            None => n.clone(),
+            Some(c) => arithmetic(c, n, Arith::Add)?,
+        }),
+        Op::Mul(n) => Some(match current {
+            None => zero_like(n),
+            Some(c) => arithmetic(c, n, Arith::Mul)?,
+        }),
+        Op::Min(v) | Op::Max(v) => {
+            let replace = match current {
+                None => true,
+                Some(c) => {
+                    let ord = compare_bson(v, c);
+                    if matches!(op, Op::Min(_)) {
+                        ord == Ordering::Less
+                    } else {
+                        ord == Ordering::Greater
+                    }
+                }
+            };
+            replace.then(|| v.clone())
+        }
+        Op::CurrentDate { timestamp } => Some(if *timestamp {
+            let millis = now.timestamp_millis();
+            Bson::Timestamp(bson::Timestamp {
+                time: u32::try_from(millis / 1000).unwrap_or(u32::MAX),
+                increment: 1,
+            })
+        } else {
+            Bson::DateTime(now)
+        }),
+        _ => None,
+    })
 }
 
 fn parent(concrete: &[String]) -> String {
@@ -703,13 +720,15 @@ fn sort_elements(items: &mut [Bson], sort: &PushSort) {
 
 /// `$slice`: the first `n` elements, the last `-n` when negative.
 fn slice_elements(items: &mut Vec<Bson>, n: i64) {
-    let len = items.len();
+    let kept = sliced(items.len(), n);
+    items.truncate(kept.end);
+    items.drain(..kept.start);
+}
+
+/// The positions `$slice` by `n` keeps of an array of `len` elements.
+pub(super) fn sliced(len: usize, n: i64) -> std::ops::Range<usize> {
     let keep = usize::try_from(n.unsigned_abs())
         .unwrap_or(usize::MAX)
         .min(len);
-    if n >= 0 {
-        items.truncate(keep);
-    } else {
-        items.drain(..len - keep);
-    }
+    if n >= 0 { 0..keep } else { len - keep..len }
 }

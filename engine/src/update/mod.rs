@@ -6,6 +6,8 @@
 //!   numeric types, positional `$`, `$[]` and `$[id]` with array filters).
 //! - `pipeline`: updates written as an aggregation pipeline (`$set`, `$project`, `$unset`,
 //!   `$replaceWith`, ...), computed with [`crate::expr`] expressions.
+//! - `in_place`: the common operators applied to the stored bytes without decoding the
+//!   document; the same result as `apply`, or it declines and `apply` runs.
 //! - `decimal`: decimal128 sums and products for `$inc` and `$mul`.
 //! - `upsert`: the document an upsert seeds from the query's equality conditions.
 //! - `write`: update, replace, delete, find-and-modify and bulk operations inside a write
@@ -13,6 +15,7 @@
 
 mod apply;
 pub(crate) mod decimal;
+mod in_place;
 mod parse;
 mod pipeline;
 mod upsert;

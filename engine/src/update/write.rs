@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use bson::{Bson, Document, RawDocumentBuf, oid::ObjectId};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf, oid::ObjectId};
 
 use super::apply::Context;
 use super::parse::{Operators, Update, UpdateError, UpdateModifications, error};
@@ -934,8 +934,13 @@ fn updated_document(
             new
         }
         Update::Operators(ops) => {
-            let doc = Document::try_from(original.as_ref()).map_err(malformed)?;
-            apply_operators(ops, doc, original, query, false, now)?
+            // On the stored bytes where it can, decoded where it must: the same bytes either
+            // way (see `in_place`).
+            let new = match super::in_place::apply(ops, original, now) {
+                Some(new) => new,
+                None => apply_decoded(ops, original, query, now)?,
+            };
+            return Ok((new.as_bytes() != original.as_bytes()).then_some(new));
         }
         Update::Pipeline(pipeline) => pipeline.apply(
             Document::try_from(original.as_ref()).map_err(malformed)?,
@@ -944,6 +949,19 @@ fn updated_document(
     };
     let new = RawDocumentBuf::try_from(&new).map_err(malformed)?;
     Ok((new.as_bytes() != original.as_bytes()).then_some(new))
+}
+
+/// Operators applied to a decoded copy of `original`, encoded again.
+pub(super) fn apply_decoded(
+    ops: &Operators,
+    original: &RawDocument,
+    query: &Query,
+    now: bson::DateTime,
+) -> std::result::Result<RawDocumentBuf, UpdateError> {
+    let malformed = |e: bson::error::Error| error("", "update", e);
+    let doc = Document::try_from(original).map_err(malformed)?;
+    let new = apply_operators(ops, doc, original, query, false, now)?;
+    RawDocumentBuf::try_from(&new).map_err(malformed)
 }
 
 /// Applies operators to `doc`, a decoded copy of `original` (or the seed of an upsert).

@@ -1,0 +1,649 @@
+//! Update operators applied to the stored bytes, without decoding the document.
+//!
+//! The patterns' common updates (S1c's bucket push: `$push` an item, `$inc` the count,
+//! `$min`/`$max` the span; counters; a `$set` of one field) change a few values of a document
+//! that may hold hundreds. Decoding it into a `bson::Document` and encoding it back costs in
+//! proportion to the whole document; editing the bytes costs in proportion to what changed:
+//! new values are spliced in and the lengths of the enclosing documents (and array) adjusted.
+//!
+//! Rule: this path gives the bytes the decoded path ([`super::apply`]) gives, or declines.
+//! [`apply`] returns `None` for anything it does not handle exactly (a positional path, `_id`,
+//! a top-level `$` name, a path through an array or a scalar, `$push` with `$position` or
+//! `$sort`, `$addToSet`, `$pull`, `$pullAll`, `$bit`, `$rename`, an operation that fails, a
+//! value nested near the depth limit, a result over the size limit, bytes it cannot read); the
+//! decoded path then applies the update and reports any error. Values are computed by the same
+//! functions in both paths ([`super::apply::scalar`], [`super::apply::sliced`]), and a property
+//! test (`engine/tests/in_place.rs`) holds the two paths to the same bytes.
+//!
+//! Written by hand: the `bson` crate edits decoded documents only.
+
+use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
+
+use super::apply::{scalar, sliced};
+use super::parse::{Op, Operators, Segment};
+use crate::document::MAX_DOCUMENT_SIZE;
+use crate::nesting::{self, MAX_STORED_DEPTH};
+
+/// The update applied to `original`'s bytes, or `None` when this path declines it (see the
+/// module documentation). The result may equal `original`.
+pub(super) fn apply(
+    ops: &Operators,
+    original: &RawDocument,
+    now: bson::DateTime,
+) -> Option<RawDocumentBuf> {
+    let mut bytes = original.as_bytes().to_vec();
+    for (_, path, op) in &ops.ops {
+        let names = path
+            .segments
+            .iter()
+            .map(|s| match s {
+                Segment::Field(name) if !name.contains('\0') => Ok(name.as_str()),
+                _ => Err(Decline),
+            })
+            .collect::<Step<Vec<&str>>>()
+            .ok()?;
+        one(&mut bytes, &names, op, now).ok()?;
+    }
+    if bytes.len() > MAX_DOCUMENT_SIZE {
+        return None;
+    }
+    RawDocumentBuf::from_bytes(bytes).ok()
+}
+
+/// Why this path declines an update: the decoded path takes it.
+struct Decline;
+
+type Step<T> = Result<T, Decline>;
+
+trait OrDecline<T> {
+    fn or_decline(self) -> Step<T>;
+}
+
+impl<T> OrDecline<T> for Option<T> {
+    fn or_decline(self) -> Step<T> {
+        self.ok_or(Decline)
+    }
+}
+
+const DOCUMENT: u8 = 0x03;
+const ARRAY: u8 = 0x04;
+
+/// An element inside a document's bytes: where it starts (its type byte), where its name ends
+/// (the name's NUL), where its value starts and where the element ends.
+#[derive(Debug, Clone, Copy)]
+struct Element {
+    start: usize,
+    name_end: usize,
+    value: usize,
+    end: usize,
+    kind: u8,
+}
+
+/// Applies one operation at the path `names` (fields only).
+fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Step<()> {
+    let (&last, parents) = names.split_last().or_decline()?;
+    let first = names[0];
+    if first == "_id" || first.starts_with('$') {
+        return Err(Decline);
+    }
+    let creates = match op {
+        Op::Set(_)
+        | Op::Inc(_)
+        | Op::Mul(_)
+        | Op::Min(_)
+        | Op::Max(_)
+        | Op::CurrentDate { .. }
+        | Op::Push {
+            position: None,
+            sort: None,
+            ..
+        } => true,
+        Op::Unset | Op::Pop { .. } => false,
+        // Only an upsert's new document takes it, and this path updates stored ones.
+        Op::SetOnInsert(_) => return Ok(()),
+        _ => return Err(Decline),
+    };
+    // The documents enclosing the target, outermost first: their lengths change with it.
+    let mut containers = vec![0usize];
+    for (depth, &name) in parents.iter().enumerate() {
+        let parent = *containers.last().or_decline()?;
+        match find(bytes, parent, name)? {
+            Some(e) if e.kind == DOCUMENT => containers.push(e.value),
+            // Through an array or a scalar: the decoded path handles (or refuses) it.
+            Some(_) => return Err(Decline),
+            None if creates => {
+                // The rest of the path becomes nested documents holding the new value.
+                let Some((kind, value)) = created(op, now, names.len())? else {
+                    return Ok(());
+                };
+                let mut inner = element(last, kind, &value);
+                for &name in parents[depth + 1..].iter().rev() {
+                    inner = element(name, DOCUMENT, &document(&inner));
+                }
+                let outer = element(name, DOCUMENT, &document(&inner));
+                return append(bytes, &containers, &outer);
+            }
+            None => return Ok(()),
+        }
+    }
+    let parent = *containers.last().or_decline()?;
+    let found = find(bytes, parent, last)?;
+    match op {
+        Op::Unset => match found {
+            Some(e) => splice(bytes, &containers, e.start..e.end, &[]),
+            None => Ok(()),
+        },
+        Op::Pop { first } => match found {
+            None => Ok(()),
+            Some(e) if e.kind == ARRAY => {
+                let items = elements(bytes, e.value)?;
+                if items.is_empty() {
+                    return Ok(());
+                }
+                let kept = if *first {
+                    &items[1..]
+                } else {
+                    &items[..items.len() - 1]
+                };
+                let rebuilt = array(kept.iter().map(|i| (i.kind, &bytes[i.value..i.end])));
+                splice(bytes, &containers, e.value..e.end, &rebuilt)
+            }
+            Some(_) => Err(Decline),
+        },
+        Op::Push { values, slice, .. } => match found {
+            None => {
+                let Some((kind, value)) = created(op, now, names.len())? else {
+                    return Ok(());
+                };
+                append(bytes, &containers, &element(last, kind, &value))
+            }
+            Some(e) if e.kind == ARRAY => {
+                let pushed = values
+                    .iter()
+                    .map(|v| encode(v, names.len() + 1))
+                    .collect::<Step<Vec<_>>>()?;
+                let items = elements(bytes, e.value)?;
+                match slice {
+                    None => {
+                        let mut tail = Vec::new();
+                        for (i, (kind, value)) in pushed.iter().enumerate() {
+                            tail.extend(element(&(items.len() + i).to_string(), *kind, value));
+                        }
+                        let at = end_of(bytes, e.value)?;
+                        let mut enclosing = containers;
+                        enclosing.push(e.value);
+                        splice(bytes, &enclosing, at..at, &tail)
+                    }
+                    Some(n) => {
+                        let all: Vec<(u8, &[u8])> = items
+                            .iter()
+                            .map(|i| (i.kind, &bytes[i.value..i.end]))
+                            .chain(pushed.iter().map(|(k, v)| (*k, v.as_slice())))
+                            .collect();
+                        let kept = sliced(all.len(), *n);
+                        let rebuilt = array(all[kept].iter().copied());
+                        splice(bytes, &containers, e.value..e.end, &rebuilt)
+                    }
+                }
+            }
+            Some(_) => Err(Decline),
+        },
+        _ => {
+            let current = found.map(|e| decode(bytes, e)).transpose()?;
+            let Some(value) = scalar(op, current.as_ref(), now).map_err(|_| Decline)? else {
+                return Ok(());
+            };
+            let (kind, value) = encode(&value, names.len())?;
+            match found {
+                Some(e) => {
+                    splice(bytes, &containers, e.value..e.end, &value)?;
+                    bytes[e.start] = kind;
+                    Ok(())
+                }
+                None => append(bytes, &containers, &element(last, kind, &value)),
+            }
+        }
+    }
+}
+
+/// The value an operation writes where nothing was, encoded for a field at `level` (the
+/// path's length); `None` when it writes nothing there.
+fn created(op: &Op, now: bson::DateTime, level: usize) -> Step<Option<(u8, Vec<u8>)>> {
+    match op {
+        Op::Push { values, slice, .. } => {
+            let pushed = values
+                .iter()
+                .map(|v| encode(v, level + 1))
+                .collect::<Step<Vec<_>>>()?;
+            let kept = slice.map_or(0..pushed.len(), |n| sliced(pushed.len(), n));
+            let items = pushed[kept].iter().map(|(k, v)| (*k, v.as_slice()));
+            Ok(Some((ARRAY, array(items))))
+        }
+        _ => match scalar(op, None, now).map_err(|_| Decline)? {
+            Some(value) => encode(&value, level).map(Some),
+            None => Ok(None),
+        },
+    }
+}
+
+/// The element of the document starting at `container` named `name`, if any.
+fn find(bytes: &[u8], container: usize, name: &str) -> Step<Option<Element>> {
+    let end = end_of(bytes, container)?;
+    let mut at = container + 4;
+    while at < end {
+        let e = element_at(bytes, at, end)?;
+        if &bytes[e.start + 1..e.name_end] == name.as_bytes() {
+            return Ok(Some(e));
+        }
+        at = e.end;
+    }
+    Ok(None)
+}
+
+/// Every element of the document (or array) starting at `container`.
+fn elements(bytes: &[u8], container: usize) -> Step<Vec<Element>> {
+    let end = end_of(bytes, container)?;
+    let mut at = container + 4;
+    let mut out = Vec::new();
+    while at < end {
+        let e = element_at(bytes, at, end)?;
+        at = e.end;
+        out.push(e);
+    }
+    Ok(out)
+}
+
+/// The position of the terminating NUL of the document starting at `container`.
+fn end_of(bytes: &[u8], container: usize) -> Step<usize> {
+    let len = length_at(bytes, container)?;
+    let end = container
+        .checked_add(len)
+        .and_then(|e| e.checked_sub(1))
+        .or_decline()?;
+    match bytes.get(end) {
+        Some(0) if len >= 5 => Ok(end),
+        _ => Err(Decline),
+    }
+}
+
+fn length_at(bytes: &[u8], at: usize) -> Step<usize> {
+    let four: [u8; 4] = bytes
+        .get(at..at.checked_add(4).or_decline()?)
+        .or_decline()?
+        .try_into()
+        .map_err(|_| Decline)?;
+    usize::try_from(i32::from_le_bytes(four)).map_err(|_| Decline)
+}
+
+/// The element starting at `at`, which must end by `end`.
+fn element_at(bytes: &[u8], at: usize, end: usize) -> Step<Element> {
+    let kind = *bytes.get(at).or_decline()?;
+    let name_end = at
+        + 1
+        + bytes
+            .get(at + 1..end)
+            .or_decline()?
+            .iter()
+            .position(|&b| b == 0)
+            .or_decline()?;
+    let value = name_end + 1;
+    let len = value_length(kind, bytes.get(value..end).or_decline()?)?;
+    let element_end = value.checked_add(len).or_decline()?;
+    if element_end > end {
+        return Err(Decline);
+    }
+    Ok(Element {
+        start: at,
+        name_end,
+        value,
+        end: element_end,
+        kind,
+    })
+}
+
+/// The encoded length of a value of type `kind` at the start of `b` (BSON 1.1).
+fn value_length(kind: u8, b: &[u8]) -> Step<usize> {
+    // A length below its type's minimum is damage: the decoded path reports it.
+    let length = |min: usize| match length_at(b, 0)? {
+        n if n >= min => Ok(n),
+        _ => Err(Decline),
+    };
+    let cstring = |from: usize| -> Step<usize> {
+        let nul = b.get(from..).or_decline()?.iter().position(|&x| x == 0);
+        nul.map(|n| n + 1).or_decline()
+    };
+    Ok(match kind {
+        0x01 | 0x09 | 0x11 | 0x12 => 8,
+        0x02 | 0x0D | 0x0E => 4 + length(1)?,
+        0x03 | 0x04 | 0x0F => length(5)?,
+        0x05 => 5 + length(0)?,
+        0x06 | 0x0A | 0x7F | 0xFF => 0,
+        0x07 => 12,
+        0x08 => 1,
+        0x0B => {
+            let pattern = cstring(0)?;
+            pattern + cstring(pattern)?
+        }
+        0x0C => 4 + length(1)? + 12,
+        0x10 => 4,
+        0x13 => 16,
+        _ => return Err(Decline),
+    })
+}
+
+/// The value of `e`, decoded.
+fn decode(bytes: &[u8], e: Element) -> Step<Bson> {
+    let value = &bytes[e.value..e.end];
+    let mut one = Vec::with_capacity(value.len() + 7);
+    one.extend_from_slice(&[0; 4]);
+    one.push(e.kind);
+    one.push(0);
+    one.extend_from_slice(value);
+    one.push(0);
+    let len = i32::try_from(one.len()).map_err(|_| Decline)?;
+    one[..4].copy_from_slice(&len.to_le_bytes());
+    let doc = RawDocument::from_bytes(&one).map_err(|_| Decline)?;
+    let value: RawBsonRef<'_> = doc.get("").map_err(|_| Decline)?.or_decline()?;
+    Bson::try_from(value).map_err(|_| Decline)
+}
+
+/// `value`'s type and bytes, for a field at `level` (1 at the top); declined when a
+/// document or array there could pass the depth limit (the decoded path then decides).
+fn encode(value: &Bson, level: usize) -> Step<(u8, Vec<u8>)> {
+    let mut one = Document::new();
+    one.insert("", value.clone());
+    let raw = RawDocumentBuf::try_from(&one).map_err(|_| Decline)?;
+    let b = raw.as_bytes();
+    let kind = *b.get(4).or_decline()?;
+    let bytes = b.get(6..b.len().saturating_sub(1)).or_decline()?;
+    if kind == DOCUMENT || kind == ARRAY {
+        let inner = RawDocument::from_bytes(bytes).map_err(|_| Decline)?;
+        let room = MAX_STORED_DEPTH.checked_sub(level + 2).or_decline()?;
+        nesting::check_raw(inner, room).map_err(|_| Decline)?;
+    }
+    Ok((kind, bytes.to_vec()))
+}
+
+/// An element's bytes: type, name, NUL, value.
+fn element(name: &str, kind: u8, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len() + value.len() + 2);
+    out.push(kind);
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    out.extend_from_slice(value);
+    out
+}
+
+/// A document holding `elements` (their bytes, concatenated).
+fn document(elements: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(elements.len() + 5);
+    out.extend_from_slice(&((elements.len() + 5) as i32).to_le_bytes());
+    out.extend_from_slice(elements);
+    out.push(0);
+    out
+}
+
+/// An array of `items` (type and value bytes), numbered from 0.
+fn array<'a>(items: impl Iterator<Item = (u8, &'a [u8])>) -> Vec<u8> {
+    let mut elements = Vec::new();
+    for (i, (kind, value)) in items.enumerate() {
+        elements.extend(element(&i.to_string(), kind, value));
+    }
+    document(&elements)
+}
+
+/// Appends an element at the end of the innermost of `containers`.
+fn append(bytes: &mut Vec<u8>, containers: &[usize], element: &[u8]) -> Step<()> {
+    let at = end_of(bytes, *containers.last().or_decline()?)?;
+    splice(bytes, containers, at..at, element)
+}
+
+/// Replaces `range` with `new` and adjusts the length of each of `containers`, which all
+/// enclose the range (so their length fields lie before it and do not move).
+fn splice(
+    bytes: &mut Vec<u8>,
+    containers: &[usize],
+    range: std::ops::Range<usize>,
+    new: &[u8],
+) -> Step<()> {
+    let grows = new.len() as i64 - range.len() as i64;
+    let mut lengths = Vec::with_capacity(containers.len());
+    for &c in containers {
+        let len = i64::try_from(length_at(bytes, c)?).map_err(|_| Decline)? + grows;
+        lengths.push(i32::try_from(len).map_err(|_| Decline)?);
+    }
+    bytes.splice(range, new.iter().copied());
+    for (&c, len) in containers.iter().zip(lengths) {
+        bytes[c..c + 4].copy_from_slice(&len.to_le_bytes());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, DateTime, Document, RawDocumentBuf, doc};
+    use proptest::prelude::*;
+
+    use super::super::parse::Update;
+    use super::super::write::apply_decoded;
+    use crate::query::{Query, QueryOptions};
+
+    fn now() -> DateTime {
+        DateTime::from_millis(1_700_000_000_123)
+    }
+
+    /// Both paths on one document; `(in place, decoded)`.
+    fn both(
+        original: &Document,
+        update: &Document,
+    ) -> Option<(Option<RawDocumentBuf>, Result<RawDocumentBuf, String>)> {
+        let Ok(Update::Operators(ops)) = Update::parse(update, &[]) else {
+            return None;
+        };
+        let original = RawDocumentBuf::try_from(original).expect("encodes");
+        let query = Query::parse(&Document::new(), QueryOptions::default()).expect("parses");
+        let in_place = super::apply(&ops, &original, now());
+        let decoded = apply_decoded(&ops, &original, &query, now()).map_err(|e| e.to_string());
+        Some((in_place, decoded))
+    }
+
+    /// The in-place result, checked against the decoded one.
+    fn in_place(original: &Document, update: &Document) -> Option<Document> {
+        let (in_place, decoded) = both(original, update).expect("a valid update");
+        let new = in_place?;
+        assert_eq!(Ok(&new), decoded.as_ref(), "{original} with {update}");
+        Some(Document::try_from(new.as_ref()).expect("decodes"))
+    }
+
+    #[test]
+    fn a_bucket_push_is_applied_in_place() {
+        let bucket = doc! {
+            "_id": 1, "owner": "u1", "count": 2,
+            "control": {"earliest": DateTime::from_millis(5), "latest": DateTime::from_millis(9)},
+            "items": [{"text": "a"}, {"text": "b"}],
+        };
+        let update = doc! {
+            "$push": {"items": {"text": "c"}},
+            "$inc": {"count": 1},
+            "$min": {"control.earliest": DateTime::from_millis(12)},
+            "$max": {"control.latest": DateTime::from_millis(12)},
+        };
+        let new = in_place(&bucket, &update).expect("taken in place");
+        assert_eq!(new.get_i32("count").ok(), Some(3));
+        assert_eq!(new.get_array("items").map(Vec::len).ok(), Some(3));
+        assert_eq!(
+            new.get_document("control")
+                .and_then(|c| c.get_datetime("latest"))
+                .ok(),
+            Some(&DateTime::from_millis(12))
+        );
+    }
+
+    #[test]
+    fn missing_paths_are_created_as_the_decoded_path_creates_them() {
+        let original = doc! {"_id": 1, "a": {"x": 1}};
+        for update in [
+            doc! {"$set": {"a.b.c": 5, "z": "new"}},
+            doc! {"$inc": {"n.m": 2}},
+            doc! {"$push": {"a.list": {"$each": [1, 2, 3], "$slice": -2}}},
+            doc! {"$currentDate": {"when": {"$type": "timestamp"}}},
+            doc! {"$mul": {"a.y": 3_i64}},
+        ] {
+            assert!(in_place(&original, &update).is_some(), "{update}");
+        }
+    }
+
+    #[test]
+    fn pops_slices_and_unsets_renumber_and_shrink() {
+        let original = doc! {"_id": 1, "a": [1, 2, 3, 4], "b": {"c": 1, "d": 2}};
+        for update in [
+            doc! {"$pop": {"a": -1}},
+            doc! {"$pop": {"a": 1}},
+            doc! {"$push": {"a": {"$each": [5], "$slice": -3}}},
+            doc! {"$push": {"a": {"$each": [], "$slice": 0}}},
+            doc! {"$unset": {"b.c": ""}},
+            doc! {"$unset": {"zz": "", "b.zz": ""}},
+            doc! {"$set": {"b.d": "a longer value than before"}},
+        ] {
+            assert!(in_place(&original, &update).is_some(), "{update}");
+        }
+    }
+
+    #[test]
+    fn what_it_cannot_do_exactly_is_declined() {
+        let original = doc! {"_id": 1, "a": [{"b": 1}], "s": "text", "n": 1};
+        for update in [
+            doc! {"$set": {"a.0.b": 2}},
+            doc! {"$set": {"a.$[].b": 2}},
+            doc! {"$set": {"s.x": 1}},
+            doc! {"$inc": {"s": 1}},
+            doc! {"$push": {"s": 1}},
+            doc! {"$push": {"a": {"$each": [1], "$position": 0}}},
+            doc! {"$addToSet": {"a": 1}},
+            doc! {"$rename": {"n": "m"}},
+            doc! {"$set": {"_id": 1}},
+            doc! {"$set": {"$top": 1}},
+            doc! {"$inc": {"n": i64::MAX}, "$set": {"z": 1}},
+        ] {
+            let (taken, _) = both(&original, &update).expect("a valid update");
+            assert!(taken.is_none(), "{update} was taken in place");
+        }
+    }
+
+    #[test]
+    fn a_result_over_the_size_limit_is_left_to_the_decoded_path() {
+        let big = "x".repeat(9 * 1024 * 1024);
+        let original = doc! {"_id": 1, "a": big.clone()};
+        let (taken, decoded) = both(&original, &doc! {"$set": {"b": big}}).expect("valid");
+        assert!(taken.is_none());
+        assert!(decoded.is_ok(), "the size limit is the writer's to enforce");
+    }
+
+    fn name() -> impl Strategy<Value = String> {
+        prop::sample::select(vec!["a", "b", "c", "n", "0", "1"]).prop_map(String::from)
+    }
+
+    fn scalar() -> impl Strategy<Value = Bson> {
+        prop_oneof![
+            any::<i32>().prop_map(Bson::Int32),
+            prop_oneof![
+                any::<i64>(),
+                i64::from(i32::MAX) - 2..i64::from(i32::MAX) + 2,
+            ]
+            .prop_map(Bson::Int64),
+            (-1e6f64..1e6).prop_map(Bson::Double),
+            Just(Bson::Double(f64::NAN)),
+            "[a-z]{0,5}".prop_map(Bson::String),
+            any::<bool>().prop_map(Bson::Boolean),
+            Just(Bson::Null),
+            (0i64..4_000_000_000_000).prop_map(|ms| Bson::DateTime(DateTime::from_millis(ms))),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Bson> {
+        scalar().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Bson::Array),
+                prop::collection::vec((name(), inner), 0..4)
+                    .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn document() -> impl Strategy<Value = Document> {
+        prop::collection::vec((name(), value()), 0..6).prop_map(|fields| {
+            let mut d = doc! {"_id": 7};
+            d.extend(fields);
+            d
+        })
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "a", "b", "c", "n", "a.b", "a.c", "a.b.c", "b.a", "c.0", "0", "a.0", "z", "z.y",
+        ])
+        .prop_map(String::from)
+    }
+
+    fn number() -> impl Strategy<Value = Bson> {
+        prop_oneof![
+            (-5i32..5).prop_map(Bson::Int32),
+            prop_oneof![-5i64..5, Just(i64::MAX)].prop_map(Bson::Int64),
+            (-5f64..5.0).prop_map(Bson::Double),
+            Just(Bson::String("x".into())),
+        ]
+    }
+
+    fn operation() -> impl Strategy<Value = (&'static str, String, Bson)> {
+        let push = prop_oneof![
+            value(),
+            (
+                prop::collection::vec(value(), 0..3),
+                prop::option::of(-3i32..3)
+            )
+                .prop_map(|(each, slice)| {
+                    let mut d = doc! {"$each": each};
+                    if let Some(n) = slice {
+                        d.insert("$slice", n);
+                    }
+                    Bson::Document(d)
+                }),
+        ];
+        prop_oneof![
+            (path(), value()).prop_map(|(p, v)| ("$set", p, v)),
+            (path(), number()).prop_map(|(p, v)| ("$inc", p, v)),
+            (path(), number()).prop_map(|(p, v)| ("$mul", p, v)),
+            (path(), value()).prop_map(|(p, v)| ("$min", p, v)),
+            (path(), value()).prop_map(|(p, v)| ("$max", p, v)),
+            path().prop_map(|p| ("$unset", p, Bson::String(String::new()))),
+            (path(), push).prop_map(|(p, v)| ("$push", p, v)),
+            (path(), prop_oneof![Just(1), Just(-1)]).prop_map(|(p, v)| ("$pop", p, Bson::Int32(v))),
+            path().prop_map(|p| ("$currentDate", p, Bson::Boolean(true))),
+            (path(), value()).prop_map(|(p, v)| ("$setOnInsert", p, v)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Law: wherever the in-place path takes an update, its bytes are the decoded path's.
+        #[test]
+        fn in_place_equals_decoded(
+            original in document(),
+            operations in prop::collection::vec(operation(), 1..4),
+        ) {
+            let mut update = Document::new();
+            for (operator, path, operand) in operations {
+                if !update.contains_key(operator) {
+                    update.insert(operator, Document::new());
+                }
+                if let Ok(fields) = update.get_document_mut(operator) {
+                    fields.insert(path, operand);
+                }
+            }
+            if let Some((Some(taken), decoded)) = both(&original, &update) {
+                prop_assert_eq!(Ok(taken), decoded, "{} with {}", original, update);
+            }
+        }
+    }
+}
