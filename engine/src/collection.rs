@@ -27,6 +27,7 @@ use crate::index_store::{Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;
 use crate::tables;
+use crate::update::{Update, Updated};
 
 /// What [`WriteTxn::insert_many`] did: the `_id` of each inserted document and the error of
 /// each refused one, both by position in the input.
@@ -416,9 +417,26 @@ impl<'t> Writer<'t> {
 
     /// Checks `replacement` against every rule that depends on it alone (document rules, index
     /// keys: parallel arrays, hashed arrays, key counts) without writing it.
-    pub(crate) fn check_replacement(&self, replacement: RawDocumentBuf) -> Result<()> {
+    fn check_replacement(&self, replacement: RawDocumentBuf) -> Result<()> {
         let prepared = prepare(replacement).map_err(|source| invalid(&self.meta.name, source))?;
         self.index_keys(&prepared.raw).map(drop)
+    }
+
+    /// [`Writer::check_replacement`] for what `update` made: a spliced document needs only
+    /// the keys of the indexes the update can change.
+    pub(crate) fn check_updated(&self, new: Updated, update: &Update) -> Result<()> {
+        if !new.spliced {
+            return self.check_replacement(new.doc);
+        }
+        for index in self
+            .meta
+            .indexes
+            .iter()
+            .filter(|i| update.may_change(&i.spec))
+        {
+            self.keys_of(index, &new.doc)?;
+        }
+        Ok(())
     }
 
     /// Replaces `old`, which the caller has just read under `id_key` in this transaction, with
@@ -434,6 +452,28 @@ impl<'t> Writer<'t> {
         self.replace_prepared(id_key, old, &prepared, how)
     }
 
+    /// Replaces `old`, just read under `id_key`, with what `update` made of it: a document
+    /// built on the stored bytes is already checked (see `update::in_place`), and only the
+    /// indexes the update can change are recomputed.
+    pub(crate) fn replace_updated(
+        &mut self,
+        id_key: &[u8],
+        old: &RawDocument,
+        new: Updated,
+        update: &Update,
+    ) -> Result<()> {
+        let prepared = if new.spliced {
+            Prepared { raw: new.doc }
+        } else {
+            prepare(new.doc).map_err(|source| invalid(&self.meta.name, source))?
+        };
+        let how = match update {
+            Update::Replacement(_) => Rewrite::Replace,
+            Update::Operators(_) | Update::Pipeline(_) => Rewrite::Update,
+        };
+        self.rewrite(id_key, old, &prepared, how, &|spec| update.may_change(spec))
+    }
+
     fn replace_prepared(
         &mut self,
         id_key: &[u8],
@@ -441,22 +481,33 @@ impl<'t> Writer<'t> {
         prepared: &Prepared,
         how: Rewrite,
     ) -> Result<()> {
-        let old_keys = self.stored_index_keys(old)?;
-        let new_keys = self.index_keys(&prepared.raw)?;
+        self.rewrite(id_key, old, prepared, how, &|_| true)
+    }
+
+    /// Writes `prepared` over `old`, changing the entries of each index `reached` selects (the
+    /// others must hold the same keys for both).
+    fn rewrite(
+        &mut self,
+        id_key: &[u8],
+        old: &RawDocument,
+        prepared: &Prepared,
+        how: Rewrite,
+        reached: &dyn Fn(&crate::IndexSpec) -> bool,
+    ) -> Result<()> {
         let meta = self.meta.clone();
         let mut changes = Vec::with_capacity(meta.indexes.len());
-        for (index, (old_keys, new_keys)) in meta.indexes.iter().zip(old_keys.iter().zip(&new_keys))
-        {
+        for index in meta.indexes.iter().filter(|i| reached(&i.spec)) {
+            let old_keys = self.stored_keys_of(index, old)?;
+            let new_keys = self.keys_of(index, &prepared.raw)?;
             let (removed, added) = diff(old_keys.as_ref(), new_keys.as_ref());
             for key in &added {
                 self.check_unique(index, key, id_key, &prepared.raw)?;
             }
-            changes.push((removed, added));
+            changes.push((index, removed, added, new_keys));
         }
         self.docs.insert(id_key, prepared.raw.as_bytes())?;
-        for ((index, (removed, added)), new_keys) in meta.indexes.iter().zip(changes).zip(&new_keys)
-        {
-            if let Some(keys) = new_keys {
+        for (index, removed, added, new_keys) in changes {
+            if let Some(keys) = &new_keys {
                 self.note_multikey(index, keys);
             }
             for key in &removed {
@@ -492,23 +543,34 @@ impl<'t> Writer<'t> {
         self.meta
             .indexes
             .iter()
-            .map(|index| {
-                index
-                    .spec
-                    .document_keys(doc)
-                    .map_err(|e| key_error(&self.meta.name, index, e))
-            })
+            .map(|index| self.keys_of(index, doc))
             .collect()
     }
 
-    /// The keys of a stored document: it was indexed when written, so failing now means damage.
+    /// The keys of a new document for one index.
+    fn keys_of(&self, index: &IndexMeta, doc: &RawDocument) -> Result<Option<DocumentKeys>> {
+        index
+            .spec
+            .document_keys(doc)
+            .map_err(|e| key_error(&self.meta.name, index, e))
+    }
+
+    /// The keys of a stored document for one index: it was indexed when written, so failing
+    /// now means damage.
+    fn stored_keys_of(&self, index: &IndexMeta, doc: &RawDocument) -> Result<Option<DocumentKeys>> {
+        self.keys_of(index, doc).map_err(|e| self.damaged(e))
+    }
+
+    /// The keys of a stored document for every index; see [`Writer::stored_keys_of`].
     fn stored_index_keys(&self, doc: &RawDocument) -> Result<Vec<Option<DocumentKeys>>> {
-        self.index_keys(doc).map_err(|e| {
-            Error::corrupt(
-                format!("collection `{}`", self.meta.name),
-                format!("stored document cannot be indexed: {e}"),
-            )
-        })
+        self.index_keys(doc).map_err(|e| self.damaged(e))
+    }
+
+    fn damaged(&self, e: Error) -> Error {
+        Error::corrupt(
+            format!("collection `{}`", self.meta.name),
+            format!("stored document cannot be indexed: {e}"),
+        )
     }
 
     fn note_multikey(&mut self, index: &IndexMeta, keys: &DocumentKeys) {

@@ -112,6 +112,53 @@ enum Op {
     /// `update_many({}, {$inc: {field: 1}})`: all or nothing, so a unique violation or a
     /// non-numeric value in any document leaves every document as it was.
     IncAll(&'static str),
+    /// `update_one({_id}, operators)` on nested and array paths, indexed or not: entries of
+    /// the indexes the update reaches change, the others must already be right (verify checks
+    /// both). The model takes the document the engine stored; a refused update changes nothing.
+    Modify(i32, Document),
+}
+
+/// An update of one or two operators on paths inside and beside the indexed fields.
+fn modification() -> BoxedStrategy<Document> {
+    let path = prop::sample::select(vec![
+        "n",
+        "n.x",
+        "n.y",
+        "items",
+        "items.k",
+        "items.0.k",
+        "items.1.v",
+        "tags",
+        "tags.1",
+        "a",
+        "b",
+        "z",
+        "z.w",
+    ]);
+    let op = prop_oneof![
+        (path.clone(), field_value()).prop_map(|(p, v)| ("$set", p, v)),
+        (path.clone(), -2i32..3).prop_map(|(p, n)| ("$inc", p, Bson::Int32(n))),
+        path.clone()
+            .prop_map(|p| ("$unset", p, Bson::String(String::new()))),
+        (path.clone(), field_value()).prop_map(|(p, v)| ("$push", p, v)),
+        (path.clone(), prop_oneof![Just(1), Just(-1)]).prop_map(|(p, n)| (
+            "$pop",
+            p,
+            Bson::Int32(n)
+        )),
+        (path, field_value()).prop_map(|(p, v)| ("$max", p, v)),
+    ];
+    prop::collection::vec(op, 1..3)
+        .prop_map(|ops| {
+            let mut update = Document::new();
+            for (operator, path, value) in ops {
+                let mut fields = update.get_document(operator).cloned().unwrap_or_default();
+                fields.insert(path, value);
+                update.insert(operator, fields);
+            }
+            update
+        })
+        .boxed()
 }
 
 fn op() -> BoxedStrategy<Op> {
@@ -125,6 +172,7 @@ fn op() -> BoxedStrategy<Op> {
         2 => (0i32..12, prop::sample::select(vec!["a", "b", "tags", "u", "cu1", "s", "t", "new"]), field_value())
             .prop_map(|(id, f, v)| Op::Set(id, f, v)),
         1 => prop::sample::select(vec!["a", "cu1", "u"]).prop_map(Op::IncAll),
+        3 => (0i32..12, modification()).prop_map(|(id, u)| Op::Modify(id, u)),
     ]
     .boxed()
 }
@@ -427,6 +475,28 @@ fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
                                 "a refusal"
                             }
                         )));
+                    }
+                }
+            }
+            Op::Modify(id, update) => {
+                let id = Bson::Int32(id);
+                let key = id_key(&id);
+                let outcome = coll.update_one(
+                    &bson::doc! { "_id": id.clone() },
+                    &update,
+                    &UpdateOptions::default(),
+                );
+                if let Ok(result) = outcome {
+                    prop_assert_eq!(result.matched, u64::from(model.contains_key(&key)));
+                    if result.modified > 0 {
+                        let txn = db.read().unwrap();
+                        let stored = txn.collection(C).unwrap().unwrap().get(&id).unwrap();
+                        let stored = Document::try_from(stored.unwrap().as_raw().unwrap()).unwrap();
+                        prop_assert!(
+                            !u_conflict(&model, &stored, Some(&key)),
+                            "update accepted a duplicate `u`"
+                        );
+                        model.insert(key, stored);
                     }
                 }
             }

@@ -159,10 +159,11 @@ impl Description {
             self.removed.push(field.dotted);
         }
         for (k, v) in &new {
-            let field = at.field(k);
             match in_old(k) {
-                None => self.set(&field, *v)?,
-                Some(o) => self.value(o, *v, &field)?,
+                None => self.set(&at.field(k), *v)?,
+                // Equal values are skipped before their path is spelled out.
+                Some(o) if same(o, *v) => {}
+                Some(o) => self.value(o, *v, &at.field(k))?,
             }
         }
         Ok(true)
@@ -197,10 +198,10 @@ impl Description {
                     ));
                 }
                 for (i, v) in n.iter().enumerate() {
-                    let element = at.index(i);
                     match o.get(i) {
-                        Some(ov) => self.value(*ov, *v, &element)?,
-                        None => self.set(&element, *v)?,
+                        Some(ov) if same(*ov, *v) => {}
+                        Some(ov) => self.value(*ov, *v, &at.index(i))?,
+                        None => self.set(&at.index(i), *v)?,
                     }
                 }
             }

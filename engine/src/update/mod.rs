@@ -23,6 +23,7 @@ mod write;
 
 pub use parse::{Operators, Update, UpdateError, UpdateModifications};
 pub use pipeline::Pipeline;
+pub(crate) use write::Updated;
 pub use write::{
     BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modified, Modify, OpResult,
     ReturnDocument, UpdateOptions, UpdateResult, WriteOp,

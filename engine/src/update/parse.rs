@@ -269,6 +269,36 @@ pub struct Operators {
 }
 
 impl Update {
+    /// Whether this update can change the entries of an index with `spec`: a replacement or a
+    /// pipeline can change anything; operators change only what lies on or under their paths
+    /// (a rename's target included). A path is known up to its first array position or
+    /// positional segment (`a.0.b` and `a.$.b` may change anything under `a`); a partial
+    /// index's filter may read any field, so it is always reached.
+    pub(crate) fn may_change(&self, spec: &crate::IndexSpec) -> bool {
+        let Update::Operators(ops) = self else {
+            return true;
+        };
+        if spec.partial_filter().is_some() {
+            return true;
+        }
+        let known = |segments: &[String]| -> usize {
+            segments
+                .iter()
+                .position(|s| s.starts_with('$') || s.bytes().all(|b| b.is_ascii_digit()))
+                .unwrap_or(segments.len())
+        };
+        let meet = |a: &[String], b: &[String]| {
+            let (a, b) = (&a[..known(a)], &b[..known(b)]);
+            a.iter().zip(b).all(|(x, y)| x == y)
+        };
+        spec.keys().iter().any(|(key, _)| {
+            ops.ops.iter().any(|(_, path, op)| {
+                meet(path.path.segments(), key.segments())
+                    || matches!(op, Op::Rename(to) if meet(to.path.segments(), key.segments()))
+            })
+        })
+    }
+
     /// Parses an update document (operators or a replacement) with its array filters.
     pub fn parse(update: &Document, array_filters: &[Document]) -> Result<Update, UpdateError> {
         if nesting::exceeds(update, MAX_INPUT_DEPTH)

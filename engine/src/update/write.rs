@@ -677,11 +677,11 @@ impl WriteTxn<'_> {
                 };
                 let new = updated_document(&original, &query, update, bson::DateTime::now())?;
                 if let Some(new) = &new {
-                    writer.replace_known(&key, &original, new.clone(), rewrite(update))?;
+                    writer.replace_updated(&key, &original, new.clone(), update)?;
                 }
                 Ok(Some(match options.return_document {
                     ReturnDocument::Before => original,
-                    ReturnDocument::After => new.unwrap_or(original),
+                    ReturnDocument::After => new.map_or(original, |n| n.doc),
                 }))
             })?,
             None => None,
@@ -739,7 +739,7 @@ fn update_all_or_nothing(
     for key in ids {
         let original = read_selected(writer, key)?;
         if let Some(new) = updated_document(&original, query, update, now)? {
-            writer.check_replacement(new)?;
+            writer.check_updated(new, update)?;
         }
     }
     let mut undo = if writer.has_unique_index() {
@@ -759,7 +759,7 @@ fn update_all_or_nothing(
         let Some(new) = updated_document(&original, query, update, now)? else {
             continue;
         };
-        if let Err(e) = writer.replace_known(key, &original, new, rewrite(update)) {
+        if let Err(e) = writer.replace_updated(key, &original, new, update) {
             failure = Some(e);
             break;
         }
@@ -795,14 +795,6 @@ fn update_all_or_nothing(
     })
 }
 
-/// How an update rewrites a document, as the change log records it.
-fn rewrite(update: &Update) -> Rewrite {
-    match update {
-        Update::Replacement(_) => Rewrite::Replace,
-        Update::Operators(_) | Update::Pipeline(_) => Rewrite::Update,
-    }
-}
-
 /// A selected document, read again in the transaction that selected it.
 fn read_selected(writer: &Writer<'_>, key: &[u8]) -> Result<RawDocumentBuf> {
     writer.stored(key)?.ok_or_else(|| {
@@ -833,7 +825,7 @@ fn apply_update(
                 .map_err(Error::from)
                 .and_then(|new| match new {
                     Some(new) => writer
-                        .replace_known(key, original, new, rewrite(update))
+                        .replace_updated(key, original, new, update)
                         .map(|()| true),
                     None => Ok(false),
                 });
@@ -866,9 +858,9 @@ fn apply_update(
     }
     let mark = writer.change_mark();
     for (done, (key, original, new)) in changes.iter().enumerate() {
-        if let Err(e) = writer.replace_known(key, original, new.clone(), rewrite(update)) {
+        if let Err(e) = writer.replace_updated(key, original, new.clone(), update) {
             for (key, original, new) in changes[..done].iter().rev() {
-                writer.replace_known(key, new, (*original).clone(), Rewrite::Replace)?;
+                writer.replace_known(key, &new.doc, (*original).clone(), Rewrite::Replace)?;
             }
             writer.undo_changes_since(mark)?;
             return Err(e);
@@ -909,13 +901,22 @@ fn id_of(doc: &RawDocumentBuf) -> Bson {
         .unwrap_or(Bson::Null)
 }
 
+/// A document an update made.
+#[derive(Debug, Clone)]
+pub(crate) struct Updated {
+    pub(crate) doc: RawDocumentBuf,
+    /// Built on the stored bytes by splicing checked values in (see `in_place`): a valid
+    /// document within the limits, its `_id` first and unchanged.
+    pub(crate) spliced: bool,
+}
+
 /// The document an update turns `original` into, or `None` when it changes nothing.
 fn updated_document(
     original: &RawDocumentBuf,
     query: &Query,
     update: &Update,
     now: bson::DateTime,
-) -> std::result::Result<Option<RawDocumentBuf>, UpdateError> {
+) -> std::result::Result<Option<Updated>, UpdateError> {
     let malformed = |e: bson::error::Error| error("", "update", e);
     let new = match update {
         Update::Replacement(replacement) => {
@@ -936,19 +937,22 @@ fn updated_document(
         Update::Operators(ops) => {
             // On the stored bytes where it can, decoded where it must: the same bytes either
             // way (see `in_place`).
-            let new = match super::in_place::apply(ops, original, now) {
-                Some(new) => new,
-                None => apply_decoded(ops, original, query, now)?,
+            let (doc, spliced) = match super::in_place::apply(ops, original, now) {
+                Some(new) => (new, true),
+                None => (apply_decoded(ops, original, query, now)?, false),
             };
-            return Ok((new.as_bytes() != original.as_bytes()).then_some(new));
+            return Ok((doc.as_bytes() != original.as_bytes()).then_some(Updated { doc, spliced }));
         }
         Update::Pipeline(pipeline) => pipeline.apply(
             Document::try_from(original.as_ref()).map_err(malformed)?,
             query.collation(),
         )?,
     };
-    let new = RawDocumentBuf::try_from(&new).map_err(malformed)?;
-    Ok((new.as_bytes() != original.as_bytes()).then_some(new))
+    let doc = RawDocumentBuf::try_from(&new).map_err(malformed)?;
+    Ok((doc.as_bytes() != original.as_bytes()).then_some(Updated {
+        doc,
+        spliced: false,
+    }))
 }
 
 /// Operators applied to a decoded copy of `original`, encoded again.
