@@ -5,11 +5,17 @@
 //! - S1b fan out on write: one document per recipient; `{recipient: 1, sent: 1}`.
 //! - S1c buckets: `odm_patterns::Inbox`, 50 messages per bucket, in both of its variants.
 //!
-//! For each design it prints the time to send the workload, the time to read the latest 50
-//! messages of random users, the documents and index keys one such read examines (from
-//! explain) and the bytes on disk; then one sample inbox, and its live delivery: a reader
-//! thread subscribed to the inbox (`Inbox::subscribe`, over the change log) waits for new
-//! messages instead of polling, and the time from each send to its delivery is reported.
+//! For each design it prints the time to send the workload; the time to read the latest 50
+//! messages of random users warm (the file in memory) and cold (before each read the file's
+//! pages are dropped from the OS cache with `posix_fadvise(POSIX_FADV_DONTNEED)`, and the
+//! database is reopened with a 1 MiB page cache), with the bytes each cold read asked of the
+//! file and the bytes the device delivered (`rchar` and `read_bytes` of `/proc/self/io`); the
+//! documents and index keys one read examines (from explain) and the bytes on disk. Then one
+//! sample inbox, and its live delivery: a reader thread subscribed to the inbox
+//! (`Inbox::subscribe`, over the change log) waits for new messages instead of polling, and
+//! the time from each send to its delivery is reported. The last line compares S1c (the
+//! open-bucket variant) with S1b: `ratio send_s1c/s1b=.. cold_read_s1b/s1c=..
+//! warm_read_s1b/s1c=..`. Cold reads are measured on Linux only.
 //!
 //! `cargo run --release --example inbox -- [--users N] [--messages N] [--recipients N] [--reads N]`
 
@@ -68,9 +74,79 @@ struct Row {
     design: &'static str,
     send_ms: f64,
     read_us: f64,
+    cold: Cold,
     docs: f64,
     keys: f64,
     bytes: u64,
+}
+
+/// Cold reads: time, bytes asked of the file and bytes from the device, per read.
+#[derive(Default)]
+struct Cold {
+    us: f64,
+    file_kib: f64,
+    device_kib: f64,
+}
+
+/// The page cache of the database cold reads reopen.
+const COLD_CACHE: usize = 1 << 20;
+/// How many of the readers read cold.
+const COLD_READS: usize = 200;
+
+/// Reads the inbox of each of `who` (at most [`COLD_READS`]) from a database reopened on
+/// `path` with a small cache, dropping the file's pages from the OS cache before each read.
+fn cold_reads<H>(
+    path: &Path,
+    who: &[String],
+    open: impl Fn(&Database) -> Result<H, Box<dyn std::error::Error>>,
+    read: impl Fn(&H, &str) -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<Cold, Box<dyn std::error::Error>> {
+    let db = Database::from_engine(odm::engine::Database::open_with_cache(path, COLD_CACHE)?);
+    let handle = open(&db)?;
+    let who = &who[..who.len().min(COLD_READS)];
+    let (mut time, mut file, mut device) = (Duration::ZERO, 0, 0);
+    for user in who {
+        drop_from_os_cache(path)?;
+        let before = io_counters();
+        let start = Instant::now();
+        read(&handle, user)?;
+        time += start.elapsed();
+        let after = io_counters();
+        file += after.0 - before.0;
+        device += after.1 - before.1;
+    }
+    let n = who.len().max(1) as f64;
+    Ok(Cold {
+        us: time.as_secs_f64() * 1e6 / n,
+        file_kib: file as f64 / 1024.0 / n,
+        device_kib: device as f64 / 1024.0 / n,
+    })
+}
+
+/// Drops the file's pages from the OS cache (clean pages only: everything was committed).
+#[cfg(target_os = "linux")]
+fn drop_from_os_cache(path: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::open(path)?;
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)?;
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn drop_from_os_cache(_: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// This process's bytes read through system calls and bytes read from storage so far
+/// (`rchar` and `read_bytes` of `/proc/self/io`; zero where there is no such file).
+fn io_counters() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("rchar:"), field("read_bytes:"))
 }
 
 /// A small deterministic generator, so that every design gets the same workload.
@@ -136,7 +212,7 @@ fn fan_out_on_read(
     dir: &Path,
     work: &[(String, Vec<String>, String)],
     who: &[String],
-) -> odm::Result<Row> {
+) -> Result<Row, Box<dyn std::error::Error>> {
     let path = fresh(dir, "fan-out-on-read.redb");
     let db = Database::open(&path)?;
     let messages = db.collection::<Message>()?;
@@ -176,10 +252,24 @@ fn fan_out_on_read(
     let (docs, keys) = examined(&explains);
     drop(messages);
     drop(db);
+    let cold = cold_reads(
+        &path,
+        who,
+        |db| Ok(db.collection::<Message>()?),
+        |messages, user| {
+            messages
+                .find(f.to.contains(user))
+                .sort(Sort::desc(&f.sent))
+                .limit(PAGE as u64)
+                .to_vec()?;
+            Ok(())
+        },
+    )?;
     Ok(Row {
         design: "S1a fan out on read",
         send_ms,
         read_us,
+        cold,
         docs,
         keys,
         bytes: size_of(&path),
@@ -190,7 +280,7 @@ fn fan_out_on_write(
     dir: &Path,
     work: &[(String, Vec<String>, String)],
     who: &[String],
-) -> odm::Result<Row> {
+) -> Result<Row, Box<dyn std::error::Error>> {
     let path = fresh(dir, "fan-out-on-write.redb");
     let db = Database::open(&path)?;
     let deliveries = db.collection::<Delivery>()?;
@@ -233,10 +323,24 @@ fn fan_out_on_write(
     let (docs, keys) = examined(&explains);
     drop(deliveries);
     drop(db);
+    let cold = cold_reads(
+        &path,
+        who,
+        |db| Ok(db.collection::<Delivery>()?),
+        |deliveries, user| {
+            deliveries
+                .find(f.recipient.eq(user))
+                .sort(Sort::desc(&f.sent))
+                .limit(PAGE as u64)
+                .to_vec()?;
+            Ok(())
+        },
+    )?;
     Ok(Row {
         design: "S1b fan out on write",
         send_ms,
         read_us,
+        cold,
         docs,
         keys,
         bytes: size_of(&path),
@@ -287,12 +391,26 @@ fn buckets(
         .filter_map(|u| inbox.explain_latest(u, PAGE).ok())
         .collect();
     let (docs, keys) = examined(&explains);
+    drop(inbox);
+    drop(db);
     let bytes = size_of(&path);
+    let cold = cold_reads(
+        &path,
+        who,
+        |db| Ok(Inbox::<Text>::open(db, "inbox", PAGE as u32, variant)?),
+        |inbox, user| {
+            inbox.latest(user, 0, PAGE)?;
+            Ok(())
+        },
+    )?;
+    let db = Database::open(&path)?;
+    let inbox: Inbox<Text> = Inbox::open(&db, "inbox", PAGE as u32, variant)?;
     Ok((
         Row {
             design,
             send_ms,
             read_us,
+            cold,
             docs,
             keys,
             bytes,
@@ -350,15 +468,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (sequence, inbox, db) = buckets(&dir, &work, &who, InboxVariant::Sequence)?;
     rows.push(sequence);
     println!(
-        "{:<34}{:>12}{:>14}{:>12}{:>12}{:>16}",
-        "design", "send ms", "read µs/op", "docs/read", "keys/read", "bytes on disk"
+        "{:<34}{:>9}{:>10}{:>10}{:>11}{:>11}{:>7}{:>7}{:>11}",
+        "design", "send ms", "warm µs", "cold µs", "file KiB", "disk KiB", "docs", "keys", "bytes"
     );
     for r in &rows {
         println!(
-            "{:<34}{:>12.0}{:>14.1}{:>12.1}{:>12.1}{:>16}",
-            r.design, r.send_ms, r.read_us, r.docs, r.keys, r.bytes
+            "{:<34}{:>9.0}{:>10.1}{:>10.1}{:>11.1}{:>11.1}{:>7.1}{:>7.1}{:>11}",
+            r.design,
+            r.send_ms,
+            r.read_us,
+            r.cold.us,
+            r.cold.file_kib,
+            r.cold.device_kib,
+            r.docs,
+            r.keys,
+            r.bytes
         );
     }
+    println!(
+        "(per read of the latest {PAGE}: warm with the file in memory; cold after dropping the file from the OS cache, {} MiB page cache, first {} readers; KiB asked of the file and read from the device; documents and keys examined)",
+        COLD_CACHE >> 20,
+        COLD_READS.min(who.len())
+    );
     let sample = &who[0];
     println!("\nthe inbox of {sample}, newest first (buckets):");
     for envelope in inbox.latest(sample, 0, 5)? {
@@ -371,6 +502,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(inbox);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
+    // S1b against S1c's open-bucket variant (rows 1 and 2).
+    let (s1b, s1c) = (&rows[1], &rows[2]);
+    println!(
+        "\nratio send_s1c/s1b={:.2} cold_read_s1b/s1c={:.2} warm_read_s1b/s1c={:.2}",
+        s1c.send_ms / s1b.send_ms,
+        s1b.cold.us / s1c.cold.us,
+        s1b.read_us / s1c.read_us
+    );
     Ok(())
 }
 
