@@ -35,6 +35,7 @@ mod options;
 pub mod order;
 mod path;
 pub mod query;
+mod raw;
 mod read;
 pub mod sampling;
 mod schema;

@@ -16,6 +16,8 @@
 
 use bson::{Bson, Document, RawBsonRef, RawDocument, doc};
 
+use crate::raw;
+
 /// The `updateDescription` of the change from `old` to `new`, or `None` when only a
 /// replacement describes it (see the module documentation). With it come MongoDB's
 /// `disambiguatedPaths` (shown with `showExpandedEvents`): for each path that goes through a
@@ -188,20 +190,37 @@ impl Description {
                 }
             }
             (RawBsonRef::Array(o), RawBsonRef::Array(n)) => {
-                let o: Vec<RawBsonRef<'_>> = o.into_iter().collect::<Result<_, _>>()?;
-                let n: Vec<RawBsonRef<'_>> = n.into_iter().collect::<Result<_, _>>()?;
-                if n.len() < o.len() {
+                // Elements are compared as bytes (the same value, as `same` defines it) and
+                // decoded only where they differ: a push onto a long array reads one element.
+                let (ob, nb) = (o.as_bytes(), n.as_bytes());
+                let (Some(old_items), Some(new_items)) =
+                    (raw::elements(ob, 0), raw::elements(nb, 0))
+                else {
+                    return self.set(at, new);
+                };
+                if new_items.len() < old_items.len() {
                     self.note(at);
                     self.truncated.push((
                         at.dotted.clone(),
-                        i32::try_from(n.len()).unwrap_or(i32::MAX),
+                        i32::try_from(new_items.len()).unwrap_or(i32::MAX),
                     ));
                 }
-                for (i, v) in n.iter().enumerate() {
-                    match o.get(i) {
-                        Some(ov) if same(*ov, *v) => {}
-                        Some(ov) => self.value(*ov, *v, &at.index(i))?,
-                        None => self.set(&at.index(i), *v)?,
+                for (i, e) in new_items.iter().enumerate() {
+                    let before = old_items.get(i);
+                    if before
+                        .is_some_and(|b| b.kind == e.kind && b.value_bytes(ob) == e.value_bytes(nb))
+                    {
+                        continue;
+                    }
+                    let old_value = match before {
+                        Some(_) => o.get(i)?,
+                        None => None,
+                    };
+                    match (n.get(i)?, old_value) {
+                        (Some(v), Some(ov)) => self.value(ov, v, &at.index(i))?,
+                        (Some(v), None) if before.is_none() => self.set(&at.index(i), v)?,
+                        // The two readings disagree: the whole array is the change.
+                        _ => return self.set(at, new),
                     }
                 }
             }

@@ -15,7 +15,8 @@
 //! functions in both paths ([`super::apply::scalar`], [`super::apply::sliced`]), and a property
 //! test (`engine/tests/in_place.rs`) holds the two paths to the same bytes.
 //!
-//! Written by hand: the `bson` crate edits decoded documents only.
+//! Written by hand: the `bson` crate edits decoded documents only. Elements are found with
+//! [`crate::raw`].
 
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
@@ -23,6 +24,7 @@ use super::apply::{scalar, sliced};
 use super::parse::{Op, Operators, Segment};
 use crate::document::MAX_DOCUMENT_SIZE;
 use crate::nesting::{self, MAX_STORED_DEPTH};
+use crate::raw::{self, ARRAY, DOCUMENT, Element};
 
 /// The update applied to `original`'s bytes, or `None` when this path declines it (see the
 /// module documentation). The result may equal `original`.
@@ -63,20 +65,6 @@ impl<T> OrDecline<T> for Option<T> {
     fn or_decline(self) -> Step<T> {
         self.ok_or(Decline)
     }
-}
-
-const DOCUMENT: u8 = 0x03;
-const ARRAY: u8 = 0x04;
-
-/// An element inside a document's bytes: where it starts (its type byte), where its name ends
-/// (the name's NUL), where its value starts and where the element ends.
-#[derive(Debug, Clone, Copy)]
-struct Element {
-    start: usize,
-    name_end: usize,
-    value: usize,
-    end: usize,
-    kind: u8,
 }
 
 /// Applies one operation at the path `names` (fields only).
@@ -226,109 +214,16 @@ fn created(op: &Op, now: bson::DateTime, level: usize) -> Step<Option<(u8, Vec<u
     }
 }
 
-/// The element of the document starting at `container` named `name`, if any.
 fn find(bytes: &[u8], container: usize, name: &str) -> Step<Option<Element>> {
-    let end = end_of(bytes, container)?;
-    let mut at = container + 4;
-    while at < end {
-        let e = element_at(bytes, at, end)?;
-        if &bytes[e.start + 1..e.name_end] == name.as_bytes() {
-            return Ok(Some(e));
-        }
-        at = e.end;
-    }
-    Ok(None)
+    raw::find(bytes, container, name).or_decline()
 }
 
-/// Every element of the document (or array) starting at `container`.
 fn elements(bytes: &[u8], container: usize) -> Step<Vec<Element>> {
-    let end = end_of(bytes, container)?;
-    let mut at = container + 4;
-    let mut out = Vec::new();
-    while at < end {
-        let e = element_at(bytes, at, end)?;
-        at = e.end;
-        out.push(e);
-    }
-    Ok(out)
+    raw::elements(bytes, container).or_decline()
 }
 
-/// The position of the terminating NUL of the document starting at `container`.
 fn end_of(bytes: &[u8], container: usize) -> Step<usize> {
-    let len = length_at(bytes, container)?;
-    let end = container
-        .checked_add(len)
-        .and_then(|e| e.checked_sub(1))
-        .or_decline()?;
-    match bytes.get(end) {
-        Some(0) if len >= 5 => Ok(end),
-        _ => Err(Decline),
-    }
-}
-
-fn length_at(bytes: &[u8], at: usize) -> Step<usize> {
-    let four: [u8; 4] = bytes
-        .get(at..at.checked_add(4).or_decline()?)
-        .or_decline()?
-        .try_into()
-        .map_err(|_| Decline)?;
-    usize::try_from(i32::from_le_bytes(four)).map_err(|_| Decline)
-}
-
-/// The element starting at `at`, which must end by `end`.
-fn element_at(bytes: &[u8], at: usize, end: usize) -> Step<Element> {
-    let kind = *bytes.get(at).or_decline()?;
-    let name_end = at
-        + 1
-        + bytes
-            .get(at + 1..end)
-            .or_decline()?
-            .iter()
-            .position(|&b| b == 0)
-            .or_decline()?;
-    let value = name_end + 1;
-    let len = value_length(kind, bytes.get(value..end).or_decline()?)?;
-    let element_end = value.checked_add(len).or_decline()?;
-    if element_end > end {
-        return Err(Decline);
-    }
-    Ok(Element {
-        start: at,
-        name_end,
-        value,
-        end: element_end,
-        kind,
-    })
-}
-
-/// The encoded length of a value of type `kind` at the start of `b` (BSON 1.1).
-fn value_length(kind: u8, b: &[u8]) -> Step<usize> {
-    // A length below its type's minimum is damage: the decoded path reports it.
-    let length = |min: usize| match length_at(b, 0)? {
-        n if n >= min => Ok(n),
-        _ => Err(Decline),
-    };
-    let cstring = |from: usize| -> Step<usize> {
-        let nul = b.get(from..).or_decline()?.iter().position(|&x| x == 0);
-        nul.map(|n| n + 1).or_decline()
-    };
-    Ok(match kind {
-        0x01 | 0x09 | 0x11 | 0x12 => 8,
-        0x02 | 0x0D | 0x0E => 4 + length(1)?,
-        0x03 | 0x04 | 0x0F => length(5)?,
-        0x05 => 5 + length(0)?,
-        0x06 | 0x0A | 0x7F | 0xFF => 0,
-        0x07 => 12,
-        0x08 => 1,
-        0x0B => {
-            let pattern = cstring(0)?;
-            pattern + cstring(pattern)?
-        }
-        0x0C => 4 + length(1)? + 12,
-        0x10 => 4,
-        0x13 => 16,
-        _ => return Err(Decline),
-    })
+    raw::end_of(bytes, container).or_decline()
 }
 
 /// The value of `e`, decoded.
@@ -409,7 +304,8 @@ fn splice(
     let grows = new.len() as i64 - range.len() as i64;
     let mut lengths = Vec::with_capacity(containers.len());
     for &c in containers {
-        let len = i64::try_from(length_at(bytes, c)?).map_err(|_| Decline)? + grows;
+        let len =
+            i64::try_from(raw::length_at(bytes, c).or_decline()?).map_err(|_| Decline)? + grows;
         lengths.push(i32::try_from(len).map_err(|_| Decline)?);
     }
     bytes.splice(range, new.iter().copied());
