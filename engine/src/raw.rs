@@ -31,19 +31,26 @@ impl Element {
     }
 }
 
-/// The element of the document starting at `container` named `name`, if any; `None` inside
-/// when it has none, `None` outside when the bytes cannot be read.
-pub(crate) fn find(bytes: &[u8], container: usize, name: &str) -> Option<Option<Element>> {
-    let end = end_of(bytes, container)?;
+/// Bytes the scanner cannot read.
+#[derive(Debug)]
+pub(crate) struct Unreadable;
+
+/// The element of the document starting at `container` named `name`, if it has one.
+pub(crate) fn find(
+    bytes: &[u8],
+    container: usize,
+    name: &str,
+) -> Result<Option<Element>, Unreadable> {
+    let end = end_of(bytes, container).ok_or(Unreadable)?;
     let mut at = container + 4;
     while at < end {
-        let e = element_at(bytes, at, end)?;
+        let e = element_at(bytes, at, end).ok_or(Unreadable)?;
         if e.name(bytes) == name.as_bytes() {
-            return Some(Some(e));
+            return Ok(Some(e));
         }
         at = e.end;
     }
-    Some(None)
+    Ok(None)
 }
 
 /// Every element of the document (or array) starting at `container`.

@@ -215,7 +215,7 @@ fn created(op: &Op, now: bson::DateTime, level: usize) -> Step<Option<(u8, Vec<u
 }
 
 fn find(bytes: &[u8], container: usize, name: &str) -> Step<Option<Element>> {
-    raw::find(bytes, container, name).or_decline()
+    raw::find(bytes, container, name).map_err(|_| Decline)
 }
 
 fn elements(bytes: &[u8], container: usize) -> Step<Vec<Element>> {
