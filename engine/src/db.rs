@@ -23,6 +23,7 @@ use redb::{ReadableDatabase, ReadableTable};
 use crate::catalog::{Catalog, FORMAT_VERSION, UPGRADABLE_FROM};
 use crate::changes::{ChangeLogOptions, TxnChanges, clock, log as change_log};
 use crate::error::{Error, Result};
+use crate::group_commit::GroupCommit;
 use crate::index_store::{self, Change};
 use crate::query::PlanCache;
 use crate::sampling::Sampler;
@@ -63,6 +64,8 @@ pub(crate) struct Shared {
     /// The bytes of the change log's records as of the last commit (see
     /// `changes::log::log_bytes`); only the writer changes it.
     log_bytes: AtomicU64,
+    /// Concurrent durable writers share syncs (see [`crate::group_commit`]).
+    group: GroupCommit,
 }
 
 impl Drop for Shared {
@@ -232,6 +235,7 @@ impl Database {
                 sampler,
                 change_log: RwLock::new(change_log),
                 log_bytes: AtomicU64::new(log_bytes),
+                group: GroupCommit::default(),
             }),
         })
     }
@@ -297,6 +301,7 @@ impl Database {
         if WRITING.with(Cell::get) {
             return Err(Error::NestedWrite.into());
         }
+        let mut group = self.shared.group.enter();
         let mut txn = self.shared.redb.begin_write().map_err(Error::from)?;
         WRITING.with(|w| w.set(true));
         let _writing = WritingGuard;
@@ -315,6 +320,7 @@ impl Database {
             catalog_changed: false,
             pending: BTreeMap::new(),
             changes: TxnChanges::new(self.change_log()),
+            durability,
         };
         // A panic in `f` (the caller's code or ours) is caught here so that the transaction is
         // aborted before unwinding goes on: redb marks a file as needing repair when a write
@@ -322,7 +328,11 @@ impl Database {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut write)));
         match outcome {
             Ok(Ok(value)) => {
-                write.commit()?;
+                let grouped = write.commit();
+                group.committed();
+                if let Some(number) = grouped? {
+                    self.wait_durable(number)?;
+                }
                 Ok(value)
             }
             Ok(Err(e)) => {
@@ -336,6 +346,19 @@ impl Database {
                 std::panic::resume_unwind(payload)
             }
         }
+    }
+
+    /// Returns once group commit `number` is on disk (see [`crate::group_commit`]).
+    fn wait_durable(&self, number: u64) -> Result<()> {
+        let redb = &self.shared.redb;
+        self.shared.group.wait_durable(number, |lock_taken| {
+            let mut txn = redb.begin_write()?;
+            lock_taken();
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(|e| Error::Storage(e.into()))?;
+            txn.commit()?;
+            Ok(())
+        })
     }
 
     /// The names of all collections, in order.
@@ -411,6 +434,8 @@ pub struct WriteTxn<'db> {
     pub(crate) pending: PendingIndexWrites,
     /// This transaction's records in the change log.
     pub(crate) changes: TxnChanges,
+    /// What the caller asked for; a contended immediate commit joins a group.
+    durability: Durability,
 }
 
 impl std::fmt::Debug for WriteTxn<'_> {
@@ -471,8 +496,19 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    fn commit(mut self) -> Result<()> {
+    /// Commits; returns the group commit number to wait for when the caller asked for a
+    /// durable commit and another thread is writing (see [`crate::group_commit`]).
+    fn commit(mut self) -> Result<Option<u64>> {
         self.flush_index_writes()?;
+        let group = &self.db.shared.group;
+        let grouped = (self.durability == Durability::Immediate && group.contended())
+            .then(|| {
+                self.txn
+                    .set_durability(redb::Durability::None)
+                    .map_err(|e| Error::Storage(e.into()))?;
+                Ok::<u64, Error>(group.issue())
+            })
+            .transpose()?;
         // Samples taken since the last commit ride along (see `sampling`), best effort: a
         // failure to store them loses them, never the transaction.
         let sampler = &self.db.shared.sampler;
@@ -501,7 +537,7 @@ impl WriteTxn<'_> {
             Ok::<(), Error>(())
         };
         if !self.catalog_changed {
-            return counted(self.txn.commit());
+            return counted(self.txn.commit()).map(|()| grouped);
         }
         {
             let mut meta = self.txn.open_table(META)?;
@@ -516,7 +552,7 @@ impl WriteTxn<'_> {
         counted(self.txn.commit())?;
         self.db.shared.sampler.refresh(&self.catalog);
         *cache = self.catalog;
-        Ok(())
+        Ok(grouped)
     }
 }
 

@@ -25,6 +25,7 @@ pub mod decode;
 mod document;
 mod error;
 pub mod expr;
+mod group_commit;
 pub mod hashed;
 mod index;
 mod index_store;

@@ -1,5 +1,6 @@
-//! `bench core`: load, durable inserts, point gets, a full scan and indexed equality queries,
-//! through the engine, raw redb with hand-maintained index tables, and SQLite storing JSON.
+//! `bench core`: load, durable inserts (one thread, then 16 threads at once), point gets, a
+//! full scan and indexed equality queries, through the engine, raw redb with hand-maintained
+//! index tables, and SQLite storing JSON.
 //!
 //! The data: documents of about 250 bytes with two secondary indexes (`user`, 1,000 distinct
 //! values so an equality query returns about 100 documents; `category`). All three systems encode
@@ -21,6 +22,9 @@ use crate::report::{Row, median, per_op, print_table};
 pub(crate) const USERS: u64 = 1_000;
 const BATCH: usize = 1_000;
 const DURABLE_INSERTS: usize = 1_000;
+/// Threads inserting at once, each one document per durable transaction.
+const THREADS: usize = 16;
+const CONCURRENT_EACH: usize = 100;
 const GETS: usize = 100_000;
 const QUERIES: usize = 1_000;
 
@@ -60,6 +64,7 @@ pub(crate) fn item(id: i64, rng: &mut Rng) -> Item {
 struct Timings {
     load: f64,
     durable: f64,
+    concurrent: f64,
     get: f64,
     scan: f64,
     query: f64,
@@ -69,6 +74,8 @@ struct Timings {
 trait System {
     /// Inserts the items in one durable transaction.
     fn write(&mut self, items: &[Item]);
+    /// Inserts the items from [`THREADS`] threads at once, one durable transaction each.
+    fn write_concurrently(&mut self, items: &[Item]);
     /// Gets every id, in batches sharing one read transaction; returns a checksum.
     fn get_many(&mut self, ids: &[i64]) -> i64;
     /// Decodes every document; returns how many.
@@ -95,6 +102,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         let extra: Vec<Item> = (0..DURABLE_INSERTS as i64)
             .map(|i| item(options.docs as i64 + i, &mut rng))
             .collect();
+        let first = (options.docs + DURABLE_INSERTS) as i64;
+        let concurrent: Vec<Item> = (0..(THREADS * CONCURRENT_EACH) as i64)
+            .map(|i| item(first + i, &mut rng))
+            .collect();
         let total = (options.docs + DURABLE_INSERTS) as u64;
         let gets: Vec<i64> = (0..GETS).map(|_| rng.below(total) as i64).collect();
         let users: Vec<String> = (0..QUERIES)
@@ -114,14 +125,23 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             .filter(|&i| options.only.as_deref().is_none_or(|only| only == names[i]))
             .collect();
         let mut checks = [(0i64, 0usize, 0usize); 3];
-        for phase in 0..5 {
+        for phase in 0..6 {
             for &i in &order {
                 let (system, t, check) = (&mut systems[i], &mut timings[i], &mut checks[i]);
                 match phase {
                     0 => t.load = load(system.as_mut(), &items),
                     1 => t.durable = durable(system.as_mut(), &extra),
-                    2 => (check.0, t.get) = per_op(gets.len(), || system.get_many(&gets)),
-                    3 => (check.1, t.scan) = per_op(items.len() + extra.len(), || system.scan()),
+                    2 => {
+                        t.concurrent = per_op(concurrent.len(), || {
+                            system.write_concurrently(&concurrent);
+                        })
+                        .1;
+                    }
+                    3 => (check.0, t.get) = per_op(gets.len(), || system.get_many(&gets)),
+                    4 => {
+                        let all = items.len() + extra.len() + concurrent.len();
+                        (check.1, t.scan) = per_op(all, || system.scan());
+                    }
                     _ => {
                         (check.2, t.query) =
                             per_op(users.len(), || users.iter().map(|u| system.query(u)).sum());
@@ -173,9 +193,10 @@ fn report(results: &[[Timings; 3]]) {
     let column = |system: usize, f: fn(&Timings) -> f64| {
         median(results.iter().map(|r| f(&r[system])).collect())
     };
-    let phases: [Phase; 5] = [
+    let phases: [Phase; 6] = [
         ("load, 1,000 per transaction", "doc", |t| t.load),
         ("insert, one durable txn each", "doc", |t| t.durable),
+        ("same, 16 threads at once", "doc", |t| t.concurrent),
         ("point get", "get", |t| t.get),
         ("full scan, decoded", "doc", |t| t.scan),
         ("indexed equality, ~100 docs", "query", |t| t.query),
@@ -191,14 +212,16 @@ fn report(results: &[[Timings; 3]]) {
     print_table(&["engine", "raw redb", "sqlite"], &rows);
     let ratio = |row: usize, other: usize| rows[row].values[0] / rows[row].values[other];
     println!(
-        "ratio insert={:.2} get={:.2} query={:.2} vs_sqlite insert={:.2} get={:.2} query={:.2} scan={:.2}",
+        "ratio insert={:.2} get={:.2} query={:.2} vs_sqlite insert={:.2} get={:.2} query={:.2} scan={:.2} durable={:.2} concurrent={:.2}",
         ratio(0, 1),
-        ratio(2, 1),
-        ratio(4, 1),
+        ratio(3, 1),
+        ratio(5, 1),
         ratio(0, 2),
-        ratio(2, 2),
-        ratio(4, 2),
         ratio(3, 2),
+        ratio(5, 2),
+        ratio(4, 2),
+        ratio(1, 2),
+        ratio(2, 2),
     );
 }
 
@@ -228,6 +251,14 @@ impl System for EngineSystem {
             .write(|t| t.insert_many("items", items.iter().map(to_raw), true))
             .expect("load");
         assert!(result.failures.is_empty(), "{:?}", result.failures);
+    }
+
+    fn write_concurrently(&mut self, items: &[Item]) {
+        let db = &self.db;
+        on_threads(items, |item| {
+            db.write(|t| t.insert_one("items", to_raw(item)).map(drop))
+                .expect("insert");
+        });
     }
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {
@@ -273,6 +304,17 @@ const RAW_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("docs");
 const RAW_BY_USER: TableDefinition<&[u8], ()> = TableDefinition::new("by_user");
 const RAW_BY_CATEGORY: TableDefinition<&[u8], ()> = TableDefinition::new("by_category");
 
+/// Runs `insert` on every item, the items dealt out to [`THREADS`] threads.
+fn on_threads(items: &[Item], insert: impl Fn(&Item) + Sync) {
+    let share = items.len().div_ceil(THREADS);
+    std::thread::scope(|s| {
+        for chunk in items.chunks(share) {
+            let insert = &insert;
+            s.spawn(move || chunk.iter().for_each(insert));
+        }
+    });
+}
+
 /// Raw redb written by hand: documents by id, and index tables keyed `field bytes ++ id` as a
 /// careful user would write them; BSON encode and decode as in the engine.
 struct RawRedb {
@@ -300,25 +342,14 @@ pub(crate) fn user_key(user: &str, id: u64) -> Vec<u8> {
 }
 
 impl System for RawRedb {
+    fn write_concurrently(&mut self, items: &[Item]) {
+        // redb has one writer at a time: each thread's commit waits for the one before.
+        let db = &self.db;
+        on_threads(items, |item| raw_write(db, std::slice::from_ref(item)));
+    }
+
     fn write(&mut self, items: &[Item]) {
-        let txn = self.db.begin_write().expect("begin");
-        {
-            let mut docs = txn.open_table(RAW_DOCS).expect("docs");
-            let mut by_user = txn.open_table(RAW_BY_USER).expect("by_user");
-            let mut by_category = txn.open_table(RAW_BY_CATEGORY).expect("by_category");
-            for item in items {
-                let bytes = bson::serialize_to_vec(item).expect("encode");
-                let id = item.id as u64;
-                docs.insert(id, bytes.as_slice()).expect("insert");
-                by_user
-                    .insert(user_key(&item.user, id).as_slice(), ())
-                    .expect("insert");
-                let mut category = (item.category as u32 ^ 0x8000_0000).to_be_bytes().to_vec();
-                category.extend_from_slice(&id.to_be_bytes());
-                by_category.insert(category.as_slice(), ()).expect("insert");
-            }
-        }
-        txn.commit().expect("commit");
+        raw_write(&self.db, items);
     }
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {
@@ -373,38 +404,94 @@ impl System for RawRedb {
     }
 }
 
+/// Inserts `items` into raw redb in one durable transaction, index entries by hand.
+fn raw_write(db: &redb::Database, items: &[Item]) {
+    let txn = db.begin_write().expect("begin");
+    {
+        let mut docs = txn.open_table(RAW_DOCS).expect("docs");
+        let mut by_user = txn.open_table(RAW_BY_USER).expect("by_user");
+        let mut by_category = txn.open_table(RAW_BY_CATEGORY).expect("by_category");
+        for item in items {
+            let bytes = bson::serialize_to_vec(item).expect("encode");
+            let id = item.id as u64;
+            docs.insert(id, bytes.as_slice()).expect("insert");
+            by_user
+                .insert(user_key(&item.user, id).as_slice(), ())
+                .expect("insert");
+            let mut category = (item.category as u32 ^ 0x8000_0000).to_be_bytes().to_vec();
+            category.extend_from_slice(&id.to_be_bytes());
+            by_category.insert(category.as_slice(), ()).expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
+}
+
 /// SQLite storing JSON with expression indexes, WAL mode, `synchronous=FULL`.
 struct Sqlite {
     conn: Connection,
+    path: PathBuf,
+}
+
+/// A connection in WAL mode with `synchronous=FULL`, waiting up to a minute for the lock
+/// that concurrent writers share.
+fn sqlite_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.busy_timeout(std::time::Duration::from_mins(1))?;
+    Ok(conn)
+}
+
+/// Inserts `items` in one transaction on `conn`.
+fn sqlite_write(conn: &mut Connection, items: &[Item]) {
+    let txn = conn.transaction().expect("begin");
+    {
+        let mut insert = txn
+            .prepare_cached("INSERT INTO items (id, body) VALUES (?1, ?2)")
+            .expect("prepare");
+        for item in items {
+            let body = serde_json::to_string(item).expect("encode");
+            insert.execute(params![item.id, body]).expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
 }
 
 impl Sqlite {
     fn open(path: &Path) -> rusqlite::Result<Self> {
-        let conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        let conn = sqlite_connection(path)?;
         conn.execute_batch(
             "CREATE TABLE items (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
              CREATE INDEX items_user ON items (json_extract(body, '$.user'));
              CREATE INDEX items_category ON items (json_extract(body, '$.category'));",
         )?;
-        Ok(Sqlite { conn })
+        Ok(Sqlite {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 }
 
 impl System for Sqlite {
     fn write(&mut self, items: &[Item]) {
-        let txn = self.conn.transaction().expect("begin");
-        {
-            let mut insert = txn
-                .prepare_cached("INSERT INTO items (id, body) VALUES (?1, ?2)")
-                .expect("prepare");
-            for item in items {
-                let body = serde_json::to_string(item).expect("encode");
-                insert.execute(params![item.id, body]).expect("insert");
+        sqlite_write(&mut self.conn, items);
+    }
+
+    fn write_concurrently(&mut self, items: &[Item]) {
+        // A connection per thread, as concurrent SQLite writers have; the WAL lock serializes
+        // their transactions, each with its own sync.
+        let share = items.len().div_ceil(THREADS);
+        std::thread::scope(|s| {
+            for chunk in items.chunks(share) {
+                let path = &self.path;
+                s.spawn(move || {
+                    let mut conn = sqlite_connection(path).expect("connects");
+                    for item in chunk {
+                        sqlite_write(&mut conn, std::slice::from_ref(item));
+                    }
+                });
             }
-        }
-        txn.commit().expect("commit");
+        });
     }
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {

@@ -1,0 +1,159 @@
+//! Group commit: concurrent writers that each need a durable commit share one disk sync.
+//!
+//! A durable commit in redb writes its pages and syncs the file (one `fdatasync`, about as
+//! long as the rest of a small transaction together). When several threads write at once,
+//! each transaction commits in turn without the sync (redb's `Durability::None`: visible at
+//! once, lost whole in a crash until a later durable commit), then waits until a durable
+//! commit covers it. One of the waiters (the leader) makes that durable commit, an empty
+//! transaction whose sync persists every commit before it, and wakes the others; a writer
+//! arriving meanwhile waits for the next one. redb holds its write lock through a sync, so
+//! the leader first waits (a short while at most) for the writers already inside a
+//! transaction to commit: then one sync covers them all. So N concurrent writers pay for
+//! about one sync per round instead of N.
+//!
+//! Rules:
+//! - A writer returns from a durable write only once a sync covers its commit, as without
+//!   group commit; each transaction still succeeds or fails on its own (its own redb
+//!   transaction), and a failed sync is reported to every writer it would have covered.
+//! - A writer alone (no other thread inside a write) commits durably at once: waiting for a
+//!   second commit would only add one.
+//! - Other threads may read a commit before its sync returns, as MongoDB readers see a write
+//!   before its journal is flushed; a crash then loses it, and its writer never saw success.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use crate::error::Result;
+
+/// The shared state of a database's group commits.
+#[derive(Debug, Default)]
+pub(crate) struct GroupCommit {
+    /// Threads inside a write transaction (waiting for it, running it or committing it).
+    writers: AtomicUsize,
+    state: Mutex<State>,
+    synced: Condvar,
+}
+
+/// How long a leader waits for writers inside a transaction to commit before it syncs.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
+
+#[derive(Debug, Default)]
+struct State {
+    /// Threads inside a write that have not committed (or ended) yet.
+    uncommitted: usize,
+    /// The number of the latest commit made without a sync.
+    issued: u64,
+    /// Every commit numbered up to this one is on disk.
+    durable: u64,
+    /// Whether a leader is making a durable commit now.
+    syncing: bool,
+}
+
+/// Counts a thread inside a write while it lives, and as uncommitted until
+/// [`Writing::committed`].
+pub(crate) struct Writing<'g> {
+    group: &'g GroupCommit,
+    committed: bool,
+}
+
+impl Writing<'_> {
+    /// The transaction has committed (or given up): a leader need not wait for it.
+    pub(crate) fn committed(&mut self) {
+        if !self.committed {
+            self.committed = true;
+            self.group.lock().uncommitted -= 1;
+            self.group.synced.notify_all();
+        }
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.committed();
+        self.group.writers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl GroupCommit {
+    /// Marks this thread as writing until the guard drops.
+    pub(crate) fn enter(&self) -> Writing<'_> {
+        self.writers.fetch_add(1, Ordering::SeqCst);
+        self.lock().uncommitted += 1;
+        Writing {
+            group: self,
+            committed: false,
+        }
+    }
+
+    /// Whether a durable commit made now should join a group: another thread is writing.
+    pub(crate) fn contended(&self) -> bool {
+        self.writers.load(Ordering::SeqCst) > 1
+    }
+
+    /// Numbers a commit about to be made without a sync. Called while holding redb's write
+    /// lock, so numbers follow commit order.
+    pub(crate) fn issue(&self) -> u64 {
+        let mut state = self.lock();
+        state.issued += 1;
+        state.issued
+    }
+
+    /// Returns once commit `number` is on disk, making the durable commit itself when no
+    /// other thread is: `sync` begins a write transaction (waiting for redb's write lock, so
+    /// every commit numbered before it has finished), calls `before_commit` with it, and
+    /// commits it durably.
+    pub(crate) fn wait_durable(
+        &self,
+        number: u64,
+        sync: impl Fn(&dyn Fn() -> u64) -> Result<()>,
+    ) -> Result<()> {
+        let mut state = self.lock();
+        loop {
+            if state.durable >= number {
+                return Ok(());
+            }
+            if state.syncing {
+                state = self
+                    .synced
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            state.syncing = true;
+            // Let the writers already inside a transaction commit first, so that this sync
+            // covers them too (they cannot commit while it holds redb's write lock).
+            let deadline = std::time::Instant::now() + GATHER;
+            while state.uncommitted > 0 {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                state = self
+                    .synced
+                    .wait_timeout(state, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            drop(state);
+            // Read under redb's write lock: the commits issued so far are all complete.
+            let through = std::cell::Cell::new(0);
+            let outcome = sync(&|| {
+                let issued = self.lock().issued;
+                through.set(issued);
+                issued
+            });
+            state = self.lock();
+            state.syncing = false;
+            if outcome.is_ok() {
+                state.durable = state.durable.max(through.get());
+            }
+            self.synced.notify_all();
+            // A failed sync is this writer's error; the others try again themselves.
+            outcome?;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
