@@ -415,7 +415,7 @@ fn concurrent_durable_writers_lose_nothing_acknowledged() {
                         .expect("ids")
                 })
                 .collect(),
-            None => Default::default(),
+            None => std::collections::BTreeSet::default(),
         };
         for id in &acknowledged {
             assert!(
