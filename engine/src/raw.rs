@@ -31,6 +31,25 @@ impl Element {
     }
 }
 
+/// Calls `f` with the value of `e` (an element of `bytes`) as `bson` reads it; `None` when
+/// `bson` cannot read it. The value is copied into a one-element document for the call.
+pub(crate) fn with_value<R>(
+    bytes: &[u8],
+    e: &Element,
+    f: impl FnOnce(bson::RawBsonRef<'_>) -> R,
+) -> Option<R> {
+    let value = bytes.get(e.value..e.end)?;
+    let mut one = Vec::with_capacity(value.len() + 7);
+    one.extend_from_slice(&i32::try_from(value.len() + 7).ok()?.to_le_bytes());
+    one.push(e.kind);
+    one.push(0);
+    one.extend_from_slice(value);
+    one.push(0);
+    let doc = bson::RawDocument::from_bytes(&one).ok()?;
+    let value = doc.get("").ok()??;
+    Some(f(value))
+}
+
 /// Bytes the scanner cannot read.
 #[derive(Debug)]
 pub(crate) struct Unreadable;

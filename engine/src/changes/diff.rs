@@ -212,15 +212,17 @@ impl Description {
                     {
                         continue;
                     }
-                    let old_value = match before {
-                        Some(_) => o.get(i)?,
-                        None => None,
+                    let done = match before {
+                        Some(b) => raw::with_value(ob, b, |ov| {
+                            raw::with_value(nb, e, |v| self.value(ov, v, &at.index(i)))
+                        })
+                        .flatten(),
+                        None => raw::with_value(nb, e, |v| self.set(&at.index(i), v)),
                     };
-                    match (n.get(i)?, old_value) {
-                        (Some(v), Some(ov)) => self.value(ov, v, &at.index(i))?,
-                        (Some(v), None) if before.is_none() => self.set(&at.index(i), v)?,
-                        // The two readings disagree: the whole array is the change.
-                        _ => return self.set(at, new),
+                    match done {
+                        Some(outcome) => outcome?,
+                        // Bytes bson cannot read: the whole array is the change.
+                        None => return self.set(at, new),
                     }
                 }
             }

@@ -58,20 +58,7 @@ impl Default for PlanCache {
 impl PlanCache {
     /// Counts one operation for each index `plan` reads.
     pub(crate) fn used(&self, meta: &CollectionMeta, plan: &super::plan::Plan) {
-        fn indexes<'p>(plan: &'p super::plan::Plan, out: &mut Vec<&'p str>) {
-            match &plan.access {
-                super::plan::Access::IndexScan(scan) => out.push(&scan.index),
-                super::plan::Access::IdLookup { .. } => out.push(crate::index::ID_INDEX_NAME),
-                super::plan::Access::Or(branches) => {
-                    for branch in branches {
-                        indexes(branch, out);
-                    }
-                }
-                super::plan::Access::CollectionScan => {}
-            }
-        }
-        let mut names = Vec::new();
-        indexes(plan, &mut names);
+        let names = plan.indexes();
         if names.is_empty() {
             return;
         }

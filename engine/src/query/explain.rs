@@ -144,7 +144,7 @@ fn stage(
             let bounds: Document = scan
                 .bounds
                 .iter()
-                .map(|(path, text)| (path.clone(), bson::Bson::String(text.clone())))
+                .map(|(path, bounds)| (path.clone(), bson::Bson::String(bounds.to_string())))
                 .collect();
             fetch(doc! {
                 "stage": "IXSCAN",
@@ -441,7 +441,7 @@ impl Walked {
                                         .join(", "),
                                     other => other.to_string(),
                                 };
-                                (path.clone(), text)
+                                (path.clone(), super::plan::FieldBounds::reported(text))
                             })
                             .collect()
                     })

@@ -52,8 +52,8 @@ pub struct IndexScan {
     pub intervals: Vec<KeyRange>,
     /// Walked from the end, for a sort in the opposite order.
     pub reverse: bool,
-    /// Human-readable bounds, one entry per index field.
-    pub bounds: Vec<(String, String)>,
+    /// The bounds of each index field, shown by explain.
+    pub bounds: Vec<(String, FieldBounds)>,
     pub multikey: bool,
 }
 
@@ -66,6 +66,28 @@ pub struct Plan {
     pub rank: Rank,
     /// Whether the plan cache chose this plan's index for the query's shape.
     pub from_cache: bool,
+}
+
+impl Plan {
+    /// The names of the indexes the plan reads (`_id_` for a lookup by `_id`), each branch
+    /// of an `$or` included.
+    pub fn indexes(&self) -> Vec<&str> {
+        fn walk<'p>(plan: &'p Plan, out: &mut Vec<&'p str>) {
+            match &plan.access {
+                Access::IndexScan(scan) => out.push(&scan.index),
+                Access::IdLookup { .. } => out.push(crate::index::ID_INDEX_NAME),
+                Access::Or(branches) => {
+                    for branch in branches {
+                        walk(branch, out);
+                    }
+                }
+                Access::CollectionScan => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
 }
 
 impl Plan {
@@ -110,6 +132,42 @@ enum Edge {
     BracketEnd(Bracket),
     /// Every string starting with this prefix (as an upper edge).
     StringPrefix(String),
+}
+
+/// The value intervals a plan scans on one index field; displayed as explain shows them
+/// (`[1, 5), ["a", "a"]`), spelled out only when shown: plans are made for every query.
+#[derive(Debug, Clone)]
+pub struct FieldBounds(Bounds);
+
+#[derive(Debug, Clone)]
+enum Bounds {
+    Intervals(Vec<ValueInterval>),
+    /// As a MongoDB server's explain reported them.
+    Reported(String),
+}
+
+impl FieldBounds {
+    /// Bounds as text, as a server's explain reports them.
+    pub fn reported(text: String) -> FieldBounds {
+        FieldBounds(Bounds::Reported(text))
+    }
+}
+
+impl std::fmt::Display for FieldBounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Bounds::Reported(text) => f.write_str(text),
+            Bounds::Intervals(intervals) => {
+                for (i, iv) in intervals.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(&iv.describe())?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -548,10 +606,7 @@ fn index_plan(
         };
         bounds.push((
             path.as_str().to_owned(),
-            ivs.iter()
-                .map(ValueInterval::describe)
-                .collect::<Vec<_>>()
-                .join(", "),
+            FieldBounds(Bounds::Intervals(ivs.clone())),
         ));
         if ivs.iter().all(ValueInterval::is_point) && prefixes.len() * ivs.len() <= MAX_POINTS {
             prefixes = prefixes

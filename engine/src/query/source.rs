@@ -129,16 +129,20 @@ impl<'t> WriteView<'t> {
         (self.meta, self.docs, self.indexes)
     }
 
-    /// Opens the collection's tables. The caller has written out the transaction's buffered
-    /// index changes for this collection and holds no other handle on its tables.
+    /// Opens the collection's documents table and the index tables `plan` reads (a writer
+    /// opens others when it needs them). The caller has written out the transaction's
+    /// buffered index changes for this collection and holds no other handle on its tables.
     pub(crate) fn open(
         txn: &'t WriteTransaction,
         meta: std::sync::Arc<CollectionMeta>,
+        plan: &super::Plan,
     ) -> Result<Self> {
         let docs = txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         let mut indexes = BTreeMap::new();
-        for index in &meta.indexes {
-            indexes.insert(index.id, IndexTablesMut::open(txn, meta.id, index.id)?);
+        for name in plan.indexes() {
+            if let Some(index) = meta.index(name) {
+                indexes.insert(index.id, IndexTablesMut::open(txn, meta.id, index.id)?);
+            }
         }
         Ok(WriteView {
             meta,

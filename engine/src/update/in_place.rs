@@ -18,7 +18,7 @@
 //! Written by hand: the `bson` crate edits decoded documents only. Elements are found with
 //! [`crate::raw`].
 
-use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
 use super::apply::{scalar, sliced};
 use super::parse::{Op, Operators, Segment};
@@ -228,18 +228,9 @@ fn end_of(bytes: &[u8], container: usize) -> Step<usize> {
 
 /// The value of `e`, decoded.
 fn decode(bytes: &[u8], e: Element) -> Step<Bson> {
-    let value = &bytes[e.value..e.end];
-    let mut one = Vec::with_capacity(value.len() + 7);
-    one.extend_from_slice(&[0; 4]);
-    one.push(e.kind);
-    one.push(0);
-    one.extend_from_slice(value);
-    one.push(0);
-    let len = i32::try_from(one.len()).map_err(|_| Decline)?;
-    one[..4].copy_from_slice(&len.to_le_bytes());
-    let doc = RawDocument::from_bytes(&one).map_err(|_| Decline)?;
-    let value: RawBsonRef<'_> = doc.get("").map_err(|_| Decline)?.or_decline()?;
-    Bson::try_from(value).map_err(|_| Decline)
+    raw::with_value(bytes, &e, |v| Bson::try_from(v))
+        .or_decline()?
+        .map_err(|_| Decline)
 }
 
 /// `value`'s type and bytes, for a field at `level` (1 at the top); declined when a

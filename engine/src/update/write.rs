@@ -431,7 +431,7 @@ impl WriteTxn<'_> {
             return Ok(Vec::new());
         };
         let plan = self.plan_over_own_writes(&meta, &query)?;
-        let view = WriteView::open(&self.txn, meta.clone())?;
+        let view = WriteView::open(&self.txn, meta.clone(), &plan)?;
         Cursor::new(&view, plan, query, Decode::bytes())?.collect()
     }
 
@@ -544,7 +544,7 @@ impl WriteTxn<'_> {
         work: impl FnOnce(&mut Writer<'_>, Vec<S>) -> Result<R>,
     ) -> Result<R> {
         let plan = self.plan_over_own_writes(meta, query)?;
-        let view = WriteView::open(&self.txn, meta.clone())?;
+        let view = WriteView::open(&self.txn, meta.clone(), &plan)?;
         let mut selected = Vec::new();
         let selecting = Query {
             projection: None,
