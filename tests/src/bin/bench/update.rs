@@ -202,19 +202,10 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let items: Vec<Document> = (0..options.docs as u64)
         .map(|i| item(i, &mut rng))
         .collect();
-    let engine = Database::open(fresh(&dir, "engine.redb"))?;
-    engine
-        .collection("items")
-        .create_index(IndexSpec::ascending("counter")?)?;
-    engine.collection("buckets").create_index(IndexSpec::new([
-        ("recipient", Direction::Ascending),
-        ("count", Direction::Ascending),
-    ])?)?;
-    for batch in items.chunks(5_000) {
-        engine.write_with(Durability::Eventual, |t| {
-            t.insert_many("items", batch.iter(), true).map(drop)
-        })?;
-    }
+    // The engine as it ships (its change log on), and with the log off: raw redb keeps no
+    // log, so the second is the like-for-like comparison of the update path itself.
+    let engine = loaded_engine(&fresh(&dir, "engine.redb"), &items, true)?;
+    let quiet = loaded_engine(&fresh(&dir, "engine-nolog.redb"), &items, false)?;
     let mut raw = Raw::load(&fresh(&dir, "raw.redb"), &items)?;
     println!(
         "bench update: {} documents (50-element arrays), index counter_1 and buckets recipient_1_count_1, {OPS} updates per kind, {} runs, one transaction per update; {}",
@@ -223,8 +214,8 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         super::report::build()
     );
     println!(
-        "{:<16}{:>14}{:>14}{:>10}",
-        "kind", "engine µs/op", "raw µs/op", "ratio"
+        "{:<16}{:>14}{:>14}{:>14}{:>10}{:>10}",
+        "kind", "engine µs/op", "no log µs/op", "raw µs/op", "ratio", "no log"
     );
     let mut lines = Vec::new();
     let upsert = UpdateOptions {
@@ -236,7 +227,8 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         .into_iter()
         .filter(|k| options.kind.as_deref().is_none_or(|wanted| wanted == *k))
     {
-        let (mut engine_times, mut raw_times) = (Vec::new(), Vec::new());
+        let (mut engine_times, mut quiet_times, mut raw_times) =
+            (Vec::new(), Vec::new(), Vec::new());
         for run in 0..options.runs {
             let mut ops_rng = Rng::new(1_000 + run as u64);
             let targets: Vec<u64> = (0..OPS)
@@ -249,19 +241,20 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
                 })
                 .collect();
             let message = |i: usize| format!("message {run}-{i}");
-            let ((), t) = per_op(OPS, || {
-                for (i, &target) in targets.iter().enumerate() {
-                    let (filter, update, is_upsert) = engine_op(kind, target, &message(i));
-                    let options = if is_upsert { &upsert } else { &plain };
-                    let collection = if is_upsert { "buckets" } else { "items" };
-                    engine
-                        .write_with(Durability::Eventual, |t| {
+            for (db, times) in [(&engine, &mut engine_times), (&quiet, &mut quiet_times)] {
+                let ((), t) = per_op(OPS, || {
+                    for (i, &target) in targets.iter().enumerate() {
+                        let (filter, update, is_upsert) = engine_op(kind, target, &message(i));
+                        let options = if is_upsert { &upsert } else { &plain };
+                        let collection = if is_upsert { "buckets" } else { "items" };
+                        db.write_with(Durability::Eventual, |t| {
                             t.update_one(collection, &filter, &update, options)
                         })
                         .expect("engine update");
-                }
-            });
-            engine_times.push(t);
+                    }
+                });
+                times.push(t);
+            }
             let ((), t) = per_op(OPS, || {
                 for (i, &target) in targets.iter().enumerate() {
                     match kind {
@@ -284,18 +277,54 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
             });
             raw_times.push(t);
         }
-        let (e, r) = (median(engine_times), median(raw_times));
-        println!("{kind:<16}{e:>14.2}{r:>14.2}{:>10.2}", e / r);
-        lines.push(format!("ratio kind={kind} engine/raw={:.2}", e / r));
+        let (e, q, r) = (median(engine_times), median(quiet_times), median(raw_times));
+        println!(
+            "{kind:<16}{e:>14.2}{q:>14.2}{r:>14.2}{:>10.2}{:>10.2}",
+            e / r,
+            q / r
+        );
+        lines.push(format!(
+            "ratio kind={kind} engine/raw={:.2} nolog/raw={:.2}",
+            e / r,
+            q / r
+        ));
     }
     check_same_state(&engine, &raw)?;
+    check_same_state(&quiet, &raw)?;
     for line in lines {
         println!("{line}");
     }
     drop(engine);
+    drop(quiet);
     drop(raw);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// The engine on `path` with the items loaded and the indexes made, its change log on or off.
+fn loaded_engine(
+    path: &std::path::Path,
+    items: &[Document],
+    log: bool,
+) -> Result<Database, Box<dyn std::error::Error>> {
+    let engine = Database::open(path)?;
+    engine.set_change_log(odm_engine::changes::ChangeLogOptions {
+        enabled: log,
+        ..odm_engine::changes::ChangeLogOptions::default()
+    })?;
+    engine
+        .collection("items")
+        .create_index(IndexSpec::ascending("counter")?)?;
+    engine.collection("buckets").create_index(IndexSpec::new([
+        ("recipient", Direction::Ascending),
+        ("count", Direction::Ascending),
+    ])?)?;
+    for batch in items.chunks(5_000) {
+        engine.write_with(Durability::Eventual, |t| {
+            t.insert_many("items", batch.iter(), true).map(drop)
+        })?;
+    }
+    Ok(engine)
 }
 
 /// Both systems made the same changes: equal counter sums, bucket counts and message totals.
