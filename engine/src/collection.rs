@@ -423,7 +423,7 @@ impl<'t> Writer<'t> {
     }
 
     /// [`Writer::check_replacement`] for what `update` made: a spliced document needs only
-    /// the keys of the indexes the update can change.
+    /// the keys of the indexes the update can change (see [`Writer::replace_updated`]).
     pub(crate) fn check_updated(&self, new: Updated, update: &Update) -> Result<()> {
         if !new.spliced {
             return self.check_replacement(new.doc);
@@ -452,9 +452,11 @@ impl<'t> Writer<'t> {
         self.replace_prepared(id_key, old, &prepared, how)
     }
 
-    /// Replaces `old`, just read under `id_key`, with what `update` made of it: a document
+    /// Replaces `old`, just read under `id_key`, with what `update` made of it. A document
     /// built on the stored bytes is already checked (see `update::in_place`), and only the
-    /// indexes the update can change are recomputed.
+    /// indexes the update can change are recomputed: every other field keeps its stored
+    /// bytes. A decoded and re-encoded document may differ anywhere (the encoding is made
+    /// canonical), so all its indexes are.
     pub(crate) fn replace_updated(
         &mut self,
         id_key: &[u8],
@@ -462,16 +464,16 @@ impl<'t> Writer<'t> {
         new: Updated,
         update: &Update,
     ) -> Result<()> {
-        let prepared = if new.spliced {
-            Prepared { raw: new.doc }
-        } else {
-            prepare(new.doc).map_err(|source| invalid(&self.meta.name, source))?
-        };
         let how = match update {
             Update::Replacement(_) => Rewrite::Replace,
             Update::Operators(_) | Update::Pipeline(_) => Rewrite::Update,
         };
-        self.rewrite(id_key, old, &prepared, how, &|spec| update.may_change(spec))
+        if new.spliced {
+            let prepared = Prepared { raw: new.doc };
+            return self.rewrite(id_key, old, &prepared, how, &|spec| update.may_change(spec));
+        }
+        let prepared = prepare(new.doc).map_err(|source| invalid(&self.meta.name, source))?;
+        self.rewrite(id_key, old, &prepared, how, &|_| true)
     }
 
     fn replace_prepared(

@@ -19,6 +19,12 @@
 //!   second commit would only add one.
 //! - Other threads may read a commit before its sync returns, as MongoDB readers see a write
 //!   before its journal is flushed; a crash then loses it, and its writer never saw success.
+//!   A failed sync reports an error for a commit others may already have read (and a later
+//!   sync may yet persist): as with any storage error, the writer cannot know whether its
+//!   write is on disk, and a retry must be safe to apply twice.
+//! - A grouped writer takes redb's write lock again after its commit (to sync). A write
+//!   closure on another thread that waits for this writer's `write` call to return would wait
+//!   forever; without other writers the commit is durable at once, as before.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
@@ -47,6 +53,16 @@ struct State {
     durable: u64,
     /// Whether a leader is making a durable commit now.
     syncing: bool,
+}
+
+/// Ends a leader's turn when dropped: clears `syncing` and wakes the waiters.
+struct Leading<'g>(&'g GroupCommit);
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.0.lock().syncing = false;
+        self.0.synced.notify_all();
+    }
 }
 
 /// Counts a thread inside a write while it lives, and as uncommitted until
@@ -120,6 +136,8 @@ impl GroupCommit {
                 continue;
             }
             state.syncing = true;
+            // However the sync ends (a panic included), the next waiter may lead.
+            let leading = Leading(self);
             // Let the writers already inside a transaction commit first, so that this sync
             // covers them too (they cannot commit while it holds redb's write lock).
             let deadline = std::time::Instant::now() + GATHER;
@@ -143,13 +161,14 @@ impl GroupCommit {
                 issued
             });
             state = self.lock();
-            state.syncing = false;
             if outcome.is_ok() {
                 state.durable = state.durable.max(through.get());
             }
-            self.synced.notify_all();
+            drop(state);
+            drop(leading);
             // A failed sync is this writer's error; the others try again themselves.
             outcome?;
+            state = self.lock();
         }
     }
 

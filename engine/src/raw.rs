@@ -50,28 +50,6 @@ pub(crate) fn with_value<R>(
     Some(f(value))
 }
 
-/// Bytes the scanner cannot read.
-#[derive(Debug)]
-pub(crate) struct Unreadable;
-
-/// The element of the document starting at `container` named `name`, if it has one.
-pub(crate) fn find(
-    bytes: &[u8],
-    container: usize,
-    name: &str,
-) -> Result<Option<Element>, Unreadable> {
-    let end = end_of(bytes, container).ok_or(Unreadable)?;
-    let mut at = container + 4;
-    while at < end {
-        let e = element_at(bytes, at, end).ok_or(Unreadable)?;
-        if e.name(bytes) == name.as_bytes() {
-            return Ok(Some(e));
-        }
-        at = e.end;
-    }
-    Ok(None)
-}
-
 /// Every element of the document (or array) starting at `container`.
 pub(crate) fn elements(bytes: &[u8], container: usize) -> Option<Vec<Element>> {
     let end = end_of(bytes, container)?;
@@ -185,7 +163,6 @@ mod tests {
             // Never a panic; wherever the damage is, reading stops or still finds elements
             // within the bytes.
             let _ = elements(&bad, 0);
-            let _ = find(&bad, 0, "b");
         }
         let mut wrong_length = good.clone();
         wrong_length[0] = 200;

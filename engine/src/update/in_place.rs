@@ -13,7 +13,12 @@
 //! value nested near the depth limit, a result over the size limit, bytes it cannot read); the
 //! decoded path then applies the update and reports any error. Values are computed by the same
 //! functions in both paths ([`super::apply::scalar`], [`super::apply::sliced`]), and a property
-//! test (`engine/tests/in_place.rs`) holds the two paths to the same bytes.
+//! test (`tests::in_place_equals_decoded`) holds the two paths to the same bytes.
+//!
+//! One difference is deliberate: the decoded path re-encodes the whole document, so bytes the
+//! `bson` crate would write otherwise (regex options out of order, a field name twice, in a
+//! document inserted as raw bytes) come out canonical; this path leaves the fields it does not
+//! touch as they were stored, and declines when the path itself names a field held twice.
 //!
 //! Written by hand: the `bson` crate edits decoded documents only. Elements are found with
 //! [`crate::raw`].
@@ -71,7 +76,9 @@ impl<T> OrDecline<T> for Option<T> {
 fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Step<()> {
     let (&last, parents) = names.split_last().or_decline()?;
     let first = names[0];
-    if first == "_id" || first.starts_with('$') {
+    // A value at the end of a path of n fields sits n documents deep: near the limit, the
+    // decoded path (and the writer's check) decides.
+    if first == "_id" || first.starts_with('$') || names.len() + 2 > MAX_STORED_DEPTH {
         return Err(Decline);
     }
     let creates = match op {
@@ -214,8 +221,17 @@ fn created(op: &Op, now: bson::DateTime, level: usize) -> Step<Option<(u8, Vec<u
     }
 }
 
+/// The element named `name`; declined when the document holds the name twice (the decoded
+/// path keeps one of them, so no edit of the bytes could give its result).
 fn find(bytes: &[u8], container: usize, name: &str) -> Step<Option<Element>> {
-    raw::find(bytes, container, name).map_err(|_| Decline)
+    let mut named = elements(bytes, container)?
+        .into_iter()
+        .filter(|e| e.name(bytes) == name.as_bytes());
+    let found = named.next();
+    if named.next().is_some() {
+        return Err(Decline);
+    }
+    Ok(found)
 }
 
 fn elements(bytes: &[u8], container: usize) -> Step<Vec<Element>> {
@@ -415,6 +431,39 @@ mod tests {
             let (taken, _) = both(&original, &update).expect("a valid update");
             assert!(taken.is_none(), "{update} was taken in place");
         }
+    }
+
+    #[test]
+    fn paths_near_the_depth_limit_are_left_to_the_decoded_path() {
+        let deep = vec!["a"; 99].join(".");
+        let (taken, decoded) = both(&doc! {"_id": 1}, &doc! {"$set": {deep: 1}}).expect("valid");
+        assert!(taken.is_none());
+        assert!(
+            decoded.is_ok(),
+            "the depth limit is the writer's to enforce"
+        );
+    }
+
+    #[test]
+    fn a_field_named_twice_on_the_path_is_declined() {
+        let mut original = RawDocumentBuf::new();
+        original.append(bson::cstr!("_id"), 1);
+        original.append(bson::cstr!("a"), 1);
+        original.append(bson::cstr!("a"), 2);
+        let Ok(Update::Operators(ops)) = Update::parse(&doc! {"$inc": {"a": 1}}, &[]) else {
+            panic!("a valid update");
+        };
+        assert!(super::apply(&ops, &original, now()).is_none());
+        // A field named twice elsewhere is left as stored.
+        let Ok(Update::Operators(ops)) = Update::parse(&doc! {"$set": {"b": 1}}, &[]) else {
+            panic!("a valid update");
+        };
+        let new = super::apply(&ops, &original, now()).expect("taken in place");
+        let names: Vec<String> = new
+            .iter()
+            .map(|e| e.expect("readable").0.as_str().to_owned())
+            .collect();
+        assert_eq!(names, ["_id", "a", "a", "b"]);
     }
 
     #[test]
