@@ -473,7 +473,7 @@ impl<'t> Writer<'t> {
             return self.rewrite(id_key, old, &prepared, how, &|spec| update.may_change(spec));
         }
         let prepared = prepare(new.doc).map_err(|source| invalid(&self.meta.name, source))?;
-        self.rewrite(id_key, old, &prepared, how, &|_| true)
+        self.replace_prepared(id_key, old, &prepared, how)
     }
 
     fn replace_prepared(

@@ -320,6 +320,14 @@ impl<'de> Reader<'de> {
     }
 }
 
+/// The encoded length of a value of BSON type `kind` at the start of `bytes`, as the reader
+/// skips it (lengths and strings checked); `None` when it cannot be read.
+pub(crate) fn value_length(kind: u8, bytes: &[u8]) -> Option<usize> {
+    let mut reader = Reader::new(bytes, false);
+    reader.skip(kind).ok()?;
+    Some(reader.pos)
+}
+
 /// The value at the reader's position, of BSON type `ty`. For documents and arrays whose header
 /// was already read, `end` is the position of their terminating NUL.
 struct Value<'a, 'de> {

@@ -121,7 +121,7 @@ impl GroupCommit {
     pub(crate) fn wait_durable(
         &self,
         number: u64,
-        sync: impl Fn(&dyn Fn() -> u64) -> Result<()>,
+        sync: impl Fn(&dyn Fn()) -> Result<()>,
     ) -> Result<()> {
         let mut state = self.lock();
         loop {
@@ -155,11 +155,7 @@ impl GroupCommit {
             drop(state);
             // Read under redb's write lock: the commits issued so far are all complete.
             let through = std::cell::Cell::new(0);
-            let outcome = sync(&|| {
-                let issued = self.lock().issued;
-                through.set(issued);
-                issued
-            });
+            let outcome = sync(&|| through.set(self.lock().issued));
             state = self.lock();
             if outcome.is_ok() {
                 state.durable = state.durable.max(through.get());
@@ -174,5 +170,39 @@ impl GroupCommit {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::GroupCommit;
+
+    /// A leader whose sync panics hands the lead on: the next writer waiting for the same
+    /// commit leads a sync of its own instead of waiting forever.
+    #[test]
+    fn a_panicking_leader_hands_the_lead_on() {
+        let group = std::sync::Arc::new(GroupCommit::default());
+        let number = group.issue();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            group.wait_durable(number, |_| panic!("the sync panics"))
+        }));
+        assert!(panicked.is_err());
+        let (done, finished) = mpsc::channel();
+        let next = group.clone();
+        std::thread::spawn(move || {
+            let outcome = next.wait_durable(number, |lock_taken| {
+                lock_taken();
+                Ok(())
+            });
+            let _ = done.send(outcome.is_ok());
+        });
+        assert_eq!(
+            finished.recv_timeout(Duration::from_secs(10)),
+            Ok(true),
+            "the next writer did not lead a sync"
+        );
     }
 }

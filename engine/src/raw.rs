@@ -1,6 +1,8 @@
 //! BSON read element by element on the bytes: where each element starts and ends, without
 //! validating names or decoding values. The in-place update path edits documents with it, and
-//! the change log's update description compares arrays with it.
+//! the change log's update description compares arrays with it. A value's length is what the
+//! decoder reads when it skips one ([`crate::decode::value_length`]): one reading of BSON's
+//! value layouts.
 //!
 //! Every function bounds-checks and returns `None` on bytes it cannot read; callers then take
 //! the decoding path, which reports the damage. Written by hand: the `bson` crate's raw
@@ -84,7 +86,7 @@ fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
     let kind = *bytes.get(at)?;
     let name_end = at + 1 + bytes.get(at + 1..end)?.iter().position(|&b| b == 0)?;
     let value = name_end + 1;
-    let len = value_length(kind, bytes.get(value..end)?)?;
+    let len = crate::decode::value_length(kind, bytes.get(value..end)?)?;
     let element_end = value.checked_add(len)?;
     (element_end <= end).then_some(Element {
         start: at,
@@ -92,30 +94,6 @@ fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
         value,
         end: element_end,
         kind,
-    })
-}
-
-/// The encoded length of a value of type `kind` at the start of `b` (BSON 1.1); `None` for an
-/// unknown type or a length below its type's minimum.
-fn value_length(kind: u8, b: &[u8]) -> Option<usize> {
-    let length = |min: usize| length_at(b, 0).filter(|&n| n >= min);
-    let cstring = |from: usize| Some(b.get(from..)?.iter().position(|&x| x == 0)? + 1);
-    Some(match kind {
-        0x01 | 0x09 | 0x11 | 0x12 => 8,
-        0x02 | 0x0D | 0x0E => 4 + length(1)?,
-        0x03 | 0x04 | 0x0F => length(5)?,
-        0x05 => 5 + length(0)?,
-        0x06 | 0x0A | 0x7F | 0xFF => 0,
-        0x07 => 12,
-        0x08 => 1,
-        0x0B => {
-            let pattern = cstring(0)?;
-            pattern + cstring(pattern)?
-        }
-        0x0C => 4 + length(1)? + 12,
-        0x10 => 4,
-        0x13 => 16,
-        _ => return None,
     })
 }
 

@@ -541,20 +541,23 @@ fn transactions_emit_only_after_commit_and_nothing_after_abort() {
     assert_eq!(ops(&got), ["insert"]);
 }
 
+/// A stream of collection `c` from now, through `pipeline`.
+fn with_pipeline(db: &Database, pipeline: Vec<Document>) -> odm_engine::Result<ChangeStream> {
+    ChangeStream::open(
+        db,
+        Scope::Collection("c".into()),
+        ChangeStreamOptions {
+            pipeline,
+            ..options(Start::Now)
+        },
+    )
+}
+
 #[test]
 fn a_pipeline_shapes_events_and_must_keep_their_token() {
     let db = Database::in_memory().unwrap();
     let c = db.collection("c");
-    let open = |pipeline: Vec<Document>| {
-        ChangeStream::open(
-            &db,
-            Scope::Collection("c".into()),
-            ChangeStreamOptions {
-                pipeline,
-                ..options(Start::Now)
-            },
-        )
-    };
+    let open = |pipeline: Vec<Document>| with_pipeline(&db, pipeline);
     let mut only_updates = open(vec![
         doc! {"$match": {"operationType": "update"}},
         doc! {"$project": {"documentKey": 1}},
@@ -587,17 +590,7 @@ fn a_pipeline_shapes_events_and_must_keep_their_token() {
 fn every_allowed_stage_shapes_events() {
     let db = Database::in_memory().unwrap();
     let c = db.collection("c");
-    let with = |stages: Vec<Document>| {
-        ChangeStream::open(
-            &db,
-            Scope::Collection("c".into()),
-            ChangeStreamOptions {
-                pipeline: stages,
-                ..options(Start::Now)
-            },
-        )
-        .unwrap()
-    };
+    let with = |stages: Vec<Document>| with_pipeline(&db, stages).unwrap();
     let mut streams = [
         with(vec![
             doc! {"$set": {"seen": 1}},

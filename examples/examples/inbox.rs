@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use bson::DateTime;
 use bson::oid::ObjectId;
 use odm::engine::query::Explain;
-use odm::{Database, Document, Sort};
+use odm::{Collection, Database, Document, Find, Sort};
 use odm_patterns::{Inbox, InboxVariant};
 use serde::{Deserialize, Serialize};
 
@@ -208,6 +208,24 @@ fn examined(explains: &[Explain]) -> (f64, f64) {
     (docs as f64 / n, keys as f64 / n)
 }
 
+/// S1a's read: the latest page of messages sent to `user`.
+fn latest_messages(messages: &Collection<Message>, user: &str) -> Find<Message> {
+    let f = Message::fields();
+    messages
+        .find(f.to.contains(user))
+        .sort(Sort::desc(&f.sent))
+        .limit(PAGE as u64)
+}
+
+/// S1b's read: the latest page of `user`'s deliveries.
+fn latest_deliveries(deliveries: &Collection<Delivery>, user: &str) -> Find<Delivery> {
+    let f = Delivery::fields();
+    deliveries
+        .find(f.recipient.eq(user))
+        .sort(Sort::desc(&f.sent))
+        .limit(PAGE as u64)
+}
+
 fn fan_out_on_read(
     dir: &Path,
     work: &[(String, Vec<String>, String)],
@@ -232,13 +250,7 @@ fn fan_out_on_read(
         })?;
     }
     let send_ms = start.elapsed().as_secs_f64() * 1e3;
-    let f = Message::fields();
-    let latest = |user: &str| {
-        messages
-            .find(f.to.contains(user))
-            .sort(Sort::desc(&f.sent))
-            .limit(PAGE as u64)
-    };
+    let latest = |user: &str| latest_messages(&messages, user);
     let start = Instant::now();
     for user in who {
         latest(user).to_vec()?;
@@ -257,11 +269,7 @@ fn fan_out_on_read(
         who,
         |db| Ok(db.collection::<Message>()?),
         |messages, user| {
-            messages
-                .find(f.to.contains(user))
-                .sort(Sort::desc(&f.sent))
-                .limit(PAGE as u64)
-                .to_vec()?;
+            latest_messages(messages, user).to_vec()?;
             Ok(())
         },
     )?;
@@ -303,13 +311,7 @@ fn fan_out_on_write(
         })?;
     }
     let send_ms = start.elapsed().as_secs_f64() * 1e3;
-    let f = Delivery::fields();
-    let latest = |user: &str| {
-        deliveries
-            .find(f.recipient.eq(user))
-            .sort(Sort::desc(&f.sent))
-            .limit(PAGE as u64)
-    };
+    let latest = |user: &str| latest_deliveries(&deliveries, user);
     let start = Instant::now();
     for user in who {
         latest(user).to_vec()?;
@@ -328,11 +330,7 @@ fn fan_out_on_write(
         who,
         |db| Ok(db.collection::<Delivery>()?),
         |deliveries, user| {
-            deliveries
-                .find(f.recipient.eq(user))
-                .sort(Sort::desc(&f.sent))
-                .limit(PAGE as u64)
-                .to_vec()?;
+            latest_deliveries(deliveries, user).to_vec()?;
             Ok(())
         },
     )?;

@@ -255,9 +255,11 @@ impl System for EngineSystem {
 
     fn write_concurrently(&mut self, items: &[Item]) {
         let db = &self.db;
-        on_threads(items, |item| {
-            db.write(|t| t.insert_one("items", to_raw(item)).map(drop))
-                .expect("insert");
+        on_threads(items, |share| {
+            for item in share {
+                db.write(|t| t.insert_one("items", to_raw(item)).map(drop))
+                    .expect("insert");
+            }
         });
     }
 
@@ -304,13 +306,13 @@ const RAW_DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("docs");
 const RAW_BY_USER: TableDefinition<&[u8], ()> = TableDefinition::new("by_user");
 const RAW_BY_CATEGORY: TableDefinition<&[u8], ()> = TableDefinition::new("by_category");
 
-/// Runs `insert` on every item, the items dealt out to [`THREADS`] threads.
-fn on_threads(items: &[Item], insert: impl Fn(&Item) + Sync) {
+/// Deals the items out to [`THREADS`] threads, each running `insert` on its share.
+fn on_threads(items: &[Item], insert: impl Fn(&[Item]) + Sync) {
     let share = items.len().div_ceil(THREADS);
     std::thread::scope(|s| {
         for chunk in items.chunks(share) {
             let insert = &insert;
-            s.spawn(move || chunk.iter().for_each(insert));
+            s.spawn(move || insert(chunk));
         }
     });
 }
@@ -345,7 +347,11 @@ impl System for RawRedb {
     fn write_concurrently(&mut self, items: &[Item]) {
         // redb has one writer at a time: each thread's commit waits for the one before.
         let db = &self.db;
-        on_threads(items, |item| raw_write(db, std::slice::from_ref(item)));
+        on_threads(items, |share| {
+            for item in share {
+                raw_write(db, std::slice::from_ref(item));
+            }
+        });
     }
 
     fn write(&mut self, items: &[Item]) {
@@ -480,16 +486,11 @@ impl System for Sqlite {
     fn write_concurrently(&mut self, items: &[Item]) {
         // A connection per thread, as concurrent SQLite writers have; the WAL lock serializes
         // their transactions, each with its own sync.
-        let share = items.len().div_ceil(THREADS);
-        std::thread::scope(|s| {
-            for chunk in items.chunks(share) {
-                let path = &self.path;
-                s.spawn(move || {
-                    let mut conn = sqlite_connection(path).expect("connects");
-                    for item in chunk {
-                        sqlite_write(&mut conn, std::slice::from_ref(item));
-                    }
-                });
+        let path = &self.path;
+        on_threads(items, |share| {
+            let mut conn = sqlite_connection(path).expect("connects");
+            for item in share {
+                sqlite_write(&mut conn, std::slice::from_ref(item));
             }
         });
     }
