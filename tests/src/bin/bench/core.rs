@@ -1,6 +1,7 @@
 //! `bench core`: load, durable inserts (one thread, then 16 threads at once), point gets, a
 //! full scan and indexed equality queries, through the engine, raw redb with hand-maintained
-//! index tables, and SQLite storing JSON.
+//! index tables, and SQLite storing JSON; with the `peers` feature, also through `TalaDB` and
+//! `native_db` (see `peers.rs`).
 //!
 //! The data: documents of about 250 bytes with two secondary indexes (`user`, 1,000 distinct
 //! values so an equality query returns about 100 documents; `category`). All three systems encode
@@ -71,7 +72,7 @@ struct Timings {
 }
 
 /// The phases every system implements.
-trait System {
+pub(crate) trait System {
     /// Inserts the items in one durable transaction.
     fn write(&mut self, items: &[Item]);
     /// Inserts the items from [`THREADS`] threads at once, one durable transaction each.
@@ -93,7 +94,14 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         options.runs,
         super::report::build()
     );
-    let mut results: Vec<[Timings; 3]> = Vec::new();
+    let mut results: Vec<Vec<Timings>> = Vec::new();
+    #[cfg_attr(
+        not(feature = "peers"),
+        expect(unused_mut, reason = "the peers add names")
+    )]
+    let mut names: Vec<&str> = vec!["engine", "raw", "sqlite"];
+    #[cfg(feature = "peers")]
+    names.extend(super::peers::NAMES);
     for run in 0..options.runs {
         let mut rng = Rng::new(42 + run as u64);
         let items: Vec<Item> = (0..options.docs as i64)
@@ -111,20 +119,22 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         let users: Vec<String> = (0..QUERIES)
             .map(|_| format!("user{:05}", rng.below(USERS)))
             .collect();
-        let mut timings: [Timings; 3] = Default::default();
-        let mut systems: [Box<dyn System>; 3] = [
+        let mut systems: Vec<Box<dyn System>> = vec![
             Box::new(EngineSystem::new(&fresh(&dir, "engine.redb"))?),
             Box::new(RawRedb::open(&fresh(&dir, "raw.redb"))?),
             Box::new(Sqlite::open(&fresh(&dir, "sqlite.db"))?),
         ];
-        let names = ["engine", "raw", "sqlite"];
+        #[cfg(feature = "peers")]
+        systems.extend(super::peers::open(&dir)?);
+        let count = systems.len();
+        let mut timings = vec![Timings::default(); count];
         // Phase by phase, every system in turn, starting with a different one each run: a burst
         // of noise on the machine then falls on all systems alike.
-        let order: Vec<usize> = (0..3)
-            .map(|i| (i + run) % 3)
+        let order: Vec<usize> = (0..count)
+            .map(|i| (i + run) % count)
             .filter(|&i| options.only.as_deref().is_none_or(|only| only == names[i]))
             .collect();
-        let mut checks = [(0i64, 0usize, 0usize); 3];
+        let mut checks = vec![(0i64, 0usize, 0usize); count];
         for phase in 0..6 {
             for &i in &order {
                 let (system, t, check) = (&mut systems[i], &mut timings[i], &mut checks[i]);
@@ -156,7 +166,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         results.push(timings);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    report(&results);
+    report(&names, &results);
     Ok(())
 }
 
@@ -189,7 +199,7 @@ fn durable(system: &mut dyn System, items: &[Item]) -> f64 {
 /// A table row's label, unit and the figure it reads from each system's timings.
 type Phase = (&'static str, &'static str, fn(&Timings) -> f64);
 
-fn report(results: &[[Timings; 3]]) {
+fn report(names: &[&str], results: &[Vec<Timings>]) {
     let column = |system: usize, f: fn(&Timings) -> f64| {
         median(results.iter().map(|r| f(&r[system])).collect())
     };
@@ -206,10 +216,10 @@ fn report(results: &[[Timings; 3]]) {
         .map(|(phase, unit, f)| Row {
             phase,
             unit,
-            values: (0..3).map(|s| column(s, *f)).collect(),
+            values: (0..names.len()).map(|s| column(s, *f)).collect(),
         })
         .collect();
-    print_table(&["engine", "raw redb", "sqlite"], &rows);
+    print_table(names, &rows);
     let ratio = |row: usize, other: usize| rows[row].values[0] / rows[row].values[other];
     println!(
         "ratio insert={:.2} get={:.2} query={:.2} vs_sqlite insert={:.2} get={:.2} query={:.2} scan={:.2} durable={:.2} concurrent={:.2}",
@@ -307,7 +317,7 @@ const RAW_BY_USER: TableDefinition<&[u8], ()> = TableDefinition::new("by_user");
 const RAW_BY_CATEGORY: TableDefinition<&[u8], ()> = TableDefinition::new("by_category");
 
 /// Deals the items out to [`THREADS`] threads, each running `insert` on its share.
-fn on_threads(items: &[Item], insert: impl Fn(&[Item]) + Sync) {
+pub(crate) fn on_threads(items: &[Item], insert: impl Fn(&[Item]) + Sync) {
     let share = items.len().div_ceil(THREADS);
     std::thread::scope(|s| {
         for chunk in items.chunks(share) {

@@ -9,6 +9,8 @@
 mod changes;
 mod core;
 mod odm;
+#[cfg(feature = "peers")]
+mod peers;
 mod query;
 mod report;
 mod tools;
