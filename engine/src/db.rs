@@ -28,6 +28,7 @@ use crate::index_store::{self, Change};
 use crate::query::PlanCache;
 use crate::sampling::Sampler;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
+use crate::wal::Wal;
 
 /// When a committed write transaction reaches the disk.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -127,14 +128,48 @@ impl Database {
         Database::open_at(path.as_ref(), builder)
     }
 
+    /// Opens the file through its write-ahead log (see [`crate::wal`]): the log is locked
+    /// first, so that one process alone replays it, then recovered into the file.
     fn open_at(path: &Path, builder: redb::Builder) -> Result<Database> {
         if !path.exists() {
             create_file(path)?;
         }
-        let redb = builder.open(path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
+        let locked = || Error::Locked {
+            path: path.display().to_string(),
+        };
+        let log_path = crate::wal::log_path(path);
+        let io = |source: std::io::Error| Error::Io {
+            path: log_path.display().to_string(),
+            source,
+        };
+        let log = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&log_path)
+            .map_err(io)?;
+        match log.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(locked()),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let main = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|source| Error::Io {
                 path: path.display().to_string(),
-            },
+                source,
+            })?;
+        let wal = Wal::open(
+            redb::backends::FileBackend::new(main)?,
+            redb::backends::FileBackend::new(log)?,
+            crate::wal::Limits::default(),
+        )
+        .map_err(io)?;
+        let redb = builder.create_with_backend(wal).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => locked(),
             other => Error::from(other),
         })?;
         Database::init(redb, Some(path.to_path_buf()))
@@ -147,6 +182,19 @@ impl Database {
             redb::Database::builder().create_with_backend(backend)?,
             None,
         )
+    }
+
+    /// [`Database::with_backend`] for a database file `main` made durable through the
+    /// write-ahead log `log` (see [`crate::wal`]), as [`Database::open`] opens files: the log is
+    /// replayed into `main` first. For tests that inject faults into both, with `limits` small
+    /// enough to reach checkpoints.
+    pub fn with_wal(
+        main: impl redb::StorageBackend,
+        log: impl redb::StorageBackend,
+        limits: crate::wal::Limits,
+    ) -> Result<Database> {
+        let wal = Wal::open(main, log, limits).map_err(|e| Error::Storage(e.into()))?;
+        Database::with_backend(wal)
     }
 
     /// A database that lives in memory only, for tests and scratch work.
@@ -594,6 +642,12 @@ fn create_file(path: &Path) -> Result<()> {
         Err(e) => return Err(io(e)),
     }
     drop(Database::init(redb::Database::create(&staging)?, None)?);
+    // A log left beside a file that is gone belongs to that file, not to this one.
+    match std::fs::remove_file(crate::wal::log_path(path)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
     std::fs::rename(&staging, path).map_err(io)?;
     // Make the new directory entry durable too.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -46,6 +46,7 @@ mod ttl;
 pub mod update;
 mod value_set;
 mod verify;
+pub mod wal;
 
 pub use autocommit::Collection;
 pub use catalog::FORMAT_VERSION;

@@ -5,6 +5,11 @@
 //! nothing half-written (the transaction in flight is there whole or not at all), and indexes
 //! equal to their recomputation.
 //!
+//! The same runs go through the write-ahead log (`odm_engine::wal`), as files are opened: two
+//! disks, the database file and its log, lose power at the same moment, and each keeps any
+//! subset of its unsynced writes, torn or whole (the database file is not synced between
+//! checkpoints, so that set spans many commits).
+//!
 //! `ODM_POWER_LOSS_POINTS` sets how many crash points to try (CI runs a few dozen; the closing
 //! figures come from runs of a thousand and more). `ODM_POWER_LOSS_SEED` replays a run.
 
@@ -13,17 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::{Bson, Document, doc};
 use odm_engine::update::UpdateOptions;
+use odm_engine::wal::Limits;
 use odm_engine::{Database, Durability, Error, IndexSpec};
 
-/// The disk as a crash leaves it, and the writes made since the last sync.
+/// When power is lost, counted in operations on every disk of one machine.
 #[derive(Debug, Default)]
-struct Disk {
-    /// What the process sees: every write applied.
-    current: Vec<u8>,
-    /// What survives power loss: the contents at the last sync.
-    durable: Vec<u8>,
-    /// Writes since the last sync, oldest first.
-    unsynced: Vec<(u64, Vec<u8>)>,
+struct Clock {
     /// Writes and syncs so far.
     operations: u64,
     /// The operation at which power is lost; from then on every call fails.
@@ -31,7 +31,7 @@ struct Disk {
     crashed: bool,
 }
 
-impl Disk {
+impl Clock {
     /// Counts an operation; `Err` once power is lost.
     fn step(&mut self) -> io::Result<()> {
         if self.crash_at == Some(self.operations) {
@@ -43,7 +43,22 @@ impl Disk {
         }
         Ok(())
     }
+}
 
+/// One disk as a crash leaves it, and the writes made since its last sync.
+#[derive(Debug, Default)]
+struct Disk {
+    /// What the process sees: every write applied.
+    current: Vec<u8>,
+    /// What survives power loss: the contents at the last sync.
+    durable: Vec<u8>,
+    /// Writes since the last sync, oldest first.
+    unsynced: Vec<(u64, Vec<u8>)>,
+    /// Syncs so far.
+    syncs: u64,
+}
+
+impl Disk {
     /// The image after power loss: the durable contents, and a torn prefix (`keep` bytes at
     /// most) of the last unsynced write.
     fn image_after_crash(&self, keep: usize) -> Vec<u8> {
@@ -53,6 +68,24 @@ impl Disk {
             write_at(&mut image, *offset, torn);
         }
         image
+    }
+
+    /// The image after power loss when the disk may have written any of the unsynced writes,
+    /// in any order: each is lost, kept whole or torn, independently. Also returns whether one
+    /// was torn.
+    fn image_keeping_any(&self, rng: &mut Rng) -> (Vec<u8>, bool) {
+        let mut image = self.durable.clone();
+        let mut torn = false;
+        for (offset, data) in &self.unsynced {
+            let keep = match rng.below(3) {
+                0 => 0,
+                1 => data.len(),
+                _ => rng.below(data.len() as u64 + 1) as usize,
+            };
+            torn |= keep > 0 && keep < data.len();
+            write_at(&mut image, *offset, &data[..keep]);
+        }
+        (image, torn)
     }
 }
 
@@ -65,13 +98,48 @@ fn write_at(bytes: &mut Vec<u8>, offset: u64, data: &[u8]) {
     bytes[offset..end].copy_from_slice(data);
 }
 
-/// A redb backend over a [`Disk`] shared with the test.
-#[derive(Debug, Clone)]
-struct PowerLossBackend(Arc<Mutex<Disk>>);
+/// A redb backend over a [`Disk`] shared with the test, on a machine's [`Clock`].
+#[derive(Debug, Clone, Default)]
+struct PowerLossBackend {
+    disk: Arc<Mutex<Disk>>,
+    clock: Arc<Mutex<Clock>>,
+}
 
 impl PowerLossBackend {
+    /// A disk holding `image`, as after a power loss, on a machine of its own.
+    fn with_image(image: Vec<u8>) -> Self {
+        PowerLossBackend {
+            disk: Arc::new(Mutex::new(Disk {
+                current: image.clone(),
+                durable: image,
+                ..Disk::default()
+            })),
+            clock: Arc::default(),
+        }
+    }
+
+    /// A second, empty disk on the same machine: power fails for both at once.
+    fn beside(&self) -> Self {
+        PowerLossBackend {
+            disk: Arc::default(),
+            clock: self.clock.clone(),
+        }
+    }
+
     fn disk(&self) -> std::sync::MutexGuard<'_, Disk> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.disk.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn clock(&self) -> std::sync::MutexGuard<'_, Clock> {
+        self.clock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts power from zero from now on, lost at operation `crash_at`.
+    fn lose_power_at(&self, crash_at: Option<u64>) {
+        let mut clock = self.clock();
+        clock.operations = 0;
+        clock.crash_at = crash_at;
+        self.disk().syncs = 0;
     }
 }
 
@@ -95,8 +163,8 @@ impl redb::StorageBackend for PowerLossBackend {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        self.clock().step()?;
         let mut disk = self.disk();
-        disk.step()?;
         let len = usize::try_from(len).map_err(io::Error::other)?;
         disk.current.resize(len, 0);
         // A length change reaches the disk with the next sync, like a write.
@@ -107,19 +175,20 @@ impl redb::StorageBackend for PowerLossBackend {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        self.clock().step()?;
         let mut disk = self.disk();
-        disk.step()?;
         let Disk {
             current, durable, ..
         } = &mut *disk;
         durable.clone_from(current);
         disk.unsynced.clear();
+        disk.syncs += 1;
         Ok(())
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.clock().step()?;
         let mut disk = self.disk();
-        disk.step()?;
         write_at(&mut disk.current, offset, data);
         disk.unsynced.push((offset, data.to_vec()));
         Ok(())
@@ -203,27 +272,83 @@ fn contents(db: &Database) -> Model {
         .collect()
 }
 
-/// The database on a disk holding `image`, as after a power loss (`crash` names it).
-fn reopen(image: Vec<u8>, crash: &str) -> Database {
-    let recovered = Arc::new(Mutex::new(Disk {
-        current: image.clone(),
-        durable: image,
-        ..Disk::default()
-    }));
-    Database::with_backend(PowerLossBackend(recovered))
-        .unwrap_or_else(|e| panic!("{crash}: reopening failed: {e}"))
+/// How a run stores its database: redb on the file alone, or through the write-ahead log as
+/// [`Database::open`] opens files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Storage {
+    Plain,
+    Wal(Limits),
 }
 
-/// Runs the workload on a fresh disk that loses power at operation `crash_at` (never, for
-/// `None`); returns the disk, the model after the last acknowledged commit and the model the
+/// Limits that checkpoint every few commits and send some commits' writes to the database
+/// file instead of the log, so that a run crosses every path of the log.
+const SMALL: Limits = Limits {
+    checkpoint_bytes: 256 << 10,
+    group_bytes: 96 << 10,
+};
+
+/// The disks of one run, on one machine: the database file, and its log.
+#[derive(Debug, Clone, Default)]
+struct Disks {
+    main: PowerLossBackend,
+    log: PowerLossBackend,
+}
+
+impl Disks {
+    fn new() -> Self {
+        let main = PowerLossBackend::default();
+        let log = main.beside();
+        Disks { main, log }
+    }
+
+    fn open(&self, storage: Storage) -> Result<Database, Error> {
+        match storage {
+            Storage::Plain => Database::with_backend(self.main.clone()),
+            Storage::Wal(limits) => Database::with_wal(self.main.clone(), self.log.clone(), limits),
+        }
+    }
+
+    /// The disks as power loss leaves them, and whether a write was torn. Plain: the last
+    /// unsynced write lost, kept whole or torn. Through the log: each disk keeps any subset of
+    /// its unsynced writes.
+    fn after_crash(&self, storage: Storage, rng: &mut Rng) -> (Disks, bool) {
+        match storage {
+            Storage::Plain => {
+                let disk = self.main.disk();
+                let last = disk.unsynced.last().map_or(0, |(_, d)| d.len() as u64);
+                let keep = match rng.below(4) {
+                    0 => 0,
+                    1 => last,
+                    _ => rng.below(last + 1),
+                };
+                let main = PowerLossBackend::with_image(disk.image_after_crash(keep as usize));
+                let log = main.beside();
+                (Disks { main, log }, keep > 0 && keep < last)
+            }
+            Storage::Wal(_) => {
+                let (main, torn_main) = self.main.disk().image_keeping_any(rng);
+                let (log, torn_log) = self.log.disk().image_keeping_any(rng);
+                let main = PowerLossBackend::with_image(main);
+                let log = PowerLossBackend {
+                    disk: PowerLossBackend::with_image(log).disk,
+                    clock: main.clock.clone(),
+                };
+                (Disks { main, log }, torn_main || torn_log)
+            }
+        }
+    }
+}
+
+/// Runs the workload on fresh disks that lose power at operation `crash_at` (never, for
+/// `None`); returns the disks, the model after the last acknowledged commit and the model the
 /// transaction in flight would have made.
-fn run(crash_at: Option<u64>, seed: u64, rounds: u64) -> (Arc<Mutex<Disk>>, Model, Model) {
-    let disk = Arc::new(Mutex::new(Disk::default()));
+fn run(storage: Storage, crash_at: Option<u64>, seed: u64, rounds: u64) -> (Disks, Model, Model) {
+    let disks = Disks::new();
     let mut rng = Rng(seed);
     let mut acknowledged = Model::new();
     let mut in_flight = Model::new();
-    let Ok(db) = Database::with_backend(PowerLossBackend(disk.clone())) else {
-        return (disk, acknowledged, in_flight);
+    let Ok(db) = disks.open(storage) else {
+        return (disks, acknowledged, in_flight);
     };
     let indexed = db
         .collection("c")
@@ -233,15 +358,11 @@ fn run(crash_at: Option<u64>, seed: u64, rounds: u64) -> (Arc<Mutex<Disk>>, Mode
                 .create_index(IndexSpec::ascending("tags").expect("valid"))
         });
     if indexed.is_err() {
-        return (disk, acknowledged, in_flight);
+        return (disks, acknowledged, in_flight);
     }
     // Power is lost during the transactions, counted from here: the empty database with its
     // indexes is the starting point every image is checked against.
-    {
-        let mut d = disk.lock().unwrap_or_else(PoisonError::into_inner);
-        d.operations = 0;
-        d.crash_at = crash_at;
-    }
+    disks.main.lose_power_at(crash_at);
     for round in 1..=rounds {
         let mut attempt = acknowledged.clone();
         let mut probe = Rng(rng.0);
@@ -254,7 +375,7 @@ fn run(crash_at: Option<u64>, seed: u64, rounds: u64) -> (Arc<Mutex<Disk>>, Mode
         }
     }
     drop(db);
-    (disk, acknowledged, in_flight)
+    (disks, acknowledged, in_flight)
 }
 
 /// The model a transaction makes, without a database.
@@ -276,14 +397,29 @@ fn env(name: &str, default: u64) -> u64 {
 
 #[test]
 fn every_durable_commit_survives_power_loss_and_nothing_half_written_shows() {
+    every_durable_commit_survives(Storage::Plain);
+}
+
+#[test]
+fn through_the_write_ahead_log_every_durable_commit_survives_power_loss() {
+    every_durable_commit_survives(Storage::Wal(Limits::default()));
+    every_durable_commit_survives(Storage::Wal(SMALL));
+}
+
+fn every_durable_commit_survives(storage: Storage) {
     let seed = env("ODM_POWER_LOSS_SEED", 0x00DD_F00D);
     let points = env("ODM_POWER_LOSS_POINTS", 40);
     let rounds = env("ODM_POWER_LOSS_ROUNDS", 12);
-    let (clean, _, _) = run(None, seed, rounds);
-    let total = clean
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .operations;
+    let (clean, _, _) = run(storage, None, seed, rounds);
+    let total = clean.main.clock().operations;
+    // Through the log, the database file is synced by checkpoints alone, and once when the
+    // database closes: small limits reach a few, the default ones none before closing.
+    let file_syncs = clean.main.disk().syncs;
+    match storage {
+        Storage::Wal(limits) if limits == SMALL => assert!(file_syncs >= 3, "{file_syncs}"),
+        Storage::Wal(_) => assert_eq!(file_syncs, 1),
+        Storage::Plain => {}
+    }
     assert!(
         total > 100,
         "the workload wrote too little to test ({total} operations)"
@@ -298,25 +434,17 @@ fn every_durable_commit_survives_power_loss_and_nothing_half_written_shows() {
         } else {
             (point * total / points + rng.below(total / points + 1)).min(total - 1)
         };
-        let (disk, acknowledged, in_flight) = run(Some(crash_at), seed, rounds);
-        let disk = disk.lock().unwrap_or_else(PoisonError::into_inner);
-        // The last unsynced write: lost, kept whole, or torn at a random length.
-        let last = disk.unsynced.last().map_or(0, |(_, d)| d.len() as u64);
-        let keep = match rng.below(4) {
-            0 => 0,
-            1 => last,
-            _ => rng.below(last + 1),
-        };
-        if keep > 0 && keep < last {
-            torn_images += 1;
-        }
-        let image = disk.image_after_crash(keep as usize);
-        drop(disk);
-        let db = reopen(image, &format!("crash at operation {crash_at}"));
+        let (disks, acknowledged, in_flight) = run(storage, Some(crash_at), seed, rounds);
+        let (recovered, torn) = disks.after_crash(storage, &mut rng);
+        torn_images += usize::from(torn);
+        let crash = format!("{storage:?}, crash at operation {crash_at}");
+        let db = recovered
+            .open(storage)
+            .unwrap_or_else(|e| panic!("{crash}: reopening failed: {e}"));
         let found = contents(&db);
         assert!(
             found == acknowledged || found == in_flight,
-            "crash at operation {crash_at} of {total}: the collection holds {} documents, neither the {} acknowledged nor the {} of the transaction in flight",
+            "{crash} of {total}: the collection holds {} documents, neither the {} acknowledged nor the {} of the transaction in flight",
             found.len(),
             acknowledged.len(),
             in_flight.len()
@@ -330,18 +458,15 @@ fn every_durable_commit_survives_power_loss_and_nothing_half_written_shows() {
             lost_in_flight += 1;
         }
         let report = db.verify().expect("verify runs");
-        assert!(
-            report.is_clean(),
-            "crash at operation {crash_at}: {report:?}"
-        );
+        assert!(report.is_clean(), "{crash}: {report:?}");
         // The recovered database takes writes again.
         db.collection("c")
             .insert_one(doc! { "_id": -1_i64, "k": 0_i64 })
             .expect("the recovered database writes");
     }
     eprintln!(
-        "power loss: {points} crash points over {total} storage operations of {rounds} transactions, \
-         {torn_images} with a torn last write; the transaction in flight survived whole {kept_in_flight} \
+        "power loss ({storage:?}): {points} crash points over {total} storage operations of {rounds} transactions, \
+         {torn_images} with a torn write; the transaction in flight survived whole {kept_in_flight} \
          times and vanished whole {lost_in_flight} times; {recovered_data} images held committed documents"
     );
     // Crash points landed inside commits and after some, or the check proved little.
@@ -356,21 +481,28 @@ fn every_durable_commit_survives_power_loss_and_nothing_half_written_shows() {
 /// else may appear but inserts that were in flight.
 #[test]
 fn concurrent_durable_writers_lose_nothing_acknowledged() {
+    concurrent_writers_lose_nothing(Storage::Plain);
+}
+
+#[test]
+fn through_the_write_ahead_log_concurrent_writers_lose_nothing_acknowledged() {
+    concurrent_writers_lose_nothing(Storage::Wal(Limits::default()));
+    concurrent_writers_lose_nothing(Storage::Wal(SMALL));
+}
+
+fn concurrent_writers_lose_nothing(storage: Storage) {
     const THREADS: i64 = 6;
     const EACH: i64 = 25;
     let points = env("ODM_POWER_LOSS_POINTS", 40);
     let mut rng = Rng(env("ODM_POWER_LOSS_SEED", 0x00DD_F00D) ^ 0xC0_FFEE);
     for _ in 0..points {
-        let disk = Arc::new(Mutex::new(Disk::default()));
-        let db = Database::with_backend(PowerLossBackend(disk.clone())).expect("a new disk opens");
+        let disks = Disks::new();
+        let db = disks.open(storage).expect("a new disk opens");
         db.collection("c")
             .create_index(IndexSpec::ascending("k").expect("valid"))
             .expect("the index builds");
-        {
-            let mut d = disk.lock().unwrap_or_else(PoisonError::into_inner);
-            d.operations = 0;
-            d.crash_at = Some(rng.below(THREADS as u64 * EACH as u64 * 4));
-        }
+        let crash_at = rng.below(THREADS as u64 * EACH as u64 * 4);
+        disks.main.lose_power_at(Some(crash_at));
         let acknowledged: Vec<i64> = std::thread::scope(|s| {
             let writers: Vec<_> = (0..THREADS)
                 .map(|t| {
@@ -397,21 +529,21 @@ fn concurrent_durable_writers_lose_nothing_acknowledged() {
                 .collect()
         });
         drop(db);
-        let disk = disk.lock().unwrap_or_else(PoisonError::into_inner);
-        let image = disk.image_after_crash(rng.below(4096) as usize);
-        let crash_at = disk.crash_at;
-        drop(disk);
-        let db = reopen(image, &format!("crash at {crash_at:?}"));
+        let (recovered, _) = disks.after_crash(storage, &mut rng);
+        let crash_at = format!("{storage:?}, crash at {crash_at}");
+        let db = recovered
+            .open(storage)
+            .unwrap_or_else(|e| panic!("{crash_at}: reopening failed: {e}"));
         let found = contents(&db);
         for id in &acknowledged {
             assert!(
                 found.contains_key(id),
-                "crash at {crash_at:?}: acknowledged insert {id} lost"
+                "{crash_at}: acknowledged insert {id} lost"
             );
         }
         // What was not acknowledged was in flight: at most one insert per writer.
         assert!(found.len() <= acknowledged.len() + THREADS as usize);
         let report = db.verify().expect("verify runs");
-        assert!(report.is_clean(), "crash at {crash_at:?}: {report:?}");
+        assert!(report.is_clean(), "{crash_at}: {report:?}");
     }
 }

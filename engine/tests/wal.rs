@@ -1,0 +1,263 @@
+//! The write-ahead log's rules (see `odm_engine::wal`), each on its own: what a sync makes
+//! durable without syncing the database file, what recovery replays and what it refuses, and
+//! how files opened with `Database::open` keep their logs. The power-loss test runs whole
+//! workloads through the log.
+
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bson::doc;
+use odm_engine::Database;
+use odm_engine::wal::{Limits, Wal, log_path};
+use redb::StorageBackend;
+
+/// A disk that keeps what the process wrote apart from what a sync made durable.
+#[derive(Debug, Clone, Default)]
+struct Sim(Arc<Mutex<Image>>);
+
+#[derive(Debug, Default)]
+struct Image {
+    current: Vec<u8>,
+    durable: Vec<u8>,
+}
+
+impl Sim {
+    fn image(&self) -> std::sync::MutexGuard<'_, Image> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The disk after power loss: its durable contents only.
+    fn crashed(&self) -> Sim {
+        let durable = self.image().durable.clone();
+        Sim(Arc::new(Mutex::new(Image {
+            current: durable.clone(),
+            durable,
+        })))
+    }
+
+    fn durable(&self) -> Vec<u8> {
+        self.image().durable.clone()
+    }
+
+    fn current(&self) -> Vec<u8> {
+        self.image().current.clone()
+    }
+}
+
+impl StorageBackend for Sim {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.image().current.len() as u64)
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        let image = self.image();
+        let start = offset as usize;
+        let bytes = image
+            .current
+            .get(start..start + out.len())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end"))?;
+        out.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.image().current.resize(len as usize, 0);
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let mut image = self.image();
+        let Image { current, durable } = &mut *image;
+        durable.clone_from(current);
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut image = self.image();
+        let (start, end) = (offset as usize, offset as usize + data.len());
+        if image.current.len() < end {
+            image.current.resize(end, 0);
+        }
+        image.current[start..end].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+fn open(main: &Sim, log: &Sim) -> Wal<Sim, Sim> {
+    Wal::open(main.clone(), log.clone(), Limits::default()).expect("the log opens")
+}
+
+/// Where the log's first group starts (after the header block).
+const FIRST_GROUP: usize = 4096;
+
+#[test]
+fn a_sync_makes_writes_durable_in_the_log_without_syncing_the_database_file() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = open(&main, &log);
+    wal.write(0, b"first").unwrap();
+    wal.write(8192, b"second").unwrap();
+    wal.sync_data().unwrap();
+    // The file saw the writes at once, but only the log was synced.
+    assert_eq!(&main.current()[8192..8198], b"second");
+    assert!(main.durable().is_empty());
+
+    let (main, log) = (main.crashed(), log.crashed());
+    drop(open(&main, &log));
+    let recovered = main.durable();
+    assert_eq!(&recovered[..5], b"first");
+    assert_eq!(&recovered[8192..8198], b"second");
+}
+
+#[test]
+fn writes_after_the_last_sync_are_not_replayed() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = open(&main, &log);
+    wal.write(0, b"kept").unwrap();
+    wal.sync_data().unwrap();
+    wal.write(0, b"lost").unwrap();
+    let (main, log) = (main.crashed(), log.crashed());
+    drop(open(&main, &log));
+    assert_eq!(&main.durable()[..4], b"kept");
+}
+
+#[test]
+fn a_torn_group_and_every_group_after_it_are_ignored() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = open(&main, &log);
+    wal.write(0, b"one").unwrap();
+    wal.sync_data().unwrap();
+    wal.write(100, b"two").unwrap();
+    wal.sync_data().unwrap();
+    wal.write(200, b"three").unwrap();
+    wal.sync_data().unwrap();
+    // Tear the second group: one byte of its body changed.
+    let image = log.crashed();
+    {
+        let mut bytes = image.image();
+        let group = FIRST_GROUP + 24 + 13 + 3 + 4;
+        bytes.current[group + 30] ^= 0xFF;
+        let Image { current, durable } = &mut *bytes;
+        durable.clone_from(current);
+    }
+    let main = main.crashed();
+    let wal = open(&main, &image);
+    let recovered = main.durable();
+    assert_eq!(&recovered[..3], b"one");
+    assert!(recovered.len() < 103 || &recovered[100..103] != b"two");
+    assert!(recovered.len() < 205 || &recovered[200..205] != b"three");
+
+    // The recovered log takes new groups, which a second recovery replays.
+    wal.write(300, b"four").unwrap();
+    wal.sync_data().unwrap();
+    let (main, image) = (main.crashed(), image.crashed());
+    drop(open(&main, &image));
+    assert_eq!(&main.durable()[300..304], b"four");
+    assert_ne!(&main.durable()[100..103], b"two");
+}
+
+#[test]
+fn length_changes_are_replayed_in_order_with_the_writes() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = open(&main, &log);
+    wal.set_len(65536).unwrap();
+    wal.write(60000, b"end").unwrap();
+    wal.set_len(61000).unwrap();
+    wal.sync_data().unwrap();
+    let (main, log) = (main.crashed(), log.crashed());
+    drop(open(&main, &log));
+    let recovered = main.durable();
+    assert_eq!(recovered.len(), 61000);
+    assert_eq!(&recovered[60000..60003], b"end");
+}
+
+#[test]
+fn a_checkpoint_syncs_the_file_and_retires_the_groups() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let limits = Limits {
+        checkpoint_bytes: 8192,
+        group_bytes: 1 << 20,
+    };
+    let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
+    wal.write(0, &[1; 3000]).unwrap();
+    wal.sync_data().unwrap();
+    assert!(main.durable().is_empty(), "one group fits: appended");
+    wal.write(0, &[2; 3000]).unwrap();
+    wal.sync_data().unwrap();
+    // A second group would pass the limit: the file was synced instead.
+    assert_eq!(main.durable()[..3000], [2; 3000]);
+    // A newer write that reaches the file without a sync of the log (the OS wrote the page back)
+    // is never overwritten by a replay of the retired group.
+    wal.write(0, &[4; 3000]).unwrap();
+    main.sync_data().unwrap();
+    let (main, log) = (main.crashed(), log.crashed());
+    drop(Wal::open(main.clone(), log, limits).unwrap());
+    assert_eq!(main.durable()[..3000], [4; 3000]);
+}
+
+#[test]
+fn writes_of_one_sync_above_the_group_limit_go_to_the_file_not_the_log() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let limits = Limits {
+        checkpoint_bytes: 1 << 20,
+        group_bytes: 4096,
+    };
+    let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
+    let log_before = log.durable();
+    wal.write(0, &[7; 10_000]).unwrap();
+    wal.sync_data().unwrap();
+    assert_eq!(main.durable()[..10_000], [7; 10_000]);
+    assert_eq!(log.durable(), log_before, "nothing appended");
+}
+
+#[test]
+fn a_log_left_beside_a_deleted_database_is_not_replayed_into_a_new_one() {
+    let dir = std::env::temp_dir().join(format!("odm-engine-wal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("replaced.odm");
+    let _ = std::fs::remove_file(&path);
+    // A log with a group that would overwrite the start of whatever file it is replayed into.
+    {
+        let file = |p: &std::path::Path| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(p)
+                .unwrap()
+        };
+        let main = redb::backends::FileBackend::new(file(&path)).unwrap();
+        let log = redb::backends::FileBackend::new(file(&log_path(&path))).unwrap();
+        let wal = Wal::open(main, log, Limits::default()).unwrap();
+        wal.write(0, &[0xAB; 4096]).unwrap();
+        wal.sync_data().unwrap();
+        // Dropped without closing, as by a crash: the group stays in the log.
+    }
+    std::fs::remove_file(&path).unwrap();
+    let db = Database::open(&path).expect("a new database opens");
+    db.collection("c").insert_one(doc! { "_id": 1 }).unwrap();
+    drop(db);
+    let db = Database::open(&path).expect("and reopens");
+    assert_eq!(db.collection("c").count().unwrap(), 1);
+}
+
+#[test]
+fn a_closed_database_file_is_whole_without_its_log() {
+    let dir = std::env::temp_dir().join(format!("odm-engine-wal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("closed.odm");
+    let _ = std::fs::remove_file(&path);
+    let db = Database::open(&path).unwrap();
+    for i in 0..50 {
+        db.collection("c").insert_one(doc! { "_id": i }).unwrap();
+    }
+    drop(db);
+    // The file alone, through redb's own file backend and no log.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let db = Database::with_backend(redb::backends::FileBackend::new(file).unwrap()).unwrap();
+    assert_eq!(db.collection("c").count().unwrap(), 50);
+}
