@@ -109,6 +109,31 @@ fn a_sync_makes_writes_durable_in_the_log_without_syncing_the_database_file() {
 }
 
 #[test]
+fn a_page_logged_without_its_trailing_zeros_is_replayed_with_them() {
+    let (main, log) = (Sim::default(), Sim::default());
+    // Stale bytes where the page will go, already durable in the file.
+    main.write(0, &[9; 4096]).unwrap();
+    main.sync_data().unwrap();
+    let wal = open(&main, &log);
+    let mut page = vec![0u8; 4096];
+    page[..3].copy_from_slice(b"abc");
+    page[1000] = 5;
+    wal.write(0, &page).unwrap();
+    wal.sync_data().unwrap();
+    // The group's body: one entry's head and the bytes up to the last non-zero one.
+    let head = &log.durable()[FIRST_GROUP..FIRST_GROUP + 24];
+    let body = u32::from_le_bytes(head[20..24].try_into().unwrap());
+    assert_eq!(
+        body,
+        17 + 1001,
+        "the zeros after the last non-zero byte are not stored"
+    );
+    let (main, log) = (main.crashed(), log.crashed());
+    drop(open(&main, &log));
+    assert_eq!(main.durable()[..4096], page[..]);
+}
+
+#[test]
 fn writes_after_the_last_sync_are_not_replayed() {
     let (main, log) = (Sim::default(), Sim::default());
     let wal = open(&main, &log);
@@ -134,7 +159,8 @@ fn a_torn_group_and_every_group_after_it_are_ignored() {
     let image = log.crashed();
     {
         let mut bytes = image.image();
-        let group = FIRST_GROUP + 24 + 13 + 3 + 4;
+        // The first group: head, one entry's head and its three bytes, CRC.
+        let group = FIRST_GROUP + 24 + 17 + 3 + 4;
         bytes.current[group + 30] ^= 0xFF;
         let Image { current, durable } = &mut *bytes;
         durable.clone_from(current);
