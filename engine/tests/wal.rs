@@ -83,6 +83,15 @@ impl StorageBackend for Sim {
     }
 }
 
+/// A path in this run's scratch directory, with no file there.
+fn temp_path(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("odm-engine-wal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
 fn open(main: &Sim, log: &Sim) -> Wal<Sim, Sim> {
     Wal::open(main.clone(), log.clone(), Limits::default()).expect("the log opens")
 }
@@ -237,10 +246,7 @@ fn writes_of_one_sync_above_the_group_limit_go_to_the_file_not_the_log() {
 
 #[test]
 fn a_log_left_beside_a_deleted_database_is_not_replayed_into_a_new_one() {
-    let dir = std::env::temp_dir().join(format!("odm-engine-wal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("replaced.odm");
-    let _ = std::fs::remove_file(&path);
+    let path = temp_path("replaced.odm");
     // A log with a group that would overwrite the start of whatever file it is replayed into.
     {
         let file = |p: &std::path::Path| {
@@ -269,10 +275,7 @@ fn a_log_left_beside_a_deleted_database_is_not_replayed_into_a_new_one() {
 
 #[test]
 fn a_closed_database_file_is_whole_without_its_log() {
-    let dir = std::env::temp_dir().join(format!("odm-engine-wal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("closed.odm");
-    let _ = std::fs::remove_file(&path);
+    let path = temp_path("closed.odm");
     let db = Database::open(&path).unwrap();
     for i in 0..50 {
         db.collection("c").insert_one(doc! { "_id": i }).unwrap();
