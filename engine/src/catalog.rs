@@ -27,11 +27,15 @@ use crate::sampling::QueryAnalyzer;
 /// option `changeStreamPreAndPostImages`. An older build would write without recording its
 /// changes, leaving a silent gap in the history; an upgraded file's log starts empty (no
 /// resume token can predate it: only this version makes them).
-pub const FORMAT_VERSION: u32 = 4;
+///
+/// Version 5 writes files through the write-ahead log (see [`crate::wal`]). The pages are the
+/// same, but an older build would open a file whose last commits are still only in its log,
+/// miss them, and write over pages the log would later replay; so it must refuse the file.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The earlier versions this build upgrades in place when it opens them, because the newer
 /// version only added to them.
-pub const UPGRADABLE_FROM: &[u32] = &[2, 3];
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

@@ -137,11 +137,16 @@ impl Database {
         let locked = || Error::Locked {
             path: path.display().to_string(),
         };
-        let log_path = crate::wal::log_path(path);
+        let file_error = |source: std::io::Error| Error::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let log_path = crate::wal::log_path(&resolved(path).map_err(file_error)?);
         let io = |source: std::io::Error| Error::Io {
             path: log_path.display().to_string(),
             source,
         };
+        let created = !log_path.exists();
         let log = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -149,25 +154,30 @@ impl Database {
             .truncate(false)
             .open(&log_path)
             .map_err(io)?;
+        if created {
+            sync_directory_of(&log_path).map_err(io)?;
+        }
         match log.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Err(locked()),
+            // A file system without locks: as redb does, open without.
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            }
             Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
+        let guard = log.try_clone().map_err(io)?;
         let main = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
-            .map_err(|source| Error::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
+            .map_err(file_error)?;
         let wal = Wal::open(
             redb::backends::FileBackend::new(main)?,
             redb::backends::FileBackend::new(log)?,
             crate::wal::Limits::default(),
         )
-        .map_err(io)?;
+        .map_err(io)?
+        .holding(guard);
         let redb = builder.create_with_backend(wal).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => locked(),
             other => Error::from(other),
@@ -643,19 +653,41 @@ fn create_file(path: &Path) -> Result<()> {
     }
     drop(Database::init(redb::Database::create(&staging)?, None)?);
     // A log left beside a file that is gone belongs to that file, not to this one.
-    match std::fs::remove_file(crate::wal::log_path(path)) {
+    match std::fs::remove_file(crate::wal::log_path(&resolved(path).map_err(io)?)) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io(e)),
     }
     std::fs::rename(&staging, path).map_err(io)?;
     // Make the new directory entry durable too.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)?;
+    sync_directory_of(path).map_err(io)
+}
+
+/// Syncs the directory holding `path`, so that an entry made in it survives power loss.
+fn sync_directory_of(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::File::open(dir).and_then(|d| d.sync_all()),
+        None => std::fs::File::open(".").and_then(|d| d.sync_all()),
     }
-    Ok(())
+}
+
+/// `path` with symbolic links resolved (its directory's, when the file does not exist yet): the
+/// write-ahead log goes beside the real file, whichever link it is opened through.
+fn resolved(path: &Path) -> std::io::Result<PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(real) => Ok(real),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let name = path.file_name().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name")
+            })?;
+            Ok(std::fs::canonicalize(dir)?.join(name))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn encode_catalog(catalog: &Catalog) -> Result<Vec<u8>> {

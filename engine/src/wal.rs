@@ -28,9 +28,15 @@
 //!   group commit's followers) join the next group, so the durable commit that covers them
 //!   covers their pages too.
 //!
-//! The log is the database file's path with `-wal` appended. Opening takes an exclusive lock on
-//! it before recovery, so two processes never replay one log; redb then locks the database file
-//! as usual.
+//! The log is the database file's path, with symbolic links resolved, with `-wal` appended: a
+//! file moved after a crash must move with its log, as with SQLite's. Opening takes an
+//! exclusive lock on the log before recovery, so two processes of this engine never replay one
+//! log; redb then locks the database file as usual (recovery writes into the file before that
+//! lock, which only a program that ignores the log could contend for). The storage format
+//! version moved to 5 with the log, so that builds which know nothing of it refuse the file.
+//!
+//! The state's lock is held through the log's sync and a checkpoint's sync of the file: a page
+//! redb writes meanwhile (a reader evicting its cache) waits for them.
 
 use std::io;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -87,6 +93,8 @@ pub struct Wal<M: StorageBackend, L: StorageBackend> {
     log: L,
     limits: Limits,
     state: Mutex<State>,
+    /// The log file's handle that holds its exclusive lock (see [`Wal::holding`]).
+    held: Mutex<Option<std::fs::File>>,
 }
 
 /// What the log holds and what waits for the next sync.
@@ -106,6 +114,12 @@ struct State {
     /// The pending writes outgrew the group limit: the copies are dropped and the next sync
     /// checkpoints.
     overflowed: bool,
+    /// A group was written under this salt (whole or not): a checkpoint must retire it.
+    appended: bool,
+    /// A sync of the database file failed. Linux may report such a failure once and then
+    /// report later syncs as fine with the pages lost, so from then on the log is never
+    /// retired in this process: the next open replays it.
+    main_failed: bool,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -119,10 +133,15 @@ fn corrupt(what: impl Into<String>) -> io::Error {
 impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
     /// Recovers `main` from `log` (see the module comment) and returns the backend. A log
     /// without a valid header is new, or was torn while a checkpoint rewrote it, after the
-    /// database file was synced; either way it holds nothing to replay.
+    /// database file was synced; either way it holds nothing to replay, and it is cut to its
+    /// header block so that no group of an earlier salt is left behind it.
     pub fn open(main: M, log: L, limits: Limits) -> io::Result<Self> {
-        let log_len = log.len()?;
+        let mut log_len = log.len()?;
         let header = read_header(&log, log_len)?;
+        if header.is_none() && log_len > HEADER_BYTES {
+            log.set_len(HEADER_BYTES)?;
+            log_len = HEADER_BYTES;
+        }
         let mut salt = header.unwrap_or_else(fresh_salt);
         let mut replayed = 0u64;
         if header.is_some() {
@@ -153,8 +172,19 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
                 allocated,
                 pending: Vec::new(),
                 overflowed: false,
+                appended: false,
+                main_failed: false,
             }),
+            held: Mutex::new(None),
         })
+    }
+
+    /// The same backend, keeping `lock` (a handle on the log file holding its exclusive lock)
+    /// until the database closes, when the lock is released.
+    #[must_use]
+    pub fn holding(self, lock: std::fs::File) -> Self {
+        *self.held.lock().unwrap_or_else(PoisonError::into_inner) = Some(lock);
+        self
     }
 
     /// Records a change for the next group, or gives up the copies once they are too many.
@@ -192,11 +222,19 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
 
     /// Syncs the database file and starts a new log: every group is then in the file.
     fn checkpoint(&self, state: &mut State) -> io::Result<()> {
-        self.main.sync_data()?;
+        if state.main_failed {
+            return Err(io::Error::other(
+                "the database file failed to sync earlier; its write-ahead log is kept for the next open to replay",
+            ));
+        }
+        if let Err(e) = self.main.sync_data() {
+            state.main_failed = true;
+            return Err(e);
+        }
         state.pending.clear();
         state.overflowed = false;
-        if state.sequence == 0 {
-            // Nothing was appended under this salt: the log has nothing to retire.
+        if !state.appended {
+            // Nothing was written under this salt: the log has nothing to retire.
             return Ok(());
         }
         let salt = state.salt.wrapping_add(1);
@@ -205,6 +243,7 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
         state.salt = salt;
         state.sequence = 0;
         state.end = HEADER_BYTES;
+        state.appended = false;
         Ok(())
     }
 
@@ -237,6 +276,7 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
             self.log.write(state.allocated, &zeros)?;
             state.allocated = allocated;
         }
+        state.appended = true;
         self.log.write(state.end, group)?;
         self.log.sync_data()?;
         state.end = end;
@@ -314,6 +354,18 @@ fn read_group<L: StorageBackend>(
     Ok(Some((bytes[GROUP_HEAD..].to_vec(), next)))
 }
 
+/// Writes `count` zeros at `offset`, a bounded block at a time.
+fn write_zeros<M: StorageBackend>(main: &M, mut offset: u64, mut count: usize) -> io::Result<()> {
+    let block = vec![0u8; count.min(64 << 10)];
+    while count > 0 {
+        let n = count.min(block.len());
+        main.write(offset, &block[..n])?;
+        offset += n as u64;
+        count -= n;
+    }
+    Ok(())
+}
+
 /// How many bytes of `data` come before its trailing zeros (compared eight at a time).
 fn nonzero_prefix(data: &[u8]) -> usize {
     let mut end = data.len();
@@ -342,14 +394,8 @@ fn apply<M: StorageBackend>(main: &M, mut body: &[u8]) -> io::Result<()> {
         let rest = &body[ENTRY_HEAD..];
         match kind {
             WRITE if rest.len() >= length => {
-                if zeros == 0 {
-                    main.write(offset, &rest[..length])?;
-                } else {
-                    let mut page = Vec::with_capacity(length + zeros);
-                    page.extend_from_slice(&rest[..length]);
-                    page.resize(length + zeros, 0);
-                    main.write(offset, &page)?;
-                }
+                main.write(offset, &rest[..length])?;
+                write_zeros(main, offset + length as u64, zeros)?;
                 body = &rest[length..];
             }
             SET_LEN if length == 0 && zeros == 0 => {
@@ -401,13 +447,24 @@ impl<M: StorageBackend, L: StorageBackend> StorageBackend for Wal<M, L> {
         Ok(())
     }
 
-    /// Checkpoints, so that a closed database's file is whole without its log.
+    /// Checkpoints, so that a closed database's file is whole without its log (unless a sync
+    /// of the file failed: then the log stays for the next open), and releases the log's lock.
     fn close(&self) -> io::Result<()> {
         let mut state = lock(&self.state);
-        let checkpointed = self.checkpoint(&mut state);
+        let checkpointed = if state.main_failed {
+            Ok(())
+        } else {
+            self.checkpoint(&mut state)
+        };
         let main = self.main.close();
         let log = self.log.close();
-        checkpointed.and(main).and(log)
+        let held = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let unlocked = held.map_or(Ok(()), |file| file.unlock());
+        checkpointed.and(main).and(log).and(unlocked)
     }
 
     fn try_lock_range(

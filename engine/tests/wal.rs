@@ -11,7 +11,9 @@ use odm_engine::Database;
 use odm_engine::wal::{Limits, Wal, log_path};
 use redb::StorageBackend;
 
-/// A disk that keeps what the process wrote apart from what a sync made durable.
+/// A disk that keeps what the process wrote apart from what a sync made durable. A sync
+/// can be made to fail as Linux fails one: the writes it should have made durable are lost,
+/// and later syncs report success without them.
 #[derive(Debug, Clone, Default)]
 struct Sim(Arc<Mutex<Image>>);
 
@@ -19,6 +21,15 @@ struct Sim(Arc<Mutex<Image>>);
 struct Image {
     current: Vec<u8>,
     durable: Vec<u8>,
+    unsynced: Vec<(usize, Vec<u8>)>,
+    fail_next_sync: bool,
+}
+
+fn write_at(bytes: &mut Vec<u8>, at: usize, data: &[u8]) {
+    if bytes.len() < at + data.len() {
+        bytes.resize(at + data.len(), 0);
+    }
+    bytes[at..at + data.len()].copy_from_slice(data);
 }
 
 impl Sim {
@@ -32,6 +43,7 @@ impl Sim {
         Sim(Arc::new(Mutex::new(Image {
             current: durable.clone(),
             durable,
+            ..Image::default()
         })))
     }
 
@@ -67,18 +79,22 @@ impl StorageBackend for Sim {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut image = self.image();
-        let Image { current, durable } = &mut *image;
-        durable.clone_from(current);
+        let unsynced = std::mem::take(&mut image.unsynced);
+        if std::mem::take(&mut image.fail_next_sync) {
+            return Err(io::Error::other("the device failed to write"));
+        }
+        for (at, data) in unsynced {
+            write_at(&mut image.durable, at, &data);
+        }
+        let len = image.current.len();
+        image.durable.resize(len, 0);
         Ok(())
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut image = self.image();
-        let (start, end) = (offset as usize, offset as usize + data.len());
-        if image.current.len() < end {
-            image.current.resize(end, 0);
-        }
-        image.current[start..end].copy_from_slice(data);
+        write_at(&mut image.current, offset as usize, data);
+        image.unsynced.push((offset as usize, data.to_vec()));
         Ok(())
     }
 }
@@ -171,7 +187,9 @@ fn a_torn_group_and_every_group_after_it_are_ignored() {
         // The first group: head, one entry's head and its three bytes, CRC.
         let group = FIRST_GROUP + 24 + 17 + 3 + 4;
         bytes.current[group + 30] ^= 0xFF;
-        let Image { current, durable } = &mut *bytes;
+        let Image {
+            current, durable, ..
+        } = &mut *bytes;
         durable.clone_from(current);
     }
     let main = main.crashed();
@@ -197,12 +215,17 @@ fn length_changes_are_replayed_in_order_with_the_writes() {
     wal.set_len(65536).unwrap();
     wal.write(60000, b"end").unwrap();
     wal.set_len(61000).unwrap();
+    // Past the shrink: replayed before it, this would be cut off.
+    wal.write(62000, b"after").unwrap();
+    wal.set_len(62003).unwrap();
     wal.sync_data().unwrap();
     let (main, log) = (main.crashed(), log.crashed());
     drop(open(&main, &log));
     let recovered = main.durable();
-    assert_eq!(recovered.len(), 61000);
+    assert_eq!(recovered.len(), 62003);
     assert_eq!(&recovered[60000..60003], b"end");
+    assert_eq!(&recovered[61000..62000], [0; 1000]);
+    assert_eq!(&recovered[62000..62003], b"aft");
 }
 
 #[test]
@@ -275,18 +298,49 @@ fn a_log_left_beside_a_deleted_database_is_not_replayed_into_a_new_one() {
 
 #[test]
 fn a_closed_database_file_is_whole_without_its_log() {
-    let path = temp_path("closed.odm");
-    let db = Database::open(&path).unwrap();
+    let (main, log) = (Sim::default(), Sim::default());
+    let db = Database::with_wal(main.clone(), log.clone(), Limits::default()).unwrap();
     for i in 0..50 {
         db.collection("c").insert_one(doc! { "_id": i }).unwrap();
     }
+    assert!(main.durable().len() < main.current().len() || main.durable() != main.current());
     drop(db);
-    // The file alone, through redb's own file backend and no log.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let db = Database::with_backend(redb::backends::FileBackend::new(file).unwrap()).unwrap();
+    // What the file alone holds after power loss, opened with no log.
+    let db = Database::with_backend(main.crashed()).unwrap();
     assert_eq!(db.collection("c").count().unwrap(), 50);
+}
+
+#[test]
+fn a_failed_sync_of_the_database_file_keeps_the_log() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let limits = Limits {
+        checkpoint_bytes: 8192,
+        group_bytes: 1 << 20,
+    };
+    let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
+    wal.write(0, b"acknowledged").unwrap();
+    wal.sync_data().unwrap();
+    // The next sync checkpoints, and the file's sync fails: its pages are lost.
+    main.image().fail_next_sync = true;
+    wal.write(4096, &[1; 5000]).unwrap();
+    assert!(wal.sync_data().is_err());
+    // Closing must not retire the log, though the file's next sync would report success.
+    let _ = wal.close();
+    let (main, log) = (main.crashed(), log.crashed());
+    drop(Wal::open(main.clone(), log, limits).unwrap());
+    assert_eq!(&main.durable()[..12], b"acknowledged");
+}
+
+#[test]
+fn the_log_goes_beside_the_real_file_whichever_link_opens_it() {
+    let real = temp_path("real.odm");
+    let link = temp_path("link.odm");
+    drop(Database::open(&real).unwrap());
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let db = Database::open(&link).unwrap();
+    db.collection("c").insert_one(doc! { "_id": 1 }).unwrap();
+    assert!(log_path(&real).exists());
+    assert!(!log_path(&link).exists());
+    // Through the link and the real path alike, one lock: the second open is refused.
+    assert!(Database::open(&real).is_err());
 }
