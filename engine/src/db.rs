@@ -646,29 +646,32 @@ fn create_file(path: &Path) -> Result<()> {
     let mut staging = path.as_os_str().to_owned();
     staging.push(".creating");
     let staging = std::path::PathBuf::from(staging);
-    match std::fs::remove_file(&staging) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(e)),
-    }
+    remove_if_present(&staging).map_err(io)?;
     drop(Database::init(redb::Database::create(&staging)?, None)?);
     // A log left beside a file that is gone belongs to that file, not to this one.
-    match std::fs::remove_file(crate::wal::log_path(&resolved(path).map_err(io)?)) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(e)),
-    }
+    remove_if_present(&crate::wal::log_path(&resolved(path).map_err(io)?)).map_err(io)?;
     std::fs::rename(&staging, path).map_err(io)?;
     // Make the new directory entry durable too.
     sync_directory_of(path).map_err(io)
 }
 
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
 /// Syncs the directory holding `path`, so that an entry made in it survives power loss.
 fn sync_directory_of(path: &Path) -> std::io::Result<()> {
-    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) => std::fs::File::open(dir).and_then(|d| d.sync_all()),
-        None => std::fs::File::open(".").and_then(|d| d.sync_all()),
-    }
+    std::fs::File::open(directory_of(path))?.sync_all()
 }
 
 /// `path` with symbolic links resolved (its directory's, when the file does not exist yet): the
@@ -677,14 +680,10 @@ fn resolved(path: &Path) -> std::io::Result<PathBuf> {
     match std::fs::canonicalize(path) {
         Ok(real) => Ok(real),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
             let name = path.file_name().ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name")
             })?;
-            Ok(std::fs::canonicalize(dir)?.join(name))
+            Ok(std::fs::canonicalize(directory_of(path))?.join(name))
         }
         Err(e) => Err(e),
     }

@@ -76,6 +76,7 @@ impl Default for Limits {
         }
     }
 }
+
 /// The log grows by zeroed blocks of this size.
 const EXTEND_BYTES: u64 = 1 << 20;
 
@@ -200,16 +201,12 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
             u32::try_from(kept.len()),
             u32::try_from(data.len() - kept.len()),
         );
-        let (Ok(stored), Ok(zeros)) = lengths else {
+        let fits = state.pending.len() + ENTRY_HEAD + kept.len() <= self.limits.group_bytes;
+        let ((Ok(stored), Ok(zeros)), true) = (lengths, fits) else {
             state.overflowed = true;
             state.pending = Vec::new();
             return;
         };
-        if state.pending.len() + ENTRY_HEAD + kept.len() > self.limits.group_bytes {
-            state.overflowed = true;
-            state.pending = Vec::new();
-            return;
-        }
         if state.pending.is_empty() {
             state.pending.resize(GROUP_HEAD, 0);
         }
@@ -272,8 +269,8 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
         if end > state.allocated {
             // Zeros up to the next step; one sync below covers them and the group.
             let allocated = end.div_ceil(EXTEND_BYTES) * EXTEND_BYTES;
-            let zeros = vec![0u8; usize::try_from(allocated - state.allocated).unwrap_or(0)];
-            self.log.write(state.allocated, &zeros)?;
+            let count = usize::try_from(allocated - state.allocated).map_err(io::Error::other)?;
+            write_zeros(&self.log, state.allocated, count)?;
             state.allocated = allocated;
         }
         state.appended = true;
@@ -354,12 +351,12 @@ fn read_group<L: StorageBackend>(
     Ok(Some((bytes[GROUP_HEAD..].to_vec(), next)))
 }
 
-/// Writes `count` zeros at `offset`, a bounded block at a time.
-fn write_zeros<M: StorageBackend>(main: &M, mut offset: u64, mut count: usize) -> io::Result<()> {
+/// Writes `count` zeros at `offset` of `file`, a bounded block at a time.
+fn write_zeros<F: StorageBackend>(file: &F, mut offset: u64, mut count: usize) -> io::Result<()> {
     let block = vec![0u8; count.min(64 << 10)];
     while count > 0 {
         let n = count.min(block.len());
-        main.write(offset, &block[..n])?;
+        file.write(offset, &block[..n])?;
         offset += n as u64;
         count -= n;
     }

@@ -11,13 +11,8 @@ use odm_engine::{
     IndexSpec, MAX_DOCUMENT_SIZE, ShardKey,
 };
 
-fn temp_path(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("odm-engine-api-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
-}
+mod common;
+use common::temp_path;
 
 fn ids(db: &Database, collection: &str) -> Vec<Bson> {
     let txn = db.read().unwrap();

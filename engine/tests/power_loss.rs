@@ -108,20 +108,17 @@ struct PowerLossBackend {
 impl PowerLossBackend {
     /// A disk holding `image`, as after a power loss, on a machine of its own.
     fn with_image(image: Vec<u8>) -> Self {
+        PowerLossBackend::default().beside(image)
+    }
+
+    /// A second disk, holding `image`, on the same machine: power fails for both at once.
+    fn beside(&self, image: Vec<u8>) -> Self {
         PowerLossBackend {
             disk: Arc::new(Mutex::new(Disk {
                 current: image.clone(),
                 durable: image,
                 ..Disk::default()
             })),
-            clock: Arc::default(),
-        }
-    }
-
-    /// A second, empty disk on the same machine: power fails for both at once.
-    fn beside(&self) -> Self {
-        PowerLossBackend {
-            disk: Arc::default(),
             clock: self.clock.clone(),
         }
     }
@@ -297,7 +294,7 @@ struct Disks {
 impl Disks {
     fn new() -> Self {
         let main = PowerLossBackend::default();
-        let log = main.beside();
+        let log = main.beside(Vec::new());
         Disks { main, log }
     }
 
@@ -322,17 +319,14 @@ impl Disks {
                     _ => rng.below(last + 1),
                 };
                 let main = PowerLossBackend::with_image(disk.image_after_crash(keep as usize));
-                let log = main.beside();
+                let log = main.beside(Vec::new());
                 (Disks { main, log }, keep > 0 && keep < last)
             }
             Storage::Wal(_) => {
                 let (main, torn_main) = self.main.disk().image_keeping_any(rng);
                 let (log, torn_log) = self.log.disk().image_keeping_any(rng);
                 let main = PowerLossBackend::with_image(main);
-                let log = PowerLossBackend {
-                    disk: PowerLossBackend::with_image(log).disk,
-                    clock: main.clock.clone(),
-                };
+                let log = main.beside(log);
                 (Disks { main, log }, torn_main || torn_log)
             }
         }

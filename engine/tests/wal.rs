@@ -6,7 +6,10 @@
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
+mod common;
+
 use bson::doc;
+use common::temp_path;
 use odm_engine::Database;
 use odm_engine::wal::{Limits, Wal, log_path};
 use redb::StorageBackend;
@@ -39,7 +42,13 @@ impl Sim {
 
     /// The disk after power loss: its durable contents only.
     fn crashed(&self) -> Sim {
-        let durable = self.image().durable.clone();
+        self.crashed_with(|_| {})
+    }
+
+    /// The disk after power loss, its durable bytes changed by `damage`.
+    fn crashed_with(&self, damage: impl FnOnce(&mut Vec<u8>)) -> Sim {
+        let mut durable = self.image().durable.clone();
+        damage(&mut durable);
         Sim(Arc::new(Mutex::new(Image {
             current: durable.clone(),
             durable,
@@ -99,14 +108,11 @@ impl StorageBackend for Sim {
     }
 }
 
-/// A path in this run's scratch directory, with no file there.
-fn temp_path(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("odm-engine-wal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
-}
+/// Limits under which a second small group already passes the checkpoint size.
+const CHECKPOINT_AFTER_ONE_GROUP: Limits = Limits {
+    checkpoint_bytes: 8192,
+    group_bytes: 1 << 20,
+};
 
 fn open(main: &Sim, log: &Sim) -> Wal<Sim, Sim> {
     Wal::open(main.clone(), log.clone(), Limits::default()).expect("the log opens")
@@ -181,17 +187,11 @@ fn a_torn_group_and_every_group_after_it_are_ignored() {
     wal.write(200, b"three").unwrap();
     wal.sync_data().unwrap();
     // Tear the second group: one byte of its body changed.
-    let image = log.crashed();
-    {
-        let mut bytes = image.image();
+    let image = log.crashed_with(|bytes| {
         // The first group: head, one entry's head and its three bytes, CRC.
         let group = FIRST_GROUP + 24 + 17 + 3 + 4;
-        bytes.current[group + 30] ^= 0xFF;
-        let Image {
-            current, durable, ..
-        } = &mut *bytes;
-        durable.clone_from(current);
-    }
+        bytes[group + 30] ^= 0xFF;
+    });
     let main = main.crashed();
     let wal = open(&main, &image);
     let recovered = main.durable();
@@ -231,10 +231,7 @@ fn length_changes_are_replayed_in_order_with_the_writes() {
 #[test]
 fn a_checkpoint_syncs_the_file_and_retires_the_groups() {
     let (main, log) = (Sim::default(), Sim::default());
-    let limits = Limits {
-        checkpoint_bytes: 8192,
-        group_bytes: 1 << 20,
-    };
+    let limits = CHECKPOINT_AFTER_ONE_GROUP;
     let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
     wal.write(0, &[1; 3000]).unwrap();
     wal.sync_data().unwrap();
@@ -313,10 +310,7 @@ fn a_closed_database_file_is_whole_without_its_log() {
 #[test]
 fn a_failed_sync_of_the_database_file_keeps_the_log() {
     let (main, log) = (Sim::default(), Sim::default());
-    let limits = Limits {
-        checkpoint_bytes: 8192,
-        group_bytes: 1 << 20,
-    };
+    let limits = CHECKPOINT_AFTER_ONE_GROUP;
     let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
     wal.write(0, b"acknowledged").unwrap();
     wal.sync_data().unwrap();
@@ -343,4 +337,37 @@ fn the_log_goes_beside_the_real_file_whichever_link_opens_it() {
     assert!(!log_path(&link).exists());
     // Through the link and the real path alike, one lock: the second open is refused.
     assert!(Database::open(&real).is_err());
+}
+
+#[test]
+fn a_log_whose_header_does_not_check_replays_nothing_and_is_cut_to_its_header() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = open(&main, &log);
+    wal.write(0, b"group").unwrap();
+    wal.sync_data().unwrap();
+    // The header torn (as by a crash while a checkpoint rewrote it): its group must not count.
+    let (main, log) = (main.crashed(), log.crashed_with(|bytes| bytes[3] ^= 0xFF));
+    drop(open(&main, &log));
+    assert!(main.durable().len() < 5 || &main.durable()[..5] != b"group");
+    assert_eq!(log.durable().len(), FIRST_GROUP);
+}
+
+#[test]
+fn a_whole_group_whose_entries_do_not_parse_is_refused() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = open(&main, &log);
+    wal.write(0, b"entry").unwrap();
+    wal.sync_data().unwrap();
+    // An entry of an unknown kind, its group's CRC made right again: written by something
+    // other than this log.
+    let log = log.crashed_with(|bytes| {
+        let head = &bytes[FIRST_GROUP + 20..FIRST_GROUP + 24];
+        let end = FIRST_GROUP + 24 + u32::from_le_bytes(head.try_into().unwrap()) as usize;
+        bytes[FIRST_GROUP + 24] = 9;
+        let crc = crc32fast::hash(&bytes[FIRST_GROUP..end]);
+        bytes[end..end + 4].copy_from_slice(&crc.to_le_bytes());
+    });
+    let err = Wal::open(main.crashed(), log, Limits::default()).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    assert!(err.to_string().contains("unknown kind"), "{err}");
 }

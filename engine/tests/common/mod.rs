@@ -1,5 +1,5 @@
 //! Generators shared by the engine's property tests: BSON values of every type the order covers,
-//! nested documents and arrays included.
+//! nested documents and arrays included; and scratch paths for the tests that use files.
 
 #![allow(dead_code)]
 
@@ -171,4 +171,18 @@ pub fn value() -> impl Strategy<Value = Bson> {
             }),
         ]
     })
+}
+
+/// A path named `name` in a scratch directory of this test binary and process, with no file
+/// there.
+pub fn temp_path(name: &str) -> std::path::PathBuf {
+    let binary = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let dir = std::env::temp_dir().join(format!("odm-engine-{binary}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
 }

@@ -21,7 +21,7 @@ use crate::Options;
 use crate::report::{Row, median, per_op, print_table};
 
 pub(crate) const USERS: u64 = 1_000;
-const BATCH: usize = 1_000;
+pub(crate) const BATCH: usize = 1_000;
 const DURABLE_INSERTS: usize = 1_000;
 /// Threads inserting at once, each one document per durable transaction.
 const THREADS: usize = 16;
@@ -95,13 +95,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         super::report::build()
     );
     let mut results: Vec<Vec<Timings>> = Vec::new();
-    #[cfg_attr(
-        not(feature = "peers"),
-        expect(unused_mut, reason = "the peers add names")
-    )]
-    let mut names: Vec<&str> = vec!["engine", "raw", "sqlite"];
-    #[cfg(feature = "peers")]
-    names.extend(super::peers::NAMES);
+    let mut names: Vec<&str> = Vec::new();
     for run in 0..options.runs {
         let mut rng = Rng::new(42 + run as u64);
         let items: Vec<Item> = (0..options.docs as i64)
@@ -119,13 +113,8 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         let users: Vec<String> = (0..QUERIES)
             .map(|_| format!("user{:05}", rng.below(USERS)))
             .collect();
-        let mut systems: Vec<Box<dyn System>> = vec![
-            Box::new(EngineSystem::new(&fresh(&dir, "engine.redb"))?),
-            Box::new(RawRedb::open(&fresh(&dir, "raw.redb"))?),
-            Box::new(Sqlite::open(&fresh(&dir, "sqlite.db"))?),
-        ];
-        #[cfg(feature = "peers")]
-        systems.extend(super::peers::open(&dir)?);
+        let mut systems: Vec<Box<dyn System>>;
+        (names, systems) = open_systems(&dir)?.into_iter().unzip();
         let count = systems.len();
         let mut timings = vec![Timings::default(); count];
         // Phase by phase, every system in turn, starting with a different one each run: a burst
@@ -168,6 +157,26 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(&dir);
     report(&names, &results);
     Ok(())
+}
+
+/// A named system measured, on a fresh file.
+pub(crate) type Named = (&'static str, Box<dyn System>);
+
+/// Every system, each on a fresh file in `dir`: the engine, raw redb and SQLite, and the peers
+/// when they are built.
+fn open_systems(dir: &Path) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
+    #[cfg_attr(not(feature = "peers"), expect(unused_mut, reason = "the peers join"))]
+    let mut systems: Vec<Named> = vec![
+        (
+            "engine",
+            Box::new(EngineSystem::new(&fresh(dir, "engine.redb"))?),
+        ),
+        ("raw", Box::new(RawRedb::open(&fresh(dir, "raw.redb"))?)),
+        ("sqlite", Box::new(Sqlite::open(&fresh(dir, "sqlite.db"))?)),
+    ];
+    #[cfg(feature = "peers")]
+    systems.extend(super::peers::open(dir)?);
+    Ok(systems)
 }
 
 pub(crate) fn fresh(dir: &Path, name: &str) -> PathBuf {

@@ -58,7 +58,8 @@ fn usage() -> ! {
 pub struct Options {
     pub docs: usize,
     pub runs: usize,
-    /// Measure one system only (`engine`, `raw` or `sqlite`), for profiling.
+    /// Measure one system only (`engine`, `raw`, `sqlite`, or with the peers `taladb` or
+    /// `native_db`), for profiling.
     pub only: Option<String>,
     /// Run one kind of query or update only (`range`, `upsert_bucket`, ...), for profiling.
     pub kind: Option<String>,

@@ -18,16 +18,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use taladb::{TypedCollection, Ulid};
 
-use super::core::{Item, System, fresh, on_threads};
+use super::core::{BATCH, Item, Named, System, fresh, on_threads};
 
-/// The peers' column names, in the order [`open`] returns them.
-pub(crate) const NAMES: [&str; 2] = ["taladb", "native_db"];
-
-/// Opens each peer on a fresh file in `dir`, with the benchmark's two secondary indexes.
-pub(crate) fn open(dir: &Path) -> Result<Vec<Box<dyn System>>, Box<dyn std::error::Error>> {
+/// Opens each peer, named, on a fresh file in `dir`, with the benchmark's two secondary
+/// indexes.
+pub(crate) fn open(dir: &Path) -> Result<Vec<Named>, Box<dyn std::error::Error>> {
     Ok(vec![
-        Box::new(Tala::open(&fresh(dir, "taladb.redb"))?),
-        Box::new(Native::open(&fresh(dir, "native_db.redb"))?),
+        ("taladb", Box::new(Tala::open(&fresh(dir, "taladb.redb"))?)),
+        (
+            "native_db",
+            Box::new(Native::open(&fresh(dir, "native_db.redb"))?),
+        ),
     ])
 }
 
@@ -191,7 +192,7 @@ impl System for Native {
 
     fn get_many(&mut self, ids: &[i64]) -> i64 {
         let mut checksum = 0;
-        for batch in ids.chunks(1_000) {
+        for batch in ids.chunks(BATCH) {
             let txn = self.db.r_transaction().expect("read");
             for id in batch {
                 let item: NativeItem = txn.get().primary(*id).expect("get").expect("present");
