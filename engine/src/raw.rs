@@ -9,6 +9,8 @@
 //! iterators validate each name and build a value for each element, which is what these
 //! callers avoid.
 
+use bson::RawBsonRef;
+
 /// An element inside a document's bytes: where it starts (its type byte), where its name ends
 /// (the name's NUL), where its value starts and where the element ends.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +52,83 @@ pub(crate) fn with_value<R>(
     let doc = bson::RawDocument::from_bytes(&one).ok()?;
     let value = doc.get("").ok()??;
     Some(f(value))
+}
+
+/// `bson`'s `RawDocument::get`, answered from the bytes where it can be (see [`read_field`]):
+/// the value of the first element named `name`, or the error `bson` reports.
+pub(crate) fn get<'a>(
+    doc: &'a bson::RawDocument,
+    name: &str,
+) -> bson::error::Result<Option<RawBsonRef<'a>>> {
+    read_field(doc, name).or_else(|Unanswered| doc.get(name))
+}
+
+/// [`read_field`] cannot answer: damaged bytes, or a value of a kind only `bson` builds (arrays,
+/// regexes, code, symbols, `DBPointer`s, old binary).
+struct Unanswered;
+
+/// [`get`] read straight from the bytes, comparing names as bytes so that only the matching
+/// name is read. Whenever it answers, it answers what `bson` does (tested below).
+fn read_field<'a>(
+    doc: &'a bson::RawDocument,
+    name: &str,
+) -> Result<Option<RawBsonRef<'a>>, Unanswered> {
+    let bytes = doc.as_bytes();
+    let end = end_of(bytes, 0).ok_or(Unanswered)?;
+    let mut at = 4;
+    while at < end {
+        let e = element_at(bytes, at, end).ok_or(Unanswered)?;
+        if e.name(bytes) == name.as_bytes() {
+            return value_ref(e.kind, e.value_bytes(bytes))
+                .map(Some)
+                .ok_or(Unanswered);
+        }
+        at = e.end;
+    }
+    Ok(None)
+}
+
+/// The value of kind `kind` whose bytes are exactly `v`, for the kinds [`read_field`] reads.
+fn value_ref(kind: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
+    let le4 = |at: usize| -> Option<[u8; 4]> { v.get(at..at + 4)?.try_into().ok() };
+    let le8 = || -> Option<[u8; 8]> { v.try_into().ok() };
+    Some(match kind {
+        0x01 => RawBsonRef::Double(f64::from_le_bytes(le8()?)),
+        // The length prefix is what measured `v`; the text is the rest without its NUL.
+        0x02 => RawBsonRef::String(std::str::from_utf8(v.get(4..)?.strip_suffix(&[0])?).ok()?),
+        DOCUMENT => RawBsonRef::Document(bson::RawDocument::from_bytes(v).ok()?),
+        0x05 => {
+            let len = length_at(v, 0)?;
+            let subtype = *v.get(4)?;
+            // The old binary subtype carries a second length that `bson` checks.
+            if subtype == 0x02 || v.len() != len.checked_add(5)? {
+                return None;
+            }
+            RawBsonRef::Binary(bson::RawBinaryRef {
+                subtype: subtype.into(),
+                bytes: &v[5..],
+            })
+        }
+        0x06 => RawBsonRef::Undefined,
+        0x07 => RawBsonRef::ObjectId(bson::oid::ObjectId::from_bytes(v.try_into().ok()?)),
+        0x08 => match v {
+            [0] => RawBsonRef::Boolean(false),
+            [1] => RawBsonRef::Boolean(true),
+            _ => return None,
+        },
+        0x09 => RawBsonRef::DateTime(bson::DateTime::from_millis(i64::from_le_bytes(le8()?))),
+        0x0A => RawBsonRef::Null,
+        0x10 if v.len() == 4 => RawBsonRef::Int32(i32::from_le_bytes(le4(0)?)),
+        0x11 if v.len() == 8 => RawBsonRef::Timestamp(bson::Timestamp {
+            increment: u32::from_le_bytes(le4(0)?),
+            time: u32::from_le_bytes(le4(4)?),
+        }),
+        0x12 => RawBsonRef::Int64(i64::from_le_bytes(le8()?)),
+        0x13 => RawBsonRef::Decimal128(bson::Decimal128::from_bytes(v.try_into().ok()?)),
+        0x7F => RawBsonRef::MaxKey,
+        0xFF => RawBsonRef::MinKey,
+        _ => return None,
+    })
 }
 
 /// Every element of the document (or array) starting at `container`.
@@ -128,6 +207,56 @@ mod tests {
             let alone = RawDocumentBuf::try_from(&one).unwrap();
             let alone = alone.as_bytes();
             assert_eq!(e.value_bytes(bytes), &alone[6..alone.len() - 1], "{name}");
+        }
+    }
+
+    /// Law: [`read_field`], when it answers, answers what `bson`'s `get` answers, for every name in
+    /// the document, names it lacks, and damaged copies of it.
+    #[test]
+    fn field_reads_what_bson_reads() {
+        let doc = doc! {
+            "d": 1.5, "s": "text", "o": {"x": [1, 2]}, "a": [true, Bson::Null],
+            "b": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2] },
+            "id": bson::oid::ObjectId::new(), "t": bson::DateTime::from_millis(-3),
+            "r": bson::Regex { pattern: "a.b".try_into().unwrap(), options: "i".try_into().unwrap() },
+            "i": 7, "l": 8_i64, "ts": bson::Timestamp { time: 1, increment: 2 },
+            "m": Bson::MinKey, "M": Bson::MaxKey, "u": Bson::Undefined, "n": Bson::Null,
+            "f": false, "dec": "1.5".parse::<bson::Decimal128>().unwrap(),
+            "js": Bson::JavaScriptCode("f()".into()),
+        };
+        let mut raw = RawDocumentBuf::try_from(&doc).unwrap();
+        // A name given twice: both readings take the first.
+        raw.append(bson::raw::cstr!("i"), 9);
+        let names: Vec<&str> = doc
+            .keys()
+            .map(String::as_str)
+            .chain(["", "x", "dd"])
+            .collect();
+        let mut answered = 0;
+        for &name in &names {
+            if let Ok(found) = read_field(&raw, name) {
+                answered += 1;
+                assert_eq!(found, raw.get(name).unwrap(), "{name}");
+            }
+        }
+        // Every kind but the array, the regex and the code is read here.
+        assert_eq!(answered, names.len() - 3);
+        let good = raw.as_bytes().to_vec();
+        for at in 4..good.len() {
+            for byte in [0x00, 0x01, 0x7F, 0xFF] {
+                let mut bad = good.clone();
+                bad[at] = byte;
+                let Ok(bad) = bson::RawDocument::from_bytes(&bad) else {
+                    continue;
+                };
+                for name in doc.keys() {
+                    if let (Ok(ours), Ok(theirs)) = (read_field(bad, name), bad.get(name)) {
+                        // Compared as printed, so that a NaN equals itself.
+                        let (ours, theirs) = (format!("{ours:?}"), format!("{theirs:?}"));
+                        assert_eq!(ours, theirs, "{name}, byte {at} set to {byte}");
+                    }
+                }
+            }
         }
     }
 

@@ -39,7 +39,7 @@ fn walk_document<'a>(
     depth: usize,
     out: &mut KeyValues<'a>,
 ) -> Result<(), String> {
-    match doc.get(&segments[depth]).map_err(|e| e.to_string())? {
+    match crate::raw::get(doc, &segments[depth]).map_err(|e| e.to_string())? {
         None => out.values.push(RawBsonRef::Null),
         Some(value) => walk_value(value, segments, depth + 1, out)?,
     }

@@ -167,9 +167,9 @@ fn walk(
         return leaf(cx, value, predicate, expand);
     };
     match value {
-        RawBsonRef::Document(d) => match d.get(first) {
-            Ok(Some(child)) => walk(cx, child, rest, predicate, true),
-            _ => missing(predicate),
+        RawBsonRef::Document(d) => match crate::raw::get(d, first).ok().flatten() {
+            Some(child) => walk(cx, child, rest, predicate, true),
+            None => missing(predicate),
         },
         RawBsonRef::Array(array) => walk_array(cx, array, first, segments, predicate),
         _ => missing(predicate),
@@ -363,7 +363,11 @@ fn equal(cx: Option<&Collation>, a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> bool {
 }
 
 fn is_nan(v: RawBsonRef<'_>) -> bool {
-    bracket(&v) == Bracket::Number && exact_number(v) == Number::NaN
+    match v {
+        RawBsonRef::Double(x) => x.is_nan(),
+        RawBsonRef::Decimal128(_) => exact_number(v) == Number::NaN,
+        _ => false,
+    }
 }
 
 /// A range comparison within one type bracket (across brackets only for MinKey and MaxKey
