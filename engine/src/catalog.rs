@@ -31,11 +31,14 @@ use crate::sampling::QueryAnalyzer;
 /// Version 5 writes files through the write-ahead log (see [`crate::wal`]). The pages are the
 /// same, but an older build would open a file whose last commits are still only in its log,
 /// miss them, and write over pages the log would later replay; so it must refuse the file.
-pub const FORMAT_VERSION: u32 = 5;
+///
+/// Version 6 encodes numbers in keys compactly (see [`crate::keys`]) where earlier versions wrote
+/// their exact decimal digits. An older build would misread every key holding a number; opening
+/// an earlier file rewrites its keys (see `upgrade`).
+pub const FORMAT_VERSION: u32 = 6;
 
-/// The earlier versions this build upgrades in place when it opens them, because the newer
-/// version only added to them.
-pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4];
+/// The earlier versions this build upgrades in place when it opens them (see `upgrade`).
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,6 +28,7 @@ use crate::index_store::{self, Change};
 use crate::query::PlanCache;
 use crate::sampling::Sampler;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
+use crate::upgrade;
 use crate::wal::Wal;
 
 /// When a committed write transaction reaches the disk.
@@ -224,7 +225,7 @@ impl Database {
         let has_other_tables = txn
             .list_tables()?
             .any(|t| redb::TableHandle::name(&t) != tables::META_NAME);
-        let (catalog, changed) = {
+        let (mut catalog, changed, found) = {
             let mut meta = txn.open_table(META)?;
             let version = meta.get(FORMAT_VERSION_KEY)?.map(|v| v.value().to_vec());
             match version {
@@ -247,7 +248,7 @@ impl Database {
                         .ok_or_else(|| Error::corrupt("catalog", "missing"))?
                         .value()
                         .to_vec();
-                    (decode_catalog(&bytes)?, upgrade)
+                    (decode_catalog(&bytes)?, upgrade, found)
                 }
                 None if has_other_tables => {
                     return Err(Error::corrupt(
@@ -259,10 +260,15 @@ impl Database {
                     let catalog = Catalog::default();
                     meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes().as_slice())?;
                     meta.insert(CATALOG_KEY, encode_catalog(&catalog)?.as_slice())?;
-                    (catalog, true)
+                    (catalog, true, FORMAT_VERSION)
                 }
             }
         };
+        if found < upgrade::COMPACT_NUMBERS {
+            upgrade::rekey(&txn, &mut catalog)?;
+            let mut meta = txn.open_table(META)?;
+            meta.insert(CATALOG_KEY, encode_catalog(&catalog)?.as_slice())?;
+        }
         let change_log = {
             let meta = txn.open_table(META)?;
             change_log::stored_options(&meta)?

@@ -44,6 +44,7 @@ mod stats;
 mod tables;
 mod ttl;
 pub mod update;
+mod upgrade;
 mod value_set;
 mod verify;
 pub mod wal;

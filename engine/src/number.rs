@@ -45,7 +45,7 @@ impl Decimal {
 
     /// Builds `±0.digits × 10^exp` from digits of an integer whose value is
     /// `±digits × 10^(exp - digits.len())`, trimming leading and trailing zeros.
-    fn normalized(negative: bool, mut digits: Vec<u8>, exp: i32) -> Decimal {
+    pub(crate) fn normalized(negative: bool, mut digits: Vec<u8>, exp: i32) -> Decimal {
         let leading = digits.iter().take_while(|&&d| d == 0).count();
         digits.drain(..leading);
         let exp = exp - leading as i32;
@@ -68,7 +68,7 @@ impl Decimal {
 
     /// The magnitude order, ignoring sign: by exponent, then digit by digit (a shorter digit
     /// string that is a prefix of a longer one is smaller, since the rest would be zeros).
-    fn cmp_magnitude(&self, other: &Decimal) -> Ordering {
+    pub(crate) fn cmp_magnitude(&self, other: &Decimal) -> Ordering {
         match (self.is_zero(), other.is_zero()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Less,

@@ -195,7 +195,7 @@ impl WriteTxn<'_> {
             spec,
             multikey: false,
         };
-        let entries = self.build_entries(&meta, &mut index)?;
+        let entries = build_entries(&self.txn, &meta, &mut index)?;
         {
             // A new index is built straight into its main table, in key order; its delta
             // starts empty.
@@ -218,47 +218,6 @@ impl WriteTxn<'_> {
             bson::doc! { "operationDescription": description },
         )?;
         Ok(name)
-    }
-
-    /// Every entry of a new index over the collection's documents, sorted by key.
-    fn build_entries(
-        &self,
-        meta: &CollectionMeta,
-        index: &mut IndexMeta,
-    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
-        let docs = self
-            .txn
-            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
-        let mut entries = BTreeMap::new();
-        for row in docs.iter()? {
-            let (id_key, bytes) = row?;
-            let doc: RawDocumentBuf = stored_document(&meta.name, bytes.value())?;
-            let Some(keys) = index
-                .spec
-                .document_keys(&doc)
-                .map_err(|e| key_error(&meta.name, index, e))?
-            else {
-                continue;
-            };
-            index.multikey |= keys.multikey;
-            for key in &keys.keys {
-                let (k, v) = entry(index.spec.is_unique(), key, id_key.value(), &keys.types);
-                if let Some(holder) = entries.insert(k, v)
-                    && index.spec.is_unique()
-                    && unique_holder(&holder) != Some(id_key.value())
-                {
-                    let described = describe_key(&index.spec, &doc, key);
-                    return Err(Error::DuplicateKey {
-                        collection: meta.name.clone(),
-                        index: index.spec.name().to_owned(),
-                        key: described.text,
-                        key_pattern: Box::new(described.pattern),
-                        key_value: Box::new(described.value),
-                    });
-                }
-            }
-        }
-        Ok(entries)
     }
 
     /// Drops a secondary index; the `_id_` index cannot be dropped.
@@ -296,6 +255,47 @@ impl WriteTxn<'_> {
     pub fn list_indexes(&self, collection: &str) -> Vec<IndexSpec> {
         list_indexes(self.catalog.get(collection))
     }
+}
+
+/// Every entry of an index over the collection's documents, sorted by key, with the index's
+/// multikey flag set when a document makes it multikey. Index creation and the upgrade of older
+/// files build indexes with it.
+pub(crate) fn build_entries(
+    txn: &redb::WriteTransaction,
+    meta: &CollectionMeta,
+    index: &mut IndexMeta,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let docs = txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+    let mut entries = BTreeMap::new();
+    for row in docs.iter()? {
+        let (id_key, bytes) = row?;
+        let doc: RawDocumentBuf = stored_document(&meta.name, bytes.value())?;
+        let Some(keys) = index
+            .spec
+            .document_keys(&doc)
+            .map_err(|e| key_error(&meta.name, index, e))?
+        else {
+            continue;
+        };
+        index.multikey |= keys.multikey;
+        for key in &keys.keys {
+            let (k, v) = entry(index.spec.is_unique(), key, id_key.value(), &keys.types);
+            if let Some(holder) = entries.insert(k, v)
+                && index.spec.is_unique()
+                && unique_holder(&holder) != Some(id_key.value())
+            {
+                let described = describe_key(&index.spec, &doc, key);
+                return Err(Error::DuplicateKey {
+                    collection: meta.name.clone(),
+                    index: index.spec.name().to_owned(),
+                    key: described.text,
+                    key_pattern: Box::new(described.pattern),
+                    key_value: Box::new(described.value),
+                });
+            }
+        }
+    }
+    Ok(entries)
 }
 
 impl ReadTxn {

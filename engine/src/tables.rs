@@ -50,6 +50,12 @@ pub(crate) fn docs_name(collection: u64) -> String {
     format!("odm.c{collection}.docs")
 }
 
+/// Inside the transaction that upgrades a file only: the documents table being rewritten under
+/// new keys (see [`crate::upgrade`]), renamed to [`docs_name`] before the transaction ends.
+pub(crate) fn docs_rekeyed_name(collection: u64) -> String {
+    format!("odm.c{collection}.docs.rekeyed")
+}
+
 pub(crate) fn index_name(collection: u64, index: u64) -> String {
     format!("odm.c{collection}.i{index}")
 }

@@ -681,6 +681,86 @@ fn files_of_version_2_are_upgraded_in_place() {
     assert_eq!(version(&path), FORMAT_VERSION);
 }
 
+/// The format version in a closed file's meta table.
+fn stored_version(path: &std::path::Path) -> u32 {
+    let raw = redb::Database::open(path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&raw).unwrap();
+    let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("odm.meta");
+    let meta = txn.open_table(def).unwrap();
+    let bytes = meta
+        .get("format_version")
+        .unwrap()
+        .unwrap()
+        .value()
+        .to_vec();
+    u32::from_be_bytes(bytes.try_into().unwrap())
+}
+
+/// Version 6 changed how keys encode numbers. A file written by a version 5 build (the fixture:
+/// numeric `_id`s of every type, NaN and ±infinity among them; compound, descending, multikey
+/// and unique indexes over doubles, integers and decimals) opens with its documents under the
+/// new keys and its indexes rebuilt: `verify` recomputes both and finds nothing wrong.
+#[test]
+fn files_of_version_5_have_their_keys_rewritten() {
+    use std::io::Read;
+    let path = temp_path("version5.redb");
+    let fixture = std::fs::File::open(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/format5.redb.gz"
+    ))
+    .unwrap();
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(fixture)
+        .read_to_end(&mut bytes)
+        .unwrap();
+    std::fs::write(&path, bytes).unwrap();
+    assert_eq!(stored_version(&path), 5);
+    {
+        let db = Database::open(&path).unwrap();
+        let report = db.verify().unwrap();
+        assert!(report.is_clean(), "{:?}", report.problems);
+        assert_eq!(report.documents, 314);
+        let txn = db.read().unwrap();
+        let numbers = txn.collection("numbers").unwrap().unwrap();
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        for id in [
+            Bson::Int32(1),
+            Bson::Double(1.0),
+            Bson::Int64(1 << 40),
+            Bson::Int64(i64::MIN),
+            Bson::Double(-0.1),
+            Bson::Double(5e-324),
+            dec("0.1"),
+            dec("1E+400"),
+            dec("-3.250"),
+            Bson::Double(f64::NAN),
+            Bson::Double(f64::NEG_INFINITY),
+            Bson::String("text".into()),
+        ] {
+            assert!(numbers.get(&id).unwrap().is_some(), "{id}");
+        }
+        let count = |c: &odm_engine::ReadCollection, filter: Document| {
+            c.find(&filter, &odm_engine::query::FindOptions::default())
+                .unwrap()
+                .count()
+        };
+        assert_eq!(count(&numbers, doc! { "vals": dec("0.30") }), 14);
+        assert_eq!(count(&numbers, doc! { "vals": 2.5 }), 1);
+        assert_eq!(count(&numbers, doc! { "sub.w": 13_000.0 }), 1);
+        let expected = (0..14i64)
+            .filter(|n| n % 3 == 1 && (n * 37 % 11) as f64 / 4.0 - 1.0 < 0.0)
+            .count();
+        assert_eq!(
+            count(&numbers, doc! { "cat": 1, "score": { "$lt": 0 } }),
+            expected
+        );
+        let other = txn.collection("other").unwrap().unwrap();
+        let expected = (0..300i64).filter(|i| (i % 17) as f64 * 0.7 >= 2.1).count();
+        assert_eq!(count(&other, doc! { "x": { "$gte": 2.1 } }), expected);
+    }
+    assert_eq!(stored_version(&path), FORMAT_VERSION);
+}
+
 #[test]
 fn foreign_and_garbage_files_are_refused_without_panicking() {
     let path = temp_path("foreign.redb");

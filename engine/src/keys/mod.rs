@@ -8,10 +8,8 @@
 //! descending field is just its ascending bytes inverted.
 //!
 //! Layout: a tag byte per type bracket (in bracket order), then a payload:
-//! - numbers: a class byte (NaN, -inf, negative, zero, positive, +inf); finite non-zero values
-//!   as `±0.d₁d₂… × 10^exp` (exact decimal values): the exponent in one byte when within ±100
-//!   (else a marker byte and a biased big-endian u16), then the digits two per byte (`1 + 10·d₁ + d₂`, an odd tail padded with 0) and a 0 terminator;
-//!   negative magnitudes are inverted;
+//! - numbers: a class byte and a compact payload, exact for every value (see the submodule
+//!   `number`);
 //! - strings, regexes and code: bytes with 0x00 escaped as 0x00 0xFF, closed by 0x00 0x00;
 //! - objects: per element its value's tag, its escaped name and its payload, closed by 0x00;
 //!   arrays: per element tag and payload, closed by 0x00 (every tag is above 0x00);
@@ -20,14 +18,14 @@
 //!
 //! This is the only module that chooses byte order for keys; all of it is big-endian.
 
+mod number;
 mod types;
 
 pub use types::{UNDECODABLE, decode as decode_with_types, types_of};
 
 use bson::{Bson, RawArray, RawBson, RawBsonRef, RawDocument};
 
-use crate::number::Number;
-use crate::order::{Bracket, bracket, db_pointer_parts, exact_number};
+use crate::order::{Bracket, bracket, db_pointer_parts};
 
 /// The sort direction of one index field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -164,7 +162,7 @@ fn encode_value(out: &mut Vec<u8>, v: RawBsonRef<'_>) {
 
 fn encode_payload(out: &mut Vec<u8>, v: RawBsonRef<'_>, b: Bracket) {
     match v {
-        _ if b == Bracket::Number => encode_number(out, &exact_number(v)),
+        _ if b == Bracket::Number => number::encode(out, v),
         RawBsonRef::String(s) | RawBsonRef::Symbol(s) | RawBsonRef::JavaScriptCode(s) => {
             encode_bytes(out, s.as_bytes());
         }
@@ -228,44 +226,6 @@ fn encode_array(out: &mut Vec<u8>, a: &RawArray) {
         encode_value(out, value);
     }
     out.push(END);
-}
-
-fn encode_number(out: &mut Vec<u8>, n: &Number) {
-    match n {
-        Number::NaN => out.push(0x01),
-        Number::NegInfinity => out.push(0x02),
-        Number::Finite(d) if d.is_zero() => out.push(0x04),
-        Number::Finite(d) => {
-            out.push(if d.negative { 0x03 } else { 0x05 });
-            let start = out.len();
-            encode_exponent(out, d.exp);
-            for pair in d.digits.chunks(2) {
-                let low = pair.get(1).copied().unwrap_or(0);
-                out.push(1 + pair[0] * 10 + low);
-            }
-            out.push(END);
-            if d.negative {
-                invert(&mut out[start..]);
-            }
-        }
-        Number::PosInfinity => out.push(0x06),
-    }
-}
-
-/// Exponents within ±[`SHORT_EXPONENT`] (every integer below 10^100 and most fractions) take one
-/// byte, `0x80 + exp`; others take 0xFF (above) or 0x00 (below) and a biased big-endian u16.
-/// The first byte orders the three forms and says how long the exponent is.
-const SHORT_EXPONENT: i32 = 100;
-
-fn encode_exponent(out: &mut Vec<u8>, exp: i32) {
-    if exp.abs() <= SHORT_EXPONENT {
-        out.push((0x80 + exp) as u8);
-    } else {
-        out.push(if exp > 0 { 0xFF } else { 0x00 });
-        // Exponents stay well inside i16 for every double and decimal128.
-        let biased = (exp.clamp(-0x8000, 0x7FFF) + 0x8000) as u16;
-        out.extend_from_slice(&biased.to_be_bytes());
-    }
 }
 
 /// The length of the one encoded value at the start of `bytes` in the given direction, or `None`
@@ -347,24 +307,7 @@ impl Reader<'_> {
     }
 
     fn number(&mut self) -> Option<()> {
-        match self.byte()? {
-            0x01 | 0x02 | 0x04 | 0x06 => Some(()),
-            class @ (0x03 | 0x05) => {
-                // Negative magnitudes are inverted, exponent and terminator included.
-                let (end, long_low, long_high) = if class == 0x03 {
-                    (0xFF, 0xFF, 0x00)
-                } else {
-                    (END, 0x00, 0xFF)
-                };
-                let exp = self.byte()?;
-                if exp == long_low || exp == long_high {
-                    self.skip(2)?;
-                }
-                while self.byte()? != end {}
-                Some(())
-            }
-            _ => None,
-        }
+        number::read(&mut || self.byte()).map(drop)
     }
 
     fn string(&mut self) -> Option<()> {

@@ -230,85 +230,25 @@ impl Decoder<'_> {
         }
     }
 
-    /// A number: its exact decimal value from the key, its type from the key types.
+    /// A number: its value from the key, its type from the key types.
     fn number(&mut self) -> Option<Bson> {
-        let class = self.byte()?;
-        let mut digits = String::new();
-        let mut exp = 0i32;
-        if let 0x03 | 0x05 = class {
-            // Negative magnitudes are stored inverted, exponent and terminator included.
-            let flip = if class == 0x03 { 0xFF } else { 0x00 };
-            let first = self.byte()? ^ flip;
-            exp = match first {
-                0x00 | 0xFF => {
-                    let [hi, lo] = self.array::<2>()?;
-                    i32::from(u16::from_be_bytes([hi ^ flip, lo ^ flip])) - 0x8000
-                }
-                short => i32::from(short) - 0x80,
-            };
-            loop {
-                let pair = self.byte()? ^ flip;
-                if pair == END {
-                    break;
-                }
-                let pair = pair.checked_sub(1).filter(|&p| p < 100)?;
-                digits.push(char::from(b'0' + pair / 10));
-                digits.push(char::from(b'0' + pair % 10));
-            }
-        }
-        let negative = class == 0x03;
+        let read = super::number::read(&mut || self.byte())?;
         let ty = self.next_type()?;
-        if ty == DECIMAL {
-            let bytes: [u8; 16] = self
-                .types
-                .get(self.at_type..self.at_type + 16)?
-                .try_into()
-                .ok()?;
-            self.at_type += 16;
-            return Some(Bson::Decimal128(Decimal128::from_bytes(bytes)));
-        }
-        let double = || -> Option<f64> {
-            Some(match class {
-                0x01 => f64::NAN,
-                0x02 => f64::NEG_INFINITY,
-                0x04 => 0.0,
-                0x06 => f64::INFINITY,
-                _ => {
-                    let sign = if negative { "-" } else { "" };
-                    format!("{sign}0.{digits}e{exp}").parse().ok()?
-                }
-            })
-        };
         match ty {
-            DOUBLE => Some(Bson::Double(double()?)),
-            NEGATIVE_ZERO if class == 0x04 => Some(Bson::Double(-0.0)),
-            INT32 | INT64 => {
-                let value = integer(class, negative, &digits, exp)?;
-                if ty == INT32 {
-                    Some(Bson::Int32(i32::try_from(value).ok()?))
-                } else {
-                    Some(Bson::Int64(value))
-                }
+            DECIMAL => {
+                let bytes: [u8; 16] = self
+                    .types
+                    .get(self.at_type..self.at_type + 16)?
+                    .try_into()
+                    .ok()?;
+                self.at_type += 16;
+                Some(Bson::Decimal128(Decimal128::from_bytes(bytes)))
             }
+            DOUBLE => Some(Bson::Double(read.double()?)),
+            NEGATIVE_ZERO if read == super::number::Read::Zero => Some(Bson::Double(-0.0)),
+            INT32 => Some(Bson::Int32(i32::try_from(read.integer()?).ok()?)),
+            INT64 => Some(Bson::Int64(read.integer()?)),
             _ => None,
         }
     }
-}
-
-/// The integer `±0.digits × 10^exp`, when it is one that fits an int64.
-fn integer(class: u8, negative: bool, digits: &str, exp: i32) -> Option<i64> {
-    if class == 0x04 {
-        return Some(0);
-    }
-    let significant = digits.trim_end_matches('0');
-    let shift = exp.checked_sub(i32::try_from(significant.len()).ok()?)?;
-    if !(0..=19).contains(&shift) || significant.len() > 19 {
-        return None;
-    }
-    let mut value: i128 = significant.parse().ok()?;
-    value *= 10i128.pow(shift as u32);
-    if negative {
-        value = -value;
-    }
-    i64::try_from(value).ok()
 }

@@ -86,7 +86,22 @@ pub fn close_numbers() -> impl Strategy<Value = (Bson, Bson)> {
         let b: Decimal128 = format!("{digits}{last}E{}", exp - 1).parse().unwrap();
         (Bson::Decimal128(a), Bson::Decimal128(b))
     });
-    prop_oneof![integers, doubles, decimals]
+    // A double beside the decimal that prints it (shortest round trip), or one digit longer:
+    // the decimal lies a hair above or below the double, or equals it.
+    let across = (any::<u64>(), 0u8..11).prop_filter_map("finite", |(bits, extra)| {
+        let x = f64::from_bits(bits);
+        let printed = format!("{x:e}");
+        let (mantissa, exp) = printed.split_once('e')?;
+        let mantissa = match extra {
+            10 => mantissa.to_owned(),
+            digit if mantissa.contains('.') => format!("{mantissa}{digit}"),
+            digit => format!("{mantissa}.{digit}"),
+        };
+        let d: Decimal128 = format!("{mantissa}E{exp}").parse().ok()?;
+        x.is_finite()
+            .then_some((Bson::Double(x), Bson::Decimal128(d)))
+    });
+    prop_oneof![integers, doubles, decimals, across]
 }
 
 fn decimal() -> impl Strategy<Value = Decimal128> {
