@@ -94,9 +94,10 @@ impl<'c, T> Cursor<'c, T> {
     pub(crate) fn new(
         collection: &'c dyn Source,
         plan: Plan,
-        query: Query,
+        mut query: Query,
         decode: Decode<T>,
     ) -> Result<Self> {
+        query.run_under(&plan, collection.meta());
         let output = match &query.projection {
             Some(p) => Output::Projected(p),
             None => Output::Documents,

@@ -2,7 +2,8 @@
 //!
 //! Every query walks the best plan's candidates (by `_id`, by index ranges, or a scan in `_id`
 //! order) and lets the matcher judge every one, so a plan's extra candidates never reach the
-//! result. Contract: every returned or counted document passed the matcher.
+//! result. The matcher checks what the plan's bounds do not decide exactly (see `residual`).
+//! Contract: every returned or counted document satisfies the whole filter.
 
 use bson::{Bson, Document};
 
@@ -148,7 +149,7 @@ impl ReadCollection<'_> {
         limit: u64,
         collation: Option<&Document>,
     ) -> Result<u64> {
-        let query = Query::parse(
+        let mut query = Query::parse(
             filter,
             QueryOptions {
                 collation,
@@ -162,6 +163,7 @@ impl ReadCollection<'_> {
         } else {
             let plan = self.best_plan(&query);
             self.plan_cache().used(self.meta(), &plan);
+            query.run_under(&plan, self.meta());
             let covering =
                 covered::covering(self.meta(), &plan, &query.filter, None, Output::Count);
             let mut n = 0u64;

@@ -28,6 +28,7 @@ mod filter;
 mod matcher;
 mod plan;
 mod projection;
+mod residual;
 mod routing;
 mod selection;
 mod sort;

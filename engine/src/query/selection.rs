@@ -14,8 +14,11 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawDocument};
 
 use super::filter::Filter;
+use super::plan::Plan;
 use super::projection::Projection;
+use super::residual::residual;
 use super::sort::Sort;
+use crate::catalog::CollectionMeta;
 use crate::collation::Collation;
 use crate::error::Result;
 use crate::expr::{ExprError, Scope};
@@ -32,6 +35,9 @@ pub(crate) struct Query {
     pub(crate) skip: u64,
     /// `None` for no limit (a limit of 0 is none).
     pub(crate) limit: Option<u64>,
+    /// What of the filter the chosen plan leaves to the matcher, when its index bounds decide
+    /// some conditions exactly (see `residual`); `None` checks the whole filter.
+    pub(crate) residual: Option<Filter>,
 }
 
 /// The options of an operation that make its query, borrowed from the operation's own options.
@@ -67,6 +73,7 @@ impl Query {
             hint: options.hint.cloned(),
             skip: options.skip,
             limit: options.limit.filter(|&l| l > 0),
+            residual: None,
         })
     }
 
@@ -81,6 +88,7 @@ impl Query {
             hint: None,
             skip: 0,
             limit: None,
+            residual: None,
         }
     }
 
@@ -90,9 +98,18 @@ impl Query {
     }
 
     /// Whether `doc` matches the filter under the query's collation, or why an `$expr` could
-    /// not be evaluated on it.
+    /// not be evaluated on it. After [`Query::run_under`], only for the plan's candidates.
     pub(crate) fn matches(&self, doc: &RawDocument) -> Result<bool, ExprError> {
-        self.filter.try_matches_in(doc, self.collation())
+        self.residual
+            .as_ref()
+            .unwrap_or(&self.filter)
+            .try_matches_in(doc, self.collation())
+    }
+
+    /// Leaves to [`Query::matches`] only what `plan`'s bounds do not decide exactly: from then
+    /// on, it judges only the candidates of that plan.
+    pub(crate) fn run_under(&mut self, plan: &Plan, meta: &CollectionMeta) {
+        self.residual = residual(&self.filter, plan, meta, self.collation.is_some());
     }
 
     /// The array position the match of `doc` recorded, for the positional `$`.
