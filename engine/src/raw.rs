@@ -55,7 +55,11 @@ pub(crate) fn with_value<R>(
 }
 
 /// `bson`'s `RawDocument::get`, answered from the bytes where it can be (see [`read_field`]):
-/// the value of the first element named `name`, or the error `bson` reports.
+/// the value of the first element named `name`. On a well-formed document (every stored one:
+/// writes refuse malformed bytes, see `document::prepare`) it answers what `bson` answers. On
+/// damaged bytes it never panics; it reports `bson`'s error where it cannot read its way to the
+/// element, and may still answer where `bson` would refuse an element it passed over (a name
+/// that is not UTF-8, say).
 pub(crate) fn get<'a>(
     doc: &'a bson::RawDocument,
     name: &str,
@@ -68,7 +72,8 @@ pub(crate) fn get<'a>(
 struct Unanswered;
 
 /// [`get`] read straight from the bytes, comparing names as bytes so that only the matching
-/// name is read. Whenever it answers, it answers what `bson` does (tested below).
+/// name is read. On well-formed documents, and wherever `bson` answers too, it answers what
+/// `bson` does (tested below).
 fn read_field<'a>(
     doc: &'a bson::RawDocument,
     name: &str,

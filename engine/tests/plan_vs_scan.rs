@@ -127,6 +127,9 @@ fn condition_on(paths: &[&'static str]) -> BoxedStrategy<Document> {
                 Bson::Document(d)
             }),
         (scalar(), scalar()).prop_map(|(lo, hi)| Bson::Document(doc! { "$gte": lo, "$lt": hi })),
+        // Two bounds on one side, often at one value.
+        (scalar(), scalar()).prop_map(|(x, y)| Bson::Document(doc! { "$gte": x, "$gt": y })),
+        (scalar(), scalar()).prop_map(|(x, y)| Bson::Document(doc! { "$lt": x, "$lte": y })),
         scalar().prop_map(|v| Bson::Document(doc! { "$ne": v })),
         any::<bool>().prop_map(|b| Bson::Document(doc! { "$exists": b })),
         prop::sample::select(vec!["^a", "^ab", "^b", "^", "a"])
@@ -312,6 +315,12 @@ fn bounds_decide_only_what_they_decide_exactly() {
         doc! { "n": 3, "$and": [{ "n": { "$gt": 5 } }] },
         // NaN as a range operand bounds nothing and matches nothing.
         doc! { "n": { "$gte": -2, "$lt": f64::NAN } },
+        // Two bounds at one value, in either order and of different number types: the
+        // exclusive one bounds the scan.
+        doc! { "n": { "$gte": 3, "$gt": 3 } },
+        doc! { "n": { "$gt": 3_i64, "$gte": 3.0 } },
+        doc! { "n": { "$gte": -5, "$lte": 3, "$lt": 3 } },
+        doc! { "$and": [{ "n": { "$lte": 3 } }, { "n": { "$lt": 3.0 } }] },
     ] {
         let options = FindOptions::default();
         let sorted = |db: &Database| {

@@ -4,9 +4,11 @@
 //! After the number tag comes a class byte, then a payload. The classes, in order: NaN,
 //! negative infinity, the negative magnitude classes, zero, the positive magnitude classes,
 //! positive infinity. A finite non-zero magnitude `m` falls in one of these classes:
-//! - [`SMALL`] (`m < 1`) and [`HUGE`] (`m ≥ 2^64`): `D`, the largest double not above `m`, as its
-//!   eight IEEE bytes big-endian (for positive doubles they order as the values do), then the
-//!   tail of `m − D`;
+//! - [`TINY`] (below the smallest double) and [`BEYOND`] (above the largest): `m` as an exact
+//!   decimal (only a decimal128 gets there);
+//! - [`SMALL`] (`m < 1`) and [`HUGE`] (`2^64 ≤ m ≤ f64::MAX`): `D`, the largest double not above
+//!   `m`, as its eight IEEE bytes big-endian (for positive doubles they order as the values
+//!   do), then the tail of `m − D`;
 //! - `SMALL + n` for `1 ≤ m < 2^64`, `n` in 1..=8: the integer part `I` in the fewest big-endian
 //!   bytes that hold it (`n`, so a longer integer part is a larger class), then [`END`] when `m`
 //!   is an integer; otherwise [`MORE`], the first 56 bits of the fraction `f = m − I` (seven
@@ -17,9 +19,11 @@
 //!
 //! A negative number takes the mirror of its magnitude's class and its payload inverted, so a
 //! larger magnitude sorts lower. Every double and every int32 and int64 ends without a tail (a
-//! double is its integer part and at most 52 fraction bits, or its own `D`); only decimal128
-//! values between two doubles carry one. After the tag, integers take 3 to 10 bytes and doubles
-//! at most 17, where the exact decimal digits of a double took up to about 390.
+//! double is its integer part and at most 52 fraction bits, or its own `D`); a decimal128 has
+//! one when neither its integer part with 56 fraction bits nor the double below holds it
+//! exactly. So a key without a tail need not be a double (2^30 + 2^-23 is not): decoding checks.
+//! After the tag, integers take 3 to 10 bytes and doubles at most 17, where the exact decimal
+//! digits of a double took up to about 390.
 
 use bson::RawBsonRef;
 
@@ -34,10 +38,14 @@ const NAN: u8 = 0x01;
 const NEG_INFINITY: u8 = 0x02;
 const ZERO: u8 = 0x40;
 const POS_INFINITY: u8 = 0x7E;
+/// Positive magnitudes below the smallest double (5e-324).
+const TINY: u8 = 0x41;
 /// Positive magnitudes below 1.
-const SMALL: u8 = 0x41;
-/// Positive magnitudes of 2^64 and more; `SMALL + 1..=SMALL + 8` lie between.
+const SMALL: u8 = 0x42;
+/// Positive magnitudes from 2^64 to the largest double; `SMALL + 1..=SMALL + 8` lie between.
 const HUGE: u8 = SMALL + 9;
+/// Positive magnitudes above the largest double.
+const BEYOND: u8 = HUGE + 1;
 
 /// 2^64 as a double.
 const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
@@ -157,13 +165,26 @@ fn exact(out: &mut Vec<u8>, n: &Number) {
         });
     } else {
         let below = largest_double_not_above(d);
+        let rest = match Number::from_f64(below) {
+            Number::Finite(b) => magnitude_minus(d, &b),
+            _ => d.clone(),
+        };
+        // Exact comparisons: `below` is one of these two doubles or far from both.
+        let beyond = below.to_bits() == f64::MAX.to_bits() && !rest.is_zero();
+        if below.to_bits() == 0 || beyond {
+            let class = if beyond { BEYOND } else { TINY };
+            let magnitude = Decimal {
+                negative: false,
+                ..d.clone()
+            };
+            signed(out, d.negative, class, |out| {
+                encode_decimal(out, &magnitude);
+            });
+            return;
+        }
         let class = if d.exp <= 0 { SMALL } else { HUGE };
         signed(out, d.negative, class, |out| {
             out.extend_from_slice(&below.to_bits().to_be_bytes());
-            let rest = match Number::from_f64(below) {
-                Number::Finite(b) => magnitude_minus(d, &b),
-                _ => d.clone(),
-            };
             tail(out, &rest);
         });
     }
@@ -348,6 +369,8 @@ pub(super) enum Magnitude {
     Double(f64),
     /// The integer part and, when there is one, the first 56 bits of the fraction.
     Integer { whole: u64, fraction: Option<u64> },
+    /// Outside the doubles' range ([`TINY`], [`BEYOND`]): only a decimal128 holds it.
+    Decimal,
 }
 
 impl Read {
@@ -366,10 +389,10 @@ impl Read {
             } => {
                 let m = match magnitude {
                     Magnitude::Double(d) => d,
-                    // Exact: a double's integer part and fraction bits add back without rounding.
                     Magnitude::Integer { whole, fraction } => {
-                        whole as f64 + fraction.map_or(0.0, |f| f as f64 / TWO_POW_56)
+                        integer_and_fraction(whole, fraction)?
                     }
+                    Magnitude::Decimal => return None,
                 };
                 if negative { -m } else { m }
             }
@@ -397,6 +420,18 @@ impl Read {
     }
 }
 
+/// The double `whole + fraction / 2^56`, when it is one: a double's integer part and fraction
+/// bits add back without rounding, and the sum is checked against both.
+fn integer_and_fraction(whole: u64, fraction: Option<u64>) -> Option<f64> {
+    let Some(fraction) = fraction else {
+        let m = whole as f64;
+        return (m < TWO_POW_64 && m as u64 == whole).then_some(m);
+    };
+    let m = whole as f64 + fraction as f64 / TWO_POW_56;
+    let back = m.trunc();
+    (back as u64 == whole && ((m - back) * TWO_POW_56) as u64 == fraction).then_some(m)
+}
+
 /// Reads one number's payload from `next` (bytes already in ascending form); `None` when the
 /// bytes are not a number's encoding.
 pub(super) fn read(next: &mut impl FnMut() -> Option<u8>) -> Option<Read> {
@@ -406,12 +441,20 @@ pub(super) fn read(next: &mut impl FnMut() -> Option<u8>) -> Option<Read> {
         NEG_INFINITY => return Some(Read::NegInfinity),
         ZERO => return Some(Read::Zero),
         POS_INFINITY => return Some(Read::PosInfinity),
-        c if (SMALL..=HUGE).contains(&c) => (false, c),
-        c if (mirrored(HUGE)..=mirrored(SMALL)).contains(&c) => (true, mirrored(c)),
+        c if (TINY..=BEYOND).contains(&c) => (false, c),
+        c if (mirrored(BEYOND)..=mirrored(TINY)).contains(&c) => (true, mirrored(c)),
         _ => return None,
     };
     let flip = if negative { 0xFF } else { 0x00 };
     let mut byte = || next().map(|b| b ^ flip);
+    if class == TINY || class == BEYOND {
+        skip_decimal(&mut byte)?;
+        return Some(Read::Finite {
+            negative,
+            magnitude: Magnitude::Decimal,
+            tail: false,
+        });
+    }
     let magnitude = if class == SMALL || class == HUGE {
         Magnitude::Double(f64::from_bits(take(&mut byte, 8)?))
     } else {
@@ -548,8 +591,19 @@ mod tests {
         assert_eq!(fast(dec("-7.00")), fast(RawBsonRef::Int32(-7)));
         assert_eq!(fast(dec("1E+400")), by_value(dec("1E+400")));
         assert!(fast(dec("1E+400")) > fast(RawBsonRef::Double(f64::MAX)));
+        assert!(fast(dec("1E+400")) < fast(dec("1.1E+400")));
         assert!(fast(dec("1E-400")) < fast(RawBsonRef::Double(5e-324)));
+        assert!(fast(dec("1E-400")) > fast(dec("9E-401")));
         assert!(fast(dec("1E-400")) > fast(RawBsonRef::Int32(0)));
+        assert!(fast(dec("-1E+400")) < fast(RawBsonRef::Double(-f64::MAX)));
+        // Outside the doubles' range a decimal is held as itself: short, and no double.
+        let widest = fast(dec("9.999999999999999999999999999999999E+6144"));
+        assert!(widest.len() < 24, "{} bytes", widest.len());
+        assert_eq!(read_back(widest).double(), None);
+        // No tail, and still no double: 2^30 + 2^-23 fits in 56 fraction bits.
+        let between = read_back(fast(dec("1073741824.00000011920928955078125")));
+        assert!(matches!(between, Read::Finite { tail: false, .. }));
+        assert_eq!(between.double(), None);
     }
 
     #[test]

@@ -444,11 +444,13 @@ fn field_intervals(
         }
         range_bracket = Some(b);
         let slot = if is_low { &mut lo } else { &mut hi };
+        // Of two bounds at one value, the exclusive one is tighter (`$gt: 5` beside `$gte: 5`).
         let tighter = match slot {
             None => true,
             Some((current, _)) => {
                 let order = compare(value.as_raw_bson_ref(), current.as_raw_bson_ref());
-                if is_low { order.is_gt() } else { order.is_lt() }
+                let stricter = if is_low { order.is_gt() } else { order.is_lt() };
+                stricter || (order.is_eq() && !inclusive)
             }
         };
         if tighter {
