@@ -646,19 +646,6 @@ fn files_of_version_2_are_upgraded_in_place() {
         db.write(|t| t.insert_one("c", doc! { "_id": 1, "a": 2 }).map(drop))
             .unwrap();
     }
-    let version = |path: &std::path::Path| {
-        let raw = redb::Database::open(path).unwrap();
-        let txn = redb::ReadableDatabase::begin_read(&raw).unwrap();
-        let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("odm.meta");
-        let meta = txn.open_table(def).unwrap();
-        let bytes = meta
-            .get("format_version")
-            .unwrap()
-            .unwrap()
-            .value()
-            .to_vec();
-        u32::from_be_bytes(bytes.try_into().unwrap())
-    };
     {
         let raw = redb::Database::open(&path).unwrap();
         let txn = raw.begin_write().unwrap();
@@ -670,7 +657,7 @@ fn files_of_version_2_are_upgraded_in_place() {
         }
         txn.commit().unwrap();
     }
-    assert_eq!(version(&path), 2);
+    assert_eq!(stored_version(&path), 2);
     let db = Database::open(&path).unwrap();
     let txn = db.read().unwrap();
     let stored = txn.collection("c").unwrap().unwrap();
@@ -678,7 +665,7 @@ fn files_of_version_2_are_upgraded_in_place() {
     drop(stored);
     drop(txn);
     drop(db);
-    assert_eq!(version(&path), FORMAT_VERSION);
+    assert_eq!(stored_version(&path), FORMAT_VERSION);
 }
 
 /// The format version in a closed file's meta table.
