@@ -161,6 +161,16 @@ pub(crate) fn exact_number(v: RawBsonRef<'_>) -> Number {
     }
 }
 
+/// Whether a value is a NaN (a double's, or a decimal128's); reads a double's bits, and only a
+/// decimal128 through its exact value.
+pub(crate) fn is_nan(v: RawBsonRef<'_>) -> bool {
+    match v {
+        RawBsonRef::Double(x) => x.is_nan(),
+        RawBsonRef::Decimal128(_) => exact_number(v) == Number::NaN,
+        _ => false,
+    }
+}
+
 /// Field by field: the value's type bracket, then the field name, then the value.
 pub fn compare_documents(a: &RawDocument, b: &RawDocument) -> Ordering {
     compare_documents_in(a, b, None)

@@ -195,17 +195,7 @@ impl WriteTxn<'_> {
             spec,
             multikey: false,
         };
-        let entries = build_entries(&self.txn, &meta, &mut index)?;
-        {
-            // A new index is built straight into its main table, in key order; its delta
-            // starts empty.
-            let (main, delta) = index_store::table_names(meta.id, index_id);
-            let mut table = self.txn.open_table(tables::bytes(&main))?;
-            for (key, value) in &entries {
-                table.insert(key.as_slice(), value.as_slice())?;
-            }
-            self.txn.open_table(tables::bytes(&delta))?;
-        }
+        build_index(&self.txn, &meta, &mut index)?;
         let name = index.spec.name().to_owned();
         let description = bson::doc! { "indexes": [index.spec.to_document()] };
         let catalog = self.catalog_mut();
@@ -257,10 +247,27 @@ impl WriteTxn<'_> {
     }
 }
 
-/// Every entry of an index over the collection's documents, sorted by key, with the index's
-/// multikey flag set when a document makes it multikey. Index creation and the upgrade of older
-/// files build indexes with it.
-pub(crate) fn build_entries(
+/// Builds an index over the collection's documents (index creation, and the upgrade of older
+/// files), setting its multikey flag when a document makes it multikey. Every entry is computed
+/// first, so a uniqueness violation or an unindexable document writes nothing; then the entries
+/// go straight into the main table, in key order, and the delta starts empty.
+pub(crate) fn build_index(
+    txn: &redb::WriteTransaction,
+    meta: &CollectionMeta,
+    index: &mut IndexMeta,
+) -> Result<()> {
+    let entries = build_entries(txn, meta, index)?;
+    let (main, delta) = index_store::table_names(meta.id, index.id);
+    let mut table = txn.open_table(tables::bytes(&main))?;
+    for (key, value) in &entries {
+        table.insert(key.as_slice(), value.as_slice())?;
+    }
+    txn.open_table(tables::bytes(&delta))?;
+    Ok(())
+}
+
+/// Every entry of an index over the collection's documents, sorted by key.
+fn build_entries(
     txn: &redb::WriteTransaction,
     meta: &CollectionMeta,
     index: &mut IndexMeta,

@@ -31,13 +31,7 @@ pub(crate) fn rekey(txn: &WriteTransaction, catalog: &mut Catalog) -> Result<()>
         for index in &mut indexes {
             index_store::delete(txn, meta.id, index.id)?;
             index.multikey = false;
-            let entries = schema::build_entries(txn, meta, index)?;
-            let (main, delta) = index_store::table_names(meta.id, index.id);
-            let mut table = txn.open_table(tables::bytes(&main))?;
-            for (key, value) in &entries {
-                table.insert(key.as_slice(), value.as_slice())?;
-            }
-            txn.open_table(tables::bytes(&delta))?;
+            schema::build_index(txn, meta, index)?;
         }
         meta.indexes = indexes;
     }

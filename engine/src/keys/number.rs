@@ -82,22 +82,12 @@ fn signed(out: &mut Vec<u8>, negative: bool, class: u8, write: impl FnOnce(&mut 
     }
 }
 
-/// The bytes of the integer part `i ≥ 1` in its class, `n` bytes.
-fn integer_bytes(i: u64) -> (u8, usize) {
-    let n = 8 - (i.leading_zeros() / 8) as usize;
-    (SMALL + n as u8, n)
-}
-
 fn integer(out: &mut Vec<u8>, negative: bool, m: u64) {
     if m == 0 {
         out.push(ZERO);
-        return;
+    } else {
+        integer_class(out, negative, m, None);
     }
-    let (class, n) = integer_bytes(m);
-    signed(out, negative, class, |out| {
-        out.extend_from_slice(&m.to_be_bytes()[8 - n..]);
-        out.push(END);
-    });
 }
 
 // The fraction test is exact on purpose: a double's fraction is exactly representable.
@@ -116,29 +106,17 @@ fn double(out: &mut Vec<u8>, x: f64) {
         return;
     }
     let m = x.abs();
+    let none = zero();
     if !(1.0..TWO_POW_64).contains(&m) {
-        let class = if m < 1.0 { SMALL } else { HUGE };
-        signed(out, x < 0.0, class, |out| {
-            out.extend_from_slice(&m.to_bits().to_be_bytes());
-            out.push(END);
-        });
+        double_class(out, x < 0.0, m, &none);
         return;
     }
     // `m` is below 2^64, so its integer part converts exactly; `m ≥ 1` puts every fraction bit
     // at 2^-52 or above, so the fraction times 2^56 is an integer below 2^56, exactly.
     let whole = m.trunc();
     let fraction = m - whole;
-    let (class, n) = integer_bytes(whole as u64);
-    signed(out, x < 0.0, class, |out| {
-        out.extend_from_slice(&(whole as u64).to_be_bytes()[8 - n..]);
-        if fraction == 0.0 {
-            out.push(END);
-        } else {
-            out.push(MORE);
-            out.extend_from_slice(&((fraction * TWO_POW_56) as u64).to_be_bytes()[1..]);
-            out.push(END);
-        }
-    });
+    let bits = (fraction != 0.0).then_some(((fraction * TWO_POW_56) as u64, &none));
+    integer_class(out, x < 0.0, whole as u64, bits);
 }
 
 /// Any number, from its exact value: the rule the fast paths above must agree with (tested).
@@ -151,43 +129,67 @@ fn exact(out: &mut Vec<u8>, n: &Number) {
         Number::Finite(d) => d,
     };
     if let Some((whole, fraction)) = integer_part(d) {
-        let (class, n) = integer_bytes(whole);
-        signed(out, d.negative, class, |out| {
-            out.extend_from_slice(&whole.to_be_bytes()[8 - n..]);
-            if fraction.is_empty() {
-                out.push(END);
-            } else {
-                let (first, rest) = scale_fraction(&fraction);
-                out.push(MORE);
-                out.extend_from_slice(&first.to_be_bytes()[1..]);
-                tail(out, &rest);
-            }
-        });
-    } else {
-        let below = largest_double_not_above(d);
-        let rest = match Number::from_f64(below) {
-            Number::Finite(b) => magnitude_minus(d, &b),
-            _ => d.clone(),
-        };
-        // Exact comparisons: `below` is one of these two doubles or far from both.
-        let beyond = below.to_bits() == f64::MAX.to_bits() && !rest.is_zero();
-        if below.to_bits() == 0 || beyond {
-            let class = if beyond { BEYOND } else { TINY };
-            let magnitude = Decimal {
-                negative: false,
-                ..d.clone()
-            };
-            signed(out, d.negative, class, |out| {
-                encode_decimal(out, &magnitude);
-            });
-            return;
-        }
-        let class = if d.exp <= 0 { SMALL } else { HUGE };
-        signed(out, d.negative, class, |out| {
-            out.extend_from_slice(&below.to_bits().to_be_bytes());
-            tail(out, &rest);
-        });
+        let scaled = (!fraction.is_empty()).then(|| scale_fraction(&fraction));
+        integer_class(
+            out,
+            d.negative,
+            whole,
+            scaled.as_ref().map(|(b, r)| (*b, r)),
+        );
+        return;
     }
+    let below = largest_double_not_above(d);
+    let rest = match Number::from_f64(below) {
+        Number::Finite(b) => magnitude_minus(d, &b),
+        _ => magnitude_minus(d, &zero()),
+    };
+    // Exact comparisons: `below` is one of these two doubles or far from both.
+    let beyond = below.to_bits() == f64::MAX.to_bits() && !rest.is_zero();
+    if below.to_bits() == 0 || beyond {
+        let class = if beyond { BEYOND } else { TINY };
+        let magnitude = Decimal {
+            negative: false,
+            ..d.clone()
+        };
+        signed(out, d.negative, class, |out| {
+            encode_decimal(out, &magnitude);
+        });
+        return;
+    }
+    double_class(out, d.negative, below, &rest);
+}
+
+/// The class of a magnitude in `[1, 2^64)` and its payload: the integer part `whole` in the
+/// fewest bytes, then [`END`] without a fraction, else [`MORE`], the fraction's first 56 bits
+/// and the tail of what remains.
+fn integer_class(out: &mut Vec<u8>, negative: bool, whole: u64, fraction: Option<(u64, &Decimal)>) {
+    let n = 8 - (whole.leading_zeros() / 8) as usize;
+    signed(out, negative, SMALL + n as u8, |out| {
+        out.extend_from_slice(&whole.to_be_bytes()[8 - n..]);
+        match fraction {
+            None => out.push(END),
+            Some((bits, rest)) => {
+                out.push(MORE);
+                out.extend_from_slice(&bits.to_be_bytes()[1..]);
+                tail(out, rest);
+            }
+        }
+    });
+}
+
+/// The class of a magnitude below 1 or from 2^64, given the largest double not above it, and
+/// its payload: that double's bits and the tail of the rest.
+fn double_class(out: &mut Vec<u8>, negative: bool, below: f64, rest: &Decimal) {
+    let class = if below < 1.0 { SMALL } else { HUGE };
+    signed(out, negative, class, |out| {
+        out.extend_from_slice(&below.to_bits().to_be_bytes());
+        tail(out, rest);
+    });
+}
+
+/// Zero, as a decimal: the remainder of a value a class holds exactly.
+fn zero() -> Decimal {
+    Decimal::normalized(false, Vec::new(), 0)
 }
 
 /// For a magnitude in `[1, 2^64)`: its integer part and the digits of its fraction (the value
@@ -207,9 +209,9 @@ fn integer_part(d: &Decimal) -> Option<(u64, Vec<u8>)> {
     Some((whole, fraction))
 }
 
-/// Splits the fraction `0.digits` times 2^56 into its integer part (below 2^56) and the digits
-/// of what remains (`0.rest`, no trailing zero).
-fn scale_fraction(digits: &[u8]) -> (u64, Vec<u8>) {
+/// Splits the fraction `0.digits` times 2^56 into its integer part (below 2^56) and what
+/// remains, below 1.
+fn scale_fraction(digits: &[u8]) -> (u64, Decimal) {
     // Schoolbook multiplication from the last digit; each step stays below 10·2^56 + 2^60.
     let mut product = Vec::with_capacity(digits.len() + 17);
     let mut carry: u128 = 0;
@@ -226,42 +228,17 @@ fn scale_fraction(digits: &[u8]) -> (u64, Vec<u8>) {
         carry /= 10;
     }
     product.reverse();
-    while product.last() == Some(&0) {
-        product.pop();
-    }
-    (first, product)
+    // `product` holds the digits after the point: `0.product` is `product × 10^-len`.
+    (first, Decimal::normalized(false, product, 0))
 }
 
-/// The tail of a non-negative remainder, given as `0.digits` (no trailing zero) or as a decimal.
-fn tail(out: &mut Vec<u8>, rest: &impl Remainder) {
-    match rest.decimal() {
-        None => out.push(END),
-        Some(r) => {
-            out.push(MORE);
-            encode_decimal(out, &r);
-        }
-    }
-}
-
-/// A remainder in either of the two forms the classes produce.
-trait Remainder {
-    /// The remainder as a normalized positive decimal; `None` when it is zero.
-    fn decimal(&self) -> Option<Decimal>;
-}
-
-impl Remainder for Vec<u8> {
-    fn decimal(&self) -> Option<Decimal> {
-        let d = Decimal::normalized(false, self.clone(), 0);
-        (!d.is_zero()).then_some(d)
-    }
-}
-
-impl Remainder for Decimal {
-    fn decimal(&self) -> Option<Decimal> {
-        (!self.is_zero()).then(|| Decimal {
-            negative: false,
-            ..self.clone()
-        })
+/// The tail of a remainder (not negative): [`END`] for zero, else [`MORE`] and its exact decimal.
+fn tail(out: &mut Vec<u8>, rest: &Decimal) {
+    if rest.is_zero() {
+        out.push(END);
+    } else {
+        out.push(MORE);
+        encode_decimal(out, rest);
     }
 }
 
@@ -284,7 +261,10 @@ fn largest_double_not_above(d: &Decimal) -> f64 {
 /// `|a| − |b|` for `|a| ≥ |b|`, as a positive decimal (zero when equal).
 fn magnitude_minus(a: &Decimal, b: &Decimal) -> Decimal {
     if b.is_zero() {
-        return a.clone();
+        return Decimal {
+            negative: false,
+            ..a.clone()
+        };
     }
     // Both as integers of the same scale: digit i of a value with exponent e weighs
     // 10^(e − 1 − i), so positions run from `high` (exclusive) down to `low`.

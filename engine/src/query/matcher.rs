@@ -28,8 +28,7 @@ use crate::expr::{ExprError, truthy};
 
 use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
 use crate::collation::Collation;
-use crate::number::Number;
-use crate::order::{Bracket, bracket, compare_in, exact_number};
+use crate::order::{Bracket, bracket, compare_in, is_nan};
 
 /// A condition that held, with the array position it recorded (see the module documentation).
 type Hit = Option<usize>;
@@ -360,14 +359,6 @@ fn elem_matches(cx: Option<&Collation>, element: RawBsonRef<'_>, em: &ElemMatch)
 
 fn equal(cx: Option<&Collation>, a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> bool {
     compare_in(a, b, cx) == Ordering::Equal
-}
-
-fn is_nan(v: RawBsonRef<'_>) -> bool {
-    match v {
-        RawBsonRef::Double(x) => x.is_nan(),
-        RawBsonRef::Decimal128(_) => exact_number(v) == Number::NaN,
-        _ => false,
-    }
 }
 
 /// A range comparison within one type bracket (across brackets only for MinKey and MaxKey

@@ -24,7 +24,7 @@ use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex};
 use super::sort::Sort;
 use crate::catalog::IndexMeta;
 use crate::keys::{self, Direction};
-use crate::order::{Bracket, bracket, compare};
+use crate::order::{Bracket, bracket, compare, is_nan};
 use crate::path::Path;
 
 /// How a plan reaches its candidates.
@@ -338,16 +338,6 @@ fn usable_operand(v: &RawBson) -> bool {
     )
 }
 
-fn is_nan(v: &RawBson) -> bool {
-    match v.as_raw_bson_ref() {
-        RawBsonRef::Double(d) => d.is_nan(),
-        RawBsonRef::Decimal128(d) => {
-            crate::order::exact_number(RawBsonRef::Decimal128(d)) == crate::number::Number::NaN
-        }
-        _ => false,
-    }
-}
-
 fn matches_null(v: &RawBson) -> bool {
     matches!(v.as_raw_bson_ref(), RawBsonRef::Null)
 }
@@ -431,7 +421,10 @@ fn field_intervals(
             Predicate::Regex(r) if range_bracket.is_none() => return regex_intervals(r),
             _ => continue,
         };
-        if !usable_operand(value) || is_nan(value) || (sparse && inclusive && matches_null(value)) {
+        if !usable_operand(value)
+            || is_nan(value.as_raw_bson_ref())
+            || (sparse && inclusive && matches_null(value))
+        {
             continue;
         }
         let b = bracket(&value.as_raw_bson_ref());

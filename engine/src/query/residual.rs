@@ -25,7 +25,7 @@ use bson::RawBson;
 use super::filter::{Filter, Pattern, Predicate};
 use super::plan::{Access, Plan, bound_conditions};
 use crate::catalog::CollectionMeta;
-use crate::order::{Bracket, bracket};
+use crate::order::{Bracket, bracket, is_nan};
 
 /// The filter left to the matcher under `plan`, when its bounds decide some conditions
 /// exactly; `None` when they decide none (the whole filter is checked).
@@ -97,19 +97,13 @@ fn exact_shape(predicates: &[&Predicate]) -> bool {
 
 /// The bracket of an operand whose index order and equality are the matcher's.
 fn exact_operand(v: &RawBson) -> Option<Bracket> {
-    let b = bracket(&v.as_raw_bson_ref());
-    let nan = match v {
-        RawBson::Double(x) => x.is_nan(),
-        RawBson::Decimal128(_) => {
-            crate::order::exact_number(v.as_raw_bson_ref()) == crate::number::Number::NaN
-        }
-        _ => false,
-    };
+    let v = v.as_raw_bson_ref();
+    let b = bracket(&v);
     let kept = matches!(
         b,
         Bracket::Number | Bracket::String | Bracket::ObjectId | Bracket::Bool | Bracket::Date
     );
-    (kept && !nan).then_some(b)
+    (kept && !is_nan(v)).then_some(b)
 }
 
 /// `filter` without its top-level conditions (through `$and`) on the given fields.
