@@ -4,10 +4,17 @@
 //! Index scans may visit extra candidates; they must never miss one, and the matcher must
 //! reject the extras.
 
-use bson::{Bson, Document, doc};
+use bson::{Bson, Document, Regex, doc};
 use odm_engine::query::FindOptions;
 use odm_engine::{Database, Direction, IndexSpec};
 use proptest::prelude::*;
+
+fn regex(pattern: &str, options: &str) -> Bson {
+    Bson::RegularExpression(Regex {
+        pattern: pattern.try_into().unwrap(),
+        options: options.try_into().unwrap(),
+    })
+}
 
 fn scalar() -> impl Strategy<Value = Bson> {
     prop_oneof![
@@ -18,6 +25,9 @@ fn scalar() -> impl Strategy<Value = Bson> {
             .prop_map(|s| Bson::String(s.into())),
         Just(Bson::Null),
         Just(Bson::Double(-0.0)),
+        // A symbol indexes as the string it holds; a stored regex equals a query's regex.
+        Just(Bson::Symbol("ab".into())),
+        Just(regex("^a", "")),
         // Equal to itself, above nothing and below nothing: a range bound the planner skips.
         Just(Bson::Double(f64::NAN)),
         any::<bool>().prop_map(Bson::Boolean),
@@ -107,6 +117,9 @@ const PATHS: [&str; 11] = [
 /// Paths of the never-multikey index `{b: 1, e: -1}`: filters on them alone can be covered.
 const COVERABLE: [&str; 2] = ["b", "e"];
 
+/// Anchored literals (bounded exactly), and patterns bounded by a prefix they only start.
+const REGEXES: [&str; 9] = ["^a", "^ab", "^b", "^", "a", "^ab$", "^a.", "^ab*", "^a\\."];
+
 fn condition() -> BoxedStrategy<Document> {
     condition_on(&PATHS)
 }
@@ -132,8 +145,11 @@ fn condition_on(paths: &[&'static str]) -> BoxedStrategy<Document> {
         (scalar(), scalar()).prop_map(|(x, y)| Bson::Document(doc! { "$lt": x, "$lte": y })),
         scalar().prop_map(|v| Bson::Document(doc! { "$ne": v })),
         any::<bool>().prop_map(|b| Bson::Document(doc! { "$exists": b })),
-        prop::sample::select(vec!["^a", "^ab", "^b", "^", "a"])
-            .prop_map(|p| Bson::Document(doc! { "$regex": p })),
+        prop::sample::select(REGEXES.to_vec()).prop_map(|p| Bson::Document(doc! { "$regex": p })),
+        prop::sample::select(REGEXES.to_vec())
+            .prop_map(|p| Bson::Document(doc! { "$regex": p, "$options": "i" })),
+        (prop::sample::select(REGEXES.to_vec()), scalar())
+            .prop_map(|(p, v)| Bson::Document(doc! { "$in": [regex(p, ""), v] })),
         prop::collection::vec(scalar(), 1..3).prop_map(|v| Bson::Document(doc! { "$nin": v })),
         (scalar(), scalar())
             .prop_map(|(lo, hi)| Bson::Document(doc! { "$elemMatch": { "$gte": lo, "$lt": hi } })),
@@ -294,6 +310,10 @@ fn bounds_decide_only_what_they_decide_exactly() {
         doc! { "m": [0, 10], "n": 3, "s": 4 },
         doc! { "m": 3, "n": -1.5, "s": "a" },
         doc! { "n": f64::NEG_INFINITY },
+        doc! { "s": "ab" },
+        doc! { "s": Bson::Symbol("abc".into()) },
+        doc! { "s": regex("^a", "") },
+        doc! { "s": regex("^a", "s") },
     ];
     let (plain, indexed) = databases(&docs, None);
     for spec in [
@@ -321,6 +341,15 @@ fn bounds_decide_only_what_they_decide_exactly() {
         doc! { "n": { "$gt": 3_i64, "$gte": 3.0 } },
         doc! { "n": { "$gte": -5, "$lte": 3, "$lt": 3 } },
         doc! { "$and": [{ "n": { "$lte": 3 } }, { "n": { "$lt": 3.0 } }] },
+        // A regex bounds the strings that start with its literal prefix and its equal regex;
+        // only an all-literal one matches every string there.
+        doc! { "s": { "$regex": "^a" } },
+        doc! { "s": { "$regex": "^a." } },
+        doc! { "s": { "$regex": "^ab$" } },
+        doc! { "s": { "$regex": "^abc*" } },
+        doc! { "s": { "$regex": "^a", "$options": "s" } },
+        doc! { "s": { "$in": [regex("^a.", ""), "b"] } },
+        doc! { "s": { "$in": [regex("^ab", ""), "b"] } },
     ] {
         let options = FindOptions::default();
         let sorted = |db: &Database| {

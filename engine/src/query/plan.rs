@@ -343,7 +343,7 @@ fn matches_null(v: &RawBson) -> bool {
 }
 
 /// The literal prefix of an anchored regex that the index can use, if any.
-fn regex_prefix(r: &QueryRegex) -> Option<String> {
+pub(super) fn regex_prefix(r: &QueryRegex) -> Option<String> {
     if r.options.contains(['i', 'm', 'x']) {
         return None;
     }

@@ -9,12 +9,12 @@
 //! - an index scan over an index that is not multikey (a field holding one value, so the value
 //!   the entry holds is the value the matcher would read), not sparse, not partial, not hashed;
 //! - per bounded field, its conditions (top-level, through `$and`) are either one equality, or
-//!   one `$in` of values, or ranges
+//!   one `$in` of values and literal-prefix regexes, or one such regex, or ranges
 //!   (`$gt`, `$gte`, `$lt`, `$lte`) in one type bracket: the shapes whose bounds the planner
 //!   builds from every one of them (see `plan::field_intervals`);
 //! - every operand is a number other than NaN, a string, an ObjectId, a boolean or a date: the
 //!   brackets where index order and equality are the matcher's (no `null`, which matches
-//!   missing fields; no documents, arrays, regexes or MinKey/MaxKey); and a range of numbers
+//!   missing fields; no documents, arrays, regex values or MinKey/MaxKey); and a range of numbers
 //!   has a lower bound (a number range open below starts where NaN sorts).
 //!
 //! The law, tested by `engine/tests/plan_vs_scan.rs`: a query returns what a collection scan
@@ -22,8 +22,8 @@
 
 use bson::RawBson;
 
-use super::filter::{Filter, Pattern, Predicate};
-use super::plan::{Access, Plan, bound_conditions};
+use super::filter::{Filter, Pattern, Predicate, QueryRegex};
+use super::plan::{Access, Plan, bound_conditions, regex_prefix};
 use crate::catalog::CollectionMeta;
 use crate::order::{Bracket, bracket, is_nan};
 
@@ -72,9 +72,12 @@ fn exact_shape(predicates: &[&Predicate]) -> bool {
     match predicates {
         [] => false,
         [Predicate::Eq(v)] => exact_operand(v).is_some(),
-        [Predicate::In(patterns)] => patterns
-            .iter()
-            .all(|p| matches!(p, Pattern::Value(v) if exact_operand(v).is_some())),
+        [Predicate::Regex(r)] => exact_regex(r),
+        [Predicate::In(patterns)] => patterns.iter().all(|p| match p {
+            Pattern::Value(v) => exact_operand(v).is_some(),
+            Pattern::Regex(r) => exact_regex(r),
+            Pattern::ElemMatch(_) => false,
+        }),
         ranges => {
             let mut brackets = ranges.iter().map(|p| match p {
                 Predicate::Gt(v) | Predicate::Gte(v) | Predicate::Lt(v) | Predicate::Lte(v) => {
@@ -104,6 +107,14 @@ fn exact_operand(v: &RawBson) -> Option<Bracket> {
         Bracket::Number | Bracket::String | Bracket::ObjectId | Bracket::Bool | Bracket::Date
     );
     (kept && !is_nan(v)).then_some(b)
+}
+
+/// Whether a regex is bounded exactly: anchored, all literal after the anchor, and without
+/// the options that widen a literal (`i`, `m`, `x`). Its bounds are then the strings that
+/// start with the literal (each of which it matches, as it does symbols, which index as
+/// strings) and the one stored regex equal to it.
+fn exact_regex(r: &QueryRegex) -> bool {
+    regex_prefix(r).is_some_and(|prefix| r.pattern.strip_prefix('^') == Some(prefix.as_str()))
 }
 
 /// `filter` without its top-level conditions (through `$and`) on the given fields.
