@@ -189,13 +189,6 @@ pub(crate) struct MergedRange<'a> {
 }
 
 impl<'a> MergedRange<'a> {
-    pub(crate) fn new(
-        main: redb::Range<'a, &'static [u8], &'static [u8]>,
-        delta: redb::Range<'a, &'static [u8], &'static [u8]>,
-    ) -> Self {
-        Self::directed(main, delta, false)
-    }
-
     /// Both ranges walked in descending key order when `reverse`.
     pub(crate) fn directed(
         main: redb::Range<'a, &'static [u8], &'static [u8]>,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bson::{Bson, RawDocument, RawDocumentBuf};
 use redb::{AccessGuard, ReadOnlyTable, ReadableTableMetadata};
@@ -33,6 +33,7 @@ impl ReadTxn {
             .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         Ok(Some(ReadCollection {
             txn: self,
+            index_tables: meta.indexes.iter().map(|_| OnceLock::new()).collect(),
             meta: meta.clone(),
             docs,
         }))
@@ -44,6 +45,9 @@ pub struct ReadCollection<'t> {
     txn: &'t ReadTxn,
     meta: Arc<CollectionMeta>,
     docs: BytesTable,
+    /// Each index's two tables (main and delta), by position in `meta.indexes`, opened by the
+    /// first scan that reads them: a handle running many queries opens them once.
+    index_tables: Vec<OnceLock<(BytesTable, BytesTable)>>,
 }
 
 impl std::fmt::Debug for ReadCollection<'_> {
@@ -115,15 +119,13 @@ impl ReadCollection<'_> {
                 }
             })?;
         }
-        let (main, delta) = index_store::table_names(self.meta.id, spec.id);
-        let main: BytesTable = self.txn.txn.open_table(tables::bytes(&main))?;
-        let delta: BytesTable = self.txn.txn.open_table(tables::bytes(&delta))?;
         let upper = keys::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let bounds = (
+        let range = self.index_range(
+            spec,
             Bound::Included(prefix.as_slice()),
             upper.as_ref().map(Vec::as_slice),
-        );
-        let range = MergedRange::new(main.range::<&[u8]>(bounds)?, delta.range::<&[u8]>(bounds)?);
+            false,
+        )?;
         Ok(IndexPrefixScan {
             collection: self,
             index: spec.clone(),
@@ -143,21 +145,44 @@ impl ReadCollection<'_> {
     }
 
     /// Index entries within byte bounds, from both of the index's tables, in key order.
-    pub(crate) fn index_range(
+    pub(crate) fn index_range<'a>(
         &self,
         index: &IndexMeta,
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
         reverse: bool,
-    ) -> Result<MergedRange<'_>> {
-        let (main, delta) = index_store::table_names(self.meta.id, index.id);
-        let main: BytesTable = self.txn.txn.open_table(tables::bytes(&main))?;
-        let delta: BytesTable = self.txn.txn.open_table(tables::bytes(&delta))?;
-        Ok(MergedRange::directed(
-            main.range::<&[u8]>((lower, upper))?,
-            delta.range::<&[u8]>((lower, upper))?,
-            reverse,
-        ))
+    ) -> Result<MergedRange<'a>> {
+        let open = || -> Result<(BytesTable, BytesTable)> {
+            let (main, delta) = index_store::table_names(self.meta.id, index.id);
+            Ok((
+                self.txn.txn.open_table(tables::bytes(&main))?,
+                self.txn.txn.open_table(tables::bytes(&delta))?,
+            ))
+        };
+        let ranges = |(main, delta): &(BytesTable, BytesTable)| -> Result<MergedRange<'a>> {
+            Ok(MergedRange::directed(
+                main.range::<&[u8]>((lower, upper))?,
+                delta.range::<&[u8]>((lower, upper))?,
+                reverse,
+            ))
+        };
+        let Some(cell) = self
+            .meta
+            .indexes
+            .iter()
+            .position(|i| i.id == index.id)
+            .and_then(|at| self.index_tables.get(at))
+        else {
+            return ranges(&open()?);
+        };
+        if cell.get().is_none() {
+            // Another thread may set it first: both opened the same tables of one snapshot.
+            let _ = cell.set(open()?);
+        }
+        match cell.get() {
+            Some(tables) => ranges(tables),
+            None => ranges(&open()?),
+        }
     }
 
     /// The bytes stored under an encoded `_id`, if any.

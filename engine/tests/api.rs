@@ -1141,8 +1141,27 @@ fn the_plan_cache_reuses_a_shape_choice_until_indexes_change() {
     assert_eq!((second.index_used(), second.returned), (Some("a_1"), 1));
     let none = explain(doc! { "a": 7, "b": 2 });
     assert_eq!(none.returned, 0);
-    // Another shape is planned afresh.
-    assert!(!explain(doc! { "a": { "$gt": 3 } }).winning.from_cache);
+    // Another shape is planned afresh: another operator, value bracket, regex, nesting or
+    // field; each then reuses its own choice.
+    for shape in [
+        doc! { "a": { "$gt": 3 } },
+        doc! { "a": "5", "b": 2 },
+        doc! { "a": { "$regex": "^x" } },
+        doc! { "a": { "$regex": "^y" } },
+        doc! { "$or": [{ "a": 5 }, { "b": 2 }] },
+        doc! { "$or": [{ "a": 5 }], "b": 2 },
+        doc! { "$or": [{ "a": 5, "b": 2 }] },
+        doc! { "b": 5, "a": 2 },
+        doc! { "a": { "$in": [1, "x"] } },
+        doc! { "a": { "$in": ["x", 1] } },
+    ] {
+        assert!(!explain(shape.clone()).winning.from_cache, "{shape}");
+        let again = explain(shape.clone());
+        assert!(
+            again.winning.from_cache || again.index_used().is_none(),
+            "{shape}: {again}"
+        );
+    }
     // A new index makes the old choice unreachable.
     c.create_index(
         IndexSpec::new([("a", Direction::Ascending), ("b", Direction::Ascending)]).unwrap(),

@@ -12,7 +12,6 @@
 //! write runs is counted once per index it reads.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::{Mutex, PoisonError};
 
 use super::filter::{ElemMatch, Filter, Pattern, Predicate};
@@ -38,7 +37,7 @@ pub(crate) const ID_INDEX_USES: u64 = u64::MAX;
 
 #[derive(Debug)]
 pub(crate) struct PlanCache {
-    entries: Mutex<HashMap<String, Choice>>,
+    entries: Mutex<HashMap<Vec<u8>, Choice>>,
     /// Operations per (collection id, index id).
     uses: Mutex<HashMap<(u64, u64), u64>>,
     /// When the counting started.
@@ -84,7 +83,7 @@ impl PlanCache {
         )
     }
 
-    pub(crate) fn get(&self, key: &str) -> Option<Choice> {
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Choice> {
         self.entries
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -92,7 +91,7 @@ impl PlanCache {
             .cloned()
     }
 
-    pub(crate) fn put(&self, key: String, choice: Choice) {
+    pub(crate) fn put(&self, key: Vec<u8>, choice: Choice) {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= CAPACITY {
             entries.clear();
@@ -102,129 +101,161 @@ impl PlanCache {
 }
 
 /// The cache key of a query on a collection; `collated`: whether it has a collation (which
-/// keeps string conditions from bounding indexes, so it plans otherwise).
+/// keeps string conditions from bounding indexes, so it plans otherwise). Built as bytes, every
+/// name and pattern with its length before it, so two shapes never share a key.
 pub(crate) fn key(
     meta: &CollectionMeta,
     filter: &Filter,
     collated: bool,
     sort: Option<&Sort>,
-) -> String {
-    let mut out = format!("{}|", meta.id);
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&meta.id.to_le_bytes());
+    push_len(&mut out, meta.indexes.len());
     for index in &meta.indexes {
-        let _ = write!(
-            out,
-            "{}{},",
-            index.id,
-            if index.multikey { "m" } else { "" }
-        );
+        out.extend_from_slice(&index.id.to_le_bytes());
+        out.push(u8::from(index.multikey));
     }
-    out.push('|');
-    if collated {
-        out.push_str("collated:");
-    }
+    out.push(u8::from(collated));
     filter_shape(filter, &mut out);
-    out.push('|');
     if let Some(sort) = sort {
         for (path, direction) in sort.fields() {
-            let _ = write!(out, "{}:{},", path.as_str(), direction.as_i32());
+            push_text(&mut out, path.as_str());
+            out.extend_from_slice(&direction.as_i32().to_le_bytes());
         }
     }
     out
 }
 
-fn filter_shape(filter: &Filter, out: &mut String) {
+fn push_len(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+}
+
+fn push_text(out: &mut Vec<u8>, text: &str) {
+    push_len(out, text.len());
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// One byte per kind of node or operator.
+mod tag {
+    pub const AND: u8 = 1;
+    pub const OR: u8 = 2;
+    pub const NOR: u8 = 3;
+    pub const FIELD: u8 = 4;
+    pub const EXPR: u8 = 5;
+    pub const EQ: u8 = 6;
+    pub const GT: u8 = 7;
+    pub const GTE: u8 = 8;
+    pub const LT: u8 = 9;
+    pub const LTE: u8 = 10;
+    pub const IN: u8 = 11;
+    pub const ALL: u8 = 12;
+    pub const REGEX: u8 = 13;
+    pub const ELEM_MATCH: u8 = 14;
+    pub const NOT: u8 = 15;
+    pub const ELEM_MATCH_VALUE: u8 = 16;
+    pub const ELEM_MATCH_DOCUMENT: u8 = 17;
+    pub const SIZE: u8 = 18;
+    pub const EXISTS: u8 = 19;
+    pub const TYPE: u8 = 20;
+    pub const MOD: u8 = 21;
+    pub const VALUE: u8 = 22;
+}
+
+fn filter_shape(filter: &Filter, out: &mut Vec<u8>) {
     let (name, parts) = match filter {
-        Filter::And(parts) => ("and", parts),
-        Filter::Or(parts) => ("or", parts),
-        Filter::Nor(parts) => ("nor", parts),
+        Filter::And(parts) => (tag::AND, parts),
+        Filter::Or(parts) => (tag::OR, parts),
+        Filter::Nor(parts) => (tag::NOR, parts),
         Filter::Field(path, predicate) => {
-            let _ = write!(out, "{}:", path.as_str());
+            out.push(tag::FIELD);
+            push_text(out, path.as_str());
             predicate_shape(predicate, out);
             return;
         }
         // No index serves an expression, so every one has the same plans.
         Filter::Expr(_) => {
-            out.push_str("expr");
+            out.push(tag::EXPR);
             return;
         }
     };
-    let _ = write!(out, "{name}(");
+    out.push(name);
+    push_len(out, parts.len());
     for part in parts {
         filter_shape(part, out);
-        out.push(',');
     }
-    out.push(')');
 }
 
-fn value_shape(v: &bson::RawBson, out: &mut String) {
-    let _ = write!(out, "{:?}", bracket(&v.as_raw_bson_ref()));
+fn value_shape(v: &bson::RawBson, out: &mut Vec<u8>) {
+    out.push(bracket(&v.as_raw_bson_ref()) as u8);
 }
 
-fn predicate_shape(predicate: &Predicate, out: &mut String) {
+fn regex_shape(r: &super::filter::QueryRegex, out: &mut Vec<u8>) {
+    // The literal prefix decides whether an index range applies.
+    out.push(tag::REGEX);
+    push_text(out, &r.pattern);
+    push_text(out, &r.options);
+}
+
+fn predicate_shape(predicate: &Predicate, out: &mut Vec<u8>) {
     match predicate {
         Predicate::Eq(v)
         | Predicate::Gt(v)
         | Predicate::Gte(v)
         | Predicate::Lt(v)
         | Predicate::Lte(v) => {
-            let op = match predicate {
-                Predicate::Eq(_) => "eq",
-                Predicate::Gt(_) => "gt",
-                Predicate::Gte(_) => "gte",
-                Predicate::Lt(_) => "lt",
-                _ => "lte",
-            };
-            out.push_str(op);
+            out.push(match predicate {
+                Predicate::Eq(_) => tag::EQ,
+                Predicate::Gt(_) => tag::GT,
+                Predicate::Gte(_) => tag::GTE,
+                Predicate::Lt(_) => tag::LT,
+                _ => tag::LTE,
+            });
             value_shape(v, out);
         }
         Predicate::In(patterns) | Predicate::All(patterns) => {
-            out.push_str(if matches!(predicate, Predicate::In(_)) {
-                "in["
+            out.push(if matches!(predicate, Predicate::In(_)) {
+                tag::IN
             } else {
-                "all["
+                tag::ALL
             });
+            push_len(out, patterns.len());
             for p in patterns {
                 match p {
-                    Pattern::Value(v) => value_shape(v, out),
-                    // The literal prefix decides whether an index range applies.
-                    Pattern::Regex(r) => {
-                        let _ = write!(out, "re/{}/{}", r.pattern, r.options);
+                    Pattern::Value(v) => {
+                        out.push(tag::VALUE);
+                        value_shape(v, out);
                     }
-                    Pattern::ElemMatch(_) => out.push_str("em"),
+                    Pattern::Regex(r) => regex_shape(r, out),
+                    Pattern::ElemMatch(_) => out.push(tag::ELEM_MATCH),
                 }
-                out.push(',');
             }
-            out.push(']');
         }
-        Predicate::Regex(r) => {
-            let _ = write!(out, "re/{}/{}", r.pattern, r.options);
-        }
+        Predicate::Regex(r) => regex_shape(r, out),
         Predicate::Not(inner) => {
-            out.push_str("not(");
+            out.push(tag::NOT);
+            push_len(out, inner.len());
             for p in inner {
                 predicate_shape(p, out);
-                out.push(',');
             }
-            out.push(')');
         }
         Predicate::ElemMatch(em) => match em.as_ref() {
             ElemMatch::Value(preds) => {
-                out.push_str("em(");
+                out.push(tag::ELEM_MATCH_VALUE);
+                push_len(out, preds.len());
                 for p in preds {
                     predicate_shape(p, out);
                 }
-                out.push(')');
             }
             ElemMatch::Document(f) => {
-                out.push_str("emd(");
+                out.push(tag::ELEM_MATCH_DOCUMENT);
                 filter_shape(f, out);
-                out.push(')');
             }
         },
         // These give no index bounds: their names are shape enough.
-        Predicate::Size(_) => out.push_str("size"),
-        Predicate::Exists => out.push_str("exists"),
-        Predicate::Type(_) => out.push_str("type"),
-        Predicate::Mod { .. } => out.push_str("mod"),
+        Predicate::Size(_) => out.push(tag::SIZE),
+        Predicate::Exists => out.push(tag::EXISTS),
+        Predicate::Type(_) => out.push(tag::TYPE),
+        Predicate::Mod { .. } => out.push(tag::MOD),
     }
 }

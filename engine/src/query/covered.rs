@@ -51,6 +51,9 @@ pub(crate) fn covering(
     let Access::IndexScan(scan) = &plan.access else {
         return None;
     };
+    if matches!(output, Output::Documents) {
+        return None;
+    }
     let index = meta.index(&scan.index)?;
     // A hashed index's keys hold hashes, not the values a covered query would return.
     if index.multikey || scan.multikey || index.spec.hashed_field().is_some() {
@@ -81,8 +84,8 @@ pub(crate) fn covering(
         return None;
     }
     match output {
-        Output::Documents => return None,
-        Output::Count => {}
+        // (Whole documents were refused above, before any other work.)
+        Output::Documents | Output::Count => {}
         Output::Projected(projection) => {
             let (included, returns_id) = projection.included_paths()?;
             let top_level: Vec<&String> = paths

@@ -12,7 +12,9 @@
 
 use crate::code::ErrorCode;
 use crate::nesting::{self, MAX_INPUT_DEPTH};
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use bson::{Bson, Document, RawBson};
 
@@ -486,7 +488,7 @@ pub(crate) fn compile(
     } else {
         format!("(?{flags}){pattern}")
     };
-    let compiled = regex::Regex::new(&source).map_err(|e| {
+    let compiled = compiled(&source).map_err(|e| {
         error(
             path,
             op,
@@ -500,6 +502,38 @@ pub(crate) fn compile(
         options: sorted.into_iter().collect(),
         compiled,
     })
+}
+
+/// Patterns up to this long are kept compiled for the next query that names them.
+const CACHED_PATTERN_MAX: usize = 256;
+/// The most compiled patterns kept before the cache starts over.
+const CACHED_PATTERNS: usize = 512;
+
+static REGEX_CACHE: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
+
+/// `source` compiled, from a process-wide cache of short patterns: a query shape run again
+/// with the same regex (a prefix search, a page of results) does not compile it again, which
+/// costs more than matching it against hundreds of strings. Compiled regexes are immutable and
+/// cheap to clone (shared), so a cached one behaves as a fresh one.
+fn compiled(source: &str) -> std::result::Result<regex::Regex, regex::Error> {
+    if source.len() > CACHED_PATTERN_MAX {
+        return regex::Regex::new(source);
+    }
+    let cache = REGEX_CACHE.get_or_init(Mutex::default);
+    if let Some(hit) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(source)
+    {
+        return Ok(hit.clone());
+    }
+    let fresh = regex::Regex::new(source)?;
+    let mut entries = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if entries.len() >= CACHED_PATTERNS {
+        entries.clear();
+    }
+    entries.insert(source.to_owned(), fresh.clone());
+    Ok(fresh)
 }
 
 fn parse_not(path: &str, arg: &Bson) -> Result<Vec<Predicate>, FilterError> {
@@ -552,6 +586,28 @@ mod tests {
 
     fn err(d: Document) -> FilterError {
         Filter::parse(&d).unwrap_err()
+    }
+
+    #[test]
+    fn compiled_regexes_are_shared_and_the_cache_stays_bounded() {
+        let first = compiled("^cache-test-a").unwrap();
+        let again = compiled("^cache-test-a").unwrap();
+        assert!(first.is_match("cache-test-abc") && again.is_match("cache-test-abc"));
+        assert!(!again.is_match("x-cache-test-a"));
+        let long = format!("^{}", "b".repeat(CACHED_PATTERN_MAX));
+        assert!(compiled(&long).unwrap().is_match(&long[1..]));
+        assert!(compiled("(unclosed").is_err());
+        for i in 0..CACHED_PATTERNS + 10 {
+            let source = format!("^cache-test-{i}$");
+            assert!(
+                compiled(&source)
+                    .unwrap()
+                    .is_match(&source[1..source.len() - 1])
+            );
+        }
+        let entries = REGEX_CACHE.get().unwrap().lock().unwrap();
+        assert!(entries.len() <= CACHED_PATTERNS);
+        assert!(entries.keys().all(|k| k.len() <= CACHED_PATTERN_MAX));
     }
 
     #[test]
