@@ -23,7 +23,7 @@ use crate::error::{DocumentError, Error, Result};
 use crate::index::{
     DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render, unique_holder,
 };
-use crate::index_store::{Change, IndexTablesMut};
+use crate::index_store::{self, Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;
 use crate::tables;
@@ -327,6 +327,19 @@ impl<'t> Writer<'t> {
 
     pub(crate) fn finish(self) -> BTreeSet<u64> {
         self.newly_multikey
+    }
+
+    /// Writes the staged entries of the indexes whose tables this writer holds open (those a
+    /// query read through), so that they need not be opened again to be written: at the
+    /// commit, or by the next query over this collection, which writes what is staged first.
+    /// Applying them now or then gives the same tables (see `index_store`).
+    pub(crate) fn apply_staged_to_open_indexes(&mut self, delta_min: u64) -> Result<()> {
+        for (index, tables) in std::mem::take(&mut self.index_tables) {
+            if let Some(changes) = self.pending.remove(&(self.meta.id, index)) {
+                index_store::apply_to(self.txn, tables, self.meta.id, index, changes, delta_min)?;
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn insert_raw(&mut self, doc: impl IntoRawDocument) -> Result<Bson> {

@@ -125,7 +125,25 @@ pub(crate) fn apply(
     changes: BTreeMap<Vec<u8>, Change>,
     delta_min: u64,
 ) -> Result<()> {
-    let mut tables = IndexTablesMut::open(txn, collection, index)?;
+    apply_to(
+        txn,
+        IndexTablesMut::open(txn, collection, index)?,
+        collection,
+        index,
+        changes,
+        delta_min,
+    )
+}
+
+/// [`apply`] through the index's tables, already open.
+pub(crate) fn apply_to(
+    txn: &WriteTransaction,
+    mut tables: IndexTablesMut<'_>,
+    collection: u64,
+    index: u64,
+    changes: BTreeMap<Vec<u8>, Change>,
+    delta_min: u64,
+) -> Result<()> {
     for (key, change) in changes {
         // Disjoint tables: an entry is in one of them at most.
         if matches!(change, Change::Remove | Change::Reinsert(_))

@@ -560,10 +560,13 @@ impl WriteTxn<'_> {
             })?;
             selected.push(keep(keys::encode(id), doc));
         }
+        let delta_min = self.db.merge_threshold();
         let mut writer = Writer::from_view(view, &self.txn, &mut self.pending, &mut self.changes);
         let result = work(&mut writer, selected);
+        let applied = writer.apply_staged_to_open_indexes(delta_min);
         let newly_multikey = writer.finish();
         self.mark_multikey(&meta.name, &newly_multikey);
+        applied?;
         result
     }
 
