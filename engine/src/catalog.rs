@@ -35,10 +35,15 @@ use crate::sampling::QueryAnalyzer;
 /// Version 6 encodes numbers in keys compactly (see [`crate::keys`]) where earlier versions wrote
 /// their exact decimal digits. An older build would misread every key holding a number; opening
 /// an earlier file rewrites its keys (see `upgrade`).
-pub const FORMAT_VERSION: u32 = 6;
+///
+/// Version 7 appends change records to a head table, `odm.changes.head`, moved into
+/// `odm.changes` in bulk (see [`crate::changes`]). An older build would not see the newest
+/// records, which are in the head, and would append its own before them; so it must refuse the
+/// file. A version 6 file is a version 7 file with an empty head.
+pub const FORMAT_VERSION: u32 = 7;
 
 /// The earlier versions this build upgrades in place when it opens them (see `upgrade`).
-pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5];
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

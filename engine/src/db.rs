@@ -64,7 +64,7 @@ pub(crate) struct Shared {
     /// The change log's options, as stored in the file (see [`crate::changes`]).
     change_log: RwLock<ChangeLogOptions>,
     /// The bytes of the change log's records as of the last commit (see
-    /// `changes::log::log_bytes`); only the writer changes it.
+    /// `changes::log::Log::bytes`); only the writer changes it.
     log_bytes: AtomicU64,
     /// Concurrent durable writers share syncs (see [`crate::group_commit`]).
     group: GroupCommit,
@@ -275,11 +275,14 @@ impl Database {
         };
         // Later commits of this process must come after every change the file holds.
         let log_bytes = {
-            let changes = txn.open_table(tables::CHANGES)?;
-            if let Some(last) = change_log::last_position(&changes)? {
+            let log = change_log::Log {
+                main: Some(txn.open_table(tables::CHANGES)?),
+                head: Some(txn.open_table(tables::CHANGES_HEAD)?),
+            };
+            if let Some(last) = log.last()? {
                 clock::observe(last.0);
             }
-            change_log::log_bytes(&changes)?
+            log.bytes()?
         };
         if changed {
             txn.commit()?;

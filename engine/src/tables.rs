@@ -7,9 +7,10 @@
 //!   `index_store`);
 //! - `odm.sampled_queries`: sample number -> a sampled query (see [`crate::sampling`]), with
 //!   their total size under the meta key `sampled_queries_bytes`;
-//! - `odm.changes`: (commit time, position in the commit) -> a change record (see
-//!   [`crate::changes`]), with the log's options and trim point under the meta keys
-//!   `change_log` and `change_log_trimmed`;
+//! - `odm.changes` and `odm.changes.head`: (commit time, position in the commit) -> a change
+//!   record (see [`crate::changes`]), split between a main table and a small head of the
+//!   newest records, with the log's options and trim point under the meta keys `change_log`
+//!   and `change_log_trimmed`;
 //! - `odm.undo`: inside one write transaction only, never committed: the documents an
 //!   all-or-nothing `update_many` has replaced, so that it can put them back without holding
 //!   them in memory.
@@ -42,6 +43,9 @@ pub(crate) const CHANGE_LOG_TRIMMED_KEY: &str = "change_log_trimmed";
 
 pub(crate) const CHANGES: TableDefinition<'static, (u64, u32), &'static [u8]> =
     TableDefinition::new("odm.changes");
+/// The change log's newest records, moved to `odm.changes` in bulk (see `changes::log`).
+pub(crate) const CHANGES_HEAD: TableDefinition<'static, (u64, u32), &'static [u8]> =
+    TableDefinition::new("odm.changes.head");
 
 /// See the module documentation; deleted before the transaction that creates it ends.
 pub(crate) const UNDO: Bytes<'static> = TableDefinition::new("odm.undo");

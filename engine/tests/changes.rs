@@ -28,6 +28,15 @@ fn watch(db: &Database, coll: &str) -> ChangeStream {
     ChangeStream::open(db, Scope::Collection(coll.to_owned()), options(Start::Now)).unwrap()
 }
 
+/// A stream on collection `c` resuming after `token`.
+fn resume(db: &Database, token: ResumeToken) -> odm_engine::Result<ChangeStream> {
+    ChangeStream::open(
+        db,
+        Scope::Collection("c".into()),
+        options(Start::ResumeAfter(token)),
+    )
+}
+
 fn all(stream: &mut ChangeStream) -> Vec<Document> {
     let mut out = Vec::new();
     loop {
@@ -230,12 +239,7 @@ fn a_collection_stream_is_invalidated_and_start_after_goes_on() {
     assert!(invalidate.is_invalidate());
     // Resuming after the drop gives the invalidate again, as it would have come.
     let drop_token = ResumeToken::from_bson(events[0].get("_id").unwrap()).unwrap();
-    let mut again = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(drop_token)),
-    )
-    .unwrap();
+    let mut again = resume(&db, drop_token).unwrap();
     assert_eq!(ops(&all(&mut again)), ["invalidate"]);
     let mut after_drop = ChangeStream::open(
         &db,
@@ -245,12 +249,7 @@ fn a_collection_stream_is_invalidated_and_start_after_goes_on() {
     .unwrap();
     assert_eq!(ops(&all(&mut after_drop)), ["invalidate"]);
     // resumeAfter refuses an invalidate token; startAfter resumes past it.
-    let err = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(invalidate)),
-    )
-    .unwrap_err();
+    let err = resume(&db, invalidate).unwrap_err();
     assert_eq!(err.code(), 260, "{err}");
     let mut after = ChangeStream::open(
         &db,
@@ -387,12 +386,7 @@ fn resume_after_and_start_at_operation_time() {
     }
     let events = all(&mut stream);
     let token = ResumeToken::from_bson(events[1].get("_id").unwrap()).unwrap();
-    let mut resumed = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(token)),
-    )
-    .unwrap();
+    let mut resumed = resume(&db, token).unwrap();
     assert_eq!(ids_of(&all(&mut resumed)), [2, 3, 4]);
     let at = events[3].get_timestamp("clusterTime").unwrap();
     let mut from_time = ChangeStream::open(
@@ -408,12 +402,7 @@ fn resume_after_and_start_at_operation_time() {
     assert!(now.try_next_batch(10).unwrap().is_empty());
     let mark = now.resume_token();
     c.insert_one(doc! {"_id": 9}).unwrap();
-    let mut from_mark = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(mark)),
-    )
-    .unwrap();
+    let mut from_mark = resume(&db, mark).unwrap();
     assert_eq!(all(&mut from_mark).len(), 1);
 }
 
@@ -440,12 +429,7 @@ fn history_lost_when_the_log_was_trimmed() {
     );
     assert_eq!(err.code(), 286);
     assert_eq!(err.code_name(), "ChangeStreamHistoryLost");
-    let err = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(early)),
-    )
-    .unwrap_err();
+    let err = resume(&db, early).unwrap_err();
     assert_eq!(err.code(), 286);
     // A stream opened now reads on.
     let mut now = watch(&db, "c");
@@ -476,12 +460,7 @@ fn the_log_off_records_nothing_and_on_again_starts_history_anew() {
     .unwrap();
     c.insert_one(doc! {"_id": "trims"}).unwrap();
     db.set_change_log(ChangeLogOptions::default()).unwrap();
-    let err = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(before)),
-    )
-    .unwrap_err();
+    let err = resume(&db, before).unwrap_err();
     assert_eq!(err.code(), 286, "a resume across the gap must fail: {err}");
     let mut now = watch(&db, "c");
     c.insert_one(doc! {"_id": 2}).unwrap();
@@ -630,10 +609,7 @@ fn without_id(d: &Document) -> Document {
 
 #[test]
 fn a_stream_resumes_after_a_restart() {
-    let dir = std::env::temp_dir().join(format!("odm-engine-changes-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("restart.odm");
-    let _ = std::fs::remove_file(&path);
+    let path = common::temp_path("restart.odm");
     let token = {
         let db = Database::open(&path).unwrap();
         let c = db.collection("c");
@@ -644,16 +620,61 @@ fn a_stream_resumes_after_a_restart() {
         ResumeToken::from_bson(first[0].get("_id").unwrap()).unwrap()
     };
     let db = Database::open(&path).unwrap();
-    let mut resumed = ChangeStream::open(
-        &db,
-        Scope::Collection("c".into()),
-        options(Start::ResumeAfter(token)),
-    )
-    .unwrap();
+    let mut resumed = resume(&db, token).unwrap();
     db.collection("c").insert_one(doc! {"_id": 3}).unwrap();
     assert_eq!(ids_of(&all(&mut resumed)), [2, 3]);
     drop(db);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The log keeps its newest records in a small table and moves them into the main one in
+/// bulk (every 32): reads, resumes, restarts and trimming see one log in commit order across
+/// the moves.
+#[test]
+fn a_long_history_reads_in_order_across_the_logs_two_tables() {
+    let path = common::temp_path("long.odm");
+    let n = 150;
+    let tokens: Vec<ResumeToken> = {
+        let db = Database::open(&path).unwrap();
+        let c = db.collection("c");
+        let mut stream = watch(&db, "c");
+        let mut events = Vec::new();
+        for i in 0..n {
+            c.insert_one(doc! {"_id": i}).unwrap();
+            // Read while writing, too: a batch may end on either side of a move.
+            if i % 7 == 0 {
+                events.extend(stream.try_next_batch(5).unwrap());
+            }
+        }
+        events.extend(all(&mut stream));
+        assert_eq!(ids_of(&events), (0..n).collect::<Vec<_>>());
+        events
+            .iter()
+            .map(|e| ResumeToken::from_bson(e.get("_id").unwrap()).unwrap())
+            .collect()
+    };
+    let db = Database::open(&path).unwrap();
+    for (i, token) in tokens.iter().enumerate().step_by(13) {
+        let mut resumed = resume(&db, *token).unwrap();
+        let expected: Vec<i32> = (i as i32 + 1..n).collect();
+        assert_eq!(ids_of(&all(&mut resumed)), expected, "after {i}");
+    }
+    // Trimming takes the oldest records first, whichever table holds them.
+    db.set_change_log(ChangeLogOptions {
+        max_bytes: 3_000,
+        ..ChangeLogOptions::default()
+    })
+    .unwrap();
+    db.collection("c").insert_one(doc! {"_id": n}).unwrap();
+    let err = resume(&db, tokens[0]).unwrap_err();
+    assert_eq!(err.code(), 286);
+    let kept = tokens.iter().position(|t| resume(&db, *t).is_ok()).unwrap();
+    let mut rest = resume(&db, tokens[kept]).unwrap();
+    let expected: Vec<i32> = (kept as i32 + 1..=n).collect();
+    assert_eq!(ids_of(&all(&mut rest)), expected);
+    assert!(kept > 0 && kept < n as usize - 1, "kept from {kept}");
+    drop(db);
+    let _ = std::fs::remove_file(&path);
 }
 
 /// One write of the replay property.

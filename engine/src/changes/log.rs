@@ -14,16 +14,26 @@
 //!   The key of the last record removed is kept: a stream resuming before it has lost history
 //!   ([`crate::Error::ChangeStreamHistoryLost`]). Turning the log on after it was off moves that
 //!   point to the present, since the changes in between were not recorded.
+//! - Records are appended to a small head table, `odm.changes.head`; a commit that finds it
+//!   holding [`HEAD_RECORDS`] or more moves them all into the main table, `odm.changes`, in key
+//!   order, and empties it. redb copies every page a commit touches on the way from the root:
+//!   an append to a table of a few pages copies one or two, to the main table (megabytes) three
+//!   or more, once per commit; moving in bulk copies the main table's last pages once for many
+//!   commits. Invariant: every head record is newer than every main record (a move takes the
+//!   whole head, and a new record is newer than all before it), so the log reads as the main
+//!   table followed by the head ([`Log`]).
 
 use std::time::Duration;
 
 use bson::raw::cstr;
 use bson::{Document, RawDocument, RawDocumentBuf, doc};
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{
+    AccessGuard, ReadableTable, ReadableTableMetadata, StorageError, Table, WriteTransaction,
+};
 
 use super::clock::{self, InFlight};
 use crate::error::{Error, Result};
-use crate::tables::{CHANGE_LOG_KEY, CHANGE_LOG_TRIMMED_KEY, CHANGES, META};
+use crate::tables::{CHANGE_LOG_KEY, CHANGE_LOG_TRIMMED_KEY, CHANGES, CHANGES_HEAD, META};
 
 /// A record's key: commit time, position in the commit.
 pub type Position = (u64, u32);
@@ -123,14 +133,95 @@ fn decode_position(bytes: &[u8]) -> Option<Position> {
     (bytes.len() == 12).then_some((time, index))
 }
 
-/// The bytes of the log's records, counted when a database opens and then kept in memory by
-/// each commit (a counter stored in the file would add a page to every commit's writes).
-pub(crate) fn log_bytes(changes: &impl ReadableTable<(u64, u32), &'static [u8]>) -> Result<u64> {
-    let mut total = 0;
-    for row in changes.iter()? {
-        total += row?.1.value().len() as u64;
+/// The head's size at which a commit moves it into the main table (see the rules above).
+pub(crate) const HEAD_RECORDS: u64 = 32;
+
+/// One row of the log, as redb gives it.
+pub(crate) type Row<'a> =
+    std::result::Result<(AccessGuard<'a, Position>, AccessGuard<'a, &'static [u8]>), StorageError>;
+
+/// The log's two tables read as one, in key order: the main table, then the head. A table
+/// that does not exist (a file no commit has recorded into) reads as empty.
+pub(crate) struct Log<T> {
+    pub(crate) main: Option<T>,
+    pub(crate) head: Option<T>,
+}
+
+impl<T: ReadableTable<Position, &'static [u8]>> Log<T> {
+    fn tables(&self) -> impl Iterator<Item = &T> {
+        self.main.iter().chain(&self.head)
     }
-    Ok(total)
+
+    /// The record at `at`, if any.
+    pub(crate) fn get(&self, at: Position) -> Result<Option<AccessGuard<'_, &'static [u8]>>> {
+        for table in self.tables() {
+            if let Some(found) = table.get(at)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The records after `at`, oldest first.
+    pub(crate) fn after(&self, at: Position) -> Result<impl Iterator<Item = Row<'_>>> {
+        let range = (std::ops::Bound::Excluded(at), std::ops::Bound::Unbounded);
+        let mut ranges = Vec::with_capacity(2);
+        for table in self.tables() {
+            ranges.push(table.range::<Position>(range)?);
+        }
+        Ok(ranges.into_iter().flatten())
+    }
+
+    /// The last record's key, if any.
+    pub(crate) fn last(&self) -> Result<Option<Position>> {
+        for table in self.tables().collect::<Vec<_>>().into_iter().rev() {
+            if let Some((key, _)) = table.last()? {
+                return Ok(Some(key.value()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The bytes of the log's records, counted when a database opens and then kept in memory
+    /// by each commit (a counter stored in the file would add a page to every commit's writes).
+    pub(crate) fn bytes(&self) -> Result<u64> {
+        let mut total = 0;
+        for table in self.tables() {
+            for row in table.iter()? {
+                total += row?.1.value().len() as u64;
+            }
+        }
+        Ok(total)
+    }
+}
+
+impl Log<redb::ReadOnlyTable<Position, &'static [u8]>> {
+    /// The log as a read transaction sees it.
+    pub(crate) fn read(txn: &redb::ReadTransaction) -> Result<Self> {
+        let open = |table| match txn.open_table(table) {
+            Ok(table) => Ok(Some(table)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(Error::from(e)),
+        };
+        Ok(Log {
+            main: open(CHANGES)?,
+            head: open(CHANGES_HEAD)?,
+        })
+    }
+}
+
+/// Moves every head record into the main table, in key order, and empties the head.
+fn move_head(txn: &WriteTransaction) -> Result<()> {
+    {
+        let head = txn.open_table(CHANGES_HEAD)?;
+        let mut main = txn.open_table(CHANGES)?;
+        for row in head.iter()? {
+            let (key, value) = row?;
+            main.insert(key.value(), value.value())?;
+        }
+    }
+    txn.delete_table(CHANGES_HEAD)?;
+    Ok(())
 }
 
 /// Stores new options; turning the log on after it was off moves the trim point to now.
@@ -157,13 +248,6 @@ pub(crate) fn mark_history_start(meta: &mut Table<'_, &'static str, &'static [u8
     Ok(())
 }
 
-/// The last record's key, if any.
-pub(crate) fn last_position(
-    changes: &impl ReadableTable<(u64, u32), &'static [u8]>,
-) -> Result<Option<Position>> {
-    Ok(changes.last()?.map(|(k, _)| k.value()))
-}
-
 /// One write transaction's side of the log: its commit time, taken at its first change, and
 /// the records it wrote.
 pub(crate) struct TxnChanges {
@@ -175,6 +259,8 @@ pub(crate) struct TxnChanges {
     bytes: u64,
     /// Fields every record of this transaction carries (`lsid`, `txnNumber`).
     context: RawDocumentBuf,
+    /// The head's records after this transaction's last append or truncation.
+    head_len: u64,
 }
 
 impl TxnChanges {
@@ -186,6 +272,7 @@ impl TxnChanges {
             next: 0,
             bytes: 0,
             context: RawDocumentBuf::new(),
+            head_len: 0,
         }
     }
 
@@ -199,7 +286,8 @@ impl TxnChanges {
         Ok(())
     }
 
-    /// Appends one record (`op` on collection `coll`, with its `fields`) through `table`.
+    /// Appends one record (`op` on collection `coll`, with its `fields`) through `table`, the
+    /// log's head.
     pub(crate) fn append(
         &mut self,
         table: &mut Table<'_, (u64, u32), &'static [u8]>,
@@ -227,6 +315,7 @@ impl TxnChanges {
         table.insert((time, self.next), bytes.as_bytes())?;
         self.next += 1;
         self.bytes += bytes.as_bytes().len() as u64;
+        self.head_len = table.len()?;
         Ok(())
     }
 
@@ -250,13 +339,14 @@ impl TxnChanges {
             }
         }
         self.next = mark;
+        self.head_len = table.len()?;
         Ok(())
     }
 
-    /// Before the commit: trims the log to its bounds, given the bytes its records held
-    /// before this transaction (`held`, kept in memory: see [`log_bytes`]). Returns the
-    /// commit's time, to be released once the commit is visible (or has failed), and the bytes
-    /// the log holds once it commits.
+    /// Before the commit: moves the head into the main table when it has grown, and trims the
+    /// log to its bounds, given the bytes its records held before this transaction (`held`,
+    /// kept in memory: see [`Log::bytes`]). Returns the commit's time, to be released once
+    /// the commit is visible (or has failed), and the bytes the log holds once it commits.
     pub(crate) fn finish(
         &mut self,
         txn: &WriteTransaction,
@@ -266,6 +356,9 @@ impl TxnChanges {
             return Ok(None);
         };
         let own_time = in_flight.time();
+        if self.head_len >= HEAD_RECORDS {
+            move_head(txn)?;
+        }
         let mut total = held + self.bytes;
         let cutoff = self.options.max_age.map(|age| {
             let now = clock::from_timestamp(clock::now()) >> 32;
@@ -275,21 +368,26 @@ impl TxnChanges {
         if total <= self.options.max_bytes && cutoff.is_none() {
             return Ok(Some((in_flight, total)));
         }
-        let mut changes = txn.open_table(CHANGES)?;
+        let mut main = txn.open_table(CHANGES)?;
+        let mut head = txn.open_table(CHANGES_HEAD)?;
         let mut last_trimmed = None;
         loop {
-            let Some((key, size)) = changes
-                .first()?
-                .map(|(k, v)| (k.value(), v.value().len() as u64))
-            else {
-                break;
+            // Oldest first: the main table's records, then the head's.
+            let first =
+                |t: &Table<'_, Position, &'static [u8]>| -> Result<Option<(Position, u64)>> {
+                    Ok(t.first()?.map(|(k, v)| (k.value(), v.value().len() as u64)))
+                };
+            let (table, (key, size)) = match (first(&main)?, first(&head)?) {
+                (Some(oldest), _) => (&mut main, oldest),
+                (None, Some(oldest)) => (&mut head, oldest),
+                (None, None) => break,
             };
             let too_big = total > self.options.max_bytes;
             let too_old = cutoff.is_some_and(|c| key.0 < c);
             if key.0 == own_time || !(too_big || too_old) {
                 break;
             }
-            changes.remove(key)?;
+            table.remove(key)?;
             total = total.saturating_sub(size);
             last_trimmed = Some(key);
         }
@@ -323,6 +421,59 @@ mod tests {
                 ChangeLogOptions::from_document(&options.to_document()).unwrap(),
                 options
             );
+        }
+    }
+
+    #[test]
+    fn the_head_moves_into_the_main_table_whole() {
+        let db = crate::Database::in_memory().unwrap();
+        let c = db.collection("c");
+        let inserts = HEAD_RECORDS * 3 + 5;
+        for i in 0..inserts {
+            c.insert_one(doc! {"_id": i as i64}).unwrap();
+            let snapshot = db.read().unwrap();
+            let log = Log::read(&snapshot.txn).unwrap();
+            let len = |t: &Option<redb::ReadOnlyTable<Position, &'static [u8]>>| {
+                t.as_ref().map_or(0, |t| t.len().unwrap())
+            };
+            let (main, head) = (len(&log.main), len(&log.head));
+            // The collection's `create`, then one record per insert.
+            assert_eq!(main + head, i + 2);
+            assert!(head < HEAD_RECORDS, "head {head} after {i}");
+            assert_eq!(main % HEAD_RECORDS, 0, "main {main} after {i}");
+            let keys: Vec<Position> = log
+                .after((0, 0))
+                .unwrap()
+                .map(|row| row.unwrap().0.value())
+                .collect();
+            assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!(log.last().unwrap(), keys.last().copied());
+            assert_eq!(keys.len() as u64, main + head);
+        }
+    }
+
+    #[test]
+    fn trimming_reaches_the_head_once_the_main_table_is_empty() {
+        let db = crate::Database::in_memory().unwrap();
+        db.set_change_log(ChangeLogOptions {
+            max_bytes: 1,
+            ..ChangeLogOptions::default()
+        })
+        .unwrap();
+        db.write(|w| w.create_collection("c")).unwrap();
+        let c = db.collection("c");
+        for i in 0..5_i64 {
+            c.insert_one(doc! {"_id": i}).unwrap();
+            let snapshot = db.read().unwrap();
+            let log = Log::read(&snapshot.txn).unwrap();
+            let kept: Vec<Position> = log
+                .after((0, 0))
+                .unwrap()
+                .map(|row| row.unwrap().0.value())
+                .collect();
+            // Over its bound, the log keeps only the last commit's own record.
+            assert_eq!(kept.len(), 1, "after insert {i}: {kept:?}");
+            assert!(log.bytes().unwrap() > 0);
         }
     }
 

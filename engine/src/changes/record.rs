@@ -26,7 +26,7 @@ use super::diff;
 use super::log::TxnChanges;
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
-use crate::tables::CHANGES;
+use crate::tables::CHANGES_HEAD;
 
 /// How an existing document was rewritten: by update operators (or a pipeline), or by a
 /// replacement document.
@@ -36,7 +36,7 @@ pub(crate) enum Rewrite {
     Replace,
 }
 
-/// Appends a collection's document changes to the log, through the changes table opened once.
+/// Appends a collection's document changes to the log, through its head table opened once.
 pub(crate) struct Recorder<'t> {
     txn: &'t WriteTransaction,
     changes: &'t mut TxnChanges,
@@ -63,7 +63,7 @@ impl<'t> Recorder<'t> {
     fn append(&mut self, op: &str, coll: &str, fields: &RawDocument) -> Result<()> {
         let table = match &mut self.table {
             Some(t) => t,
-            slot => slot.insert(self.txn.open_table(CHANGES)?),
+            slot => slot.insert(self.txn.open_table(CHANGES_HEAD)?),
         };
         self.changes.append(table, op, coll, fields)
     }
@@ -140,7 +140,7 @@ impl<'t> Recorder<'t> {
         }
         let table = match &mut self.table {
             Some(t) => t,
-            slot => slot.insert(self.txn.open_table(CHANGES)?),
+            slot => slot.insert(self.txn.open_table(CHANGES_HEAD)?),
         };
         self.changes.truncate(table, mark)
     }
@@ -158,7 +158,7 @@ pub(crate) fn ddl(
         return Ok(());
     }
     let fields = RawDocumentBuf::try_from(&fields).map_err(corrupt)?;
-    let mut table = txn.open_table(CHANGES)?;
+    let mut table = txn.open_table(CHANGES_HEAD)?;
     changes.append(&mut table, op, coll, &fields)
 }
 

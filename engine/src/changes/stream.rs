@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 use bson::{Bson, Document, RawDocumentBuf, Timestamp, doc};
 
 use super::clock;
-use super::log::{self, Position};
+use super::log::{self, Log, Position};
 use super::token::ResumeToken;
 use crate::code::ErrorCode;
 use crate::db::{Database, ReadTxn};
 use crate::error::{Error, Result};
-use crate::tables::{CHANGES, META};
+use crate::tables::META;
 
 /// What a stream watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,8 +217,7 @@ impl ChangeStream {
         // comes next, as it would have.
         if let Start::ResumeAfter(token) | Start::StartAfter(token) = stream.options.start
             && !token.is_invalidate()
-            && let Some(table) = open_changes(&snapshot)?
-            && let Some(record) = table.get(token.position())?
+            && let Some(record) = Log::read(&snapshot.txn)?.get(token.position())?
         {
             let record = decode_record(record.value())?;
             if stream.invalidates(&record) {
@@ -294,20 +293,13 @@ impl ChangeStream {
         let snapshot = self.db.read()?;
         let (trimmed, _) = log_bounds(&snapshot)?;
         check_history(trimmed, self.position)?;
-        let Some(table) = open_changes(&snapshot)? else {
-            self.caught_up = true;
-            return Ok(Vec::new());
-        };
+        let log = Log::read(&snapshot.txn)?;
         let mut events = Vec::new();
         let mut scanned = 0;
-        let range = (
-            std::ops::Bound::Excluded(self.position),
-            std::ops::Bound::Unbounded,
-        );
         let mut scan_end = self.position;
         let mut invalidated = None;
         self.caught_up = true;
-        for row in table.range::<Position>(range)? {
+        for row in log.after(self.position)? {
             let (key, value) = row?;
             let key = key.value();
             if until.is_some_and(|u| key.0 > u) {
@@ -576,21 +568,7 @@ fn check_history(trimmed: Position, position: Position) -> Result<()> {
 fn log_bounds(snapshot: &ReadTxn) -> Result<(Position, Option<Position>)> {
     let meta = snapshot.txn.open_table(META)?;
     let trimmed = log::trimmed(&meta)?;
-    let last = match open_changes(snapshot)? {
-        Some(table) => log::last_position(&table)?,
-        None => None,
-    };
-    Ok((trimmed, last))
-}
-
-type ChangesTable = redb::ReadOnlyTable<(u64, u32), &'static [u8]>;
-
-fn open_changes(snapshot: &ReadTxn) -> Result<Option<ChangesTable>> {
-    match snapshot.txn.open_table(CHANGES) {
-        Ok(table) => Ok(Some(table)),
-        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    Ok((trimmed, Log::read(&snapshot.txn)?.last()?))
 }
 
 fn decode_record(bytes: &[u8]) -> Result<Document> {
