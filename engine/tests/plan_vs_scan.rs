@@ -117,8 +117,11 @@ const PATHS: [&str; 11] = [
 /// Paths of the never-multikey index `{b: 1, e: -1}`: filters on them alone can be covered.
 const COVERABLE: [&str; 2] = ["b", "e"];
 
-/// Anchored literals (bounded exactly), and patterns bounded by a prefix they only start.
-const REGEXES: [&str; 9] = ["^a", "^ab", "^b", "^", "a", "^ab$", "^a.", "^ab*", "^a\\."];
+/// Anchored literals (bounded exactly), patterns bounded by a prefix they only start, and
+/// alternations that leave the anchor behind.
+const REGEXES: [&str; 11] = [
+    "^a", "^ab", "^b", "^", "a", "^ab$", "^a.", "^ab*", "^a\\.", "^ab|b", "^(a|b)",
+];
 
 fn condition() -> BoxedStrategy<Document> {
     condition_on(&PATHS)
@@ -347,6 +350,8 @@ fn bounds_decide_only_what_they_decide_exactly() {
         doc! { "s": { "$regex": "^a." } },
         doc! { "s": { "$regex": "^ab$" } },
         doc! { "s": { "$regex": "^abc*" } },
+        // The anchor holds only the first alternative: `b` matches, outside `^ab`'s prefix.
+        doc! { "s": { "$regex": "^ab|b" } },
         doc! { "s": { "$regex": "^a", "$options": "s" } },
         doc! { "s": { "$in": [regex("^a.", ""), "b"] } },
         doc! { "s": { "$in": [regex("^ab", ""), "b"] } },

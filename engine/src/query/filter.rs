@@ -506,15 +506,19 @@ pub(crate) fn compile(
 
 /// Patterns up to this long are kept compiled for the next query that names them.
 const CACHED_PATTERN_MAX: usize = 256;
+/// ... when they compile within this size (a short pattern with counted repetitions can
+/// compile to megabytes): the cache holds at most `CACHED_PATTERNS` times this.
+const CACHED_COMPILED_MAX: usize = 256 << 10;
 /// The most compiled patterns kept before the cache starts over.
-const CACHED_PATTERNS: usize = 512;
+const CACHED_PATTERNS: usize = 256;
 
 static REGEX_CACHE: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
 
-/// `source` compiled, from a process-wide cache of short patterns: a query shape run again
-/// with the same regex (a prefix search, a page of results) does not compile it again, which
-/// costs more than matching it against hundreds of strings. Compiled regexes are immutable and
-/// cheap to clone (shared), so a cached one behaves as a fresh one.
+/// `source` compiled, from a process-wide cache of short, small patterns: a query shape run
+/// again with the same regex (a prefix search, a page of results) does not compile it again,
+/// which costs more than matching it against hundreds of strings. A clone shares the compiled
+/// program (each keeps its own scratch space for matching), so a cached one behaves as a
+/// fresh one.
 fn compiled(source: &str) -> std::result::Result<regex::Regex, regex::Error> {
     if source.len() > CACHED_PATTERN_MAX {
         return regex::Regex::new(source);
@@ -527,7 +531,15 @@ fn compiled(source: &str) -> std::result::Result<regex::Regex, regex::Error> {
     {
         return Ok(hit.clone());
     }
-    let fresh = regex::Regex::new(source)?;
+    let fresh = match regex::RegexBuilder::new(source)
+        .size_limit(CACHED_COMPILED_MAX)
+        .build()
+    {
+        Ok(small) => small,
+        // Too big to keep: compiled again under the default limit, and not cached.
+        Err(regex::Error::CompiledTooBig(_)) => return regex::Regex::new(source),
+        Err(e) => return Err(e),
+    };
     let mut entries = cache.lock().unwrap_or_else(PoisonError::into_inner);
     if entries.len() >= CACHED_PATTERNS {
         entries.clear();
@@ -596,6 +608,17 @@ mod tests {
         assert!(!again.is_match("x-cache-test-a"));
         let long = format!("^{}", "b".repeat(CACHED_PATTERN_MAX));
         assert!(compiled(&long).unwrap().is_match(&long[1..]));
+        // Short but large once compiled: it still compiles, and is not kept.
+        let large = r"^\w{20}$";
+        assert!(compiled(large).unwrap().is_match(&"q".repeat(20)));
+        assert!(
+            !REGEX_CACHE
+                .get()
+                .unwrap()
+                .lock()
+                .unwrap()
+                .contains_key(large)
+        );
         assert!(compiled("(unclosed").is_err());
         for i in 0..CACHED_PATTERNS + 10 {
             let source = format!("^cache-test-{i}$");

@@ -348,6 +348,11 @@ pub(super) fn regex_prefix(r: &QueryRegex) -> Option<String> {
         return None;
     }
     let rest = r.pattern.strip_prefix('^')?;
+    // An alternation may leave the anchor behind (`^ab|cd` matches `xcd`): no prefix bounds it.
+    // (A `|` inside a class or escaped is refused too, which only costs the index.)
+    if rest.contains('|') {
+        return None;
+    }
     let mut prefix = String::new();
     let mut chars = rest.chars().peekable();
     while let Some(c) = chars.next() {
