@@ -174,7 +174,7 @@ impl<T: ReadableTable<Position, &'static [u8]>> Log<T> {
 
     /// The last record's key, if any.
     pub(crate) fn last(&self) -> Result<Option<Position>> {
-        for table in self.tables().collect::<Vec<_>>().into_iter().rev() {
+        for table in [&self.head, &self.main].into_iter().flatten() {
             if let Some((key, _)) = table.last()? {
                 return Ok(Some(key.value()));
             }

@@ -184,7 +184,9 @@ impl ChangeStream {
     pub fn open(db: &Database, scope: Scope, options: ChangeStreamOptions) -> Result<ChangeStream> {
         check_pipeline(&options.pipeline)?;
         let snapshot = db.read()?;
-        let (trimmed, last) = log_bounds(&snapshot)?;
+        let trimmed = trim_point(&snapshot)?;
+        let log = Log::read(&snapshot.txn)?;
+        let last = log.last()?;
         let position = match options.start {
             // After every record of the last commit: a high-water mark, not a record's own
             // key, so that resuming there never repeats what that record caused (an
@@ -217,7 +219,7 @@ impl ChangeStream {
         // comes next, as it would have.
         if let Start::ResumeAfter(token) | Start::StartAfter(token) = stream.options.start
             && !token.is_invalidate()
-            && let Some(record) = Log::read(&snapshot.txn)?.get(token.position())?
+            && let Some(record) = log.get(token.position())?
         {
             let record = decode_record(record.value())?;
             if stream.invalidates(&record) {
@@ -291,8 +293,7 @@ impl ChangeStream {
             return Ok(vec![invalidate_event(token)]);
         }
         let snapshot = self.db.read()?;
-        let (trimmed, _) = log_bounds(&snapshot)?;
-        check_history(trimmed, self.position)?;
+        check_history(trim_point(&snapshot)?, self.position)?;
         let log = Log::read(&snapshot.txn)?;
         let mut events = Vec::new();
         let mut scanned = 0;
@@ -564,11 +565,9 @@ fn check_history(trimmed: Position, position: Position) -> Result<()> {
     Ok(())
 }
 
-/// The log's trim point and last record, in a snapshot.
-fn log_bounds(snapshot: &ReadTxn) -> Result<(Position, Option<Position>)> {
-    let meta = snapshot.txn.open_table(META)?;
-    let trimmed = log::trimmed(&meta)?;
-    Ok((trimmed, Log::read(&snapshot.txn)?.last()?))
+/// The log's trim point in a snapshot: resuming before it has lost history.
+fn trim_point(snapshot: &ReadTxn) -> Result<Position> {
+    log::trimmed(&snapshot.txn.open_table(META)?)
 }
 
 fn decode_record(bytes: &[u8]) -> Result<Document> {
