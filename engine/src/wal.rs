@@ -16,24 +16,35 @@
 //! - **Recovery** (on open, before redb sees the file) writes every whole group's pages into the
 //!   database file in order, syncs it, and starts a new log. The file is then as it was at the
 //!   last sync that returned, which is all redb's own recovery assumes. Writes after that sync
-//!   may have reached the file in any part, as without the log, and redb treats them so.
+//!   may have reached the file in part (only after a large group's checkpoint, below), as
+//!   without the log, and redb treats them so.
+//! - **While the log has groups to replay, the file holds nothing they do not**: replayed over
+//!   newer pages, older groups would mix two states. So the pages reach the file only at a
+//!   checkpoint, after every write before it has been appended.
 //! - **A checkpoint** writes the overlay's pages into the database file, each once and in the
-//!   file's order, and syncs it, so every group is in it; then it writes a new header
-//!   with the next salt and syncs the log: the old groups no longer match and are never replayed
-//!   over newer pages. It happens when the log reaches [`CHECKPOINT_BYTES`], when one sync's
-//!   writes exceed [`GROUP_BYTES`] (a bulk load: appending them would write them twice), and when
-//!   the database closes, so a closed database needs no log.
+//!   file's order, and syncs it, so every group is in it; then it writes a new header with the
+//!   next salt and syncs the log: the old groups no longer match and are never replayed over
+//!   newer pages. It happens after the append that takes the log past [`CHECKPOINT_BYTES`],
+//!   when one sync's writes would exceed [`GROUP_BYTES`] (a bulk load: appending them would
+//!   write them twice; what is pending is appended first, and the writes that follow go to the
+//!   file directly until the next sync, which checkpoints), and when the database closes, so a
+//!   closed database needs no log. Until a checkpoint has finished, every sync checkpoints
+//!   again: once the new header may be on the disk, a group appended under the old salt would
+//!   be skipped.
+//! - **The overlay keeps its pages until the file's sync has returned**: if it fails, Linux may
+//!   drop the pages from its cache, and reads still find them in memory.
 //! - **The log's blocks are written before they are needed** (zeros, 1 MiB at a time): an
 //!   append that grows a file costs a metadata sync as well.
 //! - Writes made without a sync (redb's `Durability::None`, used by eventual commits and by
 //!   group commit's followers) join the next group, so the durable commit that covers them
 //!   covers their pages too.
-//! - **The overlay holds no more than the log does**: at most the groups since the checkpoint
-//!   and the pending group, so its memory is bounded by the two limits. Once the pending writes
-//!   outgrow their limit, the overlay goes to the file and later writes go there directly, as
-//!   the checkpoint that follows needs them there.
+//! - **The overlay holds no more than the log does**: the non-zero bytes of the groups since
+//!   the checkpoint and of the pending group, so its memory is bounded by the two limits (plus
+//!   a map entry per extent).
 //! - **The file's length is changed at once**, not held back: a write past the end grows it
 //!   first, so the length redb reads is the file's own.
+//! - **A failed write or length change changes nothing**, unless the checkpoint it forced got
+//!   as far as the file's sync.
 //!
 //! The log is the database file's path, with symbolic links resolved, with `-wal` appended: a
 //! file moved after a crash must move with its log, as with SQLite's. Opening takes an
@@ -44,8 +55,8 @@
 //!
 //! The state's lock is held through the log's sync and a checkpoint's sync of the file: a page
 //! redb writes meanwhile (a reader evicting its cache) waits for them. Reads take only the
-//! overlay's lock, so they do not wait for a sync; a checkpoint holds it while it writes the
-//! overlay into the file, not through the sync that follows.
+//! overlay's lock (for reading), so they do not wait for a sync or for a checkpoint's writes;
+//! the overlay is locked for writing only to change it.
 
 mod overlay;
 
@@ -105,8 +116,8 @@ pub struct Wal<M: StorageBackend, L: StorageBackend> {
     log: L,
     limits: Limits,
     state: Mutex<State>,
-    /// Pages written since the last checkpoint (see [`overlay`]). Locked after `state` when
-    /// both are.
+    /// Pages written since the last checkpoint (see [`overlay`]) and not yet in the synced
+    /// file. Locked after `state` when both are.
     overlay: RwLock<overlay::Overlay>,
     /// The log file's handle that holds its exclusive lock (see [`Wal::holding`]).
     held: Mutex<Option<std::fs::File>>,
@@ -126,9 +137,8 @@ struct State {
     /// Writes and length changes since the last sync, in order: a group's body, after room for
     /// its head (empty when there are none).
     pending: Vec<u8>,
-    /// The pending writes outgrew the group limit: the copies are dropped and the next sync
-    /// checkpoints.
-    overflowed: bool,
+    /// Whether writes are logged, and what the next sync must do.
+    mode: Mode,
     /// A group was written under this salt (whole or not): a checkpoint must retire it.
     appended: bool,
     /// The database file's length.
@@ -137,6 +147,19 @@ struct State {
     /// report later syncs as fine with the pages lost, so from then on the log is never
     /// retired in this process: the next open replays it.
     main_failed: bool,
+}
+
+/// How writes are handled until the next sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Into the overlay and the pending group; the sync appends the group.
+    Logged,
+    /// As `Logged`, but a checkpoint began and has not finished, so the sync checkpoints: once
+    /// the new header may be on the disk, a group appended under the old salt would be skipped.
+    Retiring,
+    /// One sync's writes outgrew the group limit: the log was checkpointed, writes go to the
+    /// file directly, and the sync checkpoints.
+    Direct,
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -198,7 +221,7 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
                 end: HEADER_BYTES,
                 allocated,
                 pending: Vec::new(),
-                overflowed: false,
+                mode: Mode::Logged,
                 appended: false,
                 len,
                 main_failed: false,
@@ -215,24 +238,26 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
         self
     }
 
-    /// Records a change for the next group, or gives up the copies once they are too many.
-    /// A write's trailing zeros are counted, not copied: redb pages are mostly free space, and
-    /// zeros (73% of the bytes of a small commit's pages) would make the sync write four times
-    /// what it must. `kept` is `nonzero_prefix(data)`.
-    fn record(&self, state: &mut State, kind: u8, offset: u64, data: &[u8], kept: usize) {
-        if state.overflowed {
-            return;
-        }
+    /// Whether an entry for `len` bytes, `kept` of them before trailing zeros, fits in the
+    /// pending group (the zeros are counted, not stored).
+    fn fits(&self, state: &State, len: usize, kept: usize) -> bool {
+        u32::try_from(len).is_ok()
+            && state.pending.len() + ENTRY_HEAD + kept <= self.limits.group_bytes
+    }
+
+    /// Records a change for the next group; `false`, recording nothing, when the group would
+    /// outgrow its limit. A write's trailing zeros are counted, not copied: redb pages are
+    /// mostly free space, and zeros (73% of the bytes of a small commit's pages) would make the
+    /// sync write four times what it must. `kept` is `nonzero_prefix(data)`.
+    fn record(&self, state: &mut State, kind: u8, offset: u64, data: &[u8], kept: usize) -> bool {
         let kept = &data[..kept];
         let lengths = (
             u32::try_from(kept.len()),
             u32::try_from(data.len() - kept.len()),
         );
-        let fits = state.pending.len() + ENTRY_HEAD + kept.len() <= self.limits.group_bytes;
-        let ((Ok(stored), Ok(zeros)), true) = (lengths, fits) else {
-            state.overflowed = true;
-            state.pending = Vec::new();
-            return;
+        let ((Ok(stored), Ok(zeros)), true) = (lengths, self.fits(state, data.len(), kept.len()))
+        else {
+            return false;
         };
         if state.pending.is_empty() {
             state.pending.resize(GROUP_HEAD, 0);
@@ -242,52 +267,72 @@ impl<M: StorageBackend, L: StorageBackend> Wal<M, L> {
         state.pending.extend_from_slice(&stored.to_le_bytes());
         state.pending.extend_from_slice(&zeros.to_le_bytes());
         state.pending.extend_from_slice(kept);
+        true
     }
 
-    /// Writes the overlay's pages into the database file, in the file's order; they are
-    /// dropped from memory only once all are written.
+    /// One sync's writes outgrew the group limit (a bulk load): rather than written twice,
+    /// they go to the database file from now on, and the next sync checkpoints. The file may
+    /// hold only what the log's groups hold while any is left to replay (replayed over newer
+    /// pages, older groups would mix two states), so first what is pending is appended and a
+    /// checkpoint retires the log.
+    fn overflow(&self, state: &mut State) -> io::Result<()> {
+        self.checkpoint(state)?;
+        state.mode = Mode::Direct;
+        Ok(())
+    }
+
+    /// Writes the overlay's pages into the database file, in the file's order. They stay in
+    /// the overlay (the same bytes as the file's, so reads agree) until the file's sync has
+    /// returned: if it fails, the pages the OS may drop are still read from memory. Writers
+    /// are kept out by the state's lock, so readers need not be.
     fn spill(&self) -> io::Result<()> {
-        let mut overlay = overlay_write(&self.overlay);
-        if overlay.is_empty() {
-            return Ok(());
-        }
+        let overlay = overlay_read(&self.overlay);
         let mut page = Vec::new();
         for (offset, kept, zeros) in overlay.extents() {
+            if zeros > EXTEND_BYTES {
+                // A long run of zeros is written a block at a time, as recovery writes it.
+                self.main.write(offset, kept)?;
+                let zeros = usize::try_from(zeros).map_err(io::Error::other)?;
+                write_zeros(&self.main, offset + kept.len() as u64, zeros)?;
+                continue;
+            }
             page.clear();
             page.extend_from_slice(kept);
             page.resize(kept.len() + zeros as usize, 0);
             self.main.write(offset, &page)?;
         }
-        overlay.clear();
         Ok(())
     }
 
-    /// Writes the overlay into the database file, syncs it and starts a new log: every group is
-    /// then in the file.
+    /// Appends what is pending (the file may hold only what the log holds), writes the overlay
+    /// into the database file, syncs it and starts a new log: every group is then in the file.
+    /// Until a checkpoint has finished, every sync checkpoints again (see [`Mode::Retiring`]).
     fn checkpoint(&self, state: &mut State) -> io::Result<()> {
         if state.main_failed {
             return Err(io::Error::other(
                 "the database file failed to sync earlier; its write-ahead log is kept for the next open to replay",
             ));
         }
+        if !state.pending.is_empty() {
+            self.append(state)?;
+        }
+        state.mode = Mode::Retiring;
         self.spill()?;
         if let Err(e) = self.main.sync_data() {
             state.main_failed = true;
             return Err(e);
         }
-        state.pending.clear();
-        state.overflowed = false;
-        if !state.appended {
-            // Nothing was written under this salt: the log has nothing to retire.
-            return Ok(());
+        overlay_write(&self.overlay).clear();
+        if state.appended {
+            let salt = state.salt.wrapping_add(1);
+            write_header(&self.log, salt)?;
+            self.log.sync_data()?;
+            state.salt = salt;
+            state.sequence = 0;
+            state.end = HEADER_BYTES;
+            state.appended = false;
         }
-        let salt = state.salt.wrapping_add(1);
-        write_header(&self.log, salt)?;
-        self.log.sync_data()?;
-        state.salt = salt;
-        state.sequence = 0;
-        state.end = HEADER_BYTES;
-        state.appended = false;
+        state.mode = Mode::Logged;
         Ok(())
     }
 
@@ -477,40 +522,69 @@ impl<M: StorageBackend, L: StorageBackend> StorageBackend for Wal<M, L> {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut state = lock(&self.state);
+        if state.mode != Mode::Direct && !self.fits(&state, 0, 0) {
+            self.overflow(&mut state)?;
+        }
         self.main.set_len(len)?;
         state.len = len;
         overlay_write(&self.overlay).set_len(len);
-        self.record(&mut state, SET_LEN, len, &[], 0);
+        if state.mode != Mode::Direct {
+            let recorded = self.record(&mut state, SET_LEN, len, &[], 0);
+            debug_assert!(recorded, "an entry that fits is recorded");
+        }
         Ok(())
     }
 
+    /// Appends what is pending and syncs the log; checkpoints once the log has passed its
+    /// limit. A checkpoint that fails after the append does not fail this sync, whose writes
+    /// the log holds: the next sync checkpoints again (and fails, if the file did not sync).
     fn sync_data(&self) -> io::Result<()> {
         let mut state = lock(&self.state);
-        let group = GROUP_HEAD + state.pending.len() + 4;
-        if state.overflowed || state.end + group as u64 > self.limits.checkpoint_bytes {
-            self.checkpoint(&mut state)
-        } else if state.pending.is_empty() {
-            Ok(())
-        } else {
-            self.append(&mut state)
+        if state.main_failed || state.mode != Mode::Logged {
+            return self.checkpoint(&mut state);
         }
+        if state.pending.is_empty() {
+            return Ok(());
+        }
+        self.append(&mut state)?;
+        if state.end > self.limits.checkpoint_bytes {
+            // The group is durable; the checkpoint's failure is reported by the next sync.
+            let _ = self.checkpoint(&mut state);
+        }
+        Ok(())
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        if data.is_empty() {
+            // Writes nothing and, unlike a longer write, does not grow a file.
+            return Ok(());
+        }
         let mut state = lock(&self.state);
-        let end = offset + data.len() as u64;
+        let end = offset
+            .checked_add(data.len() as u64)
+            .ok_or_else(|| io::Error::other("a write past the largest file offset"))?;
+        let kept = nonzero_prefix(data);
+        // Whatever fails first, a failed write changes nothing.
+        if state.mode != Mode::Direct && !self.fits(&state, data.len(), kept) {
+            self.overflow(&mut state)?;
+        }
         if end > state.len {
             self.main.set_len(end)?;
             state.len = end;
         }
-        let kept = nonzero_prefix(data);
-        self.record(&mut state, WRITE, offset, data, kept);
-        if state.overflowed {
-            // The next sync checkpoints: the pages go to the file from now on.
-            self.spill()?;
-            return self.main.write(offset, data);
+        if state.mode != Mode::Direct {
+            let recorded = self.record(&mut state, WRITE, offset, data, kept);
+            debug_assert!(recorded, "an entry that fits is recorded");
         }
-        overlay_write(&self.overlay).write(offset, data, kept);
+        let mut overlay = overlay_write(&self.overlay);
+        if state.mode == Mode::Direct {
+            // The log holds no group to replay (see `overflow`): the pages go to the file, the
+            // next sync syncs it, and the overlay forgets what this write replaces.
+            self.main.write(offset, data)?;
+            overlay.forget(offset, end);
+        } else {
+            overlay.write(offset, data, kept);
+        }
         Ok(())
     }
 

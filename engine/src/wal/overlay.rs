@@ -99,6 +99,13 @@ impl Overlay {
             extent.kept.extend_from_slice(&data[..kept]);
             return;
         }
+        self.forget(offset, end);
+        self.put(offset, Extent::new(data, kept));
+    }
+
+    /// Drops the bytes `offset..end` (written to the file instead): what extents held before
+    /// and after them stays, cut to size.
+    pub(super) fn forget(&mut self, offset: u64, end: u64) {
         for start in self.meeting(offset, end) {
             let old = self.take(start);
             if start < offset {
@@ -108,7 +115,6 @@ impl Overlay {
                 self.put(end, old.slice(end - start, old.len));
             }
         }
-        self.put(offset, Extent::new(data, kept));
     }
 
     /// Cuts every extent at `len`, as the file is cut.
@@ -165,10 +171,12 @@ mod tests {
     use super::Overlay;
     use proptest::prelude::*;
 
-    /// A change to the file: bytes written at an offset, or a new length.
+    /// A change to the file: bytes written at an offset (into the overlay, or into the file
+    /// directly, the overlay forgetting them), or a new length.
     #[derive(Debug, Clone)]
     enum Change {
         Write(u64, Vec<u8>),
+        Direct(u64, Vec<u8>),
         SetLen(u64),
     }
 
@@ -187,6 +195,7 @@ mod tests {
     fn change() -> impl Strategy<Value = Change> {
         prop_oneof![
             4 => (0u64..120, bytes()).prop_map(|(offset, data)| Change::Write(offset, data)),
+            1 => (0u64..120, bytes()).prop_map(|(offset, data)| Change::Direct(offset, data)),
             1 => (0u64..160).prop_map(Change::SetLen),
         ]
     }
@@ -220,6 +229,11 @@ mod tests {
                             file.resize(end, 0);
                         }
                         write_at(&mut model, *offset as usize, data);
+                    }
+                    Change::Direct(offset, data) => {
+                        write_at(&mut file, *offset as usize, data);
+                        write_at(&mut model, *offset as usize, data);
+                        overlay.forget(*offset, *offset + data.len() as u64);
                     }
                     Change::SetLen(len) => {
                         overlay.set_len(*len);
