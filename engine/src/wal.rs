@@ -16,8 +16,9 @@
 //! - **Recovery** (on open, before redb sees the file) writes every whole group's pages into the
 //!   database file in order, syncs it, and starts a new log. The file is then as it was at the
 //!   last sync that returned, which is all redb's own recovery assumes. Writes after that sync
-//!   may have reached the file in part (only after a large group's checkpoint, below), as
-//!   without the log, and redb treats them so.
+//!   may have reached the file in part (through a checkpoint that did not finish, a large
+//!   group's direct writes, a length change, or the close), as without the log, and redb
+//!   treats them so.
 //! - **While the log has groups to replay, the file holds nothing they do not**: replayed over
 //!   newer pages, older groups would mix two states. So the pages reach the file only at a
 //!   checkpoint, after every write before it has been appended.
@@ -29,8 +30,8 @@
 //!   write them twice; what is pending is appended first, and the writes that follow go to the
 //!   file directly until the next sync, which checkpoints), and when the database closes, so a
 //!   closed database needs no log. Until a checkpoint has finished, every sync checkpoints
-//!   again: once the new header may be on the disk, a group appended under the old salt would
-//!   be skipped.
+//!   again: once the new header may be on the disk, a group appended under the old salt may be
+//!   skipped, so no sync reports success on the strength of one.
 //! - **The overlay keeps its pages until the file's sync has returned**: if it fails, Linux may
 //!   drop the pages from its cache, and reads still find them in memory.
 //! - **The log's blocks are written before they are needed** (zeros, 1 MiB at a time): an
@@ -43,8 +44,9 @@
 //!   a map entry per extent).
 //! - **The file's length is changed at once**, not held back: a write past the end grows it
 //!   first, so the length redb reads is the file's own.
-//! - **A failed write or length change changes nothing**, unless the checkpoint it forced got
-//!   as far as the file's sync.
+//! - **A failed write or length change changes nothing that reads see.** The checkpoint it
+//!   forced may have got part of the way (appending what was pending, writing or syncing the
+//!   file): nothing reported as synced depends on that.
 //!
 //! The log is the database file's path, with symbolic links resolved, with `-wal` appended: a
 //! file moved after a crash must move with its log, as with SQLite's. Opening takes an
@@ -78,13 +80,15 @@ const SET_LEN: u8 = 2;
 
 /// The log is checkpointed once its groups reach this size.
 pub const CHECKPOINT_BYTES: u64 = 16 << 20;
-/// Writes of one sync above this size are synced in the database file instead of appended.
+/// When one sync's writes would pass this size, what is pending is appended, the log is
+/// checkpointed and the writes that follow go to the database file, synced by the next sync.
 pub const GROUP_BYTES: usize = 1 << 20;
 
 /// When the log checkpoints; tests make them small to reach every path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Checkpoint once the log's groups reach this many bytes.
+    /// Checkpoint after an append that takes the log (its header block included) past this
+    /// many bytes.
     pub checkpoint_bytes: u64,
     /// Checkpoint instead of appending one sync's writes above this many bytes.
     pub group_bytes: usize,
@@ -568,23 +572,22 @@ impl<M: StorageBackend, L: StorageBackend> StorageBackend for Wal<M, L> {
         if state.mode != Mode::Direct && !self.fits(&state, data.len(), kept) {
             self.overflow(&mut state)?;
         }
+        if state.mode == Mode::Direct {
+            // The log holds no group to replay and the overlay is empty (see `overflow`): the
+            // pages go to the file, which a write past its end grows, and the next sync syncs
+            // it.
+            debug_assert!(overlay_read(&self.overlay).is_empty());
+            self.main.write(offset, data)?;
+            state.len = state.len.max(end);
+            return Ok(());
+        }
         if end > state.len {
             self.main.set_len(end)?;
             state.len = end;
         }
-        if state.mode != Mode::Direct {
-            let recorded = self.record(&mut state, WRITE, offset, data, kept);
-            debug_assert!(recorded, "an entry that fits is recorded");
-        }
-        let mut overlay = overlay_write(&self.overlay);
-        if state.mode == Mode::Direct {
-            // The log holds no group to replay (see `overflow`): the pages go to the file, the
-            // next sync syncs it, and the overlay forgets what this write replaces.
-            self.main.write(offset, data)?;
-            overlay.forget(offset, end);
-        } else {
-            overlay.write(offset, data, kept);
-        }
+        let recorded = self.record(&mut state, WRITE, offset, data, kept);
+        debug_assert!(recorded, "an entry that fits is recorded");
+        overlay_write(&self.overlay).write(offset, data, kept);
         Ok(())
     }
 

@@ -30,6 +30,9 @@ struct Image {
     fail_next_sync: bool,
     /// The failing sync writes what it should have before reporting its failure.
     fail_after_writing: bool,
+    /// The failing sync that loses its writes also drops them from the cache: reads answer
+    /// what is durable.
+    fail_dropping_cache: bool,
 }
 
 fn write_at(bytes: &mut Vec<u8>, at: usize, data: &[u8]) {
@@ -98,6 +101,10 @@ impl StorageBackend for Sim {
         let failing = std::mem::take(&mut image.fail_next_sync);
         let written = std::mem::take(&mut image.fail_after_writing);
         if failing && !written {
+            if std::mem::take(&mut image.fail_dropping_cache) {
+                let image = &mut *image;
+                image.current.clone_from(&image.durable);
+            }
             return Err(io::Error::other("the device failed to write"));
         }
         for (at, data) in unsynced {
@@ -354,7 +361,7 @@ fn a_failed_sync_of_the_database_file_keeps_the_log() {
 }
 
 #[test]
-fn after_a_checkpoint_fails_past_the_file_sync_no_group_is_appended_under_the_old_salt() {
+fn after_a_checkpoint_fails_past_the_file_sync_every_sync_checkpoints_until_one_finishes() {
     let (main, log) = (Sim::default(), Sim::default());
     let limits = Limits {
         checkpoint_bytes: 1 << 20,
@@ -379,6 +386,28 @@ fn after_a_checkpoint_fails_past_the_file_sync_no_group_is_appended_under_the_ol
     drop(Wal::open(main.clone(), log, limits).unwrap());
     assert_eq!(&main.durable()[..3], b"one");
     assert_eq!(&main.durable()[100..103], b"two");
+}
+
+#[test]
+fn pages_whose_checkpoint_failed_to_sync_the_file_are_still_read_from_memory() {
+    let (main, log) = (Sim::default(), Sim::default());
+    let wal = Wal::open(main.clone(), log.clone(), CHECKPOINT_AFTER_ONE_GROUP).unwrap();
+    wal.write(0, &[3; 3000]).unwrap();
+    wal.sync_data().unwrap();
+    wal.write(4096, &[4; 3000]).unwrap();
+    // This sync's group takes the log past its limit; the checkpoint's sync of the file fails
+    // and the OS drops the pages it held.
+    {
+        let mut image = main.image();
+        image.fail_next_sync = true;
+        image.fail_dropping_cache = true;
+    }
+    wal.sync_data().unwrap();
+    let mut read = vec![0u8; 3000];
+    wal.read(4096, &mut read).unwrap();
+    assert_eq!(read, [4; 3000]);
+    wal.read(0, &mut read).unwrap();
+    assert_eq!(read, [3; 3000]);
 }
 
 #[test]
@@ -475,6 +504,10 @@ struct Model {
     synced: Vec<u8>,
     /// Every write since then, oldest first.
     since: Vec<(usize, Vec<u8>)>,
+    /// Every length the file had since then.
+    lengths: Vec<usize>,
+    /// The smallest length a length change set since then (bytes past it read zero).
+    cut: Option<usize>,
     /// Something reached a disk durably outside a sync that returned (a checkpoint forced by a
     /// large group, or a sync that failed part-way), so power loss may keep part of `since`.
     loose: bool,
@@ -482,20 +515,22 @@ struct Model {
 
 impl Model {
     /// Whether `recovered` is what power loss may leave: the last sync's contents exactly, or,
-    /// when `loose`, each byte either that or a byte written since (or a zero of a length
-    /// change).
+    /// when `loose`, a length the file had since, and each byte either the last sync's or one
+    /// written since (a zero only where one of those, or a length change, put it).
     fn allows(&self, recovered: &[u8]) -> bool {
         if !self.loose {
             return recovered == self.synced.as_slice();
         }
-        recovered.iter().enumerate().all(|(i, &b)| {
-            b == 0
-                || self.synced.get(i) == Some(&b)
-                || self
-                    .since
-                    .iter()
-                    .any(|(at, data)| i >= *at && data.get(i - at) == Some(&b))
-        })
+        let zeros_from = self.synced.len().min(self.cut.unwrap_or(usize::MAX));
+        (recovered.len() == self.synced.len() || self.lengths.contains(&recovered.len()))
+            && recovered.iter().enumerate().all(|(i, &b)| {
+                (b == 0 && i >= zeros_from)
+                    || self.synced.get(i) == Some(&b)
+                    || self
+                        .since
+                        .iter()
+                        .any(|(at, data)| i >= *at && data.get(i - at) == Some(&b))
+            })
     }
 }
 
@@ -523,11 +558,14 @@ proptest::proptest! {
                     if wal.write(offset, &data).is_ok() {
                         write_at(&mut model.written, offset as usize, &data);
                         model.since.push((offset as usize, data));
+                        model.lengths.push(model.written.len());
                     }
                 }
                 Step::SetLen(len) => {
                     if wal.set_len(len).is_ok() {
                         model.written.resize(len as usize, 0);
+                        model.lengths.push(len as usize);
+                        model.cut = Some(model.cut.map_or(len as usize, |c| c.min(len as usize)));
                     }
                 }
                 Step::Sync => {
@@ -535,6 +573,8 @@ proptest::proptest! {
                         synced = true;
                         model.synced = model.written.clone();
                         model.since.clear();
+                        model.lengths.clear();
+                        model.cut = None;
                         model.loose = false;
                     }
                 }

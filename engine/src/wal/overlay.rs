@@ -103,9 +103,9 @@ impl Overlay {
         self.put(offset, Extent::new(data, kept));
     }
 
-    /// Drops the bytes `offset..end` (written to the file instead): what extents held before
-    /// and after them stays, cut to size.
-    pub(super) fn forget(&mut self, offset: u64, end: u64) {
+    /// Drops the bytes `offset..end`: what extents held before and after them stays, cut to
+    /// size.
+    fn forget(&mut self, offset: u64, end: u64) {
         for start in self.meeting(offset, end) {
             let old = self.take(start);
             if start < offset {
