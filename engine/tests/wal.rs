@@ -137,6 +137,12 @@ const CHECKPOINT_AFTER_ONE_GROUP: Limits = Limits {
     group_bytes: 1 << 20,
 };
 
+/// Limits under which one sync's writes above a page already outgrow their group.
+const ONE_PAGE_GROUPS: Limits = Limits {
+    checkpoint_bytes: 1 << 20,
+    group_bytes: 4096,
+};
+
 fn open(main: &Sim, log: &Sim) -> Wal<Sim, Sim> {
     Wal::open(main.clone(), log.clone(), Limits::default()).expect("the log opens")
 }
@@ -277,10 +283,7 @@ fn a_checkpoint_syncs_the_file_and_retires_the_groups() {
 #[test]
 fn writes_of_one_sync_above_the_group_limit_go_to_the_file_not_the_log() {
     let (main, log) = (Sim::default(), Sim::default());
-    let limits = Limits {
-        checkpoint_bytes: 1 << 20,
-        group_bytes: 4096,
-    };
+    let limits = ONE_PAGE_GROUPS;
     let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
     let log_before = log.durable();
     wal.write(0, &[7; 10_000]).unwrap();
@@ -363,10 +366,7 @@ fn a_failed_sync_of_the_database_file_keeps_the_log() {
 #[test]
 fn after_a_checkpoint_fails_past_the_file_sync_every_sync_checkpoints_until_one_finishes() {
     let (main, log) = (Sim::default(), Sim::default());
-    let limits = Limits {
-        checkpoint_bytes: 1 << 20,
-        group_bytes: 4096,
-    };
+    let limits = ONE_PAGE_GROUPS;
     let wal = Wal::open(main.clone(), log.clone(), limits).unwrap();
     wal.write(0, b"one").unwrap();
     wal.sync_data().unwrap();
