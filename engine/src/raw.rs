@@ -138,15 +138,30 @@ fn value_ref(kind: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
 
 /// Every element of the document (or array) starting at `container`.
 pub(crate) fn elements(bytes: &[u8], container: usize) -> Option<Vec<Element>> {
+    let mut out = Vec::new();
+    each(bytes, container, |e| out.push(e))?;
+    Some(out)
+}
+
+/// How many elements the document (or array) starting at `container` holds: [`elements`]'s
+/// length, without keeping them.
+pub(crate) fn count(bytes: &[u8], container: usize) -> Option<usize> {
+    let mut n = 0;
+    each(bytes, container, |_| n += 1)?;
+    Some(n)
+}
+
+/// Calls `f` with each element of the document (or array) starting at `container`, in order;
+/// `None` when the bytes cannot be read to its end.
+fn each(bytes: &[u8], container: usize, mut f: impl FnMut(Element)) -> Option<()> {
     let end = end_of(bytes, container)?;
     let mut at = container + 4;
-    let mut out = Vec::new();
     while at < end {
         let e = element_at(bytes, at, end)?;
         at = e.end;
-        out.push(e);
+        f(e);
     }
-    Some(out)
+    Some(())
 }
 
 /// The position of the terminating NUL of the document starting at `container`.
@@ -166,7 +181,7 @@ pub(crate) fn length_at(bytes: &[u8], at: usize) -> Option<usize> {
 }
 
 /// The element starting at `at`, which must end by `end`.
-fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
+pub(crate) fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
     let kind = *bytes.get(at)?;
     let name_end = at + 1 + bytes.get(at + 1..end)?.iter().position(|&b| b == 0)?;
     let value = name_end + 1;

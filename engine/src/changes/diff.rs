@@ -14,7 +14,7 @@
 //! `replace` ([`describe`] returns `None`). A field name holding a `.` or starting with `$`
 //! cannot be told apart in a dotted path, so it is treated the same way.
 
-use bson::{Bson, Document, RawBsonRef, RawDocument, doc};
+use bson::{Bson, Document, RawArray, RawBsonRef, RawDocument, doc};
 
 use crate::raw;
 
@@ -192,6 +192,9 @@ impl Description {
             (RawBsonRef::Array(o), RawBsonRef::Array(n)) => {
                 // Elements are compared as bytes (the same value, as `same` defines it) and
                 // decoded only where they differ: a push onto a long array reads one element.
+                if let Some(outcome) = self.appended(o, n, at) {
+                    return outcome;
+                }
                 let (ob, nb) = (o.as_bytes(), n.as_bytes());
                 let (Some(old_items), Some(new_items)) =
                     (raw::elements(ob, 0), raw::elements(nb, 0))
@@ -229,6 +232,43 @@ impl Description {
             _ => self.set(at, new)?,
         }
         Ok(())
+    }
+
+    /// The change from the array `o` to `n` when it only added elements at the end (a
+    /// `$push`): the old elements' bytes begin the new array's, so the old ones are only
+    /// counted and the elements after them alone are read, and a push onto a long array costs
+    /// little more than a push onto a short one. `None` when the bytes do not show an append.
+    fn appended(
+        &mut self,
+        o: &RawArray,
+        n: &RawArray,
+        at: &At,
+    ) -> Option<Result<(), bson::error::Error>> {
+        let (ob, nb) = (o.as_bytes(), n.as_bytes());
+        // An array's bytes: its length, its elements, a NUL. The same bytes read as the same
+        // elements, so the new array's elements past the old ones start where they end.
+        let kept = ob.get(4..ob.len().checked_sub(1)?)?;
+        if nb.len() <= ob.len() || !nb.get(4..)?.starts_with(kept) {
+            return None;
+        }
+        let first = raw::count(ob, 0)?;
+        let end = raw::end_of(nb, 0)?;
+        let mut added = Vec::new();
+        let mut next = 4 + kept.len();
+        while next < end {
+            let e = raw::element_at(nb, next, end)?;
+            next = e.end;
+            added.push(e);
+        }
+        for (i, e) in added.iter().enumerate() {
+            match raw::with_value(nb, e, |v| self.set(&at.index(first + i), v)) {
+                Some(Ok(())) => {}
+                Some(Err(e)) => return Some(Err(e)),
+                // Bytes bson cannot read: the whole array is the change.
+                None => return Some(self.set(at, RawBsonRef::Array(n))),
+            }
+        }
+        Some(Ok(()))
     }
 
     fn absorb(&mut self, inner: Description) {
@@ -378,6 +418,7 @@ fn walk<'d>(
 mod tests {
     use super::*;
     use bson::RawDocumentBuf;
+    use proptest::prelude::*;
 
     fn raw(d: &Document) -> RawDocumentBuf {
         RawDocumentBuf::try_from(d).unwrap()
@@ -470,6 +511,82 @@ mod tests {
             &doc! {"s": {"a.b": 2}}
         );
         assert!(describe(&doc! {"a.b": 1}, &doc! {"a.b": 2}).is_none());
+    }
+
+    fn value() -> impl Strategy<Value = Bson> {
+        let leaf = prop_oneof![
+            any::<i32>().prop_map(Bson::Int32),
+            "[a-z]{0,12}".prop_map(Bson::String),
+            any::<bool>().prop_map(Bson::Boolean),
+        ];
+        leaf.prop_recursive(2, 8, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
+                inner.prop_map(|v| Bson::Document(doc! {"x": v})),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Law: a push onto an array (at the top, in a sub-document, or in an array's element)
+        /// is described by the new elements alone, each at its position, and replays to the new
+        /// document.
+        #[test]
+        fn a_push_is_described_by_its_new_elements(
+            old in prop::collection::vec(value(), 0..60),
+            pushed in prop::collection::vec(value(), 1..4),
+            depth in 0..3usize,
+        ) {
+            let mut new = old.clone();
+            new.extend(pushed.iter().cloned());
+            let wrap = |items: Vec<Bson>| match depth {
+                0 => doc! {"_id": 1, "a": items},
+                1 => doc! {"_id": 1, "s": {"a": items}},
+                _ => doc! {"_id": 1, "l": [{"a": items}]},
+            };
+            let path = ["a", "s.a", "l.0.a"][depth];
+            let d = round_trip(wrap(old.clone()), wrap(new)).unwrap();
+            let mut expected = Document::new();
+            for (i, v) in pushed.into_iter().enumerate() {
+                expected.insert(format!("{path}.{}", old.len() + i), v);
+            }
+            prop_assert_eq!(
+                d,
+                doc! {"updatedFields": expected, "removedFields": [], "truncatedArrays": []}
+            );
+        }
+    }
+
+    proptest! {
+        /// Law: whatever an array becomes (its first elements kept, the rest replaced, more
+        /// added or fewer), the description replays to the new document.
+        #[test]
+        fn any_change_of_an_array_replays(
+            old in prop::collection::vec(value(), 0..12),
+            keep in 0..14usize,
+            tail in prop::collection::vec(value(), 0..4),
+        ) {
+            let mut new: Vec<Bson> = old.iter().take(keep).cloned().collect();
+            new.extend(tail);
+            let described = round_trip(doc! {"_id": 1, "a": old}, doc! {"_id": 1, "a": new});
+            prop_assert!(described.is_some());
+        }
+    }
+
+    /// An element added under a name that is not its position is described at its position,
+    /// as `bson` reads arrays.
+    #[test]
+    fn an_added_element_misnamed_is_described_at_its_position() {
+        let old = raw(&doc! {"a": [1]});
+        let mut new = raw(&doc! {"a": [1, 2]}).into_bytes();
+        let at = new
+            .windows(3)
+            .position(|w| w == b"\x101\x00")
+            .expect("the second element");
+        new[at + 1] = b'7';
+        let new = RawDocumentBuf::from_bytes(new).unwrap();
+        let (d, _) = super::describe(&old, &new).unwrap();
+        assert_eq!(d.get_document("updatedFields").unwrap(), &doc! {"a.1": 2});
     }
 
     #[test]

@@ -157,12 +157,12 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
                     .iter()
                     .map(|v| encode(v, names.len() + 1))
                     .collect::<Step<Vec<_>>>()?;
-                let items = elements(bytes, e.value)?;
                 match slice {
                     None => {
+                        let held = raw::count(bytes, e.value).or_decline()?;
                         let mut tail = Vec::new();
                         for (i, (kind, value)) in pushed.iter().enumerate() {
-                            tail.extend(element(&(items.len() + i).to_string(), *kind, value));
+                            tail.extend(element(&(held + i).to_string(), *kind, value));
                         }
                         let at = end_of(bytes, e.value)?;
                         let mut enclosing = containers;
@@ -170,7 +170,7 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
                         splice(bytes, &enclosing, at..at, &tail)
                     }
                     Some(n) => {
-                        let all: Vec<(u8, &[u8])> = items
+                        let all: Vec<(u8, &[u8])> = elements(bytes, e.value)?
                             .iter()
                             .map(|i| (i.kind, &bytes[i.value..i.end]))
                             .chain(pushed.iter().map(|(k, v)| (*k, v.as_slice())))

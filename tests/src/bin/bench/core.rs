@@ -196,6 +196,9 @@ fn load(system: &mut dyn System, items: &[Item]) -> f64 {
     .1
 }
 
+/// Out of line so callgrind can count it alone: `valgrind --tool=callgrind
+/// --toggle-collect='bench::core::durable' bench core --runs 1 --docs 20000 --only engine`.
+#[inline(never)]
 fn durable(system: &mut dyn System, items: &[Item]) -> f64 {
     per_op(items.len(), || {
         for item in items {
