@@ -251,16 +251,13 @@ impl<'de> Reader<'de> {
     /// A NUL-terminated key as bytes; UTF-8 is checked only where a key is used as text.
     fn cstr_bytes(&mut self) -> Result<&'de [u8]> {
         let start = self.pos;
-        let mut at = start;
-        loop {
-            match self.buf.get(at) {
-                Some(0) => break,
-                Some(_) => at += 1,
-                None => return Err(malformed("unterminated key")),
-            }
-        }
-        self.pos = at + 1;
-        Ok(&self.buf[start..at])
+        let rest = self.buf.get(start..).unwrap_or_default();
+        let len = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| malformed("unterminated key"))?;
+        self.pos = start + len + 1;
+        Ok(&rest[..len])
     }
 
     fn cstr(&mut self) -> Result<&'de str> {
@@ -635,8 +632,10 @@ impl<'de> de::Deserializer<'de> for Key<'de> {
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match std::str::from_utf8(self.0) {
-            Ok(text) if self.1 => visitor.visit_borrowed_str(text),
+        // The UTF-8 check runs only when text was asked for: a struct matches its field names
+        // as bytes.
+        match self.1.then(|| std::str::from_utf8(self.0)) {
+            Some(Ok(text)) => visitor.visit_borrowed_str(text),
             _ => visitor.visit_borrowed_bytes(self.0),
         }
     }

@@ -414,10 +414,12 @@ fn every_durable_commit_survives(storage: Storage) {
     let (clean, _, _) = run(storage, None, seed, rounds);
     let total = clean.main.clock().operations;
     // Through the log, the database file is synced by checkpoints alone, and once when the
-    // database closes: small limits reach a few, the default ones none before closing.
+    // database closes: small limits reach at least one before closing, the default ones none.
+    // (How many depends on the build: the same workload logs two to four times the bytes per
+    // commit in a debug build.)
     let file_syncs = clean.main.disk().syncs;
     match storage {
-        Storage::Wal(limits) if limits == SMALL => assert!(file_syncs >= 3, "{file_syncs}"),
+        Storage::Wal(limits) if limits == SMALL => assert!(file_syncs >= 2, "{file_syncs}"),
         Storage::Wal(_) => assert_eq!(file_syncs, 1),
         Storage::Plain => {}
     }
