@@ -190,54 +190,61 @@ impl Description {
                 }
             }
             (RawBsonRef::Array(o), RawBsonRef::Array(n)) => {
-                // Elements are compared as bytes (the same value, as `same` defines it) and
-                // decoded only where they differ: a push onto a long array reads one element.
                 if let Some(outcome) = self.appended(o, n, at) {
                     return outcome;
                 }
-                let (ob, nb) = (o.as_bytes(), n.as_bytes());
-                let (Some(old_items), Some(new_items)) =
-                    (raw::elements(ob, 0), raw::elements(nb, 0))
-                else {
-                    return self.set(at, new);
-                };
-                if new_items.len() < old_items.len() {
-                    self.note(at);
-                    self.truncated.push((
-                        at.dotted.clone(),
-                        i32::try_from(new_items.len()).unwrap_or(i32::MAX),
-                    ));
-                }
-                for (i, e) in new_items.iter().enumerate() {
-                    let before = old_items.get(i);
-                    if before
-                        .is_some_and(|b| b.kind == e.kind && b.value_bytes(ob) == e.value_bytes(nb))
-                    {
-                        continue;
-                    }
-                    let done = match before {
-                        Some(b) => raw::with_value(ob, b, |ov| {
-                            raw::with_value(nb, e, |v| self.value(ov, v, &at.index(i)))
-                        })
-                        .flatten(),
-                        None => raw::with_value(nb, e, |v| self.set(&at.index(i), v)),
-                    };
-                    match done {
-                        Some(outcome) => outcome?,
-                        // Bytes bson cannot read: the whole array is the change.
-                        None => return self.set(at, new),
-                    }
-                }
+                self.elementwise(o, n, at)?;
             }
             _ => self.set(at, new)?,
         }
         Ok(())
     }
 
-    /// The change from the array `o` to `n` when it only added elements at the end (a
+    /// The change from the array `o` to `n`, element by element. Elements are compared as
+    /// bytes (the same value, as `same` defines it) and decoded only where they differ.
+    fn elementwise(
+        &mut self,
+        o: &RawArray,
+        n: &RawArray,
+        at: &At,
+    ) -> Result<(), bson::error::Error> {
+        let (ob, nb) = (o.as_bytes(), n.as_bytes());
+        let (Some(old_items), Some(new_items)) = (raw::elements(ob, 0), raw::elements(nb, 0))
+        else {
+            return self.set(at, RawBsonRef::Array(n));
+        };
+        if new_items.len() < old_items.len() {
+            self.note(at);
+            self.truncated.push((
+                at.dotted.clone(),
+                i32::try_from(new_items.len()).unwrap_or(i32::MAX),
+            ));
+        }
+        for (i, e) in new_items.iter().enumerate() {
+            let before = old_items.get(i);
+            if before.is_some_and(|b| b.kind == e.kind && b.value_bytes(ob) == e.value_bytes(nb)) {
+                continue;
+            }
+            let done = match before {
+                Some(b) => raw::with_value(ob, b, |ov| {
+                    raw::with_value(nb, e, |v| self.value(ov, v, &at.index(i)))
+                })
+                .flatten(),
+                None => raw::with_value(nb, e, |v| self.set(&at.index(i), v)),
+            };
+            match done {
+                Some(outcome) => outcome?,
+                // Bytes bson cannot read: the whole array is the change.
+                None => return self.set(at, RawBsonRef::Array(n)),
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Description::elementwise`] for an array that only added elements at the end (a
     /// `$push`): the old elements' bytes begin the new array's, so the old ones are only
-    /// counted and the elements after them alone are read, and a push onto a long array costs
-    /// little more than a push onto a short one. `None` when the bytes do not show an append.
+    /// counted (not compared one by one, nor decoded) and the elements after them alone are
+    /// read. `None` when the bytes do not show an append.
     fn appended(
         &mut self,
         o: &RawArray,
@@ -557,19 +564,63 @@ mod tests {
         }
     }
 
+    /// An array and what it becomes: its first elements kept, the rest replaced, more added
+    /// or fewer.
+    fn array_change() -> impl Strategy<Value = (Vec<Bson>, Vec<Bson>)> {
+        (
+            prop::collection::vec(value(), 0..12),
+            0..14usize,
+            prop::collection::vec(value(), 0..4),
+        )
+            .prop_map(|(old, keep, tail)| {
+                let mut new: Vec<Bson> = old.iter().take(keep).cloned().collect();
+                new.extend(tail);
+                (old, new)
+            })
+    }
+
     proptest! {
-        /// Law: whatever an array becomes (its first elements kept, the rest replaced, more
-        /// added or fewer), the description replays to the new document.
+        /// Law: whatever an array becomes, the description replays to the new document.
         #[test]
-        fn any_change_of_an_array_replays(
-            old in prop::collection::vec(value(), 0..12),
-            keep in 0..14usize,
-            tail in prop::collection::vec(value(), 0..4),
-        ) {
-            let mut new: Vec<Bson> = old.iter().take(keep).cloned().collect();
-            new.extend(tail);
+        fn any_change_of_an_array_replays((old, new) in array_change()) {
             let described = round_trip(doc! {"_id": 1, "a": old}, doc! {"_id": 1, "a": new});
             prop_assert!(described.is_some());
+        }
+    }
+
+    /// Describes the array change `old` -> `new` under `a` by `appended` (`None` when it
+    /// declines) and by `elementwise`.
+    fn both_ways(old: &[Bson], new: &[Bson]) -> (Option<Document>, Document) {
+        let wrap = |items: &[Bson]| raw(&doc! {"a": items.to_vec()});
+        let (o, n) = (wrap(old), wrap(new));
+        let (Some(Ok(RawBsonRef::Array(o))), Some(Ok(RawBsonRef::Array(n)))) =
+            (o.get("a").transpose(), n.get("a").transpose())
+        else {
+            panic!("arrays");
+        };
+        let at = At::default().field("a");
+        let mut fast = Description::default();
+        let fast = fast
+            .appended(o, n, &at)
+            .map(|outcome| outcome.map(|()| fast.updated.clone()).unwrap());
+        let mut walk = Description::default();
+        walk.elementwise(o, n, &at).unwrap();
+        (fast, walk.updated)
+    }
+
+    proptest! {
+        /// Law: the append path is taken for every append, and only for appends, and there
+        /// describes what the element-by-element walk describes.
+        #[test]
+        fn the_append_path_describes_what_the_element_walk_does((old, new) in array_change()) {
+            let (fast, walk) = both_ways(&old, &new);
+            // Kept elements are compared as bytes: `1` and `1.0` are not the same element.
+            let bytes = |items: &[Bson]| raw(&doc! {"a": items.to_vec()});
+            let appended = new.len() > old.len() && bytes(&new[..old.len()]) == bytes(&old);
+            prop_assert_eq!(fast.is_some(), appended);
+            if let Some(fast) = fast {
+                prop_assert_eq!(fast, walk);
+            }
         }
     }
 
