@@ -153,9 +153,19 @@ pub(crate) fn count(bytes: &[u8], container: usize) -> Option<usize> {
 
 /// Calls `f` with each element of the document (or array) starting at `container`, in order;
 /// `None` when the bytes cannot be read to its end.
-fn each(bytes: &[u8], container: usize, mut f: impl FnMut(Element)) -> Option<()> {
+fn each(bytes: &[u8], container: usize, f: impl FnMut(Element)) -> Option<()> {
     let end = end_of(bytes, container)?;
-    let mut at = container + 4;
+    each_between(bytes, container + 4, end, f)
+}
+
+/// Calls `f` with each element from `at`, an element's start, to `end`, a container's
+/// terminating NUL; `None` when the bytes cannot be read that far.
+pub(crate) fn each_between(
+    bytes: &[u8],
+    mut at: usize,
+    end: usize,
+    mut f: impl FnMut(Element),
+) -> Option<()> {
     while at < end {
         let e = element_at(bytes, at, end)?;
         at = e.end;
@@ -181,7 +191,7 @@ pub(crate) fn length_at(bytes: &[u8], at: usize) -> Option<usize> {
 }
 
 /// The element starting at `at`, which must end by `end`.
-pub(crate) fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
+fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
     let kind = *bytes.get(at)?;
     let name_end = at + 1 + bytes.get(at + 1..end)?.iter().position(|&b| b == 0)?;
     let value = name_end + 1;

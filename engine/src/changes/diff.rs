@@ -261,12 +261,7 @@ impl Description {
         let first = raw::count(ob, 0)?;
         let end = raw::end_of(nb, 0)?;
         let mut added = Vec::new();
-        let mut next = 4 + kept.len();
-        while next < end {
-            let e = raw::element_at(nb, next, end)?;
-            next = e.end;
-            added.push(e);
-        }
+        raw::each_between(nb, 4 + kept.len(), end, |e| added.push(e))?;
         for (i, e) in added.iter().enumerate() {
             match raw::with_value(nb, e, |v| self.set(&at.index(first + i), v)) {
                 Some(Ok(())) => {}
