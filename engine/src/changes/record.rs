@@ -96,10 +96,8 @@ impl<'t> Recorder<'t> {
         let mut fields = RawDocumentBuf::new();
         fields.append(cstr!("documentKey"), document_key(meta, new)?);
         let op = if let Some((description, ambiguous)) = description {
-            let description = RawDocumentBuf::try_from(&description).map_err(corrupt)?;
             fields.append(cstr!("updateDescription"), description);
-            if !ambiguous.is_empty() {
-                let ambiguous = RawDocumentBuf::try_from(&ambiguous).map_err(corrupt)?;
+            if let Some(ambiguous) = ambiguous {
                 fields.append(cstr!("disambiguatedPaths"), ambiguous);
             }
             if images {
