@@ -252,6 +252,16 @@ fn decode(bytes: &[u8], e: Element) -> Step<Bson> {
 /// `value`'s type and bytes, for a field at `level` (1 at the top); declined when a
 /// document or array there could pass the depth limit (the decoded path then decides).
 fn encode(value: &Bson, level: usize) -> Step<(u8, Vec<u8>)> {
+    // A document (a pushed message, say) is encoded as it is, without a copy; its depth is
+    // counted on the value, as `check_raw` counts it on bytes.
+    if let Bson::Document(d) = value {
+        let room = MAX_STORED_DEPTH.checked_sub(level + 2).or_decline()?;
+        if nesting::value_exceeds(value, room) {
+            return Err(Decline);
+        }
+        let raw = RawDocumentBuf::try_from(d).map_err(|_| Decline)?;
+        return Ok((DOCUMENT, raw.into_bytes()));
+    }
     let mut one = Document::new();
     one.insert("", value.clone());
     let raw = RawDocumentBuf::try_from(&one).map_err(|_| Decline)?;
@@ -329,6 +339,7 @@ mod tests {
 
     use super::super::parse::Update;
     use super::super::write::apply_decoded;
+    use crate::nesting::{self, MAX_STORED_DEPTH};
     use crate::query::{Query, QueryOptions};
 
     fn now() -> DateTime {
@@ -442,6 +453,34 @@ mod tests {
             decoded.is_ok(),
             "the depth limit is the writer's to enforce"
         );
+    }
+
+    /// A document `depth` levels deep.
+    fn nested(depth: usize) -> Document {
+        (1..depth).fold(doc! {"x": 1}, |inner, _| doc! {"x": inner})
+    }
+
+    #[test]
+    fn values_near_the_depth_limit_are_left_to_the_decoded_path() {
+        let original = doc! {"_id": 1, "arr": [1], "s": {"t": 1}};
+        for depth in 1..=MAX_STORED_DEPTH {
+            for update in [
+                doc! {"$set": {"a": nested(depth)}},
+                doc! {"$set": {"s.u": nested(depth)}},
+                doc! {"$push": {"arr": nested(depth)}},
+            ] {
+                let (taken, decoded) = both(&original, &update).expect("a valid update");
+                if let Some(new) = taken {
+                    assert_eq!(Ok(&new), decoded.as_ref(), "depth {depth}: {update}");
+                    assert!(
+                        nesting::check_raw(&new, MAX_STORED_DEPTH).is_ok(),
+                        "depth {depth}: {update} was taken in place past the limit"
+                    );
+                } else {
+                    assert!(depth > 90, "depth {depth}: {update} was declined");
+                }
+            }
+        }
     }
 
     #[test]
