@@ -50,24 +50,84 @@ pub(crate) const CHANGES_HEAD: TableDefinition<'static, (u64, u32), &'static [u8
 /// See the module documentation; deleted before the transaction that creates it ends.
 pub(crate) const UNDO: Bytes<'static> = TableDefinition::new("odm.undo");
 
+/// `odm.c<collection>` then each `(text, number)` pair, then `last`. Written by hand: a table
+/// is opened by name on every operation, and `format!` costs several times more.
+fn table_name(collection: u64, index: Option<u64>, last: &str) -> String {
+    let mut name = String::with_capacity(48);
+    name.push_str("odm.c");
+    push_decimal(&mut name, collection);
+    if let Some(index) = index {
+        name.push_str(".i");
+        push_decimal(&mut name, index);
+    }
+    name.push_str(last);
+    name
+}
+
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 pub(crate) fn docs_name(collection: u64) -> String {
-    format!("odm.c{collection}.docs")
+    table_name(collection, None, ".docs")
 }
 
 /// Inside the transaction that upgrades a file only: the documents table being rewritten under
 /// new keys (see [`crate::upgrade`]), renamed to [`docs_name`] before the transaction ends.
 pub(crate) fn docs_rekeyed_name(collection: u64) -> String {
-    format!("odm.c{collection}.docs.rekeyed")
+    table_name(collection, None, ".docs.rekeyed")
 }
 
 pub(crate) fn index_name(collection: u64, index: u64) -> String {
-    format!("odm.c{collection}.i{index}")
+    table_name(collection, Some(index), "")
 }
 
 pub(crate) fn index_delta_name(collection: u64, index: u64) -> String {
-    format!("odm.c{collection}.i{index}.delta")
+    table_name(collection, Some(index), ".delta")
 }
 
 pub(crate) fn bytes(name: &str) -> Bytes<'_> {
     TableDefinition::new(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Law: the names written by hand are the names `format!` writes (they name tables in
+        /// existing files).
+        #[test]
+        fn table_names_are_spelled_as_before(collection in any::<u64>(), index in any::<u64>()) {
+            prop_assert_eq!(docs_name(collection), format!("odm.c{collection}.docs"));
+            prop_assert_eq!(
+                docs_rekeyed_name(collection),
+                format!("odm.c{collection}.docs.rekeyed")
+            );
+            prop_assert_eq!(index_name(collection, index), format!("odm.c{collection}.i{index}"));
+            prop_assert_eq!(
+                index_delta_name(collection, index),
+                format!("odm.c{collection}.i{index}.delta")
+            );
+        }
+    }
+
+    #[test]
+    fn edge_numbers_are_spelled_in_full() {
+        for n in [0, 1, 9, 10, 99, 100, u64::MAX] {
+            assert_eq!(index_name(n, n), format!("odm.c{n}.i{n}"));
+        }
+    }
 }

@@ -303,18 +303,27 @@ impl TxnChanges {
             self.wall = bson::DateTime::now();
         }
         let time = self.time.as_ref().map_or(0, InFlight::time);
-        let corrupt = |e: bson::error::Error| Error::corrupt("a change record", e);
-        let mut bytes = RawDocumentBuf::new();
-        bytes.append(cstr!("op"), op);
-        bytes.append(cstr!("coll"), coll);
-        bytes.append(cstr!("wall"), self.wall);
-        for element in self.context.iter().chain(fields) {
-            let (name, value) = element.map_err(corrupt)?;
-            bytes.append(name, value);
+        let mut record = RawDocumentBuf::new();
+        record.append(cstr!("op"), op);
+        record.append(cstr!("coll"), coll);
+        record.append(cstr!("wall"), self.wall);
+        // The context's and the fields' elements follow, their bytes copied as they are: a
+        // document's bytes are its length, its elements and a NUL.
+        let mut bytes = record.into_bytes();
+        bytes.pop();
+        for more in [self.context.as_bytes(), fields.as_bytes()] {
+            let elements = more.get(4..more.len().saturating_sub(1));
+            let elements =
+                elements.ok_or_else(|| Error::corrupt("a change record", "too short"))?;
+            bytes.extend_from_slice(elements);
         }
-        table.insert((time, self.next), bytes.as_bytes())?;
+        bytes.push(0);
+        let length = i32::try_from(bytes.len())
+            .map_err(|_| Error::corrupt("a change record", "longer than a document can be"))?;
+        bytes[..4].copy_from_slice(&length.to_le_bytes());
+        table.insert((time, self.next), bytes.as_slice())?;
         self.next += 1;
-        self.bytes += bytes.as_bytes().len() as u64;
+        self.bytes += bytes.len() as u64;
         self.head_len = table.len()?;
         Ok(())
     }
