@@ -50,8 +50,8 @@ pub(crate) const CHANGES_HEAD: TableDefinition<'static, (u64, u32), &'static [u8
 /// See the module documentation; deleted before the transaction that creates it ends.
 pub(crate) const UNDO: Bytes<'static> = TableDefinition::new("odm.undo");
 
-/// `odm.c<collection>` then each `(text, number)` pair, then `last`. Written by hand: a table
-/// is opened by name on every operation, and `format!` costs several times more.
+/// `odm.c<collection>`, then `.i<index>` for an index's table, then `last`. Written by hand: a
+/// table is opened by name on every operation, and `format!` costs several times more.
 fn table_name(collection: u64, index: Option<u64>, last: &str) -> String {
     let mut name = String::with_capacity(48);
     name.push_str("odm.c");

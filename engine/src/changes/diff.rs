@@ -35,19 +35,19 @@ pub fn describe(
     new: &RawDocument,
 ) -> Option<(RawDocumentBuf, Option<RawDocumentBuf>)> {
     let mut out = Description::default();
+    // `updatedFields` is a document: its length, written once its elements are, then them.
+    out.updated.reserve(256);
+    out.updated.extend_from_slice(&[0; 4]);
     if !out
         .documents(old.as_bytes(), new.as_bytes(), &At::root())
         .ok()?
     {
         return None;
     }
-    let mut updated = i32::try_from(out.updated.len() + 5)
-        .ok()?
-        .to_le_bytes()
-        .to_vec();
-    updated.append(&mut out.updated);
-    updated.push(0);
-    let updated = RawDocumentBuf::from_bytes(updated).ok()?;
+    out.updated.push(0);
+    let length = i32::try_from(out.updated.len()).ok()?;
+    out.updated[..4].copy_from_slice(&length.to_le_bytes());
+    let updated = RawDocumentBuf::from_bytes(out.updated).ok()?;
     let removed: RawArrayBuf = out.removed.iter().map(String::as_str).collect();
     let mut truncated = RawArrayBuf::new();
     for (field, size) in &out.truncated {
@@ -184,11 +184,14 @@ fn fields(bytes: &[u8]) -> Result<Vec<(&str, Value<'_>)>, Unreadable> {
         .collect()
 }
 
-/// A description as it is built. Each path is visited once, so `updated` gets each key once.
+/// A description as it is built. Each path is visited once, so where names are unique (as the
+/// engine's own encoders write them) `updated` gets each key once; a name held twice in one
+/// document can give its path twice, the later value last, as a decoded document keeps it.
 #[derive(Default)]
 struct Description {
     /// The `updatedFields` elements, encoded one after another: type, dotted path, value bytes
-    /// as stored (a path joins names read up to their NUL, so it holds no NUL).
+    /// as stored (a path joins names read up to their NUL, so it holds no NUL). [`describe`]
+    /// puts the document's length in front and its NUL behind.
     updated: Vec<u8>,
     removed: Vec<String>,
     truncated: Vec<(String, i32)>,
@@ -223,8 +226,15 @@ impl Description {
         if !old.iter().chain(&new).all(|(k, _)| plain(k)) {
             return Ok(false);
         }
-        // The usual update keeps every name in its place: only values can differ.
-        if old.len() == new.len() && old.iter().zip(&new).all(|((o, _), (n, _))| o == n) {
+        // The usual update keeps every name in its place: only values can differ. (With a name
+        // held twice, the walk below compares each new field with the name's first old one.)
+        let unique = || {
+            old.iter()
+                .enumerate()
+                .all(|(i, (k, _))| old[..i].iter().all(|(o, _)| o != k))
+        };
+        if old.len() == new.len() && old.iter().zip(&new).all(|((o, _), (n, _))| o == n) && unique()
+        {
             for ((k, o), (_, v)) in old.iter().zip(&new) {
                 if o != v {
                     self.value(*o, *v, &at.field(k))?;
@@ -661,12 +671,53 @@ mod tests {
     }
 
     proptest! {
-        /// Law: whatever a document becomes, a description replays to the new document; and
-        /// where its kept fields stay in order with new ones after them, there is one.
+        /// Laws: whatever a document becomes, a description replays to the new document; there
+        /// is one exactly where its kept fields stay in order with new ones after them; it
+        /// names only fields whose value changed; and a path through a field named by digits
+        /// comes with its parts.
         #[test]
         fn any_change_of_a_document_replays((old, new, in_order) in document_change()) {
-            let described = round_trip(old, new);
-            prop_assert!(described.is_some() || !in_order);
+            let parts = describe(&old, &new).map(|(_, ambiguous)| ambiguous);
+            let described = round_trip(old.clone(), new.clone());
+            prop_assert_eq!(described.is_some(), in_order);
+            let (Some(d), Some(ambiguous)) = (described, parts) else {
+                return Ok(());
+            };
+            let updated = d.get_document("updatedFields").unwrap().keys().cloned();
+            let removed = d.get_array("removedFields").unwrap().iter();
+            let removed = removed.map(|p| p.as_str().unwrap().to_owned());
+            let truncated = d.get_array("truncatedArrays").unwrap().iter();
+            let truncated = truncated.map(|t| {
+                t.as_document().unwrap().get_str("field").unwrap().to_owned()
+            });
+            let paths: Vec<String> = updated.chain(removed).chain(truncated).collect();
+            for path in &paths {
+                let top = path.split('.').next().unwrap();
+                prop_assert!(old.get(top) != new.get(top), "{} is unchanged", top);
+                let named_by_digits = path
+                    .split('.')
+                    .any(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+                // Only a field's digits are ambiguous; an array position alone is not.
+                if ambiguous.contains_key(path) {
+                    prop_assert!(named_by_digits, "{} has no part named by digits", path);
+                    let spelled: Vec<String> = ambiguous
+                        .get_array(path)
+                        .unwrap()
+                        .iter()
+                        .map(|p| match p {
+                            Bson::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect();
+                    prop_assert_eq!(&spelled.join("."), path);
+                }
+            }
+            for key in ambiguous.keys() {
+                prop_assert!(paths.contains(key), "{} is not a described path", key);
+            }
+            if paths.iter().any(|p| p.split('.').next() == Some("1")) {
+                prop_assert!(!ambiguous.is_empty(), "a path through field 1 has no parts");
+            }
         }
     }
 
@@ -722,6 +773,24 @@ mod tests {
         let (d, _) = super::describe(&old, &new).unwrap();
         let d = Document::try_from(d).unwrap();
         assert_eq!(d.get_document("updatedFields").unwrap(), &doc! {"a.1": 2});
+    }
+
+    /// A name held twice (raw inserts can store one) replays to what a decoded document
+    /// reads, the later value.
+    #[test]
+    fn a_name_held_twice_replays_as_a_decoded_document_reads_it() {
+        let twice = |first: i32, second: i32| {
+            let mut d = RawDocumentBuf::new();
+            d.append(bson::cstr!("_id"), 1);
+            d.append(bson::cstr!("a"), first);
+            d.append(bson::cstr!("a"), second);
+            d
+        };
+        let (old, new) = (twice(1, 2), twice(5, 2));
+        let (d, _) = super::describe(&old, &new).unwrap();
+        let mut replayed = Document::try_from(old.as_ref()).unwrap();
+        apply(&mut replayed, &Document::try_from(d).unwrap()).unwrap();
+        assert_eq!(replayed, Document::try_from(new.as_ref()).unwrap());
     }
 
     #[test]

@@ -310,6 +310,7 @@ impl TxnChanges {
         // The context's and the fields' elements follow, their bytes copied as they are: a
         // document's bytes are its length, its elements and a NUL.
         let mut bytes = record.into_bytes();
+        bytes.reserve(self.context.as_bytes().len() + fields.as_bytes().len());
         bytes.pop();
         for more in [self.context.as_bytes(), fields.as_bytes()] {
             let elements = more.get(4..more.len().saturating_sub(1));

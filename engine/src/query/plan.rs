@@ -495,7 +495,9 @@ fn hashed_points(predicates: &[&Predicate], sparse: bool) -> Option<Vec<ValueInt
 }
 
 fn encoded(prefix: &[u8], v: &RawBson, direction: Direction) -> Vec<u8> {
-    let mut out = prefix.to_vec();
+    // Room for a typical key: a tag and a few bytes, or a short string.
+    let mut out = Vec::with_capacity(prefix.len() + 32);
+    out.extend_from_slice(prefix);
     keys::encode_into(&mut out, v.as_raw_bson_ref(), direction);
     out
 }

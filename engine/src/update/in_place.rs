@@ -250,15 +250,22 @@ fn decode(bytes: &[u8], e: Element) -> Step<Bson> {
 }
 
 /// `value`'s type and bytes, for a field at `level` (1 at the top); declined when a
-/// document or array there could pass the depth limit (the decoded path then decides).
+/// document, an array or a code's scope there could pass the depth limit (the decoded path
+/// then decides).
 fn encode(value: &Bson, level: usize) -> Step<(u8, Vec<u8>)> {
-    // A document (a pushed message, say) is encoded as it is, without a copy; its depth is
-    // counted on the value, as `check_raw` counts it on bytes.
-    if let Bson::Document(d) = value {
+    // Levels are counted on the value, as `check_raw` counts them on bytes: every container,
+    // a code's scope included (a spliced result is not checked again).
+    if matches!(
+        value,
+        Bson::Document(_) | Bson::Array(_) | Bson::JavaScriptCodeWithScope(_)
+    ) {
         let room = MAX_STORED_DEPTH.checked_sub(level + 2).or_decline()?;
         if nesting::value_exceeds(value, room) {
             return Err(Decline);
         }
+    }
+    // A document (a pushed message, say) is encoded as it is, without a copy.
+    if let Bson::Document(d) = value {
         let raw = RawDocumentBuf::try_from(d).map_err(|_| Decline)?;
         return Ok((DOCUMENT, raw.into_bytes()));
     }
@@ -268,11 +275,6 @@ fn encode(value: &Bson, level: usize) -> Step<(u8, Vec<u8>)> {
     let b = raw.as_bytes();
     let kind = *b.get(4).or_decline()?;
     let bytes = b.get(6..b.len().saturating_sub(1)).or_decline()?;
-    if kind == DOCUMENT || kind == ARRAY {
-        let inner = RawDocument::from_bytes(bytes).map_err(|_| Decline)?;
-        let room = MAX_STORED_DEPTH.checked_sub(level + 2).or_decline()?;
-        nesting::check_raw(inner, room).map_err(|_| Decline)?;
-    }
     Ok((kind, bytes.to_vec()))
 }
 
@@ -468,6 +470,10 @@ mod tests {
                 doc! {"$set": {"a": nested(depth)}},
                 doc! {"$set": {"s.u": nested(depth)}},
                 doc! {"$push": {"arr": nested(depth)}},
+                doc! {"$set": {"code": Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
+                    code: "f()".into(),
+                    scope: nested(depth),
+                })}},
             ] {
                 let (taken, decoded) = both(&original, &update).expect("a valid update");
                 if let Some(new) = taken {
