@@ -16,6 +16,7 @@
 //! leading fields bound to points, then a range on the next field, then whether the index
 //! order gives the requested sort, then fewer index fields.
 
+use std::borrow::Cow;
 use std::ops::Bound;
 
 use bson::{RawBson, RawBsonRef};
@@ -221,7 +222,9 @@ impl ValueInterval {
 /// they hold for the same array element, so their ranges may be intersected even on a
 /// multikey index.
 pub(crate) struct Cond<'a> {
-    pub(crate) path: Path,
+    /// The filter's own path, or for a document `$elemMatch` the array's path joined with the
+    /// inner one.
+    pub(crate) path: Cow<'a, Path>,
     pub(crate) predicate: &'a Predicate,
     pub(crate) group: Option<usize>,
 }
@@ -244,7 +247,7 @@ fn bound_conditions_any_path(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
     let mut groups = 0;
     for (path, predicate) in conditions(filter, collated) {
         out.push(Cond {
-            path: path.clone(),
+            path: Cow::Borrowed(path),
             predicate,
             group: None,
         });
@@ -254,7 +257,7 @@ fn bound_conditions_any_path(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
             match &**elem {
                 ElemMatch::Value(predicates) => {
                     out.extend(predicates.iter().map(|predicate| Cond {
-                        path: path.clone(),
+                        path: Cow::Borrowed(path),
                         predicate,
                         group,
                     }));
@@ -262,7 +265,11 @@ fn bound_conditions_any_path(filter: &Filter, collated: bool) -> Vec<Cond<'_>> {
                 ElemMatch::Document(inner) => {
                     for (sub, predicate) in conditions(inner, collated) {
                         out.push(Cond {
-                            path: Path::new(&format!("{}.{}", path.as_str(), sub.as_str())),
+                            path: Cow::Owned(Path::new(&format!(
+                                "{}.{}",
+                                path.as_str(),
+                                sub.as_str()
+                            ))),
                             predicate,
                             group,
                         });
@@ -574,7 +581,7 @@ fn index_plan(
         let plain: Vec<(&Path, &Predicate)> = conds
             .iter()
             .filter(|c| c.group.is_none())
-            .map(|c| (&c.path, c.predicate))
+            .map(|c| (&*c.path, c.predicate))
             .collect();
         if !implies(&plain, partial.filter()) {
             return None;
