@@ -9,6 +9,7 @@
 //! nothing, even inside a transaction that goes on to commit. Updates touch only the entries that
 //! differ between the old and new document.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -470,11 +471,13 @@ impl<'t> Writer<'t> {
     /// indexes the update can change are recomputed: every other field keeps its stored
     /// bytes. A decoded and re-encoded document may differ anywhere (the encoding is made
     /// canonical), so all its indexes are.
+    /// Borrowed where the caller keeps `new` (to undo the write, or to return it): a spliced
+    /// document is written from the borrow, without a copy.
     pub(crate) fn replace_updated(
         &mut self,
         id_key: &[u8],
         old: &RawDocument,
-        new: Updated,
+        new: Cow<'_, Updated>,
         update: &Update,
     ) -> Result<()> {
         let how = match update {
@@ -482,10 +485,10 @@ impl<'t> Writer<'t> {
             Update::Operators(_) | Update::Pipeline(_) => Rewrite::Update,
         };
         if new.spliced {
-            let prepared = Prepared { raw: new.doc };
-            return self.rewrite(id_key, old, &prepared, how, &|spec| update.may_change(spec));
+            return self.rewrite(id_key, old, &new.doc, how, &|spec| update.may_change(spec));
         }
-        let prepared = prepare(new.doc).map_err(|source| invalid(&self.meta.name, source))?;
+        let prepared =
+            prepare(new.into_owned().doc).map_err(|source| invalid(&self.meta.name, source))?;
         self.replace_prepared(id_key, old, &prepared, how)
     }
 
@@ -496,16 +499,17 @@ impl<'t> Writer<'t> {
         prepared: &Prepared,
         how: Rewrite,
     ) -> Result<()> {
-        self.rewrite(id_key, old, prepared, how, &|_| true)
+        self.rewrite(id_key, old, &prepared.raw, how, &|_| true)
     }
 
-    /// Writes `prepared` over `old`, changing the entries of each index `reached` selects (the
-    /// others must hold the same keys for both).
+    /// Writes `new` over `old`, changing the entries of each index `reached` selects (the
+    /// others must hold the same keys for both). `new` has passed `document::prepare`, or was
+    /// spliced from checked values (see `update::in_place`).
     fn rewrite(
         &mut self,
         id_key: &[u8],
         old: &RawDocument,
-        prepared: &Prepared,
+        new: &RawDocument,
         how: Rewrite,
         reached: &dyn Fn(&crate::IndexSpec) -> bool,
     ) -> Result<()> {
@@ -513,14 +517,14 @@ impl<'t> Writer<'t> {
         let mut changes = Vec::with_capacity(meta.indexes.len());
         for index in meta.indexes.iter().filter(|i| reached(&i.spec)) {
             let old_keys = self.stored_keys_of(index, old)?;
-            let new_keys = self.keys_of(index, &prepared.raw)?;
+            let new_keys = self.keys_of(index, new)?;
             let (removed, added) = diff(old_keys.as_ref(), new_keys.as_ref());
             for key in &added {
-                self.check_unique(index, key, id_key, &prepared.raw)?;
+                self.check_unique(index, key, id_key, new)?;
             }
             changes.push((index, removed, added, new_keys));
         }
-        self.docs.insert(id_key, prepared.raw.as_bytes())?;
+        self.docs.insert(id_key, new.as_bytes())?;
         for (index, removed, added, new_keys) in changes {
             if let Some(keys) = &new_keys {
                 self.note_multikey(index, keys);
@@ -533,7 +537,7 @@ impl<'t> Writer<'t> {
                 self.stage(index, key, id_key, Some(types));
             }
         }
-        self.recorder.rewritten(&meta, old, &prepared.raw, how)
+        self.recorder.rewritten(&meta, old, new, how)
     }
 
     pub(crate) fn delete(&mut self, id_key: &[u8]) -> Result<Option<RawDocumentBuf>> {

@@ -17,6 +17,7 @@
 //! - Bulk writes run their operations in order, each one whole or not at all; ordered bulks stop
 //!   at the first failure, unordered ones go on; the result says what each did.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, oid::ObjectId};
@@ -680,7 +681,7 @@ impl WriteTxn<'_> {
                 };
                 let new = updated_document(&original, &query, update, bson::DateTime::now())?;
                 if let Some(new) = &new {
-                    writer.replace_updated(&key, &original, new.clone(), update)?;
+                    writer.replace_updated(&key, &original, Cow::Borrowed(new), update)?;
                 }
                 Ok(Some(match options.return_document {
                     ReturnDocument::Before => original,
@@ -762,7 +763,7 @@ fn update_all_or_nothing(
         let Some(new) = updated_document(&original, query, update, now)? else {
             continue;
         };
-        if let Err(e) = writer.replace_updated(key, &original, new, update) {
+        if let Err(e) = writer.replace_updated(key, &original, Cow::Owned(new), update) {
             failure = Some(e);
             break;
         }
@@ -828,7 +829,7 @@ fn apply_update(
                 .map_err(Error::from)
                 .and_then(|new| match new {
                     Some(new) => writer
-                        .replace_updated(key, original, new, update)
+                        .replace_updated(key, original, Cow::Owned(new), update)
                         .map(|()| true),
                     None => Ok(false),
                 });
@@ -861,7 +862,7 @@ fn apply_update(
     }
     let mark = writer.change_mark();
     for (done, (key, original, new)) in changes.iter().enumerate() {
-        if let Err(e) = writer.replace_updated(key, original, new.clone(), update) {
+        if let Err(e) = writer.replace_updated(key, original, Cow::Borrowed(new), update) {
             for (key, original, new) in changes[..done].iter().rev() {
                 writer.replace_known(key, &new.doc, (*original).clone(), Rewrite::Replace)?;
             }
