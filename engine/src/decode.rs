@@ -215,6 +215,7 @@ impl<'de> Reader<'de> {
         }
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'de [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
         let end = end.ok_or_else(|| malformed("value runs past the end"))?;
@@ -223,15 +224,18 @@ impl<'de> Reader<'de> {
         Ok(bytes)
     }
 
+    #[inline]
     fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     fn i32(&mut self) -> Result<i32> {
         let b = self.take(4)?;
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     fn i64(&mut self) -> Result<i64> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
@@ -240,6 +244,7 @@ impl<'de> Reader<'de> {
     }
 
     /// A length prefix that must be at least `min`.
+    #[inline]
     fn len(&mut self, min: i32) -> Result<usize> {
         let n = self.i32()?;
         if n < min {
@@ -249,6 +254,7 @@ impl<'de> Reader<'de> {
     }
 
     /// A NUL-terminated key as bytes; UTF-8 is checked only where a key is used as text.
+    #[inline]
     fn cstr_bytes(&mut self) -> Result<&'de [u8]> {
         let start = self.pos;
         let rest = self.buf.get(start..).unwrap_or_default();
@@ -265,6 +271,7 @@ impl<'de> Reader<'de> {
         std::str::from_utf8(bytes).map_err(|_| malformed("key is not UTF-8"))
     }
 
+    #[inline]
     fn string(&mut self) -> Result<&'de str> {
         let n = self.len(1)?;
         let bytes = self.take(n)?;
@@ -550,6 +557,7 @@ struct Elements<'a, 'de> {
 
 impl<'de> Elements<'_, 'de> {
     /// Reads the next element's type and key; `None` at the end of the container.
+    #[inline]
     fn next_element(&mut self) -> Result<Option<(u8, &'de [u8])>> {
         if self.r.pos >= self.end {
             return Ok(None);
