@@ -471,6 +471,7 @@ impl<'t> Writer<'t> {
     /// indexes the update can change are recomputed: every other field keeps its stored
     /// bytes. A decoded and re-encoded document may differ anywhere (the encoding is made
     /// canonical), so all its indexes are.
+    ///
     /// Borrowed where the caller keeps `new` (to undo the write, or to return it): a spliced
     /// document is written from the borrow, without a copy.
     pub(crate) fn replace_updated(

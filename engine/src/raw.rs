@@ -190,6 +190,17 @@ pub(crate) fn length_at(bytes: &[u8], at: usize) -> Option<usize> {
     usize::try_from(i32::from_le_bytes(four)).ok()
 }
 
+/// A document holding `elements` (their bytes, concatenated): its length, them, a NUL. The
+/// caller keeps `elements` within a document's limits (16 MiB, or a change record's few
+/// documents), far below what the length can hold.
+pub(crate) fn document(elements: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(elements.len() + 5);
+    out.extend_from_slice(&((elements.len() + 5) as i32).to_le_bytes());
+    out.extend_from_slice(elements);
+    out.push(0);
+    out
+}
+
 /// The element starting at `at`, which must end by `end`.
 fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
     let kind = *bytes.get(at)?;

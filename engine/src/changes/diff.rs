@@ -35,19 +35,13 @@ pub fn describe(
     new: &RawDocument,
 ) -> Option<(RawDocumentBuf, Option<RawDocumentBuf>)> {
     let mut out = Description::default();
-    // `updatedFields` is a document: its length, written once its elements are, then them.
-    out.updated.reserve(256);
-    out.updated.extend_from_slice(&[0; 4]);
     if !out
         .documents(old.as_bytes(), new.as_bytes(), &At::root())
         .ok()?
     {
         return None;
     }
-    out.updated.push(0);
-    let length = i32::try_from(out.updated.len()).ok()?;
-    out.updated[..4].copy_from_slice(&length.to_le_bytes());
-    let updated = RawDocumentBuf::from_bytes(out.updated).ok()?;
+    let updated = RawDocumentBuf::from_bytes(raw::document(&out.updated)).ok()?;
     let removed: RawArrayBuf = out.removed.iter().map(String::as_str).collect();
     let mut truncated = RawArrayBuf::new();
     for (field, size) in &out.truncated {
@@ -190,8 +184,7 @@ fn fields(bytes: &[u8]) -> Result<Vec<(&str, Value<'_>)>, Unreadable> {
 #[derive(Default)]
 struct Description {
     /// The `updatedFields` elements, encoded one after another: type, dotted path, value bytes
-    /// as stored (a path joins names read up to their NUL, so it holds no NUL). [`describe`]
-    /// puts the document's length in front and its NUL behind.
+    /// as stored (a path joins names read up to their NUL, so it holds no NUL).
     updated: Vec<u8>,
     removed: Vec<String>,
     truncated: Vec<(String, i32)>,

@@ -33,6 +33,7 @@ use redb::{
 
 use super::clock::{self, InFlight};
 use crate::error::{Error, Result};
+use crate::raw;
 use crate::tables::{CHANGE_LOG_KEY, CHANGE_LOG_TRIMMED_KEY, CHANGES, CHANGES_HEAD, META};
 
 /// A record's key: commit time, position in the commit.
@@ -308,20 +309,18 @@ impl TxnChanges {
         record.append(cstr!("coll"), coll);
         record.append(cstr!("wall"), self.wall);
         // The context's and the fields' elements follow, their bytes copied as they are: a
-        // document's bytes are its length, its elements and a NUL.
-        let mut bytes = record.into_bytes();
-        bytes.reserve(self.context.as_bytes().len() + fields.as_bytes().len());
-        bytes.pop();
-        for more in [self.context.as_bytes(), fields.as_bytes()] {
-            let elements = more.get(4..more.len().saturating_sub(1));
-            let elements =
-                elements.ok_or_else(|| Error::corrupt("a change record", "too short"))?;
-            bytes.extend_from_slice(elements);
+        // document's bytes are its length, its elements and a NUL (a `RawDocument` has all
+        // three).
+        let parts = [
+            record.as_bytes(),
+            self.context.as_bytes(),
+            fields.as_bytes(),
+        ];
+        let mut elements = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for part in parts {
+            elements.extend_from_slice(&part[4..part.len() - 1]);
         }
-        bytes.push(0);
-        let length = i32::try_from(bytes.len())
-            .map_err(|_| Error::corrupt("a change record", "longer than a document can be"))?;
-        bytes[..4].copy_from_slice(&length.to_le_bytes());
+        let bytes = raw::document(&elements);
         table.insert((time, self.next), bytes.as_slice())?;
         self.next += 1;
         self.bytes += bytes.len() as u64;

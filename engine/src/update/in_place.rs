@@ -113,9 +113,9 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
                 };
                 let mut inner = element(last, kind, &value);
                 for &name in parents[depth + 1..].iter().rev() {
-                    inner = element(name, DOCUMENT, &document(&inner));
+                    inner = element(name, DOCUMENT, &raw::document(&inner));
                 }
-                let outer = element(name, DOCUMENT, &document(&inner));
+                let outer = element(name, DOCUMENT, &raw::document(&inner));
                 return append(bytes, &containers, &outer);
             }
             None => return Ok(()),
@@ -288,22 +288,13 @@ fn element(name: &str, kind: u8, value: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A document holding `elements` (their bytes, concatenated).
-fn document(elements: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(elements.len() + 5);
-    out.extend_from_slice(&((elements.len() + 5) as i32).to_le_bytes());
-    out.extend_from_slice(elements);
-    out.push(0);
-    out
-}
-
 /// An array of `items` (type and value bytes), numbered from 0.
 fn array<'a>(items: impl Iterator<Item = (u8, &'a [u8])>) -> Vec<u8> {
     let mut elements = Vec::new();
     for (i, (kind, value)) in items.enumerate() {
         elements.extend(element(&i.to_string(), kind, value));
     }
-    document(&elements)
+    raw::document(&elements)
 }
 
 /// Appends an element at the end of the innermost of `containers`.
