@@ -5,20 +5,24 @@
 //! - A record's key is its commit's cluster time and its position in the commit, so keys
 //!   order records as they were committed: a transaction takes its time at its first change,
 //!   while it holds the file's only write lock, so a later commit has a later time.
-//! - Records are written as the transaction goes (memory does not grow with its size); work
-//!   that is undone inside the transaction removes its records ([`TxnChanges::truncate`]), and
-//!   an aborted transaction leaves none, as redb drops its writes.
+//! - A transaction's records wait in memory and are written to the log's tables at its
+//!   commit, or earlier once they hold [`WAITING_BYTES`] (so memory does not grow with the
+//!   transaction's size). A record is written once, straight into the table it stays in.
+//!   Work that is undone inside the transaction removes its records, waiting or written
+//!   ([`TxnChanges::truncate`]), and an aborted transaction leaves none, as redb drops its
+//!   writes.
 //! - The log is bounded like MongoDB's oplog: past `max_bytes`, or older than `max_age`, the
 //!   oldest records are removed by the next commit that records changes, never that
 //!   transaction's own (a log nobody writes to keeps what it has).
 //!   The key of the last record removed is kept: a stream resuming before it has lost history
 //!   ([`crate::Error::ChangeStreamHistoryLost`]). Turning the log on after it was off moves that
 //!   point to the present, since the changes in between were not recorded.
-//! - Records are appended to a small head table, `odm.changes.head`; a commit that finds it
-//!   holding [`HEAD_RECORDS`] or more moves them all into the main table, `odm.changes`, in key
-//!   order, and empties it. redb copies every page a commit touches on the way from the root:
-//!   an append to a table of a few pages copies one or two, to the main table (megabytes) three
-//!   or more, once per commit; moving in bulk copies the main table's last pages once for many
+//! - Records are written to a small head table, `odm.changes.head`, while it and the records
+//!   being written hold fewer than [`HEAD_RECORDS`] together; otherwise the head is moved into
+//!   the main table, `odm.changes`, in key order and emptied, and the records are written to
+//!   the main table. redb copies every page a commit touches on the way from the root: an
+//!   append to a table of a few pages copies one or two, to the main table (megabytes) three or
+//!   more, once per commit; moving in bulk copies the main table's last pages once for many
 //!   commits. Invariant: every head record is newer than every main record (a move takes the
 //!   whole head, and a new record is newer than all before it), so the log reads as the main
 //!   table followed by the head ([`Log`]).
@@ -137,6 +141,9 @@ fn decode_position(bytes: &[u8]) -> Option<Position> {
 /// The head's size at which a commit moves it into the main table (see the rules above).
 pub(crate) const HEAD_RECORDS: u64 = 32;
 
+/// The bytes of waiting records past which a transaction writes them before its commit.
+pub(crate) const WAITING_BYTES: usize = 1 << 20;
+
 /// One row of the log, as redb gives it.
 pub(crate) type Row<'a> =
     std::result::Result<(AccessGuard<'a, Position>, AccessGuard<'a, &'static [u8]>), StorageError>;
@@ -211,16 +218,17 @@ impl Log<redb::ReadOnlyTable<Position, &'static [u8]>> {
     }
 }
 
-/// Moves every head record into the main table, in key order, and empties the head.
-fn move_head(txn: &WriteTransaction) -> Result<()> {
-    {
-        let head = txn.open_table(CHANGES_HEAD)?;
-        let mut main = txn.open_table(CHANGES)?;
-        for row in head.iter()? {
-            let (key, value) = row?;
-            main.insert(key.value(), value.value())?;
-        }
+/// Moves every head record into `main`, in key order, and empties the head.
+fn move_head(
+    txn: &WriteTransaction,
+    head: Table<'_, Position, &'static [u8]>,
+    main: &mut Table<'_, Position, &'static [u8]>,
+) -> Result<()> {
+    for row in head.iter()? {
+        let (key, value) = row?;
+        main.insert(key.value(), value.value())?;
     }
+    drop(head);
     txn.delete_table(CHANGES_HEAD)?;
     Ok(())
 }
@@ -260,8 +268,12 @@ pub(crate) struct TxnChanges {
     bytes: u64,
     /// Fields every record of this transaction carries (`lsid`, `txnNumber`).
     context: RawDocumentBuf,
-    /// The head's records after this transaction's last append or truncation.
-    head_len: u64,
+    /// Records not yet in the log's tables, by position, oldest first.
+    waiting: Vec<(u32, Vec<u8>)>,
+    /// Their bytes.
+    waiting_bytes: usize,
+    /// The positions below this one are in the log's tables, or were truncated.
+    written: u32,
 }
 
 impl TxnChanges {
@@ -273,7 +285,9 @@ impl TxnChanges {
             next: 0,
             bytes: 0,
             context: RawDocumentBuf::new(),
-            head_len: 0,
+            waiting: Vec::new(),
+            waiting_bytes: 0,
+            written: 0,
         }
     }
 
@@ -287,11 +301,11 @@ impl TxnChanges {
         Ok(())
     }
 
-    /// Appends one record (`op` on collection `coll`, with its `fields`) through `table`, the
-    /// log's head.
+    /// Appends one record (`op` on collection `coll`, with its `fields`): it waits in memory,
+    /// and the waiting records are written through `txn` once they hold [`WAITING_BYTES`].
     pub(crate) fn append(
         &mut self,
-        table: &mut Table<'_, (u64, u32), &'static [u8]>,
+        txn: &WriteTransaction,
         op: &str,
         coll: &str,
         fields: &RawDocument,
@@ -303,7 +317,6 @@ impl TxnChanges {
             self.time = Some(InFlight::take());
             self.wall = bson::DateTime::now();
         }
-        let time = self.time.as_ref().map_or(0, InFlight::time);
         let mut record = RawDocumentBuf::new();
         record.append(cstr!("op"), op);
         record.append(cstr!("coll"), coll);
@@ -321,10 +334,39 @@ impl TxnChanges {
             elements.extend_from_slice(&part[4..part.len() - 1]);
         }
         let bytes = raw::document(&elements);
-        table.insert((time, self.next), bytes.as_slice())?;
-        self.next += 1;
         self.bytes += bytes.len() as u64;
-        self.head_len = table.len()?;
+        self.waiting_bytes += bytes.len();
+        self.waiting.push((self.next, bytes));
+        self.next += 1;
+        if self.waiting_bytes >= WAITING_BYTES {
+            self.write(txn)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the waiting records: into the head while it and they hold fewer than
+    /// [`HEAD_RECORDS`], otherwise into the main table, after the head (see the rules above).
+    fn write(&mut self, txn: &WriteTransaction) -> Result<()> {
+        let Some(time) = self.time.as_ref().map(InFlight::time) else {
+            return Ok(());
+        };
+        if self.waiting.is_empty() {
+            return Ok(());
+        }
+        let mut head = txn.open_table(CHANGES_HEAD)?;
+        let held = head.len()?;
+        if held + self.waiting.len() as u64 >= HEAD_RECORDS {
+            let mut main = txn.open_table(CHANGES)?;
+            if held > 0 {
+                move_head(txn, head, &mut main)?;
+            }
+            insert_all(&mut main, time, &self.waiting)?;
+        } else {
+            insert_all(&mut head, time, &self.waiting)?;
+        }
+        self.waiting.clear();
+        self.waiting_bytes = 0;
+        self.written = self.next;
         Ok(())
     }
 
@@ -333,22 +375,29 @@ impl TxnChanges {
         self.next
     }
 
-    /// Removes the records written since `mark`: their work was undone.
-    pub(crate) fn truncate(
-        &mut self,
-        table: &mut Table<'_, (u64, u32), &'static [u8]>,
-        mark: u32,
-    ) -> Result<()> {
+    /// Removes the records appended since `mark`: their work was undone.
+    pub(crate) fn truncate(&mut self, txn: &WriteTransaction, mark: u32) -> Result<()> {
         let Some(time) = self.time.as_ref().map(InFlight::time) else {
             return Ok(());
         };
-        for index in mark..self.next {
-            if let Some(old) = table.remove((time, index))? {
-                self.bytes = self.bytes.saturating_sub(old.value().len() as u64);
+        let kept = self.waiting.partition_point(|(index, _)| *index < mark);
+        for (_, bytes) in self.waiting.drain(kept..) {
+            self.bytes = self.bytes.saturating_sub(bytes.len() as u64);
+            self.waiting_bytes -= bytes.len();
+        }
+        // Records already written are in the head or, after a move, the main table.
+        if mark < self.written {
+            for table in [CHANGES_HEAD, CHANGES] {
+                let mut table = txn.open_table(table)?;
+                for index in mark..self.written {
+                    if let Some(old) = table.remove((time, index))? {
+                        self.bytes = self.bytes.saturating_sub(old.value().len() as u64);
+                    }
+                }
             }
+            self.written = mark;
         }
         self.next = mark;
-        self.head_len = table.len()?;
         Ok(())
     }
 
@@ -361,13 +410,11 @@ impl TxnChanges {
         txn: &WriteTransaction,
         held: u64,
     ) -> Result<Option<(InFlight, u64)>> {
+        self.write(txn)?;
         let Some(in_flight) = self.time.take() else {
             return Ok(None);
         };
         let own_time = in_flight.time();
-        if self.head_len >= HEAD_RECORDS {
-            move_head(txn)?;
-        }
         let mut total = held + self.bytes;
         let cutoff = self.options.max_age.map(|age| {
             let now = clock::from_timestamp(clock::now()) >> 32;
@@ -410,6 +457,17 @@ impl TxnChanges {
         }
         Ok(Some((in_flight, total)))
     }
+}
+
+fn insert_all(
+    table: &mut Table<'_, Position, &'static [u8]>,
+    time: u64,
+    records: &[(u32, Vec<u8>)],
+) -> Result<()> {
+    for (index, bytes) in records {
+        table.insert((time, *index), bytes.as_slice())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -483,6 +541,127 @@ mod tests {
             // Over its bound, the log keeps only the last commit's own record.
             assert_eq!(kept.len(), 1, "after insert {i}: {kept:?}");
             assert!(log.bytes().unwrap() > 0);
+        }
+    }
+
+    fn log_rows(db: &crate::Database) -> (Vec<(Position, Vec<u8>)>, u64, u64) {
+        let snapshot = db.read().unwrap();
+        let log = Log::read(&snapshot.txn).unwrap();
+        let len = |t: &Option<redb::ReadOnlyTable<Position, &'static [u8]>>| {
+            t.as_ref().map_or(0, |t| t.len().unwrap())
+        };
+        let rows = log
+            .after((0, 0))
+            .unwrap()
+            .map(|row| {
+                let (k, v) = row.unwrap();
+                (k.value(), v.value().to_vec())
+            })
+            .collect();
+        (rows, len(&log.main), len(&log.head))
+    }
+
+    #[test]
+    fn a_transaction_of_many_records_writes_them_to_the_main_table() {
+        let db = crate::Database::in_memory().unwrap();
+        let c = db.collection("c");
+        c.insert_one(doc! {"_id": -1_i64}).unwrap();
+        let (_, main, head) = log_rows(&db);
+        assert_eq!(
+            (main, head),
+            (0, 2),
+            "create and one insert wait in the head"
+        );
+        let docs: Vec<Document> = (0..HEAD_RECORDS as i64 * 2)
+            .map(|i| doc! {"_id": i})
+            .collect();
+        c.insert_many(docs, true).unwrap();
+        let (rows, main, head) = log_rows(&db);
+        assert_eq!(
+            (main, head),
+            (2 + HEAD_RECORDS * 2, 0),
+            "the head moved first"
+        );
+        assert!(rows.windows(2).all(|w| w[0].0 < w[1].0));
+        c.insert_one(doc! {"_id": "last"}).unwrap();
+        let (_, main, head) = log_rows(&db);
+        assert_eq!((main, head), (2 + HEAD_RECORDS * 2, 1));
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// A record with a field of this many bytes.
+        Append(usize),
+        /// Cut back to this share (of 256) of the positions taken so far.
+        Truncate(u8),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0..400_000usize).prop_map(Step::Append),
+            1 => any::<u8>().prop_map(Step::Truncate),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Law: whatever the head held before, and however records waiting in memory, written
+        /// early (past `WAITING_BYTES`) and truncated interleave, the commit leaves exactly the
+        /// records not truncated, each with its bytes, in position order after the earlier
+        /// ones, the head below `HEAD_RECORDS`; and the bytes counted are theirs.
+        #[test]
+        fn waiting_written_and_truncated_records_commit_as_a_list(
+            before in 0..40u64,
+            steps in proptest::collection::vec(step(), 0..24),
+        ) {
+            let db = crate::Database::in_memory().unwrap();
+            db.write(|w| w.create_collection("c")).unwrap();
+            for i in 0..before {
+                db.collection("c").insert_one(doc! {"_id": i as i64}).unwrap();
+            }
+            let (earlier, _, _) = log_rows(&db);
+            let mut model: Vec<(u32, usize)> = Vec::new();
+            let mut next = 0u32;
+            let counted = db
+                .write(|w| {
+                    for step in &steps {
+                        match step {
+                            Step::Append(size) => {
+                                let fields = RawDocumentBuf::try_from(
+                                    &doc! {"fill": "x".repeat(*size)},
+                                )
+                                .unwrap();
+                                w.changes.append(&w.txn, "insert", "c", &fields)?;
+                                model.push((next, *size));
+                                next += 1;
+                            }
+                            Step::Truncate(share) => {
+                                let mark = (u64::from(next) * u64::from(*share) / 256) as u32;
+                                w.changes.truncate(&w.txn, mark)?;
+                                model.retain(|(i, _)| *i < mark);
+                                next = mark;
+                            }
+                        }
+                    }
+                    Ok::<u64, Error>(w.changes.bytes)
+                })
+                .unwrap();
+            let (rows, _, head) = log_rows(&db);
+            proptest::prop_assert!(head < HEAD_RECORDS);
+            proptest::prop_assert_eq!(&rows[..earlier.len()], &earlier[..]);
+            let own = &rows[earlier.len()..];
+            let positions: Vec<u32> = own.iter().map(|(k, _)| k.1).collect();
+            let expected: Vec<u32> = model.iter().map(|(i, _)| *i).collect();
+            proptest::prop_assert_eq!(positions, expected);
+            proptest::prop_assert!(own.windows(2).all(|w| w[0].0.0 == w[1].0.0));
+            for ((_, bytes), (_, size)) in own.iter().zip(&model) {
+                let record = RawDocument::from_bytes(bytes).unwrap();
+                let fill = record.get_str("fill").unwrap();
+                proptest::prop_assert_eq!(fill.len(), *size);
+            }
+            let own_bytes: u64 = own.iter().map(|(_, b)| b.len() as u64).sum();
+            proptest::prop_assert_eq!(counted, own_bytes);
         }
     }
 

@@ -20,13 +20,12 @@
 
 use bson::raw::cstr;
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};
-use redb::{Table, WriteTransaction};
+use redb::WriteTransaction;
 
 use super::diff;
 use super::log::TxnChanges;
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
-use crate::tables::CHANGES_HEAD;
 
 /// How an existing document was rewritten: by update operators (or a pipeline), or by a
 /// replacement document.
@@ -36,11 +35,10 @@ pub(crate) enum Rewrite {
     Replace,
 }
 
-/// Appends a collection's document changes to the log, through its head table opened once.
+/// Appends a collection's document changes to the log.
 pub(crate) struct Recorder<'t> {
     txn: &'t WriteTransaction,
     changes: &'t mut TxnChanges,
-    table: Option<Table<'t, (u64, u32), &'static [u8]>>,
 }
 
 fn corrupt(e: impl std::fmt::Display) -> Error {
@@ -49,11 +47,7 @@ fn corrupt(e: impl std::fmt::Display) -> Error {
 
 impl<'t> Recorder<'t> {
     pub(crate) fn new(txn: &'t WriteTransaction, changes: &'t mut TxnChanges) -> Recorder<'t> {
-        Recorder {
-            txn,
-            changes,
-            table: None,
-        }
+        Recorder { txn, changes }
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -61,11 +55,7 @@ impl<'t> Recorder<'t> {
     }
 
     fn append(&mut self, op: &str, coll: &str, fields: &RawDocument) -> Result<()> {
-        let table = match &mut self.table {
-            Some(t) => t,
-            slot => slot.insert(self.txn.open_table(CHANGES_HEAD)?),
-        };
-        self.changes.append(table, op, coll, fields)
+        self.changes.append(self.txn, op, coll, fields)
     }
 
     pub(crate) fn inserted(&mut self, meta: &CollectionMeta, doc: &RawDocument) -> Result<()> {
@@ -136,11 +126,7 @@ impl<'t> Recorder<'t> {
         if self.changes.mark() == mark {
             return Ok(());
         }
-        let table = match &mut self.table {
-            Some(t) => t,
-            slot => slot.insert(self.txn.open_table(CHANGES_HEAD)?),
-        };
-        self.changes.truncate(table, mark)
+        self.changes.truncate(self.txn, mark)
     }
 }
 
@@ -156,8 +142,7 @@ pub(crate) fn ddl(
         return Ok(());
     }
     let fields = RawDocumentBuf::try_from(&fields).map_err(corrupt)?;
-    let mut table = txn.open_table(CHANGES_HEAD)?;
-    changes.append(&mut table, op, coll, &fields)
+    changes.append(txn, op, coll, &fields)
 }
 
 /// `_id`, then the shard key's fields (see the module documentation).
