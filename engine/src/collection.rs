@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bson::{Bson, RawBson, RawDocument, RawDocumentBuf};
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{ReadableTable, Table};
 
 use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
 use crate::changes::record::{Recorder, Rewrite};
@@ -27,6 +27,7 @@ use crate::index::{
 use crate::index_store::{self, Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;
+use crate::table_pool::{BytesTable, TablePool};
 use crate::tables;
 use crate::update::{Update, Updated};
 
@@ -49,7 +50,7 @@ pub(crate) fn id_key(id: &Bson) -> Result<Vec<u8>, DocumentError> {
     Ok(key)
 }
 
-impl WriteTxn<'_> {
+impl<'db> WriteTxn<'db> {
     /// Inserts a document, creating the collection when it does not exist, and returns its
     /// `_id` (generated when absent).
     pub fn insert_one(&mut self, collection: &str, doc: impl IntoRawDocument) -> Result<Bson> {
@@ -94,13 +95,13 @@ impl WriteTxn<'_> {
             return Ok(None);
         };
         let key = id_key(id).map_err(|source| invalid(collection, source))?;
-        let table = self
-            .txn
-            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
-        let found = table.get(key.as_slice())?;
-        found
+        let table = self.tables.take(&tables::docs_name(meta.id))?;
+        let found = table
+            .get(key.as_slice())?
             .map(|v| stored_document(collection, v.value()))
-            .transpose()
+            .transpose();
+        self.tables.put(table);
+        found
     }
 
     /// Replaces the document with this `_id` and returns the old one, or `None` (and changes
@@ -149,10 +150,10 @@ impl WriteTxn<'_> {
         let Some(meta) = self.catalog.get(collection) else {
             return Ok(0);
         };
-        let table = self
-            .txn
-            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
-        Ok(redb::ReadableTableMetadata::len(&table)?)
+        let table = self.tables.take(&tables::docs_name(meta.id))?;
+        let len = redb::ReadableTableMetadata::len(&table)?;
+        self.tables.put(table);
+        Ok(len)
     }
 
     /// The collection's metadata, creating the collection (and its documents table) when
@@ -189,26 +190,25 @@ impl WriteTxn<'_> {
             query_analyzer: None,
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
-        self.txn.open_table(tables::bytes(&tables::docs_name(id)))?;
+        let docs = self.tables.take(&tables::docs_name(id))?;
+        self.tables.put(docs);
         self.record_ddl("create", name, bson::doc! {})?;
         Ok(meta)
     }
 
-    pub(crate) fn writer(&mut self, collection: &str, create: bool) -> Result<Writer<'_>> {
+    pub(crate) fn writer(&mut self, collection: &str, create: bool) -> Result<Writer<'_, 'db>> {
         let meta = self
             .collection_meta(collection, create)?
             .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
-        let docs = self
-            .txn
-            .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let docs = self.tables.take(&tables::docs_name(meta.id))?;
         Ok(Writer {
-            txn: &self.txn,
+            pool: &self.tables,
             pending: &mut self.pending,
             meta,
             docs,
             index_tables: BTreeMap::new(),
             newly_multikey: BTreeSet::new(),
-            recorder: Recorder::new(&self.txn, &mut self.changes),
+            recorder: Recorder::new(self.txn, &mut self.changes),
         })
     }
 
@@ -219,7 +219,7 @@ impl WriteTxn<'_> {
         coll: &str,
         fields: bson::Document,
     ) -> Result<()> {
-        crate::changes::record::ddl(&self.txn, &mut self.changes, op, coll, fields)
+        crate::changes::record::ddl(self.txn, &mut self.changes, op, coll, fields)
     }
 
     /// Records in the catalog that these indexes became multikey.
@@ -278,40 +278,41 @@ fn with_id(replacement: impl IntoRawDocument, id: &Bson) -> Result<RawDocumentBu
 }
 
 /// One collection's tables inside a write transaction, with the fields of [`WriteTxn`] it
-/// needs borrowed apart so that the documents table can stay open across a batch.
-pub(crate) struct Writer<'t> {
-    txn: &'t WriteTransaction,
+/// needs borrowed apart so that the documents table can stay open across a batch. Its tables
+/// come from the transaction's pool and go back to it at [`Writer::finish`].
+pub(crate) struct Writer<'t, 'db> {
+    pool: &'t TablePool<'db>,
     pending: &'t mut PendingIndexWrites,
     meta: Arc<CollectionMeta>,
-    docs: Table<'t, &'static [u8], &'static [u8]>,
+    docs: BytesTable<'db>,
     /// Index tables opened for lookups (unique checks), by index id.
-    index_tables: BTreeMap<u64, IndexTablesMut<'t>>,
+    index_tables: BTreeMap<u64, IndexTablesMut<'db>>,
     newly_multikey: BTreeSet<u64>,
     /// Appends each change to the change log.
     recorder: Recorder<'t>,
 }
 
-impl<'t> Writer<'t> {
+impl<'t, 'db> Writer<'t, 'db> {
     pub(crate) fn collection_name(&self) -> &str {
         &self.meta.name
     }
 
     /// A writer over tables a query has just read through, so that they are opened once.
     pub(crate) fn from_view(
-        view: crate::query::WriteView<'t>,
-        txn: &'t WriteTransaction,
+        view: crate::query::WriteView<'db>,
+        pool: &'t TablePool<'db>,
         pending: &'t mut PendingIndexWrites,
         changes: &'t mut crate::changes::TxnChanges,
     ) -> Self {
         let (meta, docs, index_tables) = view.into_parts();
         Writer {
-            txn,
+            pool,
             pending,
             meta,
             docs,
             index_tables,
             newly_multikey: BTreeSet::new(),
-            recorder: Recorder::new(txn, changes),
+            recorder: Recorder::new(pool.txn(), changes),
         }
     }
 
@@ -326,7 +327,12 @@ impl<'t> Writer<'t> {
         self.recorder.truncate(mark)
     }
 
+    /// Puts the writer's tables back in the pool; returns the indexes it made multikey.
     pub(crate) fn finish(self) -> BTreeSet<u64> {
+        self.pool.put(self.docs);
+        for tables in self.index_tables.into_values() {
+            tables.put_back(self.pool);
+        }
         self.newly_multikey
     }
 
@@ -337,7 +343,9 @@ impl<'t> Writer<'t> {
     pub(crate) fn apply_staged_to_open_indexes(&mut self, delta_min: u64) -> Result<()> {
         for (index, tables) in std::mem::take(&mut self.index_tables) {
             if let Some(changes) = self.pending.remove(&(self.meta.id, index)) {
-                index_store::apply_to(self.txn, tables, self.meta.id, index, changes, delta_min)?;
+                index_store::apply_to(self.pool, tables, self.meta.id, index, changes, delta_min)?;
+            } else {
+                tables.put_back(self.pool);
             }
         }
         Ok(())
@@ -420,12 +428,12 @@ impl<'t> Writer<'t> {
 
     /// The transaction's undo table ([`tables::UNDO`]), created empty; the caller must
     /// [`Writer::drop_undo_table`] it before the transaction ends.
-    pub(crate) fn undo_table(&self) -> Result<Table<'t, &'static [u8], &'static [u8]>> {
-        Ok(self.txn.open_table(tables::UNDO)?)
+    pub(crate) fn undo_table(&self) -> Result<Table<'db, &'static [u8], &'static [u8]>> {
+        Ok(self.pool.txn().open_table(tables::UNDO)?)
     }
 
     pub(crate) fn drop_undo_table(&self) -> Result<()> {
-        self.txn.delete_table(tables::UNDO)?;
+        self.pool.txn().delete_table(tables::UNDO)?;
         Ok(())
     }
 
@@ -621,7 +629,7 @@ impl<'t> Writer<'t> {
             let table = match self.index_tables.entry(index.id) {
                 std::collections::btree_map::Entry::Occupied(t) => t.into_mut(),
                 std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(IndexTablesMut::open(self.txn, self.meta.id, index.id)?)
+                    v.insert(IndexTablesMut::open(self.pool, self.meta.id, index.id)?)
                 }
             };
             table.get(key)?

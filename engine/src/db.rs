@@ -27,6 +27,7 @@ use crate::group_commit::GroupCommit;
 use crate::index_store::{self, Change};
 use crate::query::PlanCache;
 use crate::sampling::Sampler;
+use crate::table_pool::TablePool;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
 use crate::upgrade;
 use crate::wal::Wal;
@@ -380,22 +381,29 @@ impl Database {
             .map_err(|e| Error::Storage(e.into()))?;
         // Read after `begin_write`: see the module comment.
         let catalog = self.catalog();
-        let mut write = WriteTxn {
-            db: self,
-            txn,
-            catalog,
-            catalog_changed: false,
-            pending: BTreeMap::new(),
-            changes: TxnChanges::new(self.change_log()),
-            durability,
+        let outcome = {
+            let mut write = WriteTxn {
+                db: self,
+                txn: &txn,
+                tables: TablePool::new(&txn),
+                catalog,
+                catalog_changed: false,
+                pending: BTreeMap::new(),
+                changes: TxnChanges::new(self.change_log()),
+                durability,
+            };
+            // A panic in `f` (the caller's code or ours) is caught here so that the transaction
+            // is aborted before unwinding goes on: redb marks a file as needing repair when a
+            // write transaction is dropped during a panic.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut write))) {
+                Ok(Ok(value)) => Ok(Ok((value, write.prepare_commit()))),
+                Ok(Err(e)) => Ok(Err(e)),
+                Err(payload) => Err(payload),
+            }
         };
-        // A panic in `f` (the caller's code or ours) is caught here so that the transaction is
-        // aborted before unwinding goes on: redb marks a file as needing repair when a write
-        // transaction is dropped during a panic.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut write)));
         match outcome {
-            Ok(Ok(value)) => {
-                let grouped = write.commit();
+            Ok(Ok((value, ready))) => {
+                let grouped = ready.and_then(|ready| self.commit(txn, ready));
                 group.committed();
                 if let Some(number) = grouped? {
                     self.wait_durable(number)?;
@@ -404,15 +412,54 @@ impl Database {
             }
             Ok(Err(e)) => {
                 // Dropping the redb transaction aborts it; an abort error changes nothing.
-                drop(write);
+                drop(txn);
                 Err(e)
             }
             Err(payload) => {
                 // The abort's own error cannot be reported past the panic; nothing was committed.
-                let _ = write.txn.abort();
+                let _ = txn.abort();
                 std::panic::resume_unwind(payload)
             }
         }
+    }
+
+    /// Commits a transaction [`WriteTxn::prepare_commit`] has readied; returns the group commit
+    /// number to wait for when the caller asked for a durable commit that joins a group.
+    fn commit(&self, mut txn: redb::WriteTransaction, ready: ReadyToCommit) -> Result<Option<u64>> {
+        let group = &self.shared.group;
+        let grouped = (ready.durability == Durability::Immediate && group.contended())
+            .then(|| {
+                txn.set_durability(redb::Durability::None)
+                    .map_err(|e| Error::Storage(e.into()))?;
+                Ok::<u64, Error>(group.issue())
+            })
+            .transpose()?;
+        // The commit's time is released after the commit: readers merging files wait for it
+        // (see `changes::clock`).
+        let (_in_flight, held) = match ready.logged {
+            Some((time, held)) => (Some(time), Some(held)),
+            None => (None, None),
+        };
+        let log_bytes = &self.shared.log_bytes;
+        let counted = |committed: Result<(), redb::CommitError>| {
+            committed?;
+            if let Some(held) = held {
+                log_bytes.store(held, AtomicOrdering::Relaxed);
+            }
+            Ok::<(), Error>(())
+        };
+        let Some(catalog) = ready.catalog else {
+            return counted(txn.commit()).map(|()| grouped);
+        };
+        let mut cache = self
+            .shared
+            .catalog
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        counted(txn.commit())?;
+        self.shared.sampler.refresh(&catalog);
+        *cache = catalog;
+        Ok(grouped)
     }
 
     /// Returns once group commit `number` is on disk (see [`crate::group_commit`]).
@@ -461,7 +508,7 @@ impl Database {
         // The cache changes before this transaction lets go of the write lock, so that the
         // next writer records (or not) by the new options; a failed commit restores it.
         let outcome = self.write(|w| {
-            change_log::store_options(&w.txn, options)?;
+            change_log::store_options(w.txn, options)?;
             *cache.write().unwrap_or_else(PoisonError::into_inner) = options;
             Ok(())
         });
@@ -494,7 +541,11 @@ pub(crate) type PendingIndexWrites = BTreeMap<(u64, u64), BTreeMap<Vec<u8>, Chan
 /// A write transaction over any number of collections; see [`Database::write`].
 pub struct WriteTxn<'db> {
     pub(crate) db: &'db Database,
-    pub(crate) txn: redb::WriteTransaction,
+    /// The redb transaction, owned by [`Database::write_with`], which commits it once this
+    /// value (and so every table it holds open) is gone.
+    pub(crate) txn: &'db redb::WriteTransaction,
+    /// The documents and index tables kept open between operations (see `table_pool`).
+    pub(crate) tables: TablePool<'db>,
     /// This transaction's catalog; written back at commit when `catalog_changed`.
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) catalog_changed: bool,
@@ -543,7 +594,7 @@ impl WriteTxn<'_> {
             .collect();
         for id in ids {
             if let Some(changes) = self.pending.remove(&id) {
-                index_store::apply(&self.txn, id.0, id.1, changes, self.db.merge_threshold())?;
+                index_store::apply(&self.tables, id.0, id.1, changes, self.db.merge_threshold())?;
             }
         }
         Ok(())
@@ -553,7 +604,7 @@ impl WriteTxn<'_> {
     pub(crate) fn flush_index_writes(&mut self) -> Result<()> {
         for ((collection, index), changes) in std::mem::take(&mut self.pending) {
             index_store::apply(
-                &self.txn,
+                &self.tables,
                 collection,
                 index,
                 changes,
@@ -563,64 +614,42 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    /// Commits; returns the group commit number to wait for when the caller asked for a
-    /// durable commit and another thread is writing (see [`crate::group_commit`]).
-    fn commit(mut self) -> Result<Option<u64>> {
+    /// Does everything a commit writes before redb's own commit: the buffered index entries,
+    /// the query samples taken meanwhile, the change log's records and trim, the catalog.
+    /// Consumes the transaction, so that every table it holds open is closed.
+    fn prepare_commit(mut self) -> Result<ReadyToCommit> {
         self.flush_index_writes()?;
-        let group = &self.db.shared.group;
-        let grouped = (self.durability == Durability::Immediate && group.contended())
-            .then(|| {
-                self.txn
-                    .set_durability(redb::Durability::None)
-                    .map_err(|e| Error::Storage(e.into()))?;
-                Ok::<u64, Error>(group.issue())
-            })
-            .transpose()?;
         // Samples taken since the last commit ride along (see `sampling`), best effort: a
         // failure to store them loses them, never the transaction.
         let sampler = &self.db.shared.sampler;
         if sampler.has_pending() {
             let (pending, limits) = sampler.take_pending();
             let n = pending.len();
-            if crate::sampling::write_samples(&self.txn, pending, limits).is_err() {
+            if crate::sampling::write_samples(self.txn, pending, limits).is_err() {
                 sampler.lost(n);
             }
         }
-        // The commit's time is released after the commit: readers merging files wait for it
-        // (see `changes::clock`).
-        let log_bytes = &self.db.shared.log_bytes;
-        let logged = self
-            .changes
-            .finish(&self.txn, log_bytes.load(AtomicOrdering::Relaxed))?;
-        let (_in_flight, held) = match logged {
-            Some((time, held)) => (Some(time), Some(held)),
-            None => (None, None),
-        };
-        let counted = |committed: Result<(), redb::CommitError>| {
-            committed?;
-            if let Some(held) = held {
-                log_bytes.store(held, AtomicOrdering::Relaxed);
-            }
-            Ok::<(), Error>(())
-        };
-        if !self.catalog_changed {
-            return counted(self.txn.commit()).map(|()| grouped);
-        }
-        {
+        let held = self.db.shared.log_bytes.load(AtomicOrdering::Relaxed);
+        let logged = self.changes.finish(self.txn, held)?;
+        if self.catalog_changed {
             let mut meta = self.txn.open_table(META)?;
             meta.insert(CATALOG_KEY, encode_catalog(&self.catalog)?.as_slice())?;
         }
-        let mut cache = self
-            .db
-            .shared
-            .catalog
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        counted(self.txn.commit())?;
-        self.db.shared.sampler.refresh(&self.catalog);
-        *cache = self.catalog;
-        Ok(grouped)
+        Ok(ReadyToCommit {
+            durability: self.durability,
+            logged,
+            catalog: self.catalog_changed.then_some(self.catalog),
+        })
     }
+}
+
+/// A transaction's side of a commit, once written: what [`Database::commit`] needs.
+struct ReadyToCommit {
+    durability: Durability,
+    /// The change log's commit time (held until the commit is visible) and its bytes after.
+    logged: Option<(clock::InFlight, u64)>,
+    /// The catalog to publish, when the transaction changed it.
+    catalog: Option<Arc<Catalog>>,
 }
 
 /// A read snapshot; see [`Database::read`].

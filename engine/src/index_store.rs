@@ -15,11 +15,10 @@
 use std::collections::BTreeMap;
 use std::iter::Peekable;
 
-use redb::{
-    AccessGuard, ReadableTable, ReadableTableMetadata, StorageError, Table, WriteTransaction,
-};
+use redb::{AccessGuard, ReadableTable, ReadableTableMetadata, StorageError, WriteTransaction};
 
 use crate::error::Result;
+use crate::table_pool::{BytesTable, TablePool};
 use crate::tables;
 
 /// By default the delta table is merged into the main one when it grows past this many
@@ -66,8 +65,6 @@ impl Change {
     }
 }
 
-type BytesTable<'t> = Table<'t, &'static [u8], &'static [u8]>;
-
 /// Both tables of one index, open in a write transaction.
 pub(crate) struct IndexTablesMut<'t> {
     main: BytesTable<'t>,
@@ -75,13 +72,19 @@ pub(crate) struct IndexTablesMut<'t> {
 }
 
 impl<'t> IndexTablesMut<'t> {
-    /// Opens (creating if needed) both tables.
-    pub(crate) fn open(txn: &'t WriteTransaction, collection: u64, index: u64) -> Result<Self> {
+    /// Both tables, from the transaction's pool (opened, and created, if needed).
+    pub(crate) fn open(pool: &TablePool<'t>, collection: u64, index: u64) -> Result<Self> {
         let (main, delta) = table_names(collection, index);
         Ok(IndexTablesMut {
-            main: txn.open_table(tables::bytes(&main))?,
-            delta: txn.open_table(tables::bytes(&delta))?,
+            main: pool.take(&main)?,
+            delta: pool.take(&delta)?,
         })
+    }
+
+    /// Puts both tables back in the pool.
+    pub(crate) fn put_back(self, pool: &TablePool<'t>) {
+        pool.put(self.main);
+        pool.put(self.delta);
     }
 
     /// The value stored for `key`, in either table.
@@ -119,15 +122,15 @@ impl<'t> IndexTablesMut<'t> {
 /// Writes a transaction's buffered changes to one index, then merges the delta into the main
 /// table when it has grown enough.
 pub(crate) fn apply(
-    txn: &WriteTransaction,
+    pool: &TablePool<'_>,
     collection: u64,
     index: u64,
     changes: BTreeMap<Vec<u8>, Change>,
     delta_min: u64,
 ) -> Result<()> {
     apply_to(
-        txn,
-        IndexTablesMut::open(txn, collection, index)?,
+        pool,
+        IndexTablesMut::open(pool, collection, index)?,
         collection,
         index,
         changes,
@@ -135,10 +138,10 @@ pub(crate) fn apply(
     )
 }
 
-/// [`apply`] through the index's tables, already open.
-pub(crate) fn apply_to(
-    txn: &WriteTransaction,
-    mut tables: IndexTablesMut<'_>,
+/// [`apply`] through the index's tables, already open; they go back to the pool.
+pub(crate) fn apply_to<'t>(
+    pool: &TablePool<'t>,
+    mut tables: IndexTablesMut<'t>,
     collection: u64,
     index: u64,
     changes: BTreeMap<Vec<u8>, Change>,
@@ -157,15 +160,18 @@ pub(crate) fn apply_to(
     }
     let threshold = delta_min.max(tables.main.len()? / DELTA_RATIO);
     if tables.delta.len()? > threshold {
-        merge(txn, tables, collection, index)?;
+        merge(pool, tables, collection, index)?;
+    } else {
+        tables.put_back(pool);
     }
     Ok(())
 }
 
-/// Moves every delta entry into the main table, in key order, and empties the delta.
-fn merge(
-    txn: &WriteTransaction,
-    mut tables: IndexTablesMut<'_>,
+/// Moves every delta entry into the main table, in key order, and empties the delta (deleted
+/// and created again: the pool holds no idle copy, as its caller had it open).
+fn merge<'t>(
+    pool: &TablePool<'t>,
+    mut tables: IndexTablesMut<'t>,
     collection: u64,
     index: u64,
 ) -> Result<()> {
@@ -173,14 +179,15 @@ fn merge(
         let (key, value) = row?;
         tables.main.insert(key.value(), value.value())?;
     }
-    drop(tables);
+    pool.put(tables.main);
+    drop(tables.delta);
     let (_, delta) = table_names(collection, index);
-    txn.delete_table(tables::bytes(&delta))?;
-    txn.open_table(tables::bytes(&delta))?;
+    pool.txn().delete_table(tables::bytes(&delta))?;
+    pool.put(pool.take(&delta)?);
     Ok(())
 }
 
-/// Deletes both tables of an index.
+/// Deletes both tables of an index; the pool must hold neither (see `table_pool`).
 pub(crate) fn delete(txn: &WriteTransaction, collection: u64, index: u64) -> Result<()> {
     let (main, delta) = table_names(collection, index);
     txn.delete_table(tables::bytes(&main))?;

@@ -41,6 +41,7 @@ mod read;
 pub mod sampling;
 mod schema;
 mod stats;
+mod table_pool;
 mod tables;
 mod ttl;
 pub mod update;

@@ -103,10 +103,11 @@ impl WriteTxn<'_> {
         };
         self.pending
             .retain(|(collection, _), _| *collection != meta.id);
+        self.tables.close_all();
         self.txn
             .delete_table(tables::bytes(&tables::docs_name(meta.id)))?;
         for index in &meta.indexes {
-            index_store::delete(&self.txn, meta.id, index.id)?;
+            index_store::delete(self.txn, meta.id, index.id)?;
         }
         self.record_ddl("drop", name, bson::doc! {})?;
         Ok(true)
@@ -195,7 +196,8 @@ impl WriteTxn<'_> {
             spec,
             multikey: false,
         };
-        build_index(&self.txn, &meta, &mut index)?;
+        self.tables.close_all();
+        build_index(self.txn, &meta, &mut index)?;
         let name = index.spec.name().to_owned();
         let description = bson::doc! { "indexes": [index.spec.to_document()] };
         let catalog = self.catalog_mut();
@@ -233,7 +235,8 @@ impl WriteTxn<'_> {
         let index = meta.indexes.remove(position);
         let collection_id = meta.id;
         self.pending.remove(&(collection_id, index.id));
-        index_store::delete(&self.txn, collection_id, index.id)?;
+        self.tables.close_all();
+        index_store::delete(self.txn, collection_id, index.id)?;
         self.record_ddl(
             "dropIndexes",
             collection,

@@ -96,7 +96,7 @@ impl WriteTxn<'_> {
                         .saturating_sub(i64::try_from(after.as_millis()).unwrap_or(i64::MAX)),
                 );
                 let direction = index.spec.keys()[0].1;
-                let tables = IndexTablesMut::open(&self.txn, meta.id, index.id)?;
+                let tables = IndexTablesMut::open(&self.tables, meta.id, index.id)?;
                 let (lower, upper) = expired_range(cutoff, direction);
                 let range = tables.range(
                     lower.as_ref().map(Vec::as_slice),
@@ -113,6 +113,7 @@ impl WriteTxn<'_> {
                         })?;
                     ids.insert(id.to_vec());
                 }
+                tables.put_back(&self.tables);
             }
             if !ids.is_empty() {
                 doomed.push((meta.name.clone(), ids));

@@ -632,13 +632,13 @@ mod tests {
                                     &doc! {"fill": "x".repeat(*size)},
                                 )
                                 .unwrap();
-                                w.changes.append(&w.txn, "insert", "c", &fields)?;
+                                w.changes.append(w.txn, "insert", "c", &fields)?;
                                 model.push((next, *size));
                                 next += 1;
                             }
                             Step::Truncate(share) => {
                                 let mark = (u64::from(next) * u64::from(*share) / 256) as u32;
-                                w.changes.truncate(&w.txn, mark)?;
+                                w.changes.truncate(w.txn, mark)?;
                                 model.retain(|(i, _)| *i < mark);
                                 next = mark;
                             }

@@ -9,12 +9,13 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use redb::{AccessGuard, ReadableTable, Table, WriteTransaction};
+use redb::{AccessGuard, ReadableTable, Table};
 
 use crate::catalog::{CollectionMeta, IndexMeta};
 use crate::error::{Error, Result};
 use crate::index_store::{IndexTablesMut, MergedRange};
 use crate::read::ReadCollection;
+use crate::table_pool::TablePool;
 use crate::tables;
 
 /// A stored document's bytes, borrowed from a table.
@@ -129,19 +130,20 @@ impl<'t> WriteView<'t> {
         (self.meta, self.docs, self.indexes)
     }
 
-    /// Opens the collection's documents table and the index tables `plan` reads (a writer
-    /// opens others when it needs them). The caller has written out the transaction's
-    /// buffered index changes for this collection and holds no other handle on its tables.
+    /// Takes from the pool the collection's documents table and the index tables `plan`
+    /// reads (a writer takes others when it needs them). The caller has written out the
+    /// transaction's buffered index changes for this collection and holds no other handle on
+    /// its tables.
     pub(crate) fn open(
-        txn: &'t WriteTransaction,
+        pool: &TablePool<'t>,
         meta: std::sync::Arc<CollectionMeta>,
         plan: &super::Plan,
     ) -> Result<Self> {
-        let docs = txn.open_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        let docs = pool.take(&tables::docs_name(meta.id))?;
         let mut indexes = BTreeMap::new();
         for name in plan.indexes() {
             if let Some(index) = meta.index(name) {
-                indexes.insert(index.id, IndexTablesMut::open(txn, meta.id, index.id)?);
+                indexes.insert(index.id, IndexTablesMut::open(pool, meta.id, index.id)?);
             }
         }
         Ok(WriteView {
@@ -149,6 +151,14 @@ impl<'t> WriteView<'t> {
             docs,
             indexes,
         })
+    }
+
+    /// Puts every table back in the pool.
+    pub(crate) fn put_back(self, pool: &TablePool<'t>) {
+        pool.put(self.docs);
+        for tables in self.indexes.into_values() {
+            tables.put_back(pool);
+        }
     }
 }
 

@@ -432,8 +432,11 @@ impl WriteTxn<'_> {
             return Ok(Vec::new());
         };
         let plan = self.plan_over_own_writes(&meta, &query)?;
-        let view = WriteView::open(&self.txn, meta.clone(), &plan)?;
-        Cursor::new(&view, plan, query, Decode::bytes())?.collect()
+        let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
+        let found: Result<Vec<RawDocumentBuf>> =
+            Cursor::new(&view, plan, query, Decode::bytes())?.collect();
+        view.put_back(&self.tables);
+        found
     }
 
     /// The first document matching `filter` in `sort` order; see [`WriteTxn::find`].
@@ -542,10 +545,10 @@ impl WriteTxn<'_> {
         meta: &Arc<CollectionMeta>,
         query: &Query,
         keep: impl Fn(Vec<u8>, RawDocumentBuf) -> S,
-        work: impl FnOnce(&mut Writer<'_>, Vec<S>) -> Result<R>,
+        work: impl FnOnce(&mut Writer<'_, '_>, Vec<S>) -> Result<R>,
     ) -> Result<R> {
         let plan = self.plan_over_own_writes(meta, query)?;
-        let view = WriteView::open(&self.txn, meta.clone(), &plan)?;
+        let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let mut selected = Vec::new();
         let selecting = Query {
             projection: None,
@@ -562,7 +565,8 @@ impl WriteTxn<'_> {
             selected.push(keep(keys::encode(id), doc));
         }
         let delta_min = self.db.merge_threshold();
-        let mut writer = Writer::from_view(view, &self.txn, &mut self.pending, &mut self.changes);
+        let mut writer =
+            Writer::from_view(view, &self.tables, &mut self.pending, &mut self.changes);
         let result = work(&mut writer, selected);
         let applied = writer.apply_staged_to_open_indexes(delta_min);
         let newly_multikey = writer.finish();
@@ -734,7 +738,7 @@ impl WriteTxn<'_> {
 /// before be put back: a collection with a unique index keeps the originals it replaces in the
 /// transaction's undo table, on disk rather than in memory, and drops the table when done.
 fn update_all_or_nothing(
-    writer: &mut Writer<'_>,
+    writer: &mut Writer<'_, '_>,
     ids: &[Vec<u8>],
     query: &Query,
     update: &Update,
@@ -800,7 +804,7 @@ fn update_all_or_nothing(
 }
 
 /// A selected document, read again in the transaction that selected it.
-fn read_selected(writer: &Writer<'_>, key: &[u8]) -> Result<RawDocumentBuf> {
+fn read_selected(writer: &Writer<'_, '_>, key: &[u8]) -> Result<RawDocumentBuf> {
     writer.stored(key)?.ok_or_else(|| {
         Error::corrupt(
             format!("collection `{}`", writer.collection_name()),
@@ -810,7 +814,7 @@ fn read_selected(writer: &Writer<'_>, key: &[u8]) -> Result<RawDocumentBuf> {
 }
 
 fn apply_update(
-    writer: &mut Writer<'_>,
+    writer: &mut Writer<'_, '_>,
     selected: Vec<Selected>,
     query: &Query,
     update: &Update,
