@@ -46,6 +46,7 @@
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
@@ -444,6 +445,9 @@ pub struct Bucket<K, T> {
     options: BucketOptions<T>,
     /// The pattern the bucket serves, for records and errors.
     pattern: &'static str,
+    /// The models' field handles, built once: each spells its path.
+    fields: Arc<BucketDocFields<K, T>>,
+    counter_fields: Arc<BucketCounterFields<K>>,
 }
 
 impl<K, T> Clone for Bucket<K, T> {
@@ -453,6 +457,8 @@ impl<K, T> Clone for Bucket<K, T> {
             counters: self.counters.clone(),
             options: self.options.clone(),
             pattern: self.pattern,
+            fields: self.fields.clone(),
+            counter_fields: self.counter_fields.clone(),
         }
     }
 }
@@ -561,6 +567,8 @@ where
             counters,
             options,
             pattern,
+            fields: Arc::new(f),
+            counter_fields: Arc::new(BucketCounter::<K>::fields()),
         })
     }
 
@@ -649,13 +657,13 @@ where
         owner: impl IntoValue<K> + Copy,
         item: &Prepared<T>,
     ) -> Result<bool, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         let upsert = UpdateOptions {
             upsert: true,
             ..UpdateOptions::default()
         };
         let seq = if let (Some(counters), Some(n)) = (&self.counters, self.options.max_items) {
-            let c = BucketCounter::<K>::fields();
+            let c = &*self.counter_fields;
             let counter = txn
                 .collection_named::<BucketCounter<K>>(counters)?
                 .find_one_and_update(
@@ -691,7 +699,7 @@ where
                 hint: Some(Bson::String(OPEN_INDEX.to_owned())),
                 ..UpdateOptions::default()
             };
-            let updated = buckets.update_one(room, self.write(&f, item), &by_index)?;
+            let updated = buckets.update_one(room, self.write(f, item), &by_index)?;
             if updated.matched > 0 {
                 return Ok(false);
             }
@@ -703,7 +711,7 @@ where
                 .first()?;
             newest.map_or(0, |b| b.seq + 1)
         };
-        let write = self.write(&f, item).and(f.closed.set_on_insert(false));
+        let write = self.write(f, item).and(f.closed.set_on_insert(false));
         let write = match item.start {
             Some(start) => write.and(f.start.set_on_insert(Some(start))),
             None => write,
@@ -734,7 +742,7 @@ where
 
     /// The items of one owner; see [`Read`].
     pub fn read(&self, owner: impl IntoValue<K> + Copy) -> Read<'_, K, T> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         Read::new(self, f.owner.eq(owner), true)
     }
 
@@ -764,7 +772,7 @@ where
 
     /// The starts of the owner's spans that hold a bucket, oldest first (under a span policy).
     pub fn spans(&self, owner: impl IntoValue<K> + Copy) -> Result<Vec<DateTime>, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         let mut starts: Vec<DateTime> = self
             .buckets
             .distinct(&f.start, f.owner.eq(owner))?
@@ -787,7 +795,7 @@ where
         matching: Filter<T>,
         change: impl FnOnce(T::Fields<BucketDoc<K, T>, T>) -> Update<BucketDoc<K, T>>,
     ) -> Result<bool, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         let update = change(f.items.matched().fields());
         self.check_item_update(&update)?;
         let result = self
@@ -841,7 +849,7 @@ where
         owner: impl IntoValue<K> + Copy,
         matching: Filter<T>,
     ) -> Result<u64, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         let result = self.buckets.update_many(
             f.owner.eq(owner).and(f.items.elem_match(matching.clone())),
             f.items.pull_where(matching),
@@ -855,7 +863,7 @@ where
         owner: impl IntoValue<K> + Copy,
         seq: i64,
     ) -> Result<u64, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         Ok(self
             .buckets
             .delete_many(f.owner.eq(owner).and(f.seq.lt(seq)))?)
@@ -876,7 +884,7 @@ where
     /// whole buckets go, the items of buckets that straddle the cutoff are pulled, and the
     /// buckets left empty are deleted. Returns how many buckets were deleted.
     pub fn remove_before(&self, owner: Option<&K>, cutoff: DateTime) -> Result<u64, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         let older = self.older_than(cutoff)?;
         let time = self.time_path()?;
         let owned = Self::owned_by(owner);
@@ -898,7 +906,7 @@ where
     /// (after removals left gaps), in one transaction; returns the number of buckets. The
     /// owner's items are held in memory meanwhile.
     pub fn compact(&self, owner: impl IntoValue<K> + Copy) -> Result<u64, PatternError> {
-        let f = BucketDoc::<K, T>::fields();
+        let f = &*self.fields;
         self.buckets.database().transaction(|txn| {
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
             let items: Vec<T> = buckets
@@ -910,7 +918,7 @@ where
                 .collect();
             buckets.delete_many(f.owner.eq(owner))?;
             if let Some(counters) = &self.counters {
-                let c = BucketCounter::<K>::fields();
+                let c = &*self.counter_fields;
                 txn.collection_named::<BucketCounter<K>>(counters)?
                     .delete_one(c.owner.eq(owner))?;
             }
@@ -934,7 +942,7 @@ where
     /// Buckets whose latest item is older than `cutoff`.
     fn older_than(&self, cutoff: DateTime) -> Result<Filter<BucketDoc<K, T>>, PatternError> {
         self.time_path()?;
-        Ok(BucketDoc::<K, T>::fields().control.latest.lt(Some(cutoff)))
+        Ok(self.fields.control.latest.lt(Some(cutoff)))
     }
 
     fn time_path(&self) -> Result<&str, PatternError> {
