@@ -158,7 +158,7 @@ impl ReadCollection<'_> {
                 ..QueryOptions::default()
             },
         )?;
-        let n = if matches!(&query.filter, Filter::And(parts) if parts.is_empty()) {
+        let n = if matches!(&*query.filter, Filter::And(parts) if parts.is_empty()) {
             self.len()?
         } else {
             let plan = self.best_plan(&query);
@@ -262,14 +262,18 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
     Ok(plan)
 }
 
-/// The best-ranked plan, through the plan cache: a query of a cached shape goes straight to the
-/// index chosen before.
+/// The best-ranked plan: an id lookup when the filter names its `_id`s (no other plan can win,
+/// so none is ranked), otherwise through the plan cache: a query of a cached shape goes
+/// straight to the index chosen before.
 pub(crate) fn best_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Plan {
     let (filter, collated, sort) = (
         &query.filter,
         query.collation.is_some(),
         query.sort.as_ref(),
     );
+    if let Some(plan) = super::plan::id_plan(filter, collated) {
+        return plan;
+    }
     let key = cache::key(meta, filter, collated, sort);
     if let Some(Choice::Index(name)) = cache.get(&key)
         && let Some(index) = meta.index(&name)

@@ -784,20 +784,7 @@ pub(crate) fn candidates(
 ) -> Vec<Plan> {
     let conds = bound_conditions(filter, collated);
     let mut plans = Vec::new();
-    if let Some(ids) = id_lookup(&conditions(filter, collated)) {
-        plans.push(Plan {
-            access: Access::IdLookup { ids },
-            provides_sort: false,
-            from_cache: false,
-            rank: Rank {
-                id_lookup: true,
-                point_fields: 1,
-                range: false,
-                provides_sort: false,
-                narrower: 0,
-            },
-        });
-    }
+    plans.extend(id_plan(filter, collated));
     plans.extend(
         indexes
             .iter()
@@ -812,6 +799,25 @@ pub(crate) fn candidates(
     plans.sort_by_key(|p| std::cmp::Reverse(p.rank));
     plans.push(Plan::collection_scan());
     plans
+}
+
+/// The lookup of the `_id`s the filter names exactly, if it does: the best plan whenever there
+/// is one (an id lookup outranks every other, see [`Rank`]).
+pub(crate) fn id_plan(filter: &Filter, collated: bool) -> Option<Plan> {
+    Some(Plan {
+        access: Access::IdLookup {
+            ids: id_lookup(&conditions(filter, collated))?,
+        },
+        provides_sort: false,
+        from_cache: false,
+        rank: Rank {
+            id_lookup: true,
+            point_fields: 1,
+            range: false,
+            provides_sort: false,
+            narrower: 0,
+        },
+    })
 }
 
 /// A plan per `$or` branch when every branch can use an index (or `_id`); the other top-level

@@ -26,7 +26,9 @@ use crate::expr::{ExprError, Scope};
 /// A parsed query; see the module documentation.
 #[derive(Debug, Clone)]
 pub(crate) struct Query {
-    pub(crate) filter: Filter,
+    /// Shared: a write's selection runs a copy of its query, whose filter the write reads
+    /// again (the positional `$`, an upsert's seed).
+    pub(crate) filter: Arc<Filter>,
     pub(crate) collation: Option<Arc<Collation>>,
     /// `None` for no sort or an empty one; compares strings under the collation.
     pub(crate) sort: Option<Sort>,
@@ -66,7 +68,7 @@ impl Query {
             .filter(|s| !s.is_empty())
             .map(|s| s.collated(collation.clone()));
         Ok(Query {
-            filter,
+            filter: Arc::new(filter),
             collation,
             sort,
             projection: options.projection.map(Projection::parse).transpose()?,
@@ -81,7 +83,7 @@ impl Query {
     #[cfg(test)]
     pub(crate) fn of_filter(filter: Filter) -> Query {
         Query {
-            filter,
+            filter: Arc::new(filter),
             collation: None,
             sort: None,
             projection: None,
@@ -102,7 +104,7 @@ impl Query {
     pub(crate) fn matches(&self, doc: &RawDocument) -> Result<bool, ExprError> {
         self.residual
             .as_ref()
-            .unwrap_or(&self.filter)
+            .unwrap_or(&*self.filter)
             .try_matches_in(doc, self.collation())
     }
 
