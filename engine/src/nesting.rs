@@ -64,7 +64,7 @@ fn raw_values(doc: &RawDocument) -> RawValues<'_> {
 
 /// Whether `doc` has more than `max` levels.
 pub(crate) fn exceeds(doc: &Document, max: usize) -> bool {
-    values_exceed(Box::new(doc.values()), max)
+    values_exceed(Values::Fields(doc.values()), max)
 }
 
 /// Whether `value`, standing where a top-level document would, has more than `max` levels (a
@@ -86,10 +86,27 @@ pub(crate) fn too_deep_reason() -> String {
     format!("nests deeper than the limit of {MAX_INPUT_DEPTH} levels")
 }
 
-type Values<'a> = Box<dyn Iterator<Item = &'a Bson> + 'a>;
+/// The values of one level being walked (an enum, not a boxed iterator: no allocation per
+/// level).
+enum Values<'a> {
+    Fields(bson::document::Values<'a>),
+    Items(std::slice::Iter<'a, Bson>),
+}
+
+impl<'a> Iterator for Values<'a> {
+    type Item = &'a Bson;
+
+    fn next(&mut self) -> Option<&'a Bson> {
+        match self {
+            Values::Fields(values) => values.next(),
+            Values::Items(items) => items.next(),
+        }
+    }
+}
 
 fn values_exceed(top: Values<'_>, max: usize) -> bool {
-    let mut frames = vec![top];
+    let mut frames = Vec::with_capacity(8);
+    frames.push(top);
     while let Some(frame) = frames.last_mut() {
         let Some(value) = frame.next() else {
             frames.pop();
@@ -110,9 +127,11 @@ fn values_exceed(top: Values<'_>, max: usize) -> bool {
 /// level).
 fn children(value: &Bson) -> Option<Values<'_>> {
     match value {
-        Bson::Document(d) if !d.is_empty() => Some(Box::new(d.values())),
-        Bson::Array(a) if !a.is_empty() => Some(Box::new(a.iter())),
-        Bson::JavaScriptCodeWithScope(c) if !c.scope.is_empty() => Some(Box::new(c.scope.values())),
+        Bson::Document(d) if !d.is_empty() => Some(Values::Fields(d.values())),
+        Bson::Array(a) if !a.is_empty() => Some(Values::Items(a.iter())),
+        Bson::JavaScriptCodeWithScope(c) if !c.scope.is_empty() => {
+            Some(Values::Fields(c.scope.values()))
+        }
         _ => None,
     }
 }

@@ -71,7 +71,7 @@ enum Source<'c> {
 }
 
 struct IndexSource<'c> {
-    index: IndexMeta,
+    index: &'c IndexMeta,
     /// The intervals still to walk, in walk order.
     intervals: std::vec::IntoIter<KeyRange>,
     reverse: bool,
@@ -130,14 +130,14 @@ fn source<'c>(
             }
         }
         Access::IndexScan(scan) => {
-            let index = collection
-                .meta()
-                .index(&scan.index)
-                .ok_or_else(|| Error::IndexNotFound {
-                    collection: collection.name().to_owned(),
-                    index: scan.index.clone(),
-                })?
-                .clone();
+            let index =
+                collection
+                    .meta()
+                    .index(&scan.index)
+                    .ok_or_else(|| Error::IndexNotFound {
+                        collection: collection.name().to_owned(),
+                        index: scan.index.clone(),
+                    })?;
             // A document has one key in a non-multikey index, so disjoint intervals cannot
             // return it twice.
             let dedupe = scan.multikey || index.multikey || overlapping(&scan.intervals);
