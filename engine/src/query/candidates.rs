@@ -269,7 +269,7 @@ impl<'c> IndexSource<'c> {
             } else {
                 let (lower, upper) = self.intervals.next()?;
                 match collection.index_rows(
-                    &self.index,
+                    self.index,
                     as_slice(&lower),
                     as_slice(&upper),
                     self.reverse,
@@ -314,7 +314,7 @@ impl<'c> IndexSource<'c> {
                 "an entry is not a well-formed key",
             )
         };
-        let id = entry_id(&self.index, key, value, 0, 0).ok_or_else(damaged)?;
+        let id = entry_id(self.index, key, value, 0, 0).ok_or_else(damaged)?;
         if let Some(seen) = &mut self.seen
             && !seen.insert(id.to_vec())
         {
