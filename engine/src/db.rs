@@ -381,7 +381,11 @@ impl Database {
             .map_err(|e| Error::Storage(e.into()))?;
         // Read after `begin_write`: see the module comment.
         let catalog = self.catalog();
-        let outcome = {
+        // A panic in `f` (the caller's code or ours) or in what the commit writes before redb's
+        // own commit is caught here so that the transaction is aborted before unwinding goes
+        // on: redb marks a file as needing repair when a write transaction is dropped during a
+        // panic.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut write = WriteTxn {
                 db: self,
                 txn: &txn,
@@ -392,15 +396,8 @@ impl Database {
                 changes: TxnChanges::new(self.change_log()),
                 durability,
             };
-            // A panic in `f` (the caller's code or ours) is caught here so that the transaction
-            // is aborted before unwinding goes on: redb marks a file as needing repair when a
-            // write transaction is dropped during a panic.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut write))) {
-                Ok(Ok(value)) => Ok(Ok((value, write.prepare_commit()))),
-                Ok(Err(e)) => Ok(Err(e)),
-                Err(payload) => Err(payload),
-            }
-        };
+            f(&mut write).map(|value| (value, write.prepare_commit()))
+        }));
         match outcome {
             Ok(Ok((value, ready))) => {
                 let grouped = ready.and_then(|ready| self.commit(txn, ready));

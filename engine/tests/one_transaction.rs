@@ -21,6 +21,9 @@ enum Op {
     SetMany(usize, i32),
     Delete(usize, i32),
     Find(usize, i32),
+    /// A find, then an update, whose `$or` uses the `x` index in both branches.
+    FindOr(usize, i32, i32),
+    SetOr(usize, i32, i32),
     Get(usize, i32),
     Count(usize),
     IndexX(usize),
@@ -37,6 +40,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (c.clone(), 0..5i32).prop_map(|(c, x)| Op::SetMany(c, x)),
         2 => (c.clone(), 0..10i32).prop_map(|(c, id)| Op::Delete(c, id)),
         2 => (c.clone(), 0..5i32).prop_map(|(c, x)| Op::Find(c, x)),
+        1 => (c.clone(), 0..5i32, 0..5i32).prop_map(|(c, a, b)| Op::FindOr(c, a, b)),
+        1 => (c.clone(), 0..5i32, 0..5i32).prop_map(|(c, a, b)| Op::SetOr(c, a, b)),
         1 => (c.clone(), 0..10i32).prop_map(|(c, id)| Op::Get(c, id)),
         1 => c.clone().prop_map(Op::Count),
         2 => c.clone().prop_map(Op::IndexX),
@@ -51,7 +56,7 @@ fn run(w: &mut WriteTxn<'_>, op: &Op) -> String {
     let name = |c: &usize| COLLECTIONS[*c];
     let outcome = match op {
         Op::Insert(c, id, x) => w
-            .insert_one(name(c), doc! {"_id": id, "x": x, "u": id % 3})
+            .insert_one(name(c), doc! {"_id": id, "x": x, "u": id % 7})
             .map(|id| format!("{id:?}")),
         Op::Inc(c, id) => w
             .update_one(
@@ -80,6 +85,22 @@ fn run(w: &mut WriteTxn<'_>, op: &Op) -> String {
                 None,
             )
             .map(|found| format!("{found:?}")),
+        Op::FindOr(c, a, b) => w
+            .find(
+                name(c),
+                &doc! {"$or": [{"x": a}, {"x": b}]},
+                Some(&doc! {"_id": 1}),
+                None,
+            )
+            .map(|found| format!("{found:?}")),
+        Op::SetOr(c, a, b) => w
+            .update_many(
+                name(c),
+                &doc! {"$or": [{"x": a}, {"x": b}]},
+                doc! {"$set": {"y": a}},
+                &UpdateOptions::default(),
+            )
+            .map(|r| format!("{} {}", r.matched, r.modified)),
         Op::Get(c, id) => w
             .get(name(c), &Bson::Int32(*id))
             .map(|found| format!("{found:?}")),
@@ -157,4 +178,30 @@ proptest! {
         let report = together.verify().unwrap();
         prop_assert!(report.is_clean(), "{report:?}");
     }
+}
+
+/// An `$or` whose branches use one index: the update's view of the collection opens that
+/// index's tables once (a second open of an open table is refused by redb).
+#[test]
+fn an_or_using_one_index_twice_updates_inside_a_transaction() {
+    let db = Database::in_memory().unwrap();
+    db.write(|w| {
+        w.create_index("c", IndexSpec::ascending("x").unwrap())?;
+        for id in 0..4 {
+            w.insert_one("c", doc! {"_id": id, "x": id})?;
+        }
+        let filter = doc! {"$or": [{"x": 1}, {"x": 2}]};
+        let explained = w.find("c", &filter, None, None)?;
+        assert_eq!(explained.len(), 2);
+        let r = w.update_many(
+            "c",
+            &filter,
+            doc! {"$set": {"y": 1}},
+            &UpdateOptions::default(),
+        )?;
+        assert_eq!((r.matched, r.modified), (2, 2));
+        Ok::<(), odm_engine::Error>(())
+    })
+    .unwrap();
+    assert!(db.verify().unwrap().is_clean());
 }

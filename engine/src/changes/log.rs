@@ -609,18 +609,32 @@ mod tests {
         /// Law: whatever the head held before, and however records waiting in memory, written
         /// early (past `WAITING_BYTES`) and truncated interleave, the commit leaves exactly the
         /// records not truncated, each with its bytes, in position order after the earlier
-        /// ones, the head below `HEAD_RECORDS`; and the bytes counted are theirs.
+        /// ones, the head below `HEAD_RECORDS`; and the bytes counted are theirs. With a log
+        /// bound of one byte (`tight`), the commit trims every earlier record and none of its own.
         #[test]
         fn waiting_written_and_truncated_records_commit_as_a_list(
             before in 0..40u64,
             steps in proptest::collection::vec(step(), 0..24),
+            tight in proptest::prelude::any::<bool>(),
         ) {
             let db = crate::Database::in_memory().unwrap();
             db.write(|w| w.create_collection("c")).unwrap();
             for i in 0..before {
                 db.collection("c").insert_one(doc! {"_id": i as i64}).unwrap();
             }
-            let (earlier, _, _) = log_rows(&db);
+            if tight {
+                db.set_change_log(ChangeLogOptions {
+                    max_bytes: 1,
+                    ..ChangeLogOptions::default()
+                })
+                .unwrap();
+            }
+            let (mut earlier, _, _) = log_rows(&db);
+            if tight && !steps.iter().any(|s| matches!(s, Step::Append(_))) {
+                // A commit that records nothing trims nothing.
+            } else if tight {
+                earlier.clear();
+            }
             let mut model: Vec<(u32, usize)> = Vec::new();
             let mut next = 0u32;
             let counted = db
