@@ -151,3 +151,29 @@ fn index_stats_count_the_operations_that_read_each_index() {
     let spec = stats[1].get_document("spec").unwrap().clone();
     assert_eq!(spec.get_document("key").unwrap(), &doc! { "k": 1 });
 }
+
+/// An `$or` whose branches both read one index is one operation on it, as MongoDB counts.
+#[test]
+fn an_or_reading_one_index_twice_counts_one_operation() {
+    let db = database();
+    let txn = db.read().unwrap();
+    let items = txn.collection("items").unwrap().unwrap();
+    let filter = doc! { "$or": [{ "k": 0 }, { "k": 1 }] };
+    let explained = items.explain(&filter, &FindOptions::default()).unwrap();
+    assert_eq!(explained.winning.indexes(), ["k_1"], "{explained:?}");
+    let found = items
+        .find(&filter, &FindOptions::default())
+        .unwrap()
+        .count();
+    assert_eq!(found, 20);
+    drop(items);
+    drop(txn);
+    let k = aggregate(&db, &[doc! { "$indexStats": {} }])
+        .into_iter()
+        .find(|d| d.get_str("name").is_ok_and(|n| n == "k_1"))
+        .unwrap();
+    assert_eq!(
+        k.get_document("accesses").unwrap().get_i64("ops").unwrap(),
+        1
+    );
+}

@@ -71,18 +71,22 @@ pub struct Plan {
 
 impl Plan {
     /// The names of the indexes the plan reads (`_id_` for a lookup by `_id`), each branch
-    /// of an `$or` included.
+    /// of an `$or` included, each index once (branches of an `$or` may share one).
     pub fn indexes(&self) -> Vec<&str> {
         fn walk<'p>(plan: &'p Plan, out: &mut Vec<&'p str>) {
-            match &plan.access {
-                Access::IndexScan(scan) => out.push(&scan.index),
-                Access::IdLookup { .. } => out.push(crate::index::ID_INDEX_NAME),
+            let name = match &plan.access {
+                Access::IndexScan(scan) => scan.index.as_str(),
+                Access::IdLookup { .. } => crate::index::ID_INDEX_NAME,
                 Access::Or(branches) => {
                     for branch in branches {
                         walk(branch, out);
                     }
+                    return;
                 }
-                Access::CollectionScan => {}
+                Access::CollectionScan => return,
+            };
+            if !out.contains(&name) {
+                out.push(name);
             }
         }
         let mut out = Vec::new();

@@ -141,12 +141,8 @@ impl<'t> WriteView<'t> {
     ) -> Result<Self> {
         let docs = pool.take(&tables::docs_name(meta.id))?;
         let mut indexes = BTreeMap::new();
-        // A plan names an index once per use (an `$or` may use one in several branches); its
-        // tables open once.
         for name in plan.indexes() {
-            if let Some(index) = meta.index(name)
-                && !indexes.contains_key(&index.id)
-            {
+            if let Some(index) = meta.index(name) {
                 indexes.insert(index.id, IndexTablesMut::open(pool, meta.id, index.id)?);
             }
         }
