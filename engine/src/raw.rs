@@ -9,7 +9,7 @@
 //! iterators validate each name and build a value for each element, which is what these
 //! callers avoid.
 
-use bson::RawBsonRef;
+use bson::{RawBsonRef, RawDocument};
 
 /// An element inside a document's bytes: where it starts (its type byte), where its name ends
 /// (the name's NUL), where its value starts and where the element ends.
@@ -190,13 +190,23 @@ pub(crate) fn length_at(bytes: &[u8], at: usize) -> Option<usize> {
     usize::try_from(i32::from_le_bytes(four)).ok()
 }
 
-/// A document holding `elements` (their bytes, concatenated): its length, them, a NUL. The
-/// caller keeps `elements` within a document's limits (16 MiB, or a change record's few
-/// documents), far below what the length can hold.
-pub(crate) fn document(elements: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(elements.len() + 5);
-    out.extend_from_slice(&((elements.len() + 5) as i32).to_le_bytes());
-    out.extend_from_slice(elements);
+/// The bytes of a document's elements: all of it but its length and its NUL (a `RawDocument`
+/// has both).
+pub(crate) fn elements_bytes(doc: &RawDocument) -> &[u8] {
+    let bytes = doc.as_bytes();
+    &bytes[4..bytes.len() - 1]
+}
+
+/// A document holding the elements of `parts` (each part's bytes one or more whole elements),
+/// in order: its length, them, a NUL. The caller keeps them within a document's limits
+/// (16 MiB, or a change record's few documents), far below what the length can hold.
+pub(crate) fn document(parts: &[&[u8]]) -> Vec<u8> {
+    let len = parts.iter().map(|p| p.len()).sum::<usize>() + 5;
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&(len as i32).to_le_bytes());
+    for part in parts {
+        out.extend_from_slice(part);
+    }
     out.push(0);
     out
 }

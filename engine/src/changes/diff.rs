@@ -41,7 +41,7 @@ pub fn describe(
     {
         return None;
     }
-    let updated = RawDocumentBuf::from_bytes(raw::document(&out.updated)).ok()?;
+    let updated = RawDocumentBuf::from_bytes(raw::document(&[&out.updated])).ok()?;
     let removed: RawArrayBuf = out.removed.iter().map(String::as_str).collect();
     let mut truncated = RawArrayBuf::new();
     for (field, size) in &out.truncated {

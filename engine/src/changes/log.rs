@@ -268,12 +268,11 @@ pub(crate) struct TxnChanges {
     bytes: u64,
     /// Fields every record of this transaction carries (`lsid`, `txnNumber`).
     context: RawDocumentBuf,
-    /// Records not yet in the log's tables, by position, oldest first.
+    /// Records not yet in the log's tables, by position, oldest first: the positions before
+    /// the first of them (all of them, with none waiting) are in the tables, or were truncated.
     waiting: Vec<(u32, Vec<u8>)>,
     /// Their bytes.
     waiting_bytes: usize,
-    /// The positions below this one are in the log's tables, or were truncated.
-    written: u32,
 }
 
 impl TxnChanges {
@@ -287,7 +286,6 @@ impl TxnChanges {
             context: RawDocumentBuf::new(),
             waiting: Vec::new(),
             waiting_bytes: 0,
-            written: 0,
         }
     }
 
@@ -321,19 +319,12 @@ impl TxnChanges {
         record.append(cstr!("op"), op);
         record.append(cstr!("coll"), coll);
         record.append(cstr!("wall"), self.wall);
-        // The context's and the fields' elements follow, their bytes copied as they are: a
-        // document's bytes are its length, its elements and a NUL (a `RawDocument` has all
-        // three).
-        let parts = [
-            record.as_bytes(),
-            self.context.as_bytes(),
-            fields.as_bytes(),
-        ];
-        let mut elements = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
-        for part in parts {
-            elements.extend_from_slice(&part[4..part.len() - 1]);
-        }
-        let bytes = raw::document(&elements);
+        // The context's and the fields' elements follow, their bytes copied as they are, once.
+        let bytes = raw::document(&[
+            raw::elements_bytes(&record),
+            raw::elements_bytes(&self.context),
+            raw::elements_bytes(fields),
+        ]);
         self.bytes += bytes.len() as u64;
         self.waiting_bytes += bytes.len();
         self.waiting.push((self.next, bytes));
@@ -366,7 +357,6 @@ impl TxnChanges {
         }
         self.waiting.clear();
         self.waiting_bytes = 0;
-        self.written = self.next;
         Ok(())
     }
 
@@ -380,28 +370,28 @@ impl TxnChanges {
         let Some(time) = self.time.as_ref().map(InFlight::time) else {
             return Ok(());
         };
+        let written = self.waiting.first().map_or(self.next, |(index, _)| *index);
         let kept = self.waiting.partition_point(|(index, _)| *index < mark);
         for (_, bytes) in self.waiting.drain(kept..) {
             self.bytes = self.bytes.saturating_sub(bytes.len() as u64);
             self.waiting_bytes -= bytes.len();
         }
         // Records already written are in the head or, after a move, the main table.
-        if mark < self.written {
+        if mark < written {
             for table in [CHANGES_HEAD, CHANGES] {
                 let mut table = txn.open_table(table)?;
-                for index in mark..self.written {
+                for index in mark..written {
                     if let Some(old) = table.remove((time, index))? {
                         self.bytes = self.bytes.saturating_sub(old.value().len() as u64);
                     }
                 }
             }
-            self.written = mark;
         }
         self.next = mark;
         Ok(())
     }
 
-    /// Before the commit: moves the head into the main table when it has grown, and trims the
+    /// Before the commit: writes the waiting records (see [`TxnChanges::write`]) and trims the
     /// log to its bounds, given the bytes its records held before this transaction (`held`,
     /// kept in memory: see [`Log::bytes`]). Returns the commit's time, to be released once
     /// the commit is visible (or has failed), and the bytes the log holds once it commits.
@@ -575,7 +565,15 @@ mod tests {
         let docs: Vec<Document> = (0..HEAD_RECORDS as i64 * 2)
             .map(|i| doc! {"_id": i})
             .collect();
-        c.insert_many(docs, true).unwrap();
+        db.write(|w| {
+            w.insert_many("c", docs, true)?;
+            // Until the commit the records wait in memory: the tables hold what they held.
+            let held = |table| w.txn.open_table(table).unwrap().len().unwrap();
+            assert_eq!((held(CHANGES), held(CHANGES_HEAD)), (0, 2));
+            assert_eq!(w.changes.waiting.len() as u64, HEAD_RECORDS * 2);
+            Ok::<(), Error>(())
+        })
+        .unwrap();
         let (rows, main, head) = log_rows(&db);
         assert_eq!(
             (main, head),

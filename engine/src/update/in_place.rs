@@ -113,9 +113,9 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
                 };
                 let mut inner = element(last, kind, &value);
                 for &name in parents[depth + 1..].iter().rev() {
-                    inner = element(name, DOCUMENT, &raw::document(&inner));
+                    inner = element(name, DOCUMENT, &raw::document(&[&inner]));
                 }
-                let outer = element(name, DOCUMENT, &raw::document(&inner));
+                let outer = element(name, DOCUMENT, &raw::document(&[&inner]));
                 return append(bytes, &containers, &outer);
             }
             None => return Ok(()),
@@ -294,7 +294,7 @@ fn array<'a>(items: impl Iterator<Item = (u8, &'a [u8])>) -> Vec<u8> {
     for (i, (kind, value)) in items.enumerate() {
         elements.extend(element(&i.to_string(), kind, value));
     }
-    raw::document(&elements)
+    raw::document(&[&elements])
 }
 
 /// Appends an element at the end of the innermost of `containers`.
