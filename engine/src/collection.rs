@@ -95,13 +95,12 @@ impl<'db> WriteTxn<'db> {
             return Ok(None);
         };
         let key = id_key(id).map_err(|source| invalid(collection, source))?;
-        let table = self.tables.take(&tables::docs_name(meta.id))?;
-        let found = table
-            .get(key.as_slice())?
-            .map(|v| stored_document(collection, v.value()))
-            .transpose();
-        self.tables.put(table);
-        found
+        self.tables.with(&tables::docs_name(meta.id), |table| {
+            table
+                .get(key.as_slice())?
+                .map(|v| stored_document(collection, v.value()))
+                .transpose()
+        })
     }
 
     /// Replaces the document with this `_id` and returns the old one, or `None` (and changes
@@ -150,10 +149,9 @@ impl<'db> WriteTxn<'db> {
         let Some(meta) = self.catalog.get(collection) else {
             return Ok(0);
         };
-        let table = self.tables.take(&tables::docs_name(meta.id))?;
-        let len = redb::ReadableTableMetadata::len(&table)?;
-        self.tables.put(table);
-        Ok(len)
+        self.tables.with(&tables::docs_name(meta.id), |table| {
+            Ok(redb::ReadableTableMetadata::len(table)?)
+        })
     }
 
     /// The collection's metadata, creating the collection (and its documents table) when
@@ -190,8 +188,7 @@ impl<'db> WriteTxn<'db> {
             query_analyzer: None,
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
-        let docs = self.tables.take(&tables::docs_name(id))?;
-        self.tables.put(docs);
+        self.tables.with(&tables::docs_name(id), |_| Ok(()))?;
         self.record_ddl("create", name, bson::doc! {})?;
         Ok(meta)
     }

@@ -183,8 +183,7 @@ fn merge<'t>(
     drop(tables.delta);
     let (_, delta) = table_names(collection, index);
     pool.txn().delete_table(tables::bytes(&delta))?;
-    pool.put(pool.take(&delta)?);
-    Ok(())
+    pool.with(&delta, |_| Ok(()))
 }
 
 /// Deletes both tables of an index; the pool must hold neither (see `table_pool`).

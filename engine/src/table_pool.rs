@@ -66,6 +66,18 @@ impl<'t> TablePool<'t> {
         idle.push(table);
     }
 
+    /// Runs `f` on the table `name` (opened, and created, if needed) and keeps it idle after.
+    pub(crate) fn with<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&BytesTable<'t>) -> Result<R>,
+    ) -> Result<R> {
+        let table = self.take(name)?;
+        let out = f(&table);
+        self.put(table);
+        out
+    }
+
     /// Closes every idle table.
     pub(crate) fn close_all(&self) {
         self.idle.borrow_mut().clear();

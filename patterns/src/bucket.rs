@@ -502,8 +502,6 @@ fn lookup<'d>(doc: &'d bson::Document, path: &str) -> Option<&'d Bson> {
     Some(value)
 }
 
-type Fields<K, T> = <BucketDoc<K, T> as Document>::Fields;
-
 impl<K, T> Bucket<K, T>
 where
     K: Serialize + DeserializeOwned + Send + 'static,
@@ -699,7 +697,7 @@ where
                 hint: Some(Bson::String(OPEN_INDEX.to_owned())),
                 ..UpdateOptions::default()
             };
-            let updated = buckets.update_one(room, self.write(f, item), &by_index)?;
+            let updated = buckets.update_one(room, self.write(item), &by_index)?;
             if updated.matched > 0 {
                 return Ok(false);
             }
@@ -711,7 +709,7 @@ where
                 .first()?;
             newest.map_or(0, |b| b.seq + 1)
         };
-        let write = self.write(f, item).and(f.closed.set_on_insert(false));
+        let write = self.write(item).and(f.closed.set_on_insert(false));
         let write = match item.start {
             Some(start) => write.and(f.start.set_on_insert(Some(start))),
             None => write,
@@ -722,7 +720,8 @@ where
     }
 
     /// The update that adds one item: its push, the counts and the summaries.
-    fn write(&self, f: &Fields<K, T>, item: &Prepared<T>) -> Update<BucketDoc<K, T>> {
+    fn write(&self, item: &Prepared<T>) -> Update<BucketDoc<K, T>> {
+        let f = &*self.fields;
         let mut write = f.items.push(Encoded(&item.value)).and(f.count.inc(1));
         if self.options.budget().is_some() {
             write = write.and(f.bytes.inc(item.bytes));
