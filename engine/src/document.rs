@@ -76,17 +76,20 @@ pub(crate) fn prepare(raw: RawDocumentBuf) -> Result<Prepared, DocumentError> {
     // Malformed bytes anywhere, and nesting past the limit, are refused at the door rather
     // than stored; every later walk over the document relies on both.
     nesting::check_raw(&raw, MAX_STORED_DEPTH).map_err(|e| match e {
-        RawNestingError::Malformed(e) => malformed(e),
+        RawNestingError::Malformed(reason) => DocumentError::Malformed { reason },
         RawNestingError::TooDeep => DocumentError::TooDeep {
             max: MAX_STORED_DEPTH,
         },
     })?;
+    // The first `_id`: the walk above has read every element, so this one reads keys only,
+    // and stops there (first, as a rule).
     let mut id_position = None;
-    for (position, element) in raw.iter().enumerate() {
-        let (name, value) = element.map_err(malformed)?;
-        if name.as_str() == "_id" && id_position.is_none() {
-            check_id(value)?;
+    for (position, element) in raw.iter_elements().enumerate() {
+        let element = element.map_err(malformed)?;
+        if element.key().as_str() == "_id" {
+            check_id(element.value().map_err(malformed)?)?;
             id_position = Some(position);
+            break;
         }
     }
     let raw = match id_position {

@@ -4,7 +4,7 @@
 //! recurses over documents elsewhere (validation, keys, order, decoding, parsers) relies on one
 //! of these limits having been checked at the door.
 
-use bson::{Bson, Document, RawBsonRef, RawDocument};
+use bson::{Bson, Document, RawDocument};
 
 /// The nesting a stored document may have: 100 levels, the limit MongoDB documents ("BSON
 /// Document Nesting Depth"). The server itself refuses only past 180, leaving 20 of its own
@@ -17,33 +17,209 @@ pub const MAX_STORED_DEPTH: usize = 100;
 pub const MAX_INPUT_DEPTH: usize = 200;
 
 /// Why a raw document failed [`check_raw`].
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum RawNestingError {
-    Malformed(bson::error::Error),
+    /// Bytes that are not BSON; the reason names the element and what is wrong with it.
+    Malformed(String),
     TooDeep,
 }
 
 /// Walks every element of `doc` (so malformed bytes anywhere are found) and checks that it has
 /// at most `max` levels.
+///
+/// It reads the bytes itself, once, without decoding a value: every length within its
+/// container, every key and string valid UTF-8 and every string NUL-terminated, booleans 0 or
+/// 1, binary lengths (and the old subtype's inner length) consistent, a code-with-scope's string
+/// and scope filling it exactly, element types known: what the bson crate checks as it reads
+/// each value (a property test holds the two to the same answers), in a third of the instructions.
+/// Each value's end is at most its container's NUL, so the walk never leaves the bytes.
 pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingError> {
-    let mut frames = vec![raw_values(doc)];
-    while let Some(frame) = frames.last_mut() {
-        let Some(value) = frame.next() else {
-            frames.pop();
-            continue;
-        };
-        let child = match value.map_err(RawNestingError::Malformed)? {
-            RawBsonRef::Document(d) if !d.is_empty() => raw_values(d),
-            RawBsonRef::Array(a) if !a.is_empty() => Box::new(a.into_iter()),
-            RawBsonRef::JavaScriptCodeWithScope(c) if !c.scope.is_empty() => raw_values(c.scope),
-            _ => continue,
-        };
-        if frames.len() >= max {
-            return Err(RawNestingError::TooDeep);
+    let bytes = doc.as_bytes();
+    // `RawDocument` has checked the top level's length and final NUL.
+    // The ends of the containers around the one being read (none allocated for a flat one).
+    let mut frames: Vec<usize> = Vec::new();
+    let mut pos = 4;
+    let mut end = bytes.len() - 1;
+    loop {
+        if pos >= end {
+            // Never past it (see above); checked all the same, as a refusal, not a panic.
+            if pos > end {
+                return Err(RawNestingError::Malformed(format!(
+                    "an element runs past its document's end at byte {end}"
+                )));
+            }
+            // The container's NUL: back to its parent, after it.
+            pos += 1;
+            match frames.pop() {
+                Some(parent_end) => {
+                    end = parent_end;
+                    continue;
+                }
+                None => return Ok(()),
+            }
         }
-        frames.push(child);
+        let kind = bytes[pos];
+        let key_start = pos + 1;
+        let key_len = bytes[key_start..end]
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| malformed_at(bytes, key_start, end, "key without its NUL"))?;
+        let key = &bytes[key_start..key_start + key_len];
+        if !utf8(key) {
+            return Err(malformed(key, "key is not UTF-8"));
+        }
+        let at = key_start + key_len + 1;
+        let fail = |what: &str| malformed(key, what);
+        // Reads the i32 at `i` when its four bytes lie before `end`.
+        let i32_at = |i: usize| -> Result<i32, RawNestingError> {
+            bytes
+                .get(i..i + 4)
+                .filter(|_| i + 4 <= end)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .ok_or_else(|| fail("length runs past its document"))
+        };
+        // A length-prefixed string at `i`: UTF-8, NUL-terminated, before `limit`; its end.
+        let string_at = |i: usize, limit: usize| -> Result<usize, RawNestingError> {
+            let n = i32_at(i)?;
+            let n = usize::try_from(n)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| fail("string length below 1"))?;
+            let stop = (i + 4)
+                .checked_add(n)
+                .filter(|&s| s <= limit)
+                .ok_or_else(|| fail("string runs past its document"))?;
+            if bytes[stop - 1] != 0 {
+                return Err(fail("string without its NUL"));
+            }
+            if !utf8(&bytes[i + 4..stop - 1]) {
+                return Err(fail("string is not UTF-8"));
+            }
+            Ok(stop)
+        };
+        // A C string at `i` (regex parts): UTF-8, before `end`; its end.
+        let cstring_at = |i: usize| -> Result<usize, RawNestingError> {
+            let n = bytes
+                .get(i..end)
+                .and_then(|b| b.iter().position(|&b| b == 0))
+                .ok_or_else(|| fail("regex part without its NUL"))?;
+            if !utf8(&bytes[i..i + n]) {
+                return Err(fail("regex part is not UTF-8"));
+            }
+            Ok(i + n + 1)
+        };
+        // An embedded document at `i` (length at least 5, final NUL) ending by `limit`: the
+        // position of its NUL.
+        let document_at = |i: usize, limit: usize| -> Result<usize, RawNestingError> {
+            let n = i32_at(i)?;
+            let close = usize::try_from(n)
+                .ok()
+                .filter(|&n| n >= 5)
+                .and_then(|n| (i + n).checked_sub(1))
+                .filter(|&c| c < limit)
+                .ok_or_else(|| fail("document length below 5 or past its container"))?;
+            if bytes[close] != 0 {
+                return Err(fail("document without its NUL"));
+            }
+            Ok(close)
+        };
+        let fixed = |n: usize| -> Result<usize, RawNestingError> {
+            Some(at + n)
+                .filter(|&stop| stop <= end)
+                .ok_or_else(|| fail("value runs past its document"))
+        };
+        let (next, opened) = match kind {
+            0x01 | 0x09 | 0x11 | 0x12 => (fixed(8)?, None),
+            0x10 => (fixed(4)?, None),
+            0x07 => (fixed(12)?, None),
+            0x13 => (fixed(16)?, None),
+            0x06 | 0x0A | 0x7F | 0xFF => (at, None),
+            0x08 => {
+                let stop = fixed(1)?;
+                if bytes[at] > 1 {
+                    return Err(fail("boolean is neither 0 nor 1"));
+                }
+                (stop, None)
+            }
+            0x02 | 0x0D | 0x0E => (string_at(at, end)?, None),
+            0x0C => {
+                let stop = string_at(at, end)?;
+                (
+                    Some(stop + 12)
+                        .filter(|&s| s <= end)
+                        .ok_or_else(|| fail("value runs past its document"))?,
+                    None,
+                )
+            }
+            0x0B => (cstring_at(cstring_at(at)?)?, None),
+            0x05 => {
+                let n = usize::try_from(i32_at(at)?).map_err(|_| fail("binary length below 0"))?;
+                let stop = (at + 5)
+                    .checked_add(n)
+                    .filter(|&s| s <= end)
+                    .ok_or_else(|| fail("binary runs past its document"))?;
+                if bytes[at + 4] == 0x02
+                    && (n < 4 || usize::try_from(i32_at(at + 5)?).ok() != Some(n - 4))
+                {
+                    return Err(fail("old binary subtype with a wrong inner length"));
+                }
+                (stop, None)
+            }
+            0x03 | 0x04 => {
+                let close = document_at(at, end)?;
+                (close + 1, (close > at + 4).then_some((at + 4, close)))
+            }
+            0x0F => {
+                let total = usize::try_from(i32_at(at)?)
+                    .ok()
+                    .filter(|&n| n >= 14)
+                    .ok_or_else(|| fail("code with scope length below 14"))?;
+                let stop = at
+                    .checked_add(total)
+                    .filter(|&s| s <= end)
+                    .ok_or_else(|| fail("code with scope runs past its document"))?;
+                let scope = string_at(at + 4, stop)?;
+                let close = document_at(scope, stop)?;
+                if close + 1 != stop {
+                    return Err(fail("code with scope whose scope does not fill it"));
+                }
+                (stop, (close > scope + 4).then_some((scope + 4, close)))
+            }
+            _ => return Err(fail("unknown element type")),
+        };
+        match opened {
+            // A non-empty container is one more level; its elements are walked next.
+            Some((first, close)) => {
+                if frames.len() + 1 >= max {
+                    return Err(RawNestingError::TooDeep);
+                }
+                frames.push(end);
+                end = close;
+                pos = first;
+            }
+            None => pos = next,
+        }
     }
-    Ok(())
+}
+
+/// Whether `bytes` are UTF-8; ASCII (most keys and strings) is told without the full check.
+#[inline]
+fn utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
+/// A malformed element, named by its key.
+fn malformed(key: &[u8], what: &str) -> RawNestingError {
+    RawNestingError::Malformed(format!("field `{}`: {what}", String::from_utf8_lossy(key)))
+}
+
+/// A malformed element whose key could not be read: named by its offset and first bytes.
+fn malformed_at(bytes: &[u8], start: usize, end: usize, what: &str) -> RawNestingError {
+    let shown = &bytes[start..end.min(start + 16)];
+    RawNestingError::Malformed(format!(
+        "{what} at byte {start} (`{}`)",
+        String::from_utf8_lossy(shown)
+    ))
 }
 
 /// Checks raw bytes from outside (a network message) before anything recursive reads them:
@@ -51,15 +227,9 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
 /// says which.
 pub fn check_input(doc: &RawDocument, max: usize) -> Result<(), String> {
     check_raw(doc, max).map_err(|e| match e {
-        RawNestingError::Malformed(e) => e.to_string(),
+        RawNestingError::Malformed(reason) => reason,
         RawNestingError::TooDeep => format!("nests deeper than the limit of {max} levels"),
     })
-}
-
-type RawValues<'a> = Box<dyn Iterator<Item = bson::error::Result<RawBsonRef<'a>>> + 'a>;
-
-fn raw_values(doc: &RawDocument) -> RawValues<'_> {
-    Box::new(doc.iter().map(|e| e.map(|(_, v)| v)))
 }
 
 /// Whether `doc` has more than `max` levels.
@@ -139,7 +309,151 @@ fn children(value: &Bson) -> Option<Values<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{RawBsonRef, RawDocumentBuf, doc};
+    use proptest::prelude::*;
+
+    /// The reference [`check_raw`] is held to: every element read through the bson crate's
+    /// iterator (which checks each value as it builds it), levels counted on a stack.
+    fn bson_walk(doc: &RawDocument, max: usize) -> Result<(), RawNestingError> {
+        type Values<'a> = Box<dyn Iterator<Item = bson::error::Result<RawBsonRef<'a>>> + 'a>;
+        fn values(doc: &RawDocument) -> Values<'_> {
+            Box::new(doc.iter().map(|e| e.map(|(_, v)| v)))
+        }
+        let mut frames = vec![values(doc)];
+        while let Some(frame) = frames.last_mut() {
+            let Some(value) = frame.next() else {
+                frames.pop();
+                continue;
+            };
+            let value = value.map_err(|e| RawNestingError::Malformed(e.to_string()))?;
+            let child = match value {
+                RawBsonRef::Document(d) if !d.is_empty() => values(d),
+                RawBsonRef::Array(a) if !a.is_empty() => Box::new(a.into_iter()),
+                RawBsonRef::JavaScriptCodeWithScope(c) if !c.scope.is_empty() => values(c.scope),
+                _ => continue,
+            };
+            if frames.len() >= max {
+                return Err(RawNestingError::TooDeep);
+            }
+            frames.push(child);
+        }
+        Ok(())
+    }
+
+    fn scalar() -> impl Strategy<Value = Bson> {
+        prop_oneof![
+            any::<f64>().prop_map(Bson::Double),
+            "[a-zé\\x00]{0,6}".prop_map(Bson::String),
+            any::<bool>().prop_map(Bson::Boolean),
+            Just(Bson::Null),
+            Just(Bson::Undefined),
+            Just(Bson::MinKey),
+            Just(Bson::MaxKey),
+            any::<i32>().prop_map(Bson::Int32),
+            any::<i64>().prop_map(Bson::Int64),
+            any::<[u8; 12]>().prop_map(|b| Bson::ObjectId(bson::oid::ObjectId::from_bytes(b))),
+            any::<i64>().prop_map(|t| Bson::DateTime(bson::DateTime::from_millis(t))),
+            (any::<u32>(), any::<u32>())
+                .prop_map(|(time, increment)| Bson::Timestamp(bson::Timestamp { time, increment })),
+            any::<[u8; 16]>().prop_map(|b| Bson::Decimal128(bson::Decimal128::from_bytes(b))),
+            (
+                prop::sample::select(vec![0u8, 2, 4, 0x80]),
+                prop::collection::vec(any::<u8>(), 0..6)
+            )
+                .prop_map(|(subtype, bytes)| Bson::Binary(bson::Binary {
+                    subtype: subtype.into(),
+                    bytes,
+                })),
+            ("[a-z]{0,3}", "[imsx]{0,2}").prop_map(|(p, o)| Bson::RegularExpression(bson::Regex {
+                pattern: p.try_into().expect("no NUL"),
+                options: o.try_into().expect("no NUL"),
+            })),
+            "[a-z]{0,4}".prop_map(Bson::JavaScriptCode),
+            "[a-z]{0,4}".prop_map(Bson::Symbol),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Bson> {
+        scalar().prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
+                prop::collection::vec(("[a-z0-9]{0,2}", inner.clone()), 0..3)
+                    .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
+                (
+                    "[a-z]{0,3}",
+                    prop::collection::vec(("[a-z]{1,2}", inner), 0..2)
+                )
+                    .prop_map(|(code, scope)| {
+                        Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
+                            code,
+                            scope: scope.into_iter().collect(),
+                        })
+                    }),
+            ]
+        })
+    }
+
+    fn document() -> impl Strategy<Value = RawDocumentBuf> {
+        prop::collection::vec(("[a-zé]{0,2}", value()), 0..5).prop_map(|fields| {
+            let doc: Document = fields.into_iter().collect();
+            RawDocumentBuf::try_from(&doc).expect("encodes")
+        })
+    }
+
+    fn outcome(r: &Result<(), RawNestingError>) -> &'static str {
+        match r {
+            Ok(()) => "ok",
+            Err(RawNestingError::TooDeep) => "too deep",
+            Err(RawNestingError::Malformed(_)) => "malformed",
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+        /// Well-formed documents pass, and levels are counted as the reference counts them.
+        #[test]
+        fn documents_the_encoder_writes_pass_and_count_their_levels(
+            doc in document(),
+            max in 1usize..6,
+        ) {
+            prop_assert!(check_raw(&doc, MAX_STORED_DEPTH).is_ok());
+            prop_assert_eq!(check_raw(&doc, max), bson_walk(&doc, max));
+        }
+
+        /// Damaged bytes: accepted exactly where the bson crate reads every element.
+        #[test]
+        fn damaged_bytes_pass_only_where_the_bson_crate_reads_them(
+            doc in document(),
+            damage in prop::collection::vec(
+                (any::<prop::sample::Index>(), any::<bool>(), prop_oneof![
+                    Just(0u8), Just(1), Just(2), Just(5), Just(0x7F), Just(0x80), Just(0xC3),
+                    Just(0xFF), any::<u8>(),
+                ]),
+                1..4,
+            ),
+            max in prop_oneof![Just(2usize), Just(MAX_STORED_DEPTH)],
+        ) {
+            let mut bytes = doc.into_bytes();
+            // A byte set to a value, or moved by a little (a length's low byte: a length off
+            // by a few).
+            for (at, set, byte) in damage {
+                let at = at.index(bytes.len());
+                bytes[at] = if set { byte } else { bytes[at].wrapping_add(byte % 5).wrapping_sub(2) };
+            }
+            let Ok(damaged) = RawDocument::from_bytes(&bytes) else {
+                return Ok(());
+            };
+            let (ours, theirs) = (check_raw(damaged, max), bson_walk(damaged, max));
+            prop_assert_eq!(
+                outcome(&ours) == "ok",
+                outcome(&theirs) == "ok",
+                "ours {:?}, the bson crate's {:?}",
+                ours,
+                theirs
+            );
+        }
+    }
 
     fn nested(levels: usize) -> Document {
         let mut d = doc! { "a": 1 };
