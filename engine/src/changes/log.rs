@@ -27,6 +27,7 @@
 //!   whole head, and a new record is newer than all before it), so the log reads as the main
 //!   table followed by the head ([`Log`]).
 
+use std::ops::Bound;
 use std::time::Duration;
 
 use bson::raw::cstr;
@@ -224,10 +225,15 @@ fn move_head(
     head: Table<'_, Position, &'static [u8]>,
     main: &mut Table<'_, Position, &'static [u8]>,
 ) -> Result<()> {
-    for row in head.iter()? {
-        let (key, value) = row?;
-        main.insert(key.value(), value.value())?;
-    }
+    // At most [`HEAD_RECORDS`] records, copied out so the head can be deleted after.
+    let rows = head
+        .iter()?
+        .map(|row| row.map(|(key, value)| (key.value(), value.value().to_vec())))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    append_all(
+        main,
+        rows.iter().map(|(key, value)| (*key, value.as_slice())),
+    )?;
     drop(head);
     txn.delete_table(CHANGES_HEAD)?;
     Ok(())
@@ -449,13 +455,51 @@ impl TxnChanges {
     }
 }
 
+/// See [`append_all`].
+const APPEND_RUN: usize = 8;
+
 fn insert_all(
     table: &mut Table<'_, Position, &'static [u8]>,
     time: u64,
     records: &[(u32, Vec<u8>)],
 ) -> Result<()> {
-    for (index, bytes) in records {
-        table.insert((time, *index), bytes.as_slice())?;
+    append_all(
+        table,
+        records
+            .iter()
+            .map(|(index, bytes)| ((time, *index), bytes.as_slice())),
+    )
+}
+
+/// Adds rows in ascending key order after the table's last, as the log's records come (a
+/// commit's time is later than any before it, the head's records later than the main
+/// table's): through one cursor at the table's end, so that redb splices them into the last
+/// leaf as one run instead of descending the tree for each. A row that does not sort after the
+/// one before (not expected) goes in by a plain insert after the others. Fewer than
+/// [`APPEND_RUN`] rows go in by plain inserts: a cursor costs more than it saves on them (a
+/// durable commit of one record: about 7,000 instructions more, by callgrind on `bench core`).
+fn append_all<'r>(
+    table: &mut Table<'_, Position, &'static [u8]>,
+    rows: impl ExactSizeIterator<Item = (Position, &'r [u8])>,
+) -> Result<()> {
+    if rows.len() < APPEND_RUN {
+        for (key, value) in rows {
+            table.insert(key, value)?;
+        }
+        return Ok(());
+    }
+    let mut unordered = Vec::new();
+    let mut cursor = table.upper_bound_mut(Bound::<Position>::Unbounded)?;
+    for (key, value) in rows {
+        match cursor.insert_before(key, value) {
+            Ok(()) => {}
+            Err(redb::CursorError::UnorderedKey) => unordered.push((key, value)),
+            Err(e) => return Err(redb::Error::from(e).into()),
+        }
+    }
+    cursor.close()?;
+    for (key, value) in unordered {
+        table.insert(key, value)?;
     }
     Ok(())
 }
@@ -584,6 +628,45 @@ mod tests {
         c.insert_one(doc! {"_id": "last"}).unwrap();
         let (_, main, head) = log_rows(&db);
         assert_eq!((main, head), (2 + HEAD_RECORDS * 2, 1));
+    }
+
+    /// Rows after the table's last go in through the cursor as one run, or by plain inserts
+    /// when few; a row out of order (earlier than the last) is inserted all the same.
+    #[test]
+    fn appended_rows_are_all_stored_whatever_their_order() {
+        let db = redb::Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(CHANGES).unwrap();
+            table.insert((10, 0), b"old".as_slice()).unwrap();
+            let value = |n: u32| n.to_le_bytes().to_vec();
+            let mut expected = vec![((10, 0), b"old".to_vec())];
+            for (time, count) in [(11, 3), (12, APPEND_RUN as u32), (13, 40)] {
+                let mut rows: Vec<(Position, Vec<u8>)> =
+                    (0..count).map(|i| ((time, i), value(i))).collect();
+                // One row from before the table's last, mid-run.
+                rows.insert(count as usize / 2, ((time - 2, 1000 + count), value(count)));
+                append_all(
+                    &mut table,
+                    rows.iter().map(|(key, value)| (*key, value.as_slice())),
+                )
+                .unwrap();
+                expected.extend(rows);
+            }
+            expected.sort();
+            let stored: Vec<(Position, Vec<u8>)> = table
+                .iter()
+                .unwrap()
+                .map(|row| {
+                    let (k, v) = row.unwrap();
+                    (k.value(), v.value().to_vec())
+                })
+                .collect();
+            assert_eq!(stored, expected);
+        }
+        txn.commit().unwrap();
     }
 
     #[derive(Debug, Clone)]
