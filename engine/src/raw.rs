@@ -211,6 +211,30 @@ pub(crate) fn document(parts: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// The first element of a document (`RawDocument` bytes); `None` when it has none or it
+/// cannot be read.
+pub(crate) fn first(bytes: &[u8]) -> Option<Element> {
+    element_at(bytes, 4, bytes.len().checked_sub(1)?)
+}
+
+/// Appends an element: its type, its name (which holds no NUL), the value's bytes as encoded.
+pub(crate) fn push_element(out: &mut Vec<u8>, kind: u8, name: &str, value: &[u8]) {
+    out.push(kind);
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    out.extend_from_slice(value);
+}
+
+/// Appends a string element (see [`push_element`]); the text is far below 2 GiB.
+pub(crate) fn push_string(out: &mut Vec<u8>, name: &str, text: &str) {
+    out.push(0x02);
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    out.extend_from_slice(&((text.len() + 1) as i32).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.push(0);
+}
+
 /// The element starting at `at`, which must end by `end`.
 fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
     let kind = *bytes.get(at)?;

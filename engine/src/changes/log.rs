@@ -30,7 +30,6 @@
 use std::ops::Bound;
 use std::time::Duration;
 
-use bson::raw::cstr;
 use bson::{Document, RawDocument, RawDocumentBuf, doc};
 use redb::{
     AccessGuard, ReadableTable, ReadableTableMetadata, StorageError, Table, WriteTransaction,
@@ -314,6 +313,17 @@ impl TxnChanges {
         coll: &str,
         fields: &RawDocument,
     ) -> Result<()> {
+        self.append_elements(txn, op, coll, raw::elements_bytes(fields))
+    }
+
+    /// [`TxnChanges::append`] of fields given as encoded elements, one after another.
+    pub(crate) fn append_elements(
+        &mut self,
+        txn: &WriteTransaction,
+        op: &str,
+        coll: &str,
+        fields: &[u8],
+    ) -> Result<()> {
         if !self.options.enabled {
             return Ok(());
         }
@@ -321,16 +331,26 @@ impl TxnChanges {
             self.time = Some(InFlight::take());
             self.wall = bson::DateTime::now();
         }
-        let mut record = RawDocumentBuf::new();
-        record.append(cstr!("op"), op);
-        record.append(cstr!("coll"), coll);
-        record.append(cstr!("wall"), self.wall);
-        // The context's and the fields' elements follow, their bytes copied as they are, once.
-        let bytes = raw::document(&[
-            raw::elements_bytes(&record),
-            raw::elements_bytes(&self.context),
-            raw::elements_bytes(fields),
-        ]);
+        // `op`, `coll`, `wall`, then the context's and the fields' elements, their bytes copied
+        // as they are, once, into a buffer of the record's size.
+        let context = raw::elements_bytes(&self.context);
+        let size = 4 + (9 + op.len()) + (11 + coll.len()) + 14 + context.len() + fields.len() + 1;
+        let mut bytes = Vec::with_capacity(size);
+        bytes.extend_from_slice(&[0; 4]);
+        raw::push_string(&mut bytes, "op", op);
+        raw::push_string(&mut bytes, "coll", coll);
+        raw::push_element(
+            &mut bytes,
+            0x09,
+            "wall",
+            &self.wall.timestamp_millis().to_le_bytes(),
+        );
+        bytes.extend_from_slice(context);
+        bytes.extend_from_slice(fields);
+        bytes.push(0);
+        let len = i32::try_from(bytes.len())
+            .map_err(|_| Error::corrupt("a change record", "over 2 GiB"))?;
+        bytes[..4].copy_from_slice(&len.to_le_bytes());
         self.bytes += bytes.len() as u64;
         self.waiting_bytes += bytes.len();
         self.waiting.push((self.next, bytes));
@@ -628,6 +648,84 @@ mod tests {
         c.insert_one(doc! {"_id": "last"}).unwrap();
         let (_, main, head) = log_rows(&db);
         assert_eq!((main, head), (2 + HEAD_RECORDS * 2, 1));
+    }
+
+    /// Each kind of record, written into one buffer from its parts, is byte for byte the
+    /// document the fields' plain encoding gives, in the documented order.
+    #[test]
+    fn records_are_the_documents_their_fields_make() {
+        use crate::options::{CollectionOptions, ShardKey};
+        let db = crate::Database::in_memory().unwrap();
+        db.write(|w| {
+            w.create_collection_with(
+                "s",
+                CollectionOptions::default()
+                    .with_shard_key(ShardKey::range(["to.name"]).unwrap())
+                    .with_pre_and_post_images(true),
+            )
+        })
+        .unwrap();
+        let (before, _, _) = log_rows(&db);
+        let s = db.collection("s");
+        let c = db.collection("c");
+        let first = doc! {"_id": "m1", "to": {"name": "joe"}, "n": 1};
+        s.insert_one(first.clone()).unwrap();
+        let options = crate::update::UpdateOptions::default();
+        s.update_one(&doc! {"_id": "m1"}, doc! {"$inc": {"n": 1}}, &options)
+            .unwrap();
+        c.insert_one(doc! {"_id": 7, "a": "x"}).unwrap();
+        c.replace_one(&doc! {"_id": 7}, &doc! {"b": 2}, &options)
+            .unwrap();
+        c.delete_one(&doc! {"_id": 7}).unwrap();
+        let (rows, _, _) = log_rows(&db);
+        // The documents' records, without the `create` the first insert into `c` brings.
+        let rows: Vec<&Vec<u8>> = rows[before.len()..]
+            .iter()
+            .map(|(_, bytes)| bytes)
+            .filter(|bytes| {
+                RawDocument::from_bytes(bytes)
+                    .unwrap()
+                    .get_str("op")
+                    .unwrap()
+                    != "create"
+            })
+            .collect();
+        let records: Vec<Document> = rows
+            .iter()
+            .map(|bytes| RawDocument::from_bytes(bytes).unwrap().try_into().unwrap())
+            .collect();
+        let second = doc! {"_id": "m1", "to": {"name": "joe"}, "n": 2};
+        let key = doc! {"_id": "m1", "to.name": "joe"};
+        let expected = [
+            doc! {"documentKey": key.clone(), "fullDocument": first.clone()},
+            doc! {
+                "documentKey": key,
+                "updateDescription": {
+                    "updatedFields": {"n": 2}, "removedFields": [], "truncatedArrays": [],
+                },
+                "postImage": second,
+                "preImage": first,
+            },
+            doc! {"documentKey": {"_id": 7}, "fullDocument": {"_id": 7, "a": "x"}},
+            doc! {"documentKey": {"_id": 7}, "fullDocument": {"_id": 7, "b": 2}},
+            doc! {"documentKey": {"_id": 7}},
+        ];
+        let ops = ["insert", "update", "insert", "replace", "delete"];
+        let colls = ["s", "s", "c", "c", "c"];
+        assert_eq!(records.len(), expected.len());
+        for (i, record) in records.iter().enumerate() {
+            let mut whole = doc! {
+                "op": ops[i],
+                "coll": colls[i],
+                "wall": record.get_datetime("wall").unwrap(),
+            };
+            whole.extend(expected[i].clone());
+            assert_eq!(record, &whole);
+            assert_eq!(
+                rows[i].as_slice(),
+                RawDocumentBuf::try_from(&whole).unwrap().as_bytes()
+            );
+        }
     }
 
     /// Rows after the table's last go in through the cursor as one run, or by plain inserts

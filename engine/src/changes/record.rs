@@ -26,6 +26,7 @@ use super::diff;
 use super::log::TxnChanges;
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
+use crate::raw;
 
 /// How an existing document was rewritten: by update operators (or a pipeline), or by a
 /// replacement document.
@@ -54,17 +55,19 @@ impl<'t> Recorder<'t> {
         self.changes.enabled()
     }
 
-    fn append(&mut self, op: &str, coll: &str, fields: &RawDocument) -> Result<()> {
-        self.changes.append(self.txn, op, coll, fields)
+    /// Appends a record whose fields are `fields`, encoded elements one after another.
+    fn append(&mut self, op: &str, coll: &str, fields: &[u8]) -> Result<()> {
+        self.changes.append_elements(self.txn, op, coll, fields)
     }
 
     pub(crate) fn inserted(&mut self, meta: &CollectionMeta, doc: &RawDocument) -> Result<()> {
         if !self.enabled() {
             return Ok(());
         }
-        let mut fields = RawDocumentBuf::new();
-        fields.append(cstr!("documentKey"), document_key(meta, doc)?);
-        fields.append(cstr!("fullDocument"), doc);
+        let key = document_key(meta, doc)?;
+        let mut fields = Vec::with_capacity(key.len() + doc.as_bytes().len() + 32);
+        raw::push_element(&mut fields, raw::DOCUMENT, "documentKey", &key);
+        raw::push_element(&mut fields, raw::DOCUMENT, "fullDocument", doc.as_bytes());
         self.append("insert", &meta.name, &fields)
     }
 
@@ -83,23 +86,26 @@ impl<'t> Recorder<'t> {
             Rewrite::Update => diff::describe(old, new),
             Rewrite::Replace => None,
         };
-        let mut fields = RawDocumentBuf::new();
-        fields.append(cstr!("documentKey"), document_key(meta, new)?);
+        let mut fields = Vec::new();
+        let document = |fields: &mut Vec<u8>, name, bytes: &[u8]| {
+            raw::push_element(fields, raw::DOCUMENT, name, bytes);
+        };
+        document(&mut fields, "documentKey", &document_key(meta, new)?);
         let op = if let Some((description, ambiguous)) = description {
-            fields.append(cstr!("updateDescription"), description);
+            document(&mut fields, "updateDescription", description.as_bytes());
             if let Some(ambiguous) = ambiguous {
-                fields.append(cstr!("disambiguatedPaths"), ambiguous);
+                document(&mut fields, "disambiguatedPaths", ambiguous.as_bytes());
             }
             if images {
-                fields.append(cstr!("postImage"), new);
+                document(&mut fields, "postImage", new.as_bytes());
             }
             "update"
         } else {
-            fields.append(cstr!("fullDocument"), new);
+            document(&mut fields, "fullDocument", new.as_bytes());
             "replace"
         };
         if images {
-            fields.append(cstr!("preImage"), old);
+            document(&mut fields, "preImage", old.as_bytes());
         }
         self.append(op, &meta.name, &fields)
     }
@@ -108,10 +114,15 @@ impl<'t> Recorder<'t> {
         if !self.enabled() {
             return Ok(());
         }
-        let mut fields = RawDocumentBuf::new();
-        fields.append(cstr!("documentKey"), document_key(meta, old)?);
+        let mut fields = Vec::new();
+        raw::push_element(
+            &mut fields,
+            raw::DOCUMENT,
+            "documentKey",
+            &document_key(meta, old)?,
+        );
         if meta.options.change_stream_pre_and_post_images {
-            fields.append(cstr!("preImage"), old);
+            raw::push_element(&mut fields, raw::DOCUMENT, "preImage", old.as_bytes());
         }
         self.append("delete", &meta.name, &fields)
     }
@@ -145,8 +156,17 @@ pub(crate) fn ddl(
     changes.append(txn, op, coll, &fields)
 }
 
-/// `_id`, then the shard key's fields (see the module documentation).
-fn document_key(meta: &CollectionMeta, doc: &RawDocument) -> Result<RawDocumentBuf> {
+/// `_id`, then the shard key's fields (see the module documentation), as a document's bytes.
+fn document_key(meta: &CollectionMeta, doc: &RawDocument) -> Result<Vec<u8>> {
+    // Without a shard key: the document's first element, `_id` as stored documents keep it,
+    // copied as it is.
+    if meta.options.shard_key.is_none()
+        && let Some(first) = raw::first(doc.as_bytes())
+        && first.name(doc.as_bytes()) == b"_id"
+    {
+        let bytes = doc.as_bytes();
+        return Ok(raw::document(&[&bytes[first.start..first.end]]));
+    }
     let mut key = RawDocumentBuf::new();
     let id = doc
         .get("_id")
@@ -165,7 +185,7 @@ fn document_key(meta: &CollectionMeta, doc: &RawDocument) -> Result<RawDocumentB
             }
         }
     }
-    Ok(key)
+    Ok(key.into_bytes())
 }
 
 /// The value at a dotted path through sub-documents (a shard key holds no arrays).
