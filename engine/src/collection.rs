@@ -660,11 +660,16 @@ impl<'t, 'db> Writer<'t, 'db> {
             Change::Remove
         };
         let staged = self.pending.entry((self.meta.id, index.id)).or_default();
-        let merged = match staged.remove(&k) {
-            Some(earlier) => earlier.then(change),
-            None => change,
-        };
-        staged.insert(k, merged);
+        // One lookup: a key staged before in the transaction composes with this change.
+        match staged.entry(k) {
+            std::collections::btree_map::Entry::Occupied(mut earlier) => {
+                let staged = std::mem::replace(earlier.get_mut(), Change::Remove);
+                *earlier.get_mut() = staged.then(change);
+            }
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(change);
+            }
+        }
     }
 }
 
