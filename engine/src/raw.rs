@@ -236,7 +236,7 @@ pub(crate) fn push_string(out: &mut Vec<u8>, name: &str, text: &str) {
 }
 
 /// The element starting at `at`, which must end by `end`.
-fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
+pub(crate) fn element_at(bytes: &[u8], at: usize, end: usize) -> Option<Element> {
     let kind = *bytes.get(at)?;
     let name_end = at + 1 + bytes.get(at + 1..end)?.iter().position(|&b| b == 0)?;
     let value = name_end + 1;

@@ -192,8 +192,22 @@ struct Description {
 }
 
 fn plain(name: &str) -> bool {
-    !name.is_empty() && !name.contains('.') && !name.starts_with('$')
+    plain_bytes(name.as_bytes())
 }
+
+/// [`plain`] on a name's bytes.
+fn plain_bytes(name: &[u8]) -> bool {
+    !name.is_empty() && !name.contains(&b'.') && name[0] != b'$'
+}
+
+/// Whether a name's bytes are UTF-8 (ASCII told without the full check).
+fn utf8(name: &[u8]) -> bool {
+    name.is_ascii() || std::str::from_utf8(name).is_ok()
+}
+
+/// The most fields [`Description::in_step`] reads in step; a larger document takes the
+/// general walk.
+const IN_STEP_FIELDS: usize = 32;
 
 impl Description {
     fn note(&mut self, at: &At<'_>) {
@@ -215,6 +229,14 @@ impl Description {
     /// impossible. It decides that before it describes anything, so `false` leaves `self` as
     /// it was.
     fn documents(&mut self, old: &[u8], new: &[u8], at: &At<'_>) -> Result<bool, Unreadable> {
+        if self.in_step(old, new, at)? {
+            return Ok(true);
+        }
+        self.listed(old, new, at)
+    }
+
+    /// [`Description::documents`] on the documents' fields listed: any names, in any order.
+    fn listed(&mut self, old: &[u8], new: &[u8], at: &At<'_>) -> Result<bool, Unreadable> {
         let (old, new) = (fields(old)?, fields(new)?);
         if !old.iter().chain(&new).all(|(k, _)| plain(k)) {
             return Ok(false);
@@ -264,6 +286,47 @@ impl Description {
                 // Equal values are skipped before their path is spelled out.
                 Some(o) if o == *v => {}
                 Some(o) => self.value(o, *v, &at.field(k))?,
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`Description::documents`] for the usual update, which keeps every name in its place
+    /// (names plain and each held once, at most [`IN_STEP_FIELDS`] of them): both documents'
+    /// elements are read in step, without listing their fields, and only values that differ
+    /// are described. `false`, having described nothing, when the names are not so; the
+    /// general walk then decides (and gives the same answer where both apply).
+    fn in_step(&mut self, old: &[u8], new: &[u8], at: &At<'_>) -> Result<bool, Unreadable> {
+        let old_end = raw::end_of(old, 0).ok_or(Unreadable)?;
+        let new_end = raw::end_of(new, 0).ok_or(Unreadable)?;
+        let mut olds = [None; IN_STEP_FIELDS];
+        let mut news = [None; IN_STEP_FIELDS];
+        let (mut o_at, mut n_at, mut n) = (4, 4, 0);
+        while o_at < old_end || n_at < new_end {
+            if o_at >= old_end || n_at >= new_end || n == IN_STEP_FIELDS {
+                return Ok(false);
+            }
+            let o = raw::element_at(old, o_at, old_end).ok_or(Unreadable)?;
+            let e = raw::element_at(new, n_at, new_end).ok_or(Unreadable)?;
+            let name = o.name(old);
+            if !utf8(name) || !utf8(e.name(new)) {
+                return Err(Unreadable);
+            }
+            let held_before = olds[..n]
+                .iter()
+                .flatten()
+                .any(|p: &raw::Element| p.name(old) == name);
+            if name != e.name(new) || !plain_bytes(name) || held_before {
+                return Ok(false);
+            }
+            (olds[n], news[n]) = (Some(o), Some(e));
+            (o_at, n_at, n) = (o.end, e.end, n + 1);
+        }
+        for (o, e) in olds[..n].iter().flatten().zip(news[..n].iter().flatten()) {
+            let (before, after) = (Value::of(old, o), Value::of(new, e));
+            if before != after {
+                let name = std::str::from_utf8(e.name(new)).map_err(|_| Unreadable)?;
+                self.value(before, after, &at.field(name))?;
             }
         }
         Ok(true)
@@ -712,6 +775,105 @@ mod tests {
                 prop_assert!(!ambiguous.is_empty(), "a path through field 1 has no parts");
             }
         }
+    }
+
+    /// A document and what it becomes with its names kept in place (values changed, nested
+    /// documents changed inside), or, now and then, one name changed or moved; names include
+    /// ones no dotted path can hold.
+    fn kept_names() -> impl Strategy<Value = (Document, Document)> {
+        let name = prop::sample::select(vec!["a", "b", "1", "c", "x", "$d", "e.f", ""]);
+        (
+            prop::collection::vec((name, value(), prop::option::of(value())), 0..6),
+            0..8u8,
+        )
+            .prop_map(|(fields, twist)| {
+                let (mut old, mut new) = (doc! {"_id": 1}, doc! {"_id": 1});
+                for (name, before, after) in fields {
+                    old.insert(name, before.clone());
+                    // A sub-document changed inside keeps its own names.
+                    let after = match (&before, after) {
+                        (Bson::Document(d), Some(Bson::Int32(n))) => {
+                            let mut d = d.clone();
+                            d.insert("n", n);
+                            Bson::Document(d)
+                        }
+                        (_, after) => after.unwrap_or(before),
+                    };
+                    new.insert(name, after);
+                }
+                match twist {
+                    0 if new.len() > 1 => {
+                        let last = new.keys().last().cloned().unwrap();
+                        let value = new.remove(&last).unwrap();
+                        new.insert("renamed", value);
+                    }
+                    1 if new.len() > 2 => {
+                        let first = new.keys().nth(1).cloned().unwrap();
+                        let value = new.remove(&first).unwrap();
+                        new.insert(first, value);
+                    }
+                    _ => {}
+                }
+                (old, new)
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Law: reading two documents in step, where it applies, describes what the walk over
+        /// their listed fields describes (or fails where it fails); where it does not apply, it
+        /// describes nothing.
+        #[test]
+        fn reading_in_step_describes_what_the_listed_walk_does((old, new) in kept_names()) {
+            let (old, new) = (raw(&old), raw(&new));
+            let root = At::root();
+            let mut fast = Description::default();
+            let mut walk = Description::default();
+            let listed = walk.listed(old.as_bytes(), new.as_bytes(), &root).ok();
+            match fast.in_step(old.as_bytes(), new.as_bytes(), &root) {
+                Ok(true) => {
+                    prop_assert_eq!(listed, Some(true));
+                    prop_assert_eq!(&fast.updated, &walk.updated);
+                    prop_assert_eq!(&fast.removed, &walk.removed);
+                    prop_assert_eq!(&fast.truncated, &walk.truncated);
+                    prop_assert_eq!(&fast.ambiguous, &walk.ambiguous);
+                }
+                Ok(false) => {
+                    prop_assert!(fast.updated.is_empty() && fast.removed.is_empty());
+                    prop_assert!(fast.truncated.is_empty() && fast.ambiguous.is_empty());
+                }
+                Err(Unreadable) => prop_assert_eq!(listed, None),
+            }
+        }
+    }
+
+    /// More fields than are read in step: the listed walk describes them.
+    #[test]
+    fn a_document_of_many_fields_is_described_by_the_listed_walk() {
+        let many = |changed: i32| -> Document {
+            (0..40)
+                .map(|i| {
+                    (
+                        format!("f{i}"),
+                        Bson::Int32(if i == 39 { changed } else { i }),
+                    )
+                })
+                .collect()
+        };
+        let (old, new) = (raw(&many(0)), raw(&many(1)));
+        let mut fast = Description::default();
+        assert!(matches!(
+            fast.in_step(old.as_bytes(), new.as_bytes(), &At::root()),
+            Ok(false)
+        ));
+        assert_eq!(
+            round_trip(many(0), many(1))
+                .unwrap()
+                .get_document("updatedFields")
+                .unwrap(),
+            &doc! {"f39": 1}
+        );
     }
 
     /// Describes the array change `old` -> `new` under `a` by `appended` (`None` when it
