@@ -6,6 +6,8 @@
 
 use bson::{Bson, Document, RawDocument};
 
+use crate::raw;
+
 /// The nesting a stored document may have: 100 levels, the limit MongoDB documents ("BSON
 /// Document Nesting Depth"). The server itself refuses only past 180, leaving 20 of its own
 /// 200-level parse limit for the oplog and replies; keeping to the documented limit means a
@@ -65,7 +67,7 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
             .position(|&b| b == 0)
             .ok_or_else(|| malformed_at(bytes, key_start, end, "key without its NUL"))?;
         let key = &bytes[key_start..key_start + key_len];
-        if !utf8(key) {
+        if !raw::utf8(key) {
             return Err(malformed(key, "key is not UTF-8"));
         }
         let at = key_start + key_len + 1;
@@ -92,7 +94,7 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
             if bytes[stop - 1] != 0 {
                 return Err(fail("string without its NUL"));
             }
-            if !utf8(&bytes[i + 4..stop - 1]) {
+            if !raw::utf8(&bytes[i + 4..stop - 1]) {
                 return Err(fail("string is not UTF-8"));
             }
             Ok(stop)
@@ -103,7 +105,7 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
                 .get(i..end)
                 .and_then(|b| b.iter().position(|&b| b == 0))
                 .ok_or_else(|| fail("regex part without its NUL"))?;
-            if !utf8(&bytes[i..i + n]) {
+            if !raw::utf8(&bytes[i..i + n]) {
                 return Err(fail("regex part is not UTF-8"));
             }
             Ok(i + n + 1)
@@ -200,12 +202,6 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
             None => pos = next,
         }
     }
-}
-
-/// Whether `bytes` are UTF-8; ASCII (most keys and strings) is told without the full check.
-#[inline]
-fn utf8(bytes: &[u8]) -> bool {
-    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }
 
 /// A malformed element, named by its key.

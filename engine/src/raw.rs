@@ -24,6 +24,7 @@ pub(crate) struct Element {
 
 pub(crate) const DOCUMENT: u8 = 0x03;
 pub(crate) const ARRAY: u8 = 0x04;
+pub(crate) const DATE_TIME: u8 = 0x09;
 
 impl Element {
     pub(crate) fn name<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
@@ -209,6 +210,12 @@ pub(crate) fn document(parts: &[&[u8]]) -> Vec<u8> {
     }
     out.push(0);
     out
+}
+
+/// Whether `bytes` are UTF-8; ASCII (most names and strings) is told without the full check.
+#[inline]
+pub(crate) fn utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }
 
 /// The first element of a document (`RawDocument` bytes); `None` when it has none or it

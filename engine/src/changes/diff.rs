@@ -200,11 +200,6 @@ fn plain_bytes(name: &[u8]) -> bool {
     !name.is_empty() && !name.contains(&b'.') && name[0] != b'$'
 }
 
-/// Whether a name's bytes are UTF-8 (ASCII told without the full check).
-fn utf8(name: &[u8]) -> bool {
-    name.is_ascii() || std::str::from_utf8(name).is_ok()
-}
-
 /// The most fields [`Description::in_step`] reads in step; a larger document takes the
 /// general walk.
 const IN_STEP_FIELDS: usize = 32;
@@ -309,7 +304,7 @@ impl Description {
             let o = raw::element_at(old, o_at, old_end).ok_or(Unreadable)?;
             let e = raw::element_at(new, n_at, new_end).ok_or(Unreadable)?;
             let name = o.name(old);
-            if !utf8(name) || !utf8(e.name(new)) {
+            if !raw::utf8(name) || !raw::utf8(e.name(new)) {
                 return Err(Unreadable);
             }
             let held_before = olds[..n]

@@ -341,7 +341,7 @@ impl TxnChanges {
         raw::push_string(&mut bytes, "coll", coll);
         raw::push_element(
             &mut bytes,
-            0x09,
+            raw::DATE_TIME,
             "wall",
             &self.wall.timestamp_millis().to_le_bytes(),
         );
