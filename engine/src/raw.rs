@@ -154,7 +154,7 @@ pub(crate) fn count(bytes: &[u8], container: usize) -> Option<usize> {
 
 /// Calls `f` with each element of the document (or array) starting at `container`, in order;
 /// `None` when the bytes cannot be read to its end.
-fn each(bytes: &[u8], container: usize, f: impl FnMut(Element)) -> Option<()> {
+pub(crate) fn each(bytes: &[u8], container: usize, f: impl FnMut(Element)) -> Option<()> {
     let end = end_of(bytes, container)?;
     each_between(bytes, container + 4, end, f)
 }

@@ -26,7 +26,7 @@ use crate::indexes::IndexPlan;
 use crate::model::Document;
 use crate::sort::{Projection, Sort};
 use crate::txn::{Txn, TxnCollection, WriteModel, serialized};
-use crate::update::Update;
+use crate::update::{PreparedUpdate, Update};
 use crate::writer::Writer;
 
 /// A collection of the model `T`: its declared one ([`Database::collection`]) or one named at
@@ -307,6 +307,12 @@ impl<T: Document> Collection<T> {
             ..UpdateOptions::default()
         };
         self.update_one_with(filter, update, &options)
+    }
+
+    /// Checks and parses `update` once, to apply it many times in transactions
+    /// ([`crate::TxnCollection::update_one_prepared`]).
+    pub fn prepare_update(&self, update: impl Into<Update<T>>) -> Result<PreparedUpdate<T>> {
+        PreparedUpdate::new(update.into(), &self.name)
     }
 
     /// `update_one` with the engine's options (upsert, array filters, sort, hint).

@@ -96,7 +96,7 @@ pub use odm_engine::changes::{FullDocument, FullDocumentBeforeChange};
 pub use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
 pub use sort::{Projection, Sort};
 pub use txn::{Txn, TxnCollection, WriteModel};
-pub use update::{DateLike, Push, Update};
+pub use update::{DateLike, PreparedUpdate, Push, Update};
 pub use watch::{
     ChangeEvent, ChangeStream, EventDocument, Namespace, OperationType, ResumeToken,
     TruncatedArray, UpdateDescription, Watch,

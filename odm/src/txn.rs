@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::indexes::{Index, IndexPlan, sync};
 use crate::model::Document;
-use crate::update::Update;
+use crate::update::{PreparedUpdate, Update};
 use crate::writer::Writer;
 
 /// A write transaction over typed models; see [`Database::write`]. Its shorthands
@@ -369,6 +369,33 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
         self.inner.update(self.name, &filter, update, options, true)
+    }
+
+    /// [`TxnCollection::update_one`] with an update prepared once
+    /// ([`Collection::prepare_update`](crate::Collection::prepare_update)); `options` must hold
+    /// no array filters.
+    pub fn update_one_prepared(
+        &mut self,
+        filter: impl Into<Filter<T>>,
+        update: &PreparedUpdate<T>,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let filter = serialized(self.name, filter.into().into_document())?;
+        self.inner
+            .update_prepared(self.name, &filter, update, options, false)
+    }
+
+    /// [`TxnCollection::update_many`] with an update prepared once; `options` must hold no
+    /// array filters.
+    pub fn update_many_prepared(
+        &mut self,
+        filter: impl Into<Filter<T>>,
+        update: &PreparedUpdate<T>,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let filter = serialized(self.name, filter.into().into_document())?;
+        self.inner
+            .update_prepared(self.name, &filter, update, options, true)
     }
 
     /// Replaces the first match with `value` (its id must be the match's, or absent).

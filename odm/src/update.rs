@@ -153,6 +153,85 @@ impl<R> Update<R> {
     }
 }
 
+/// An update checked and parsed once, to apply many times: each
+/// [`TxnCollection::update_one_prepared`](crate::TxnCollection::update_one_prepared) then skips
+/// building and parsing it (a message delivered to many inboxes, say). Made by
+/// [`Collection::prepare_update`](crate::Collection::prepare_update); an update of operators or
+/// a pipeline, without array filters or `let` variables of its own.
+///
+/// ```
+/// use odm::{Database, Document, UpdateOptions};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "counters")]
+/// struct Counter {
+///     #[odm(id)]
+///     id: i64,
+///     n: i64,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let counters = db.collection::<Counter>()?;
+/// let f = Counter::fields();
+/// let bump = counters.prepare_update(f.n.inc(1))?;
+/// db.transaction(|txn| {
+///     let mut counters = txn.collection::<Counter>()?;
+///     let upsert = UpdateOptions { upsert: true, ..UpdateOptions::default() };
+///     for id in [1, 2, 1] {
+///         counters.update_one_prepared(f.id.eq(id), &bump, &upsert)?;
+///     }
+///     Ok::<_, odm::Error>(())
+/// })?;
+/// assert_eq!(counters.get(1)?.map(|c| c.n), Some(2));
+/// # Ok::<(), odm::Error>(())
+/// ```
+pub struct PreparedUpdate<R> {
+    /// As given, for a MongoDB deployment and for sampled statements.
+    modifications: UpdateModifications,
+    /// As the engine applies it.
+    parsed: odm_engine::update::Update,
+    _model: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for PreparedUpdate<R> {
+    fn clone(&self) -> Self {
+        PreparedUpdate {
+            modifications: self.modifications.clone(),
+            parsed: self.parsed.clone(),
+            _model: PhantomData,
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for PreparedUpdate<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PreparedUpdate")
+            .field(&self.modifications)
+            .finish()
+    }
+}
+
+impl<R> PreparedUpdate<R> {
+    /// Checks and parses `update` for collection `collection` (named in its errors).
+    pub(crate) fn new(update: Update<R>, collection: &str) -> crate::Result<Self> {
+        let modifications = crate::txn::serialized(collection, update.into_modifications())?;
+        let no_let = odm_engine::expr::Scope::with_let(None).map_err(odm_engine::Error::from)?;
+        let parsed = odm_engine::update::Update::parse_modifications(&modifications, &[], &no_let)
+            .map_err(odm_engine::Error::from)?;
+        Ok(PreparedUpdate {
+            modifications,
+            parsed,
+            _model: PhantomData,
+        })
+    }
+
+    /// The update as given, and as the engine applies it.
+    pub(crate) fn parts(&self) -> (&UpdateModifications, &odm_engine::update::Update) {
+        (&self.modifications, &self.parsed)
+    }
+}
+
 impl<R, V: Serialize> Field<R, V> {
     pub fn set(&self, value: impl IntoValue<V>) -> Update<R> {
         Update::entry("$set", self.path(), value.into_bson())

@@ -146,6 +146,46 @@ impl<'db> Writer<'_, 'db> {
         }
     }
 
+    /// [`Writer::update`] with an update parsed once (see [`crate::PreparedUpdate`]).
+    pub(crate) fn update_prepared<R>(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &crate::PreparedUpdate<R>,
+        options: &UpdateOptions,
+        multi: bool,
+    ) -> Result<UpdateResult> {
+        let (modifications, parsed) = update.parts();
+        odm_engine::update::parsed_alone(options)?;
+        if let Some(txn) = self.engine() {
+            sample_update(
+                txn,
+                collection,
+                filter,
+                || commands::modifications(modifications),
+                options,
+                multi,
+            );
+        }
+        match self {
+            Writer::Embedded(txn) if multi => {
+                Ok(txn.update_many_parsed(collection, filter, parsed, options)?)
+            }
+            Writer::Embedded(txn) => {
+                Ok(txn.update_one_parsed(collection, filter, parsed, options)?)
+            }
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => remote.update(
+                session.as_deref_mut(),
+                collection,
+                filter,
+                crate::commands::modifications(modifications),
+                options,
+                multi,
+            ),
+        }
+    }
+
     pub(crate) fn replace_one(
         &mut self,
         collection: &str,

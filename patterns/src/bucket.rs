@@ -44,17 +44,18 @@
 //! the items' times of [`BucketOptions::index_item_times`] depend on choices made at open, so
 //! they are created there.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, doc};
 use odm::engine::query::Explain;
 use odm::{
-    Collection, Document, Embedded, Field, Filter, Index, IntoValue, ModifyOptions, Sort, Txn,
-    Update, UpdateOptions,
+    Collection, Document, Embedded, Field, Filter, Index, IntoValue, ModifyOptions, PreparedUpdate,
+    Sort, Txn, Update, UpdateOptions,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -470,14 +471,32 @@ impl<K, T> std::fmt::Debug for Bucket<K, T> {
 }
 
 /// An item encoded once, ready to go into any owner's bucket ([`Bucket::prepare`]).
-#[derive(Debug, Clone)]
-pub struct Prepared<T> {
+#[derive(Clone)]
+pub struct Prepared<K, T> {
     value: Bson,
     bytes: i64,
     time: Option<DateTime>,
     start: Option<DateTime>,
     summaries: Vec<(String, Bson)>,
-    _item: PhantomData<fn() -> T>,
+    /// The bucket that prepared the item (its field handles, shared by its clones): the
+    /// updates below are that bucket's.
+    made_by: Arc<BucketDocFields<K, T>>,
+    /// The update that puts the item in a bucket with room, and the one that opens a bucket
+    /// for it, each parsed the first time it is needed and then reused for every owner.
+    push: OnceLock<PreparedUpdate<BucketDoc<K, T>>>,
+    open: OnceLock<PreparedUpdate<BucketDoc<K, T>>>,
+}
+
+impl<K, T> std::fmt::Debug for Prepared<K, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("value", &self.value)
+            .field("bytes", &self.bytes)
+            .field("time", &self.time)
+            .field("start", &self.start)
+            .field("summaries", &self.summaries)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A prepared item's value, written as it was encoded.
@@ -581,7 +600,7 @@ where
     }
 
     /// Encodes an item once, to push it to any number of owners ([`Bucket::push_prepared`]).
-    pub fn prepare(&self, item: impl IntoValue<T>) -> Result<Prepared<T>, PatternError> {
+    pub fn prepare(&self, item: impl IntoValue<T>) -> Result<Prepared<K, T>, PatternError> {
         let value = item
             .into_bson()
             .map_err(|e| self.refused(format!("an item does not serialize: {e}")))?;
@@ -620,7 +639,9 @@ where
             time,
             start,
             summaries,
-            _item: PhantomData,
+            made_by: self.fields.clone(),
+            push: OnceLock::new(),
+            open: OnceLock::new(),
         })
     }
 
@@ -642,7 +663,7 @@ where
         &self,
         txn: &mut Txn<'_, '_>,
         owner: impl IntoValue<K> + Copy,
-        item: &Prepared<T>,
+        item: &Prepared<K, T>,
     ) -> Result<(), PatternError> {
         self.place(txn, owner, item).map(|_| ())
     }
@@ -653,7 +674,7 @@ where
         &self,
         txn: &mut Txn<'_, '_>,
         owner: impl IntoValue<K> + Copy,
-        item: &Prepared<T>,
+        item: &Prepared<K, T>,
     ) -> Result<bool, PatternError> {
         let f = &*self.fields;
         let upsert = UpdateOptions {
@@ -697,7 +718,8 @@ where
                 hint: Some(Bson::String(OPEN_INDEX.to_owned())),
                 ..UpdateOptions::default()
             };
-            let updated = buckets.update_one(room, self.write(item), &by_index)?;
+            let push = self.prepared(item, &item.push, || Ok(self.write(item)))?;
+            let updated = buckets.update_one_prepared(room, &push, &by_index)?;
             if updated.matched > 0 {
                 return Ok(false);
             }
@@ -709,18 +731,39 @@ where
                 .first()?;
             newest.map_or(0, |b| b.seq + 1)
         };
-        let write = self.write(item).and(f.closed.set_on_insert(false));
-        let write = match item.start {
-            Some(start) => write.and(f.start.set_on_insert(Some(start))),
-            None => write,
-        };
+        let open = self.prepared(item, &item.open, || {
+            let write = self.write(item).and(f.closed.set_on_insert(false));
+            Ok(match item.start {
+                Some(start) => write.and(f.start.set_on_insert(Some(start))),
+                None => write,
+            })
+        })?;
         let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
-        let placed = buckets.update_one(f.owner.eq(owner).and(f.seq.eq(seq)), write, &upsert)?;
+        let placed =
+            buckets.update_one_prepared(f.owner.eq(owner).and(f.seq.eq(seq)), &open, &upsert)?;
         Ok(placed.upserted_id.is_some())
     }
 
+    /// One of an item's updates, parsed once: kept in `cell` when this bucket prepared the
+    /// item, made afresh for another bucket (whose options may differ).
+    fn prepared<'p>(
+        &self,
+        item: &'p Prepared<K, T>,
+        cell: &'p OnceLock<PreparedUpdate<BucketDoc<K, T>>>,
+        make: impl FnOnce() -> Result<Update<BucketDoc<K, T>>, PatternError>,
+    ) -> Result<Cow<'p, PreparedUpdate<BucketDoc<K, T>>>, PatternError> {
+        if !Arc::ptr_eq(&item.made_by, &self.fields) {
+            return Ok(Cow::Owned(self.buckets.prepare_update(make()?)?));
+        }
+        if let Some(update) = cell.get() {
+            return Ok(Cow::Borrowed(update));
+        }
+        let update = self.buckets.prepare_update(make()?)?;
+        Ok(Cow::Borrowed(cell.get_or_init(|| update)))
+    }
+
     /// The update that adds one item: its push, the counts and the summaries.
-    fn write(&self, item: &Prepared<T>) -> Update<BucketDoc<K, T>> {
+    fn write(&self, item: &Prepared<K, T>) -> Update<BucketDoc<K, T>> {
         let f = &*self.fields;
         let mut write = f.items.push(Encoded(&item.value)).and(f.count.inc(1));
         if self.options.budget().is_some() {

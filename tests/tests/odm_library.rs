@@ -378,3 +378,94 @@ fn s7_typed_finds_stream_from_one_snapshot() {
     drop(partial);
     assert_eq!(books.find(Filter::all()).iter().unwrap().count(), 501);
 }
+
+#[test]
+fn s7_a_prepared_update_applies_as_the_update_it_was_made_from() {
+    let db = odm::testing::database().unwrap();
+    let books = db.collection::<Book>().unwrap();
+    let f = Book::fields();
+    for (slug, publisher) in [
+        ("one", "Pragmatic"),
+        ("two", "Pragmatic"),
+        ("three", "Manning"),
+    ] {
+        books
+            .insert_one(&book(slug, &["databases"], publisher, 100))
+            .unwrap();
+    }
+    let review = Review {
+        user: "ann".to_owned(),
+        stars: 4,
+    };
+    // One parse, then three documents updated with it: two one at a time, one by update_many.
+    let reviewed = books
+        .prepare_update(f.reviews.push(review.clone()).and(f.page_count.inc(10)))
+        .unwrap();
+    db.transaction(|txn| {
+        let mut books = txn.collection::<Book>()?;
+        let none = odm::UpdateOptions::default();
+        assert_eq!(
+            books
+                .update_one_prepared(f.slug.eq("one"), &reviewed, &none)?
+                .modified,
+            1
+        );
+        assert_eq!(
+            books
+                .update_one_prepared(f.slug.eq("one"), &reviewed, &none)?
+                .modified,
+            1
+        );
+        let manning = f.publisher.name.eq("Manning");
+        assert_eq!(
+            books
+                .update_many_prepared(manning, &reviewed, &none)?
+                .modified,
+            1
+        );
+        assert_eq!(
+            books
+                .update_one_prepared(f.slug.eq("none"), &reviewed, &none)?
+                .matched,
+            0
+        );
+        Ok::<_, odm::Error>(())
+    })
+    .unwrap();
+    let pages_and_reviews = |slug: &str| {
+        let b = books.find_one(f.slug.eq(slug)).unwrap().unwrap();
+        (b.page_count, b.reviews.len())
+    };
+    assert_eq!(pages_and_reviews("one"), (120, 2));
+    assert_eq!(pages_and_reviews("two"), (100, 0));
+    assert_eq!(pages_and_reviews("three"), (110, 1));
+    let three = books.find_one(f.slug.eq("three")).unwrap().unwrap();
+    assert_eq!(three.reviews, [review]);
+
+    // Array filters belong to the parse: beside a prepared update they are refused, on either
+    // back end, and nothing changes.
+    let with_filters = odm::UpdateOptions {
+        array_filters: vec![bson::doc! {"r.stars": {"$gte": 1}}],
+        ..odm::UpdateOptions::default()
+    };
+    let refused = db
+        .transaction(|txn| {
+            txn.collection::<Book>()?.update_one_prepared(
+                f.slug.eq("two"),
+                &reviewed,
+                &with_filters,
+            )
+        })
+        .unwrap_err();
+    assert!(refused.to_string().contains("arrayFilters"), "{refused}");
+    assert_eq!(pages_and_reviews("two"), (100, 0));
+
+    // An update that could never apply is refused when prepared, naming its fault.
+    let conflicting = books
+        .prepare_update(f.page_count.inc(1).and(f.page_count.set(3)))
+        .unwrap_err();
+    assert!(
+        conflicting.to_string().contains("pageCount"),
+        "{conflicting}"
+    );
+}

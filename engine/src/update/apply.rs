@@ -376,6 +376,7 @@ impl Step<'_> {
                 position,
                 sort,
                 slice,
+                ..
             } => {
                 let items = self.array_in(&mut slot)?;
                 let len = items.len() as i64;

@@ -26,7 +26,9 @@
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
 use super::apply::{scalar, sliced};
-use super::parse::{Op, Operators, Segment};
+use std::borrow::Cow;
+
+use super::parse::{EncodedValue, EncodedValues, Op, Operators, Segment};
 use crate::document::MAX_DOCUMENT_SIZE;
 use crate::nesting::{self, MAX_STORED_DEPTH};
 use crate::raw::{self, ARRAY, DOCUMENT, Element};
@@ -145,7 +147,12 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
             }
             Some(_) => Err(Decline),
         },
-        Op::Push { values, slice, .. } => match found {
+        Op::Push {
+            values,
+            slice,
+            encoded,
+            ..
+        } => match found {
             None => {
                 let Some((kind, value)) = created(op, now, names.len())? else {
                     return Ok(());
@@ -153,10 +160,7 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
                 append(bytes, &containers, &element(last, kind, &value))
             }
             Some(e) if e.kind == ARRAY => {
-                let pushed = values
-                    .iter()
-                    .map(|v| encode(v, names.len() + 1))
-                    .collect::<Step<Vec<_>>>()?;
+                let pushed = encode_all(values, encoded, names.len() + 1)?;
                 match slice {
                     None => {
                         let held = raw::count(bytes, e.value).or_decline()?;
@@ -205,11 +209,13 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
 /// path's length); `None` when it writes nothing there.
 fn created(op: &Op, now: bson::DateTime, level: usize) -> Step<Option<(u8, Vec<u8>)>> {
     match op {
-        Op::Push { values, slice, .. } => {
-            let pushed = values
-                .iter()
-                .map(|v| encode(v, level + 1))
-                .collect::<Step<Vec<_>>>()?;
+        Op::Push {
+            values,
+            slice,
+            encoded,
+            ..
+        } => {
+            let pushed = encode_all(values, encoded, level + 1)?;
             let kept = slice.map_or(0..pushed.len(), |n| sliced(pushed.len(), n));
             let items = pushed[kept].iter().map(|(k, v)| (*k, v.as_slice()));
             Ok(Some((ARRAY, array(items))))
@@ -224,14 +230,40 @@ fn created(op: &Op, now: bson::DateTime, level: usize) -> Step<Option<(u8, Vec<u
 /// The element named `name`; declined when the document holds the name twice (the decoded
 /// path keeps one of them, so no edit of the bytes could give its result).
 fn find(bytes: &[u8], container: usize, name: &str) -> Step<Option<Element>> {
-    let mut named = elements(bytes, container)?
-        .into_iter()
-        .filter(|e| e.name(bytes) == name.as_bytes());
-    let found = named.next();
-    if named.next().is_some() {
+    let (mut found, mut twice) = (None, false);
+    raw::each(bytes, container, |e| {
+        if e.name(bytes) == name.as_bytes() {
+            twice |= found.is_some();
+            found = found.or(Some(e));
+        }
+    })
+    .or_decline()?;
+    if twice {
         return Err(Decline);
     }
     Ok(found)
+}
+
+/// `values` encoded for elements at `level`, by [`encode`]: the first document an update
+/// reaches encodes them and keeps them in `cache` (with the level, which the operation's path
+/// fixes), and the next documents reuse them.
+fn encode_all<'o>(
+    values: &[Bson],
+    cache: &'o EncodedValues,
+    level: usize,
+) -> Step<Cow<'o, [EncodedValue]>> {
+    let fresh = || {
+        values
+            .iter()
+            .map(|v| encode(v, level))
+            .collect::<Step<Vec<_>>>()
+            .ok()
+    };
+    let (at, kept) = cache.0.get_or_init(|| (level, fresh()));
+    if *at != level {
+        return fresh().map(Cow::Owned).or_decline();
+    }
+    kept.as_deref().map(Cow::Borrowed).or_decline()
 }
 
 fn elements(bytes: &[u8], container: usize) -> Step<Vec<Element>> {
@@ -595,6 +627,20 @@ mod tests {
         ]
     }
 
+    /// The update document of generated operations, grouped by operator.
+    fn update_of(operations: Vec<(&str, String, Bson)>) -> Document {
+        let mut update = Document::new();
+        for (operator, path, operand) in operations {
+            if !update.contains_key(operator) {
+                update.insert(operator, Document::new());
+            }
+            if let Ok(fields) = update.get_document_mut(operator) {
+                fields.insert(path, operand);
+            }
+        }
+        update
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
 
@@ -604,17 +650,33 @@ mod tests {
             original in document(),
             operations in prop::collection::vec(operation(), 1..4),
         ) {
-            let mut update = Document::new();
-            for (operator, path, operand) in operations {
-                if !update.contains_key(operator) {
-                    update.insert(operator, Document::new());
-                }
-                if let Ok(fields) = update.get_document_mut(operator) {
-                    fields.insert(path, operand);
-                }
-            }
+            let update = update_of(operations);
             if let Some((Some(taken), decoded)) = both(&original, &update) {
                 prop_assert_eq!(Ok(taken), decoded, "{} with {}", original, update);
+            }
+        }
+
+        /// Law: an update parsed once and applied to one document after another (its encoded
+        /// values kept from the first) gives each the bytes a fresh parse gives it.
+        #[test]
+        fn a_parsed_update_reused_gives_what_a_fresh_parse_gives(
+            documents in prop::collection::vec(document(), 2..5),
+            operations in prop::collection::vec(operation(), 1..4),
+        ) {
+            let update = update_of(operations);
+            let Ok(Update::Operators(reused)) = Update::parse(&update, &[]) else {
+                return Ok(());
+            };
+            for document in &documents {
+                let Ok(Update::Operators(fresh)) = Update::parse(&update, &[]) else {
+                    unreachable!("the same update parsed before");
+                };
+                let original = RawDocumentBuf::try_from(document).expect("encodes");
+                prop_assert_eq!(
+                    super::apply(&reused, &original, now()),
+                    super::apply(&fresh, &original, now()),
+                    "{} with {}", document, update
+                );
             }
         }
     }

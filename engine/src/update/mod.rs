@@ -26,5 +26,5 @@ pub use pipeline::Pipeline;
 pub(crate) use write::Updated;
 pub use write::{
     BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modified, Modify, OpResult,
-    ReturnDocument, UpdateOptions, UpdateResult, WriteOp,
+    ReturnDocument, UpdateOptions, UpdateResult, WriteOp, parsed_alone,
 };

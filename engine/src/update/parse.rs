@@ -11,6 +11,7 @@ use crate::code::ErrorCode;
 use crate::nesting::{self, MAX_INPUT_DEPTH};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 use bson::{Bson, Document};
 
@@ -153,6 +154,16 @@ impl UpdatePath {
     }
 }
 
+/// Values an operation writes, encoded once by the in-place path (see `in_place`) and kept
+/// with the parsed update, so that an update applied to many documents encodes them once: for
+/// elements at one depth (the depth the operation's path fixes), each value's type and bytes,
+/// or `None` where that path declined them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EncodedValues(pub(crate) OnceLock<(usize, Option<Vec<EncodedValue>>)>);
+
+/// A value's BSON type and bytes.
+pub(crate) type EncodedValue = (u8, Vec<u8>);
+
 /// How `$push` orders the array after inserting.
 #[derive(Debug, Clone)]
 pub(crate) enum PushSort {
@@ -201,6 +212,8 @@ pub(crate) enum Op {
         position: Option<i64>,
         sort: Option<PushSort>,
         slice: Option<i64>,
+        /// The values as bytes, once the in-place path has encoded them.
+        encoded: EncodedValues,
     },
     AddToSet(Vec<Bson>),
     /// Removes the first element when `true`, the last otherwise.
@@ -601,6 +614,7 @@ fn parse_push(path: &str, value: &Bson) -> Result<Op, UpdateError> {
         position,
         sort,
         slice,
+        encoded: EncodedValues::default(),
     })
 }
 
@@ -610,6 +624,7 @@ fn push_one(value: &Bson) -> Op {
         position: None,
         sort: None,
         slice: None,
+        encoded: EncodedValues::default(),
     }
 }
 

@@ -277,6 +277,34 @@ impl WriteTxn<'_> {
         self.update_with(collection, filter, &update, options, None)
     }
 
+    /// [`WriteTxn::update_one`] with an update parsed once ([`Update::parse_modifications`]),
+    /// for the same update applied to many documents one call at a time: each call then skips
+    /// the parse. The update keeps the array filters it was parsed with, so
+    /// `options.array_filters` must be empty (`let_vars` still serve the filter).
+    pub fn update_one_parsed(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Update,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        parsed_alone(options)?;
+        self.update_with(collection, filter, update, options, Some(1))
+    }
+
+    /// [`WriteTxn::update_many`] with an update parsed once; see
+    /// [`WriteTxn::update_one_parsed`].
+    pub fn update_many_parsed(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Update,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        parsed_alone(options)?;
+        self.update_with(collection, filter, update, options, None)
+    }
+
     /// Replaces the first document matching `filter` with `replacement` (keeping its `_id`).
     pub fn replace_one(
         &mut self,
@@ -907,6 +935,21 @@ fn id_of(doc: &RawDocumentBuf) -> Bson {
         .flatten()
         .and_then(|id| Bson::try_from(id).ok())
         .unwrap_or(Bson::Null)
+}
+
+/// Refuses array filters beside an update parsed in advance, which carries its own: they
+/// would be silently ignored. Each back end of the typed layer checks the same.
+pub fn parsed_alone(options: &UpdateOptions) -> Result<()> {
+    if options.array_filters.is_empty() {
+        return Ok(());
+    }
+    Err(error(
+        "",
+        "arrayFilters",
+        "an update parsed in advance carries the array filters it was parsed with; give them to the parse, not to the call",
+    )
+    .with_code(crate::code::ErrorCode::FAILED_TO_PARSE)
+    .into())
 }
 
 /// A document an update made.
