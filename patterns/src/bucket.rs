@@ -45,9 +45,9 @@
 //! they are created there.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bson::oid::ObjectId;
@@ -449,6 +449,46 @@ pub struct Bucket<K, T> {
     /// The models' field handles, built once: each spells its path.
     fields: Arc<BucketDocFields<K, T>>,
     counter_fields: Arc<BucketCounterFields<K>>,
+    /// The upsert way's memory of open buckets, shared by the handle's clones.
+    open: Arc<OpenBuckets>,
+}
+
+/// The open bucket each owner (and span) was last given by this handle or its clones, so that
+/// the next push goes to it by `_id`: no plan, no walk of the open-bucket index. It is a hint
+/// and nothing more: the push still requires the bucket to be open with room (another handle
+/// or process may have closed or deleted it, or the transaction that opened it may have rolled
+/// back), and on a miss the index finds the open bucket as before. It learns a bucket when it
+/// opens one; at most [`OPEN_REMEMBERED`] owners are kept, and past that it starts over.
+#[derive(Default)]
+struct OpenBuckets(Mutex<HashMap<Vec<u8>, ObjectId>>);
+
+/// The most owners [`OpenBuckets`] remembers.
+const OPEN_REMEMBERED: usize = 1 << 16;
+
+impl OpenBuckets {
+    /// The memory's key of an owner and a span start: the owner's index key, then the start if
+    /// there is one (a bucket's items all have a span start, or none do).
+    fn key<K>(owner: impl IntoValue<K>, start: Option<DateTime>) -> Option<Vec<u8>> {
+        let owner = bson::RawBson::try_from(owner.into_bson().ok()?).ok()?;
+        let mut key = odm::engine::keys::encode(owner.as_raw_bson_ref());
+        if let Some(start) = start {
+            key.extend(start.timestamp_millis().to_be_bytes());
+        }
+        Some(key)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<ObjectId> {
+        self.0.lock().ok()?.get(key).copied()
+    }
+
+    fn remember(&self, key: Vec<u8>, id: ObjectId) {
+        if let Ok(mut open) = self.0.lock() {
+            if open.len() >= OPEN_REMEMBERED {
+                open.clear();
+            }
+            open.insert(key, id);
+        }
+    }
 }
 
 impl<K, T> Clone for Bucket<K, T> {
@@ -460,6 +500,7 @@ impl<K, T> Clone for Bucket<K, T> {
             pattern: self.pattern,
             fields: self.fields.clone(),
             counter_fields: self.counter_fields.clone(),
+            open: self.open.clone(),
         }
     }
 }
@@ -586,6 +627,7 @@ where
             pattern,
             fields: Arc::new(f),
             counter_fields: Arc::new(BucketCounter::<K>::fields()),
+            open: Arc::default(),
         })
     }
 
@@ -681,6 +723,11 @@ where
             upsert: true,
             ..UpdateOptions::default()
         };
+        // The upsert way remembers the bucket it opens for the owner (see `OpenBuckets`).
+        let remembered = match self.counters {
+            None => OpenBuckets::key(owner, item.start),
+            Some(_) => None,
+        };
         let seq = if let (Some(counters), Some(n)) = (&self.counters, self.options.max_items) {
             let c = &*self.counter_fields;
             let counter = txn
@@ -699,32 +746,44 @@ where
             };
             (counter.n - 1) / i64::from(n)
         } else {
-            // The owner's one open bucket for the item's span, if it has room.
-            let span = f
-                .owner
-                .eq(owner)
-                .and(f.start.eq(item.start))
-                .and(f.closed.eq(false));
-            let mut room = span.clone();
-            if let Some(n) = self.options.max_items {
-                room = room.and(f.count.lt(i64::from(n)));
-            }
-            if let Some(budget) = self.options.budget() {
-                room = room.and(f.bytes.lte(budget - item.bytes));
-            }
+            // An open bucket with room for the item: `these` buckets, open, with slots and
+            // bytes left.
+            let with_room = |these: Filter<BucketDoc<K, T>>| {
+                let mut room = these.and(f.closed.eq(false));
+                if let Some(n) = self.options.max_items {
+                    room = room.and(f.count.lt(i64::from(n)));
+                }
+                if let Some(budget) = self.options.budget() {
+                    room = room.and(f.bytes.lte(budget - item.bytes));
+                }
+                room
+            };
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
+            let push = self.prepared(item, &item.push, || Ok(self.write(item)))?;
+            // The remembered bucket, by `_id` (its owner and span never change).
+            let open = remembered.as_deref().and_then(|key| self.open.get(key));
+            if let Some(id) = open {
+                let by_id = with_room(f.id.eq(id));
+                let updated =
+                    buckets.update_one_prepared(by_id, &push, &UpdateOptions::default())?;
+                if updated.matched > 0 {
+                    return Ok(false);
+                }
+            }
+            // The owner's one open bucket for the item's span, if it has room.
+            let span = || f.owner.eq(owner).and(f.start.eq(item.start));
             // The index that finds it, named: the update needs no plan ranking.
             let by_index = UpdateOptions {
                 hint: Some(Bson::String(OPEN_INDEX.to_owned())),
                 ..UpdateOptions::default()
             };
-            let push = self.prepared(item, &item.push, || Ok(self.write(item)))?;
-            let updated = buckets.update_one_prepared(room, &push, &by_index)?;
+            let updated = buckets.update_one_prepared(with_room(span()), &push, &by_index)?;
             if updated.matched > 0 {
                 return Ok(false);
             }
             // It has no room: close it, and open the next.
-            buckets.update_many(span, f.closed.set(true), &UpdateOptions::default())?;
+            let open_in_span = span().and(f.closed.eq(false));
+            buckets.update_many(open_in_span, f.closed.set(true), &UpdateOptions::default())?;
             let newest = buckets
                 .find(f.owner.eq(owner))
                 .sort(Sort::desc(&f.seq))
@@ -741,6 +800,9 @@ where
         let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
         let placed =
             buckets.update_one_prepared(f.owner.eq(owner).and(f.seq.eq(seq)), &open, &upsert)?;
+        if let (Some(key), Some(Bson::ObjectId(id))) = (remembered, &placed.upserted_id) {
+            self.open.remember(key, *id);
+        }
         Ok(placed.upserted_id.is_some())
     }
 

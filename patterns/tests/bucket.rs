@@ -395,6 +395,9 @@ fn check(bucket: &Bucket<String, Reading>, model: &Model) -> Result<(), TestCase
 fn run(config: Config, steps: Vec<Op>) -> Result<(), TestCaseError> {
     let db = odm::testing::database().unwrap();
     let bucket: Bucket<String, Reading> = Bucket::open(&db, "readings", config.options()).unwrap();
+    // A second handle on the same buckets, with a memory of open buckets of its own: pushes
+    // alternate between the two, so each finds buckets the other closed, filled or opened.
+    let other: Bucket<String, Reading> = Bucket::open(&db, "readings", config.options()).unwrap();
     let mut model = Model {
         config,
         buckets: Vec::new(),
@@ -416,7 +419,8 @@ fn run(config: Config, steps: Vec<Op>) -> Result<(), TestCaseError> {
                     v,
                     note: "x".repeat(note),
                 };
-                bucket.push(&owner(o), &item).unwrap();
+                let by = if next % 2 == 0 { &bucket } else { &other };
+                by.push(&owner(o), &item).unwrap();
                 model.push(&owner(o), item);
             }
             Op::Remove { owner: o, pick } => {
@@ -902,4 +906,48 @@ fn extreme_pages_and_times_are_answered() {
         .unwrap();
     assert_eq!(first.iter().map(|r| r.n).collect::<Vec<_>>(), [1]);
     assert_eq!(hourly.read("a").span(last).count().unwrap(), 1);
+}
+
+#[test]
+fn a_bucket_opened_by_a_transaction_that_failed_is_never_pushed_to() {
+    let db = odm::testing::database().unwrap();
+    let r = Reading::fields();
+    let options = BucketOptions::new().time(&r.at).max_items(2);
+    let bucket: Bucket<String, Reading> = Bucket::open(&db, "readings", options).unwrap();
+    let reading = |n: i64| Reading {
+        n,
+        at: t(n),
+        v: 0,
+        note: String::new(),
+    };
+    // The push opens a bucket (and the handle remembers it); then the transaction fails.
+    let first = bucket.prepare(reading(1)).unwrap();
+    let failed = db.transaction(|txn| {
+        bucket.push_prepared(txn, &owner(0), &first)?;
+        Err::<(), _>(PatternError::Refused {
+            pattern: "test",
+            name: "readings".to_owned(),
+            reason: "rolled back on purpose".to_owned(),
+        })
+    });
+    assert!(failed.is_err());
+    for n in 2..=4 {
+        bucket.push(&owner(0), reading(n)).unwrap();
+    }
+    let newest: Vec<i64> = bucket
+        .newest(&owner(0), 0, 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.n)
+        .collect();
+    assert_eq!(newest, [4, 3, 2]);
+    let counts: Vec<i64> = bucket
+        .collection()
+        .find(BucketDoc::<String, Reading>::fields().owner.eq(owner(0)))
+        .to_vec()
+        .unwrap()
+        .into_iter()
+        .map(|b| b.count)
+        .collect();
+    assert_eq!(counts, [2, 1]);
 }
