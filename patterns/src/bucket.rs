@@ -760,10 +760,12 @@ where
             };
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
             let push = self.prepared(item, &item.push, || Ok(self.write(item)))?;
-            // The remembered bucket, by `_id` (its owner and span never change).
+            // The remembered bucket, by `_id` (its owner and span never change). The `_id`
+            // condition is written directly: serde writes an ObjectId through a `$oid`
+            // document, which costs as much here as the rest of the filter.
             let open = remembered.as_deref().and_then(|key| self.open.get(key));
             if let Some(id) = open {
-                let by_id = with_room(f.id.eq(id));
+                let by_id = with_room(Filter::raw(doc! { f.id.path(): id }));
                 let updated =
                     buckets.update_one_prepared(by_id, &push, &UpdateOptions::default())?;
                 if updated.matched > 0 {

@@ -41,7 +41,6 @@ pub fn describe(
     {
         return None;
     }
-    let updated = RawDocumentBuf::from_bytes(raw::document(&[&out.updated])).ok()?;
     let removed: RawArrayBuf = out.removed.iter().map(String::as_str).collect();
     let mut truncated = RawArrayBuf::new();
     for (field, size) in &out.truncated {
@@ -50,10 +49,18 @@ pub fn describe(
         entry.append(cstr!("newSize"), *size);
         truncated.push(entry);
     }
-    let mut description = RawDocumentBuf::new();
-    description.append(cstr!("updatedFields"), updated);
-    description.append(cstr!("removedFields"), removed);
-    description.append(cstr!("truncatedArrays"), truncated);
+    // Written as bytes in one buffer: the updated fields are already element bytes.
+    let updated = raw::document(&[&out.updated]);
+    let mut fields = Vec::with_capacity(updated.len() + 64);
+    raw::push_element(&mut fields, raw::DOCUMENT, "updatedFields", &updated);
+    raw::push_element(&mut fields, raw::ARRAY, "removedFields", removed.as_bytes());
+    raw::push_element(
+        &mut fields,
+        raw::ARRAY,
+        "truncatedArrays",
+        truncated.as_bytes(),
+    );
+    let description = RawDocumentBuf::from_bytes(raw::document(&[&fields])).ok()?;
     let ambiguous = if out.ambiguous.is_empty() {
         None
     } else {

@@ -344,15 +344,33 @@ fn splice(
     new: &[u8],
 ) -> Step<()> {
     let grows = new.len() as i64 - range.len() as i64;
-    let mut lengths = Vec::with_capacity(containers.len());
+    let length = |bytes: &[u8], c: usize| -> Step<i32> {
+        let len = i64::try_from(raw::length_at(bytes, c).or_decline()?).map_err(|_| Decline)?;
+        i32::try_from(len + grows).map_err(|_| Decline)
+    };
+    // Every new length is checked before anything changes.
     for &c in containers {
-        let len =
-            i64::try_from(raw::length_at(bytes, c).or_decline()?).map_err(|_| Decline)? + grows;
-        lengths.push(i32::try_from(len).map_err(|_| Decline)?);
+        length(bytes, c)?;
     }
-    bytes.splice(range, new.iter().copied());
-    for (&c, len) in containers.iter().zip(lengths) {
-        bytes[c..c + 4].copy_from_slice(&len.to_le_bytes());
+    let (start, end) = (range.start, range.end);
+    if bytes.len() < end || start > end {
+        return Err(Decline);
+    }
+    if new.len() > range.len() {
+        let old_len = bytes.len();
+        bytes.resize(old_len + new.len() - range.len(), 0);
+        bytes.copy_within(end..old_len, start + new.len());
+    } else if new.len() < range.len() {
+        bytes.copy_within(end.., start + new.len());
+        bytes.truncate(bytes.len() - (range.len() - new.len()));
+    }
+    bytes[start..start + new.len()].copy_from_slice(new);
+    // The length fields lie before the range: they still hold the old lengths.
+    if grows != 0 {
+        for &c in containers {
+            let len = length(bytes, c)?;
+            bytes[c..c + 4].copy_from_slice(&len.to_le_bytes());
+        }
     }
     Ok(())
 }
