@@ -783,13 +783,16 @@ where
             if updated.matched > 0 {
                 return Ok(false);
             }
-            // It has no room: close it, and open the next.
-            let open_in_span = span().and(f.closed.eq(false));
-            buckets.update_many(open_in_span, f.closed.set(true), &UpdateOptions::default())?;
+            // It has no room: close it, and open the next. An owner without buckets has none
+            // to close.
             let newest = buckets
                 .find(f.owner.eq(owner))
                 .sort(Sort::desc(&f.seq))
                 .first()?;
+            if newest.is_some() {
+                let open_in_span = span().and(f.closed.eq(false));
+                buckets.update_many(open_in_span, f.closed.set(true), &UpdateOptions::default())?;
+            }
             newest.map_or(0, |b| b.seq + 1)
         };
         let open = self.prepared(item, &item.open, || {
