@@ -746,17 +746,20 @@ where
             };
             (counter.n - 1) / i64::from(n)
         } else {
-            // An open bucket with room for the item: `these` buckets, open, with slots and
-            // bytes left.
-            let with_room = |these: Filter<BucketDoc<K, T>>| {
-                let mut room = these.and(f.closed.eq(false));
+            // The conditions of a bucket with room for the item: open, with slots and bytes
+            // left, added to `these`. Written as one document: building it from typed
+            // conditions, each a document merged into the last, costs as much as the
+            // engine's whole lookup of a bucket by `_id`. (The fields are the model's own,
+            // with values of their types.)
+            let with_room = |mut these: bson::Document| {
+                these.insert(f.closed.path(), false);
                 if let Some(n) = self.options.max_items {
-                    room = room.and(f.count.lt(i64::from(n)));
+                    these.insert(f.count.path(), doc! { "$lt": i64::from(n) });
                 }
                 if let Some(budget) = self.options.budget() {
-                    room = room.and(f.bytes.lte(budget - item.bytes));
+                    these.insert(f.bytes.path(), doc! { "$lte": budget - item.bytes });
                 }
-                room
+                Filter::raw(these)
             };
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
             let push = self.prepared(item, &item.push, || Ok(self.write(item)))?;
@@ -765,7 +768,7 @@ where
             // document, which costs as much here as the rest of the filter.
             let open = remembered.as_deref().and_then(|key| self.open.get(key));
             if let Some(id) = open {
-                let by_id = with_room(Filter::raw(doc! { f.id.path(): id }));
+                let by_id = with_room(doc! { f.id.path(): id });
                 let updated =
                     buckets.update_one_prepared(by_id, &push, &UpdateOptions::default())?;
                 if updated.matched > 0 {
@@ -779,7 +782,8 @@ where
                 hint: Some(Bson::String(OPEN_INDEX.to_owned())),
                 ..UpdateOptions::default()
             };
-            let updated = buckets.update_one_prepared(with_room(span()), &push, &by_index)?;
+            let room = span().and(with_room(bson::Document::new()));
+            let updated = buckets.update_one_prepared(room, &push, &by_index)?;
             if updated.matched > 0 {
                 return Ok(false);
             }
