@@ -154,16 +154,10 @@ fn fast<T: DeserializeOwned>(
     Ok((value, reader.version))
 }
 
-const DOUBLE: u8 = 0x01;
-const STRING: u8 = 0x02;
-const DOCUMENT: u8 = 0x03;
-const ARRAY: u8 = 0x04;
-const OBJECT_ID: u8 = 0x07;
-const BOOL: u8 = 0x08;
-const DATE: u8 = 0x09;
-const NULL: u8 = 0x0A;
-const INT32: u8 = 0x10;
-const INT64: u8 = 0x12;
+use crate::raw::{
+    ARRAY, BOOLEAN as BOOL, DATE_TIME as DATE, DOCUMENT, DOUBLE, INT32, INT64, NULL, OBJECT_ID,
+    STRING,
+};
 
 #[derive(Debug)]
 pub(crate) enum DecodeError {

@@ -22,9 +22,17 @@ pub(crate) struct Element {
     pub(crate) kind: u8,
 }
 
+/// BSON's element types, by their type byte.
+pub(crate) const DOUBLE: u8 = 0x01;
+pub(crate) const STRING: u8 = 0x02;
 pub(crate) const DOCUMENT: u8 = 0x03;
 pub(crate) const ARRAY: u8 = 0x04;
+pub(crate) const OBJECT_ID: u8 = 0x07;
+pub(crate) const BOOLEAN: u8 = 0x08;
 pub(crate) const DATE_TIME: u8 = 0x09;
+pub(crate) const NULL: u8 = 0x0A;
+pub(crate) const INT32: u8 = 0x10;
+pub(crate) const INT64: u8 = 0x12;
 
 impl Element {
     pub(crate) fn name<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
@@ -234,7 +242,7 @@ pub(crate) fn push_element(out: &mut Vec<u8>, kind: u8, name: &str, value: &[u8]
 
 /// Appends a string element (see [`push_element`]); the text is far below 2 GiB.
 pub(crate) fn push_string(out: &mut Vec<u8>, name: &str, text: &str) {
-    out.push(0x02);
+    out.push(STRING);
     out.extend_from_slice(name.as_bytes());
     out.push(0);
     out.extend_from_slice(&((text.len() + 1) as i32).to_le_bytes());

@@ -296,6 +296,18 @@ fn encode(value: &Bson, level: usize) -> Step<(u8, Vec<u8>)> {
             return Err(Decline);
         }
     }
+    // The fixed-width values an `$inc`, `$min` or `$max` (a counter, a date) writes, by
+    // their layout; the rest through the `bson` crate's encoder.
+    match value {
+        Bson::Int32(n) => return Ok((raw::INT32, n.to_le_bytes().to_vec())),
+        Bson::Int64(n) => return Ok((raw::INT64, n.to_le_bytes().to_vec())),
+        Bson::Double(x) => return Ok((raw::DOUBLE, x.to_le_bytes().to_vec())),
+        Bson::DateTime(t) => {
+            return Ok((raw::DATE_TIME, t.timestamp_millis().to_le_bytes().to_vec()));
+        }
+        Bson::Boolean(b) => return Ok((raw::BOOLEAN, vec![u8::from(*b)])),
+        _ => {}
+    }
     // A document (a pushed message, say) is encoded as it is, without a copy.
     if let Bson::Document(d) = value {
         let raw = RawDocumentBuf::try_from(d).map_err(|_| Decline)?;
