@@ -86,7 +86,9 @@ impl<'t> Recorder<'t> {
             Rewrite::Update => diff::describe(old, new),
             Rewrite::Replace => None,
         };
-        let mut fields = Vec::new();
+        // Sized for the usual record, a key and a description, so that it grows at most once.
+        let described = description.as_ref().map_or(0, |(d, _)| d.as_bytes().len());
+        let mut fields = Vec::with_capacity(64 + described);
         let document = |fields: &mut Vec<u8>, name, bytes: &[u8]| {
             raw::push_element(fields, raw::DOCUMENT, name, bytes);
         };
