@@ -284,6 +284,9 @@ fn fan_out_on_read(
     })
 }
 
+/// Out of line, as `buckets` is, so that callgrind can count S1b's work alone
+/// (`--toggle-collect='*fan_out_on_write*'`).
+#[inline(never)]
 fn fan_out_on_write(
     dir: &Path,
     work: &[(String, Vec<String>, String)],
