@@ -79,3 +79,55 @@ fn merge_let_without_a_pipeline_is_refused() {
     assert_eq!(err.code(), 51199, "{err}");
     assert!(db.read().unwrap().collection("out").unwrap().is_none());
 }
+
+#[test]
+fn a_parsed_update_refuses_a_replacement_and_array_filters_beside_it() {
+    use odm_engine::update::Update;
+    let db = Database::in_memory().unwrap();
+    db.collection("c")
+        .insert_one(doc! { "_id": 1, "a": 1, "xs": [1, 2] })
+        .unwrap();
+    let none = UpdateOptions::default();
+    // A document without operators parses as a replacement; an update call never replaces.
+    let replacement = Update::parse(&doc! { "a": 5 }, &[]).unwrap();
+    let with_filters = UpdateOptions {
+        array_filters: vec![doc! { "x": { "$gt": 1 } }],
+        ..UpdateOptions::default()
+    };
+    let operators = Update::parse(&doc! { "$set": { "a": 2 } }, &[]).unwrap();
+    let err = db
+        .write(|t| t.update_one_parsed("c", &doc! {}, &replacement, &none))
+        .unwrap_err();
+    assert!(err.to_string().contains("only operators"), "{err}");
+    let err = db
+        .write(|t| t.update_many_parsed("c", &doc! {}, &replacement, &none))
+        .unwrap_err();
+    assert!(err.to_string().contains("only operators"), "{err}");
+    let err = db
+        .write(|t| t.update_one_parsed("c", &doc! {}, &operators, &with_filters))
+        .unwrap_err();
+    assert!(err.to_string().contains("arrayFilters"), "{err}");
+    let stored = db
+        .collection("c")
+        .get(&bson::Bson::Int32(1))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        bson::Document::try_from(stored.as_ref()).unwrap(),
+        doc! { "_id": 1, "a": 1, "xs": [1, 2] }
+    );
+    // The same parsed update, applied twice, as a fresh parse would be.
+    for _ in 0..2 {
+        db.write(|t| t.update_one_parsed("c", &doc! { "_id": 1 }, &operators, &none))
+            .unwrap();
+    }
+    let stored = db
+        .collection("c")
+        .get(&bson::Bson::Int32(1))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        bson::Document::try_from(stored.as_ref()).unwrap(),
+        doc! { "_id": 1, "a": 2, "xs": [1, 2] }
+    );
+}

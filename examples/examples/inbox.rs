@@ -284,8 +284,9 @@ fn fan_out_on_read(
     })
 }
 
-/// Out of line, as `buckets` is, so that callgrind can count S1b's work alone
-/// (`--toggle-collect='*fan_out_on_write*'`).
+/// Out of line, as `buckets` is, so that callgrind can count S1b's sends alone
+/// (`--toggle-collect='inbox::fan_out_on_write::{{closure}}'`, the write transaction's closure:
+/// a pattern matching both this function and the closure would toggle counting off inside).
 #[inline(never)]
 fn fan_out_on_write(
     dir: &Path,

@@ -373,7 +373,8 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
 
     /// [`TxnCollection::update_one`] with an update prepared once
     /// ([`Collection::prepare_update`](crate::Collection::prepare_update)); `options` must hold
-    /// no array filters.
+    /// no array filters (an update that needs them, or a pipeline reading the call's `let`
+    /// variables, is not prepared: use `update_one`).
     pub fn update_one_prepared(
         &mut self,
         filter: impl Into<Filter<T>>,

@@ -28,9 +28,11 @@
 //! Two ways to find the bucket a new item goes to, both from the source documents (S1c):
 //! - **Upsert** (the default): update the owner's open bucket for the item's span if it has
 //!   room (`count < N`, the budget not exceeded), found through the index
-//!   `(owner, start, closed)`; when it has none, mark it `closed` and open bucket `seq + 1`
-//!   after the owner's newest. One write per item; a bucket's opening adds the closing write
-//!   and a read of the newest. Each span has one open bucket, and a closed bucket never takes
+//!   `(owner, start, closed)` (or by `_id`, when the handle remembers the bucket it opened
+//!   for the owner and span; a hint, checked by the same conditions); when it has none, mark
+//!   it `closed` and open bucket `seq + 1` after the owner's newest. One write per item; a
+//!   bucket's opening adds a read of the newest and, when the owner has buckets, the closing
+//!   write. Each span has one open bucket, and a closed bucket never takes
 //!   another item (even one small enough for the bytes left), so within a span items keep the
 //!   order they were pushed in. Write transactions are serialised, so two writers never open two buckets.
 //! - **Sequence** ([`BucketOptions::sequence`]): a counter per owner, incremented with
@@ -458,11 +460,12 @@ pub struct Bucket<K, T> {
 /// and nothing more: the push still requires the bucket to be open with room (another handle
 /// or process may have closed or deleted it, or the transaction that opened it may have rolled
 /// back), and on a miss the index finds the open bucket as before. It learns a bucket when it
-/// opens one; at most [`OPEN_REMEMBERED`] owners are kept, and past that it starts over.
+/// opens one, and forgets it when a push to it misses; at most [`OPEN_REMEMBERED`] entries are
+/// kept, and past that it starts over.
 #[derive(Default)]
 struct OpenBuckets(Mutex<HashMap<Vec<u8>, ObjectId>>);
 
-/// The most owners [`OpenBuckets`] remembers.
+/// The most (owner, span) entries [`OpenBuckets`] holds.
 const OPEN_REMEMBERED: usize = 1 << 16;
 
 impl OpenBuckets {
@@ -479,6 +482,12 @@ impl OpenBuckets {
 
     fn get(&self, key: &[u8]) -> Option<ObjectId> {
         self.0.lock().ok()?.get(key).copied()
+    }
+
+    fn forget(&self, key: &[u8]) {
+        if let Ok(mut open) = self.0.lock() {
+            open.remove(key);
+        }
     }
 
     fn remember(&self, key: Vec<u8>, id: ObjectId) {
@@ -774,6 +783,10 @@ where
                 if updated.matched > 0 {
                     return Ok(false);
                 }
+                // Full, closed, gone or never committed: the index decides from here.
+                if let Some(key) = remembered.as_deref() {
+                    self.open.forget(key);
+                }
             }
             // The owner's one open bucket for the item's span, if it has room.
             let span = || f.owner.eq(owner).and(f.start.eq(item.start));
@@ -816,7 +829,9 @@ where
     }
 
     /// One of an item's updates, parsed once: kept in `cell` when this bucket prepared the
-    /// item, made afresh for another bucket (whose options may differ).
+    /// item; for another bucket, made afresh with this bucket's options (the item's own
+    /// values, its time, span start, summaries and size, stay as the preparing bucket read
+    /// them).
     fn prepared<'p>(
         &self,
         item: &'p Prepared<K, T>,

@@ -909,7 +909,7 @@ fn extreme_pages_and_times_are_answered() {
 }
 
 #[test]
-fn a_bucket_opened_by_a_transaction_that_failed_is_never_pushed_to() {
+fn a_bucket_remembered_from_a_transaction_that_failed_is_passed_over() {
     let db = odm::testing::database().unwrap();
     let r = Reading::fields();
     let options = BucketOptions::new().time(&r.at).max_items(2);
@@ -920,7 +920,9 @@ fn a_bucket_opened_by_a_transaction_that_failed_is_never_pushed_to() {
         v: 0,
         note: String::new(),
     };
-    // The push opens a bucket (and the handle remembers it); then the transaction fails.
+    // The push opens a bucket (and the handle remembers it); then the transaction fails, so
+    // the remembered bucket never existed: the next pushes must find their way without it
+    // (through the index) and fill real buckets in order.
     let first = bucket.prepare(reading(1)).unwrap();
     let failed = db.transaction(|txn| {
         bucket.push_prepared(txn, &owner(0), &first)?;

@@ -49,7 +49,8 @@ pub fn describe(
         entry.append(cstr!("newSize"), *size);
         truncated.push(entry);
     }
-    // Written as bytes in one buffer: the updated fields are already element bytes.
+    // Written as element bytes (the updated fields already are), not appended through the
+    // bson crate one field at a time.
     let updated = raw::document(&[&out.updated]);
     let mut fields = Vec::with_capacity(updated.len() + 64);
     raw::push_element(&mut fields, raw::DOCUMENT, "updatedFields", &updated);

@@ -280,7 +280,8 @@ impl WriteTxn<'_> {
     /// [`WriteTxn::update_one`] with an update parsed once ([`Update::parse_modifications`]),
     /// for the same update applied to many documents one call at a time: each call then skips
     /// the parse. The update keeps the array filters it was parsed with, so
-    /// `options.array_filters` must be empty (`let_vars` still serve the filter).
+    /// `options.array_filters` must be empty (`let_vars` still serve the filter); a
+    /// replacement is refused, as `update_one` refuses one (see `replace_one`).
     pub fn update_one_parsed(
         &mut self,
         collection: &str,
@@ -288,6 +289,7 @@ impl WriteTxn<'_> {
         update: &Update,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        not_a_replacement(update)?;
         parsed_alone(options)?;
         self.update_with(collection, filter, update, options, Some(1))
     }
@@ -301,6 +303,7 @@ impl WriteTxn<'_> {
         update: &Update,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        not_a_replacement(update)?;
         parsed_alone(options)?;
         self.update_with(collection, filter, update, options, None)
     }
@@ -946,10 +949,25 @@ pub fn parsed_alone(options: &UpdateOptions) -> Result<()> {
     Err(error(
         "",
         "arrayFilters",
-        "an update parsed in advance carries the array filters it was parsed with; give them to the parse, not to the call",
+        "array filters belong to an update's parse: an update parsed in advance takes none beside it",
     )
     .with_code(crate::code::ErrorCode::FAILED_TO_PARSE)
     .into())
+}
+
+/// Refuses a replacement where an update of operators (or a pipeline) is due: an update call
+/// never replaces a whole document.
+fn not_a_replacement(update: &Update) -> Result<()> {
+    match update {
+        Update::Replacement(_) => Err(error(
+            "",
+            "update",
+            "an update document must hold only operators (`$set`, `$inc`, ...); use replace for a whole document",
+        )
+        .with_code(crate::code::ErrorCode::FAILED_TO_PARSE)
+        .into()),
+        Update::Operators(_) | Update::Pipeline(_) => Ok(()),
+    }
 }
 
 /// A document an update made.
