@@ -289,9 +289,7 @@ impl WriteTxn<'_> {
         update: &Update,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        not_a_replacement(update)?;
-        parsed_alone(options)?;
-        self.update_with(collection, filter, update, options, Some(1))
+        self.update_parsed(collection, filter, update, options, Some(1))
     }
 
     /// [`WriteTxn::update_many`] with an update parsed once; see
@@ -303,9 +301,21 @@ impl WriteTxn<'_> {
         update: &Update,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        self.update_parsed(collection, filter, update, options, None)
+    }
+
+    /// The parsed updates' checks, then [`WriteTxn::update_with`].
+    fn update_parsed(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        update: &Update,
+        options: &UpdateOptions,
+        limit: Option<u64>,
+    ) -> Result<UpdateResult> {
         not_a_replacement(update)?;
         parsed_alone(options)?;
-        self.update_with(collection, filter, update, options, None)
+        self.update_with(collection, filter, update, options, limit)
     }
 
     /// Replaces the first document matching `filter` with `replacement` (keeping its `_id`).
