@@ -6,6 +6,7 @@
 
 use bson::{Bson, Document, Regex, doc};
 use odm_engine::query::FindOptions;
+use odm_engine::update::{DeleteOptions, FindAndModify, UpdateOptions};
 use odm_engine::{Database, Direction, IndexSpec};
 use proptest::prelude::*;
 
@@ -556,5 +557,72 @@ proptest! {
             }
             (e, a) => prop_assert_eq!(e.is_err(), a.is_err()),
         }
+    }
+}
+
+/// A write's filter naming one `_id`, beside up to one more condition, written the ways a
+/// client writes it.
+fn filter_by_one_id() -> BoxedStrategy<Document> {
+    (0i32..14, 0..3usize, prop::option::of(condition()))
+        .prop_map(|(id, form, extra)| {
+            let by_id = match form {
+                0 => doc! { "_id": id },
+                1 => doc! { "_id": { "$eq": id } },
+                _ => doc! { "_id": { "$in": [id] } },
+            };
+            match extra {
+                Some(extra) if !extra.contains_key("_id") => {
+                    let mut merged = by_id;
+                    merged.extend(extra);
+                    merged
+                }
+                Some(extra) => doc! { "$and": [by_id, extra] },
+                None => by_id,
+            }
+        })
+        .boxed()
+}
+
+/// Every document of `c`, in `_id` order.
+fn contents(db: &Database) -> Vec<String> {
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let all: Vec<Document> = c
+        .find(&doc! {}, &FindOptions::default())
+        .and_then(Iterator::collect)
+        .unwrap();
+    texts(&all)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    /// Law: a write whose filter names one `_id` (read by its key, without a cursor) changes
+    /// what the same write planned as a collection scan changes, and reports the same.
+    #[test]
+    fn writes_by_one_id_change_what_a_scans_writes_change(
+        docs in prop::collection::vec(document(), 1..12),
+        filter in filter_by_one_id(),
+        kind in 0..4usize,
+        collation in collation(),
+    ) {
+        let (by_id, _) = databases(&docs, None);
+        let (scanned, _) = databases(&docs, None);
+        let update = doc! { "$inc": { "hits": 1 }, "$set": { "seen": true } };
+        let write = |db: &Database, hint: Option<Bson>| -> Result<String, String> {
+            let update_options = UpdateOptions { hint: hint.clone(), collation: collation.clone(), ..UpdateOptions::default() };
+            let delete_options = DeleteOptions { hint: hint.clone(), collation: collation.clone(), ..DeleteOptions::default() };
+            let modify = FindAndModify { hint, collation: collation.clone(), ..FindAndModify::default() };
+            db.write(|t| Ok(match kind {
+                0 => format!("{:?}", t.update_one("c", &filter, update.clone(), &update_options)),
+                1 => format!("{:?}", t.update_many("c", &filter, update.clone(), &update_options)),
+                2 => format!("{:?}", t.delete_one_with("c", &filter, &delete_options)),
+                _ => format!("{:?}", t.find_one_and_update("c", &filter, update.clone(), &modify)),
+            }))
+            .map_err(|e: odm_engine::Error| e.to_string())
+        };
+        let natural = Some(Bson::Document(doc! { "$natural": 1 }));
+        prop_assert_eq!(write(&by_id, None), write(&scanned, natural), "filter {}", filter);
+        prop_assert_eq!(contents(&by_id), contents(&scanned), "filter {}", filter);
     }
 }

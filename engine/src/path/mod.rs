@@ -39,9 +39,15 @@ impl Path {
     /// Any dotted name split at its dots, as a filter takes it (a name no document holds, such
     /// as `a..b`, matches nothing rather than failing).
     pub fn new(dotted: &str) -> Path {
+        // Most paths are one field: its segment is made without splitting.
+        let segments = if dotted.contains('.') {
+            dotted.split('.').map(str::to_owned).collect()
+        } else {
+            vec![dotted.to_owned()]
+        };
         Path {
             dotted: dotted.to_owned(),
-            segments: dotted.split('.').map(str::to_owned).collect(),
+            segments,
         }
     }
 

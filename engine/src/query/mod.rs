@@ -46,4 +46,4 @@ pub use projection::Projection;
 pub use routing::{Routing, route_filter, target_filter};
 pub(crate) use selection::{Query, QueryOptions, parse_collation};
 pub use sort::Sort;
-pub(crate) use source::WriteView;
+pub(crate) use source::{Source, WriteView};

@@ -96,6 +96,14 @@ impl Plan {
 }
 
 impl Plan {
+    /// The one `_id` a lookup by `_id` reads, when it reads one.
+    pub(crate) fn single_id(&self) -> Option<&RawBson> {
+        match &self.access {
+            Access::IdLookup { ids } if ids.len() == 1 => ids.first(),
+            _ => None,
+        }
+    }
+
     /// A plan that gives no sort order and ranks by a fixed `narrower` alone.
     fn unordered(access: Access, narrower: i64) -> Plan {
         Plan {

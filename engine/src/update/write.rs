@@ -32,7 +32,7 @@ use crate::db::WriteTxn;
 use crate::error::{Error, Result};
 use crate::expr::Scope;
 use crate::keys;
-use crate::query::{Cursor, Decode, Query, QueryOptions, WriteView, choose_plan};
+use crate::query::{Cursor, Decode, Query, QueryOptions, Source, WriteView, choose_plan};
 
 /// Options of [`WriteTxn::update_one`], [`WriteTxn::update_many`] and
 /// [`WriteTxn::replace_one`].
@@ -591,19 +591,33 @@ impl WriteTxn<'_> {
         let plan = self.plan_over_own_writes(meta, query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let mut selected = Vec::new();
-        let selecting = Query {
-            projection: None,
-            ..query.clone()
-        };
-        for doc in Cursor::new(&view, plan, selecting, Decode::bytes())? {
-            let doc = doc?;
-            let id = doc.get("_id").ok().flatten().ok_or_else(|| {
-                Error::corrupt(
-                    format!("collection `{}`", meta.name),
-                    "a document has no _id",
-                )
-            })?;
-            selected.push(keep(keys::encode(id), doc));
+        if let Some(id) = plan.single_id().filter(|_| query.skip == 0) {
+            // One `_id` named exactly (the usual write by `_id`): its document is read by key
+            // and judged by the whole filter, as the cursor would judge it, without one. (At
+            // most one document: no order to keep, no limit to count.)
+            let key = keys::encode(id.as_raw_bson_ref());
+            if let Some(stored) = view.document(&key)? {
+                let doc = RawDocument::from_bytes(stored.value())
+                    .map_err(|e| Error::corrupt(format!("collection `{}`", meta.name), e))?;
+                if query.matches(doc)? {
+                    selected.push(keep(key, doc.to_owned()));
+                }
+            }
+        } else {
+            let selecting = Query {
+                projection: None,
+                ..query.clone()
+            };
+            for doc in Cursor::new(&view, plan, selecting, Decode::bytes())? {
+                let doc = doc?;
+                let id = doc.get("_id").ok().flatten().ok_or_else(|| {
+                    Error::corrupt(
+                        format!("collection `{}`", meta.name),
+                        "a document has no _id",
+                    )
+                })?;
+                selected.push(keep(keys::encode(id), doc));
+            }
         }
         let delta_min = self.db.merge_threshold();
         let mut writer =
