@@ -29,25 +29,45 @@ use std::fmt;
 use crate::error::IndexSpecError;
 
 /// A validated dotted path: one or more non-empty segments.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Most paths name one field, and a path is made for each condition of each filter parsed: a
+/// path of one segment keeps it as its dotted name (one allocation, not three), and only a
+/// path of several keeps them apart.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Path {
     dotted: String,
-    segments: Vec<String>,
+    /// The segments of a path of two or more; empty otherwise (the one segment is `dotted`).
+    several: Vec<String>,
+    /// Whether this is the empty path, of no segment at all ([`Path::empty`]).
+    root: bool,
+}
+
+impl Ord for Path {
+    /// By the dotted name, then the segments (as when both were kept).
+    fn cmp(&self, other: &Path) -> std::cmp::Ordering {
+        (self.as_str(), self.segments()).cmp(&(other.as_str(), other.segments()))
+    }
+}
+
+impl PartialOrd for Path {
+    fn partial_cmp(&self, other: &Path) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl Path {
     /// Any dotted name split at its dots, as a filter takes it (a name no document holds, such
     /// as `a..b`, matches nothing rather than failing).
     pub fn new(dotted: &str) -> Path {
-        // Most paths are one field: its segment is made without splitting.
-        let segments = if dotted.contains('.') {
+        let several = if dotted.contains('.') {
             dotted.split('.').map(str::to_owned).collect()
         } else {
-            vec![dotted.to_owned()]
+            Vec::new()
         };
         Path {
             dotted: dotted.to_owned(),
-            segments,
+            several,
+            root: false,
         }
     }
 
@@ -55,13 +75,14 @@ impl Path {
     pub fn empty() -> Path {
         Path {
             dotted: String::new(),
-            segments: Vec::new(),
+            several: Vec::new(),
+            root: true,
         }
     }
 
     /// Whether this is the empty path, which names the value itself.
     pub fn is_empty(&self) -> bool {
-        self.segments.is_empty()
+        self.root
     }
 
     /// Whether `other` is this path or lies inside it (`a` is a prefix of `a` and `a.b`, not
@@ -83,21 +104,17 @@ impl Path {
     /// A path that names a field: non-empty segments, none starting with `$` (index keys,
     /// sort keys, shard keys).
     pub fn parse(dotted: &str) -> Result<Path, IndexSpecError> {
-        let segments: Vec<String> = dotted.split('.').map(str::to_owned).collect();
-        if segments.iter().any(String::is_empty) {
+        if dotted.split('.').any(str::is_empty) {
             return Err(IndexSpecError::EmptyPath {
                 path: dotted.to_owned(),
             });
         }
-        if segments.iter().any(|s| s.starts_with('$')) {
+        if dotted.split('.').any(|s| s.starts_with('$')) {
             return Err(IndexSpecError::DollarPath {
                 path: dotted.to_owned(),
             });
         }
-        Ok(Path {
-            dotted: dotted.to_owned(),
-            segments,
-        })
+        Ok(Path::new(dotted))
     }
 
     pub fn as_str(&self) -> &str {
@@ -105,7 +122,13 @@ impl Path {
     }
 
     pub fn segments(&self) -> &[String] {
-        &self.segments
+        if !self.several.is_empty() {
+            &self.several
+        } else if self.root {
+            &[]
+        } else {
+            std::slice::from_ref(&self.dotted)
+        }
     }
 }
 
@@ -123,6 +146,38 @@ mod tests {
     fn values(doc: &RawDocumentBuf, path: &str) -> Vec<String> {
         let kv = key_values(doc, &Path::parse(path).unwrap()).unwrap();
         kv.values.iter().map(|v| format!("{v:?}")).collect()
+    }
+
+    /// The two parts the path was kept as before one-segment paths kept one: its dotted name
+    /// and its segments, each its own string.
+    fn as_kept_apart(path: &Path) -> (String, Vec<String>) {
+        (path.as_str().to_owned(), path.segments().to_vec())
+    }
+
+    proptest::proptest! {
+        /// Law: a path's segments are its dotted name split at the dots, whether it has one
+        /// or several; and paths compare, hash-equal and order as their name and segments do.
+        #[test]
+        fn segments_are_the_name_split_at_its_dots(a in "[ab.$]{0,5}", b in "[ab.$]{0,5}") {
+            let (p, q) = (Path::new(&a), Path::new(&b));
+            let split: Vec<String> = a.split('.').map(str::to_owned).collect();
+            proptest::prop_assert_eq!(p.segments(), split.as_slice());
+            proptest::prop_assert!(!p.is_empty());
+            proptest::prop_assert_eq!(p == q, as_kept_apart(&p) == as_kept_apart(&q));
+            proptest::prop_assert_eq!(p.cmp(&q), as_kept_apart(&p).cmp(&as_kept_apart(&q)));
+            if let Ok(parsed) = Path::parse(&a) {
+                proptest::prop_assert_eq!(&parsed, &p);
+            }
+        }
+    }
+
+    #[test]
+    fn the_empty_path_has_no_segment_and_differs_from_an_empty_name() {
+        let (root, blank) = (Path::empty(), Path::new(""));
+        assert!(root.is_empty() && root.segments().is_empty());
+        assert_eq!(blank.segments(), [String::new()]);
+        assert_ne!(root, blank);
+        assert_eq!(root.cmp(&blank), std::cmp::Ordering::Less);
     }
 
     #[test]
