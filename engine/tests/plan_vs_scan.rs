@@ -560,11 +560,22 @@ proptest! {
     }
 }
 
-/// A write's filter naming one `_id`, beside up to one more condition, written the ways a
-/// client writes it.
+/// A write's filter naming one `_id` (stored ones are `Int32`; it may name one as another
+/// number type, which encodes to the same key), beside up to one more condition, written the
+/// ways a client writes it.
 fn filter_by_one_id() -> BoxedStrategy<Document> {
-    (0i32..14, 0..3usize, prop::option::of(condition()))
-        .prop_map(|(id, form, extra)| {
+    (
+        0i32..14,
+        0..3usize,
+        0..3usize,
+        prop::option::of(condition()),
+    )
+        .prop_map(|(n, kind, form, extra)| {
+            let id = match kind {
+                0 => Bson::Int32(n),
+                1 => Bson::Int64(i64::from(n)),
+                _ => Bson::Double(f64::from(n)),
+            };
             let by_id = match form {
                 0 => doc! { "_id": id },
                 1 => doc! { "_id": { "$eq": id } },
@@ -606,8 +617,9 @@ proptest! {
         kind in 0..4usize,
         collation in collation(),
     ) {
-        let (by_id, _) = databases(&docs, None);
-        let (scanned, _) = databases(&docs, None);
+        // With every index, so that the write's index changes are checked too (`verify`).
+        let (_, by_id) = databases(&docs, None);
+        let (_, scanned) = databases(&docs, None);
         let update = doc! { "$inc": { "hits": 1 }, "$set": { "seen": true } };
         let write = |db: &Database, hint: Option<Bson>| -> Result<String, String> {
             let update_options = UpdateOptions { hint: hint.clone(), collation: collation.clone(), ..UpdateOptions::default() };
@@ -624,5 +636,6 @@ proptest! {
         let natural = Some(Bson::Document(doc! { "$natural": 1 }));
         prop_assert_eq!(write(&by_id, None), write(&scanned, natural), "filter {}", filter);
         prop_assert_eq!(contents(&by_id), contents(&scanned), "filter {}", filter);
+        prop_assert!(by_id.verify().unwrap().is_clean());
     }
 }

@@ -591,15 +591,26 @@ impl WriteTxn<'_> {
         let plan = self.plan_over_own_writes(meta, query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let mut selected = Vec::new();
+        let no_id = || {
+            Error::corrupt(
+                format!("collection `{}`", meta.name),
+                "a document has no _id",
+            )
+        };
         if let Some(id) = plan.single_id().filter(|_| query.skip == 0) {
             // One `_id` named exactly (the usual write by `_id`): its document is read by key
             // and judged by the whole filter, as the cursor would judge it, without one. (At
-            // most one document: no order to keep, no limit to count.)
+            // most one document: no order to keep, no limit to count.) The key is the one the
+            // document is stored under; equal numbers of any type encode alike.
             let key = keys::encode(id.as_raw_bson_ref());
             if let Some(stored) = view.document(&key)? {
                 let doc = RawDocument::from_bytes(stored.value())
                     .map_err(|e| Error::corrupt(format!("collection `{}`", meta.name), e))?;
                 if query.matches(doc)? {
+                    crate::raw::get(doc, "_id")
+                        .ok()
+                        .flatten()
+                        .ok_or_else(no_id)?;
                     selected.push(keep(key, doc.to_owned()));
                 }
             }
@@ -610,12 +621,7 @@ impl WriteTxn<'_> {
             };
             for doc in Cursor::new(&view, plan, selecting, Decode::bytes())? {
                 let doc = doc?;
-                let id = doc.get("_id").ok().flatten().ok_or_else(|| {
-                    Error::corrupt(
-                        format!("collection `{}`", meta.name),
-                        "a document has no _id",
-                    )
-                })?;
+                let id = doc.get("_id").ok().flatten().ok_or_else(no_id)?;
                 selected.push(keep(keys::encode(id), doc));
             }
         }
