@@ -668,6 +668,79 @@ fn files_of_version_2_are_upgraded_in_place() {
     assert_eq!(stored_version(&path), FORMAT_VERSION);
 }
 
+/// A stored document without `_id` (damage no write of the engine makes) is refused by a write
+/// that selects it, whether it is read by its key (a filter naming one `_id`) or found by a
+/// scan, and is left as it was. Only `{_id: null}` can select it: a missing `_id` matches null.
+#[test]
+fn a_write_refuses_a_stored_document_without_an_id() {
+    let path = temp_path("no-id.redb");
+    {
+        let db = Database::open(&path).unwrap();
+        db.collection("c")
+            .insert_one(&doc! { "_id": Bson::Null, "a": 1 })
+            .unwrap();
+    }
+    let damaged = bson::RawDocumentBuf::try_from(&doc! { "a": 1 }).unwrap();
+    {
+        let raw = redb::Database::open(&path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        let docs = txn
+            .list_tables()
+            .unwrap()
+            .map(|t| redb::TableHandle::name(&t).to_owned())
+            .find(|name| name.split('.').next_back() == Some("docs"))
+            .expect("the collection's documents table");
+        {
+            let def: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new(&docs);
+            let mut table = txn.open_table(def).unwrap();
+            let key = odm_engine::keys::encode(bson::RawBsonRef::Null);
+            assert!(
+                table
+                    .insert(key.as_slice(), damaged.as_bytes())
+                    .unwrap()
+                    .is_some()
+            );
+        }
+        txn.commit().unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let by_key = odm_engine::update::UpdateOptions::default();
+    let by_scan = odm_engine::update::UpdateOptions {
+        hint: Some(Bson::Document(doc! { "$natural": 1 })),
+        ..Default::default()
+    };
+    for options in [&by_key, &by_scan] {
+        let err = db
+            .write(|t| {
+                t.update_one(
+                    "c",
+                    &doc! { "_id": Bson::Null },
+                    doc! { "$set": { "a": 2 } },
+                    options,
+                )
+            })
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "corrupt data in collection `c`: a document has no _id",
+            "{options:?}"
+        );
+        let deletes = odm_engine::update::DeleteOptions {
+            hint: options.hint.clone(),
+            ..Default::default()
+        };
+        let err = db
+            .write(|t| t.delete_one_with("c", &doc! { "_id": Bson::Null }, &deletes))
+            .unwrap_err();
+        assert!(err.to_string().contains("a document has no _id"), "{err}");
+    }
+    let txn = db.read().unwrap();
+    let stored = txn.collection("c").unwrap().unwrap();
+    let scanned: Vec<_> = stored.scan().unwrap().map(|d| d.unwrap()).collect();
+    assert_eq!(scanned.len(), 1);
+    assert_eq!(scanned[0].bytes(), damaged.as_bytes());
+}
+
 /// The format version in a closed file's meta table.
 fn stored_version(path: &std::path::Path) -> u32 {
     let raw = redb::Database::open(path).unwrap();

@@ -164,6 +164,14 @@ mod tests {
             proptest::prop_assert_eq!(p.segments(), split.as_slice());
             proptest::prop_assert!(!p.is_empty());
             proptest::prop_assert_eq!(p == q, as_kept_apart(&p) == as_kept_apart(&q));
+            if p == q {
+                let hash = |path: &Path| {
+                    use std::hash::{BuildHasher, BuildHasherDefault};
+                    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                        .hash_one(path)
+                };
+                proptest::prop_assert_eq!(hash(&p), hash(&q));
+            }
             proptest::prop_assert_eq!(p.cmp(&q), as_kept_apart(&p).cmp(&as_kept_apart(&q)));
             if let Ok(parsed) = Path::parse(&a) {
                 proptest::prop_assert_eq!(&parsed, &p);

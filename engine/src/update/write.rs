@@ -591,12 +591,7 @@ impl WriteTxn<'_> {
         let plan = self.plan_over_own_writes(meta, query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let mut selected = Vec::new();
-        let no_id = || {
-            Error::corrupt(
-                format!("collection `{}`", meta.name),
-                "a document has no _id",
-            )
-        };
+        let no_id = || view.corrupt("a document has no _id");
         if let Some(id) = plan.single_id().filter(|_| query.skip == 0) {
             // One `_id` named exactly (the usual write by `_id`): its document is read by key
             // and judged by the whole filter, as the cursor would judge it, without one. (At
@@ -605,7 +600,7 @@ impl WriteTxn<'_> {
             let key = keys::encode(id.as_raw_bson_ref());
             if let Some(stored) = view.document(&key)? {
                 let doc = RawDocument::from_bytes(stored.value())
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", meta.name), e))?;
+                    .map_err(|e| view.corrupt(&e.to_string()))?;
                 if query.matches(doc)? {
                     crate::raw::get(doc, "_id")
                         .ok()
