@@ -639,3 +639,84 @@ proptest! {
         prop_assert!(by_id.verify().unwrap().is_clean());
     }
 }
+
+/// An `_id` to update by: the stored ones are `Int32`, named as any number type or missed, and
+/// values the filter `{_id: ..}` reads otherwise than a key (null, a document).
+fn an_id() -> impl Strategy<Value = Bson> {
+    (0i32..14, 0..7usize).prop_map(|(n, kind)| match kind {
+        0 => Bson::Int32(n),
+        1 => Bson::Int64(i64::from(n)),
+        2 => Bson::Double(f64::from(n)),
+        3 => Bson::String(n.to_string()),
+        4 => Bson::Null,
+        5 => Bson::Document(doc! { "x": n }),
+        _ => Bson::ObjectId(bson::oid::ObjectId::from_bytes([n as u8; 12])),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Law: an update of one document by `_id` under conditions parsed once does what the same
+    /// update does with the filter `{_id: id, ..conditions}`: the same reply, the same
+    /// contents, the same index uses (`$indexStats`), a clean `verify`.
+    #[test]
+    fn updates_by_id_under_conditions_equal_the_filter_they_make(
+        docs in prop::collection::vec(document(), 1..12),
+        id in an_id(),
+        extra in prop::option::of(condition()),
+        kind in 0..3usize,
+        upsert in any::<bool>(),
+        collation in collation(),
+    ) {
+        use odm_engine::update::{IdConditions, Update, UpdateModifications};
+        let conditions = match extra {
+            Some(extra) if extra.contains_key("_id") => doc! { "$and": [extra] },
+            Some(extra) => extra,
+            None => Document::new(),
+        };
+        let update = match kind {
+            0 => doc! { "$inc": { "hits": 1 }, "$set": { "seen": true } },
+            1 => doc! { "$push": { "tags": "new" } },
+            // Positional: it needs the conditions to have matched an array element.
+            _ => doc! { "$set": { "tags.$": "hit" } },
+        };
+        let scope = odm_engine::expr::Scope::with_let(None).unwrap();
+        let parsed = Update::parse_modifications(&UpdateModifications::Document(update), &[], &scope).unwrap();
+        let prepared = IdConditions::parse(&conditions).unwrap();
+        let options = UpdateOptions { upsert, collation, ..UpdateOptions::default() };
+        let (_, by_id) = databases(&docs, None);
+        let (_, by_filter) = databases(&docs, None);
+        let by_id_reply = by_id
+            .write(|t| t.update_one_by_id_parsed("c", &id, &prepared, &parsed, &options))
+            .map_err(|e| e.to_string());
+        let filter = prepared.filter(&id);
+        let by_filter_reply = by_filter
+            .write(|t| t.update_one_parsed("c", &filter, &parsed, &options))
+            .map_err(|e| e.to_string());
+        prop_assert_eq!(&by_id_reply, &by_filter_reply, "filter {}", filter);
+        prop_assert_eq!(contents(&by_id), contents(&by_filter), "filter {}", filter);
+        let uses = |db: &Database| -> Vec<String> {
+            let stats = db
+                .aggregate("c", &[doc! { "$indexStats": {} }], &odm_engine::aggregate::AggregateOptions::default())
+                .unwrap();
+            let mut uses: Vec<String> = stats
+                .iter()
+                .map(|d| format!("{} {}", d.get_str("name").unwrap(), d.get_document("accesses").unwrap().get("ops").unwrap()))
+                .collect();
+            uses.sort();
+            uses
+        };
+        prop_assert_eq!(uses(&by_id), uses(&by_filter), "filter {}", filter);
+        prop_assert!(by_id.verify().unwrap().is_clean());
+    }
+}
+
+#[test]
+fn conditions_for_an_update_by_id_may_not_name_the_id() {
+    let refused = odm_engine::update::IdConditions::parse(&doc! { "_id": 1, "a": 2 }).unwrap_err();
+    assert!(refused.to_string().contains("_id"), "{refused}");
+    let malformed =
+        odm_engine::update::IdConditions::parse(&doc! { "a": { "$bogus": 1 } }).unwrap_err();
+    assert!(malformed.to_string().contains("$bogus"), "{malformed}");
+}

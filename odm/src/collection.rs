@@ -21,7 +21,7 @@ use crate::cursor::Cursor;
 use crate::database::{Database, Store, sample_read};
 use crate::error::Result;
 use crate::field::Field;
-use crate::filter::Filter;
+use crate::filter::{Filter, PreparedConditions};
 use crate::indexes::IndexPlan;
 use crate::model::Document;
 use crate::sort::{Projection, Sort};
@@ -313,6 +313,15 @@ impl<T: Document> Collection<T> {
     /// ([`crate::TxnCollection::update_one_prepared`]).
     pub fn prepare_update(&self, update: impl Into<Update<T>>) -> Result<PreparedUpdate<T>> {
         PreparedUpdate::new(update.into(), &self.name)
+    }
+
+    /// Checks and parses `conditions` once, to update documents by id under them in
+    /// transactions ([`crate::TxnCollection::update_one_by_id_prepared`]).
+    pub fn prepare_conditions(
+        &self,
+        conditions: impl Into<Filter<T>>,
+    ) -> Result<PreparedConditions<T>> {
+        PreparedConditions::new(conditions.into(), &self.name)
     }
 
     /// `update_one` with the engine's options (upsert, array filters, sort, hint).

@@ -359,6 +359,83 @@ fn mergeable(mine: &Document, theirs: &Document) -> bool {
         })
 }
 
+/// Conditions checked and parsed once, for updates of one document named by its id: an
+/// optimistic write's version check, a bucket's room. Each
+/// [`TxnCollection::update_one_by_id_prepared`](crate::TxnCollection::update_one_by_id_prepared)
+/// then skips building, parsing and planning a filter. Made by
+/// [`Collection::prepare_conditions`](crate::Collection::prepare_conditions); they may not
+/// name the id themselves.
+///
+/// ```
+/// use odm::{Database, Document, UpdateOptions};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "accounts")]
+/// struct Account {
+///     #[odm(id)]
+///     id: i64,
+///     balance: i64,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let accounts = db.collection::<Account>()?;
+/// accounts.insert_one(&Account { id: 1, balance: 30 })?;
+/// let f = Account::fields();
+/// let covered = accounts.prepare_conditions(f.balance.gte(20))?;
+/// let withdraw = accounts.prepare_update(f.balance.inc(-20))?;
+/// let none = UpdateOptions::default();
+/// let done = db.transaction(|txn| {
+///     let mut accounts = txn.collection::<Account>()?;
+///     let first = accounts.update_one_by_id_prepared(1, &covered, &withdraw, &none)?;
+///     let second = accounts.update_one_by_id_prepared(1, &covered, &withdraw, &none)?;
+///     Ok::<_, odm::Error>((first.modified, second.matched))
+/// })?;
+/// assert_eq!(done, (1, 0));
+/// assert_eq!(accounts.get(1)?.map(|a| a.balance), Some(10));
+/// # Ok::<(), odm::Error>(())
+/// ```
+pub struct PreparedConditions<R> {
+    parsed: odm_engine::update::IdConditions,
+    _model: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for PreparedConditions<R> {
+    fn clone(&self) -> Self {
+        PreparedConditions {
+            parsed: self.parsed.clone(),
+            _model: PhantomData,
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for PreparedConditions<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PreparedConditions")
+            .field(self.parsed.conditions())
+            .finish()
+    }
+}
+
+impl<R> PreparedConditions<R> {
+    /// Checks and parses `conditions` for collection `collection` (named in its errors).
+    pub(crate) fn new(conditions: Filter<R>, collection: &str) -> crate::Result<Self> {
+        let conditions = crate::txn::serialized(collection, conditions.into_document())?;
+        let parsed =
+            odm_engine::update::IdConditions::parse(&conditions).map_err(crate::Error::from)?;
+        Ok(PreparedConditions {
+            parsed,
+            _model: PhantomData,
+        })
+    }
+
+    /// The conditions as the engine judges them (and as a MongoDB deployment gets them, after
+    /// the id).
+    pub(crate) fn parsed(&self) -> &odm_engine::update::IdConditions {
+        &self.parsed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use bson::doc;

@@ -86,7 +86,7 @@ pub use cursor::{Cursor, STREAM_BUFFER};
 pub use database::{Database, Options};
 pub use error::{Error, Result};
 pub use field::{Field, IntoValue, Numeric};
-pub use filter::Filter;
+pub use filter::{Filter, PreparedConditions};
 pub use indexes::{Index, IndexPlan};
 pub use model::{Document, Embedded};
 pub use odm_derive::{Document, Embedded};

@@ -19,7 +19,7 @@ use crate::codec::{from_raw, to_raw};
 use crate::collection::{Find, InTxn, ModifyOptions};
 use crate::database::{Database, Synced};
 use crate::error::{Error, Result};
-use crate::filter::Filter;
+use crate::filter::{Filter, PreparedConditions};
 use crate::indexes::{Index, IndexPlan, sync};
 use crate::model::Document;
 use crate::update::{PreparedUpdate, Update};
@@ -384,6 +384,22 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         let filter = serialized(self.name, filter.into().into_document())?;
         self.inner
             .update_prepared(self.name, &filter, update, options, false)
+    }
+
+    /// [`TxnCollection::update_one_prepared`] of the document whose id is `id`, if it meets
+    /// `conditions` ([`Collection::prepare_conditions`](crate::Collection::prepare_conditions)):
+    /// the update of the filter `{_id: id}` followed by the conditions, which is what a MongoDB
+    /// deployment is sent; the embedded engine reads the document by its key and judges it by
+    /// the conditions parsed once.
+    pub fn update_one_by_id_prepared(
+        &mut self,
+        id: impl Into<Bson>,
+        conditions: &PreparedConditions<T>,
+        update: &PreparedUpdate<T>,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        self.inner
+            .update_by_id_prepared(self.name, &id.into(), conditions, update, options)
     }
 
     /// [`TxnCollection::update_many`] with an update prepared once; `options` must hold no

@@ -2,6 +2,8 @@
 //! MongoDB session. Each operation takes and returns the engine's documents and result types,
 //! so [`crate::TxnCollection`] is written once for both back ends.
 
+use std::borrow::Cow;
+
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::query::FindOptions;
 use odm_engine::sampling::SampledCommand;
@@ -182,6 +184,43 @@ impl<'db> Writer<'_, 'db> {
                 crate::commands::modifications(modifications),
                 options,
                 multi,
+            ),
+        }
+    }
+
+    /// [`Writer::update_prepared`] of one document by id, under conditions parsed once (see
+    /// [`crate::PreparedConditions`]).
+    pub(crate) fn update_by_id_prepared<R>(
+        &mut self,
+        collection: &str,
+        id: &Bson,
+        conditions: &crate::PreparedConditions<R>,
+        update: &crate::PreparedUpdate<R>,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        let (modifications, parsed) = update.parts();
+        odm_engine::update::parsed_alone(options)?;
+        let conditions = conditions.parsed();
+        match self {
+            Writer::Embedded(txn) => {
+                sample_update_of(
+                    txn,
+                    collection,
+                    || Cow::Owned(conditions.filter(id)),
+                    || commands::modifications(modifications),
+                    options,
+                    false,
+                );
+                Ok(txn.update_one_by_id_parsed(collection, id, conditions, parsed, options)?)
+            }
+            #[cfg(feature = "mongodb")]
+            Writer::Remote { remote, session } => remote.update(
+                session.as_deref_mut(),
+                collection,
+                &conditions.filter(id),
+                crate::commands::modifications(modifications),
+                options,
+                false,
             ),
         }
     }
@@ -373,10 +412,29 @@ fn sample_update(
     options: &UpdateOptions,
     multi: bool,
 ) {
+    sample_update_of(
+        txn,
+        collection,
+        || Cow::Borrowed(filter),
+        update,
+        options,
+        multi,
+    );
+}
+
+/// [`sample_update`] of a filter written out only when the statement is sampled.
+fn sample_update_of<'f>(
+    txn: &WriteTxn<'_>,
+    collection: &str,
+    filter: impl FnOnce() -> Cow<'f, Document>,
+    update: impl FnOnce() -> Bson,
+    options: &UpdateOptions,
+    multi: bool,
+) {
     // The update is copied only when the statement is sampled, not on every write.
     txn.database()
         .sample_query(collection, SampledCommand::Update, |id| {
-            let mut statement = commands::update_statement(filter, update(), options, multi);
+            let mut statement = commands::update_statement(&filter(), update(), options, multi);
             statement.insert("sampleId", id);
             commands::update(collection, statement, options.let_vars.as_ref())
         });

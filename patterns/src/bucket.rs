@@ -56,8 +56,8 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, doc};
 use odm::engine::query::Explain;
 use odm::{
-    Collection, Document, Embedded, Field, Filter, Index, IntoValue, ModifyOptions, PreparedUpdate,
-    Sort, Txn, Update, UpdateOptions,
+    Collection, Document, Embedded, Field, Filter, Index, IntoValue, ModifyOptions,
+    PreparedConditions, PreparedUpdate, Sort, Txn, Update, UpdateOptions,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -453,6 +453,10 @@ pub struct Bucket<K, T> {
     counter_fields: Arc<BucketCounterFields<K>>,
     /// The upsert way's memory of open buckets, shared by the handle's clones.
     open: Arc<OpenBuckets>,
+    /// A remembered bucket's room conditions, parsed once, when they are the same for every
+    /// item (no byte budget): a push to it then reads the bucket by `_id` without a filter
+    /// to build, parse or plan.
+    room: Option<Arc<PreparedConditions<BucketDoc<K, T>>>>,
 }
 
 /// The open bucket each owner (and span) was last given by this handle or its clones, so that
@@ -500,6 +504,26 @@ impl OpenBuckets {
     }
 }
 
+/// The conditions of a bucket with room for an item of `bytes` encoded bytes: open, with
+/// slots and bytes left, added to `these`. Written as one document: building it from typed
+/// conditions, each a document merged into the last, costs as much as the engine's whole
+/// lookup of a bucket by `_id`. (The fields are the model's own, with values of their types.)
+fn with_room<K, T>(
+    f: &BucketDocFields<K, T>,
+    options: &BucketOptions<T>,
+    mut these: bson::Document,
+    bytes: i64,
+) -> bson::Document {
+    these.insert(f.closed.path(), false);
+    if let Some(n) = options.max_items {
+        these.insert(f.count.path(), doc! { "$lt": i64::from(n) });
+    }
+    if let Some(budget) = options.budget() {
+        these.insert(f.bytes.path(), doc! { "$lte": budget - bytes });
+    }
+    these
+}
+
 impl<K, T> Clone for Bucket<K, T> {
     fn clone(&self) -> Self {
         Bucket {
@@ -510,6 +534,7 @@ impl<K, T> Clone for Bucket<K, T> {
             fields: self.fields.clone(),
             counter_fields: self.counter_fields.clone(),
             open: self.open.clone(),
+            room: self.room.clone(),
         }
     }
 }
@@ -629,14 +654,25 @@ where
             }
             Ok::<_, PatternError>(())
         })?;
+        let buckets: Collection<BucketDoc<K, T>> = db.collection_named(name)?;
+        let room = match options.budget() {
+            None if counters.is_none() => Some(Arc::new(buckets.prepare_conditions(with_room(
+                &f,
+                &options,
+                bson::Document::new(),
+                0,
+            ))?)),
+            _ => None,
+        };
         Ok(Bucket {
-            buckets: db.collection_named(name)?,
+            buckets,
             counters,
             options,
             pattern,
             fields: Arc::new(f),
             counter_fields: Arc::new(BucketCounter::<K>::fields()),
             open: Arc::default(),
+            room,
         })
     }
 
@@ -755,31 +791,25 @@ where
             };
             (counter.n - 1) / i64::from(n)
         } else {
-            // The conditions of a bucket with room for the item: open, with slots and bytes
-            // left, added to `these`. Written as one document: building it from typed
-            // conditions, each a document merged into the last, costs as much as the
-            // engine's whole lookup of a bucket by `_id`. (The fields are the model's own,
-            // with values of their types.)
-            let with_room = |mut these: bson::Document| {
-                these.insert(f.closed.path(), false);
-                if let Some(n) = self.options.max_items {
-                    these.insert(f.count.path(), doc! { "$lt": i64::from(n) });
-                }
-                if let Some(budget) = self.options.budget() {
-                    these.insert(f.bytes.path(), doc! { "$lte": budget - item.bytes });
-                }
-                Filter::raw(these)
-            };
+            let with_room =
+                |these: bson::Document| Filter::raw(with_room(f, &self.options, these, item.bytes));
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
             let push = self.prepared(item, &item.push, || Ok(self.write(item)))?;
-            // The remembered bucket, by `_id` (its owner and span never change). The `_id`
-            // condition is written directly: serde writes an ObjectId through a `$oid`
-            // document, which costs as much here as the rest of the filter.
+            // The remembered bucket, by `_id` (its owner and span never change): under the
+            // room conditions parsed at open when they hold for every item, else under a
+            // filter written for this item. The `_id` condition is written directly: serde
+            // writes an ObjectId through a `$oid` document, which costs as much here as the
+            // rest of the filter.
             let open = remembered.as_deref().and_then(|key| self.open.get(key));
             if let Some(id) = open {
-                let by_id = with_room(doc! { f.id.path(): id });
-                let updated =
-                    buckets.update_one_prepared(by_id, &push, &UpdateOptions::default())?;
+                let none = UpdateOptions::default();
+                let updated = match &self.room {
+                    Some(room) => buckets.update_one_by_id_prepared(id, room, &push, &none)?,
+                    None => {
+                        let by_id = with_room(doc! { f.id.path(): id });
+                        buckets.update_one_prepared(by_id, &push, &none)?
+                    }
+                };
                 if updated.matched > 0 {
                     return Ok(false);
                 }

@@ -469,3 +469,61 @@ fn s7_a_prepared_update_applies_as_the_update_it_was_made_from() {
         "{conflicting}"
     );
 }
+
+#[test]
+fn s7_updates_by_id_under_prepared_conditions_apply_where_the_conditions_hold() {
+    let db = odm::testing::database().unwrap();
+    let books = db.collection::<Book>().unwrap();
+    let f = Book::fields();
+    let short = book("short", &["databases"], "Pragmatic", 100);
+    let long = book("long", &["databases"], "Pragmatic", 400);
+    for b in [&short, &long] {
+        books.insert_one(b).unwrap();
+    }
+    // Books under 150 pages grow by 100, each at most once here: the conditions are parsed
+    // once and judged again at every update.
+    let under = books.prepare_conditions(f.page_count.lt(150)).unwrap();
+    let grow = books.prepare_update(f.page_count.inc(100)).unwrap();
+    let none = odm::UpdateOptions::default();
+    let replies = db
+        .transaction(|txn| {
+            let mut books = txn.collection::<Book>()?;
+            let mut replies = Vec::new();
+            for id in [short.id, short.id, long.id, ObjectId::new()] {
+                let r = books.update_one_by_id_prepared(id, &under, &grow, &none)?;
+                replies.push((r.matched, r.modified));
+            }
+            Ok::<_, odm::Error>(replies)
+        })
+        .unwrap();
+    assert_eq!(replies, [(1, 1), (0, 0), (0, 0), (0, 0)]);
+    let pages = |id: ObjectId| books.get(id).unwrap().unwrap().page_count;
+    assert_eq!((pages(short.id), pages(long.id)), (200, 400));
+
+    // With `upsert`, a missing id is inserted as the filter `{_id, ..conditions}` seeds it.
+    let fresh = ObjectId::new();
+    let titled = books
+        .prepare_conditions(f.slug.eq("fresh").and(f.page_count.lt(150)))
+        .unwrap();
+    let upsert = odm::UpdateOptions {
+        upsert: true,
+        ..odm::UpdateOptions::default()
+    };
+    let set_title = books.prepare_update(f.title.set("Fresh")).unwrap();
+    let inserted = db
+        .transaction(|txn| {
+            txn.collection::<Book>()?
+                .update_one_by_id_prepared(fresh, &titled, &set_title, &upsert)
+        })
+        .unwrap();
+    assert_eq!(inserted.upserted_id, Some(bson::Bson::ObjectId(fresh)));
+    let seeded =
+        f.id.eq(fresh)
+            .and(f.slug.eq("fresh"))
+            .and(f.title.eq("Fresh"));
+    assert_eq!(books.count(seeded).unwrap(), 1);
+
+    // Conditions may not name the id: it comes with each update.
+    let refused = books.prepare_conditions(f.id.eq(fresh)).unwrap_err();
+    assert!(refused.to_string().contains("_id"), "{refused}");
+}

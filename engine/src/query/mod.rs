@@ -41,6 +41,7 @@ pub(crate) use exec::choose_plan;
 pub use exec::{FindOptions, WalkStats};
 pub use explain::Explain;
 pub use filter::{ElemMatch, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec};
+pub(crate) use plan::id_lookup_plan;
 pub use plan::{Access, FieldBounds, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
 pub use routing::{Routing, route_filter, target_filter};

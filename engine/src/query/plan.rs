@@ -816,10 +816,13 @@ pub(crate) fn candidates(
 /// The lookup of the `_id`s the filter names exactly, if it does: the best plan whenever there
 /// is one (an id lookup outranks every other, see [`Rank`]).
 pub(crate) fn id_plan(filter: &Filter, collated: bool) -> Option<Plan> {
-    Some(Plan {
-        access: Access::IdLookup {
-            ids: id_lookup(&conditions(filter, collated))?,
-        },
+    Some(id_lookup_plan(id_lookup(&conditions(filter, collated))?))
+}
+
+/// The lookup of these `_id`s' keys, ranked as an id lookup.
+pub(crate) fn id_lookup_plan(ids: Vec<RawBson>) -> Plan {
+    Plan {
+        access: Access::IdLookup { ids },
         provides_sort: false,
         from_cache: false,
         rank: Rank {
@@ -829,7 +832,7 @@ pub(crate) fn id_plan(filter: &Filter, collated: bool) -> Option<Plan> {
             provides_sort: false,
             narrower: 0,
         },
-    })
+    }
 }
 
 /// A plan per `$or` branch when every branch can use an index (or `_id`); the other top-level

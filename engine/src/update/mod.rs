@@ -10,10 +10,12 @@
 //!   document; the same result as `apply`, or it declines and `apply` runs.
 //! - `decimal`: decimal128 sums and products for `$inc` and `$mul`.
 //! - `upsert`: the document an upsert seeds from the query's equality conditions.
+//! - `by_id`: updates of one document named by `_id`, under conditions parsed once.
 //! - `write`: update, replace, delete, find-and-modify and bulk operations inside a write
 //!   transaction.
 
 mod apply;
+mod by_id;
 pub(crate) mod decimal;
 mod in_place;
 mod parse;
@@ -21,6 +23,7 @@ mod pipeline;
 mod upsert;
 mod write;
 
+pub use by_id::IdConditions;
 pub use parse::{Operators, Update, UpdateError, UpdateModifications};
 pub use pipeline::Pipeline;
 pub(crate) use write::Updated;

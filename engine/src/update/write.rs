@@ -304,6 +304,36 @@ impl WriteTxn<'_> {
         self.update_parsed(collection, filter, update, options, None)
     }
 
+    /// [`WriteTxn::update_one_parsed`] of the document stored under the `_id` `id`, judged by
+    /// `conditions` (a query that names no `_id`): the plan the filter `{_id: id}` would get
+    /// (see `by_id`), without parsing or planning a filter.
+    pub(super) fn update_parsed_by_key(
+        &mut self,
+        collection: &str,
+        id: bson::RawBson,
+        conditions: &Query,
+        update: &Update,
+        options: &UpdateOptions,
+    ) -> Result<UpdateResult> {
+        not_a_replacement(update)?;
+        parsed_alone(options)?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(UpdateResult::default());
+        };
+        // As `plan_over_own_writes` does, so that the writer starts from the same tables.
+        self.flush_index_writes_of(meta.id)?;
+        let plan = crate::query::id_lookup_plan(vec![id]);
+        self.db.shared.plan_cache.used(&meta, &plan);
+        let updated =
+            self.with_planned_selection(&meta, conditions, plan, keep_all, |writer, selected| {
+                if selected.is_empty() {
+                    return Ok(None);
+                }
+                apply_update(writer, selected, conditions, update, options).map(Some)
+            })?;
+        Ok(updated.unwrap_or_default())
+    }
+
     /// The parsed updates' checks, then [`WriteTxn::update_with`].
     fn update_parsed(
         &mut self,
@@ -589,6 +619,19 @@ impl WriteTxn<'_> {
         work: impl FnOnce(&mut Writer<'_, '_>, Vec<S>) -> Result<R>,
     ) -> Result<R> {
         let plan = self.plan_over_own_writes(meta, query)?;
+        self.with_planned_selection(meta, query, plan, keep, work)
+    }
+
+    /// [`WriteTxn::with_selection`] by a plan already chosen (and its index uses counted),
+    /// over tables that hold this transaction's buffered index changes.
+    fn with_planned_selection<S, R>(
+        &mut self,
+        meta: &Arc<CollectionMeta>,
+        query: &Query,
+        plan: crate::query::Plan,
+        keep: impl Fn(Vec<u8>, RawDocumentBuf) -> S,
+        work: impl FnOnce(&mut Writer<'_, '_>, Vec<S>) -> Result<R>,
+    ) -> Result<R> {
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let mut selected = Vec::new();
         let no_id = || view.corrupt("a document has no _id");
