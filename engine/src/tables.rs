@@ -64,7 +64,9 @@ fn table_name(collection: u64, index: Option<u64>, last: &str) -> String {
     name
 }
 
-fn push_decimal(out: &mut String, mut n: u64) {
+/// Appends `n` in decimal digits (without `format!`, which costs several times as much on the
+/// write path's names and paths).
+pub(crate) fn push_decimal(out: &mut String, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {

@@ -14,10 +14,7 @@
 //! `replace` ([`describe`] returns `None`). A field name holding a `.` or starting with `$`
 //! cannot be told apart in a dotted path, so it is treated the same way.
 
-use std::fmt::Write as _;
-
-use bson::raw::cstr;
-use bson::{Bson, Document, RawArrayBuf, RawDocument, RawDocumentBuf};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
 use crate::raw;
 
@@ -34,40 +31,89 @@ pub fn describe(
     old: &RawDocument,
     new: &RawDocument,
 ) -> Option<(RawDocumentBuf, Option<RawDocumentBuf>)> {
-    let mut out = Description::default();
-    if !out
-        .documents(old.as_bytes(), new.as_bytes(), &At::root())
-        .ok()?
-    {
+    let mut element = Vec::new();
+    let ambiguous = describe_into(old, new, "d", &mut element)?;
+    // The element's type, its one-letter name and the name's NUL come before the document.
+    let description = RawDocumentBuf::from_bytes(element.split_off(3)).ok()?;
+    Some((description, ambiguous))
+}
+
+/// [`describe`], written as a document element named `name` at the end of `out` (a change
+/// record's fields), without a buffer of its own; the `disambiguatedPaths` are returned. On
+/// `None`, `out` is as it was.
+pub(crate) fn describe_into(
+    old: &RawDocument,
+    new: &RawDocument,
+    name: &str,
+    out: &mut Vec<u8>,
+) -> Option<Option<RawDocumentBuf>> {
+    let start = out.len();
+    let description = open_document(out, name);
+    let updated = open_document(out, "updatedFields");
+    let mut described = Description::new(out);
+    if !matches!(
+        described.documents(old.as_bytes(), new.as_bytes(), &At::root()),
+        Ok(true)
+    ) {
+        out.truncate(start);
         return None;
     }
-    let removed: RawArrayBuf = out.removed.iter().map(String::as_str).collect();
-    let mut truncated = RawArrayBuf::new();
-    for (field, size) in &out.truncated {
-        let mut entry = RawDocumentBuf::new();
-        entry.append(cstr!("field"), field.as_str());
-        entry.append(cstr!("newSize"), *size);
-        truncated.push(entry);
-    }
-    // Written as element bytes (the updated fields already are), not appended through the
-    // bson crate one field at a time.
-    let updated = raw::document(&[&out.updated]);
-    let mut fields = Vec::with_capacity(updated.len() + 64);
-    raw::push_element(&mut fields, raw::DOCUMENT, "updatedFields", &updated);
-    raw::push_element(&mut fields, raw::ARRAY, "removedFields", removed.as_bytes());
-    raw::push_element(
-        &mut fields,
-        raw::ARRAY,
-        "truncatedArrays",
-        truncated.as_bytes(),
-    );
-    let description = RawDocumentBuf::from_bytes(raw::document(&[&fields])).ok()?;
-    let ambiguous = if out.ambiguous.is_empty() {
-        None
-    } else {
-        Some(RawDocumentBuf::try_from(&out.ambiguous).ok()?)
+    let Description {
+        removed,
+        truncated,
+        ambiguous,
+        ..
+    } = described;
+    close_document(out, updated);
+    // Arrays are documents whose names are the positions.
+    let mut position = String::new();
+    let mut name_of = |i: usize| {
+        position.clear();
+        crate::tables::push_decimal(&mut position, i as u64);
+        position.clone()
     };
-    Some((description, ambiguous))
+    let array = open_document_of(out, raw::ARRAY, "removedFields");
+    for (i, path) in removed.iter().enumerate() {
+        raw::push_string(out, &name_of(i), path);
+    }
+    close_document(out, array);
+    let array = open_document_of(out, raw::ARRAY, "truncatedArrays");
+    for (i, (field, size)) in truncated.iter().enumerate() {
+        let entry = open_document(out, &name_of(i));
+        raw::push_string(out, "field", field);
+        raw::push_element(out, raw::INT32, "newSize", &size.to_le_bytes());
+        close_document(out, entry);
+    }
+    close_document(out, array);
+    close_document(out, description);
+    match ambiguous.map(|paths| RawDocumentBuf::try_from(&paths)) {
+        None => Some(None),
+        Some(Ok(paths)) => Some(Some(paths)),
+        Some(Err(_)) => {
+            out.truncate(start);
+            None
+        }
+    }
+}
+
+/// Starts a document element named `name` at the end of `out`: its type, name and a length to
+/// be written by [`close_document`], given the position this returns.
+fn open_document(out: &mut Vec<u8>, name: &str) -> usize {
+    open_document_of(out, raw::DOCUMENT, name)
+}
+
+/// [`open_document`] of an array (`kind` [`raw::ARRAY`]) or a document.
+fn open_document_of(out: &mut Vec<u8>, kind: u8, name: &str) -> usize {
+    raw::push_element(out, kind, name, &[0; 4]);
+    out.len() - 4
+}
+
+/// Ends the document whose length sits at `at`: its NUL, then its length. (A description is
+/// a copy of parts of a stored document, far below what the length can hold.)
+fn close_document(out: &mut Vec<u8>, at: usize) {
+    out.push(0);
+    let len = (out.len() - at) as i32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
 
 /// A path being described: dotted, and as its last part with the path it extends, so the
@@ -110,8 +156,7 @@ impl<'p> At<'p> {
         }
         match part {
             Part::Field(name) => dotted.push_str(name),
-            // Writing to a `String` cannot fail.
-            Part::Index(i) => drop(write!(dotted, "{i}")),
+            Part::Index(i) => crate::tables::push_decimal(&mut dotted, i as u64),
             Part::Root => {}
         }
         At {
@@ -189,14 +234,15 @@ fn fields(bytes: &[u8]) -> Result<Vec<(&str, Value<'_>)>, Unreadable> {
 /// A description as it is built. Each path is visited once, so where names are unique (as the
 /// engine's own encoders write them) `updated` gets each key once; a name held twice in one
 /// document can give its path twice, the later value last, as a decoded document keeps it.
-#[derive(Default)]
-struct Description {
-    /// The `updatedFields` elements, encoded one after another: type, dotted path, value bytes
-    /// as stored (a path joins names read up to their NUL, so it holds no NUL).
-    updated: Vec<u8>,
+struct Description<'o> {
+    /// The `updatedFields` elements, encoded one after another at the end of the record being
+    /// written: type, dotted path, value bytes as stored (a path joins names read up to their
+    /// NUL, so it holds no NUL).
+    updated: &'o mut Vec<u8>,
     removed: Vec<String>,
     truncated: Vec<(String, i32)>,
-    ambiguous: Document,
+    /// The `disambiguatedPaths`, once a path needs them.
+    ambiguous: Option<Document>,
 }
 
 fn plain(name: &str) -> bool {
@@ -212,10 +258,21 @@ fn plain_bytes(name: &[u8]) -> bool {
 /// general walk.
 const IN_STEP_FIELDS: usize = 32;
 
-impl Description {
+impl<'o> Description<'o> {
+    /// A description whose updated fields go to the end of `updated`.
+    fn new(updated: &'o mut Vec<u8>) -> Self {
+        Description {
+            updated,
+            removed: Vec::new(),
+            truncated: Vec::new(),
+            ambiguous: None,
+        }
+    }
+
     fn note(&mut self, at: &At<'_>) {
         if at.ambiguous() {
             self.ambiguous
+                .get_or_insert_default()
                 .insert(at.dotted.clone(), Bson::Array(at.parts()));
         }
     }
@@ -545,6 +602,44 @@ mod tests {
         Some((Document::try_from(description).unwrap(), ambiguous))
     }
 
+    /// A description written into a record's buffer is the element of what `describe` gives,
+    /// after what the buffer held; where only a replacement describes the change, the buffer
+    /// is left as it was.
+    #[test]
+    fn a_description_written_into_a_record_is_the_element_of_the_description() {
+        let cases = [
+            (
+                doc! {"a": 1, "b": [1, 2], "c": {"d": 1}},
+                doc! {"a": 2, "b": [1], "c": {"d": 1, "e": 2}},
+            ),
+            (doc! {"a": 1, "b": 2}, doc! {"a": 1}),
+            (doc! {"x": {"0": 1}}, doc! {"x": {"0": 2}}),
+            (doc! {"a": 1, "b": 2}, doc! {"b": 2, "a": 1}),
+        ];
+        for (old, new) in cases {
+            let (old, new) = (raw(&old), raw(&new));
+            let mut out = b"kept".to_vec();
+            let written = describe_into(&old, &new, "updateDescription", &mut out);
+            match super::describe(&old, &new) {
+                Some((description, ambiguous)) => {
+                    let mut expected = b"kept".to_vec();
+                    raw::push_element(
+                        &mut expected,
+                        raw::DOCUMENT,
+                        "updateDescription",
+                        description.as_bytes(),
+                    );
+                    assert_eq!(out, expected);
+                    assert_eq!(written, Some(ambiguous));
+                }
+                None => {
+                    assert_eq!(out, b"kept");
+                    assert_eq!(written, None);
+                }
+            }
+        }
+    }
+
     /// Describes, replays, and compares as bytes (`Document`'s `==` ignores field order).
     fn round_trip(old: Document, new: Document) -> Option<Document> {
         let (d, _) = describe(&old, &new)?;
@@ -831,8 +926,9 @@ mod tests {
         fn reading_in_step_describes_what_the_listed_walk_does((old, new) in kept_names()) {
             let (old, new) = (raw(&old), raw(&new));
             let root = At::root();
-            let mut fast = Description::default();
-            let mut walk = Description::default();
+            let (mut fast_out, mut walk_out) = (Vec::new(), Vec::new());
+            let mut fast = Description::new(&mut fast_out);
+            let mut walk = Description::new(&mut walk_out);
             let listed = walk.listed(old.as_bytes(), new.as_bytes(), &root).ok();
             match fast.in_step(old.as_bytes(), new.as_bytes(), &root) {
                 Ok(true) => {
@@ -844,7 +940,7 @@ mod tests {
                 }
                 Ok(false) => {
                     prop_assert!(fast.updated.is_empty() && fast.removed.is_empty());
-                    prop_assert!(fast.truncated.is_empty() && fast.ambiguous.is_empty());
+                    prop_assert!(fast.truncated.is_empty() && fast.ambiguous.is_none());
                 }
                 Err(Unreadable) => prop_assert_eq!(listed, None),
             }
@@ -865,7 +961,8 @@ mod tests {
                 .collect()
         };
         let (old, new) = (raw(&many(0)), raw(&many(1)));
-        let mut fast = Description::default();
+        let mut out = Vec::new();
+        let mut fast = Description::new(&mut out);
         assert!(matches!(
             fast.in_step(old.as_bytes(), new.as_bytes(), &At::root()),
             Ok(false)
@@ -891,13 +988,12 @@ mod tests {
         };
         let root = At::root();
         let at = root.field("a");
-        let mut fast = Description::default();
-        let fast = fast
-            .appended(o.as_bytes(), n.as_bytes(), &at)
-            .then_some(fast.updated);
-        let mut walk = Description::default();
+        let (mut fast_out, mut walk_out) = (Vec::new(), Vec::new());
+        let mut fast = Description::new(&mut fast_out);
+        let appended = fast.appended(o.as_bytes(), n.as_bytes(), &at);
+        let mut walk = Description::new(&mut walk_out);
         assert!(walk.elementwise(o.as_bytes(), n.as_bytes(), &at).is_ok());
-        (fast, walk.updated)
+        (appended.then_some(fast_out), walk_out)
     }
 
     proptest! {

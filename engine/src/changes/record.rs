@@ -82,19 +82,18 @@ impl<'t> Recorder<'t> {
             return Ok(());
         }
         let images = meta.options.change_stream_pre_and_post_images;
-        let description = match how {
-            Rewrite::Update => diff::describe(old, new),
-            Rewrite::Replace => None,
-        };
-        // Sized for the usual record, a key and a description, so that it grows at most once.
-        let described = description.as_ref().map_or(0, |(d, _)| d.as_bytes().len());
-        let mut fields = Vec::with_capacity(64 + described);
+        // Sized for the usual record, a key and a description, so that it seldom grows.
+        let mut fields = Vec::with_capacity(256);
         let document = |fields: &mut Vec<u8>, name, bytes: &[u8]| {
             raw::push_element(fields, raw::DOCUMENT, name, bytes);
         };
         document(&mut fields, "documentKey", &document_key(meta, new)?);
-        let op = if let Some((description, ambiguous)) = description {
-            document(&mut fields, "updateDescription", description.as_bytes());
+        // The description is written into the record as it is found.
+        let described = match how {
+            Rewrite::Update => diff::describe_into(old, new, "updateDescription", &mut fields),
+            Rewrite::Replace => None,
+        };
+        let op = if let Some(ambiguous) = described {
             if let Some(ambiguous) = ambiguous {
                 document(&mut fields, "disambiguatedPaths", ambiguous.as_bytes());
             }
