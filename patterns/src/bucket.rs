@@ -803,12 +803,11 @@ where
             let open = remembered.as_deref().and_then(|key| self.open.get(key));
             if let Some(id) = open {
                 let none = UpdateOptions::default();
-                let updated = match &self.room {
-                    Some(room) => buckets.update_one_by_id_prepared(id, room, &push, &none)?,
-                    None => {
-                        let by_id = with_room(doc! { f.id.path(): id });
-                        buckets.update_one_prepared(by_id, &push, &none)?
-                    }
+                let updated = if let Some(room) = &self.room {
+                    buckets.update_one_by_id_prepared(id, room, &push, &none)?
+                } else {
+                    let by_id = with_room(doc! { f.id.path(): id });
+                    buckets.update_one_prepared(by_id, &push, &none)?
                 };
                 if updated.matched > 0 {
                     return Ok(false);

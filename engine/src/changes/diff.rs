@@ -32,21 +32,27 @@ pub fn describe(
     new: &RawDocument,
 ) -> Option<(RawDocumentBuf, Option<RawDocumentBuf>)> {
     let mut element = Vec::new();
-    let ambiguous = describe_into(old, new, "d", &mut element)?;
+    let Described { ambiguous } = describe_into(old, new, "d", &mut element)?;
     // The element's type, its one-letter name and the name's NUL come before the document.
     let description = RawDocumentBuf::from_bytes(element.split_off(3)).ok()?;
     Some((description, ambiguous))
 }
 
+/// What [`describe_into`] wrote beside the description.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Described {
+    /// The `disambiguatedPaths`, when a path needs them.
+    pub(crate) ambiguous: Option<RawDocumentBuf>,
+}
+
 /// [`describe`], written as a document element named `name` at the end of `out` (a change
-/// record's fields), without a buffer of its own; the `disambiguatedPaths` are returned. On
-/// `None`, `out` is as it was.
+/// record's fields), without a buffer of its own. On `None`, `out` is as it was.
 pub(crate) fn describe_into(
     old: &RawDocument,
     new: &RawDocument,
     name: &str,
     out: &mut Vec<u8>,
-) -> Option<Option<RawDocumentBuf>> {
+) -> Option<Described> {
     let start = out.len();
     let description = open_document(out, name);
     let updated = open_document(out, "updatedFields");
@@ -87,8 +93,10 @@ pub(crate) fn describe_into(
     close_document(out, array);
     close_document(out, description);
     match ambiguous.map(|paths| RawDocumentBuf::try_from(&paths)) {
-        None => Some(None),
-        Some(Ok(paths)) => Some(Some(paths)),
+        None => Some(Described { ambiguous: None }),
+        Some(Ok(paths)) => Some(Described {
+            ambiguous: Some(paths),
+        }),
         Some(Err(_)) => {
             out.truncate(start);
             None
@@ -620,22 +628,19 @@ mod tests {
             let (old, new) = (raw(&old), raw(&new));
             let mut out = b"kept".to_vec();
             let written = describe_into(&old, &new, "updateDescription", &mut out);
-            match super::describe(&old, &new) {
-                Some((description, ambiguous)) => {
-                    let mut expected = b"kept".to_vec();
-                    raw::push_element(
-                        &mut expected,
-                        raw::DOCUMENT,
-                        "updateDescription",
-                        description.as_bytes(),
-                    );
-                    assert_eq!(out, expected);
-                    assert_eq!(written, Some(ambiguous));
-                }
-                None => {
-                    assert_eq!(out, b"kept");
-                    assert_eq!(written, None);
-                }
+            if let Some((description, ambiguous)) = super::describe(&old, &new) {
+                let mut expected = b"kept".to_vec();
+                raw::push_element(
+                    &mut expected,
+                    raw::DOCUMENT,
+                    "updateDescription",
+                    description.as_bytes(),
+                );
+                assert_eq!(out, expected);
+                assert_eq!(written, Some(Described { ambiguous }));
+            } else {
+                assert_eq!(out, b"kept");
+                assert_eq!(written, None);
             }
         }
     }

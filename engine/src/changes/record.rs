@@ -93,8 +93,8 @@ impl<'t> Recorder<'t> {
             Rewrite::Update => diff::describe_into(old, new, "updateDescription", &mut fields),
             Rewrite::Replace => None,
         };
-        let op = if let Some(ambiguous) = described {
-            if let Some(ambiguous) = ambiguous {
+        let op = if let Some(described) = described {
+            if let Some(ambiguous) = described.ambiguous {
                 document(&mut fields, "disambiguatedPaths", ambiguous.as_bytes());
             }
             if images {
