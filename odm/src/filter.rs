@@ -364,7 +364,8 @@ fn mergeable(mine: &Document, theirs: &Document) -> bool {
 /// [`TxnCollection::update_one_by_id_prepared`](crate::TxnCollection::update_one_by_id_prepared)
 /// then skips building, parsing and planning a filter. Made by
 /// [`Collection::prepare_conditions`](crate::Collection::prepare_conditions); they may not
-/// name the id themselves.
+/// hold a top-level condition on the id, and an `$expr` in them cannot name `let` variables
+/// (they are parsed once, without a call's options).
 ///
 /// ```
 /// use odm::{Database, Document, UpdateOptions};

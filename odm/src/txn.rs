@@ -389,8 +389,9 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// [`TxnCollection::update_one_prepared`] of the document whose id is `id`, if it meets
     /// `conditions` ([`Collection::prepare_conditions`](crate::Collection::prepare_conditions)):
     /// the update of the filter `{_id: id}` followed by the conditions, which is what a MongoDB
-    /// deployment is sent; the embedded engine reads the document by its key and judges it by
-    /// the conditions parsed once.
+    /// deployment is sent. The embedded engine reads the document by its key and judges it by
+    /// the conditions parsed once, where that filter would read the key (an id of a plain
+    /// scalar type; no upsert, hint, sort, collation or `let`); otherwise it runs the filter.
     pub fn update_one_by_id_prepared(
         &mut self,
         id: impl Into<Bson>,

@@ -453,9 +453,10 @@ pub struct Bucket<K, T> {
     counter_fields: Arc<BucketCounterFields<K>>,
     /// The upsert way's memory of open buckets, shared by the handle's clones.
     open: Arc<OpenBuckets>,
-    /// A remembered bucket's room conditions, parsed once, when they are the same for every
-    /// item (no byte budget): a push to it then reads the bucket by `_id` without a filter
-    /// to build, parse or plan.
+    /// A remembered bucket's room conditions, parsed once, when buckets are found by upsert
+    /// (no sequence counters) and the conditions are the same for every item (no byte
+    /// budget): a push to it then reads the bucket by `_id` without a filter to build, parse
+    /// or plan.
     room: Option<Arc<PreparedConditions<BucketDoc<K, T>>>>,
 }
 

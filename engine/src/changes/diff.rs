@@ -645,6 +645,42 @@ mod tests {
         }
     }
 
+    /// A description's bytes are those the bson crate writes for the same description: its
+    /// three fields in order, arrays named by position, `newSize` an Int32.
+    #[test]
+    fn a_description_is_encoded_as_bson_encodes_it() {
+        let old = raw(&doc! {"a": 1, "b": [1, 2, 3], "c": {"d": 1}, "e": 5});
+        let new = raw(&doc! {"a": 2, "b": [1], "c": {"d": 1, "f": 2}});
+        let (description, _) = super::describe(&old, &new).unwrap();
+        let expected = raw(&doc! {
+            "updatedFields": {"a": 2, "c.f": 2},
+            "removedFields": ["e"],
+            "truncatedArrays": [{"field": "b", "newSize": 1_i32}],
+        });
+        assert_eq!(description.as_bytes(), expected.as_bytes());
+    }
+
+    /// Bytes it cannot read, met after a change was already written into the record, leave
+    /// the record as it was.
+    #[test]
+    fn a_description_that_fails_midway_leaves_the_record_as_it_was() {
+        // `z.q` changes too, but its name is not UTF-8: read after `a` was described.
+        let damaged = |d: Document| {
+            let mut bytes = raw(&d).into_bytes();
+            let at = bytes.windows(3).position(|w| w == b"\x10q\x00").unwrap();
+            bytes[at + 1] = 0xFF;
+            RawDocumentBuf::from_bytes(bytes).unwrap()
+        };
+        let old = damaged(doc! {"a": 1, "z": {"q": 1}});
+        let new = damaged(doc! {"a": 2, "z": {"q": 2}});
+        let mut out = b"kept".to_vec();
+        assert_eq!(
+            describe_into(&old, &new, "updateDescription", &mut out),
+            None
+        );
+        assert_eq!(out, b"kept");
+    }
+
     /// Describes, replays, and compares as bytes (`Document`'s `==` ignores field order).
     fn round_trip(old: Document, new: Document) -> Option<Document> {
         let (d, _) = describe(&old, &new)?;

@@ -25,7 +25,10 @@ use crate::error::Result;
 use crate::query::{Query, QueryOptions};
 
 /// Conditions parsed once, for updates of one document by `_id` (see the module
-/// documentation). They may not name `_id` themselves: the `_id` is given with each call.
+/// documentation). They may not hold a top-level `_id` condition: the `_id` is given with each
+/// call. They are parsed without `let` variables, so an `$expr` in them cannot name one (a
+/// call's [`UpdateOptions::let_vars`] serve the rest of the update, and make the call run as
+/// the filter).
 #[derive(Debug, Clone)]
 pub struct IdConditions {
     /// As given: the fallback filter and the MongoDB back end's filter are made from it.

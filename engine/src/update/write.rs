@@ -305,8 +305,8 @@ impl WriteTxn<'_> {
     }
 
     /// [`WriteTxn::update_one_parsed`] of the document stored under the `_id` `id`, judged by
-    /// `conditions` (a query that names no `_id`): the plan the filter `{_id: id}` would get
-    /// (see `by_id`), without parsing or planning a filter.
+    /// `conditions` (a query without a top-level `_id` condition): the plan the filter
+    /// `{_id: id}` would get (see `by_id`), without parsing or planning a filter.
     pub(super) fn update_parsed_by_key(
         &mut self,
         collection: &str,
