@@ -240,6 +240,22 @@ pub(crate) fn push_element(out: &mut Vec<u8>, kind: u8, name: &str, value: &[u8]
     out.extend_from_slice(value);
 }
 
+/// Starts an element of `kind` (a document or an array) named `name` at the end of `out`, its
+/// length left to [`close_document`], given the position this returns: for a document written
+/// as it is found, whose length is not known before.
+pub(crate) fn open_element(out: &mut Vec<u8>, kind: u8, name: &str) -> usize {
+    push_element(out, kind, name, &[0; 4]);
+    out.len() - 4
+}
+
+/// Ends the document (or array) whose length sits at `at`: its NUL, then its length. The
+/// caller keeps it within a document's limits, far below what the length can hold.
+pub(crate) fn close_document(out: &mut Vec<u8>, at: usize) {
+    out.push(0);
+    let len = (out.len() - at) as i32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
 /// Appends a string element (see [`push_element`]); the text is far below 2 GiB.
 pub(crate) fn push_string(out: &mut Vec<u8>, name: &str, text: &str) {
     out.push(STRING);

@@ -54,8 +54,8 @@ pub(crate) fn describe_into(
     out: &mut Vec<u8>,
 ) -> Option<Described> {
     let start = out.len();
-    let description = open_document(out, name);
-    let updated = open_document(out, "updatedFields");
+    let description = raw::open_element(out, raw::DOCUMENT, name);
+    let updated = raw::open_element(out, raw::DOCUMENT, "updatedFields");
     let mut described = Description::new(out);
     if !matches!(
         described.documents(old.as_bytes(), new.as_bytes(), &At::root()),
@@ -70,28 +70,23 @@ pub(crate) fn describe_into(
         ambiguous,
         ..
     } = described;
-    close_document(out, updated);
+    raw::close_document(out, updated);
     // Arrays are documents whose names are the positions.
-    let mut position = String::new();
-    let mut name_of = |i: usize| {
-        position.clear();
-        crate::tables::push_decimal(&mut position, i as u64);
-        position.clone()
-    };
-    let array = open_document_of(out, raw::ARRAY, "removedFields");
+    let mut name = String::new();
+    let array = raw::open_element(out, raw::ARRAY, "removedFields");
     for (i, path) in removed.iter().enumerate() {
-        raw::push_string(out, &name_of(i), path);
+        raw::push_string(out, position(&mut name, i), path);
     }
-    close_document(out, array);
-    let array = open_document_of(out, raw::ARRAY, "truncatedArrays");
+    raw::close_document(out, array);
+    let array = raw::open_element(out, raw::ARRAY, "truncatedArrays");
     for (i, (field, size)) in truncated.iter().enumerate() {
-        let entry = open_document(out, &name_of(i));
+        let entry = raw::open_element(out, raw::DOCUMENT, position(&mut name, i));
         raw::push_string(out, "field", field);
         raw::push_element(out, raw::INT32, "newSize", &size.to_le_bytes());
-        close_document(out, entry);
+        raw::close_document(out, entry);
     }
-    close_document(out, array);
-    close_document(out, description);
+    raw::close_document(out, array);
+    raw::close_document(out, description);
     match ambiguous.map(|paths| RawDocumentBuf::try_from(&paths)) {
         None => Some(Described { ambiguous: None }),
         Some(Ok(paths)) => Some(Described {
@@ -104,24 +99,11 @@ pub(crate) fn describe_into(
     }
 }
 
-/// Starts a document element named `name` at the end of `out`: its type, name and a length to
-/// be written by [`close_document`], given the position this returns.
-fn open_document(out: &mut Vec<u8>, name: &str) -> usize {
-    open_document_of(out, raw::DOCUMENT, name)
-}
-
-/// [`open_document`] of an array (`kind` [`raw::ARRAY`]) or a document.
-fn open_document_of(out: &mut Vec<u8>, kind: u8, name: &str) -> usize {
-    raw::push_element(out, kind, name, &[0; 4]);
-    out.len() - 4
-}
-
-/// Ends the document whose length sits at `at`: its NUL, then its length. (A description is
-/// a copy of parts of a stored document, far below what the length can hold.)
-fn close_document(out: &mut Vec<u8>, at: usize) {
-    out.push(0);
-    let len = (out.len() - at) as i32;
-    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+/// `i` written into `name` (cleared first), as an array names its `i`th element.
+fn position(name: &mut String, i: usize) -> &str {
+    name.clear();
+    crate::tables::push_decimal(name, i as u64);
+    name
 }
 
 /// A path being described: dotted, and as its last part with the path it extends, so the
