@@ -20,6 +20,7 @@ pub mod changes;
 mod code;
 pub mod collation;
 mod collection;
+pub mod commands;
 mod db;
 pub mod decode;
 mod document;

@@ -409,7 +409,8 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
-                let command = crate::commands::aggregate(&self.name, &self.stages, &self.options);
+                let command =
+                    odm_engine::commands::aggregate(&self.name, &self.stages, &self.options);
                 let stream = remote.stream(command)?;
                 let (name, decode) = (self.name.clone(), self.decode);
                 return Ok(Cursor::over(

@@ -878,7 +878,7 @@ impl<T: Document> Find<T> {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
-                let command = crate::commands::find(&name, &filter, &options);
+                let command = odm_engine::commands::find(&name, &filter, &options);
                 let stream = remote.stream(command)?;
                 return Ok(Cursor::over(
                     stream.map(move |raw| raw.and_then(|raw| from_raw::<T>(&raw, &name))),

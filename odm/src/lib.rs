@@ -43,6 +43,11 @@
 //! Every typed value becomes the plain `bson::Document` MongoDB would receive (`to_document`
 //! on filters and updates), and a `bson::Document` converts into a typed filter or update as an
 //! escape hatch.
+//!
+//! Depends on the engine, the derive and the shard-key advisor, and with the `mongodb` feature
+//! on the official driver; never on the wire server or the `odm` command (`odm-server`,
+//! `odm-cli`), so an application that uses the typed layer builds no server, TLS, compression
+//! or command-line crate.
 
 // Without the MongoDB back end, a `Store` and a `Writer` have one variant: the matches that pick
 // the back end have one arm, and what only the embedded one has is always there. They stay as
@@ -52,11 +57,11 @@
     allow(clippy::infallible_destructuring_match, clippy::unnecessary_wraps)
 )]
 
-pub mod advisor;
+/// The shard-key advisor, whose reports [`Database::analyze_shard_key`] returns.
+pub use odm_advisor as advisor;
 mod aggregate;
 mod codec;
 mod collection;
-mod commands;
 mod cursor;
 mod database;
 mod error;
@@ -66,13 +71,9 @@ mod indexes;
 mod model;
 #[cfg(feature = "mongodb")]
 mod remote;
-#[cfg(feature = "server")]
-pub mod server;
 mod sort;
 #[doc(hidden)]
 pub mod testing;
-#[cfg(feature = "cli")]
-pub mod tools;
 mod txn;
 mod update;
 mod watch;

@@ -13,8 +13,8 @@ use odm_engine::update::{
 use odm_engine::update::{DeleteOptions, WriteOp};
 use odm_engine::{IndexSpec, WriteTxn};
 
-use crate::commands;
 use crate::error::Result;
+use odm_engine::commands;
 
 /// The back end of one typed transaction.
 pub(crate) enum Writer<'t, 'db> {
@@ -141,7 +141,7 @@ impl<'db> Writer<'_, 'db> {
                 session.as_deref_mut(),
                 collection,
                 filter,
-                crate::commands::modifications(&update),
+                commands::modifications(&update),
                 options,
                 multi,
             ),
@@ -181,7 +181,7 @@ impl<'db> Writer<'_, 'db> {
                 session.as_deref_mut(),
                 collection,
                 filter,
-                crate::commands::modifications(modifications),
+                commands::modifications(modifications),
                 options,
                 multi,
             ),
@@ -218,7 +218,7 @@ impl<'db> Writer<'_, 'db> {
                 session.as_deref_mut(),
                 collection,
                 &conditions.filter(id),
-                crate::commands::modifications(modifications),
+                commands::modifications(modifications),
                 options,
                 false,
             ),

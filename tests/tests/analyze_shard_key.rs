@@ -6,7 +6,7 @@
 
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use odm::Document as _;
-use odm::advisor::{AnalyzeError, AnalyzeOptions, Monotonicity, analyze_shard_key};
+use odm_advisor::{AnalyzeError, AnalyzeOptions, Monotonicity, analyze_shard_key};
 use odm_engine::sampling::{AnalyzerMode, SampledCommand};
 use odm_engine::{Database, IndexSpec, ShardKey};
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,7 @@ fn characteristics(
     db: &Database,
     collection: &str,
     k: Document,
-) -> odm::advisor::KeyCharacteristics {
+) -> odm_advisor::KeyCharacteristics {
     analyze_shard_key(db, collection, &key(k), &characteristics_only())
         .unwrap()
         .key_characteristics
@@ -116,7 +116,7 @@ fn keys_that_follow_insertion_order_either_way_are_monotonic_shuffled_and_hashed
     );
     assert_eq!(hashed.num_distinct_values, N as u64);
     let shown = hashed.clone();
-    let d = odm::advisor::ShardKeyAnalysis {
+    let d = odm_advisor::ShardKeyAnalysis {
         key: key(doc! { "r": "hashed" }),
         key_characteristics: Some(shown),
         read_distribution: None,
@@ -458,7 +458,7 @@ fn a_known_mix_of_reads_and_writes_gives_known_percentages() {
         reads.targets.single_shard + 100 * reads.targets.scatter_gather
     );
     // What was sampled round-trips through the reply's typed form.
-    let back = odm::advisor::ShardKeyAnalysis::from_document(analysis.key.clone(), &shown).unwrap();
+    let back = odm_advisor::ShardKeyAnalysis::from_document(analysis.key.clone(), &shown).unwrap();
     assert_eq!(back, analysis);
 }
 
@@ -561,7 +561,7 @@ fn configuration_follows_mongodb_and_survives_a_restart_with_its_samples() {
     assert!(db.query_analyzer("c").is_none());
     db.configure_query_analyzer("c", AnalyzerMode::Full, Some(1.0))
         .unwrap();
-    assert!(odm::advisor::current_samples(&db, "c").unwrap().is_empty());
+    assert!(odm_advisor::current_samples(&db, "c").unwrap().is_empty());
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -607,7 +607,7 @@ fn without_object_ids_record_order_and_monotonicity_are_unknown() {
         (t.monotonicity, t.correlation),
         (Monotonicity::Unknown, None)
     );
-    let shown = odm::advisor::ShardKeyAnalysis {
+    let shown = odm_advisor::ShardKeyAnalysis {
         key: key(doc! { "t": 1 }),
         key_characteristics: Some(t),
         read_distribution: None,

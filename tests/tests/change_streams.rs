@@ -10,7 +10,7 @@ use mongodb::change_stream::event::ResumeToken;
 use mongodb::error::ErrorKind;
 use mongodb::options::{ClientOptions, FullDocumentBeforeChangeType, FullDocumentType};
 use mongodb::sync::Client;
-use odm::server::{Config, Server, ServerHandle, Storage};
+use odm_server::{Config, Server, ServerHandle, Storage};
 
 fn start(storage: Storage) -> ServerHandle {
     let config = Config {

@@ -7,9 +7,9 @@
 //! process as a one-member replica set.
 
 use bson::doc;
-use odm::server::{Config, Server, ServerHandle, Storage};
 use odm::{Database, Document, Error, Filter, Index};
 use odm_engine::query::Routing;
+use odm_server::{Config, Server, ServerHandle, Storage};
 use serde::{Deserialize, Serialize};
 
 /// A fresh database on the deployment under test, and the in-process server serving it when
@@ -525,7 +525,7 @@ fn large_inserts_split_into_commands_and_a_refused_bulk_write_in_a_transaction_f
 /// by default: set it to 1 on the server before running this against one.)
 #[test]
 fn the_declared_key_is_analyzed_by_the_server_from_the_queries_it_sampled() {
-    use odm::advisor::{AnalyzeOptions, Monotonicity};
+    use odm_advisor::{AnalyzeOptions, Monotonicity};
     use odm_engine::sampling::AnalyzerMode;
     let (_server, db) = database();
     let users = db.collection::<User>().unwrap();

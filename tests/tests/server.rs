@@ -10,7 +10,7 @@ use mongodb::IndexModel;
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{ClientOptions, IndexOptions};
 use mongodb::sync::Client;
-use odm::server::{Config, Server, ServerHandle, Storage};
+use odm_server::{Config, Server, ServerHandle, Storage};
 
 fn start_with(storage: Storage, config: Config) -> ServerHandle {
     let config = Config {
@@ -475,7 +475,7 @@ fn a_transaction_past_its_lifetime_is_aborted_and_frees_the_writer() {
 #[test]
 fn authentication_is_required_and_checks_the_password() {
     let storage = Storage::in_memory();
-    odm::server::auth::put_user(&storage, "admin", "ann", "s3cret pass").unwrap();
+    odm_server::auth::put_user(&storage, "admin", "ann", "s3cret pass").unwrap();
     let server = start_with(
         storage,
         Config {
@@ -564,7 +564,7 @@ fn tls_connections_work_with_a_trusted_certificate() {
     let server = start_with(
         Storage::in_memory(),
         Config {
-            tls: Some(odm::server::tls::TlsFiles {
+            tls: Some(odm_server::tls::TlsFiles {
                 cert: cert_path.clone(),
                 key: key_path,
             }),
@@ -607,7 +607,7 @@ fn exchange(server: &ServerHandle, bytes: &[u8]) -> Vec<u8> {
 
 fn op_msg(body: &Document, flags: u32) -> Vec<u8> {
     let raw = bson::RawDocumentBuf::try_from(body).unwrap();
-    odm::server::wire::encode_msg(1, 0, &raw, flags, None)
+    odm_server::wire::encode_msg(1, 0, &raw, flags, None)
 }
 
 #[test]
@@ -627,7 +627,7 @@ fn malformed_messages_get_an_error_or_a_closed_connection_never_a_crash() {
     );
     // A wrong checksum.
     let mut summed = op_msg(&doc! {"ping": 1, "$db": "admin"}, 0);
-    odm::server::wire::add_checksum(&mut summed);
+    odm_server::wire::add_checksum(&mut summed);
     let last = summed.len() - 1;
     summed[last] ^= 0xff;
     let reply = exchange(&server, &summed);

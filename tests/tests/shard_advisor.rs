@@ -5,7 +5,7 @@
 //! threshold.
 
 use bson::{Document, RawDocumentBuf, doc, oid::ObjectId};
-use odm::advisor::{Advisor, InsertOrder};
+use odm_advisor::{Advisor, InsertOrder};
 use odm_engine::ShardKey;
 use proptest::prelude::*;
 

@@ -25,12 +25,12 @@ odm_wait_listening() {
 }
 
 # Builds `odm` and sets ODM_BIN. The debug build by default, by the README's test command, which
-# CI has run already: building `-p odm` alone would resolve features for that package only and
+# CI has run already: building `-p odm-cli` alone would resolve features for that package only and
 # compile its dependencies again, and a release build every dependency (minutes on CI).
 # ODM_PROFILE=release measures the release build.
 odm_build() {
   case "${ODM_PROFILE:-debug}" in
-    release) cargo build --quiet --release -p odm --features cli ;;
+    release) cargo build --quiet --release -p odm-cli ;;
     debug) cargo test --workspace --no-run --quiet ;;
     *) echo "ODM_PROFILE is debug or release"; return 1 ;;
   esac

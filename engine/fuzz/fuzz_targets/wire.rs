@@ -1,5 +1,5 @@
 //! Messages from the network: any bytes as one message through the server's parser
-//! (`odm::server::wire`). Never a panic; a message that parses is read back the same after the
+//! (`odm_server::wire`). Never a panic; a message that parses is read back the same after the
 //! server's own encoder writes its command again (as one body, compressed the same way).
 //!
 //! The input's first byte steers the rest toward messages the parser accepts: bit 0 sets the
@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use odm::server::wire::{self, HEADER_LEN, Header, RequestKind};
+use odm_server::wire::{self, HEADER_LEN, Header, RequestKind};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&steer, message)) = data.split_first() else {

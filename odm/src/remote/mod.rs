@@ -18,7 +18,7 @@
 //! (MongoDB allows that on a collection the transaction creates); `shardCollection` never runs
 //! in one, so its shard key deploys after the commit.
 
-use crate::commands;
+use odm_engine::commands;
 
 use bson::{Bson, Document, RawDocumentBuf, doc};
 use mongodb::sync::{Client, ClientSession};

@@ -176,8 +176,8 @@ fn seeds_of(found: &Found, seeds: &mut Vec<(&'static str, Vec<u8>)>) {
 /// Commands as messages, for the `wire` target. Its steering byte 1 keeps the header's length
 /// right after the fuzzer changes the bytes; 3 also keeps the checksum right.
 fn wire_seeds(found: &Found, docs: &[&Document], seeds: &mut Vec<(&'static str, Vec<u8>)>) {
-    use odm::server::Compressor;
-    use odm::server::wire;
+    use odm_server::Compressor;
+    use odm_server::wire;
     let compressors = [
         None,
         Some(Compressor::Zlib),

@@ -9,10 +9,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use bson::{DateTime, Document, doc};
-use odm::tools::dump::{DumpArgs, RestoreArgs, run_dump, run_restore};
-use odm::tools::export::{ExportArgs, OutputType};
-use odm::tools::extjson::{self, Format};
-use odm::tools::import::{ImportArgs, InputType, Mode, ParseGrace};
+use odm_cli::dump::{DumpArgs, RestoreArgs, run_dump, run_restore};
+use odm_cli::export::{ExportArgs, OutputType};
+use odm_cli::extjson::{self, Format};
+use odm_cli::import::{ImportArgs, InputType, Mode, ParseGrace};
 use odm_engine::{Database, Durability};
 use odm_tests::rng::Rng;
 
@@ -115,7 +115,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         })?);
         let tool_db = fresh("tool.odm");
         import.push(seconds(|| {
-            odm::tools::import::run(&import_args(&tool_db, &json)).map_err(|e| e.0)
+            odm_cli::import::run(&import_args(&tool_db, &json)).map_err(|e| e.0)
         })?);
         scan.push(seconds(|| {
             let db = Database::open(&tool_db).map_err(|e| e.to_string())?;
@@ -140,14 +140,13 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         })?);
         let out = dir.join("out.json");
         relaxed.push(seconds(|| {
-            odm::tools::export::run(&export_args(&tool_db, &out, Format::Relaxed)).map_err(|e| e.0)
+            odm_cli::export::run(&export_args(&tool_db, &out, Format::Relaxed)).map_err(|e| e.0)
         })?);
         if std::fs::read_to_string(&out)? != text {
             return Err("the relaxed export differs from the imported file".into());
         }
         canonical.push(seconds(|| {
-            odm::tools::export::run(&export_args(&tool_db, &out, Format::Canonical))
-                .map_err(|e| e.0)
+            odm_cli::export::run(&export_args(&tool_db, &out, Format::Canonical)).map_err(|e| e.0)
         })?);
         let dump_dir = dir.join("dump");
         let _ = std::fs::remove_dir_all(&dump_dir);

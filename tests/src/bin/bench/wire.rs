@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use bson::doc;
 use mongodb::options::ClientOptions;
 use mongodb::sync::Client;
-use odm::server::{Config, Server, Storage};
 use odm_engine::query::FindOptions;
 use odm_engine::{Database, IndexSpec};
+use odm_server::{Config, Server, Storage};
 use odm_tests::rng::Rng;
 
 use crate::Options;

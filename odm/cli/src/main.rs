@@ -1,5 +1,5 @@
 //! The `odm` command: `odm serve` puts the databases of a folder behind MongoDB's wire
-//! protocol; the other subcommands are the data tools of `odm::tools`, each over one database
+//! protocol; the other subcommands are the data tools of `odm_cli`, each over one database
 //! file. Every failure is one line on standard error and a non-zero exit status.
 
 use std::net::{IpAddr, SocketAddr};
@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use odm::server::{Config, Server, Storage, auth, tls::TlsFiles};
-use odm::tools::{ToolError, advise, dump, export, import, maintain, query};
+use odm_cli::{ToolError, advise, dump, export, import, maintain, query};
+use odm_server::{Config, Server, Storage, auth, tls::TlsFiles};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -208,7 +208,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("odm: {}", odm::tools::one_line(&e.to_string()));
+            eprintln!("odm: {}", odm_cli::one_line(&e.to_string()));
             ExitCode::FAILURE
         }
     }

@@ -411,17 +411,36 @@ fn thread_gone() -> CommandError {
     CommandError::new(ErrorCode::CURSOR_NOT_FOUND, "the cursor's reader ended")
 }
 
+/// The one rule every reply batch follows (cursors' first batches and `getMore`s, change
+/// streams): at least one document, then documents while the batch stays within
+/// [`MAX_BATCH_BYTES`], so that a reply stays under MongoDB's message bound.
+#[derive(Debug, Default)]
+pub struct BatchBytes {
+    bytes: usize,
+    count: usize,
+}
+
+impl BatchBytes {
+    /// Whether a document of `size` bytes joins the batch; counts it if it does.
+    pub fn admit(&mut self, size: usize) -> bool {
+        if self.count > 0 && self.bytes + size > MAX_BATCH_BYTES {
+            return false;
+        }
+        self.bytes += size;
+        self.count += 1;
+        true
+    }
+}
+
 /// Takes a batch from buffered documents.
 fn take_batch(docs: &mut VecDeque<RawDocumentBuf>, limit: usize) -> Vec<RawDocumentBuf> {
     let mut batch = Vec::new();
-    let mut bytes = 0;
+    let mut bytes = BatchBytes::default();
     while batch.len() < limit {
         let Some(next) = docs.front() else { break };
-        let size = next.as_bytes().len();
-        if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+        if !bytes.admit(next.as_bytes().len()) {
             break;
         }
-        bytes += size;
         batch.push(docs.pop_front().expect("peeked"));
     }
     batch
@@ -433,17 +452,16 @@ pub fn fill(
     limit: usize,
 ) -> Result<Batch, CommandError> {
     let mut docs = Vec::new();
-    let mut bytes = 0;
+    let mut bytes = BatchBytes::default();
     while docs.len() < limit {
         let size = match results.peek() {
             None => break,
             Some(Err(_)) => return Err(results.next().expect("peeked").expect_err("an error")),
             Some(Ok(doc)) => doc.as_bytes().len(),
         };
-        if !docs.is_empty() && bytes + size > MAX_BATCH_BYTES {
+        if !bytes.admit(size) {
             break;
         }
-        bytes += size;
         docs.push(results.next().expect("peeked")?);
     }
     let exhausted = match results.peek() {
@@ -555,4 +573,29 @@ pub(super) fn start_reaper(shared: &Arc<Shared>) -> Option<std::thread::JoinHand
             }
         })
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BatchBytes, MAX_BATCH_BYTES};
+
+    #[test]
+    fn a_batch_takes_one_document_of_any_size_then_stops_at_the_bound() {
+        let mut huge = BatchBytes::default();
+        assert!(
+            huge.admit(MAX_BATCH_BYTES + 1),
+            "the first document always goes"
+        );
+        assert!(!huge.admit(1), "nothing follows one past the bound");
+
+        let mut exact = BatchBytes::default();
+        assert!(exact.admit(MAX_BATCH_BYTES - 10));
+        assert!(exact.admit(10), "a batch may reach the bound exactly");
+        assert!(!exact.admit(1));
+
+        let mut refused = BatchBytes::default();
+        assert!(refused.admit(MAX_BATCH_BYTES - 10));
+        assert!(!refused.admit(11));
+        assert!(refused.admit(10), "a refused document is not counted");
+    }
 }

@@ -6,7 +6,7 @@ use odm_engine::query::Filter;
 use odm_engine::{ErrorCode, IndexSpec};
 
 use super::{Args, CommandError, CommandResult, Ctx, collection_name};
-use crate::server::session;
+use crate::session;
 
 /// Keeps the documents a `filter` argument matches (MongoDB's listing commands take one).
 fn filtered(docs: Vec<Document>, filter: Option<&Document>) -> Result<Vec<Document>, CommandError> {

@@ -1,5 +1,9 @@
-//! The `odm` command's tools (feature `cli`): moving data in and out in the formats of
-//! MongoDB's tools, looking at and maintaining a database file, and one-shot queries.
+//! The `odm` command (`odm-cli`): `odm serve` (the [`odm_server`] crate behind a command
+//! line) and the data tools, which move data in and out in the formats of MongoDB's tools, look
+//! at and maintain a database file, and run one-shot queries.
+//!
+//! Depends on the engine, the server and the advisor; never on the typed layer (`odm`), which
+//! the tools have no use for: they work on documents as MongoDB's tools do.
 //!
 //! | module | concept |
 //! |---|---|

@@ -6,7 +6,7 @@ use bson::{Bson, Document, doc};
 use odm_engine::{ErrorCode, IndexSpec};
 
 use super::{Args, CommandError, CommandResult, Ctx, collection_name};
-use crate::server::session;
+use crate::session;
 
 /// An index specification of `createIndexes`: the wire's own type checks (MongoDB's
 /// `TypeMismatch` for `name: 1`), then the engine's reading of the document.

@@ -12,8 +12,8 @@ use odm_engine::update::{
 };
 
 use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name};
-use crate::server::Stats;
-use crate::server::session;
+use crate::Stats;
+use crate::session;
 
 /// MongoDB's `maxWriteBatchSize`.
 const MAX_BATCH: usize = super::handshake::MAX_WRITE_BATCH_SIZE as usize;
@@ -229,9 +229,9 @@ fn run_statements(
             let mut statement = statements[at].clone();
             statement.insert("sampleId", id);
             let mut cmd = if name == "update" {
-                crate::commands::update(&collection, statement, let_vars.as_ref())
+                odm_engine::commands::update(&collection, statement, let_vars.as_ref())
             } else {
-                crate::commands::delete(&collection, statement, let_vars.as_ref())
+                odm_engine::commands::delete(&collection, statement, let_vars.as_ref())
             };
             cmd.insert("$db", ctx.db.as_str());
             cmd
@@ -343,8 +343,8 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         collation: args.doc("collation")?.cloned(),
     };
     super::analyze::sample(ctx, &collection, SampledCommand::FindAndModify, |id| {
-        let mut cmd = crate::commands::sampled_find_and_modify(
-            crate::commands::find_and_modify(&collection, &filter, &action, &options),
+        let mut cmd = odm_engine::commands::sampled_find_and_modify(
+            odm_engine::commands::find_and_modify(&collection, &filter, &action, &options),
             id,
         );
         cmd.insert("$db", ctx.db.as_str());

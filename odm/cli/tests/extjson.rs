@@ -1,4 +1,4 @@
-//! The laws of `odm::tools::extjson`, over generated documents and text:
+//! The laws of `odm_cli::extjson`, over generated documents and text:
 //! - canonical Extended JSON, one line or pretty, reads back to the same BSON bytes, for every
 //!   BSON type and edge values (NaN, whose one Extended JSON form keeps no payload; -0.0, subnormals, every binary subtype, control characters
 //!   in strings and keys);
@@ -10,7 +10,7 @@ use bson::{
     Binary, Bson, DateTime, Decimal128, Document, JavaScriptCodeWithScope, RawDocumentBuf, Regex,
     Timestamp, oid::ObjectId,
 };
-use odm::tools::extjson::{Format, parse_document, parse_value, to_line, to_pretty};
+use odm_cli::extjson::{Format, parse_document, parse_value, to_line, to_pretty};
 use proptest::prelude::*;
 
 fn text() -> impl Strategy<Value = String> {

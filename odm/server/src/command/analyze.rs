@@ -1,7 +1,7 @@
 //! Query sampling and shard-key analysis on `admin`, as MongoDB 7.0 has them:
 //! `configureQueryAnalyzer`, `analyzeShardKey`, and the `$listSampledQueries` stage of
 //! `{aggregate: 1}`. The work is the engine's ([`odm_engine::sampling`]) and the advisor's
-//! ([`crate::advisor::analyze_shard_key`]); this module reads the commands and writes replies.
+//! ([`odm_advisor::analyze_shard_key`]); this module reads the commands and writes replies.
 //! Unlike MongoDB, a server without `--replica-set` answers them too: the point is to ask
 //! before there is a cluster.
 
@@ -11,7 +11,7 @@ use odm_engine::sampling::{AnalyzerMode, SampledCommand};
 
 use super::query::buffered_reply;
 use super::{Args, CommandError, CommandResult, Ctx, split_namespace};
-use crate::advisor::{AnalyzeOptions, analyze_shard_key};
+use odm_advisor::{AnalyzeOptions, analyze_shard_key};
 
 /// Commands that MongoDB runs on `admin` only.
 fn admin_only(ctx: &Ctx<'_>, name: &str) -> Result<(), CommandError> {

@@ -1,4 +1,4 @@
-//! `odm shard-advisor`: the shard-key advisor ([`crate::advisor`]) over a collection of a
+//! `odm shard-advisor`: the shard-key advisor ([`odm_advisor`]) over a collection of a
 //! database file, for one or several candidate keys, with MongoDB's `analyzeShardKey` of each,
 //! the collection's sampled queries (or a file of queries: one filter a line, Extended JSON; a
 //! line `{"filter": {...}}` also reads) and a picture. `odm analyze-shard-key` and
@@ -7,7 +7,7 @@
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use crate::advisor::{Advisor, AnalyzeOptions, InsertOrder, NUM_RANGES, analyze_shard_key};
+use odm_advisor::{Advisor, AnalyzeOptions, InsertOrder, NUM_RANGES, analyze_shard_key};
 use odm_engine::sampling::AnalyzerMode;
 
 use super::extjson::{Format, to_pretty};

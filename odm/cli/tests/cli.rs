@@ -11,7 +11,7 @@ use bson::{
     Binary, Bson, DateTime, Decimal128, Document, JavaScriptCodeWithScope, RawDocumentBuf, Regex,
     Timestamp, doc, oid::ObjectId,
 };
-use odm::engine::{Database, IndexSpec};
+use odm_engine::{Database, IndexSpec};
 
 fn odm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_odm"))
@@ -112,7 +112,7 @@ fn seed(path: &Path, collection: &str, docs: &[Document]) {
         for d in docs {
             w.insert_one(collection, d)?;
         }
-        Ok::<_, odm::engine::Error>(())
+        Ok::<_, odm_engine::Error>(())
     })
     .unwrap();
 }
@@ -297,8 +297,8 @@ fn dump_and_restore_round_trip_documents_and_indexes_plain_and_gzipped() {
             w.create_index(
                 "users",
                 IndexSpec::new([
-                    ("kind", odm::engine::Direction::Ascending),
-                    ("at", odm::engine::Direction::Descending),
+                    ("kind", odm_engine::Direction::Ascending),
+                    ("at", odm_engine::Direction::Descending),
                 ])?
                 .sparse(),
             )?;
@@ -314,7 +314,7 @@ fn dump_and_restore_round_trip_documents_and_indexes_plain_and_gzipped() {
             )?;
             w.create_index("users", IndexSpec::hashed("email")?)?;
             w.create_collection("empty")?;
-            Ok::<_, odm::engine::Error>(())
+            Ok::<_, odm_engine::Error>(())
         })
         .unwrap();
     }
@@ -841,7 +841,7 @@ fn stats_verify_compact_and_ttl() {
         "--quiet",
     ]);
     let stats = ok(&["stats", s(&db), "--json"]);
-    let report = odm::tools::extjson::parse_document(&stats).unwrap();
+    let report = odm_cli::extjson::parse_document(&stats).unwrap();
     let c = report.get_array("collections").unwrap()[0]
         .as_document()
         .unwrap()
@@ -1182,11 +1182,11 @@ fn query_analyzer_and_analyze_shard_key_on_a_file() {
     {
         let db = Database::open(&file).unwrap();
         for i in 0..4 {
-            assert!(db.sample_query(
-                "events",
-                odm::engine::sampling::SampledCommand::Find,
-                |_| { odm::engine::sampling::read_command(&doc! { "t": i * 100 }, None, None) }
-            ));
+            assert!(
+                db.sample_query("events", odm_engine::sampling::SampledCommand::Find, |_| {
+                    odm_engine::sampling::read_command(&doc! { "t": i * 100 }, None, None)
+                })
+            );
         }
     }
     let analysis = ok(&[

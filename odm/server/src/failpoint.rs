@@ -27,7 +27,7 @@ use odm_engine::ErrorCode;
 
 use odm_engine::expr::whole_number;
 
-use crate::server::command::{CommandError, CommandResult, Ctx};
+use crate::command::{CommandError, CommandResult, Ctx};
 
 /// The fail point's configuration, when it is on.
 #[derive(Debug, Default)]
@@ -255,7 +255,7 @@ fn parse_data(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> 
 
 pub fn configure_fail_point(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     if !ctx.server.config.test_commands {
-        return Err(crate::server::command::not_found("configureFailPoint"));
+        return Err(crate::command::not_found("configureFailPoint"));
     }
     ctx.server.fail_points.configure(command)
 }

@@ -1,5 +1,22 @@
-//! `odm serve`: the engine behind MongoDB's wire protocol, so that mongosh, Compass, and every
-//! driver reach a database file.
+//! The engine behind MongoDB's wire protocol (`odm-server`), so that mongosh, Compass, and
+//! every driver reach a database file; `odm serve` runs it from the command line, and an
+//! application can start one in process for its own integration tests:
+//!
+//! ```
+//! use mongodb::bson::doc;
+//!
+//! // A server over in-memory databases, on a free loopback port; dropping it stops it.
+//! let server = odm_server::Server::start_in_memory()?;
+//! let client = mongodb::sync::Client::with_uri_str(server.uri())?;
+//! let orders = client.database("shop").collection::<mongodb::bson::Document>("orders");
+//! orders.insert_one(doc! { "_id": 1, "total": 25 }).run()?;
+//! let found = orders.find_one(doc! { "total": { "$gt": 20 } }).run()?;
+//! assert_eq!(found, Some(doc! { "_id": 1, "total": 25 }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Depends on the engine and the shard-key advisor (for `analyzeShardKey`); never on the typed
+//! layer (`odm`), which serves applications, not clients on the wire.
 //!
 //! One thread per connection reads a message, runs its command and writes the reply; a
 //! connection's commands run in order, as MongoDB runs them. The pieces, one module each:
@@ -194,6 +211,18 @@ impl Server {
             listener,
             tls,
         })
+    }
+
+    /// Starts a server over in-memory databases on a free loopback port, on a thread of its own,
+    /// with every other setting at its default: what an application's integration tests need
+    /// to run the official driver against a real server without installing one. Dropping the
+    /// handle stops it.
+    pub fn start_in_memory() -> Result<ServerHandle, ServeError> {
+        let config = Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..Config::default()
+        };
+        Ok(Server::bind(Storage::in_memory(), config)?.spawn())
     }
 
     /// The address the server listens on.

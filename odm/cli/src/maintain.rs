@@ -9,7 +9,7 @@ use odm_engine::Database;
 use super::extjson::{self, Format};
 use super::progress::{Progress, Unit};
 use super::{ToolError, document_argument, no_collection, open_existing};
-use crate::server::command::{spec_from_document, spec_to_document};
+use odm_server::command::{spec_from_document, spec_to_document};
 
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {

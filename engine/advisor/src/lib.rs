@@ -1,6 +1,9 @@
 //! The shard-key advisor (S6, S17): where a collection's documents and its stream of inserts
 //! would live on a cluster of N shards under each candidate shard key, simulated the way
-//! MongoDB places them, before there is a cluster.
+//! MongoDB places them, before there is a cluster; and MongoDB's `analyzeShardKey` over the
+//! engine's query sampling ([`odm_engine::sampling`]).
+//!
+//! Depends on the engine alone: the typed layer, the server and the `odm` command all use it.
 //!
 //! The model, per candidate key, replays the collection's documents as an insert stream (in
 //! `_id` order, or in the order of a time field):

@@ -22,7 +22,7 @@ use odm_engine::{Durability, Error as EngineError, ID_INDEX_NAME, IndexSpec, MAX
 use super::extjson::{self, Format};
 use super::progress::{Progress, Unit};
 use super::{ToolError, io_error, open_existing, open_or_create};
-use crate::server::command::{spec_from_document, spec_to_document};
+use odm_server::command::{spec_from_document, spec_to_document};
 
 #[derive(Debug, clap::Args)]
 pub struct DumpArgs {
@@ -75,7 +75,7 @@ pub struct RestoreArgs {
 pub fn database_name(path: &Path) -> String {
     path.file_stem()
         .and_then(|s| s.to_str())
-        .filter(|s| crate::server::storage::check_name(s).is_ok())
+        .filter(|s| odm_server::storage::check_name(s).is_ok())
         .unwrap_or("test")
         .to_owned()
 }
@@ -94,7 +94,7 @@ fn create(path: &Path, gzip: bool) -> Result<Box<dyn Write>, ToolError> {
 pub fn run_dump(args: &DumpArgs) -> Result<(), ToolError> {
     let db = open_existing(&args.path)?;
     let name = args.db.clone().unwrap_or_else(|| database_name(&args.path));
-    crate::server::storage::check_name(&name).map_err(|e| ToolError(e.message))?;
+    odm_server::storage::check_name(&name).map_err(|e| ToolError(e.message))?;
     let txn = db.read()?;
     let mut names = db.list_collections();
     if let Some(only) = &args.collection {

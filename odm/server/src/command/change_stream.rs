@@ -26,8 +26,8 @@ use odm_engine::changes::{
 };
 
 use super::{CommandError, CommandResult, Ctx, encode};
-use crate::server::cursors::MAX_BATCH_BYTES;
-use crate::server::storage::Storage;
+use crate::cursors::BatchBytes;
+use crate::storage::Storage;
 
 /// MongoDB's wait of a `getMore` on an awaiting cursor without `maxTimeMS`.
 pub const DEFAULT_AWAIT: Duration = Duration::from_secs(1);
@@ -98,7 +98,7 @@ pub fn open(
             "The $changeStream stage is only supported on replica sets (start the server with --replica-set)",
         ));
     }
-    if crate::server::session::in_transaction(ctx) {
+    if crate::session::in_transaction(ctx) {
         return Err(error(
             ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
             "$changeStream cannot run in a transaction",
@@ -329,14 +329,12 @@ impl StreamCursor {
             Some(name) => self.poll_file(storage, &name, max)?,
             None => self.poll_deployment(storage, max)?,
         };
-        // A batch stays under the reply's size: at least one event, then up to 16 MiB.
         let mut out = Vec::with_capacity(events.len());
-        let mut bytes = 0;
+        let mut bytes = BatchBytes::default();
         let mut last = None;
         for (token, event) in events {
             let raw = encode(&event)?;
-            bytes += raw.as_bytes().len();
-            if !out.is_empty() && bytes > MAX_BATCH_BYTES {
+            if !bytes.admit(raw.as_bytes().len()) {
                 break;
             }
             out.push(raw);

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use bson::{Bson, DateTime, Document, doc};
 
 use super::{Args, COMMANDS, CommandResult, Ctx};
-use crate::server::compression;
-use crate::server::wire::{MAX_DOCUMENT_SIZE, MAX_MESSAGE_SIZE};
+use crate::compression;
+use crate::wire::{MAX_DOCUMENT_SIZE, MAX_MESSAGE_SIZE};
 
 /// The MongoDB release whose behaviour the server follows, and its wire version.
 pub const VERSION: &str = "8.0.0";
@@ -84,12 +84,12 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         reply.insert("compression", agreed);
     }
     if let Some(user) = args.str("saslSupportedMechs")?
-        && crate::server::auth::user_exists(&ctx.server.storage, user)
+        && crate::auth::user_exists(&ctx.server.storage, user)
     {
         reply.insert("saslSupportedMechs", vec!["SCRAM-SHA-256"]);
     }
     if let Some(first) = args.doc("speculativeAuthenticate")?
-        && let Some(reply_doc) = crate::server::auth::speculative(ctx, first)
+        && let Some(reply_doc) = crate::auth::speculative(ctx, first)
     {
         reply.insert("speculativeAuthenticate", reply_doc);
     }

@@ -1,19 +1,16 @@
 //! The command documents of typed operations, built from the same operations the engine
 //! takes: a typed find, update or index becomes the one document a MongoDB server would
 //! receive from any driver. The MongoDB back end sends them; on the engine, the query analyzer
-//! samples them (see [`odm_engine::sampling`]). Pure functions, so each is tested without a
+//! samples them (see [`crate::sampling`]). Pure functions, so each is tested without a
 //! server.
 
-// Without the MongoDB back end, only the builders of sampled commands are used.
-#![cfg_attr(not(feature = "mongodb"), allow(dead_code))]
-
-use bson::{Bson, Document, doc};
-use odm_engine::aggregate::AggregateOptions;
-use odm_engine::query::FindOptions;
-use odm_engine::update::{
+use crate::aggregate::AggregateOptions;
+use crate::query::FindOptions;
+use crate::update::{
     DeleteOptions, FindAndModify, Modify, ReturnDocument, UpdateModifications, UpdateOptions,
 };
-use odm_engine::{IndexSpec, ShardKey};
+use crate::{IndexSpec, ShardKey};
+use bson::{Bson, Document, doc};
 
 /// A 64-bit count as MongoDB's commands take it.
 fn long(n: u64) -> i64 {
@@ -205,7 +202,7 @@ pub fn shard_collection(database: &str, collection: &str, key: &ShardKey) -> Doc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use odm_engine::Direction;
+    use crate::Direction;
 
     #[test]
     fn a_find_carries_every_option_it_has_and_no_other() {

@@ -10,8 +10,8 @@ use odm_engine::query::FindOptions;
 use odm_engine::sampling::{SampledCommand, aggregate_command, read_command};
 
 use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name, encode};
-use crate::server::Stats;
-use crate::server::cursors::{self, DEFAULT_FIRST_BATCH, Open, Results};
+use crate::Stats;
+use crate::cursors::{self, DEFAULT_FIRST_BATCH, Open, Results};
 
 /// A cursor reply: `{cursor: {id, ns, firstBatch | nextBatch}}`.
 pub fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<RawDocumentBuf>) -> Reply {
@@ -155,9 +155,7 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             options.let_vars.as_ref(),
         )
     });
-    if let Some(docs) =
-        crate::server::session::find_in_transaction(ctx, &collection, &filter, &options)?
-    {
+    if let Some(docs) = crate::session::find_in_transaction(ctx, &collection, &filter, &options)? {
         let (batch, id) = ctx.server.cursors.buffered(
             ns.clone(),
             docs,
@@ -339,7 +337,7 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let writes = pipeline
         .last()
         .is_some_and(|s| matches!(stage_name(s), "$out" | "$merge"));
-    if crate::server::session::in_transaction(ctx) {
+    if crate::session::in_transaction(ctx) {
         if writes {
             return Err(CommandError::new(
                 ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
@@ -465,7 +463,7 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
         read_command(&filter, collation, None)
     });
-    if let Some(docs) = crate::server::session::find_in_transaction(
+    if let Some(docs) = crate::session::find_in_transaction(
         ctx,
         collection,
         &filter,
@@ -497,7 +495,7 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let key = args.required_str("key")?;
     let filter = args.doc("query")?.cloned().unwrap_or_default();
     let collation = args.doc("collation")?;
-    if crate::server::session::in_transaction(ctx) {
+    if crate::session::in_transaction(ctx) {
         return Err(CommandError::new(
             ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
             "distinct is not supported in a transaction by this server",
