@@ -8,6 +8,13 @@
 //! checked before the document or any entry is touched, so an operation that fails changes
 //! nothing, even inside a transaction that goes on to commit. Updates touch only the entries that
 //! differ between the old and new document.
+//!
+//! Index entries are not written at once: a transaction buffers each index's net changes
+//! (`db::PendingIndexWrites`) and writes them in key order at commit (see `index_store`), which
+//! keeps B-tree inserts local. They are written earlier, through tables already open, only
+//! where a read needs them: an update or delete writes those of the indexes its query reads
+//! through, and a query over a collection inside the transaction writes the collection's first
+//! (see `query::source`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,5 +1,10 @@
 //! Opening a database, and its read and write transactions.
 //!
+//! A file is opened through the write-ahead log (`wal`), with the default page cache or a
+//! chosen one (`Database::open_with_cache`); a database may also live in memory. A commit's
+//! [`Durability`] is immediate (on disk when `write` returns; concurrent writers share a sync,
+//! see `group_commit`) or eventual (visible at once, on disk with the next immediate commit).
+//!
 //! A [`Database`] is `Send + Sync` and cheap to clone; share it across threads. Reads run on
 //! snapshots ([`ReadTxn`]) concurrently with the one writer. A write transaction
 //! ([`Database::write`]) spans any number of collections: it commits when the closure returns

@@ -7,7 +7,7 @@
 //! commit covers it. One of the waiters (the leader) makes that durable commit, an empty
 //! transaction whose sync persists every commit before it, and wakes the others; a writer
 //! arriving meanwhile waits for the next one. redb holds its write lock through a sync, so
-//! the leader first waits (a short while at most) for the writers already inside a
+//! the leader first waits (at most 2 ms) for the writers already inside a
 //! transaction to commit: then one sync covers them all. So N concurrent writers pay for
 //! about one sync per round instead of N.
 //!

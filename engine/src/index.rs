@@ -1,10 +1,16 @@
 //! Index specifications and the entries an index holds for a document.
 //!
 //! An index maps the encoded key of each document ([`crate::keys`]) to its `_id`:
-//! - a non-unique index stores `key ++ encode(_id)` with an empty value, so equal keys stay
-//!   distinct entries ordered by `_id`;
-//! - a unique index stores `key` with `encode(_id)` as the value, so a second document with the
-//!   same key is found by one lookup.
+//! - a non-unique index stores `key ++ encode(_id)` with the key types as the value, so equal
+//!   keys stay distinct entries ordered by `_id`;
+//! - a unique index stores `key` with `encode(_id) ++ key types` as the value, so a second
+//!   document with the same key is found by one lookup.
+//!
+//! The key types (`keys::types_of`) are empty for keys without numbers or nulls and
+//! for multikey documents. A key document's values are `1`, `-1` (any non-zero number, its sign
+//! the direction) or `"hashed"` on one field (its key is the value's hash, see `hashed`);
+//! MongoDB's other index types (`text`, `2d`, `2dsphere`, wildcard) are refused by name. A
+//! partial index holds only the documents its filter matches.
 //!
 //! Multikey: a document gives one key per array element (a compound index over one array gives
 //! one key per element; over arrays at the same path, the cartesian product). Keys repeated in

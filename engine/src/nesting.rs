@@ -3,6 +3,13 @@
 //! explicit stack, so a document of any depth is measured without recursion; everything that
 //! recurses over documents elsewhere (validation, keys, order, decoding, parsers) relies on one
 //! of these limits having been checked at the door.
+//!
+//! Two limits: `MAX_STORED_DEPTH` (100) for what is stored, `MAX_INPUT_DEPTH` (200) for
+//! commands. `check_raw` is the one walk over a stored document's or a command's bytes that
+//! checks them well formed (lengths within their container, UTF-8 keys and strings, booleans,
+//! binary and code-with-scope lengths, known types) and within a limit. It is written by hand
+//! because the bson crate's checking walk costs three times the instructions; a property test
+//! holds the two to the same answers on damaged bytes.
 
 use bson::{Bson, Document, RawDocument};
 

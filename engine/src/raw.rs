@@ -4,6 +4,12 @@
 //! decoder reads when it skips one ([`crate::decode::value_length`]): one reading of BSON's
 //! value layouts.
 //!
+//! [`get`] answers what the bson crate's `RawDocument::get` answers, from the bytes (names
+//! compared as bytes, a value built for the matching element only), for the matcher's path
+//! walk and index key extraction. Elements are also written as bytes: `push_element`,
+//! `push_string`, `document`, and `open_element` with `close_document` for a document whose
+//! length is known only when it ends (a change record's update description).
+//!
 //! Every function bounds-checks and returns `None` on bytes it cannot read; callers then take
 //! the decoding path, which reports the damage. Written by hand: the `bson` crate's raw
 //! iterators validate each name and build a value for each element, which is what these

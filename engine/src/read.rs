@@ -1,7 +1,9 @@
 //! Reading a collection inside a snapshot: point gets, full scans and index prefix scans.
 //!
 //! Documents come out as [`StoredDocument`]s that borrow redb's page rather than copying it;
-//! decode them straight into the caller's type with [`StoredDocument::decode`].
+//! decode them straight into the caller's type with [`StoredDocument::decode`]. A collection
+//! handle opens each index's tables once, at the first scan that reads them, so a handle
+//! running many queries does not open them again.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;

@@ -12,7 +12,8 @@
 //!   ([`TablePool::close_all`]).
 //! - The pool keeps at most [`MAX_IDLE`] idle tables; putting one more back closes the oldest.
 //! - The pool is dropped, closing every idle table, before the transaction commits (redb
-//!   commits only once every table is closed).
+//!   commits only once every table is closed). `Database::write_with` makes that commit on the
+//!   redb transaction it owns, once the `WriteTxn` borrowing it is gone.
 
 use std::cell::RefCell;
 

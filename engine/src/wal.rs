@@ -34,6 +34,12 @@
 //!   skipped, so no sync reports success on the strength of one.
 //! - **The overlay keeps its pages until the file's sync has returned**: if it fails, Linux may
 //!   drop the pages from its cache, and reads still find them in memory.
+//! - **A failed sync of the database file keeps the log for good** in that process: Linux may
+//!   report such a failure once and later syncs as fine with the pages lost, so no checkpoint
+//!   after it (not even at close) retires groups; the next open replays them.
+//! - **A log that does not belong is not replayed**: a log left beside a file that no longer
+//!   exists is removed when the file is created, and a log whose header does not check is cut
+//!   to its header block, so no group of an earlier salt can match a new one.
 //! - **The log's blocks are written before they are needed** (zeros, 1 MiB at a time): an
 //!   append that grows a file costs a metadata sync as well.
 //! - Writes made without a sync (redb's `Durability::None`, used by eventual commits and by
@@ -54,6 +60,8 @@
 //! log; redb then locks the database file as usual (recovery writes into the file before that
 //! lock, which only a program that ignores the log could contend for). The storage format
 //! version moved to 5 with the log, so that builds which know nothing of it refuse the file.
+//! In-memory databases and `Database::with_backend` do not use the log; `Database::with_wal`
+//! puts it in front of any two backends (the power-loss tests' simulated disks).
 //!
 //! The state's lock is held through the log's sync and a checkpoint's sync of the file: a page
 //! redb writes meanwhile (a reader evicting its cache) waits for them. Reads take only the

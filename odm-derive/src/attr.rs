@@ -2,8 +2,10 @@
 //!
 //! Container: `collection = "..."`, `crate = "..."`, `index(keys(a = 1, "b.c" = -1), unique,
 //! sparse, name = "...", ttl = "30d", partial(status = "active"))`, `shard_key(a, b)` or
-//! `shard_key(hashed(a))`. Field: `id`, `embedded`, `index` or `index(unique, sparse, desc,
-//! name = "...", ttl = "365d")`. Anything else is an error pointing at it.
+//! `shard_key(hashed(a))`, `version = N` with `from = Previous` or `migrate = function`.
+//! Field: `id`, `embedded`, `index` or `index(unique, sparse, desc, name = "...",
+//! ttl = "365d")`. Anything else is an error pointing at it. From serde: `rename`,
+//! `rename_all`, and `skip`, `skip_serializing` and `flatten`, whose fields get no handle.
 
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;

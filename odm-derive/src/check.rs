@@ -5,6 +5,8 @@
 //! generated handle accesses); TTL indexes have one top-level date field; no compound index
 //! spans two array fields; no two indexes have the same keys; a sharded model's unique indexes
 //! start with the shard key, and a hashed shard key is not unique; a model has one id field.
+//!
+//! Every check has a trybuild case named after the mistake in the odm crate's `tests/ui/derive`.
 
 use proc_macro2::Span;
 

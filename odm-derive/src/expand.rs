@@ -6,6 +6,11 @@
 //! from the handles at run time (`fields.publisher.name.path()`), so serde renames inside
 //! embedded types apply, and a misspelt field inside an embedded type is a compile error at the
 //! path's token.
+//!
+//! Generic models and embedded types keep their parameters and bounds. An embedded field of a
+//! parameter adds `M: Embedded`, one of a generic embedded type adds
+//! `P: Serialize + DeserializeOwned` for its parameters: bounds on parameters only, since a
+//! bound on `Envelope<M>` itself would hide the impl that names its handle type.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};

@@ -45,6 +45,14 @@
 //! TTL index of [`BucketOptions::retention`] (on `control.latest`) and the multikey index on
 //! the items' times of [`BucketOptions::index_item_times`] depend on choices made at open, so
 //! they are created there.
+//!
+//! [`Prepared`] is an item encoded once, its push and open-bucket updates parsed on first use,
+//! for any number of owners (an inbox's fan-out). The upsert way's memory of the bucket it
+//! opened per owner and span (`OpenBuckets`) is shared by a handle's clones; it is a hint
+//! only: the push to it by `_id` still requires room, and a miss goes through the
+//! `(owner, start, closed)` index. [`Read`] reads one owner or all: time, summary and sequence
+//! ranges, both orders, pages, counts, streaming through [`Items`]; item conditions run as a
+//! `$filter` in the engine, so only matching items are decoded.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};

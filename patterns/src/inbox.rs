@@ -9,6 +9,10 @@
 //! later messages never land in an older bucket and the order of the inbox never changes. The
 //! bucket size is recorded with the collection: reopening with another size is an error, never
 //! a silent reordering.
+//!
+//! [`Subscription`] is an owner's live delivery over a change stream of the buckets: new
+//! buckets recognised by owner, known ones by `_id`, and the pushed messages read from each
+//! update's description.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;

@@ -40,6 +40,17 @@
 //!
 //! Each pattern records its parameters in the `patterns_meta` collection, so that reopening it
 //! with other parameters is an error instead of a silent reordering of stored data.
+//!
+//! How the patterns use `odm`: each declares its documents as models (generic over the user's
+//! types where they hold user data, with their indexes on the model), opens them with
+//! `collection_named` under the name the user gives, and reads and writes through typed
+//! collections, transactions, filters, updates and sorts. Values the user lends (`&M`) are
+//! written through `IntoValue` views that serialize as the model's type. Indexes that depend on
+//! choices made at open (a TTL retention, the tree variant's index, the multikey index on
+//! bucket item times) are created there with the typed `Index`. Raw `doc!` is left for the
+//! recorded parameters, the `$filter` conditions a bucket read passes to the engine, and the
+//! conditions a bucket push repeats per delivery (a bucket with room): written as one document,
+//! because building them from typed conditions cost as much as the engine's lookup.
 
 mod attributes;
 mod bucket;

@@ -1,4 +1,6 @@
-//! Pattern parameters recorded with the data, and the patterns' errors.
+//! Pattern parameters recorded with the data (the `PatternMeta` model, one document per pattern
+//! instance in `patterns_meta`), and the patterns' errors: reopening with other parameters is
+//! [`PatternError::ParametersChanged`], which names only the parameters that differ.
 
 use bson::Document;
 use odm::Txn;

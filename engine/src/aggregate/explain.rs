@@ -1,5 +1,6 @@
 //! Explain of a pipeline: the find its head runs as (see `plan_pipeline`), then each stage
-//! after it, with how many documents it passed on, run to the end as the pipeline would be.
+//! after it, with how many documents it passed on, run to the end as the pipeline would be:
+//! in MongoDB's shape, a `stages` array whose first entry, `$cursor`, holds the find's plan.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;

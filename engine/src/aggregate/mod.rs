@@ -16,6 +16,13 @@
 //! Other stages are refused by name. A final `$out` or `$merge` writes the results: see
 //! `output` and [`Database::aggregate`](crate::Database::aggregate).
 //!
+//! A `$group` right after the head gets from the find only the fields it reads (so an index
+//! holding them answers alone), and when its key is one field that a non-multikey index
+//! orders, the find reads that index in key order and the group passes each group on as the
+//! key changes, holding one at a time (`plan_pipeline`, `group::group_in_key_order`).
+//! `$sample` is reservoir sampling; `$redact` decides per level, descending into fields and
+//! arrays.
+//!
 //! `$group`: `_id` is any expression (groups are equal values in MongoDB's order, under the
 //! collation if any, and come out in the order first seen); accumulators `$sum`, `$avg`, `$min`,
 //! `$max`, `$first`, `$last`, `$push`, `$addToSet`, `$count`, `$mergeObjects`, `$stdDevPop`,

@@ -11,6 +11,10 @@
 //! merged several files and moved past 6 would then never see 5. So a commit holds its time in
 //! `InFlight` until redb has committed it, and readers go no further than `stable`: the
 //! last time before every commit still in flight.
+//!
+//! The clock also carries the signal that readers waiting for new changes block on
+//! (`wait_for_commit`): every commit that recorded changes wakes them, and a waiting reader
+//! holds no lock a writer needs.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,6 +13,11 @@
 //! a kept one, the sub-document is replaced whole; at the top level the change is reported as a
 //! `replace` ([`describe`] returns `None`). A field name holding a `.` or starting with `$`
 //! cannot be told apart in a dotted path, so it is treated the same way.
+//!
+//! A document whose kept field names stay in place is compared in step, element by element;
+//! others through their listed fields (the two give the same description). The description is
+//! written straight into the record being built (`describe_into`), which cuts the record back
+//! to where it was when only a replacement describes the change.
 
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 

@@ -26,6 +26,10 @@
 //!   commits. Invariant: every head record is newer than every main record (a move takes the
 //!   whole head, and a new record is newer than all before it), so the log reads as the main
 //!   table followed by the head ([`Log`]).
+//! - Each record is written into one buffer from its parts, and read back as one. Runs of
+//!   `APPEND_RUN` (8) or more records are appended through one redb cursor at the table's end,
+//!   spliced into the last leaf instead of descending the tree for each; shorter runs (a cursor
+//!   costs more than it saves on them) and a record out of order are inserted plainly.
 
 use std::ops::Bound;
 use std::time::Duration;

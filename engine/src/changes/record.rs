@@ -16,7 +16,8 @@
 //!   `dropIndexes`, `modify`, `shardCollection`): `operationDescription` where MongoDB has one.
 //!
 //! `documentKey` is `_id` and, for a collection with a shard key, the key's fields, as on a
-//! sharded cluster.
+//! sharded cluster. Records are made by the writes themselves (`collection`'s writer for
+//! documents, `schema` for DDL), inside the transaction that makes the change.
 
 use bson::raw::cstr;
 use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf};

@@ -9,6 +9,10 @@
 //!
 //! Negations (`$ne`, `$nin`, `$not`, `$exists: false`) are kept as [`Predicate::Not`] so the
 //! matcher can apply them to the field as a whole: `{a: {$ne: 1}}` excludes `[1, 2]`.
+//!
+//! Regexes compile once per query; patterns of up to 256 bytes that compile small are kept in
+//! a bounded process-wide cache, since a query shape run again with the same regex would
+//! otherwise spend more compiling it than matching it against hundreds of strings.
 
 use crate::code::ErrorCode;
 use crate::nesting::{self, MAX_INPUT_DEPTH};

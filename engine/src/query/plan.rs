@@ -15,6 +15,9 @@
 //! sparse index, and negations give no bounds. Plans rank by: `_id` lookup, then the number of
 //! leading fields bound to points, then a range on the next field, then whether the index
 //! order gives the requested sort, then fewer index fields.
+//!
+//! A partial index is a candidate only when the query implies its filter (it holds no other
+//! documents). A hint (an index's name or key pattern, or `{$natural: 1}`) forces its plan.
 
 use std::borrow::Cow;
 use std::ops::Bound;

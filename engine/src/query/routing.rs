@@ -9,6 +9,10 @@
 //! - a hashed key `{a: "hashed"}`: equality on `a` reaches one shard and `$in` a few; a range
 //!   on a hashed value says nothing about where it lives, so it reaches all;
 //! - `$or` is targeted when every branch is; `$nor` and negations never are.
+//!
+//! `target_filter` also gives the ranges of the encoded key a filter can reach (the key planned
+//! as an index over it, a hashed field as its hash): what `analyzeShardKey` targets sampled
+//! queries with.
 
 use std::fmt;
 

@@ -4,7 +4,8 @@
 //! order, one document by encoded `_id`, and ranges of index entries. A read snapshot gives
 //! them from its read-only tables; a write transaction (for updates, deletes and
 //! find-and-modify) gives them from the tables it is writing, after writing out its buffered
-//! index changes, so that a query sees the transaction's own earlier writes.
+//! index changes, so that a query sees the transaction's own earlier writes. Only the plan's
+//! index tables are opened (a writer takes others when it needs them).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

@@ -20,6 +20,10 @@
 //! document inserted as raw bytes) come out canonical; this path leaves the fields it does not
 //! touch as they were stored, and declines when the path itself names a field held twice.
 //!
+//! A document built here skips the whole-document check (it is spliced from checked values,
+//! its `_id` first and unchanged), and only the indexes its update can reach are recomputed
+//! (`Update::may_change`): every other field keeps its stored bytes.
+//!
 //! Written by hand: the `bson` crate edits decoded documents only. Elements are found with
 //! [`crate::raw`].
 

@@ -6,6 +6,11 @@
 //! segment, two operations on conflicting paths (one equal to or a prefix of the other),
 //! `$rename` into or out of an array element, an array filter that no path uses or a path
 //! identifier without an array filter, and a document mixing operators and plain fields.
+//!
+//! A parsed [`Update`] can be applied any number of times (`WriteTxn::update_one_parsed`,
+//! `update_many_parsed`; their options may not carry array filters, `write::parsed_alone`),
+//! and a `$push`'s values keep the bytes `in_place` encoded for them on first use
+//! (`EncodedValues`), so a hot loop parses and encodes once.
 
 use crate::code::ErrorCode;
 use crate::nesting::{self, MAX_INPUT_DEPTH};

@@ -15,7 +15,13 @@
 //!   [`UpdateOptions::stop_at_first_error`] it behaves as MongoDB does: the documents updated
 //!   before the failure stay updated and [`Error::UpdateStopped`] lists them.
 //! - Bulk writes run their operations in order, each one whole or not at all; ordered bulks stop
-//!   at the first failure, unordered ones go on; the result says what each did.
+//!   at the first failure, unordered ones go on; the result says what each did. A bulk write
+//!   may name a collection per operation (`bulk_write_across`, MongoDB's client-level bulk
+//!   write).
+//!
+//! Selection runs through a query `Cursor`, except when the plan is a lookup of one `_id` (no
+//! hint, no collated string `_id`): that document is read by its key and judged by the whole
+//! filter, with no cursor to build.
 
 use std::borrow::Cow;
 use std::sync::Arc;
