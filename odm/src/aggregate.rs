@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use crate::collection::Collection;
 use crate::cursor::Cursor;
 use crate::database::{Database, Store};
-use crate::error::{Error, Result};
+use crate::error::{BuildError, Error, Result};
 use crate::field::{Field, Numeric};
 use crate::filter::Filter;
 use crate::model::Document;
@@ -98,7 +98,7 @@ pub struct Aggregate<T, R = T, O = T> {
     name: Arc<str>,
     stages: Vec<BsonDocument>,
     /// The first value a stage could not write as BSON; running reports it.
-    error: Option<String>,
+    error: Option<BuildError>,
     options: AggregateOptions,
     decode: Decoder<O>,
     _shape: PhantomData<fn() -> (T, R)>,

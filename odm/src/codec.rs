@@ -15,12 +15,8 @@ pub(crate) const VERSION_FIELD: &str = "_v";
 /// The stored form of a model for the collection `collection`: serde's document, its id field
 /// renamed `_id`, its version added.
 pub(crate) fn to_raw<T: Document>(value: &T, collection: &str) -> Result<RawDocumentBuf> {
-    let serialize_error = |reason: String| Error::Serialize {
-        collection: collection.to_owned(),
-        reason,
-    };
     let raw =
-        bson::serialize_to_raw_document_buf(value).map_err(|e| serialize_error(e.to_string()))?;
+        bson::serialize_to_raw_document_buf(value).map_err(|e| Error::serialize(collection, e))?;
     if T::ID_FIELD == "_id" && T::VERSION == 0 {
         return Ok(raw);
     }
@@ -32,7 +28,7 @@ pub(crate) fn to_raw<T: Document>(value: &T, collection: &str) -> Result<RawDocu
     }
     let mut out = RawDocumentBuf::new();
     for element in &raw {
-        let (name, value) = element.map_err(|e| serialize_error(e.to_string()))?;
+        let (name, value) = element.map_err(|e| Error::serialize(collection, e))?;
         if name.as_str() == T::ID_FIELD {
             out.append(cstr!("_id"), value);
         } else if name.as_str() != VERSION_FIELD {

@@ -39,8 +39,13 @@ pub enum Error {
     #[error(transparent)]
     Engine(#[from] odm_engine::Error),
     /// A value could not be turned into BSON (a map with non-string keys, a `u64` too large).
-    #[error("cannot store a value of collection `{collection}` as BSON: {reason}")]
-    Serialize { collection: String, reason: String },
+    #[error("cannot store a value of collection `{collection}` as BSON: {source}")]
+    Serialize {
+        collection: String,
+        /// Boxed: bson's error is large, and every `Result` of the typed layer carries this.
+        #[source]
+        source: Box<BuildError>,
+    },
     /// A result of an aggregation does not decode as the type its last stage declared.
     #[error(
         "a result of the aggregation over `{collection}` (_id {id}) does not decode as `{output}`: {reason}"
@@ -81,6 +86,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// A value of `collection` that could not be written as BSON.
+    pub(crate) fn serialize(collection: &str, source: impl Into<BuildError>) -> Error {
+        Error::Serialize {
+            collection: collection.to_owned(),
+            source: Box::new(source.into()),
+        }
+    }
+
     /// MongoDB's error code for the condition, the same on both back ends (`11000` for a
     /// duplicate key); `None` for the typed layer's own conditions.
     pub fn code(&self) -> Option<i32> {
@@ -94,3 +107,26 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a typed filter, update or value could not be written as the document MongoDB would
+/// receive. Builders keep the first such error; the operation that runs them reports it as
+/// [`Error::Serialize`].
+#[derive(Debug, Clone, Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// serde cannot write the value as BSON (a `u64` above `i64::MAX`, a map with non-string
+    /// keys).
+    #[error(transparent)]
+    Unwritable(#[from] bson::error::Error),
+    /// The same, for the value given for a field path.
+    #[error("`{path}`: {source}")]
+    UnwritableAt {
+        path: String,
+        #[source]
+        source: bson::error::Error,
+    },
+    /// A pipeline update combined with another update by `and`: MongoDB takes either a
+    /// pipeline or operators, never both.
+    #[error("a pipeline update cannot be combined with another update")]
+    PipelineCombined,
+}

@@ -204,8 +204,8 @@ impl<R, V: crate::model::Embedded> Field<R, V> {
 /// }
 ///
 /// impl IntoValue<Comment> for CommentRef<'_> {
-///     fn into_bson(self) -> Result<bson::Bson, String> {
-///         bson::serialize_to_bson(&self).map_err(|e| e.to_string())
+///     fn into_bson(self) -> Result<bson::Bson, bson::error::Error> {
+///         bson::serialize_to_bson(&self)
 ///     }
 /// }
 ///
@@ -229,29 +229,29 @@ impl<R, V: crate::model::Embedded> Field<R, V> {
 /// ```
 pub trait IntoValue<V> {
     /// The value as BSON, as `V` would be written; or why serde cannot write it.
-    fn into_bson(self) -> Result<Bson, String>;
+    fn into_bson(self) -> Result<Bson, bson::error::Error>;
 }
 
 impl<V: Serialize> IntoValue<V> for V {
-    fn into_bson(self) -> Result<Bson, String> {
+    fn into_bson(self) -> Result<Bson, bson::error::Error> {
         to_bson(&self)
     }
 }
 
 impl<V: Serialize> IntoValue<V> for &V {
-    fn into_bson(self) -> Result<Bson, String> {
+    fn into_bson(self) -> Result<Bson, bson::error::Error> {
         to_bson(self)
     }
 }
 
 impl IntoValue<String> for &str {
-    fn into_bson(self) -> Result<Bson, String> {
+    fn into_bson(self) -> Result<Bson, bson::error::Error> {
         Ok(Bson::String(self.to_owned()))
     }
 }
 
 impl IntoValue<Option<String>> for &str {
-    fn into_bson(self) -> Result<Bson, String> {
+    fn into_bson(self) -> Result<Bson, bson::error::Error> {
         Ok(Bson::String(self.to_owned()))
     }
 }
@@ -276,6 +276,6 @@ mod private {
 
 /// A value as BSON, or why serde cannot write it so (a `u64` above `i64::MAX`, a map with
 /// non-string keys); builders keep the first such error and the operation reports it.
-pub(crate) fn to_bson<V: Serialize + ?Sized>(value: &V) -> Result<Bson, String> {
-    bson::serialize_to_bson(value).map_err(|e| e.to_string())
+pub(crate) fn to_bson<V: Serialize + ?Sized>(value: &V) -> Result<Bson, bson::error::Error> {
+    bson::serialize_to_bson(value)
 }

@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use bson::{Bson, Document, doc};
 use serde::Serialize;
 
+use crate::error::BuildError;
 use crate::field::{Field, IntoValue};
 use crate::model::Embedded;
 
@@ -46,7 +47,7 @@ use crate::model::Embedded;
 pub struct Filter<R> {
     doc: Document,
     /// The first value that could not be written as BSON.
-    error: Option<String>,
+    error: Option<BuildError>,
     _model: PhantomData<fn() -> R>,
 }
 
@@ -93,18 +94,23 @@ impl<R> Filter<R> {
         }
     }
 
-    fn condition(path: &str, value: Result<Bson, String>) -> Self {
+    fn condition(path: &str, value: Result<Bson, bson::error::Error>) -> Self {
         let mut filter = Filter::all();
         match value {
             Ok(v) => {
                 filter.doc.insert(path, v);
             }
-            Err(e) => filter.error = Some(format!("`{path}`: {e}")),
+            Err(source) => {
+                filter.error = Some(BuildError::UnwritableAt {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         }
         filter
     }
 
-    fn operator(path: &str, op: &str, value: Result<Bson, String>) -> Self {
+    fn operator(path: &str, op: &str, value: Result<Bson, bson::error::Error>) -> Self {
         Filter::condition(
             path,
             value.map(|v| {
@@ -211,7 +217,7 @@ impl<R> Filter<R> {
     }
 
     /// The document, or the first value that could not be written as BSON.
-    pub(crate) fn into_document(self) -> Result<Document, String> {
+    pub(crate) fn into_document(self) -> Result<Document, BuildError> {
         match self.error {
             Some(e) => Err(e),
             None => Ok(self.doc),
@@ -256,14 +262,14 @@ impl<R, V: Serialize> Field<R, V> {
 
     /// Equal to one of `values`.
     pub fn is_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> =
+        let values: Result<Vec<Bson>, bson::error::Error> =
             values.into_iter().map(IntoValue::into_bson).collect();
         Filter::operator(self.path(), "$in", values.map(Bson::Array))
     }
 
     /// Equal to none of `values`.
     pub fn not_in<I: IntoValue<V>>(&self, values: impl IntoIterator<Item = I>) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> =
+        let values: Result<Vec<Bson>, bson::error::Error> =
             values.into_iter().map(IntoValue::into_bson).collect();
         Filter::operator(self.path(), "$nin", values.map(Bson::Array))
     }
@@ -316,7 +322,7 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
         &self,
         elements: impl IntoIterator<Item = I>,
     ) -> Filter<R> {
-        let values: Result<Vec<Bson>, String> =
+        let values: Result<Vec<Bson>, bson::error::Error> =
             elements.into_iter().map(IntoValue::into_bson).collect();
         Filter::operator(self.path(), "$all", values.map(Bson::Array))
     }

@@ -234,7 +234,7 @@ pub(crate) fn sync<T: Document>(
         .into_iter()
         .map(|spec| Stored {
             name: spec.name().to_owned(),
-            spec: Ok(spec),
+            spec: StoredSpec::Known(spec),
         })
         .collect();
     let (mut plan, missing) = diff(name, &T::indexes(), T::shard_key().as_ref(), &stored)?;
@@ -250,11 +250,29 @@ pub(crate) fn sync<T: Document>(
     Ok(plan)
 }
 
-/// An index a database holds: its definition, or (from a server, an index this engine
-/// cannot describe) how the server describes it.
+/// An index a database holds, by name.
 struct Stored {
     name: String,
-    spec: Result<IndexSpec, String>,
+    spec: StoredSpec,
+}
+
+/// A stored index's definition: one this engine reads, or (from a server) one it cannot
+/// describe, kept as the server described it, with the reason, for the mismatch error.
+enum StoredSpec {
+    Known(IndexSpec),
+    Unreadable {
+        described: bson::Document,
+        reason: odm_engine::IndexSpecError,
+    },
+}
+
+impl StoredSpec {
+    fn describe(&self) -> String {
+        match self {
+            StoredSpec::Known(spec) => describe(spec),
+            StoredSpec::Unreadable { described, reason } => format!("{described} ({reason})"),
+        }
+    }
 }
 
 /// The declared indexes compared with the stored ones, the same way on both back ends: the
@@ -273,7 +291,8 @@ fn diff(
     for spec in declared {
         match stored.iter().find(|s| s.name == spec.name()) {
             Some(Stored {
-                spec: Ok(existing), ..
+                spec: StoredSpec::Known(existing),
+                ..
             }) if existing == spec => {
                 plan.unchanged.push(spec.name().to_owned());
             }
@@ -282,7 +301,7 @@ fn diff(
                     collection: collection.to_owned(),
                     index: spec.name().to_owned(),
                     declared: describe(spec),
-                    stored: existing.as_ref().map_or_else(Clone::clone, describe),
+                    stored: existing.describe(),
                 });
             }
             None => missing.push(spec.clone()),
@@ -291,7 +310,7 @@ fn diff(
     let shard_key = shard_key.map(odm_engine::ShardKey::to_document);
     for index in stored {
         let declared_here = declared.iter().any(|d| d.name() == index.name);
-        let of_shard_key = matches!((&index.spec, &shard_key), (Ok(spec), Some(key)) if spec.keys_document() == *key);
+        let of_shard_key = matches!((&index.spec, &shard_key), (StoredSpec::Known(spec), Some(key)) if spec.keys_document() == *key);
         if !declared_here && !of_shard_key && index.name != ID_INDEX_NAME {
             plan.undeclared.push(index.name.clone());
         }
@@ -336,7 +355,13 @@ pub(crate) fn sync_remote<T: Document>(
         .iter()
         .map(|index| Stored {
             name: index.get_str("name").unwrap_or_default().to_owned(),
-            spec: IndexSpec::from_document(index).map_err(|e| format!("{index} ({e})")),
+            spec: match IndexSpec::from_document(index) {
+                Ok(spec) => StoredSpec::Known(spec),
+                Err(reason) => StoredSpec::Unreadable {
+                    described: index.clone(),
+                    reason,
+                },
+            },
         })
         .collect();
     let (mut plan, missing) = diff(name, &T::indexes(), T::shard_key().as_ref(), &stored)?;

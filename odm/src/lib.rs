@@ -85,7 +85,7 @@ pub use collection::{
 };
 pub use cursor::{Cursor, STREAM_BUFFER};
 pub use database::{Database, Options};
-pub use error::{Error, Result};
+pub use error::{BuildError, Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::{Filter, PreparedConditions};
 pub use indexes::{Index, IndexPlan};

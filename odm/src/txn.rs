@@ -18,7 +18,7 @@ use odm_engine::update::{
 use crate::codec::{from_raw, to_raw};
 use crate::collection::{Find, InTxn, ModifyOptions};
 use crate::database::{Database, Synced};
-use crate::error::{Error, Result};
+use crate::error::{BuildError, Error, Result};
 use crate::filter::{Filter, PreparedConditions};
 use crate::indexes::{Index, IndexPlan, sync};
 use crate::model::Document;
@@ -289,11 +289,11 @@ impl<T> std::fmt::Debug for TxnCollection<'_, '_, T> {
 }
 
 /// The filter, update or value of a typed call, or why it could not be written as BSON.
-pub(crate) fn serialized<V>(collection: &str, value: Result<V, String>) -> Result<V> {
-    value.map_err(|reason| Error::Serialize {
-        collection: collection.to_owned(),
-        reason,
-    })
+pub(crate) fn serialized<V, E: Into<BuildError>>(
+    collection: &str,
+    value: std::result::Result<V, E>,
+) -> Result<V> {
+    value.map_err(|e| Error::serialize(collection, e))
 }
 
 impl<'db, T: Document> TxnCollection<'_, 'db, T> {
@@ -653,10 +653,8 @@ impl<T: Document> WriteModel<T> {
 
 /// A model as the document a replacement or an insert writes.
 fn replacement_of<T: Document>(value: &T, collection: &str) -> Result<bson::Document> {
-    bson::Document::try_from(to_raw(value, collection)?.as_ref()).map_err(|e| Error::Serialize {
-        collection: collection.to_owned(),
-        reason: e.to_string(),
-    })
+    bson::Document::try_from(to_raw(value, collection)?.as_ref())
+        .map_err(|e| Error::serialize(collection, e))
 }
 
 /// The filter that finds the stored `document` and, on a cluster, its shard: its `_id` and the
@@ -684,10 +682,8 @@ fn decode_document<T: Document>(
 ) -> Result<Option<T>> {
     found
         .map(|doc| {
-            let raw = bson::RawDocumentBuf::try_from(&doc).map_err(|e| Error::Serialize {
-                collection: collection.to_owned(),
-                reason: e.to_string(),
-            })?;
+            let raw = bson::RawDocumentBuf::try_from(&doc)
+                .map_err(|e| Error::serialize(collection, e))?;
             from_raw::<T>(&raw, collection)
         })
         .transpose()

@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use bson::{Bson, Document};
 use serde::Serialize;
 
+use crate::error::BuildError;
 use crate::field::{Field, IntoValue, Numeric, to_bson};
 use crate::filter::Filter;
 use crate::model::Embedded;
@@ -49,7 +50,7 @@ pub struct Update<R> {
     doc: Document,
     /// A pipeline update (aggregation stages) instead of operators.
     pipeline: Option<Vec<Document>>,
-    error: Option<String>,
+    error: Option<BuildError>,
     _model: PhantomData<fn() -> R>,
 }
 
@@ -99,7 +100,19 @@ impl<R> Update<R> {
         }
     }
 
-    fn entry(operator: &str, path: &str, value: Result<Bson, String>) -> Self {
+    fn entry(operator: &str, path: &str, value: Result<Bson, bson::error::Error>) -> Self {
+        Update::built_entry(
+            operator,
+            path,
+            value.map_err(|source| BuildError::UnwritableAt {
+                path: path.to_owned(),
+                source,
+            }),
+        )
+    }
+
+    /// An entry whose value was built by another builder (a filter), with its error as it is.
+    fn built_entry(operator: &str, path: &str, value: Result<Bson, BuildError>) -> Self {
         let mut update = Update::raw(Document::new());
         match value {
             Ok(v) => {
@@ -107,7 +120,7 @@ impl<R> Update<R> {
                 fields.insert(path, v);
                 update.doc.insert(operator, fields);
             }
-            Err(e) => update.error = Some(format!("`{path}`: {e}")),
+            Err(e) => update.error = Some(e),
         }
         update
     }
@@ -117,9 +130,7 @@ impl<R> Update<R> {
     pub fn and(mut self, other: Update<R>) -> Self {
         self.error = self.error.or(other.error);
         if self.pipeline.is_some() || other.pipeline.is_some() {
-            self.error = self.error.or_else(|| {
-                Some("a pipeline update cannot be combined with another update".to_owned())
-            });
+            self.error = self.error.or(Some(BuildError::PipelineCombined));
         }
         for (operator, fields) in other.doc {
             match (self.doc.get_mut(&operator), fields) {
@@ -144,7 +155,7 @@ impl<R> Update<R> {
     }
 
     /// What the engine applies: the operators, or the pipeline.
-    pub(crate) fn into_modifications(self) -> Result<UpdateModifications, String> {
+    pub(crate) fn into_modifications(self) -> Result<UpdateModifications, BuildError> {
         match (self.error, self.pipeline) {
             (Some(e), _) => Err(e),
             (None, Some(stages)) => Ok(UpdateModifications::Pipeline(stages)),
@@ -336,7 +347,7 @@ impl<R, V: DateLike> Field<R, V> {
 #[derive(Debug)]
 pub struct Push<E> {
     /// The elements as BSON, or why one could not be written.
-    each: Result<Vec<Bson>, String>,
+    each: Result<Vec<Bson>, bson::error::Error>,
     position: Option<i32>,
     slice: Option<i32>,
     sort: Option<Bson>,
@@ -423,7 +434,8 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
 
     /// Adds each element the array does not hold yet.
     pub fn add_each_to_set(&self, elements: impl IntoIterator<Item = E>) -> Update<R> {
-        let each: Result<Vec<Bson>, String> = elements.into_iter().map(|e| to_bson(&e)).collect();
+        let each: Result<Vec<Bson>, bson::error::Error> =
+            elements.into_iter().map(|e| to_bson(&e)).collect();
         Update::entry(
             "$addToSet",
             self.path(),
@@ -441,7 +453,7 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
     where
         E: Embedded,
     {
-        Update::entry(
+        Update::built_entry(
             "$pull",
             self.path(),
             condition.into_document().map(Bson::Document),
@@ -450,7 +462,8 @@ impl<R, E: Serialize> Field<R, Vec<E>> {
 
     /// Removes every element equal to one of `elements`.
     pub fn pull_all(&self, elements: impl IntoIterator<Item = E>) -> Update<R> {
-        let all: Result<Vec<Bson>, String> = elements.into_iter().map(|e| to_bson(&e)).collect();
+        let all: Result<Vec<Bson>, bson::error::Error> =
+            elements.into_iter().map(|e| to_bson(&e)).collect();
         Update::entry("$pullAll", self.path(), all.map(Bson::Array))
     }
 

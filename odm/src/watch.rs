@@ -23,7 +23,7 @@ use bson::{Bson, Document, RawDocumentBuf, Timestamp};
 use odm_engine::changes::{self as engine, FullDocument, FullDocumentBeforeChange, Start};
 
 use crate::database::Store;
-use crate::error::{Error, Result};
+use crate::error::{BuildError, Error, Result};
 use crate::filter::Filter;
 use crate::model::Document as Model;
 use crate::{Collection, Database};
@@ -179,10 +179,7 @@ pub trait EventDocument: Sized {
 
 impl<T: Model> EventDocument for T {
     fn from_event(doc: &Document, collection: &str) -> Result<T> {
-        let raw = RawDocumentBuf::try_from(doc).map_err(|e| Error::Serialize {
-            collection: collection.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let raw = RawDocumentBuf::try_from(doc).map_err(|e| Error::serialize(collection, e))?;
         crate::codec::from_raw::<T>(&raw, collection)
     }
 }
@@ -255,7 +252,7 @@ pub struct Watch<T> {
     show_expanded_events: bool,
     start: StartPoint,
     /// A filter value that could not be written as BSON.
-    invalid: Option<String>,
+    invalid: Option<BuildError>,
     _model: PhantomData<fn() -> T>,
 }
 
@@ -379,10 +376,10 @@ impl<T: EventDocument> Watch<T> {
     /// holds fails now.
     pub fn open(self) -> Result<ChangeStream<T>> {
         if let Some(reason) = &self.invalid {
-            return Err(Error::Serialize {
-                collection: self.collection.clone().unwrap_or_default(),
-                reason: reason.clone(),
-            });
+            return Err(Error::serialize(
+                self.collection.as_deref().unwrap_or_default(),
+                reason.clone(),
+            ));
         }
         let name = self.collection.clone().unwrap_or_default();
         let inner = match self.db.store() {

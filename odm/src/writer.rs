@@ -383,11 +383,8 @@ impl<'db> Writer<'_, 'db> {
             Writer::Embedded(txn) => Ok(txn.replace_by_id(collection, id, document).map(drop)?),
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
-                let replacement =
-                    Document::try_from(document.as_ref()).map_err(|e| crate::Error::Serialize {
-                        collection: collection.to_owned(),
-                        reason: e.to_string(),
-                    })?;
+                let replacement = Document::try_from(document.as_ref())
+                    .map_err(|e| crate::Error::serialize(collection, e))?;
                 remote.update(
                     session.as_deref_mut(),
                     collection,

@@ -587,7 +587,7 @@ impl<K, T> std::fmt::Debug for Prepared<K, T> {
 struct Encoded<'p>(&'p Bson);
 
 impl<T> IntoValue<T> for Encoded<'_> {
-    fn into_bson(self) -> Result<Bson, String> {
+    fn into_bson(self) -> Result<Bson, bson::error::Error> {
         Ok(self.0.clone())
     }
 }

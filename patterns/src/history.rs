@@ -35,8 +35,8 @@ struct EventRef<'e, E> {
 }
 
 impl<E: Serialize> IntoValue<Event<E>> for EventRef<'_, E> {
-    fn into_bson(self) -> Result<bson::Bson, String> {
-        bson::serialize_to_bson(&self).map_err(|e| e.to_string())
+    fn into_bson(self) -> Result<bson::Bson, bson::error::Error> {
+        bson::serialize_to_bson(&self)
     }
 }
 

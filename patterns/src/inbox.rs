@@ -75,8 +75,8 @@ impl<M: Serialize> IntoValue<Envelope<M>> for EnvelopeRef<'_, M> {
     /// Written field by field, as serde writes [`Envelope`]: serde would write the id and the
     /// date through `$oid` and `$date` documents and read those back, most of the cost of
     /// preparing a message.
-    fn into_bson(self) -> Result<bson::Bson, String> {
-        let message = bson::serialize_to_bson(self.message).map_err(|e| e.to_string())?;
+    fn into_bson(self) -> Result<bson::Bson, bson::error::Error> {
+        let message = bson::serialize_to_bson(self.message)?;
         Ok(Bson::Document(doc! {
             "id": self.id,
             "from": self.from,

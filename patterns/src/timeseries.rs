@@ -38,8 +38,8 @@ struct PointRef<'s, S> {
 }
 
 impl<S: Serialize> IntoValue<Point<S>> for PointRef<'_, S> {
-    fn into_bson(self) -> Result<Bson, String> {
-        bson::serialize_to_bson(&self).map_err(|e| e.to_string())
+    fn into_bson(self) -> Result<Bson, bson::error::Error> {
+        bson::serialize_to_bson(&self)
     }
 }
 

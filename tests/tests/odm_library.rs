@@ -302,7 +302,12 @@ fn s7_library_replaces_and_bulk_writes_typed_models() {
         .unwrap();
     assert_eq!(books.get(first.id).unwrap().unwrap().page_count, 402);
     let combined = odm::Update::pipeline(Vec::new()).and(f.page_count.inc(1));
-    assert!(books.update_many(Filter::all(), combined).is_err());
+    let err = books.update_many(Filter::all(), combined).unwrap_err();
+    assert!(
+        matches!(&err, odm::Error::Serialize { source, .. }
+            if matches!(**source, odm::BuildError::PipelineCombined)),
+        "{err:?}"
+    );
 
     // An aggregation over the typed collection: books per publisher, most first.
     books

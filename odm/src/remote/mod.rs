@@ -148,10 +148,8 @@ fn with_id(collection: &str, document: RawDocumentBuf) -> Result<(Bson, Document
         })
     };
     let document = odm_engine::with_id_first(document).map_err(invalid)?;
-    let document = Document::try_from(document.as_ref()).map_err(|e| Error::Serialize {
-        collection: collection.to_owned(),
-        reason: e.to_string(),
-    })?;
+    let document =
+        Document::try_from(document.as_ref()).map_err(|e| Error::serialize(collection, e))?;
     let id = document.get("_id").cloned().unwrap_or(Bson::Null);
     Ok((id, document))
 }
@@ -496,10 +494,7 @@ impl Remote {
             let session = session.as_deref_mut();
             let outcome = match op {
                 WriteOp::InsertOne(document) => RawDocumentBuf::try_from(&document)
-                    .map_err(|e| Error::Serialize {
-                        collection: collection.to_owned(),
-                        reason: e.to_string(),
-                    })
+                    .map_err(|e| Error::serialize(collection, e))
                     .and_then(|raw| self.insert(session, collection, vec![raw]))
                     .map(|mut ids| OpResult::Inserted(ids.pop().unwrap_or(Bson::Null))),
                 WriteOp::UpdateOne {
