@@ -35,7 +35,7 @@ mod nesting;
 mod number;
 mod options;
 pub mod order;
-mod path;
+pub mod path;
 pub mod query;
 mod raw;
 mod read;

@@ -22,7 +22,7 @@ mod read;
 mod write;
 
 pub(crate) use keys::{KeyValues, key_values};
-pub(crate) use write::{Blocked, Parents};
+pub use write::{Blocked, Parents};
 
 use std::fmt;
 

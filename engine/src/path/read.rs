@@ -36,6 +36,22 @@ impl Path {
         at.get(last)
     }
 
+    /// The value at this path by the positional rule of MongoDB's tools (`mongoexport
+    /// --fields l.0.x`, an upsert key of `mongoimport`): through subdocuments, and into an
+    /// array by a segment that is its element's position; anything else on the way is `None`.
+    pub fn get_positional<'d>(&self, doc: &'d Document) -> Option<&'d Bson> {
+        let (first, rest) = self.segments().split_first()?;
+        let mut at = doc.get(first)?;
+        for segment in rest {
+            at = match at {
+                Bson::Document(d) => d.get(segment)?,
+                Bson::Array(items) => items.get(segment.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(at)
+    }
+
     /// The values at this path by the join rule (`$lookup`'s `localField`, `$graphLookup`):
     /// through subdocuments, and through arrays into their subdocument elements, an array at
     /// the end counting as its elements.

@@ -8,7 +8,7 @@ use super::Path;
 
 /// What a write does on the way to a path's last field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Parents {
+pub enum Parents {
     /// Only through existing subdocuments; anything else stops the write.
     Existing,
     /// Missing parents become empty subdocuments; an array or another value stops the write.
@@ -19,7 +19,7 @@ pub(crate) enum Parents {
 
 /// Why a write stopped on the way.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Blocked {
+pub enum Blocked {
     /// A parent is missing.
     Missing,
     /// A parent is an array.
@@ -30,12 +30,7 @@ pub(crate) enum Blocked {
 
 impl Path {
     /// Sets `value` at this path.
-    pub(crate) fn set(
-        &self,
-        doc: &mut Document,
-        value: Bson,
-        parents: Parents,
-    ) -> Result<(), Blocked> {
+    pub fn set(&self, doc: &mut Document, value: Bson, parents: Parents) -> Result<(), Blocked> {
         let Some((last, _)) = self.segments().split_last() else {
             return Ok(());
         };

@@ -13,6 +13,7 @@ use bson::{Bson, Document};
 
 use super::parse::{UpdateError, error};
 use crate::code::ErrorCode;
+use crate::path::{Parents, Path};
 
 /// What an upsert takes from its query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +57,11 @@ pub(crate) fn seed(query: &Document, seeding: Seeding) -> Result<Document, Updat
             };
             return Err(error(path, "upsert", reason).with_code(ErrorCode::NOT_SINGLE_VALUE_FIELD));
         }
-        set_dotted(&mut out, path, value.clone())
-            .map_err(|reason| error(path, "upsert", reason))?;
+        // Paths that overlap were refused above, so a parent on the way is missing (and
+        // created) or a document an earlier path created: never blocked, but refused if so.
+        Path::new(path)
+            .set(&mut out, value.clone(), Parents::Create)
+            .map_err(|_| error(path, "upsert", format!("cannot create field `{path}`")))?;
     }
     Ok(out)
 }
@@ -122,23 +126,6 @@ fn collect_operators(path: &str, operators: &Document, out: &mut Vec<(String, Bs
             _ => {}
         }
     }
-}
-
-fn set_dotted(doc: &mut Document, path: &str, value: Bson) -> Result<(), String> {
-    let mut segments: Vec<&str> = path.split('.').collect();
-    let last = segments.pop().unwrap_or_default();
-    let mut at = doc;
-    for segment in segments {
-        if !at.contains_key(segment) {
-            at.insert(segment, Document::new());
-        }
-        match at.get_mut(segment) {
-            Some(Bson::Document(d)) => at = d,
-            _ => return Err(format!("cannot create field `{last}` under `{segment}`")),
-        }
-    }
-    at.insert(last, value);
-    Ok(())
 }
 
 #[cfg(test)]

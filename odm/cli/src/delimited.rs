@@ -18,6 +18,7 @@
 use base64::Engine as _;
 use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, DateTime, Decimal128, Document};
+use odm_engine::path::{Parents, Path};
 
 use super::clock::{DateFields, Scanner};
 use super::extjson;
@@ -208,37 +209,17 @@ fn hex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Sets `value` at the dotted `path` of `doc`, creating the documents on the way.
+/// Sets `value` at the dotted `path` of `doc`, creating the documents on the way; a column
+/// whose parent another column gave a value is refused.
 pub fn set_path(doc: &mut Document, path: &str, value: Bson) -> Result<(), String> {
-    match path.split_once('.') {
-        None => {
-            doc.insert(path, value);
-            Ok(())
-        }
-        Some((head, rest)) => {
-            let entry = doc
-                .entry(head.to_owned())
-                .or_insert_with(|| Bson::Document(Document::new()));
-            match entry {
-                Bson::Document(inner) => set_path(inner, rest, value),
-                _ => Err(format!("`{head}` is both a value and a document")),
-            }
-        }
-    }
+    Path::new(path)
+        .set(doc, value, Parents::Create)
+        .map_err(|_| format!("`{path}` lies under a column that holds a value"))
 }
 
-/// The value at a dotted path (through documents only; an array index is a path element).
+/// The value at a dotted path, by the tools' positional rule ([`Path::get_positional`]).
 pub fn get_path<'d>(doc: &'d Document, path: &str) -> Option<&'d Bson> {
-    let mut parts = path.split('.');
-    let mut current = doc.get(parts.next()?)?;
-    for part in parts {
-        current = match current {
-            Bson::Document(d) => d.get(part)?,
-            Bson::Array(a) => a.get(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(current)
+    Path::new(path).get_positional(doc)
 }
 
 /// A value as a CSV cell.
