@@ -156,13 +156,10 @@ impl<D: Document> AttributeArray<D> {
             return Ok(None);
         };
         // The projection keeps the array under its path.
-        let mut value = Bson::Document(doc);
-        for segment in self.attrs.path().split('.') {
-            value = match value {
-                Bson::Document(mut d) => d.remove(segment).unwrap_or(Bson::Null),
-                _ => Bson::Null,
-            };
-        }
+        let value = odm::engine::Path::new(self.attrs.path())
+            .get(&doc)
+            .cloned()
+            .unwrap_or(Bson::Null);
         let attrs: Vec<Attr> = match value {
             Bson::Null => Vec::new(),
             value => bson::deserialize_from_bson(value)

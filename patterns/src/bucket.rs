@@ -594,15 +594,7 @@ impl<T> IntoValue<T> for Encoded<'_> {
 
 /// The value at a dotted path of a document, through subdocuments only.
 fn lookup<'d>(doc: &'d bson::Document, path: &str) -> Option<&'d Bson> {
-    let mut segments = path.split('.');
-    let mut value = doc.get(segments.next()?)?;
-    for segment in segments {
-        value = match value {
-            Bson::Document(d) => d.get(segment)?,
-            _ => return None,
-        };
-    }
-    Some(value)
+    odm::engine::Path::new(path).get(doc)
 }
 
 impl<K, T> Bucket<K, T>

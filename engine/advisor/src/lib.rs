@@ -51,6 +51,7 @@ use std::fmt::{self, Write as _};
 use bson::{Document, RawBsonRef, RawDocumentBuf};
 use odm_engine::ShardKey;
 use odm_engine::keys::{Direction, encode_into};
+use odm_engine::path::{ArrayOnTheWay, Path};
 use odm_engine::query::{Routing, route_filter};
 
 /// MongoDB's default chunk size; the advisor scales its bound to the data (see
@@ -383,24 +384,10 @@ fn value_at<'a>(
     doc: &'a bson::RawDocument,
     path: &str,
 ) -> Result<Option<RawBsonRef<'a>>, AdvisorError> {
-    let read = |e: bson::error::Error| AdvisorError::Document(e.to_string());
-    let mut current: &bson::RawDocument = doc;
-    let mut segments = path.split('.').peekable();
-    while let Some(segment) = segments.next() {
-        let Some(value) = current.get(segment).map_err(read)? else {
-            return Ok(None);
-        };
-        if segments.peek().is_none() {
-            return Ok(Some(value));
-        }
-        match value {
-            RawBsonRef::Document(inner) => current = inner,
-            // A path through an array has many values: an array in the key.
-            RawBsonRef::Array(_) => return Ok(Some(value)),
-            _ => return Ok(None),
-        }
-    }
-    Ok(None)
+    // A path through an array has many values: the array is returned, as an array in the key.
+    Path::new(path)
+        .get_raw(doc, ArrayOnTheWay::Found)
+        .map_err(|e| AdvisorError::Document(e.to_string()))
 }
 
 /// The encoded shard key of a document (see [`distribution::encoded_key`]); `None` when a

@@ -27,6 +27,7 @@ use super::diff;
 use super::log::TxnChanges;
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, Result};
+use crate::path::{ArrayOnTheWay, Path};
 use crate::raw;
 
 /// How an existing document was rewritten: by update operators (or a pipeline), or by a
@@ -192,19 +193,7 @@ fn document_key(meta: &CollectionMeta, doc: &RawDocument) -> Result<Vec<u8>> {
 
 /// The value at a dotted path through sub-documents (a shard key holds no arrays).
 fn value_at<'a>(doc: &'a RawDocument, path: &str) -> Result<Option<RawBsonRef<'a>>> {
-    let mut current = doc;
-    let mut parts = path.split('.').peekable();
-    while let Some(part) = parts.next() {
-        let Some(value) = current.get(part).map_err(corrupt)? else {
-            return Ok(None);
-        };
-        if parts.peek().is_none() {
-            return Ok(Some(value));
-        }
-        match value {
-            RawBsonRef::Document(d) => current = d,
-            _ => return Ok(None),
-        }
-    }
-    Ok(None)
+    Path::new(path)
+        .get_raw(doc, ArrayOnTheWay::Missing)
+        .map_err(corrupt)
 }

@@ -22,6 +22,7 @@ mod read;
 mod write;
 
 pub(crate) use keys::{KeyValues, key_values};
+pub use read::ArrayOnTheWay;
 pub use write::{Blocked, Parents};
 
 use std::fmt;

@@ -24,7 +24,7 @@ impl Path {
 
     /// The value at this path through subdocuments only (an array or other value on the way
     /// gives `None`), by the plain rule of stages that name one field.
-    pub(crate) fn get<'d>(&self, doc: &'d Document) -> Option<&'d Bson> {
+    pub fn get<'d>(&self, doc: &'d Document) -> Option<&'d Bson> {
         let (last, parents) = self.segments().split_last()?;
         let mut at = doc;
         for segment in parents {
@@ -66,7 +66,40 @@ impl Path {
     }
 }
 
+/// What a read of stored bytes by the plain rule does with an array on the way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayOnTheWay {
+    /// The path is missing there.
+    Missing,
+    /// The array is the answer: a shard key's reader refuses it (a path through an array has
+    /// many values).
+    Found,
+}
+
 impl Path {
+    /// The value at this path of stored bytes through subdocuments only, by the plain rule;
+    /// `arrays` says what an array on the way gives. Unreadable bytes are an error.
+    pub fn get_raw<'a>(
+        &self,
+        doc: &'a RawDocument,
+        arrays: ArrayOnTheWay,
+    ) -> Result<Option<RawBsonRef<'a>>, bson::error::Error> {
+        let Some((last, parents)) = self.segments().split_last() else {
+            return Ok(None);
+        };
+        let mut at = doc;
+        for segment in parents {
+            match at.get(segment)? {
+                Some(RawBsonRef::Document(d)) => at = d,
+                Some(array @ RawBsonRef::Array(_)) if arrays == ArrayOnTheWay::Found => {
+                    return Ok(Some(array));
+                }
+                _ => return Ok(None),
+            }
+        }
+        at.get(last)
+    }
+
     /// [`Path::elements`] of stored bytes (`distinct`'s values); a damaged element ends its
     /// array.
     pub(crate) fn elements_raw<'a>(&self, doc: &'a RawDocument) -> Vec<RawBsonRef<'a>> {
@@ -164,5 +197,22 @@ mod tests {
         assert_eq!(Path::empty().resolve(&bson!(7)), Some(bson!(7)));
         // Numeric segments are field names to an expression.
         assert_eq!(Path::new("a.0").resolve_in(&d), Some(bson!([])));
+        // The tools' positional rule takes them as positions, and only in arrays.
+        assert_eq!(Path::new("a.1.b.0").get_positional(&d), Some(&bson!(2)));
+        assert_eq!(Path::new("a.2").get_positional(&d), Some(&bson!(4)));
+        assert_eq!(Path::new("a.9").get_positional(&d), None);
+        assert_eq!(Path::new("a.b").get_positional(&d), None);
+        assert_eq!(Path::new("x.0").get_positional(&d), None);
+        // Stored bytes by the plain rule: an array on the way is missing, or the answer.
+        let found = |path: &str, arrays| {
+            Path::new(path)
+                .get_raw(&raw, arrays)
+                .unwrap()
+                .map(|v| Bson::try_from(bson::RawBson::from(v)).unwrap())
+        };
+        assert_eq!(found("x.y", ArrayOnTheWay::Missing), Some(bson!(6)));
+        assert_eq!(found("a.b", ArrayOnTheWay::Missing), None);
+        assert_eq!(found("a.b", ArrayOnTheWay::Found), d.get("a").cloned());
+        assert_eq!(found("x.y.z", ArrayOnTheWay::Found), None);
     }
 }
