@@ -56,41 +56,7 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
                 }
                 group_by = Some(Expr::parse(value, scope)?);
             }
-            "buckets" => {
-                let n = match value {
-                    Bson::Int32(i) => i64::from(*i),
-                    Bson::Int64(i) if i32::try_from(*i).is_ok() => *i,
-                    Bson::Double(f) if f.fract() == 0.0 && f.abs() <= f64::from(i32::MAX) => {
-                        *f as i64
-                    }
-                    Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
-                        return Err(failure(
-                            c(40242),
-                            format!(
-                                "the $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found {value}"
-                            ),
-                        ));
-                    }
-                    other => {
-                        return Err(failure(
-                            c(40241),
-                            format!(
-                                "the $bucketAuto 'buckets' field must be a numeric value, but found type: {}",
-                                type_alias(Some(other))
-                            ),
-                        ));
-                    }
-                };
-                if n <= 0 {
-                    return Err(failure(
-                        c(40243),
-                        format!(
-                            "the $bucketAuto 'buckets' field must be greater than 0, but found: {n}"
-                        ),
-                    ));
-                }
-                buckets = Some(n as usize);
-            }
+            "buckets" => buckets = Some(parse_buckets(value)?),
             "output" => {
                 let Bson::Document(output) = value else {
                     return Err(failure(
@@ -103,17 +69,7 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
                 };
                 fields = Some(accumulator_fields("$bucketAuto", output, scope)?);
             }
-            "granularity" => {
-                let Bson::String(name) = value else {
-                    return Err(failure(
-                        c(40261),
-                        "the $bucketAuto 'granularity' field must be a string",
-                    ));
-                };
-                granularity = Some(Rounder::named(name).ok_or_else(|| {
-                    failure(c(40257), format!("unknown rounding granularity '{name}'"))
-                })?);
-            }
+            "granularity" => granularity = Some(parse_granularity(value)?),
             other => {
                 return Err(failure(
                     c(40245),
@@ -138,6 +94,53 @@ pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
         fields,
         granularity,
     })
+}
+
+/// `buckets`: a positive whole number that fits in 32 bits.
+fn parse_buckets(value: &Bson) -> Result<usize> {
+    let c = ErrorCode::location;
+    let n = match value {
+        Bson::Int32(i) => i64::from(*i),
+        Bson::Int64(i) if i32::try_from(*i).is_ok() => *i,
+        Bson::Double(f) if f.fract() == 0.0 && f.abs() <= f64::from(i32::MAX) => *f as i64,
+        Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+            return Err(failure(
+                c(40242),
+                format!(
+                    "the $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found {value}"
+                ),
+            ));
+        }
+        other => {
+            return Err(failure(
+                c(40241),
+                format!(
+                    "the $bucketAuto 'buckets' field must be a numeric value, but found type: {}",
+                    type_alias(Some(other))
+                ),
+            ));
+        }
+    };
+    if n <= 0 {
+        return Err(failure(
+            c(40243),
+            format!("the $bucketAuto 'buckets' field must be greater than 0, but found: {n}"),
+        ));
+    }
+    Ok(n as usize)
+}
+
+/// `granularity`: the name of a series (see [`Rounder::named`]).
+fn parse_granularity(value: &Bson) -> Result<Rounder> {
+    let c = ErrorCode::location;
+    let Bson::String(name) = value else {
+        return Err(failure(
+            c(40261),
+            "the $bucketAuto 'granularity' field must be a string",
+        ));
+    };
+    Rounder::named(name)
+        .ok_or_else(|| failure(c(40257), format!("unknown rounding granularity '{name}'")))
 }
 
 /// The preferred-number series, as whole numbers to be scaled by powers of ten (ISO 3's Renard

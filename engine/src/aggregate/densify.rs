@@ -80,14 +80,18 @@ fn path_of(name: &str, what: &str) -> Result<Path> {
     })
 }
 
+fn missing(name: &str) -> Error {
+    fail(
+        ErrorCode::IDL_FAILED_TO_PARSE,
+        format!("missing required field `{name}`"),
+    )
+}
+
+fn mismatch(reason: &str) -> Error {
+    fail(ErrorCode::TYPE_MISMATCH, reason.to_owned())
+}
+
 pub(super) fn parse(arg: &Bson) -> Result<Stage> {
-    let missing = |name: &str| {
-        fail(
-            ErrorCode::IDL_FAILED_TO_PARSE,
-            format!("missing required field `{name}`"),
-        )
-    };
-    let mismatch = |reason: &str| fail(ErrorCode::TYPE_MISMATCH, reason.to_owned());
     let Bson::Document(spec) = arg else {
         return Err(mismatch("the $densify specification must be an object"));
     };
@@ -121,6 +125,31 @@ pub(super) fn parse(arg: &Bson) -> Result<Stage> {
     let Bson::Document(range) = range else {
         return Err(mismatch("`range` must be an object"));
     };
+    let (step, unit, bounds) = parse_range(range)?;
+    if matches!(bounds, Bounds::Partition) && partition_by.is_empty() {
+        return Err(location(
+            5_733_408,
+            "\"partition\" bounds need `partitionByFields`",
+        ));
+    }
+    if unit.is_some() && crate::expr::as_i64(&step).is_none() {
+        return Err(location(
+            6_586_400,
+            "the step must be a whole number when the unit is a time unit",
+        ));
+    }
+    Ok(Stage::Densify(Box::new(Densify {
+        field,
+        partition_by,
+        step,
+        unit,
+        bounds,
+    })))
+}
+
+/// `range`: its `step`, `unit` and `bounds`, each checked as read; then a positive step, and
+/// explicit bounds that agree with the step and the unit.
+fn parse_range(range: &Document) -> Result<(Bson, Option<String>, Bounds)> {
     if let Some(unknown) = range
         .keys()
         .find(|k| !["step", "bounds", "unit"].contains(&k.as_str()))
@@ -164,61 +193,49 @@ pub(super) fn parse(arg: &Bson) -> Result<Stage> {
         return Err(location(5_733_401, "the step must be positive"));
     }
     if let Bounds::Explicit(pair) = &bounds {
-        let (lo, hi) = &**pair;
-        match (lo, hi) {
-            (Bson::DateTime(_), Bson::DateTime(_)) => {
-                if unit.is_none() {
-                    return Err(location(5_733_402, "date bounds need a `unit`"));
-                }
-            }
-            (l, h) if is_number(l) && is_number(h) => {
-                if unit.is_some() {
-                    return Err(location(5_733_409, "numeric bounds take no `unit`"));
-                }
-                let decimal = |v: &Bson| matches!(v, Bson::Decimal128(_));
-                if (decimal(l) || decimal(h)) && !decimal(&step) {
-                    return Err(location(5_876_900, "decimal bounds need a decimal step"));
-                }
-            }
-            (l, Bson::DateTime(_)) if is_number(l) => {
-                return Err(location(
-                    5_733_406,
-                    "the bounds must be both numbers or both dates",
-                ));
-            }
-            _ => {
-                return Err(location(
-                    5_733_402,
-                    "the bounds must be both numbers or both dates",
-                ));
+        check_explicit_bounds(&pair.0, &pair.1, &step, unit.is_some())?;
+    }
+    Ok((step, unit, bounds))
+}
+
+/// `bounds: [lo, hi]`: both dates (with a `unit`) or both numbers (without one, and with a
+/// decimal step when either is a decimal), and `lo` not above `hi`.
+fn check_explicit_bounds(lo: &Bson, hi: &Bson, step: &Bson, has_unit: bool) -> Result<()> {
+    match (lo, hi) {
+        (Bson::DateTime(_), Bson::DateTime(_)) => {
+            if !has_unit {
+                return Err(location(5_733_402, "date bounds need a `unit`"));
             }
         }
-        if compare_bson(lo, hi, None) == Ordering::Greater {
+        (l, h) if is_number(l) && is_number(h) => {
+            if has_unit {
+                return Err(location(5_733_409, "numeric bounds take no `unit`"));
+            }
+            let decimal = |v: &Bson| matches!(v, Bson::Decimal128(_));
+            if (decimal(l) || decimal(h)) && !decimal(step) {
+                return Err(location(5_876_900, "decimal bounds need a decimal step"));
+            }
+        }
+        (l, Bson::DateTime(_)) if is_number(l) => {
+            return Err(location(
+                5_733_406,
+                "the bounds must be both numbers or both dates",
+            ));
+        }
+        _ => {
             return Err(location(
                 5_733_402,
-                "the lower bound must not be above the upper bound",
+                "the bounds must be both numbers or both dates",
             ));
         }
     }
-    if matches!(bounds, Bounds::Partition) && partition_by.is_empty() {
+    if compare_bson(lo, hi, None) == Ordering::Greater {
         return Err(location(
-            5_733_408,
-            "\"partition\" bounds need `partitionByFields`",
+            5_733_402,
+            "the lower bound must not be above the upper bound",
         ));
     }
-    if unit.is_some() && crate::expr::as_i64(&step).is_none() {
-        return Err(location(
-            6_586_400,
-            "the step must be a whole number when the unit is a time unit",
-        ));
-    }
-    Ok(Stage::Densify(Box::new(Densify {
-        field,
-        partition_by,
-        step,
-        unit,
-        bounds,
-    })))
+    Ok(())
 }
 
 impl Densify {

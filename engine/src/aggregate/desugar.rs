@@ -96,6 +96,17 @@ fn canonical_type(value: &Bson) -> u8 {
     }
 }
 
+/// `$bucket`'s options as they are read, each checked on its own.
+#[derive(Default)]
+struct BucketOptions {
+    group_by: Option<Bson>,
+    boundaries: Option<Vec<Bson>>,
+    default: Option<Bson>,
+    output: Option<Document>,
+}
+
+/// The `$group` that `$bucket` stands for. The options are checked one by one as written,
+/// then together: both required ones, then the boundaries, then `default` against them.
 fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
     let name = "$bucket";
     let Bson::Document(spec) = arg else {
@@ -108,10 +119,25 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
             ),
         ));
     };
-    let mut group_by = None;
-    let mut boundaries = None;
-    let mut default = None;
-    let mut output = None;
+    let options = bucket_options(spec, scope)?;
+    let (Some(group_by), Some(boundaries)) = (options.group_by, options.boundaries) else {
+        return Err(failure(
+            name,
+            40198,
+            "$bucket requires 'groupBy' and 'boundaries' to be specified",
+        ));
+    };
+    check_boundaries(&boundaries)?;
+    if let Some(d) = &options.default {
+        check_default(d, &boundaries)?;
+    }
+    Ok(doc! {"$group": bucket_grouping(&group_by, &boundaries, options.default, options.output)})
+}
+
+/// The options of `$bucket`, each checked as it is read; any other is refused.
+fn bucket_options(spec: &Document, scope: &Scope) -> Result<BucketOptions> {
+    let name = "$bucket";
+    let mut options = BucketOptions::default();
     for (key, value) in spec {
         match key.as_str() {
             "groupBy" => {
@@ -124,33 +150,11 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
                         ),
                     ));
                 }
-                group_by = Some(value.clone());
+                options.group_by = Some(value.clone());
             }
-            "boundaries" => {
-                let Bson::Array(items) = value else {
-                    return Err(failure(
-                        name,
-                        40200,
-                        format!(
-                            "the $bucket 'boundaries' field must be an array, but found type: {}",
-                            crate::expr::type_alias(Some(value))
-                        ),
-                    ));
-                };
-                let mut values = Vec::with_capacity(items.len());
-                for item in items {
-                    values.push(constant(item, scope).ok_or_else(|| {
-                        failure(
-                            name,
-                            40191,
-                            "the $bucket 'boundaries' field must be an array of constant values",
-                        )
-                    })?);
-                }
-                boundaries = Some(values);
-            }
+            "boundaries" => options.boundaries = Some(bucket_boundaries(value, scope)?),
             "default" => {
-                default = Some(constant(value, scope).ok_or_else(|| {
+                options.default = Some(constant(value, scope).ok_or_else(|| {
                     failure(
                         name,
                         40195,
@@ -169,7 +173,7 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
                         ),
                     ));
                 };
-                output = Some(fields.clone());
+                options.output = Some(fields.clone());
             }
             other => {
                 return Err(failure(
@@ -180,13 +184,38 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
             }
         }
     }
-    let (Some(group_by), Some(boundaries)) = (group_by, boundaries) else {
+    Ok(options)
+}
+
+/// `boundaries`: an array of constants.
+fn bucket_boundaries(value: &Bson, scope: &Scope) -> Result<Vec<Bson>> {
+    let name = "$bucket";
+    let Bson::Array(items) = value else {
         return Err(failure(
             name,
-            40198,
-            "$bucket requires 'groupBy' and 'boundaries' to be specified",
+            40200,
+            format!(
+                "the $bucket 'boundaries' field must be an array, but found type: {}",
+                crate::expr::type_alias(Some(value))
+            ),
         ));
     };
+    let mut values = Vec::with_capacity(items.len());
+    for item in items {
+        values.push(constant(item, scope).ok_or_else(|| {
+            failure(
+                name,
+                40191,
+                "the $bucket 'boundaries' field must be an array of constant values",
+            )
+        })?);
+    }
+    Ok(values)
+}
+
+/// The boundaries make ranges: at least two, of one canonical type, strictly ascending.
+fn check_boundaries(boundaries: &[Bson]) -> Result<()> {
+    let name = "$bucket";
     if boundaries.len() < 2 {
         return Err(failure(
             name,
@@ -216,19 +245,35 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
             ));
         }
     }
-    if let Some(d) = &default
-        && canonical_type(d) == canonical_type(&boundaries[0])
-    {
-        let below = crate::expr::compare_bson(d, &boundaries[0], None).is_lt();
-        let above = crate::expr::compare_bson(d, &boundaries[boundaries.len() - 1], None).is_ge();
-        if !below && !above {
-            return Err(failure(
-                name,
-                40199,
-                "the $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary",
-            ));
-        }
+    Ok(())
+}
+
+/// A `default` of the boundaries' canonical type must lie outside their ranges: below the
+/// lowest, or at or above the highest. One of another type is not compared.
+fn check_default(default: &Bson, boundaries: &[Bson]) -> Result<()> {
+    if canonical_type(default) != canonical_type(&boundaries[0]) {
+        return Ok(());
     }
+    let below = crate::expr::compare_bson(default, &boundaries[0], None).is_lt();
+    let above = crate::expr::compare_bson(default, &boundaries[boundaries.len() - 1], None).is_ge();
+    if !below && !above {
+        return Err(failure(
+            "$bucket",
+            40199,
+            "the $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary",
+        ));
+    }
+    Ok(())
+}
+
+/// The `$group` body: `_id` a `$switch` from the value to its range's lower boundary (else
+/// `default`), then the `output` accumulators, or a count without them.
+fn bucket_grouping(
+    group_by: &Bson,
+    boundaries: &[Bson],
+    default: Option<Bson>,
+    output: Option<Document>,
+) -> Document {
     let literal = |v: &Bson| Bson::Document(doc! {"$literal": v.clone()});
     let branches: Vec<Bson> = boundaries
         .windows(2)
@@ -253,7 +298,7 @@ fn bucket_group(arg: &Bson, scope: &Scope) -> Result<Document> {
             group.insert("count", doc! {"$sum": 1});
         }
     }
-    Ok(doc! {"$group": group})
+    group
 }
 
 /// `$fill`'s stages (see the module documentation), with MongoDB's checks and codes.
@@ -294,6 +339,21 @@ fn fill(arg: &Bson) -> Result<Vec<Document>> {
             "`output` must name at least one field",
         ));
     }
+    let (windowed, valued) = fill_outputs(spec, output)?;
+    let mut stages = Vec::new();
+    if !windowed.is_empty() {
+        stages.push(doc! {"$setWindowFields": fill_window(spec, windowed)?});
+    }
+    if !valued.is_empty() {
+        stages.push(doc! {"$addFields": valued});
+    }
+    Ok(stages)
+}
+
+/// The outputs of `$fill`, split by how each is filled: by `method`, the window functions of a
+/// `$setWindowFields`; by `value`, the expressions of an `$addFields`.
+fn fill_outputs(spec: &Document, output: &Document) -> Result<(Document, Document)> {
+    let name = "$fill";
     let mut windowed = Document::new();
     let mut valued = Document::new();
     for (field, how) in output {
@@ -341,39 +401,41 @@ fn fill(arg: &Bson) -> Result<Vec<Document>> {
             }
         }
     }
-    let mut stages = Vec::new();
-    if !windowed.is_empty() {
-        let mut window = Document::new();
-        if let Some(p) = spec.get("partitionBy") {
-            window.insert("partitionBy", p.clone());
-        }
-        if let Some(fields) = spec.get("partitionByFields") {
-            let Bson::Array(fields) = fields else {
-                return Err(Error::from(
-                    error(name, "`partitionByFields` must be an array of field names")
-                        .with_code(ErrorCode::TYPE_MISMATCH),
-                ));
+    Ok((windowed, valued))
+}
+
+/// The `$setWindowFields` of `$fill`'s `windowed` outputs: its partition (`partitionBy`, or
+/// `partitionByFields` as a document of those fields) and `sortBy`.
+fn fill_window(spec: &Document, windowed: Document) -> Result<Document> {
+    let mut window = Document::new();
+    if let Some(p) = spec.get("partitionBy") {
+        window.insert("partitionBy", p.clone());
+    }
+    if let Some(fields) = spec.get("partitionByFields") {
+        let not_names = || {
+            Error::from(
+                error(
+                    "$fill",
+                    "`partitionByFields` must be an array of field names",
+                )
+                .with_code(ErrorCode::TYPE_MISMATCH),
+            )
+        };
+        let Bson::Array(fields) = fields else {
+            return Err(not_names());
+        };
+        let mut key = Document::new();
+        for (i, f) in fields.iter().enumerate() {
+            let Bson::String(f) = f else {
+                return Err(not_names());
             };
-            let mut key = Document::new();
-            for (i, f) in fields.iter().enumerate() {
-                let Bson::String(f) = f else {
-                    return Err(Error::from(
-                        error(name, "`partitionByFields` must be an array of field names")
-                            .with_code(ErrorCode::TYPE_MISMATCH),
-                    ));
-                };
-                key.insert(format!("p{i}"), format!("${f}"));
-            }
-            window.insert("partitionBy", key);
+            key.insert(format!("p{i}"), format!("${f}"));
         }
-        if let Some(sort) = spec.get("sortBy") {
-            window.insert("sortBy", sort.clone());
-        }
-        window.insert("output", windowed);
-        stages.push(doc! {"$setWindowFields": window});
+        window.insert("partitionBy", key);
     }
-    if !valued.is_empty() {
-        stages.push(doc! {"$addFields": valued});
+    if let Some(sort) = spec.get("sortBy") {
+        window.insert("sortBy", sort.clone());
     }
-    Ok(stages)
+    window.insert("output", windowed);
+    Ok(window)
 }

@@ -191,41 +191,28 @@ impl State {
         first_time: bool,
         collation: Option<&Collation>,
     ) -> Result<isize> {
-        let size = |v: &Bson| approximate_size(v) as isize;
         match self {
             State::Sum(total) => {
                 // `$sum` ignores what is not a number (an array argument included).
                 if let Some(v) = value.filter(is_number) {
-                    *total = Some(match total.take() {
-                        None => v,
-                        Some(t) => sum(vec![t, v], collation),
-                    });
+                    add_to_total(total, v, collation);
                 }
                 Ok(0)
             }
             State::Avg(total, count) => {
                 if let Some(v) = value.filter(is_number) {
                     *count += 1;
-                    *total = Some(match total.take() {
-                        None => v,
-                        Some(t) => sum(vec![t, v], collation),
-                    });
+                    add_to_total(total, v, collation);
                 }
                 Ok(0)
             }
             State::Extreme(best) => {
-                let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
-                    return Ok(0);
-                };
                 let func = if matches!(accumulator, Accumulator::Min) {
                     Func::Min
                 } else {
                     Func::Max
                 };
-                *best = Some(match best.take() {
-                    None => v,
-                    Some(b) => accumulate_values(func, vec![b, v], collation).unwrap_or(Bson::Null),
-                });
+                keep_extreme(best, func, value, collation);
                 Ok(0)
             }
             State::One(kept) => {
@@ -234,57 +221,9 @@ impl State {
                 }
                 Ok(0)
             }
-            State::Push(values) => match (accumulator, value) {
-                (_, None) => Ok(0),
-                (Accumulator::ConcatArrays, Some(Bson::Array(items))) => {
-                    let grown = items.iter().map(size).sum();
-                    values.extend(items);
-                    Ok(grown)
-                }
-                (Accumulator::ConcatArrays, Some(other)) => {
-                    Err(not_an_array("$concatArrays", &other))
-                }
-                (_, Some(v)) => {
-                    let grown = size(&v);
-                    values.push(v);
-                    Ok(grown)
-                }
-            },
-            State::AddToSet(set) => match (accumulator, value) {
-                (_, None) => Ok(0),
-                (Accumulator::SetUnion, Some(Bson::Array(items))) => {
-                    let mut grown = 0;
-                    for v in items {
-                        let s = size(&v);
-                        if set.insert(v, collation) {
-                            grown += s;
-                        }
-                    }
-                    Ok(grown)
-                }
-                (Accumulator::SetUnion, Some(other)) => Err(not_an_array("$setUnion", &other)),
-                (_, Some(v)) => {
-                    let s = size(&v);
-                    Ok(if set.insert(v, collation) { s } else { 0 })
-                }
-            },
-            State::Merged(merged) => match value {
-                None | Some(Bson::Null | Bson::Undefined) => Ok(0),
-                Some(Bson::Document(d)) => {
-                    let grown = size(&Bson::Document(d.clone()));
-                    merged.extend(d);
-                    Ok(grown)
-                }
-                Some(other) => Err(error(
-                    "$mergeObjects",
-                    format!(
-                        "$mergeObjects requires object inputs, but input {other} is of type {}",
-                        type_alias(Some(&other))
-                    ),
-                )
-                .with_code(ErrorCode::location(40400))
-                .into()),
-            },
+            State::Push(values) => push(values, accumulator, value),
+            State::AddToSet(set) => add_to_set(set, accumulator, value, collation),
+            State::Merged(merged) => merge_objects(merged, value),
             State::Deviation {
                 count,
                 mean,
@@ -299,38 +238,21 @@ impl State {
                 Ok(0)
             }
             State::TakeN(kept) => {
-                let grown = value.as_ref().map_or(0, size);
+                let grown = value.as_ref().map_or(0, held_size);
                 let let_go = kept.add(value, collation);
-                Ok(grown - let_go.as_ref().map_or(0, size))
+                Ok(grown - let_go.as_ref().map_or(0, held_size))
             }
-            State::Sorted { n, held } => {
-                let Accumulator::Sorted { sort, bottom, .. } = accumulator else {
-                    return Ok(0);
-                };
-                let Some((keys, arrival)) = sort_keys else {
-                    return Ok(0);
-                };
-                let output = value.unwrap_or(Bson::Null);
-                let better = |a: &[bson::RawBson], b: &[bson::RawBson]| {
-                    let order = sort.compare_keys(a, b, collation);
-                    if *bottom { order.reverse() } else { order }
-                };
-                // Held best first; a newcomer goes after the equal ones (the first seen wins a
-                // tie) and is dropped when it falls past `n`.
-                let at = held.partition_point(|(k, _, _)| better(k, keys).is_le());
-                if at >= *n {
-                    return Ok(0);
+            State::Sorted { n, held } => match (accumulator, sort_keys) {
+                (Accumulator::Sorted { sort, bottom, .. }, Some(keys)) => {
+                    let order = SortOrder {
+                        sort,
+                        bottom: *bottom,
+                        collation,
+                    };
+                    Ok(keep_sorted(held, *n, &order, keys, value))
                 }
-                let grown = size(&output) + 32 * keys.len() as isize;
-                held.insert(at, (keys.clone(), *arrival, output));
-                let mut shrunk = 0;
-                if held.len() > *n
-                    && let Some((k, _, v)) = held.pop()
-                {
-                    shrunk = size(&v) + 32 * k.len() as isize;
-                }
-                Ok(grown - shrunk)
-            }
+                _ => Ok(0),
+            },
             State::Numbers { values, .. } => match value.as_ref().and_then(as_f64) {
                 Some(x) if !x.is_nan() => {
                     values.push(x);
@@ -405,6 +327,145 @@ impl State {
             }
         }
     }
+}
+
+/// What a value adds to a state's size, for the bound.
+fn held_size(v: &Bson) -> isize {
+    approximate_size(v) as isize
+}
+
+/// `$sum` and `$avg`: `v` added to the running total (the first value is the total).
+fn add_to_total(total: &mut Option<Bson>, v: Bson, collation: Option<&Collation>) {
+    *total = Some(match total.take() {
+        None => v,
+        Some(t) => sum(vec![t, v], collation),
+    });
+}
+
+/// `$min` and `$max` (`func`): the extreme of `best` and the value; null and missing are
+/// ignored.
+fn keep_extreme(
+    best: &mut Option<Bson>,
+    func: Func,
+    value: Option<Bson>,
+    collation: Option<&Collation>,
+) {
+    let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
+        return;
+    };
+    *best = Some(match best.take() {
+        None => v,
+        Some(b) => accumulate_values(func, vec![b, v], collation).unwrap_or(Bson::Null),
+    });
+}
+
+/// `$push` (the value) and `$concatArrays` (the array's elements; anything else is refused).
+/// Missing adds nothing.
+fn push(values: &mut Vec<Bson>, accumulator: &Accumulator, value: Option<Bson>) -> Result<isize> {
+    match (accumulator, value) {
+        (_, None) => Ok(0),
+        (Accumulator::ConcatArrays, Some(Bson::Array(items))) => {
+            let grown = items.iter().map(held_size).sum();
+            values.extend(items);
+            Ok(grown)
+        }
+        (Accumulator::ConcatArrays, Some(other)) => Err(not_an_array("$concatArrays", &other)),
+        (_, Some(v)) => {
+            let grown = held_size(&v);
+            values.push(v);
+            Ok(grown)
+        }
+    }
+}
+
+/// `$addToSet` (the value) and `$setUnion` (the array's elements; anything else is refused).
+/// Missing adds nothing; only values new to the set grow it.
+fn add_to_set(
+    set: &mut ValueSet,
+    accumulator: &Accumulator,
+    value: Option<Bson>,
+    collation: Option<&Collation>,
+) -> Result<isize> {
+    match (accumulator, value) {
+        (_, None) => Ok(0),
+        (Accumulator::SetUnion, Some(Bson::Array(items))) => {
+            let mut grown = 0;
+            for v in items {
+                let s = held_size(&v);
+                if set.insert(v, collation) {
+                    grown += s;
+                }
+            }
+            Ok(grown)
+        }
+        (Accumulator::SetUnion, Some(other)) => Err(not_an_array("$setUnion", &other)),
+        (_, Some(v)) => {
+            let s = held_size(&v);
+            Ok(if set.insert(v, collation) { s } else { 0 })
+        }
+    }
+}
+
+/// `$mergeObjects`: the document's fields over those merged so far; null and missing are
+/// skipped, and other values refused (40400).
+fn merge_objects(merged: &mut Document, value: Option<Bson>) -> Result<isize> {
+    match value {
+        None | Some(Bson::Null | Bson::Undefined) => Ok(0),
+        Some(Bson::Document(d)) => {
+            let grown = held_size(&Bson::Document(d.clone()));
+            merged.extend(d);
+            Ok(grown)
+        }
+        Some(other) => Err(error(
+            "$mergeObjects",
+            format!(
+                "$mergeObjects requires object inputs, but input {other} is of type {}",
+                type_alias(Some(&other))
+            ),
+        )
+        .with_code(ErrorCode::location(40400))
+        .into()),
+    }
+}
+
+/// The order `$top` and its kin keep their values in: `sortBy`'s, reversed for the bottom ones
+/// so that the best is first either way.
+struct SortOrder<'a> {
+    sort: &'a Sort,
+    bottom: bool,
+    collation: Option<&'a Collation>,
+}
+
+impl SortOrder<'_> {
+    fn compare(&self, a: &[bson::RawBson], b: &[bson::RawBson]) -> std::cmp::Ordering {
+        let order = self.sort.compare_keys(a, b, self.collation);
+        if self.bottom { order.reverse() } else { order }
+    }
+}
+
+/// `$top` and its kin: the `n` best held best first. A newcomer goes after the equal ones (the
+/// first seen wins a tie) and is dropped when it falls past `n`; the size change is returned.
+fn keep_sorted(
+    held: &mut Vec<(Vec<bson::RawBson>, u64, Bson)>,
+    n: usize,
+    order: &SortOrder<'_>,
+    (keys, arrival): &(Vec<bson::RawBson>, u64),
+    value: Option<Bson>,
+) -> isize {
+    let output = value.unwrap_or(Bson::Null);
+    let at = held.partition_point(|(k, _, _)| order.compare(k, keys).is_le());
+    if at >= n {
+        return 0;
+    }
+    let grown = held_size(&output) + 32 * keys.len() as isize;
+    held.insert(at, (keys.clone(), *arrival, output));
+    let mut shrunk = 0;
+    if held.len() > n
+        && let Some((k, _, v)) = held.pop()
+    {
+        shrunk = held_size(&v) + 32 * k.len() as isize;
+    }
+    grown - shrunk
 }
 
 /// `p` of `$percentile`: a non-empty array of numbers from 0 to 1.

@@ -586,59 +586,21 @@ impl Stage {
     fn stream<'a>(self, input: Documents<'a>, context: &Rc<Context<'a>>) -> Documents<'a> {
         let collation = context.collation.clone();
         match self {
-            Stage::Match(filter, _) => Box::new(input.filter_map(move |doc| {
-                let keep = doc.and_then(|d| {
-                    let raw =
-                        bson::RawDocumentBuf::try_from(&d).map_err(|e| stage_error("$match", e))?;
-                    Ok(filter
-                        .try_matches_in(&raw, collation.as_deref())?
-                        .then_some(d))
-                });
-                keep.transpose()
-            })),
+            Stage::Match(filter, _) => matching(input, filter, collation),
             Stage::Sort(sort, _) => blocking(move || sort_all(input, &sort)),
-            Stage::Skip(n) => {
-                let mut to_skip = n;
-                // Errors pass through: a skipped position is a document, not a failure.
-                Box::new(input.filter(move |doc| {
-                    if doc.is_ok() && to_skip > 0 {
-                        to_skip -= 1;
-                        return false;
-                    }
-                    true
-                }))
-            }
+            Stage::Skip(n) => skipping(input, n),
             Stage::Limit(n) => Box::new(input.take(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Shape(pipeline) => Box::new(input.map(move |doc| {
                 pipeline
                     .transform_collated(doc?, collation.as_deref())
                     .map_err(Error::from)
             })),
-            Stage::Count(field) => blocking(move || {
-                let mut n: i64 = 0;
-                for doc in input {
-                    doc?;
-                    n += 1;
-                }
-                Ok(if n == 0 {
-                    Vec::new()
-                } else {
-                    let n = crate::number::int_or_long(n);
-                    vec![bson::doc! { field: n }]
-                })
-            }),
+            Stage::Count(field) => blocking(move || count(input, field)),
             Stage::Unwind {
                 path,
                 index_field,
                 preserve,
-            } => Box::new(input.flat_map(move |doc| -> Documents<'a> {
-                match doc {
-                    Ok(doc) => {
-                        Box::new(unwind(doc, path.clone(), index_field.clone(), preserve).map(Ok))
-                    }
-                    Err(e) => Box::new(std::iter::once(Err(e))),
-                }
-            })),
+            } => unwinding(input, path, index_field, preserve),
             Stage::Group {
                 mut grouping,
                 in_key_order,
@@ -664,28 +626,10 @@ impl Stage {
                 let context = context.clone();
                 Box::new(input.map(move |doc| search.join(doc?, &context)))
             }
-            Stage::Redact(expr) => Box::new(input.filter_map(move |doc| {
-                doc.and_then(|d| {
-                    let root = d.clone();
-                    let env = Env::collated(&root, collation.as_deref());
-                    redact(d, &expr, &env, true)
-                })
-                .transpose()
-            })),
-            Stage::Documents(_) | Stage::CollStats(_) | Stage::IndexStats => {
-                let name = match self {
-                    Stage::Documents(_) => "$documents",
-                    Stage::CollStats(_) => "$collStats",
-                    _ => "$indexStats",
-                };
-                Box::new(std::iter::once(Err(Error::from(
-                    error(
-                        name,
-                        format!("{name} may only be the first stage of a pipeline"),
-                    )
-                    .with_code(ErrorCode::location(40602)),
-                ))))
-            }
+            Stage::Redact(expr) => redacting(input, expr, collation),
+            Stage::Documents(_) => not_first("$documents"),
+            Stage::CollStats(_) => not_first("$collStats"),
+            Stage::IndexStats => not_first("$indexStats"),
             Stage::BucketAuto {
                 group_by,
                 buckets,
@@ -694,6 +638,90 @@ impl Stage {
             } => bucket_auto::run(input, group_by, buckets, fields, granularity, collation),
         }
     }
+}
+
+/// `$match`: the documents the filter matches.
+fn matching(
+    input: Documents<'_>,
+    filter: crate::query::Filter,
+    collation: Option<Arc<Collation>>,
+) -> Documents<'_> {
+    Box::new(input.filter_map(move |doc| {
+        let keep = doc.and_then(|d| {
+            let raw = bson::RawDocumentBuf::try_from(&d).map_err(|e| stage_error("$match", e))?;
+            Ok(filter
+                .try_matches_in(&raw, collation.as_deref())?
+                .then_some(d))
+        });
+        keep.transpose()
+    }))
+}
+
+/// `$skip`: the documents after the first `n`. Errors pass through: a skipped position is a
+/// document, not a failure.
+fn skipping(input: Documents<'_>, n: u64) -> Documents<'_> {
+    let mut to_skip = n;
+    Box::new(input.filter(move |doc| {
+        if doc.is_ok() && to_skip > 0 {
+            to_skip -= 1;
+            return false;
+        }
+        true
+    }))
+}
+
+/// `$count`: one document of the number of input documents in `field`; none for no input.
+fn count(input: Documents<'_>, field: String) -> Result<Vec<Document>> {
+    let mut n: i64 = 0;
+    for doc in input {
+        doc?;
+        n += 1;
+    }
+    Ok(if n == 0 {
+        Vec::new()
+    } else {
+        let n = crate::number::int_or_long(n);
+        vec![bson::doc! { field: n }]
+    })
+}
+
+/// `$unwind` of each document (see [`unwind`]).
+fn unwinding(
+    input: Documents<'_>,
+    path: Path,
+    index_field: Option<String>,
+    preserve: bool,
+) -> Documents<'_> {
+    Box::new(input.flat_map(move |doc| -> Documents<'_> {
+        match doc {
+            Ok(doc) => Box::new(unwind(doc, path.clone(), index_field.clone(), preserve).map(Ok)),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        }
+    }))
+}
+
+/// `$redact` of each document (see [`redact`]); a pruned document is dropped.
+fn redacting(input: Documents<'_>, expr: Expr, collation: Option<Arc<Collation>>) -> Documents<'_> {
+    Box::new(input.filter_map(move |doc| {
+        doc.and_then(|d| {
+            let root = d.clone();
+            let env = Env::collated(&root, collation.as_deref());
+            redact(d, &expr, &env, true)
+        })
+        .transpose()
+    }))
+}
+
+/// A stage that makes a pipeline's input (`$documents`, `$collStats`, `$indexStats`) found
+/// after the first stage: an error in place of the documents.
+fn not_first<'a>(name: &str) -> Documents<'a> {
+    Box::new(std::iter::once(Err(Error::from(
+        error(
+            name,
+            format!("{name} may only be the first stage of a pipeline"),
+        )
+        .with_code(ErrorCode::location(40602)),
+    ))))
 }
 
 /// The values `$redact`'s expression answers with: symbols, a deprecated type no stored
@@ -1143,6 +1171,23 @@ fn accumulator_fields(
     Ok(fields)
 }
 
+/// The accumulators that take one expression, by name.
+const UNARY_ACCUMULATORS: [(&str, Accumulator); 13] = [
+    ("$sum", Accumulator::Sum),
+    ("$avg", Accumulator::Avg),
+    ("$min", Accumulator::Min),
+    ("$max", Accumulator::Max),
+    ("$first", Accumulator::First),
+    ("$last", Accumulator::Last),
+    ("$push", Accumulator::Push),
+    ("$addToSet", Accumulator::AddToSet),
+    ("$mergeObjects", Accumulator::MergeObjects),
+    ("$stdDevPop", Accumulator::StdDevPop),
+    ("$stdDevSamp", Accumulator::StdDevSamp),
+    ("$concatArrays", Accumulator::ConcatArrays),
+    ("$setUnion", Accumulator::SetUnion),
+];
+
 /// One accumulator of `$group`: what it is, and the expression it reads from each document.
 fn parse_accumulator(
     op: &str,
@@ -1150,164 +1195,14 @@ fn parse_accumulator(
     field: &str,
     scope: &Scope,
 ) -> Result<(Accumulator, Expr)> {
-    let unary = |accumulator: Accumulator| -> Result<(Accumulator, Expr)> {
-        match arg {
-            // MongoDB: an accumulator is a unary operator.
-            Bson::Array(_) => Err(Error::from(
-                error(
-                    op,
-                    format!("`{field}`: an accumulator takes one expression, not an array"),
-                )
-                .with_code(ErrorCode::location(40237)),
-            )),
-            _ => Ok((accumulator, Expr::parse(arg, scope)?)),
-        }
-    };
+    if let Some((_, accumulator)) = UNARY_ACCUMULATORS.iter().find(|(name, _)| *name == op) {
+        return parse_unary(accumulator.clone(), op, arg, field, scope);
+    }
     match op {
-        "$sum" => unary(Accumulator::Sum),
-        "$avg" => unary(Accumulator::Avg),
-        "$min" => unary(Accumulator::Min),
-        "$max" => unary(Accumulator::Max),
-        "$first" => unary(Accumulator::First),
-        "$last" => unary(Accumulator::Last),
-        "$push" => unary(Accumulator::Push),
-        "$addToSet" => unary(Accumulator::AddToSet),
-        "$mergeObjects" => unary(Accumulator::MergeObjects),
-        "$stdDevPop" => unary(Accumulator::StdDevPop),
-        "$stdDevSamp" => unary(Accumulator::StdDevSamp),
-        "$concatArrays" => unary(Accumulator::ConcatArrays),
-        "$setUnion" => unary(Accumulator::SetUnion),
-        "$count" => match arg {
-            Bson::Document(d) if d.is_empty() => {
-                Ok((Accumulator::Count, Expr::Literal(Bson::Int32(1))))
-            }
-            _ => Err(stage_error("$count", "takes an empty document")),
-        },
-        "$firstN" | "$lastN" | "$minN" | "$maxN" => {
-            let (n, input) = crate::expr::n_arguments(op, arg, "input")?;
-            let pick = match op {
-                "$firstN" => Pick::First,
-                "$lastN" => Pick::Last,
-                "$minN" => Pick::Min,
-                _ => Pick::Max,
-            };
-            Ok((
-                Accumulator::TakeN(pick, Expr::parse(n, scope)?),
-                Expr::parse(input, scope)?,
-            ))
-        }
-        "$top" | "$bottom" | "$topN" | "$bottomN" => {
-            let with_n = op.ends_with('N');
-            let code = |c: i32| ErrorCode::location(c);
-            let Bson::Document(spec) = arg else {
-                return Err(Error::from(
-                    error(op, "expects a document with `sortBy` and `output`")
-                        .with_code(code(5_788_001)),
-                ));
-            };
-            if let Some(unknown) = spec
-                .keys()
-                .find(|k| !(matches!(k.as_str(), "sortBy" | "output") || (with_n && *k == "n")))
-            {
-                return Err(Error::from(
-                    error(op, format!("unknown argument to {op} '{unknown}'"))
-                        .with_code(code(5_788_002)),
-                ));
-            }
-            let n = match (with_n, spec.get("n")) {
-                (true, Some(n)) => Some(Expr::parse(n, scope)?),
-                (true, None) => {
-                    return Err(Error::from(
-                        error(op, "missing value for 'n'").with_code(code(5_788_003)),
-                    ));
-                }
-                (false, _) => None,
-            };
-            let output = spec.get("output").ok_or_else(|| {
-                Error::from(error(op, "missing value for 'output'").with_code(code(5_788_004)))
-            })?;
-            let sort = match spec.get("sortBy") {
-                None => {
-                    return Err(Error::from(
-                        error(op, "missing value for 'sortBy'").with_code(code(5_788_005)),
-                    ));
-                }
-                Some(Bson::Document(d)) if d.is_empty() => {
-                    return Err(Error::from(
-                        error(op, "sortBy must have at least one sort key").with_code(code(15_976)),
-                    ));
-                }
-                Some(Bson::Document(d)) => Sort::parse(d)?,
-                Some(_) => {
-                    return Err(Error::from(
-                        error(op, "sortBy must be a document").with_code(code(10_065)),
-                    ));
-                }
-            };
-            Ok((
-                Accumulator::Sorted {
-                    sort,
-                    bottom: op.starts_with("$bottom"),
-                    n,
-                },
-                Expr::parse(output, scope)?,
-            ))
-        }
-        "$percentile" | "$median" => {
-            let median = op == "$median";
-            let Bson::Document(spec) = arg else {
-                let code = if median { 7_436_100 } else { 7_429_703 };
-                return Err(Error::from(
-                    error(op, "expects a document with `input` and `method`")
-                        .with_code(ErrorCode::location(code)),
-                ));
-            };
-            let known: &[&str] = if median {
-                &["input", "method"]
-            } else {
-                &["input", "p", "method"]
-            };
-            if let Some(unknown) = spec.keys().find(|k| !known.contains(&k.as_str())) {
-                return Err(Error::from(
-                    error(
-                        op,
-                        format!("BSON field '{op}.{unknown}' is an unknown field"),
-                    )
-                    .with_code(ErrorCode::location(40415)),
-                ));
-            }
-            if let Some(missing) = known.iter().find(|k| !spec.contains_key(**k)) {
-                return Err(Error::from(
-                    error(
-                        op,
-                        format!("BSON field '{op}.{missing}' is missing but a required field"),
-                    )
-                    .with_code(ErrorCode::IDL_FAILED_TO_PARSE),
-                ));
-            }
-            match spec.get("method") {
-                Some(Bson::String(m)) if m == "approximate" => {}
-                Some(Bson::String(_)) => {
-                    return Err(Error::from(error(
-                        op,
-                        "currently only 'approximate' can be used as a percentile 'method'",
-                    )));
-                }
-                _ => {
-                    return Err(Error::from(
-                        error(op, "'method' must be a string").with_code(ErrorCode::TYPE_MISMATCH),
-                    ));
-                }
-            }
-            let p = match spec.get("p") {
-                Some(p) => Expr::parse(p, scope)?,
-                None => Expr::Literal(Bson::Array(vec![Bson::Double(0.5)])),
-            };
-            Ok((
-                Accumulator::Percentile { p, median },
-                Expr::parse(spec.get("input").unwrap_or(&Bson::Null), scope)?,
-            ))
-        }
+        "$count" => parse_count(arg),
+        "$firstN" | "$lastN" | "$minN" | "$maxN" => parse_take_n(op, arg, scope),
+        "$top" | "$bottom" | "$topN" | "$bottomN" => parse_sorted(op, arg, scope),
+        "$percentile" | "$median" => parse_percentile(op, arg, scope),
         other => Err(stage_error(
             other,
             "is not a supported accumulator ($sum, $avg, $min, $max, $first, $last, $push, \
@@ -1316,6 +1211,168 @@ fn parse_accumulator(
              $median, $percentile)",
         )),
     }
+}
+
+/// An accumulator of one expression. MongoDB: an accumulator is a unary operator, so an array
+/// is refused rather than read as a list of arguments.
+fn parse_unary(
+    accumulator: Accumulator,
+    op: &str,
+    arg: &Bson,
+    field: &str,
+    scope: &Scope,
+) -> Result<(Accumulator, Expr)> {
+    match arg {
+        Bson::Array(_) => Err(Error::from(
+            error(
+                op,
+                format!("`{field}`: an accumulator takes one expression, not an array"),
+            )
+            .with_code(ErrorCode::location(40237)),
+        )),
+        _ => Ok((accumulator, Expr::parse(arg, scope)?)),
+    }
+}
+
+/// `$count`: `{}`, a `$sum` of 1.
+fn parse_count(arg: &Bson) -> Result<(Accumulator, Expr)> {
+    match arg {
+        Bson::Document(d) if d.is_empty() => {
+            Ok((Accumulator::Count, Expr::Literal(Bson::Int32(1))))
+        }
+        _ => Err(stage_error("$count", "takes an empty document")),
+    }
+}
+
+/// `$firstN`, `$lastN`, `$minN`, `$maxN`: `{n, input}`.
+fn parse_take_n(op: &str, arg: &Bson, scope: &Scope) -> Result<(Accumulator, Expr)> {
+    let (n, input) = crate::expr::n_arguments(op, arg, "input")?;
+    let pick = match op {
+        "$firstN" => Pick::First,
+        "$lastN" => Pick::Last,
+        "$minN" => Pick::Min,
+        _ => Pick::Max,
+    };
+    Ok((
+        Accumulator::TakeN(pick, Expr::parse(n, scope)?),
+        Expr::parse(input, scope)?,
+    ))
+}
+
+/// `$top`, `$bottom` (`{sortBy, output}`), `$topN`, `$bottomN` (and `n`). A spec with several
+/// faults reports the first of: its shape, an unknown argument, `n`, `output`, `sortBy`.
+fn parse_sorted(op: &str, arg: &Bson, scope: &Scope) -> Result<(Accumulator, Expr)> {
+    let with_n = op.ends_with('N');
+    let code = |c: i32| ErrorCode::location(c);
+    let Bson::Document(spec) = arg else {
+        return Err(Error::from(
+            error(op, "expects a document with `sortBy` and `output`").with_code(code(5_788_001)),
+        ));
+    };
+    if let Some(unknown) = spec
+        .keys()
+        .find(|k| !(matches!(k.as_str(), "sortBy" | "output") || (with_n && *k == "n")))
+    {
+        return Err(Error::from(
+            error(op, format!("unknown argument to {op} '{unknown}'")).with_code(code(5_788_002)),
+        ));
+    }
+    let n = match (with_n, spec.get("n")) {
+        (true, Some(n)) => Some(Expr::parse(n, scope)?),
+        (true, None) => {
+            return Err(Error::from(
+                error(op, "missing value for 'n'").with_code(code(5_788_003)),
+            ));
+        }
+        (false, _) => None,
+    };
+    let output = spec.get("output").ok_or_else(|| {
+        Error::from(error(op, "missing value for 'output'").with_code(code(5_788_004)))
+    })?;
+    let sort = match spec.get("sortBy") {
+        None => {
+            return Err(Error::from(
+                error(op, "missing value for 'sortBy'").with_code(code(5_788_005)),
+            ));
+        }
+        Some(Bson::Document(d)) if d.is_empty() => {
+            return Err(Error::from(
+                error(op, "sortBy must have at least one sort key").with_code(code(15_976)),
+            ));
+        }
+        Some(Bson::Document(d)) => Sort::parse(d)?,
+        Some(_) => {
+            return Err(Error::from(
+                error(op, "sortBy must be a document").with_code(code(10_065)),
+            ));
+        }
+    };
+    Ok((
+        Accumulator::Sorted {
+            sort,
+            bottom: op.starts_with("$bottom"),
+            n,
+        },
+        Expr::parse(output, scope)?,
+    ))
+}
+
+/// `$percentile` (`{input, p, method}`) and `$median` (`{input, method}`); the only method is
+/// `approximate`.
+fn parse_percentile(op: &str, arg: &Bson, scope: &Scope) -> Result<(Accumulator, Expr)> {
+    let median = op == "$median";
+    let Bson::Document(spec) = arg else {
+        let code = if median { 7_436_100 } else { 7_429_703 };
+        return Err(Error::from(
+            error(op, "expects a document with `input` and `method`")
+                .with_code(ErrorCode::location(code)),
+        ));
+    };
+    let known: &[&str] = if median {
+        &["input", "method"]
+    } else {
+        &["input", "p", "method"]
+    };
+    if let Some(unknown) = spec.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(Error::from(
+            error(
+                op,
+                format!("BSON field '{op}.{unknown}' is an unknown field"),
+            )
+            .with_code(ErrorCode::location(40415)),
+        ));
+    }
+    if let Some(missing) = known.iter().find(|k| !spec.contains_key(**k)) {
+        return Err(Error::from(
+            error(
+                op,
+                format!("BSON field '{op}.{missing}' is missing but a required field"),
+            )
+            .with_code(ErrorCode::IDL_FAILED_TO_PARSE),
+        ));
+    }
+    match spec.get("method") {
+        Some(Bson::String(m)) if m == "approximate" => {}
+        Some(Bson::String(_)) => {
+            return Err(Error::from(error(
+                op,
+                "currently only 'approximate' can be used as a percentile 'method'",
+            )));
+        }
+        _ => {
+            return Err(Error::from(
+                error(op, "'method' must be a string").with_code(ErrorCode::TYPE_MISMATCH),
+            ));
+        }
+    }
+    let p = match spec.get("p") {
+        Some(p) => Expr::parse(p, scope)?,
+        None => Expr::Literal(Bson::Array(vec![Bson::Double(0.5)])),
+    };
+    Ok((
+        Accumulator::Percentile { p, median },
+        Expr::parse(spec.get("input").unwrap_or(&Bson::Null), scope)?,
+    ))
 }
 
 /// The documents one input document unwinds to.

@@ -299,7 +299,63 @@ fn parse_window(spec: &Bson, sort_fields: usize) -> Result<Window> {
     }
 }
 
+/// The window functions that are not `$group` accumulators: any other name is parsed as one.
+const WINDOW_ONLY: [&str; 11] = [
+    "$rank",
+    "$denseRank",
+    "$documentNumber",
+    "$shift",
+    "$derivative",
+    "$integral",
+    "$expMovingAvg",
+    "$covariancePop",
+    "$covarianceSamp",
+    "$locf",
+    "$linearFill",
+];
+
 fn parse_output(path: Path, spec: &Bson, scope: &Scope, sort_fields: usize) -> Result<Output> {
+    let (name, arg, window_spec) = output_parts(&path, spec)?;
+    // An accumulator, parsed first so that an unknown function is named before its window.
+    let accumulated = if WINDOW_ONLY.contains(&name) {
+        None
+    } else {
+        Some(window_accumulator(name, arg, &path, scope)?)
+    };
+    let window = window_spec
+        .map(|w| parse_window(w, sort_fields))
+        .transpose()?;
+    let call = FunctionCall {
+        name,
+        arg,
+        scope,
+        sort_fields,
+        windowed: window.is_some(),
+    };
+    let func = match name {
+        "$rank" | "$denseRank" | "$documentNumber" => call.ranking()?,
+        "$shift" => call.shift()?,
+        "$derivative" | "$integral" => call.rate()?,
+        "$expMovingAvg" => call.exp_moving_avg()?,
+        "$covariancePop" | "$covarianceSamp" => call.covariance()?,
+        "$locf" => call.locf()?,
+        "$linearFill" => call.linear_fill()?,
+        _ => {
+            let Some((accumulator, input)) = accumulated else {
+                return Err(parse_error(format!("`{name}` is not a window function")));
+            };
+            Function::Accumulate(accumulator, input)
+        }
+    };
+    Ok(Output {
+        path,
+        func,
+        window: window.unwrap_or(Window::Whole),
+    })
+}
+
+/// An output's parts: its one `$` operator, that operator's argument, and its `window`.
+fn output_parts<'a>(path: &Path, spec: &'a Bson) -> Result<(&'a str, &'a Bson, Option<&'a Bson>)> {
     let Bson::Document(spec) = spec else {
         return Err(parse_error(format!(
             "the output `{}` must be an object",
@@ -322,69 +378,79 @@ fn parse_output(path: Path, spec: &Bson, scope: &Scope, sort_fields: usize) -> R
     let Some((name, arg)) = op else {
         return Err(parse_error("an output needs a window function"));
     };
-    // An accumulator, parsed first so that an unknown function is named before its window.
-    let explicit = [
-        "$rank",
-        "$denseRank",
-        "$documentNumber",
-        "$shift",
-        "$derivative",
-        "$integral",
-        "$expMovingAvg",
-        "$covariancePop",
-        "$covarianceSamp",
-        "$locf",
-        "$linearFill",
-    ];
-    let accumulated = if explicit.contains(&name) {
-        None
-    } else {
-        Some(
-            parse_accumulator(name, arg, path.as_str(), scope).map_err(|e| match e {
-                Error::InvalidExpression(ref x)
-                    if x.reason.contains("not a supported accumulator") =>
-                {
-                    parse_error(format!("`{name}` is not a window function"))
-                }
-                other => other,
-            })?,
-        )
-    };
-    let window = window_spec
-        .map(|w| parse_window(w, sort_fields))
-        .transpose()?;
-    let no_window = |window: &Option<Window>, code: i32| -> Result<()> {
-        if window.is_some() {
+    Ok((name, arg, window_spec))
+}
+
+/// A `$group` accumulator over a window. A name no accumulator has is reported as not a
+/// window function, since the window functions are what `$setWindowFields` offers.
+fn window_accumulator(
+    name: &str,
+    arg: &Bson,
+    path: &Path,
+    scope: &Scope,
+) -> Result<(Accumulator, Expr)> {
+    parse_accumulator(name, arg, path.as_str(), scope).map_err(|e| match e {
+        Error::InvalidExpression(ref x) if x.reason.contains("not a supported accumulator") => {
+            parse_error(format!("`{name}` is not a window function"))
+        }
+        other => other,
+    })
+}
+
+/// A window function as written in one output: what the checks of each function read.
+struct FunctionCall<'a> {
+    name: &'a str,
+    arg: &'a Bson,
+    scope: &'a Scope,
+    sort_fields: usize,
+    /// Whether the output has a `window`.
+    windowed: bool,
+}
+
+impl<'a> FunctionCall<'a> {
+    /// Refuses a `window`, with `code`: the function reads none.
+    fn no_window(&self, code: i32) -> Result<()> {
+        if self.windowed {
             return Err(fail(
                 ErrorCode::location(code),
-                format!("{name} does not take a window"),
+                format!("{} does not take a window", self.name),
             ));
         }
         Ok(())
-    };
-    let needs_sort = |code: i32| -> Result<()> {
-        if sort_fields == 0 {
+    }
+
+    /// Refuses a missing `sortBy`, with `code`: the function reads the documents' order.
+    fn needs_sort(&self, code: i32) -> Result<()> {
+        if self.sort_fields == 0 {
             return Err(fail(
                 ErrorCode::location(code),
-                format!("{name} needs `sortBy`"),
+                format!("{} needs `sortBy`", self.name),
             ));
         }
         Ok(())
-    };
-    let named = |known: &[&str]| -> Result<Document> {
-        let Bson::Document(d) = arg else {
+    }
+
+    /// The argument as a document of named arguments, every name among `known`.
+    fn named(&self, known: &[&str]) -> Result<&'a Document> {
+        let name = self.name;
+        let Bson::Document(d) = self.arg else {
             return Err(parse_error(format!("{name} takes an object")));
         };
         if let Some(unknown) = d.keys().find(|k| !known.contains(&k.as_str())) {
             return Err(parse_error(format!("{name}: unknown argument `{unknown}`")));
         }
-        Ok(d.clone())
-    };
-    let expr = |v: Option<&Bson>, what: &str| -> Result<Expr> {
-        let v = v.ok_or_else(|| parse_error(format!("{name} needs `{what}`")))?;
-        Ok(Expr::parse(v, scope)?)
-    };
-    let time_unit = |d: &Document| -> Result<Option<i64>> {
+        Ok(d)
+    }
+
+    /// The required argument `what`, an expression.
+    fn expr(&self, v: Option<&Bson>, what: &str) -> Result<Expr> {
+        let v = v.ok_or_else(|| parse_error(format!("{} needs `{what}`", self.name)))?;
+        Ok(Expr::parse(v, self.scope)?)
+    }
+
+    /// `unit` of `$derivative` and `$integral`, in milliseconds.
+    fn time_unit(&self, d: &Document) -> Result<Option<i64>> {
+        let name = self.name;
         match d.get("unit") {
             None => Ok(None),
             Some(Bson::String(u)) => unit_length(u).map(Some).ok_or_else(|| {
@@ -397,129 +463,132 @@ fn parse_output(path: Path, spec: &Bson, scope: &Scope, sort_fields: usize) -> R
                 "{name}: `unit` must be a string, not {other}"
             ))),
         }
-    };
-    let func = match name {
-        "$rank" | "$denseRank" | "$documentNumber" => {
-            if !matches!(arg, Bson::Document(d) if d.is_empty()) {
-                return Err(fail(
-                    ErrorCode::location(5_371_603),
-                    format!("{name} takes no argument: write {{}}"),
-                ));
-            }
-            no_window(&window, 5_371_601)?;
-            needs_sort(5_371_602)?;
-            match name {
-                "$rank" => Function::Rank,
-                "$denseRank" => Function::DenseRank,
-                _ => Function::DocumentNumber,
-            }
+    }
+
+    /// `$rank`, `$denseRank`, `$documentNumber`: `{}`, no window, and `sortBy`.
+    fn ranking(&self) -> Result<Function> {
+        if !matches!(self.arg, Bson::Document(d) if d.is_empty()) {
+            return Err(fail(
+                ErrorCode::location(5_371_603),
+                format!("{} takes no argument: write {{}}", self.name),
+            ));
         }
-        "$shift" => {
-            let d = named(&["output", "by", "default"])?;
-            no_window(&window, 9)?;
-            needs_sort(9)?;
-            let by = d
-                .get("by")
-                .and_then(crate::expr::as_i64)
-                .ok_or_else(|| parse_error("$shift needs `by`, an integer"))?;
-            let default = match d.get("default") {
-                None => Bson::Null,
-                Some(v) => {
-                    let e = Expr::parse(v, scope)?;
-                    if !e.is_constant() {
-                        return Err(parse_error("$shift's `default` must be a constant"));
-                    }
-                    eval_in(&e, &Env::constant())?.unwrap_or(Bson::Null)
+        self.no_window(5_371_601)?;
+        self.needs_sort(5_371_602)?;
+        Ok(match self.name {
+            "$rank" => Function::Rank,
+            "$denseRank" => Function::DenseRank,
+            _ => Function::DocumentNumber,
+        })
+    }
+
+    /// `$shift`: `output`, an integer `by`, and a constant `default`.
+    fn shift(&self) -> Result<Function> {
+        let d = self.named(&["output", "by", "default"])?;
+        self.no_window(9)?;
+        self.needs_sort(9)?;
+        let by = d
+            .get("by")
+            .and_then(crate::expr::as_i64)
+            .ok_or_else(|| parse_error("$shift needs `by`, an integer"))?;
+        let default = match d.get("default") {
+            None => Bson::Null,
+            Some(v) => {
+                let e = Expr::parse(v, self.scope)?;
+                if !e.is_constant() {
+                    return Err(parse_error("$shift's `default` must be a constant"));
                 }
-            };
-            Function::Shift {
-                output: expr(d.get("output"), "output")?,
-                by,
-                default,
+                eval_in(&e, &Env::constant())?.unwrap_or(Bson::Null)
             }
+        };
+        Ok(Function::Shift {
+            output: self.expr(d.get("output"), "output")?,
+            by,
+            default,
+        })
+    }
+
+    /// `$derivative` (which needs an explicit window) and `$integral`: `input` and `unit`.
+    fn rate(&self) -> Result<Function> {
+        let d = self.named(&["input", "unit"])?;
+        let unit = self.time_unit(d)?;
+        let input = self.expr(d.get("input"), "input")?;
+        if self.name == "$derivative" {
+            if !self.windowed {
+                return Err(parse_error("$derivative needs an explicit window"));
+            }
+            self.needs_sort(9)?;
+            Ok(Function::Derivative { input, unit })
+        } else {
+            self.needs_sort(9)?;
+            Ok(Function::Integral { input, unit })
         }
-        "$derivative" | "$integral" => {
-            let d = named(&["input", "unit"])?;
-            let unit = time_unit(&d)?;
-            let input = expr(d.get("input"), "input")?;
-            if name == "$derivative" {
-                if window.is_none() {
-                    return Err(parse_error("$derivative needs an explicit window"));
+    }
+
+    /// `$expMovingAvg`: `input` and one of `N` (a positive integer, for `alpha = 2 / (N + 1)`)
+    /// and `alpha` (strictly between 0 and 1).
+    fn exp_moving_avg(&self) -> Result<Function> {
+        let d = self.named(&["input", "N", "alpha"])?;
+        self.needs_sort(9)?;
+        self.no_window(9)?;
+        let alpha = match (d.get("N"), d.get("alpha")) {
+            (Some(n), None) => match crate::expr::as_i64(n) {
+                Some(n) if n > 0 => 2.0 / (n as f64 + 1.0),
+                _ => {
+                    return Err(parse_error(
+                        "$expMovingAvg's `N` must be a positive integer",
+                    ));
                 }
-                needs_sort(9)?;
-                Function::Derivative { input, unit }
-            } else {
-                needs_sort(9)?;
-                Function::Integral { input, unit }
-            }
+            },
+            (None, Some(a)) => match as_f64(a) {
+                Some(a) if a > 0.0 && a < 1.0 => a,
+                _ => {
+                    return Err(parse_error(
+                        "$expMovingAvg's `alpha` must be a number between 0 and 1",
+                    ));
+                }
+            },
+            _ => return Err(parse_error("$expMovingAvg takes one of `N` and `alpha`")),
+        };
+        Ok(Function::ExpMovingAvg {
+            input: self.expr(d.get("input"), "input")?,
+            alpha,
+        })
+    }
+
+    /// `$covariancePop` and `$covarianceSamp`: an array of two expressions.
+    fn covariance(&self) -> Result<Function> {
+        let name = self.name;
+        let Bson::Array(items) = self.arg else {
+            return Err(parse_error(format!("{name} takes two expressions")));
+        };
+        let [x, y] = items.as_slice() else {
+            return Err(parse_error(format!("{name} takes two expressions")));
+        };
+        Ok(Function::Covariance {
+            x: Expr::parse(x, self.scope)?,
+            y: Expr::parse(y, self.scope)?,
+            sample: name == "$covarianceSamp",
+        })
+    }
+
+    /// `$locf`: an expression, no window.
+    fn locf(&self) -> Result<Function> {
+        self.no_window(9)?;
+        Ok(Function::Locf(Expr::parse(self.arg, self.scope)?))
+    }
+
+    /// `$linearFill`: an expression, no window, and one `sortBy` field to interpolate against.
+    fn linear_fill(&self) -> Result<Function> {
+        self.no_window(9)?;
+        if self.sort_fields != 1 {
+            return Err(fail(
+                ErrorCode::location(605_001),
+                "$linearFill needs exactly one `sortBy` field",
+            ));
         }
-        "$expMovingAvg" => {
-            let d = named(&["input", "N", "alpha"])?;
-            needs_sort(9)?;
-            no_window(&window, 9)?;
-            let alpha = match (d.get("N"), d.get("alpha")) {
-                (Some(n), None) => match crate::expr::as_i64(n) {
-                    Some(n) if n > 0 && !matches!(n, 0) => 2.0 / (n as f64 + 1.0),
-                    _ => {
-                        return Err(parse_error(
-                            "$expMovingAvg's `N` must be a positive integer",
-                        ));
-                    }
-                },
-                (None, Some(a)) => match as_f64(a) {
-                    Some(a) if a > 0.0 && a < 1.0 => a,
-                    _ => {
-                        return Err(parse_error(
-                            "$expMovingAvg's `alpha` must be a number between 0 and 1",
-                        ));
-                    }
-                },
-                _ => return Err(parse_error("$expMovingAvg takes one of `N` and `alpha`")),
-            };
-            Function::ExpMovingAvg {
-                input: expr(d.get("input"), "input")?,
-                alpha,
-            }
-        }
-        "$covariancePop" | "$covarianceSamp" => {
-            let Bson::Array(items) = arg else {
-                return Err(parse_error(format!("{name} takes two expressions")));
-            };
-            let [x, y] = items.as_slice() else {
-                return Err(parse_error(format!("{name} takes two expressions")));
-            };
-            Function::Covariance {
-                x: Expr::parse(x, scope)?,
-                y: Expr::parse(y, scope)?,
-                sample: name == "$covarianceSamp",
-            }
-        }
-        "$locf" => {
-            no_window(&window, 9)?;
-            Function::Locf(Expr::parse(arg, scope)?)
-        }
-        "$linearFill" => {
-            no_window(&window, 9)?;
-            if sort_fields != 1 {
-                return Err(fail(
-                    ErrorCode::location(605_001),
-                    "$linearFill needs exactly one `sortBy` field",
-                ));
-            }
-            Function::LinearFill(Expr::parse(arg, scope)?)
-        }
-        _ => {
-            let Some((accumulator, input)) = accumulated else {
-                return Err(parse_error(format!("`{name}` is not a window function")));
-            };
-            Function::Accumulate(accumulator, input)
-        }
-    };
-    Ok(Output {
-        path,
-        func,
-        window: window.unwrap_or(Window::Whole),
-    })
+        Ok(Function::LinearFill(Expr::parse(self.arg, self.scope)?))
+    }
 }
 
 /// One partition's documents in order, with what the windows read of them.
@@ -529,6 +598,13 @@ struct Partition {
     tied: Vec<bool>,
     /// The first `sortBy` field's value, for range windows and the functions of rates.
     values: Vec<Option<Bson>>,
+}
+
+impl Partition {
+    /// `e` evaluated against the document at `i`.
+    fn eval(&self, e: &Expr, i: usize, cx: Option<&Collation>) -> Result<Option<Bson>> {
+        Ok(eval_in(e, &Env::collated(&self.docs[i], cx))?)
+    }
 }
 
 impl SetWindowFields {
@@ -658,143 +734,106 @@ fn numeric(v: Option<&Bson>) -> Option<f64> {
 
 impl Output {
     /// The value of this output for every document of the partition (`None`: not set).
-    #[allow(clippy::many_single_char_names)] // x, y, n, i, j: the names of the formulas
     fn compute(&self, p: &Partition, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
-        let n = p.docs.len();
-        let eval = |e: &Expr, i: usize| eval_in(e, &Env::collated(&p.docs[i], cx));
-        let mut out = Vec::with_capacity(n);
         match &self.func {
-            Function::Accumulate(accumulator, input) => {
-                if matches!(self.window, Window::Whole) {
-                    // One window for the whole partition: computed once.
-                    let value = group::over(&p.docs, accumulator, input, cx)?;
-                    out.extend((0..n).map(|_| Some(value.clone())));
-                } else {
-                    for i in 0..n {
-                        let range = self.window_at(p, i)?;
-                        out.push(Some(group::over(&p.docs[range], accumulator, input, cx)?));
-                    }
-                }
-            }
-            Function::DocumentNumber => {
-                out.extend((1..=n).map(|i| Some(Bson::Int64(i as i64))));
-            }
-            Function::Rank | Function::DenseRank => {
-                let dense = matches!(self.func, Function::DenseRank);
-                let mut rank = 0i64;
-                for i in 0..n {
-                    if i == 0 || !p.tied[i] {
-                        rank = if dense { rank + 1 } else { i as i64 + 1 };
-                    }
-                    out.push(Some(Bson::Int64(rank)));
-                }
-            }
+            Function::Accumulate(accumulator, input) => self.accumulate(p, accumulator, input, cx),
+            Function::DocumentNumber => Ok((1..=p.docs.len())
+                .map(|i| Some(Bson::Int64(i as i64)))
+                .collect()),
+            Function::Rank => Ok(ranks(p, false)),
+            Function::DenseRank => Ok(ranks(p, true)),
             Function::Shift {
                 output,
                 by,
                 default,
-            } => {
-                for i in 0..n {
-                    let at = i64::try_from(i).ok().and_then(|i| i.checked_add(*by));
-                    let value = match at.and_then(|a| usize::try_from(a).ok()).filter(|a| *a < n) {
-                        Some(a) => eval(output, a)?.unwrap_or_else(|| default.clone()),
-                        None => default.clone(),
-                    };
-                    out.push(Some(value));
+            } => shift(p, output, *by, default, cx),
+            Function::Derivative { input, unit } => self.rate(p, input, *unit, true, cx),
+            Function::Integral { input, unit } => self.rate(p, input, *unit, false, cx),
+            Function::ExpMovingAvg { input, alpha } => exp_moving_avg(p, input, *alpha, cx),
+            Function::Covariance { x, y, sample } => self.covariance(p, x, y, *sample, cx),
+            Function::Locf(input) => locf(p, input, cx),
+            Function::LinearFill(input) => linear_fill(p, input, cx),
+        }
+    }
+
+    /// A `$group` accumulator over each document's window.
+    fn accumulate(
+        &self,
+        p: &Partition,
+        accumulator: &Accumulator,
+        input: &Expr,
+        cx: Option<&Collation>,
+    ) -> Result<Vec<Option<Bson>>> {
+        let n = p.docs.len();
+        let mut out = Vec::with_capacity(n);
+        if matches!(self.window, Window::Whole) {
+            // One window for the whole partition: computed once.
+            let value = group::over(&p.docs, accumulator, input, cx)?;
+            out.extend((0..n).map(|_| Some(value.clone())));
+        } else {
+            for i in 0..n {
+                let range = self.window_at(p, i)?;
+                out.push(Some(group::over(&p.docs[range], accumulator, input, cx)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `$derivative` (`derivative`) or `$integral` over each document's window: the input
+    /// against the sort value, per `unit` milliseconds when the sort values are dates.
+    fn rate(
+        &self,
+        p: &Partition,
+        input: &Expr,
+        unit: Option<i64>,
+        derivative: bool,
+        cx: Option<&Collation>,
+    ) -> Result<Vec<Option<Bson>>> {
+        Output::check_rate_unit(p, unit, derivative)?;
+        let n = p.docs.len();
+        let scale = unit.map_or(1.0, |u| u as f64);
+        let ys: Vec<Option<f64>> = (0..n)
+            .map(|i| Ok(numeric(p.eval(input, i, cx)?.as_ref())))
+            .collect::<Result<_>>()?;
+        // Differences are taken in the sort value's own units, then scaled: dates are large
+        // numbers, and dividing them first would lose their last digits.
+        let xs: Vec<Option<f64>> = p.values.iter().map(|v| numeric(v.as_ref())).collect();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let range = self.window_at(p, i)?;
+            let points: Vec<(f64, f64)> = range.filter_map(|j| Some((xs[j]?, ys[j]?))).collect();
+            out.push(Some(if derivative {
+                slope(&points, scale)
+            } else {
+                area(&points, scale)
+            }));
+        }
+        Ok(out)
+    }
+
+    /// `$covariancePop` (`sample` false) or `$covarianceSamp` over each document's window, of
+    /// the documents where both `x` and `y` are numbers.
+    #[allow(clippy::many_single_char_names)] // x, y, n, i, j: the names of the formula
+    fn covariance(
+        &self,
+        p: &Partition,
+        x: &Expr,
+        y: &Expr,
+        sample: bool,
+        cx: Option<&Collation>,
+    ) -> Result<Vec<Option<Bson>>> {
+        let n = p.docs.len();
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let range = self.window_at(p, i)?;
+            let mut pairs = Vec::new();
+            for j in range {
+                let (a, b) = (p.eval(x, j, cx)?, p.eval(y, j, cx)?);
+                if let (Some(a), Some(b)) = (covariate(a.as_ref()), covariate(b.as_ref())) {
+                    pairs.push((a, b));
                 }
             }
-            Function::Derivative { input, unit } | Function::Integral { input, unit } => {
-                let derivative = matches!(self.func, Function::Derivative { .. });
-                Output::check_rate_unit(p, *unit, derivative)?;
-                let scale = unit.map_or(1.0, |u| u as f64);
-                let ys: Vec<Option<f64>> = (0..n)
-                    .map(|i| Ok(numeric(eval(input, i)?.as_ref())))
-                    .collect::<Result<_>>()?;
-                // Differences are taken in the sort value's own units, then scaled: dates are
-                // large numbers, and dividing them first would lose their last digits.
-                let xs: Vec<Option<f64>> = p.values.iter().map(|v| numeric(v.as_ref())).collect();
-                for i in 0..n {
-                    let range = self.window_at(p, i)?;
-                    let points: Vec<(f64, f64)> =
-                        range.filter_map(|j| Some((xs[j]?, ys[j]?))).collect();
-                    out.push(Some(if derivative {
-                        match (points.first(), points.last()) {
-                            (Some(a), Some(b))
-                                if points.len() > 1 && b.0.total_cmp(&a.0).is_ne() =>
-                            {
-                                Bson::Double((b.1 - a.1) / ((b.0 - a.0) / scale))
-                            }
-                            _ => Bson::Null,
-                        }
-                    } else if points.is_empty() {
-                        Bson::Null
-                    } else {
-                        Bson::Double(
-                            points
-                                .windows(2)
-                                .map(|w| (w[1].0 - w[0].0) / scale * (w[0].1 + w[1].1) / 2.0)
-                                .sum(),
-                        )
-                    }));
-                }
-            }
-            Function::ExpMovingAvg { input, alpha } => {
-                let mut average: Option<f64> = None;
-                for i in 0..n {
-                    match numeric(eval(input, i)?.as_ref()) {
-                        Some(x) => {
-                            let next = average.map_or(x, |a| alpha * x + (1.0 - alpha) * a);
-                            average = Some(next);
-                            out.push(Some(Bson::Double(next)));
-                        }
-                        None => out.push(Some(Bson::Null)),
-                    }
-                }
-            }
-            Function::Covariance { x, y, sample } => {
-                for i in 0..n {
-                    let range = self.window_at(p, i)?;
-                    let mut pairs = Vec::new();
-                    for j in range {
-                        let (a, b) = (eval(x, j)?, eval(y, j)?);
-                        let number = |v: Option<&Bson>| match v {
-                            Some(Bson::DateTime(_) | Bson::Boolean(_)) | None => None,
-                            Some(v) => as_f64(v),
-                        };
-                        if let (Some(a), Some(b)) = (number(a.as_ref()), number(b.as_ref())) {
-                            pairs.push((a, b));
-                        }
-                    }
-                    let count = pairs.len() as f64;
-                    let divisor = if *sample { count - 1.0 } else { count };
-                    out.push(Some(if pairs.is_empty() || divisor <= 0.0 {
-                        if !*sample && pairs.len() == 1 {
-                            Bson::Double(0.0)
-                        } else {
-                            Bson::Null
-                        }
-                    } else {
-                        let mx = pairs.iter().map(|p| p.0).sum::<f64>() / count;
-                        let my = pairs.iter().map(|p| p.1).sum::<f64>() / count;
-                        Bson::Double(
-                            pairs.iter().map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / divisor,
-                        )
-                    }));
-                }
-            }
-            Function::Locf(input) => {
-                let mut last = Bson::Null;
-                for i in 0..n {
-                    match eval(input, i)? {
-                        None | Some(Bson::Null | Bson::Undefined) => out.push(Some(last.clone())),
-                        Some(v) => {
-                            last = v.clone();
-                            out.push(Some(v));
-                        }
-                    }
-                }
-            }
-            Function::LinearFill(input) => out = linear_fill(p, input, cx)?,
+            out.push(Some(covariance_of(&pairs, sample)));
         }
         Ok(out)
     }
@@ -910,6 +949,134 @@ impl Output {
             }
         }
     }
+}
+
+/// `$rank` (one more than the documents before the first of its ties) or `$denseRank`
+/// (`dense`: one more than the distinct values before it), by the ties of `sortBy`.
+fn ranks(p: &Partition, dense: bool) -> Vec<Option<Bson>> {
+    let n = p.docs.len();
+    let mut out = Vec::with_capacity(n);
+    let mut rank = 0i64;
+    for i in 0..n {
+        if i == 0 || !p.tied[i] {
+            rank = if dense { rank + 1 } else { i as i64 + 1 };
+        }
+        out.push(Some(Bson::Int64(rank)));
+    }
+    out
+}
+
+/// `$shift`: the output of the document `by` positions away; `default` past either end of the
+/// partition, or where the output is missing.
+fn shift(
+    p: &Partition,
+    output: &Expr,
+    by: i64,
+    default: &Bson,
+    cx: Option<&Collation>,
+) -> Result<Vec<Option<Bson>>> {
+    let n = p.docs.len();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let at = i64::try_from(i).ok().and_then(|i| i.checked_add(by));
+        let value = match at.and_then(|a| usize::try_from(a).ok()).filter(|a| *a < n) {
+            Some(a) => p.eval(output, a, cx)?.unwrap_or_else(|| default.clone()),
+            None => default.clone(),
+        };
+        out.push(Some(value));
+    }
+    Ok(out)
+}
+
+/// The rate of `$derivative`: from the first point to the last, per `scale` of x. Null with
+/// fewer than two points, or when x does not change.
+fn slope(points: &[(f64, f64)], scale: f64) -> Bson {
+    match (points.first(), points.last()) {
+        (Some(a), Some(b)) if points.len() > 1 && b.0.total_cmp(&a.0).is_ne() => {
+            Bson::Double((b.1 - a.1) / ((b.0 - a.0) / scale))
+        }
+        _ => Bson::Null,
+    }
+}
+
+/// The area of `$integral`: trapezoids between the points, x in `scale`s. Null with no points.
+fn area(points: &[(f64, f64)], scale: f64) -> Bson {
+    if points.is_empty() {
+        return Bson::Null;
+    }
+    Bson::Double(
+        points
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0) / scale * (w[0].1 + w[1].1) / 2.0)
+            .sum(),
+    )
+}
+
+/// `$expMovingAvg`: each number moves the average `alpha` of the way to itself, and the
+/// document gets the new average; a document without a number gets null and leaves it.
+fn exp_moving_avg(
+    p: &Partition,
+    input: &Expr,
+    alpha: f64,
+    cx: Option<&Collation>,
+) -> Result<Vec<Option<Bson>>> {
+    let n = p.docs.len();
+    let mut out = Vec::with_capacity(n);
+    let mut average: Option<f64> = None;
+    for i in 0..n {
+        match numeric(p.eval(input, i, cx)?.as_ref()) {
+            Some(x) => {
+                let next = average.map_or(x, |a| alpha * x + (1.0 - alpha) * a);
+                average = Some(next);
+                out.push(Some(Bson::Double(next)));
+            }
+            None => out.push(Some(Bson::Null)),
+        }
+    }
+    Ok(out)
+}
+
+/// A value as the covariances count it: a number (a date or a boolean is not one).
+fn covariate(v: Option<&Bson>) -> Option<f64> {
+    match v {
+        Some(Bson::DateTime(_) | Bson::Boolean(_)) | None => None,
+        Some(v) => as_f64(v),
+    }
+}
+
+/// The covariance of the pairs: divided by their count (population) or one less (`sample`).
+/// Too few pairs give null, except one pair's population covariance, 0.
+fn covariance_of(pairs: &[(f64, f64)], sample: bool) -> Bson {
+    let count = pairs.len() as f64;
+    let divisor = if sample { count - 1.0 } else { count };
+    if pairs.is_empty() || divisor <= 0.0 {
+        return if !sample && pairs.len() == 1 {
+            Bson::Double(0.0)
+        } else {
+            Bson::Null
+        };
+    }
+    let mx = pairs.iter().map(|p| p.0).sum::<f64>() / count;
+    let my = pairs.iter().map(|p| p.1).sum::<f64>() / count;
+    Bson::Double(pairs.iter().map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / divisor)
+}
+
+/// `$locf`: each null or missing value replaced by the last value before it that was neither
+/// (null before there is one).
+fn locf(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
+    let n = p.docs.len();
+    let mut out = Vec::with_capacity(n);
+    let mut last = Bson::Null;
+    for i in 0..n {
+        match p.eval(input, i, cx)? {
+            None | Some(Bson::Null | Bson::Undefined) => out.push(Some(last.clone())),
+            Some(v) => {
+                last = v.clone();
+                out.push(Some(v));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// `$linearFill`: a null or missing value between two numbers is interpolated against the sort
