@@ -64,6 +64,15 @@ impl<'a> Env<'a> {
         inner
     }
 
+    /// The value of the innermost binding of `name`; `None` when it holds missing.
+    fn variable(&self, name: &str) -> Option<Bson> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.clone())
+    }
+
     fn with(&self, bindings: impl IntoIterator<Item = (String, Option<Bson>)>) -> Env<'_> {
         let mut vars = self.vars.clone();
         vars.extend(bindings);
@@ -102,312 +111,404 @@ pub(crate) fn path_of(value: Option<Bson>, path: &Path) -> Option<Bson> {
     path.resolve(&value?)
 }
 
-/// Evaluates `expr` in `env`; `None` is missing.
+/// Evaluates `expr` in `env`; `None` is missing. Reading a value is done here; each operator
+/// with a rule of its own has a function below, by family: building values, choosing a
+/// branch, binding variables, iterating an array, a document's fields, reshaping arrays.
 pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
-    Ok(match expr {
-        Expr::Literal(v) => Some(v.clone()),
+    match expr {
+        Expr::Literal(v) => Ok(Some(v.clone())),
         // The current document is the root: no stage here rebinds `$$CURRENT`.
-        Expr::Root(path) => path.resolve_in(&env.root),
-        Expr::Field(path) => match &env.current {
+        Expr::Root(path) => Ok(path.resolve_in(&env.root)),
+        Expr::Field(path) => Ok(match &env.current {
             Current::Root => path.resolve_in(&env.root),
             Current::Rebound(current) => path_of(current.clone(), path),
-        },
-        Expr::Current(path) => match &env.current {
+        }),
+        Expr::Current(path) => Ok(match &env.current {
             Current::Root if path.is_empty() => Some(Bson::Document(env.root.as_ref().clone())),
             Current::Root => path.resolve_in(&env.root),
             Current::Rebound(current) => path_of(current.clone(), path),
-        },
-        Expr::Var(name, path) => {
-            let value = env
-                .vars
-                .iter()
-                .rev()
-                .find(|(n, _)| n == name)
-                .and_then(|(_, v)| v.clone());
-            path_of(value, path)
-        }
-        Expr::Remove => None,
-        Expr::Now => Some(Bson::DateTime(env.now)),
-        Expr::Object(fields) => {
-            let mut out = Document::new();
-            for (name, value) in fields {
-                if let Some(v) = eval_in(value, env)? {
-                    out.insert(name.clone(), v);
-                }
-            }
-            Some(Bson::Document(out))
-        }
-        Expr::Array(items) => Some(Bson::Array(
-            items
-                .iter()
-                .map(|e| eval_in(e, env).map(|v| v.unwrap_or(Bson::Null)))
-                .collect::<Result<_, _>>()?,
-        )),
-        Expr::Call(func, args) => func.call(args, env)?,
-        Expr::Cond(parts) => {
-            let [condition, then, otherwise] = &**parts;
-            if truthy(eval_in(condition, env)?.as_ref()) {
-                eval_in(then, env)?
-            } else {
-                eval_in(otherwise, env)?
-            }
-        }
-        Expr::Switch { branches, default } => {
-            for (case, then) in branches {
-                if truthy(eval_in(case, env)?.as_ref()) {
-                    return eval_in(then, env);
-                }
-            }
-            match default {
-                Some(d) => eval_in(d, env)?,
-                None => {
-                    return Err(error(
-                        "$switch",
-                        "could not find a matching branch for an input, and no default was specified",
-                    )
-                    .with_code(crate::code::ErrorCode::location(40066)));
-                }
-            }
-        }
-        Expr::Let { vars, body } => {
-            let mut bound = Vec::with_capacity(vars.len());
-            let mut current = None;
-            for (name, value) in vars {
-                let value = eval_in(value, env)?;
-                if name == "CURRENT" {
-                    current = Some(value);
-                } else {
-                    bound.push((name.clone(), value));
-                }
-            }
-            let mut inner = env.with(bound);
-            if let Some(current) = current {
-                inner.current = Current::Rebound(current);
-            }
-            eval_in(body, &inner)?
-        }
-        Expr::Map { input, name, body } => match array_input("$map", eval_in(input, env)?)? {
-            None => Some(Bson::Null),
-            Some(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                for item in items {
-                    let inner = if name == "CURRENT" {
-                        let mut inner = env.with([]);
-                        inner.current = Current::Rebound(Some(item));
-                        inner
-                    } else {
-                        env.with([(name.clone(), Some(item))])
-                    };
-                    out.push(eval_in(body, &inner)?.unwrap_or(Bson::Null));
-                }
-                Some(Bson::Array(out))
-            }
-        },
+        }),
+        Expr::Var(name, path) => Ok(path_of(env.variable(name), path)),
+        Expr::Remove => Ok(None),
+        Expr::Now => Ok(Some(Bson::DateTime(env.now))),
+        Expr::Object(fields) => object(fields, env),
+        Expr::Array(items) => array(items, env),
+        Expr::Call(func, args) => func.call(args, env),
+        Expr::Named { op, args } => op.call(args, env),
+        Expr::Cond(parts) => cond(parts, env),
+        Expr::Switch { branches, default } => switch(branches, default.as_deref(), env),
+        Expr::Let { vars, body } => let_in(vars, body, env),
+        Expr::Map { input, name, body } => map(input, name, body, env),
         Expr::Filter {
             input,
             name,
             cond,
             limit,
-        } => match array_input("$filter", eval_in(input, env)?)? {
-            None => Some(Bson::Null),
-            Some(items) => {
-                let limit = match limit {
-                    None => None,
-                    Some(l) => match eval_in(l, env)? {
-                        None | Some(Bson::Null) => None,
-                        Some(v) => match super::func::as_i64(&v) {
-                            Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
-                            _ => {
-                                return Err(error(
-                                    "$filter",
-                                    "`limit` must be a positive whole number",
-                                ));
-                            }
-                        },
-                    },
-                };
-                let mut out = Vec::new();
-                for item in items {
-                    if limit.is_some_and(|l| out.len() >= l) {
-                        break;
-                    }
-                    let inner = env.with([(name.clone(), Some(item.clone()))]);
-                    if truthy(eval_in(cond, &inner)?.as_ref()) {
-                        out.push(item);
-                    }
-                }
-                Some(Bson::Array(out))
-            }
-        },
+        } => filter(input, name, cond, limit.as_deref(), env),
         Expr::Reduce {
             input,
             initial,
             body,
-        } => match array_input("$reduce", eval_in(input, env)?)? {
-            None => Some(Bson::Null),
-            Some(items) => {
-                let mut value = eval_in(initial, env)?;
-                for item in items {
-                    let inner =
-                        env.with([("this".to_owned(), Some(item)), ("value".to_owned(), value)]);
-                    value = eval_in(body, &inner)?;
-                }
-                value
-            }
-        },
-        Expr::GetField { field, input } => {
-            let name = field_name(field, env)?;
-            match eval_in(input, env)? {
-                Some(Bson::Document(d)) => d.get(&name).cloned(),
-                // A missing input gives missing (MongoDB's jstests), a null one null.
-                None => None,
-                Some(Bson::Null | Bson::Undefined) => Some(Bson::Null),
-                Some(_) => return Err(error("$getField", "`input` must be a document")),
-            }
-        }
+        } => reduce(input, initial, body, env),
+        Expr::GetField { field, input } => get_field(field, input, env),
         Expr::SetField {
             field,
             input,
             value,
-        } => {
-            let operator = if value.is_some() {
-                "$setField"
-            } else {
-                "$unsetField"
-            };
-            let name = field_name(field, env)?;
-            let mut doc = match eval_in(input, env)? {
-                Some(Bson::Document(d)) => d,
-                None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-                Some(_) => {
-                    return Err(error(operator, "`input` must be a document")
-                        .with_code(crate::code::ErrorCode::location(4_161_105)));
-                }
-            };
-            match value {
-                Some(value) => match eval_in(value, env)? {
-                    Some(v) => {
-                        doc.insert(name, v);
-                    }
-                    None => {
-                        doc.remove(&name);
-                    }
-                },
-                None => {
-                    doc.remove(&name);
-                }
-            }
-            Some(Bson::Document(doc))
-        }
+        } => set_field(field, input, value.as_deref(), env),
         Expr::Zip {
             inputs,
             longest,
             defaults,
-        } => {
-            let mut arrays = Vec::with_capacity(inputs.len());
-            for input in inputs {
-                match eval_in(input, env)? {
-                    None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-                    Some(Bson::Array(items)) => arrays.push(items),
-                    Some(other) => {
-                        return Err(error(
-                            "$zip",
-                            format!("found a non-array expression in input: {other}"),
-                        )
-                        .with_code(crate::code::ErrorCode::location(34468)));
-                    }
-                }
-            }
-            let lengths = arrays.iter().map(Vec::len);
-            let (shortest, widest) = (
-                lengths.clone().min().unwrap_or(0),
-                lengths.max().unwrap_or(0),
-            );
-            let fill: Vec<Bson> = if shortest == widest {
-                Vec::new()
-            } else {
-                defaults
-                    .iter()
-                    .map(|d| eval_in(d, env).map(|v| v.unwrap_or(Bson::Null)))
-                    .collect::<Result<_, _>>()?
-            };
-            let rows = if *longest { widest } else { shortest };
-            Some(Bson::Array(
-                (0..rows)
-                    .map(|i| {
-                        Bson::Array(
-                            arrays
-                                .iter()
-                                .enumerate()
-                                .map(|(j, a)| {
-                                    a.get(i).cloned().unwrap_or_else(|| {
-                                        fill.get(j).cloned().unwrap_or(Bson::Null)
-                                    })
-                                })
-                                .collect(),
-                        )
-                    })
-                    .collect(),
-            ))
+        } => zip(inputs, *longest, defaults, env),
+        Expr::SortArray { input, by } => sort_array(input, by, env),
+        Expr::TakeN { pick, n, input } => take_n(*pick, n, input, env),
+    }
+}
+
+// Building values.
+
+/// An object expression: its fields in order, a missing value omitting its field.
+fn object(fields: &[(String, Expr)], env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    let mut out = Document::new();
+    for (name, value) in fields {
+        if let Some(v) = eval_in(value, env)? {
+            out.insert(name.clone(), v);
         }
-        Expr::SortArray { input, by } => {
-            let mut items = match eval_in(input, env)? {
-                None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-                Some(Bson::Array(items)) => items,
-                Some(other) => {
-                    return Err(error(
-                        "$sortArray",
-                        format!(
-                            "the input argument to $sortArray must be an array, but was of type: {}",
-                            super::func::type_alias(Some(&other))
-                        ),
-                    )
-                    .with_code(crate::code::ErrorCode::location(2_942_504)));
-                }
-            };
-            let cx = env.collation;
-            match by {
-                super::ArraySort::Whole { descending } => items.sort_by(|a, b| {
-                    let o = super::func::compare_bson(a, b, cx);
-                    if *descending { o.reverse() } else { o }
-                }),
-                super::ArraySort::Fields(sort) => {
-                    // Elements that are not documents sort by null keys.
-                    let empty = bson::RawDocumentBuf::new();
-                    let mut keyed: Vec<(Vec<bson::RawBson>, Bson)> = items
-                        .into_iter()
-                        .map(|item| {
-                            let keys = match &item {
-                                Bson::Document(d) => bson::RawDocumentBuf::try_from(d).map_or_else(
-                                    |_| sort.keys(&empty, cx),
-                                    |raw| sort.keys(&raw, cx),
-                                ),
-                                _ => sort.keys(&empty, cx),
-                            };
-                            (keys, item)
-                        })
-                        .collect();
-                    keyed.sort_by(|(a, _), (b, _)| sort.compare_keys(a, b, cx));
-                    items = keyed.into_iter().map(|(_, item)| item).collect();
-                }
-            }
-            Some(Bson::Array(items))
+    }
+    Ok(Some(Bson::Document(out)))
+}
+
+/// An array expression: a missing element is null (an array keeps its positions).
+fn array(items: &[Expr], env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    Ok(Some(Bson::Array(
+        items
+            .iter()
+            .map(|e| eval_in(e, env).map(|v| v.unwrap_or(Bson::Null)))
+            .collect::<Result<_, _>>()?,
+    )))
+}
+
+// Choosing a branch: only the branch taken is evaluated.
+
+/// `$cond`: `then` when the condition is true, else `else`.
+fn cond(parts: &[Expr; 3], env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    let [condition, then, otherwise] = parts;
+    if truthy(eval_in(condition, env)?.as_ref()) {
+        eval_in(then, env)
+    } else {
+        eval_in(otherwise, env)
+    }
+}
+
+/// `$switch`: the `then` of the first true `case`, else the default, which must then exist
+/// (MongoDB's 40066).
+fn switch(
+    branches: &[(Expr, Expr)],
+    default: Option<&Expr>,
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    for (case, then) in branches {
+        if truthy(eval_in(case, env)?.as_ref()) {
+            return eval_in(then, env);
         }
-        Expr::Named { op, args } => op.call(args, env)?,
-        Expr::TakeN { pick, n, input } => {
-            let op = pick.operator();
-            let n = super::take_n::checked_n(op, eval_in(n, env)?.as_ref())?;
-            let Some(Bson::Array(items)) = eval_in(input, env)? else {
-                return Err(error(op, "input must be an array")
-                    .with_code(crate::code::ErrorCode::location(5_788_200)));
-            };
-            let mut kept = super::take_n::Kept::new(*pick, n);
-            for item in items {
-                kept.add(Some(item), env.collation);
-            }
-            Some(Bson::Array(kept.into_values()))
+    }
+    match default {
+        Some(d) => eval_in(d, env),
+        None => Err(error(
+            "$switch",
+            "could not find a matching branch for an input, and no default was specified",
+        )
+        .with_code(crate::code::ErrorCode::location(40066))),
+    }
+}
+
+// Binding variables.
+
+/// `$let`: each variable evaluated in the outer environment, then `in` with them bound;
+/// binding `CURRENT` rebinds what field paths read.
+fn let_in(vars: &[(String, Expr)], body: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    let mut bound = Vec::with_capacity(vars.len());
+    let mut current = None;
+    for (name, value) in vars {
+        let value = eval_in(value, env)?;
+        if name == "CURRENT" {
+            current = Some(value);
+        } else {
+            bound.push((name.clone(), value));
         }
-    })
+    }
+    let mut inner = env.with(bound);
+    if let Some(current) = current {
+        inner.current = Current::Rebound(current);
+    }
+    eval_in(body, &inner)
+}
+
+// Iterating an array: a null or missing input gives null (see `array_input`).
+
+/// `$map`: `in` of each element bound to `as` (or to `CURRENT`, which field paths then read);
+/// a missing result is null.
+fn map(input: &Expr, name: &str, body: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    let Some(items) = array_input("$map", eval_in(input, env)?)? else {
+        return Ok(Some(Bson::Null));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let inner = if name == "CURRENT" {
+            env.with_current(item)
+        } else {
+            env.with([(name.to_owned(), Some(item))])
+        };
+        out.push(eval_in(body, &inner)?.unwrap_or(Bson::Null));
+    }
+    Ok(Some(Bson::Array(out)))
+}
+
+/// `$filter`: the elements whose `cond` is true with the element bound to `as`, at most
+/// `limit` of them; the limit is evaluated after the input, and the condition no further than
+/// the limit.
+fn filter(
+    input: &Expr,
+    name: &str,
+    cond: &Expr,
+    limit: Option<&Expr>,
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    let Some(items) = array_input("$filter", eval_in(input, env)?)? else {
+        return Ok(Some(Bson::Null));
+    };
+    let limit = match limit {
+        None => None,
+        Some(l) => filter_limit(eval_in(l, env)?)?,
+    };
+    let mut out = Vec::new();
+    for item in items {
+        if limit.is_some_and(|l| out.len() >= l) {
+            break;
+        }
+        let inner = env.with([(name.to_owned(), Some(item.clone()))]);
+        if truthy(eval_in(cond, &inner)?.as_ref()) {
+            out.push(item);
+        }
+    }
+    Ok(Some(Bson::Array(out)))
+}
+
+/// `$filter`'s `limit`: none when null or missing, else a positive whole number.
+fn filter_limit(limit: Option<Bson>) -> Result<Option<usize>, ExprError> {
+    match limit {
+        None | Some(Bson::Null) => Ok(None),
+        Some(v) => match super::func::as_i64(&v) {
+            Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            _ => Err(error("$filter", "`limit` must be a positive whole number")),
+        },
+    }
+}
+
+/// `$reduce`: `in` of each element bound to `this` and the value so far to `value`,
+/// starting from `initialValue` (evaluated after the input).
+fn reduce(
+    input: &Expr,
+    initial: &Expr,
+    body: &Expr,
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    let Some(items) = array_input("$reduce", eval_in(input, env)?)? else {
+        return Ok(Some(Bson::Null));
+    };
+    let mut value = eval_in(initial, env)?;
+    for item in items {
+        let inner = env.with([("this".to_owned(), Some(item)), ("value".to_owned(), value)]);
+        value = eval_in(body, &inner)?;
+    }
+    Ok(value)
+}
+
+// A document's fields, named by `field` (evaluated first).
+
+/// `$getField`: the field of `input`; a missing input gives missing (MongoDB's jstests), a
+/// null one null.
+fn get_field(field: &Expr, input: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
+    let name = field_name(field, env)?;
+    match eval_in(input, env)? {
+        Some(Bson::Document(d)) => Ok(d.get(&name).cloned()),
+        None => Ok(None),
+        Some(Bson::Null | Bson::Undefined) => Ok(Some(Bson::Null)),
+        Some(_) => Err(error("$getField", "`input` must be a document")),
+    }
+}
+
+/// `$setField` (with a value) and `$unsetField` (without): `input` with the field set, or
+/// removed when unset or set to a missing value; a null or missing input gives null.
+fn set_field(
+    field: &Expr,
+    input: &Expr,
+    value: Option<&Expr>,
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    let operator = if value.is_some() {
+        "$setField"
+    } else {
+        "$unsetField"
+    };
+    let name = field_name(field, env)?;
+    let mut doc = match eval_in(input, env)? {
+        Some(Bson::Document(d)) => d,
+        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(_) => {
+            return Err(error(operator, "`input` must be a document")
+                .with_code(crate::code::ErrorCode::location(4_161_105)));
+        }
+    };
+    let value = match value {
+        Some(value) => eval_in(value, env)?,
+        None => None,
+    };
+    match value {
+        Some(v) => {
+            doc.insert(name, v);
+        }
+        None => {
+            doc.remove(&name);
+        }
+    }
+    Ok(Some(Bson::Document(doc)))
+}
+
+// Reshaping arrays.
+
+/// `$zip`: row `i` holds element `i` of each input, as many rows as the shortest input has
+/// elements, or with `useLongestLength` the longest, a shorter input giving its default (or
+/// null) past its end. The defaults are evaluated only when the lengths differ.
+fn zip(
+    inputs: &[Expr],
+    longest: bool,
+    defaults: &[Expr],
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    let Some(arrays) = zip_inputs(inputs, env)? else {
+        return Ok(Some(Bson::Null));
+    };
+    let lengths = arrays.iter().map(Vec::len);
+    let (shortest, widest) = (
+        lengths.clone().min().unwrap_or(0),
+        lengths.max().unwrap_or(0),
+    );
+    let fill: Vec<Bson> = if shortest == widest {
+        Vec::new()
+    } else {
+        defaults
+            .iter()
+            .map(|d| eval_in(d, env).map(|v| v.unwrap_or(Bson::Null)))
+            .collect::<Result<_, _>>()?
+    };
+    let rows = if longest { widest } else { shortest };
+    let row = |i: usize| {
+        let at = |(j, a): (usize, &Vec<Bson>)| {
+            a.get(i)
+                .cloned()
+                .unwrap_or_else(|| fill.get(j).cloned().unwrap_or(Bson::Null))
+        };
+        Bson::Array(arrays.iter().enumerate().map(at).collect())
+    };
+    Ok(Some(Bson::Array((0..rows).map(row).collect())))
+}
+
+/// The arrays `$zip` reads, in order: `None` at the first null or missing input (the result
+/// is null, and later inputs are not evaluated); any other non-array is MongoDB's 34468.
+fn zip_inputs(inputs: &[Expr], env: &Env<'_>) -> Result<Option<Vec<Vec<Bson>>>, ExprError> {
+    let mut arrays = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        match eval_in(input, env)? {
+            None | Some(Bson::Null | Bson::Undefined) => return Ok(None),
+            Some(Bson::Array(items)) => arrays.push(items),
+            Some(other) => {
+                return Err(error(
+                    "$zip",
+                    format!("found a non-array expression in input: {other}"),
+                )
+                .with_code(crate::code::ErrorCode::location(34468)));
+            }
+        }
+    }
+    Ok(Some(arrays))
+}
+
+/// `$sortArray`: the input's elements by whole value, or by fields of its documents; a null or
+/// missing input gives null.
+fn sort_array(
+    input: &Expr,
+    by: &super::ArraySort,
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    let mut items = match eval_in(input, env)? {
+        None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items,
+        Some(other) => {
+            return Err(error(
+                "$sortArray",
+                format!(
+                    "the input argument to $sortArray must be an array, but was of type: {}",
+                    super::func::type_alias(Some(&other))
+                ),
+            )
+            .with_code(crate::code::ErrorCode::location(2_942_504)));
+        }
+    };
+    let cx = env.collation;
+    match by {
+        super::ArraySort::Whole { descending } => items.sort_by(|a, b| {
+            let o = super::func::compare_bson(a, b, cx);
+            if *descending { o.reverse() } else { o }
+        }),
+        super::ArraySort::Fields(sort) => items = sorted_by_fields(items, sort, cx),
+    }
+    Ok(Some(Bson::Array(items)))
+}
+
+/// Elements sorted by the keys `sort` reads from them; elements that are not documents sort
+/// by null keys.
+fn sorted_by_fields(
+    items: Vec<Bson>,
+    sort: &crate::query::Sort,
+    cx: Option<&Collation>,
+) -> Vec<Bson> {
+    let empty = bson::RawDocumentBuf::new();
+    let mut keyed: Vec<(Vec<bson::RawBson>, Bson)> = items
+        .into_iter()
+        .map(|item| {
+            let keys = match &item {
+                Bson::Document(d) => bson::RawDocumentBuf::try_from(d)
+                    .map_or_else(|_| sort.keys(&empty, cx), |raw| sort.keys(&raw, cx)),
+                _ => sort.keys(&empty, cx),
+            };
+            (keys, item)
+        })
+        .collect();
+    keyed.sort_by(|(a, _), (b, _)| sort.compare_keys(a, b, cx));
+    keyed.into_iter().map(|(_, item)| item).collect()
+}
+
+/// `$firstN`, `$lastN`, `$minN`, `$maxN`: `n` is checked before the input is evaluated, and
+/// the input must be an array (MongoDB's 5788200).
+fn take_n(
+    pick: super::take_n::Pick,
+    n: &Expr,
+    input: &Expr,
+    env: &Env<'_>,
+) -> Result<Option<Bson>, ExprError> {
+    let op = pick.operator();
+    let n = super::take_n::checked_n(op, eval_in(n, env)?.as_ref())?;
+    let Some(Bson::Array(items)) = eval_in(input, env)? else {
+        return Err(error(op, "input must be an array")
+            .with_code(crate::code::ErrorCode::location(5_788_200)));
+    };
+    let mut kept = super::take_n::Kept::new(pick, n);
+    for item in items {
+        kept.add(Some(item), env.collation);
+    }
+    Ok(Some(Bson::Array(kept.into_values())))
 }
 
 fn field_name(field: &Expr, env: &Env<'_>) -> Result<String, ExprError> {

@@ -313,66 +313,148 @@ impl Func {
         self.apply(values, env.collation)
     }
 
+    /// Applies the operator to its evaluated arguments, as many as [`Func::check_arity`]
+    /// allows. A flat dispatch: a family whose operators share a rule has a function below
+    /// (`compare`, `arithmetic`, `string`, `array`, `document`, `convert`); the others have a
+    /// function each, here or in `text`, `more` and `dates`.
     fn apply(
         self,
         mut v: Vec<Option<Bson>>,
         cx: Option<&Collation>,
     ) -> Result<Option<Bson>, ExprError> {
-        let order = |a: Option<&Bson>, b: Option<&Bson>| order(a, b, cx);
-        let op = self.name();
-        let boolean = |b: bool| Ok(Some(Bson::Boolean(b)));
         match self {
-            Func::Eq => boolean(order(v[0].as_ref(), v[1].as_ref()) == Ordering::Equal),
-            Func::Ne => boolean(order(v[0].as_ref(), v[1].as_ref()) != Ordering::Equal),
-            Func::Gt => boolean(order(v[0].as_ref(), v[1].as_ref()) == Ordering::Greater),
-            Func::Gte => boolean(order(v[0].as_ref(), v[1].as_ref()) != Ordering::Less),
-            Func::Lt => boolean(order(v[0].as_ref(), v[1].as_ref()) == Ordering::Less),
-            Func::Lte => boolean(order(v[0].as_ref(), v[1].as_ref()) != Ordering::Greater),
-            Func::Cmp => Ok(Some(Bson::Int32(
-                match order(v[0].as_ref(), v[1].as_ref()) {
-                    Ordering::Less => -1,
-                    Ordering::Equal => 0,
-                    Ordering::Greater => 1,
-                },
-            ))),
-            Func::Not => boolean(!truthy(v[0].as_ref())),
-            Func::And | Func::Or | Func::IfNull => unreachable_lazy(op),
-            Func::Add | Func::Multiply => {
-                if v.iter().any(|x| is_nullish(x.as_ref())) {
-                    return Ok(Some(Bson::Null));
-                }
-                let values: Vec<Bson> = v.into_iter().flatten().collect();
-                if self == Func::Add {
-                    add(&values).map(Some)
-                } else {
-                    multiply(&values).map(Some)
-                }
+            Func::Eq | Func::Ne | Func::Gt | Func::Gte | Func::Lt | Func::Lte | Func::Cmp => {
+                Ok(Some(self.compare(&v, cx)))
             }
-            Func::Subtract => {
-                if v.iter().any(|x| is_nullish(x.as_ref())) {
-                    return Ok(Some(Bson::Null));
-                }
-                let (a, b) = (
-                    v[0].take().unwrap_or(Bson::Null),
-                    v[1].take().unwrap_or(Bson::Null),
-                );
-                subtract(&a, &b).map(Some)
-            }
-            Func::Divide | Func::Mod => {
-                if v.iter().any(|x| is_nullish(x.as_ref())) {
-                    return Ok(Some(Bson::Null));
-                }
-                let (a, b) = (
-                    v[0].take().unwrap_or(Bson::Null),
-                    v[1].take().unwrap_or(Bson::Null),
-                );
-                divide(op, &a, &b, self == Func::Mod).map(Some)
+            Func::Not => Ok(Some(Bson::Boolean(!truthy(v[0].as_ref())))),
+            Func::And | Func::Or | Func::IfNull => unreachable_lazy(self.name()),
+            Func::Add | Func::Subtract | Func::Multiply | Func::Divide | Func::Mod => {
+                self.arithmetic(v)
             }
             Func::Abs | Func::Ceil | Func::Floor => match v[0].take() {
                 None | Some(Bson::Null) => Ok(Some(Bson::Null)),
                 Some(x) => unary(self, &x).map(Some),
             },
+            Func::Round | Func::Trunc => round(self, v),
+            Func::Sqrt | Func::Exp | Func::Ln | Func::Log10 => nullish_or(v, |x| real(self, &x)),
+            Func::Pow => pow(v),
+            Func::Log => super::more::log(&v),
             Func::Sum | Func::Avg | Func::Max | Func::Min => Ok(accumulate(self, v, cx)),
+            Func::Concat
+            | Func::ToLower
+            | Func::ToUpper
+            | Func::StrLenCp
+            | Func::SubstrCp
+            | Func::Split => self.string(v),
+            Func::Trim | Func::Ltrim | Func::Rtrim => {
+                super::text::trim(self.name(), v.swap_remove(0).unwrap_or(Bson::Null))
+            }
+            Func::Strcasecmp => {
+                let b = v.pop().flatten();
+                super::text::strcasecmp(v.pop().flatten(), b)
+            }
+            Func::SubstrBytes => super::text::substr_bytes(self.name(), v),
+            Func::StrLenBytes => super::text::len_bytes(v.swap_remove(0)),
+            Func::IndexOfBytes => super::more::index_of(&v, false),
+            Func::IndexOfCp => super::more::index_of(&v, true),
+            Func::ReplaceOne => super::more::replace(&v, false),
+            Func::ReplaceAll => super::more::replace(&v, true),
+            Func::Size
+            | Func::ArrayElemAt
+            | Func::ConcatArrays
+            | Func::In
+            | Func::IsArray
+            | Func::First
+            | Func::Last
+            | Func::Slice
+            | Func::ReverseArray
+            | Func::IndexOfArray
+            | Func::Range
+            | Func::AllElementsTrue
+            | Func::AnyElementTrue => self.array(v, cx),
+            Func::SetUnion | Func::SetIntersection | Func::SetDifference | Func::SetIsSubset => {
+                sets(self, v, cx)
+            }
+            Func::SetEquals => super::more::set_equals(v, cx),
+            Func::MergeObjects | Func::ObjectToArray | Func::ArrayToObject => self.document(v),
+            Func::Type => Ok(Some(Bson::String(type_alias(v[0].as_ref()).to_owned()))),
+            Func::IsNumber => Ok(Some(Bson::Boolean(v[0].as_ref().is_some_and(is_numeric)))),
+            Func::Rand => Ok(Some(Bson::Double(random_unit()))),
+            Func::ToString
+            | Func::ToInt
+            | Func::ToLong
+            | Func::ToDouble
+            | Func::ToDecimal
+            | Func::ToBool
+            | Func::ToDate
+            | Func::ToObjectId => nullish_or(v, |x| self.convert(x)),
+            Func::Year
+            | Func::Month
+            | Func::DayOfMonth
+            | Func::Hour
+            | Func::Minute
+            | Func::Second
+            | Func::Millisecond
+            | Func::DayOfWeek
+            | Func::DayOfYear
+            | Func::Week
+            | Func::IsoWeek
+            | Func::IsoWeekYear
+            | Func::IsoDayOfWeek => super::dates::part(self.name(), v),
+        }
+    }
+
+    // The families. Each is called by `apply` with its own operators only, so the last
+    // member of each `match` is written `_`.
+
+    /// `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte` (whether the two arguments are in that
+    /// order) and `$cmp` (-1, 0 or 1), in MongoDB's order across types, missing below null,
+    /// strings under the collation.
+    fn compare(self, v: &[Option<Bson>], cx: Option<&Collation>) -> Bson {
+        let ordering = order(v[0].as_ref(), v[1].as_ref(), cx);
+        Bson::Boolean(match self {
+            Func::Cmp => return Bson::Int32(i32::from(ordering as i8)),
+            Func::Eq => ordering.is_eq(),
+            Func::Ne => ordering.is_ne(),
+            Func::Gt => ordering.is_gt(),
+            Func::Gte => ordering.is_ge(),
+            Func::Lt => ordering.is_lt(),
+            _ => ordering.is_le(),
+        })
+    }
+
+    /// `$add`, `$multiply`, `$subtract`, `$divide`, `$mod`: a null, undefined or missing
+    /// argument makes the result null.
+    fn arithmetic(self, v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+        if v.iter().any(|x| is_nullish(x.as_ref())) {
+            return Ok(Some(Bson::Null));
+        }
+        let operands = |mut v: Vec<Option<Bson>>| {
+            (
+                v[0].take().unwrap_or(Bson::Null),
+                v[1].take().unwrap_or(Bson::Null),
+            )
+        };
+        let result = match self {
+            Func::Add => add(&v.into_iter().flatten().collect::<Vec<_>>()),
+            Func::Multiply => multiply(&v.into_iter().flatten().collect::<Vec<_>>()),
+            Func::Subtract => {
+                let (a, b) = operands(v);
+                subtract(&a, &b)
+            }
+            _ => {
+                let (a, b) = operands(v);
+                divide(self.name(), &a, &b, self == Func::Mod)
+            }
+        };
+        result.map(Some)
+    }
+
+    /// `$concat`, `$toLower`, `$toUpper`, `$strLenCP`, `$substrCP`, `$split`: strings in code
+    /// points.
+    fn string(self, mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+        let op = self.name();
+        match self {
             Func::Concat => {
                 let mut out = String::new();
                 for value in v {
@@ -405,36 +487,8 @@ impl Func {
                 Some(Bson::String(s)) => Ok(Some(int(s.chars().count()))),
                 other => Err(wrong_type(op, "a string", &other.unwrap_or(Bson::Null))),
             },
-            Func::SubstrCp => {
-                // Null or missing is the empty string; numbers are taken as their text.
-                let s = match v[0].take() {
-                    None | Some(Bson::Null | Bson::Undefined) => String::new(),
-                    Some(Bson::String(s)) => s,
-                    Some(
-                        n @ (Bson::Int32(_)
-                        | Bson::Int64(_)
-                        | Bson::Double(_)
-                        | Bson::Decimal128(_)),
-                    ) => n.to_string(),
-                    Some(other) => return Err(wrong_type(op, "a string", &other)),
-                };
-                let (Some(start), Some(count)) = (
-                    v[1].as_ref().and_then(as_i64),
-                    v[2].as_ref().and_then(as_i64),
-                ) else {
-                    return Err(error(op, "start and length must be whole numbers"));
-                };
-                if start < 0 || count < 0 {
-                    return Err(error(op, "start and length cannot be negative"));
-                }
-                let taken: String = s
-                    .chars()
-                    .skip(usize::try_from(start).unwrap_or(usize::MAX))
-                    .take(usize::try_from(count).unwrap_or(usize::MAX))
-                    .collect();
-                Ok(Some(Bson::String(taken)))
-            }
-            Func::Split => match (v[0].take(), v[1].take()) {
+            Func::SubstrCp => substr_cp(v),
+            _ => match (v[0].take(), v[1].take()) {
                 (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
                 (Some(Bson::String(s)), Some(Bson::String(d))) if !d.is_empty() => {
                     Ok(Some(Bson::Array(
@@ -445,35 +499,23 @@ impl Func {
                 }
                 _ => Err(error(op, "expects a string and a non-empty delimiter")),
             },
+        }
+    }
+
+    /// The operators on arrays and positions in them, the set operators aside.
+    fn array(
+        self,
+        mut v: Vec<Option<Bson>>,
+        cx: Option<&Collation>,
+    ) -> Result<Option<Bson>, ExprError> {
+        let op = self.name();
+        match self {
             Func::Size => match v[0].take() {
                 Some(Bson::Array(items)) => Ok(Some(int(items.len()))),
                 other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))
                     .with_code(ErrorCode::location(17124))),
             },
-            Func::ArrayElemAt => match (v[0].take(), v[1].take()) {
-                (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
-                (Some(Bson::Array(items)), Some(i)) => {
-                    if !is_numeric(&i) {
-                        return Err(error(
-                            op,
-                            format!("the index must be a number, not {}", type_alias(Some(&i))),
-                        )
-                        .with_code(ErrorCode::location(28690)));
-                    }
-                    // An integral double or decimal counts, within an int's range.
-                    let Some(i) = as_i64(&i).filter(|n| i32::try_from(*n).is_ok()) else {
-                        return Err(error(
-                            op,
-                            format!("the index must be a whole number that fits an int, not {i}"),
-                        )
-                        .with_code(ErrorCode::location(28691)));
-                    };
-                    Ok(index_from(items.len(), i).map(|i| items[i].clone()))
-                }
-                (Some(other), _) => {
-                    Err(wrong_type(op, "an array", &other).with_code(ErrorCode::location(28689)))
-                }
-            },
+            Func::ArrayElemAt => array_elem_at(v),
             Func::ConcatArrays => {
                 let mut out = Vec::new();
                 for value in v {
@@ -486,36 +528,42 @@ impl Func {
                 Ok(Some(Bson::Array(out)))
             }
             Func::In => match v[1].take() {
-                Some(Bson::Array(items)) => boolean(
-                    items
+                Some(Bson::Array(items)) => {
+                    let found = items
                         .iter()
-                        .any(|item| order(v[0].as_ref(), Some(item)) == Ordering::Equal),
-                ),
+                        .any(|item| order(v[0].as_ref(), Some(item), cx) == Ordering::Equal);
+                    Ok(Some(Bson::Boolean(found)))
+                }
                 other => Err(wrong_type(
                     op,
                     "an array as its second argument",
                     &other.unwrap_or(Bson::Null),
                 )),
             },
-            Func::IsArray => boolean(matches!(v[0], Some(Bson::Array(_)))),
-            Func::First | Func::Last => match v[0].take() {
-                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
-                Some(Bson::Array(mut items)) => Ok(if self == Func::First {
-                    (!items.is_empty()).then(|| items.swap_remove(0))
-                } else {
-                    items.pop()
-                }),
-                Some(other) => Err(wrong_type(op, "an array", &other)),
-            },
+            Func::IsArray => Ok(Some(Bson::Boolean(matches!(v[0], Some(Bson::Array(_)))))),
+            Func::First | Func::Last | Func::ReverseArray => first_last_reverse(self, v),
             Func::Slice => slice(v),
-            Func::ReverseArray => match v[0].take() {
-                None | Some(Bson::Null) => Ok(Some(Bson::Null)),
-                Some(Bson::Array(mut items)) => {
-                    items.reverse();
-                    Ok(Some(Bson::Array(items)))
+            Func::IndexOfArray => index_of_array(v, cx),
+            Func::Range => range(&v),
+            _ => match v.swap_remove(0) {
+                Some(Bson::Array(items)) => {
+                    let holds = if self == Func::AllElementsTrue {
+                        items.iter().all(|x| truthy(Some(x)))
+                    } else {
+                        items.iter().any(|x| truthy(Some(x)))
+                    };
+                    Ok(Some(Bson::Boolean(holds)))
                 }
-                Some(other) => Err(wrong_type(op, "an array", &other)),
+                other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))),
             },
+        }
+    }
+
+    /// `$mergeObjects` (null and missing skipped), `$objectToArray` and `$arrayToObject` (null
+    /// or missing gives null).
+    fn document(self, mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+        let op = self.name();
+        match self {
             Func::MergeObjects => {
                 let mut out = Document::new();
                 for value in v {
@@ -536,73 +584,108 @@ impl Func {
                 ))),
                 Some(other) => Err(wrong_type(op, "a document", &other)),
             },
-            Func::ArrayToObject => match v[0].take() {
+            _ => match v[0].take() {
                 None | Some(Bson::Null) => Ok(Some(Bson::Null)),
                 Some(Bson::Array(items)) => array_to_object(items).map(Some),
                 Some(other) => {
                     Err(wrong_type(op, "an array", &other).with_code(ErrorCode::location(40386)))
                 }
             },
-            Func::Type => Ok(Some(Bson::String(type_alias(v[0].as_ref()).to_owned()))),
-            Func::IsNumber => boolean(matches!(
-                v[0],
-                Some(Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))
-            )),
-            Func::Rand => Ok(Some(Bson::Double(random_unit()))),
-            Func::ToString => nullish_or(v, super::convert::to_string),
-            Func::ToInt => nullish_or(v, super::convert::to_int),
-            Func::ToLong => nullish_or(v, super::convert::to_long),
-            Func::ToDouble => nullish_or(v, super::convert::to_double),
-            Func::ToDecimal => nullish_or(v, super::convert::to_decimal),
-            Func::ToBool => nullish_or(v, |x| Ok(Some(super::convert::to_bool(x)))),
-            Func::ToDate => nullish_or(v, super::convert::to_date),
-            Func::ToObjectId => nullish_or(v, super::convert::to_object_id),
-            Func::Round | Func::Trunc => round(self, v),
-            Func::Sqrt | Func::Exp | Func::Ln | Func::Log10 => nullish_or(v, |x| real(self, &x)),
-            Func::Pow => pow(v),
-            Func::Trim | Func::Ltrim | Func::Rtrim => {
-                super::text::trim(op, v.swap_remove(0).unwrap_or(Bson::Null))
-            }
-            Func::Strcasecmp => {
-                let b = v.pop().flatten();
-                super::text::strcasecmp(v.pop().flatten(), b)
-            }
-            Func::SubstrBytes => super::text::substr_bytes(op, v),
-            Func::StrLenBytes => super::text::len_bytes(v.swap_remove(0)),
-            Func::IndexOfArray => index_of_array(v, cx),
-            Func::IndexOfBytes => super::more::index_of(&v, false),
-            Func::IndexOfCp => super::more::index_of(&v, true),
-            Func::ReplaceOne => super::more::replace(&v, false),
-            Func::ReplaceAll => super::more::replace(&v, true),
-            Func::SetEquals => super::more::set_equals(v, cx),
-            Func::Log => super::more::log(&v),
-            Func::Range => range(&v),
-            Func::SetUnion | Func::SetIntersection | Func::SetDifference | Func::SetIsSubset => {
-                sets(self, v, cx)
-            }
-            Func::AllElementsTrue | Func::AnyElementTrue => match v.swap_remove(0) {
-                Some(Bson::Array(items)) => boolean(if self == Func::AllElementsTrue {
-                    items.iter().all(|x| truthy(Some(x)))
-                } else {
-                    items.iter().any(|x| truthy(Some(x)))
-                }),
-                other => Err(wrong_type(op, "an array", &other.unwrap_or(Bson::Null))),
-            },
-            Func::Year
-            | Func::Month
-            | Func::DayOfMonth
-            | Func::Hour
-            | Func::Minute
-            | Func::Second
-            | Func::Millisecond
-            | Func::DayOfWeek
-            | Func::DayOfYear
-            | Func::Week
-            | Func::IsoWeek
-            | Func::IsoWeekYear
-            | Func::IsoDayOfWeek => super::dates::part(op, v),
         }
     }
+
+    /// The `$to*` conversion of a value that is not null (see `convert`).
+    fn convert(self, x: Bson) -> Result<Option<Bson>, ExprError> {
+        use super::convert;
+        match self {
+            Func::ToString => convert::to_string(x),
+            Func::ToInt => convert::to_int(x),
+            Func::ToLong => convert::to_long(x),
+            Func::ToDouble => convert::to_double(x),
+            Func::ToDecimal => convert::to_decimal(x),
+            Func::ToBool => Ok(Some(convert::to_bool(x))),
+            Func::ToDate => convert::to_date(x),
+            _ => convert::to_object_id(x),
+        }
+    }
+}
+
+/// `$substrCP: [string, start, count]` in code points; a null or missing string is empty,
+/// and a number is taken as its text.
+fn substr_cp(mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    let op = "$substrCP";
+    let s = match v[0].take() {
+        None | Some(Bson::Null | Bson::Undefined) => String::new(),
+        Some(Bson::String(s)) => s,
+        Some(n @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
+            n.to_string()
+        }
+        Some(other) => return Err(wrong_type(op, "a string", &other)),
+    };
+    let (Some(start), Some(count)) = (
+        v[1].as_ref().and_then(as_i64),
+        v[2].as_ref().and_then(as_i64),
+    ) else {
+        return Err(error(op, "start and length must be whole numbers"));
+    };
+    if start < 0 || count < 0 {
+        return Err(error(op, "start and length cannot be negative"));
+    }
+    let taken: String = s
+        .chars()
+        .skip(usize::try_from(start).unwrap_or(usize::MAX))
+        .take(usize::try_from(count).unwrap_or(usize::MAX))
+        .collect();
+    Ok(Some(Bson::String(taken)))
+}
+
+/// `$arrayElemAt: [array, index]`, the index counted from the end when negative, with
+/// MongoDB's codes: not an array (28689), an index not a number (28690) or not a whole
+/// number that fits an int (28691); null or missing gives null.
+fn array_elem_at(mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    let op = "$arrayElemAt";
+    match (v[0].take(), v[1].take()) {
+        (None | Some(Bson::Null), _) | (_, None | Some(Bson::Null)) => Ok(Some(Bson::Null)),
+        (Some(Bson::Array(items)), Some(i)) => {
+            if !is_numeric(&i) {
+                return Err(error(
+                    op,
+                    format!("the index must be a number, not {}", type_alias(Some(&i))),
+                )
+                .with_code(ErrorCode::location(28690)));
+            }
+            // An integral double or decimal counts, within an int's range.
+            let Some(i) = as_i64(&i).filter(|n| i32::try_from(*n).is_ok()) else {
+                return Err(error(
+                    op,
+                    format!("the index must be a whole number that fits an int, not {i}"),
+                )
+                .with_code(ErrorCode::location(28691)));
+            };
+            Ok(index_from(items.len(), i).map(|i| items[i].clone()))
+        }
+        (Some(other), _) => {
+            Err(wrong_type(op, "an array", &other).with_code(ErrorCode::location(28689)))
+        }
+    }
+}
+
+/// `$first`, `$last` (missing for an empty array) and `$reverseArray`; null or missing gives
+/// null.
+fn first_last_reverse(func: Func, mut v: Vec<Option<Bson>>) -> Result<Option<Bson>, ExprError> {
+    let mut items = match v[0].take() {
+        None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
+        Some(Bson::Array(items)) => items,
+        Some(other) => return Err(wrong_type(func.name(), "an array", &other)),
+    };
+    Ok(match func {
+        Func::First => (!items.is_empty()).then(|| items.swap_remove(0)),
+        Func::Last => items.pop(),
+        _ => {
+            items.reverse();
+            Some(Bson::Array(items))
+        }
+    })
 }
 
 /// Null for a null or missing argument, else `f` of it.

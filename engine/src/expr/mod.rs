@@ -616,149 +616,19 @@ fn variable_name(operator: &str, value: Option<&Bson>, default: &str) -> Result<
     }
 }
 
+/// An operator document `{key: arg}`. The operators whose arguments have a shape of their own
+/// are parsed by a function each; the rest are [`Named`] operators (a document of named
+/// arguments) or a [`Func`] (positional arguments).
 fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
     match key {
         "$literal" | "$const" => Ok(Expr::Literal(arg.clone())),
-        "$replaceOne" | "$replaceAll" => {
-            let c = |n: i32| ErrorCode::location(n);
-            let Bson::Document(d) = arg else {
-                return Err(
-                    error(key, "expects a document of input, find and replacement")
-                        .with_code(c(51751)),
-                );
-            };
-            if let Some(unknown) = d
-                .keys()
-                .find(|k| !matches!(k.as_str(), "input" | "find" | "replacement"))
-            {
-                return Err(error(key, format!("unknown argument `{unknown}`")).with_code(c(51750)));
-            }
-            let mut args = Vec::with_capacity(3);
-            for (field, missing) in [("input", 51749), ("find", 51748), ("replacement", 51747)] {
-                let value = d.get(field).ok_or_else(|| {
-                    error(key, format!("requires '{field}' to be specified")).with_code(c(missing))
-                })?;
-                args.push(Expr::parse_nested(value, scope)?);
-            }
-            let func = if key == "$replaceOne" {
-                Func::ReplaceOne
-            } else {
-                Func::ReplaceAll
-            };
-            Ok(Expr::Call(func, args))
-        }
-        "$cond" => {
-            let parts: Vec<&Bson> = match arg {
-                Bson::Array(items) if items.len() == 3 => items.iter().collect(),
-                Bson::Array(_) => return Err(error(key, "expects three arguments")),
-                Bson::Document(_) => {
-                    named_args(key, arg, &["if", "then", "else"], &["if", "then", "else"])?
-                        .into_iter()
-                        .flatten()
-                        .collect()
-                }
-                _ => return Err(error(key, "expects an array or a document")),
-            };
-            Ok(Expr::Cond(Box::new([
-                Expr::parse_nested(parts[0], scope)?,
-                Expr::parse_nested(parts[1], scope)?,
-                Expr::parse_nested(parts[2], scope)?,
-            ])))
-        }
-        "$switch" => {
-            let args = named_args(key, arg, &["branches", "default"], &["branches"])?;
-            let Some(Bson::Array(items)) = args[0] else {
-                return Err(error(key, "`branches` must be an array"));
-            };
-            let mut branches = Vec::with_capacity(items.len());
-            for item in items {
-                let case = named_args(key, item, &["case", "then"], &["case", "then"])?;
-                branches.push((
-                    Expr::parse_nested(case[0].unwrap_or(&Bson::Null), scope)?,
-                    Expr::parse_nested(case[1].unwrap_or(&Bson::Null), scope)?,
-                ));
-            }
-            let default = args[1].map(|d| boxed(d, scope)).transpose()?;
-            Ok(Expr::Switch { branches, default })
-        }
-        "$let" => {
-            let args = named_args(key, arg, &["vars", "in"], &["vars", "in"])?;
-            let Some(Bson::Document(defs)) = args[0] else {
-                return Err(error(key, "`vars` must be a document"));
-            };
-            let mut vars = Vec::with_capacity(defs.len());
-            for (name, value) in defs {
-                // `CURRENT` may be rebound: field paths in `in` then read its value.
-                if name != "CURRENT" {
-                    check_name(name).map_err(|e| ExprError {
-                        operator: key.to_owned(),
-                        ..e
-                    })?;
-                }
-                vars.push((name.clone(), Expr::parse_nested(value, scope)?));
-            }
-            let inner = scope.binding(vars.iter().map(|(n, _)| n.clone()));
-            let body = boxed(args[1].unwrap_or(&Bson::Null), &inner)?;
-            Ok(Expr::Let { vars, body })
-        }
-        "$map" => {
-            let c = ErrorCode::location;
-            let Bson::Document(given) = arg else {
-                return Err(
-                    error(key, "expects a document of input, as and in").with_code(c(16878))
-                );
-            };
-            if let Some(unknown) = given
-                .keys()
-                .find(|k| !["input", "as", "in"].contains(&k.as_str()))
-            {
-                return Err(error(key, format!("unknown argument `{unknown}`")).with_code(c(16879)));
-            }
-            if !given.contains_key("input") {
-                return Err(error(key, "missing argument `input`").with_code(c(16880)));
-            }
-            if !given.contains_key("in") {
-                return Err(error(key, "missing argument `in`").with_code(c(16882)));
-            }
-            let args = named_args(key, arg, &["input", "as", "in"], &["input", "in"])?;
-            let name = variable_name(key, args[1], "this")?;
-            let inner = scope.binding([name.clone()]);
-            Ok(Expr::Map {
-                input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
-                body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
-                name,
-            })
-        }
-        "$filter" => {
-            let args = named_args(
-                key,
-                arg,
-                &["input", "as", "cond", "limit"],
-                &["input", "cond"],
-            )?;
-            let name = variable_name(key, args[1], "this")?;
-            let inner = scope.binding([name.clone()]);
-            Ok(Expr::Filter {
-                input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
-                cond: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
-                limit: args[3].map(|l| boxed(l, scope)).transpose()?,
-                name,
-            })
-        }
-        "$reduce" => {
-            let args = named_args(
-                key,
-                arg,
-                &["input", "initialValue", "in"],
-                &["input", "initialValue", "in"],
-            )?;
-            let inner = scope.binding(["this".to_owned(), "value".to_owned()]);
-            Ok(Expr::Reduce {
-                input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
-                initial: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
-                body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
-            })
-        }
+        "$replaceOne" | "$replaceAll" => parse_replace(key, arg, scope),
+        "$cond" => parse_cond(arg, scope),
+        "$switch" => parse_switch(arg, scope),
+        "$let" => parse_let(arg, scope),
+        "$map" => parse_map(arg, scope),
+        "$filter" => parse_filter(arg, scope),
+        "$reduce" => parse_reduce(arg, scope),
         "$zip" => parse_zip(arg, scope),
         "$sortArray" => parse_sort_array(arg, scope),
         "$firstN" | "$lastN" | "$minN" | "$maxN" => {
@@ -769,108 +639,280 @@ fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprErro
                 input: boxed(input, scope)?,
             })
         }
-        "$getField" => {
-            // `{$getField: "name"}` is short for `{field: "name", input: "$$CURRENT"}`.
-            let (field, input) = match arg {
-                Bson::Document(d) if !d.keys().next().is_some_and(|k| k.starts_with('$')) => {
-                    let args = named_args(key, arg, &["field", "input"], &[])
-                        .map_err(|e| e.with_code(ErrorCode::location(3_041_701)))?;
-                    if args[0].is_none() {
-                        return Err(error(key, "missing argument `field`")
-                            .with_code(ErrorCode::location(3_041_702)));
-                    }
-                    (
-                        args[0].unwrap_or(&Bson::Null),
-                        args[1].map(|i| boxed(i, scope)).transpose()?,
-                    )
-                }
-                other => (other, None),
-            };
-            Ok(Expr::GetField {
-                field: Box::new(field_name(key, field, scope)?),
-                input: input.unwrap_or_else(|| Box::new(Expr::Current(Path::empty()))),
-            })
-        }
-        "$setField" | "$unsetField" => {
-            let setting = key == "$setField";
-            let known: &[&str] = if setting {
-                &["field", "input", "value"]
-            } else {
-                &["field", "input"]
-            };
-            let required: &[&str] = if setting {
-                &["field", "input", "value"]
-            } else {
-                &["field", "input"]
-            };
-            let Bson::Document(given) = arg else {
-                return Err(error(key, "expects a document of named arguments")
-                    .with_code(ErrorCode::location(4_161_100)));
-            };
-            let args = named_args(key, arg, known, &[])
-                .map_err(|e| e.with_code(ErrorCode::location(4_161_101)))?;
-            for (name, missing_code) in [
-                ("field", 4_161_102),
-                ("input", 4_161_109),
-                ("value", 4_161_103),
-            ] {
-                if required.contains(&name) && !given.contains_key(name) {
-                    return Err(error(key, format!("missing argument `{name}`"))
-                        .with_code(ErrorCode::location(missing_code)));
-                }
-            }
-            Ok(Expr::SetField {
-                field: Box::new(field_name(key, args[0].unwrap_or(&Bson::Null), scope)?),
-                input: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
-                value: if setting {
-                    Some(boxed(args[2].unwrap_or(&Bson::Null), scope)?)
-                } else {
-                    None
-                },
-            })
-        }
-        _ if Named::by_name(key).is_some() => {
-            let op = Named::by_name(key).unwrap_or(Named::Convert);
-            Ok(Expr::Named {
+        "$getField" => parse_get_field(arg, scope),
+        "$setField" | "$unsetField" => parse_set_field(key, arg, scope),
+        _ => match Named::by_name(key) {
+            Some(op) => Ok(Expr::Named {
                 op,
                 args: op.parse(arg, scope)?,
-            })
+            }),
+            None => parse_call(key, arg, scope),
+        },
+    }
+}
+
+/// `$replaceOne` and `$replaceAll`: `{input, find, replacement}`, positional once parsed, with
+/// MongoDB's codes: not a document (51751), an unknown argument (51750), each one missing
+/// (51749, 51748, 51747).
+fn parse_replace(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let c = |n: i32| ErrorCode::location(n);
+    let Bson::Document(d) = arg else {
+        return Err(
+            error(key, "expects a document of input, find and replacement").with_code(c(51751)),
+        );
+    };
+    if let Some(unknown) = d
+        .keys()
+        .find(|k| !matches!(k.as_str(), "input" | "find" | "replacement"))
+    {
+        return Err(error(key, format!("unknown argument `{unknown}`")).with_code(c(51750)));
+    }
+    let mut args = Vec::with_capacity(3);
+    for (field, missing) in [("input", 51749), ("find", 51748), ("replacement", 51747)] {
+        let value = d.get(field).ok_or_else(|| {
+            error(key, format!("requires '{field}' to be specified")).with_code(c(missing))
+        })?;
+        args.push(Expr::parse_nested(value, scope)?);
+    }
+    let func = if key == "$replaceOne" {
+        Func::ReplaceOne
+    } else {
+        Func::ReplaceAll
+    };
+    Ok(Expr::Call(func, args))
+}
+
+// The operators that choose a branch.
+
+/// `$cond`: `[if, then, else]` or `{if, then, else}`.
+fn parse_cond(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$cond";
+    let parts: Vec<&Bson> = match arg {
+        Bson::Array(items) if items.len() == 3 => items.iter().collect(),
+        Bson::Array(_) => return Err(error(op, "expects three arguments")),
+        Bson::Document(_) => named_args(op, arg, &["if", "then", "else"], &["if", "then", "else"])?
+            .into_iter()
+            .flatten()
+            .collect(),
+        _ => return Err(error(op, "expects an array or a document")),
+    };
+    Ok(Expr::Cond(Box::new([
+        Expr::parse_nested(parts[0], scope)?,
+        Expr::parse_nested(parts[1], scope)?,
+        Expr::parse_nested(parts[2], scope)?,
+    ])))
+}
+
+/// `$switch: {branches: [{case, then}, ...], default}`.
+fn parse_switch(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$switch";
+    let args = named_args(op, arg, &["branches", "default"], &["branches"])?;
+    let Some(Bson::Array(items)) = args[0] else {
+        return Err(error(op, "`branches` must be an array"));
+    };
+    let mut branches = Vec::with_capacity(items.len());
+    for item in items {
+        let case = named_args(op, item, &["case", "then"], &["case", "then"])?;
+        branches.push((
+            Expr::parse_nested(case[0].unwrap_or(&Bson::Null), scope)?,
+            Expr::parse_nested(case[1].unwrap_or(&Bson::Null), scope)?,
+        ));
+    }
+    let default = args[1].map(|d| boxed(d, scope)).transpose()?;
+    Ok(Expr::Switch { branches, default })
+}
+
+// The operators that bind variables: the names they bind are in scope in the argument that
+// reads them, and only there.
+
+/// `$let: {vars, in}`: the variables are parsed in the outer scope, `in` with them bound.
+fn parse_let(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$let";
+    let args = named_args(op, arg, &["vars", "in"], &["vars", "in"])?;
+    let Some(Bson::Document(defs)) = args[0] else {
+        return Err(error(op, "`vars` must be a document"));
+    };
+    let mut vars = Vec::with_capacity(defs.len());
+    for (name, value) in defs {
+        // `CURRENT` may be rebound: field paths in `in` then read its value.
+        if name != "CURRENT" {
+            check_name(name).map_err(|e| ExprError {
+                operator: op.to_owned(),
+                ..e
+            })?;
         }
-        _ => {
-            let Some(func) = Func::named(key) else {
-                return Err(error(key, "unknown expression operator")
-                    .with_code(ErrorCode::INVALID_PIPELINE_OPERATOR));
-            };
-            let args: Vec<Expr> = match arg {
-                Bson::Array(items) => items
-                    .iter()
-                    .map(|v| Expr::parse_nested(v, scope))
-                    .collect::<Result<_, _>>()?,
-                // `$rand` takes an empty document.
-                Bson::Document(d) if d.is_empty() && func == Func::Rand => Vec::new(),
-                // A date part's `{date, timezone}`: the date, and the zone when written.
-                Bson::Document(d)
-                    if func.is_date_part()
-                        && !d.keys().next().is_some_and(|k| k.starts_with('$')) =>
-                {
-                    let args = named_args(key, arg, &["date", "timezone"], &[])
-                        .map_err(|e| e.with_code(ErrorCode::location(40535)))?;
-                    let Some(date) = args[0] else {
-                        return Err(error(key, "missing 'date' argument")
-                            .with_code(ErrorCode::location(40539)));
-                    };
-                    let mut parts = vec![Expr::parse_nested(date, scope)?];
-                    if let Some(zone) = args[1] {
-                        parts.push(Expr::parse_nested(zone, scope)?);
-                    }
-                    return Ok(Expr::Call(func, parts));
-                }
-                single => vec![Expr::parse_nested(single, scope)?],
-            };
-            func.check_arity(args.len())?;
-            Ok(Expr::Call(func, args))
+        vars.push((name.clone(), Expr::parse_nested(value, scope)?));
+    }
+    let inner = scope.binding(vars.iter().map(|(n, _)| n.clone()));
+    let body = boxed(args[1].unwrap_or(&Bson::Null), &inner)?;
+    Ok(Expr::Let { vars, body })
+}
+
+/// `$map: {input, as, in}`, with MongoDB's codes: not a document (16878), an unknown argument
+/// (16879), `input` missing (16880), `in` missing (16882).
+fn parse_map(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$map";
+    let c = ErrorCode::location;
+    let Bson::Document(given) = arg else {
+        return Err(error(op, "expects a document of input, as and in").with_code(c(16878)));
+    };
+    if let Some(unknown) = given
+        .keys()
+        .find(|k| !["input", "as", "in"].contains(&k.as_str()))
+    {
+        return Err(error(op, format!("unknown argument `{unknown}`")).with_code(c(16879)));
+    }
+    if !given.contains_key("input") {
+        return Err(error(op, "missing argument `input`").with_code(c(16880)));
+    }
+    if !given.contains_key("in") {
+        return Err(error(op, "missing argument `in`").with_code(c(16882)));
+    }
+    let args = named_args(op, arg, &["input", "as", "in"], &["input", "in"])?;
+    let name = variable_name(op, args[1], "this")?;
+    let inner = scope.binding([name.clone()]);
+    Ok(Expr::Map {
+        input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
+        body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+        name,
+    })
+}
+
+/// `$filter: {input, as, cond, limit}`.
+fn parse_filter(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$filter";
+    let args = named_args(
+        op,
+        arg,
+        &["input", "as", "cond", "limit"],
+        &["input", "cond"],
+    )?;
+    let name = variable_name(op, args[1], "this")?;
+    let inner = scope.binding([name.clone()]);
+    Ok(Expr::Filter {
+        input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
+        cond: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+        limit: args[3].map(|l| boxed(l, scope)).transpose()?,
+        name,
+    })
+}
+
+/// `$reduce: {input, initialValue, in}`: `in` reads `$$this` and `$$value`.
+fn parse_reduce(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let names = &["input", "initialValue", "in"];
+    let args = named_args("$reduce", arg, names, names)?;
+    let inner = scope.binding(["this".to_owned(), "value".to_owned()]);
+    Ok(Expr::Reduce {
+        input: boxed(args[0].unwrap_or(&Bson::Null), scope)?,
+        initial: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
+        body: boxed(args[2].unwrap_or(&Bson::Null), &inner)?,
+    })
+}
+
+// A document's fields.
+
+/// `$getField: {field, input}`, or `$getField: "name"`, short for `{field: "name", input:
+/// "$$CURRENT"}`; MongoDB's codes: an unknown argument (3041701), `field` missing (3041702).
+fn parse_get_field(arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let op = "$getField";
+    let (field, input) = match arg {
+        Bson::Document(d) if !d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+            let args = named_args(op, arg, &["field", "input"], &[])
+                .map_err(|e| e.with_code(ErrorCode::location(3_041_701)))?;
+            if args[0].is_none() {
+                return Err(
+                    error(op, "missing argument `field`").with_code(ErrorCode::location(3_041_702))
+                );
+            }
+            (
+                args[0].unwrap_or(&Bson::Null),
+                args[1].map(|i| boxed(i, scope)).transpose()?,
+            )
+        }
+        other => (other, None),
+    };
+    Ok(Expr::GetField {
+        field: Box::new(field_name(op, field, scope)?),
+        input: input.unwrap_or_else(|| Box::new(Expr::Current(Path::empty()))),
+    })
+}
+
+/// `$setField: {field, input, value}` and `$unsetField: {field, input}`, with MongoDB's codes:
+/// not a document (4161100), an unknown argument (4161101), `field`, `input` or `value`
+/// missing (4161102, 4161109, 4161103).
+fn parse_set_field(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let setting = key == "$setField";
+    let known: &[&str] = if setting {
+        &["field", "input", "value"]
+    } else {
+        &["field", "input"]
+    };
+    let Bson::Document(given) = arg else {
+        return Err(error(key, "expects a document of named arguments")
+            .with_code(ErrorCode::location(4_161_100)));
+    };
+    let args = named_args(key, arg, known, &[])
+        .map_err(|e| e.with_code(ErrorCode::location(4_161_101)))?;
+    for (name, missing_code) in [
+        ("field", 4_161_102),
+        ("input", 4_161_109),
+        ("value", 4_161_103),
+    ] {
+        if known.contains(&name) && !given.contains_key(name) {
+            return Err(error(key, format!("missing argument `{name}`"))
+                .with_code(ErrorCode::location(missing_code)));
         }
     }
+    Ok(Expr::SetField {
+        field: Box::new(field_name(key, args[0].unwrap_or(&Bson::Null), scope)?),
+        input: boxed(args[1].unwrap_or(&Bson::Null), scope)?,
+        value: if setting {
+            Some(boxed(args[2].unwrap_or(&Bson::Null), scope)?)
+        } else {
+            None
+        },
+    })
+}
+
+// Positional arguments.
+
+/// A [`Func`]: an array of arguments, or one written without the array, whose count it
+/// checks; `$rand` also takes `{}`, and a date part `{date, timezone}`.
+fn parse_call(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let Some(func) = Func::named(key) else {
+        return Err(error(key, "unknown expression operator")
+            .with_code(ErrorCode::INVALID_PIPELINE_OPERATOR));
+    };
+    let args: Vec<Expr> = match arg {
+        Bson::Array(items) => items
+            .iter()
+            .map(|v| Expr::parse_nested(v, scope))
+            .collect::<Result<_, _>>()?,
+        Bson::Document(d) if d.is_empty() && func == Func::Rand => Vec::new(),
+        Bson::Document(d)
+            if func.is_date_part() && !d.keys().next().is_some_and(|k| k.starts_with('$')) =>
+        {
+            return parse_date_part(key, func, arg, scope);
+        }
+        single => vec![Expr::parse_nested(single, scope)?],
+    };
+    func.check_arity(args.len())?;
+    Ok(Expr::Call(func, args))
+}
+
+/// A date part's `{date, timezone}`: the date, and the zone when written; MongoDB's codes: an
+/// unknown argument (40535), `date` missing (40539).
+fn parse_date_part(key: &str, func: Func, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
+    let args = named_args(key, arg, &["date", "timezone"], &[])
+        .map_err(|e| e.with_code(ErrorCode::location(40535)))?;
+    let Some(date) = args[0] else {
+        return Err(error(key, "missing 'date' argument").with_code(ErrorCode::location(40539)));
+    };
+    let mut parts = vec![Expr::parse_nested(date, scope)?];
+    if let Some(zone) = args[1] {
+        parts.push(Expr::parse_nested(zone, scope)?);
+    }
+    Ok(Expr::Call(func, parts))
 }
 
 /// The `field` of `$getField` and `$setField`: a string, or an expression giving one that does

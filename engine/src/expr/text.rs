@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
+use regex::{Regex, RegexBuilder};
 
 use super::named::{Args, Named};
 use super::{ExprError, error};
@@ -70,21 +71,49 @@ pub(crate) fn trim(op: &str, v: Bson) -> Result<Option<Bson>, ExprError> {
 /// A null or missing input gives `false`, `null` and `[]`; `$regexFind`'s match is `{match,
 /// idx, captures}` with `idx` counted in code points and an unmatched group's capture null.
 /// `$regexFindAll` goes on from the end of each match, or one code point further after an
-/// empty one.
+/// empty one. The arguments are read in the order `regex`, `options`, `input`, each checked
+/// as it is read.
 pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
     let name = args.op();
-    let c = |n: i32| ErrorCode::location(n);
-    let nothing = || match op {
-        Named::RegexMatch => Bson::Boolean(false),
-        Named::RegexFindAll => Bson::Array(Vec::new()),
-        _ => Bson::Null,
+    let (pattern, flags) = pattern_and_options(args)?;
+    let input = match args.get("input")? {
+        None | Some(Bson::Null | Bson::Undefined) => None,
+        Some(Bson::String(s)) => Some(s),
+        Some(other) => {
+            return Err(error(
+                name,
+                format!("`input` must be a string, not {}", super::type_name(&other)),
+            )
+            .with_code(ErrorCode::location(51104)));
+        }
     };
-    let regex = args.get("regex")?;
-    let regex_null = !matches!(regex, Some(Bson::String(_) | Bson::RegularExpression(_)));
-    let (pattern, mut flags) = match regex {
-        Some(Bson::String(p)) => (p, String::new()),
-        Some(Bson::RegularExpression(r)) => (r.pattern.to_string(), r.options.to_string()),
-        None | Some(Bson::Null | Bson::Undefined) => (String::new(), String::new()),
+    // The pattern and its options are checked even when there is no input.
+    let (Some(compiled), Some(input)) = (compile(name, pattern, &flags)?, input) else {
+        return Ok(Some(match op {
+            Named::RegexMatch => Bson::Boolean(false),
+            Named::RegexFindAll => Bson::Array(Vec::new()),
+            _ => Bson::Null,
+        }));
+    };
+    Ok(Some(match op {
+        Named::RegexMatch => Bson::Boolean(compiled.is_match(&input)),
+        Named::RegexFind => compiled.captures(&input).map_or(Bson::Null, |m| {
+            found(&m, &input, &mut CodePoints::new(&input))
+        }),
+        _ => Bson::Array(find_all(&compiled, &input)),
+    }))
+}
+
+/// The pattern (`None` when `regex` is null or missing) and its options, read from `regex`
+/// and then `options`, with MongoDB's codes: `regex` of another type (51105), `options` of
+/// another type (51106), options in both (51107), a null character in `options` (51110).
+fn pattern_and_options(args: &Args) -> Result<(Option<String>, String), ExprError> {
+    let name = args.op();
+    let c = |n: i32| ErrorCode::location(n);
+    let (pattern, mut flags) = match args.get("regex")? {
+        Some(Bson::String(p)) => (Some(p), String::new()),
+        Some(Bson::RegularExpression(r)) => (Some(r.pattern.to_string()), r.options.to_string()),
+        None | Some(Bson::Null | Bson::Undefined) => (None, String::new()),
         Some(other) => {
             return Err(error(
                 name,
@@ -122,26 +151,36 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
             .with_code(c(51106)));
         }
     }
-    let input = match args.get("input")? {
-        None | Some(Bson::Null | Bson::Undefined) => None,
-        Some(Bson::String(s)) => Some(s),
-        Some(other) => {
-            return Err(error(
-                name,
-                format!("`input` must be a string, not {}", super::type_name(&other)),
-            )
-            .with_code(c(51104)));
-        }
-    };
-    // The options are checked even without a pattern or an input.
-    if let Some(bad) = flags.chars().find(|f| !matches!(f, 'i' | 'm' | 's' | 'x')) {
+    Ok((pattern, flags))
+}
+
+/// A setting of a pattern's compilation, given whether it is on.
+type Setting = fn(&mut RegexBuilder, bool) -> &mut RegexBuilder;
+
+/// The options a pattern takes, and the setting each turns on.
+const FLAGS: &[(char, Setting)] = &[
+    ('i', RegexBuilder::case_insensitive),
+    ('m', RegexBuilder::multi_line),
+    ('s', RegexBuilder::dot_matches_new_line),
+    ('x', RegexBuilder::ignore_whitespace),
+];
+
+/// The pattern compiled with its options, or `None` without a pattern. The options are
+/// checked even then (51108); then a null character in the pattern (51109) and the pattern
+/// itself (51111).
+fn compile(name: &str, pattern: Option<String>, flags: &str) -> Result<Option<Regex>, ExprError> {
+    let c = |n: i32| ErrorCode::location(n);
+    if let Some(bad) = flags
+        .chars()
+        .find(|f| !FLAGS.iter().any(|(flag, _)| flag == f))
+    {
         return Err(
             error(name, format!("invalid flag in regex options: {bad}")).with_code(c(51108))
         );
     }
-    if regex_null {
-        return Ok(Some(nothing()));
-    }
+    let Some(pattern) = pattern else {
+        return Ok(None);
+    };
     if pattern.contains('\0') {
         return Err(error(
             name,
@@ -149,20 +188,11 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
         )
         .with_code(c(51109)));
     }
-    let mut builder = regex::RegexBuilder::new(&pattern);
-    for f in flags.chars() {
-        match f {
-            'i' => builder.case_insensitive(true),
-            'm' => builder.multi_line(true),
-            's' => builder.dot_matches_new_line(true),
-            'x' => builder.ignore_whitespace(true),
-            other => {
-                return Err(
-                    error(name, format!("invalid flag in regex options: {other}"))
-                        .with_code(c(51108)),
-                );
-            }
-        };
+    let mut builder = RegexBuilder::new(&pattern);
+    for (flag, turn_on) in FLAGS {
+        if flags.contains(*flag) {
+            turn_on(&mut builder, true);
+        }
     }
     let compiled = builder.build().map_err(|e| {
         error(
@@ -171,59 +201,73 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
         )
         .with_code(c(51111))
     })?;
-    // The pattern and its options are checked even when there is no input.
-    let Some(input) = input else {
-        return Ok(Some(nothing()));
-    };
-    // Code points before a byte offset, counted on from the last offset asked (matches come in
-    // order, so the input is walked once).
-    let counted = std::cell::Cell::new((0usize, 0usize));
-    let code_points_before = |at: usize| {
-        let (from, n) = counted.get();
-        let n = if at >= from {
-            n + input[from..at].chars().count()
-        } else {
-            input[..at].chars().count()
+    Ok(Some(compiled))
+}
+
+/// `$regexFindAll`'s matches: each searched from the end of the last, or one code point
+/// further after an empty one; a match starts before the end of the input (an empty input
+/// has its one match).
+fn find_all(compiled: &Regex, input: &str) -> Vec<Bson> {
+    let mut code_points = CodePoints::new(input);
+    let mut all = Vec::new();
+    let mut at = 0;
+    while at < input.len() || (at == 0 && input.is_empty()) {
+        let Some(m) = compiled.captures_at(input, at) else {
+            break;
         };
-        counted.set((at, n));
-        n
-    };
-    let found = |m: &regex::Captures<'_>| {
-        let whole = m.get(0).map_or(0..0, |g| g.range());
-        let captures = (1..m.len())
-            .map(|i| {
-                m.get(i)
-                    .map_or(Bson::Null, |g| Bson::String(g.as_str().to_owned()))
-            })
-            .collect();
-        let mut d = Document::new();
-        d.insert("match", input[whole.clone()].to_owned());
-        d.insert("idx", count_as_int(code_points_before(whole.start)));
-        d.insert("captures", Bson::Array(captures));
-        Bson::Document(d)
-    };
-    Ok(Some(match op {
-        Named::RegexMatch => Bson::Boolean(compiled.is_match(&input)),
-        Named::RegexFind => compiled.captures(&input).as_ref().map_or(Bson::Null, found),
-        _ => {
-            let mut all = Vec::new();
-            let mut at = 0;
-            // Matches start before the end of the input (an empty input has its one match).
-            while at < input.len() || (at == 0 && input.is_empty()) {
-                let Some(m) = compiled.captures_at(&input, at) else {
-                    break;
-                };
-                let whole = m.get(0).map_or(at..at, |g| g.range());
-                all.push(found(&m));
-                at = if whole.is_empty() {
-                    whole.end + input[whole.end..].chars().next().map_or(1, char::len_utf8)
-                } else {
-                    whole.end
-                };
-            }
-            Bson::Array(all)
+        let whole = m.get(0).map_or(at..at, |g| g.range());
+        all.push(found(&m, input, &mut code_points));
+        at = if whole.is_empty() {
+            whole.end + input[whole.end..].chars().next().map_or(1, char::len_utf8)
+        } else {
+            whole.end
+        };
+    }
+    all
+}
+
+/// A match as `$regexFind` gives it: `{match, idx, captures}`.
+fn found(m: &regex::Captures<'_>, input: &str, code_points: &mut CodePoints<'_>) -> Bson {
+    let whole = m.get(0).map_or(0..0, |g| g.range());
+    let captures = (1..m.len())
+        .map(|i| {
+            m.get(i)
+                .map_or(Bson::Null, |g| Bson::String(g.as_str().to_owned()))
+        })
+        .collect();
+    let mut d = Document::new();
+    d.insert("match", input[whole.clone()].to_owned());
+    d.insert("idx", count_as_int(code_points.before(whole.start)));
+    d.insert("captures", Bson::Array(captures));
+    Bson::Document(d)
+}
+
+/// The code points of `input` before a byte offset, counted on from the last offset asked
+/// (matches come in order, so the input is walked once).
+struct CodePoints<'a> {
+    input: &'a str,
+    /// The last offset asked, and the code points before it.
+    last: (usize, usize),
+}
+
+impl<'a> CodePoints<'a> {
+    fn new(input: &'a str) -> CodePoints<'a> {
+        CodePoints {
+            input,
+            last: (0, 0),
         }
-    }))
+    }
+
+    fn before(&mut self, at: usize) -> usize {
+        let (from, n) = self.last;
+        let n = if at >= from {
+            n + self.input[from..at].chars().count()
+        } else {
+            self.input[..at].chars().count()
+        };
+        self.last = (at, n);
+        n
+    }
 }
 
 fn count_as_int(n: usize) -> Bson {
