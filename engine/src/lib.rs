@@ -10,7 +10,8 @@
 //! - [`order`] and [`keys`]: MongoDB's order over BSON values and the byte encoding that
 //!   preserves it, the two laws everything else rests on.
 //!
-//! The engine knows nothing of Rust structs; the `odm` crate adds types on top.
+//! The engine knows nothing of Rust structs; the `odm` crate adds types on top. It depends on
+//! no other crate of the project: every other one builds on it.
 
 pub mod aggregate;
 mod autocommit;

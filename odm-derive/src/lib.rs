@@ -1,4 +1,6 @@
-//! `#[derive(Document)]` and `#[derive(Embedded)]` for the odm crate.
+//! `#[derive(Document)]` and `#[derive(Embedded)]` for the odm crate. A proc-macro crate: it
+//! depends on syn, quote and proc-macro2 only, and names `odm`'s items through the paths the
+//! generated code writes (`odm::__private`), never as a dependency.
 //!
 //! Each derive runs four stages, one module each: `attr` parses `#[odm(...)]` and serde's
 //! renames into the `ast` model, `check` validates it (every error spanned at the offending
