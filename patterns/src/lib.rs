@@ -3,8 +3,8 @@
 //! and works through `odm`'s typed collections, filters, updates and sorts.
 //!
 //! Depends on the typed layer (`odm`) alone, and on the engine's public types only through its
-//! re-export `odm::engine`, so that each pattern runs the same on both back
-//! ends; never on the engine's internals, the server or the tools.
+//! re-export `odm::engine`, so that each pattern runs the same on both back ends; never on the
+//! server or the tools.
 //!
 //! - [`Bucket`]: items of the user's type grouped by an owner key into bucket documents, closed
 //!   at N items, at the end of an aligned time span or at a byte budget; the open bucket found by

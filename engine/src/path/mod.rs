@@ -4,10 +4,10 @@
 //!
 //! MongoDB walks a path differently in each context, and each rule is written once, here:
 //! - index keys (`keys`): arrays give one key per element, a numeric segment selects a
-//!   position, missing gives `null` (see [`key_values`]);
-//! - expressions (`read`, [`Path::resolve`]): an array maps the rest of the path over its
+//!   position, missing gives `null` (see `key_values`);
+//! - expressions (`read`, `Path::resolve`): an array maps the rest of the path over its
 //!   elements and gives the array of what they hold; numeric segments are field names;
-//! - joins (`read`, [`Path::elements`]): the values found through subdocuments and arrays,
+//! - joins (`read`, `Path::elements`): the values found through subdocuments and arrays,
 //!   an array counting as its elements (`$lookup`, `$graphLookup`);
 //! - plain reads and writes of stages and updates (`read`, `write`): through subdocuments
 //!   only, with what to do about a missing parent or one that is not a document
