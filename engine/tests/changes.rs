@@ -266,6 +266,9 @@ fn a_collection_stream_is_invalidated_and_start_after_goes_on() {
 }
 
 #[test]
+// Long on purpose: every fullDocument option over the same writes, so the table of outcomes reads
+// in one place.
+#[allow(clippy::too_many_lines)]
 fn full_document_options() {
     let db = Database::in_memory().unwrap();
     db.write(|w| {

@@ -299,6 +299,9 @@ fn check(db: &Database, model: &Model) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+// Long on purpose: the model-based test's interpreter: one match arm per operation, each checked
+// against the model right where it runs; split, the arms would lose the state they share.
+#[allow(clippy::too_many_lines)]
 fn run(ops: Vec<Op>, merge_threshold: u64) -> Result<(), TestCaseError> {
     let db = Database::in_memory().unwrap();
     // Merge each index's recent entries into its main table often, so that both tables and the

@@ -272,6 +272,9 @@ impl Model {
     }
 }
 
+// Long on purpose: every invariant a bucket collection keeps, checked against the model in one
+// pass.
+#[allow(clippy::too_many_lines)]
 fn check(bucket: &Bucket<String, Reading>, model: &Model) -> Result<(), TestCaseError> {
     for o in 0..3 {
         let owner = owner(o);
@@ -392,6 +395,9 @@ fn check(bucket: &Bucket<String, Reading>, model: &Model) -> Result<(), TestCase
     Ok(())
 }
 
+// Long on purpose: the model-based test's interpreter: one match arm per operation against the
+// model.
+#[allow(clippy::too_many_lines)]
 fn run(config: Config, steps: Vec<Op>) -> Result<(), TestCaseError> {
     let db = odm::testing::database().unwrap();
     let bucket: Bucket<String, Reading> = Bucket::open(&db, "readings", config.options()).unwrap();

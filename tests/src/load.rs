@@ -244,6 +244,9 @@ fn id_of(client: i64, seq: i64) -> i64 {
 }
 
 /// One operation of kind `kind`, checked against what this client wrote before it.
+// Long on purpose: one client's step of the load test: each kind of request in one match, so the
+// mix is visible at once.
+#[allow(clippy::too_many_lines)]
 fn step(
     items: &Collection<Document>,
     client: i64,

@@ -190,6 +190,8 @@ fn sampling_reads_an_even_share_of_the_documents() {
 }
 
 #[test]
+// Long on purpose: a list of refusals and MongoDB's code for each: a table, read row by row.
+#[allow(clippy::too_many_lines)]
 fn mongodb_refusals_carry_its_codes() {
     let db = events();
     let code = |k: Document, options: AnalyzeOptions| {
@@ -334,6 +336,9 @@ struct Item {
 
 /// A known mix through the typed layer, sampled, under the key `x` and under `x` hashed.
 #[test]
+// Long on purpose: one known mix of reads and writes, then each percentage it must give: the setup
+// and its arithmetic belong together.
+#[allow(clippy::too_many_lines)]
 fn a_known_mix_of_reads_and_writes_gives_known_percentages() {
     use odm::Filter;
     let db = odm::Database::in_memory().unwrap();

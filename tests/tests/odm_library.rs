@@ -169,6 +169,8 @@ fn s7_library_books_by_typed_queries_over_declared_indexes() {
 }
 
 #[test]
+// Long on purpose: one S7 scenario told in order; each step reads the state the one before left.
+#[allow(clippy::too_many_lines)]
 fn s7_library_replaces_and_bulk_writes_typed_models() {
     let db = odm::testing::database().unwrap();
     let books = db.collection::<Book>().unwrap();

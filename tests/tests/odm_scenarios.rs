@@ -368,6 +368,8 @@ struct User {
 }
 
 #[test]
+// Long on purpose: one S19 scenario told in order; each step reads the state the one before left.
+#[allow(clippy::too_many_lines)]
 fn s19_cms_votes_comments_projection_and_unique_usernames() {
     let db = odm::testing::database().unwrap();
     let posts = db.collection::<Post>().unwrap();

@@ -368,6 +368,8 @@ fn dump_and_restore_round_trip_documents_and_indexes_plain_and_gzipped() {
 }
 
 #[test]
+// Long on purpose: one dump restored step by step, as mongorestore would read it.
+#[allow(clippy::too_many_lines)]
 fn restore_reads_a_dump_as_mongodump_writes_it_and_checks_indexes_first() {
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("dump");
@@ -497,6 +499,9 @@ fn restore_reads_a_dump_as_mongodump_writes_it_and_checks_indexes_first() {
 }
 
 #[test]
+// Long on purpose: one import session told in order: each step imports into the file the step
+// before left.
+#[allow(clippy::too_many_lines)]
 fn csv_and_tsv_import_with_typed_columns_headers_and_modes() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("a.odm");
@@ -898,6 +903,8 @@ fn verify_fails_on_index_drift_and_lists_it() {
 }
 
 #[test]
+// Long on purpose: a list of mistakes and the one line each must print: a table, read row by row.
+#[allow(clippy::too_many_lines)]
 fn errors_a_person_can_act_on() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.odm");

@@ -103,6 +103,9 @@ fn run_case(case: &Value) -> Result<Outcome, String> {
     check(case, expect, &plain)
 }
 
+// Long on purpose: the case format's operations, one arm per operation, each a few lines of
+// argument reading.
+#[allow(clippy::too_many_lines)]
 fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String> {
     let db = Database::in_memory().map_err(|e| e.to_string())?;
     let docs = documents_of(case)?;
@@ -433,6 +436,9 @@ fn filter_paths(filter: &Document, out: &mut Vec<String>) {
     }
 }
 
+// Long on purpose: the case format's comparison rules, one arm per expectation kind, kept together
+// so a reader sees every way a case can fail.
+#[allow(clippy::too_many_lines)]
 fn check(case: &Value, expect: &Value, actual: &Actual) -> Result<Outcome, String> {
     // `error` is `true`, MongoDB's code (`40`) or its code name (`"ConflictingUpdateOperators"`).
     let expected_error = expect.get("error").filter(|e| **e != Value::Bool(false));
