@@ -103,6 +103,9 @@ impl ErrorCode {
         ErrorCode::named(286, "ChangeStreamHistoryLost");
     pub const CURSOR_KILLED: ErrorCode = ErrorCode::named(237, "CursorKilled");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
+    pub const INVALID_UUID: ErrorCode = ErrorCode::named(207, "InvalidUUID");
+    pub const TOO_MANY_LOGICAL_SESSIONS: ErrorCode =
+        ErrorCode::named(261, "TooManyLogicalSessions");
 }
 
 impl fmt::Display for ErrorCode {

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use bson::{Document, doc};
+use bson::{Bson, Document, bson, doc};
 use mongodb::IndexModel;
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{ClientOptions, IndexOptions};
@@ -608,6 +608,111 @@ fn exchange(server: &ServerHandle, bytes: &[u8]) -> Vec<u8> {
 fn op_msg(body: &Document, flags: u32) -> Vec<u8> {
     let raw = bson::RawDocumentBuf::try_from(body).unwrap();
     odm_server::wire::encode_msg(1, 0, &raw, flags, None)
+}
+
+/// One connection speaking `OP_MSG` by hand, as a hostile client would: each command's reply.
+struct RawConnection(TcpStream);
+
+impl RawConnection {
+    fn open(server: &ServerHandle) -> RawConnection {
+        let stream = TcpStream::connect(server.addr()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        RawConnection(stream)
+    }
+
+    fn command(&mut self, body: &Document) -> Document {
+        self.0.write_all(&op_msg(body, 0)).unwrap();
+        let mut header = [0u8; 16];
+        self.0.read_exact(&mut header).unwrap();
+        let len = u32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
+        let mut rest = vec![0u8; len - 16];
+        self.0.read_exact(&mut rest).unwrap();
+        // The flag bits (4 bytes), the body section's kind (1 byte), the body.
+        Document::from_reader(&rest[5..]).unwrap()
+    }
+
+    /// The code of a command's error reply; 0 when it succeeded.
+    fn code(&mut self, body: &Document) -> i32 {
+        let reply = self.command(body);
+        match reply.get("code") {
+            Some(Bson::Int32(code)) => *code,
+            _ => 0,
+        }
+    }
+}
+
+fn lsid(n: u32) -> Document {
+    let mut bytes = [0u8; 16];
+    bytes[..4].copy_from_slice(&n.to_le_bytes());
+    doc! {"id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: bytes.to_vec() }}
+}
+
+#[test]
+fn session_ids_must_be_uuids_and_the_session_table_is_bounded() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            max_sessions: 4,
+            max_sessions_per_connection: 3,
+            ..Config::default()
+        },
+    );
+    let sessions = || server.shared().sessions.len();
+    let ping = |lsid: Bson| doc! {"ping": 1, "$db": "admin", "lsid": lsid};
+    let binary = |subtype, len: usize| bson!({"id": bson::Binary { subtype, bytes: vec![7; len] }});
+    let mut first = RawConnection::open(&server);
+    // What is not a UUID is refused before anything is kept: 15 MB of generic binary, 15 MB
+    // under the UUID subtype, a string, no id at all, an lsid that is not a document.
+    let big = 15 << 20;
+    assert_eq!(
+        first.code(&ping(binary(bson::spec::BinarySubtype::Generic, big))),
+        14
+    );
+    assert_eq!(
+        first.code(&ping(binary(bson::spec::BinarySubtype::Uuid, big))),
+        207
+    );
+    assert_eq!(
+        first.code(&ping(binary(bson::spec::BinarySubtype::Uuid, 15))),
+        207
+    );
+    assert_eq!(first.code(&ping(bson!({"id": "abc"}))), 14);
+    assert_eq!(first.code(&ping(bson!({}))), 40414);
+    assert_eq!(first.code(&ping(Bson::Int32(1))), 14);
+    assert_eq!(sessions(), 0);
+
+    // One connection opens at most three sessions; using one again costs nothing.
+    for n in 0..3 {
+        assert_eq!(first.code(&ping(Bson::Document(lsid(n)))), 0);
+    }
+    assert_eq!(first.code(&ping(Bson::Document(lsid(0)))), 0);
+    assert_eq!(first.code(&ping(Bson::Document(lsid(3)))), 261);
+    // Another connection may open the fourth, and then the table is full.
+    let mut second = RawConnection::open(&server);
+    assert_eq!(second.code(&ping(Bson::Document(lsid(3)))), 0);
+    assert_eq!(second.code(&ping(Bson::Document(lsid(4)))), 261);
+    assert_eq!(sessions(), 4);
+
+    // endSessions with one malformed id ends nothing; a good list frees room.
+    let end = |ids: Vec<Bson>| doc! {"endSessions": ids, "$db": "admin"};
+    let bad = bson!({"id": "x"});
+    assert_eq!(first.code(&end(vec![Bson::Document(lsid(0)), bad])), 14);
+    assert_eq!(sessions(), 4);
+    assert_eq!(first.code(&end(vec![Bson::Document(lsid(0))])), 0);
+    assert_eq!(sessions(), 3);
+    assert_eq!(first.code(&ping(Bson::Document(lsid(5)))), 0);
+    // A full table refuses a new session to any client, the driver's too, until one ends.
+    let driver = client(&server);
+    let refused = driver.database("admin").run_command(doc! {"ping": 1}).run();
+    assert_eq!(code_of(&refused.unwrap_err()), Some(261));
+    assert_eq!(first.code(&end(vec![Bson::Document(lsid(1))])), 0);
+    driver
+        .database("admin")
+        .run_command(doc! {"ping": 1})
+        .run()
+        .unwrap();
 }
 
 #[test]

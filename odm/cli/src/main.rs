@@ -105,6 +105,12 @@ struct Serve {
     tls_key: Option<PathBuf>,
     #[arg(long, default_value_t = 1000)]
     max_connections: usize,
+    /// The most logical sessions kept (MongoDB's maxSessions).
+    #[arg(long, default_value_t = 1_000_000)]
+    max_sessions: usize,
+    /// The most sessions one connection may open.
+    #[arg(long, default_value_t = 10_000)]
+    max_sessions_per_connection: usize,
     /// Seconds an idle cursor is kept.
     #[arg(long, default_value_t = 600)]
     cursor_timeout: u64,
@@ -146,6 +152,8 @@ fn serve(args: Serve) -> Result<(), String> {
             _ => None,
         },
         max_connections: args.max_connections,
+        max_sessions: args.max_sessions,
+        max_sessions_per_connection: args.max_sessions_per_connection,
         cursor_timeout: Duration::from_secs(args.cursor_timeout),
         transaction_lifetime: Duration::from_secs(args.transaction_lifetime),
         argv: std::env::args().collect(),

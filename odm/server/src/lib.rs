@@ -74,6 +74,11 @@ pub struct Config {
     /// The most open cursors the server keeps, and the bytes their buffered documents may hold.
     pub max_cursors: usize,
     pub max_cursor_bytes: usize,
+    /// The most logical sessions the server keeps (MongoDB's `maxSessions`: 1,000,000), and
+    /// the most one connection may open; past either, a command naming a new session is
+    /// refused with `TooManyLogicalSessions`.
+    pub max_sessions: usize,
+    pub max_sessions_per_connection: usize,
     /// A transaction open this long is aborted (MongoDB's
     /// `transactionLifetimeLimitSeconds`: 60).
     pub transaction_lifetime: Duration,
@@ -97,6 +102,8 @@ impl Default for Config {
             cursor_timeout: Duration::from_mins(10),
             max_cursors: 10_000,
             max_cursor_bytes: 1 << 30,
+            max_sessions: 1_000_000,
+            max_sessions_per_connection: 10_000,
             transaction_lifetime: Duration::from_mins(1),
             compressors: compression::SUPPORTED.to_vec(),
             argv: vec!["odm".to_owned(), "serve".to_owned()],
@@ -194,7 +201,10 @@ impl Server {
         let address = format!("{}:{}", local.ip(), local.port());
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),
-            sessions: session::Sessions::default(),
+            sessions: session::Sessions::new(
+                config.max_sessions,
+                config.max_sessions_per_connection,
+            ),
             stats: Stats::default(),
             clock: clock::ClusterClock,
             fail_points: failpoint::FailPoints::default(),

@@ -14,6 +14,12 @@
 //! session's is `TransactionTooOld` (225); continuing a transaction that is not open is
 //! `NoSuchTransaction` (251), labelled `TransientTransactionError`; committing a committed
 //! transaction again succeeds (drivers retry commits).
+//!
+//! Nothing a client sends can make the session table grow past its bounds: an `lsid.id` must be
+//! a UUID (binary subtype 4 of 16 bytes, as MongoDB requires: `TypeMismatch` or `InvalidUUID`
+//! otherwise), so a key costs 16 bytes; the table holds at most `max_sessions` sessions
+//! (MongoDB's `maxSessions`, `TooManyLogicalSessions` past it), and one connection opens at most
+//! `max_sessions_per_connection` of them, so that one client cannot fill it alone.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
@@ -208,79 +214,237 @@ struct Session {
     txn_number: i64,
     state: State,
     last_used: Instant,
+    /// The connection that opened the session, whose count it is charged to.
+    connection: u64,
 }
 
 impl Session {
-    fn new() -> Session {
+    fn new(connection: u64) -> Session {
         Session {
             txn_number: -1,
             state: State::None,
             last_used: Instant::now(),
+            connection,
+        }
+    }
+
+    /// Aborts the session's open transaction, as ending or forgetting a session does.
+    fn close(self) {
+        if let State::Active(txn) = self.state {
+            txn.abort();
         }
     }
 }
 
-/// The sessions the server has seen, by their `lsid.id`.
-#[derive(Debug, Default)]
-pub struct Sessions {
-    open: Mutex<HashMap<Vec<u8>, Session>>,
-}
+/// A logical session's id: an `lsid.id`, which MongoDB requires to be a UUID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SessionId([u8; 16]);
 
-fn session_key(lsid: &Document) -> Option<Vec<u8>> {
-    match lsid.get("id") {
-        Some(Bson::Binary(b)) => Some(b.bytes.clone()),
-        _ => None,
+impl SessionId {
+    /// The id of an `lsid` document, checked as MongoDB checks it.
+    pub fn from_lsid(lsid: &Document) -> Result<SessionId, CommandError> {
+        const FIELD: &str = "OperationSessionInfo.lsid.id";
+        let binary = match lsid.get("id") {
+            Some(Bson::Binary(binary)) => binary,
+            Some(other) => {
+                return Err(CommandError::new(
+                    ErrorCode::TYPE_MISMATCH,
+                    format!(
+                        "BSON field '{FIELD}' is the wrong type '{}', expected type 'binData'",
+                        odm_engine::expr::type_name(other)
+                    ),
+                ));
+            }
+            None => {
+                return Err(CommandError::new(
+                    ErrorCode::IDL_FAILED_TO_PARSE,
+                    format!("BSON field '{FIELD}' is missing but a required field"),
+                ));
+            }
+        };
+        if binary.subtype != bson::spec::BinarySubtype::Uuid {
+            return Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                format!(
+                    "BSON field '{FIELD}' is the wrong binData type '{}', expected type 'UUID'",
+                    u8::from(binary.subtype)
+                ),
+            ));
+        }
+        let bytes = <[u8; 16]>::try_from(binary.bytes.as_slice()).map_err(|_| {
+            CommandError::new(
+                ErrorCode::INVALID_UUID,
+                "uuid must be a 16-byte binary field with UUID (4) subtype",
+            )
+        })?;
+        Ok(SessionId(bytes))
+    }
+
+    /// The session a command names in its `lsid`, if any.
+    fn of_command(command: &Document) -> Result<Option<SessionId>, CommandError> {
+        match command.get("lsid") {
+            None => Ok(None),
+            Some(Bson::Document(lsid)) => SessionId::from_lsid(lsid).map(Some),
+            Some(other) => Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                format!(
+                    "BSON field 'OperationSessionInfo.lsid' is the wrong type '{}', expected type 'object'",
+                    odm_engine::expr::type_name(other)
+                ),
+            )),
+        }
     }
 }
 
+/// The sessions the server has seen, by id, and how many each connection opened.
+#[derive(Debug, Default)]
+struct Table {
+    by_id: HashMap<SessionId, Session>,
+    per_connection: HashMap<u64, usize>,
+}
+
+impl Table {
+    /// The session `id`, opened for `connection` when it is new and the bounds allow it.
+    fn open(
+        &mut self,
+        id: SessionId,
+        connection: u64,
+        limits: &Limits,
+    ) -> Result<&mut Session, CommandError> {
+        if !self.by_id.contains_key(&id) {
+            if self.by_id.len() >= limits.max_sessions {
+                return Err(CommandError::new(
+                    ErrorCode::TOO_MANY_LOGICAL_SESSIONS,
+                    format!(
+                        "Unable to add session into the cache because the number of active sessions is too high ({} sessions, the server's maxSessions)",
+                        limits.max_sessions
+                    ),
+                ));
+            }
+            let opened = self.per_connection.entry(connection).or_default();
+            if *opened >= limits.per_connection {
+                return Err(CommandError::new(
+                    ErrorCode::TOO_MANY_LOGICAL_SESSIONS,
+                    format!(
+                        "Unable to add session: this connection holds {opened} sessions, the most one connection may open; end some (endSessions) or let them expire",
+                    ),
+                ));
+            }
+            *opened += 1;
+        }
+        let session = self
+            .by_id
+            .entry(id)
+            .or_insert_with(|| Session::new(connection));
+        session.last_used = Instant::now();
+        Ok(session)
+    }
+
+    fn remove(&mut self, id: &SessionId) -> Option<Session> {
+        let session = self.by_id.remove(id)?;
+        self.uncount(session.connection);
+        Some(session)
+    }
+
+    fn uncount(&mut self, connection: u64) {
+        if let Some(opened) = self.per_connection.get_mut(&connection) {
+            *opened = opened.saturating_sub(1);
+            if *opened == 0 {
+                self.per_connection.remove(&connection);
+            }
+        }
+    }
+}
+
+/// The bounds of the session table.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_sessions: usize,
+    per_connection: usize,
+}
+
+/// The sessions the server has seen, by their `lsid.id`, within the configured bounds.
+#[derive(Debug)]
+pub struct Sessions {
+    open: Mutex<Table>,
+    limits: Limits,
+}
+
 impl Sessions {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Session>> {
+    /// An empty table with at most `max_sessions` sessions, `per_connection` of them opened by
+    /// any one connection.
+    pub fn new(max_sessions: usize, per_connection: usize) -> Sessions {
+        Sessions {
+            open: Mutex::default(),
+            limits: Limits {
+                max_sessions,
+                per_connection,
+            },
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
         self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// How many sessions the table holds.
+    pub fn len(&self) -> usize {
+        self.lock().by_id.len()
+    }
+
+    /// Whether the table holds no session.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Ends a session: its open transaction is aborted.
-    pub fn end(&self, lsid: &Document) {
-        let Some(key) = session_key(lsid) else { return };
-        if let Some(session) = self.lock().remove(&key)
-            && let State::Active(txn) = session.state
-        {
-            txn.abort();
+    pub fn end(&self, id: SessionId) {
+        if let Some(session) = self.lock().remove(&id) {
+            session.close();
         }
     }
 
     pub fn end_all(&self) {
-        for (_, session) in self.lock().drain() {
-            if let State::Active(txn) = session.state {
-                txn.abort();
-            }
+        let mut table = self.lock();
+        table.per_connection.clear();
+        for (_, session) in table.by_id.drain() {
+            session.close();
         }
     }
 
     /// Forgets sessions unused past the session timeout.
     pub fn expire(&self) {
         let now = Instant::now();
-        self.lock().retain(|_, s| {
-            let keep = now.duration_since(s.last_used) < SESSION_TIMEOUT;
-            if !keep && let State::Active(txn) = &s.state {
-                txn.abort();
+        let mut table = self.lock();
+        let expired: Vec<SessionId> = table
+            .by_id
+            .iter()
+            .filter(|(_, s)| now.duration_since(s.last_used) >= SESSION_TIMEOUT)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some(session) = table.remove(&id) {
+                session.close();
             }
-            keep
-        });
+        }
     }
 }
 
 /// What a command says of its transaction.
 struct TxnFields {
-    key: Vec<u8>,
+    key: SessionId,
     number: i64,
     start: bool,
     /// `lsid` and `txnNumber`, which the transaction's change events carry.
     change_context: Document,
 }
 
-fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
+fn txn_fields(
+    command: &Document,
+    session: Option<SessionId>,
+) -> Result<Option<TxnFields>, CommandError> {
     let autocommit = command.get("autocommit");
     let Some(autocommit) = autocommit else {
         return Ok(None);
@@ -291,7 +455,7 @@ fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
             "autocommit may only be false (and then names a transaction)",
         ));
     }
-    let key = lsid_key(command).ok_or_else(|| {
+    let key = session.ok_or_else(|| {
         CommandError::new(
             ErrorCode::INVALID_OPTIONS,
             "a transaction needs a session (lsid)",
@@ -322,15 +486,12 @@ fn txn_fields(command: &Document) -> Result<Option<TxnFields>, CommandError> {
 
 /// Runs a command, inside its transaction when it names one.
 pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> CommandResult {
-    if let Some(key) = lsid_key(command) {
-        ctx.server
-            .sessions
-            .lock()
-            .entry(key)
-            .or_insert_with(Session::new)
-            .last_used = Instant::now();
+    let session = SessionId::of_command(command)?;
+    if let Some(id) = session {
+        let sessions = &ctx.server.sessions;
+        sessions.lock().open(id, ctx.conn.id, &sessions.limits)?;
     }
-    let Some(fields) = txn_fields(command)? else {
+    let Some(fields) = txn_fields(command, session)? else {
         if matches!(spec.name, "commitTransaction" | "abortTransaction") {
             return Err(CommandError::new(
                 ErrorCode::INVALID_OPTIONS,
@@ -382,13 +543,13 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
     if failed && !matches!(spec.name, "commitTransaction" | "abortTransaction") {
         // Any failure inside a transaction aborts it, as in MongoDB.
         txn.abort();
-        set_state(ctx, &fields.key, State::Aborted);
+        set_state(ctx, fields.key, State::Aborted);
     }
     result
 }
 
-fn set_state(ctx: &Ctx<'_>, key: &[u8], state: State) {
-    if let Some(session) = ctx.server.sessions.lock().get_mut(key) {
+fn set_state(ctx: &Ctx<'_>, key: SessionId, state: State) {
+    if let Some(session) = ctx.server.sessions.lock().by_id.get_mut(&key) {
         session.state = state;
     }
 }
@@ -399,10 +560,9 @@ fn enter(
     fields: &TxnFields,
     command: &str,
 ) -> Result<Option<Arc<Transaction>>, CommandError> {
-    let mut sessions = ctx.server.sessions.lock();
-    let session = sessions
-        .entry(fields.key.clone())
-        .or_insert_with(Session::new);
+    let sessions = &ctx.server.sessions;
+    let mut table = sessions.lock();
+    let session = table.open(fields.key, ctx.conn.id, &sessions.limits)?;
     if fields.number < session.txn_number {
         return Err(CommandError::new(
             ErrorCode::TRANSACTION_TOO_OLD,
@@ -455,12 +615,12 @@ pub fn commit_transaction(ctx: &mut Ctx<'_>, command: &Document) -> CommandResul
         .txn
         .clone()
         .ok_or_else(|| no_such_transaction("none is open"))?;
-    let key = lsid_key(command);
+    let key = SessionId::of_command(command)?;
     let outcome = txn.commit();
     if let Some(key) = key {
         set_state(
             ctx,
-            &key,
+            key,
             if outcome.is_ok() {
                 State::Committed
             } else {
@@ -477,17 +637,10 @@ pub fn abort_transaction(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult
         .clone()
         .ok_or_else(|| no_such_transaction("none is open"))?;
     txn.abort();
-    if let Some(key) = lsid_key(command) {
-        set_state(ctx, &key, State::Aborted);
+    if let Some(key) = SessionId::of_command(command)? {
+        set_state(ctx, key, State::Aborted);
     }
     Ok(Document::new().into())
-}
-
-fn lsid_key(command: &Document) -> Option<Vec<u8>> {
-    match command.get("lsid") {
-        Some(Bson::Document(lsid)) => session_key(lsid),
-        _ => None,
-    }
 }
 
 /// Whether the command runs inside a transaction.

@@ -303,8 +303,13 @@ pub fn kill_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 fn end_listed(ctx: &mut Ctx<'_>, command: &Document, name: &'static str) -> CommandResult {
     let args = Args::new(command, name);
     let ids = args.documents(name)?.unwrap_or_default();
-    for lsid in ids {
-        ctx.server.sessions.end(lsid);
+    // Every id is checked before any session ends: a malformed list changes nothing.
+    let ids = ids
+        .iter()
+        .map(|lsid| crate::session::SessionId::from_lsid(lsid))
+        .collect::<Result<Vec<_>, _>>()?;
+    for id in ids {
+        ctx.server.sessions.end(id);
     }
     Ok(Document::new().into())
 }
