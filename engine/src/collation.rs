@@ -31,6 +31,8 @@ use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVa
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
 use icu_collator::{Collator, CollatorBorrowed, CollatorPreferences};
 
+pub use crate::error::CollationError;
+
 /// A parsed collation; see the module documentation.
 pub struct Collation {
     spec: Document,
@@ -40,24 +42,6 @@ pub struct Collation {
 impl fmt::Debug for Collation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Collation({})", self.spec)
-    }
-}
-
-/// Why a collation document was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid collation, field `{field}`: {reason}")]
-pub struct CollationError {
-    pub field: String,
-    pub reason: String,
-    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
-    pub code: ErrorCode,
-}
-
-impl CollationError {
-    #[must_use]
-    fn with_code(mut self, code: ErrorCode) -> CollationError {
-        self.code = code;
-        self
     }
 }
 
@@ -93,7 +77,7 @@ impl Collation {
             match key.as_str() {
                 "locale" | "version" => {}
                 "strength" => {
-                    options.strength = Some(match crate::expr::as_i64(value) {
+                    options.strength = Some(match crate::number::as_i64(value) {
                         Some(1) => Strength::Primary,
                         Some(2) => Strength::Secondary,
                         Some(3) => Strength::Tertiary,

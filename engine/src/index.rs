@@ -26,6 +26,7 @@ use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use crate::query::Filter;
 
+use crate::decode::render;
 use crate::error::IndexSpecError;
 use crate::keys::{self, Direction};
 use crate::path::{KeyValues, Path, key_values};
@@ -701,14 +702,6 @@ fn find_combination<'a>(
         prefix.truncate(len);
     }
     false
-}
-
-/// A value in MongoDB shell style for messages.
-pub(crate) fn render(v: RawBsonRef<'_>) -> String {
-    match Bson::try_from(v) {
-        Ok(b) => b.to_string(),
-        Err(_) => "<malformed>".to_owned(),
-    }
 }
 
 #[cfg(test)]

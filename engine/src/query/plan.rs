@@ -213,7 +213,7 @@ impl ValueInterval {
 
     fn describe(&self) -> String {
         let edge = |e: &Edge| match e {
-            Edge::Value(v, _) => crate::index::render(v.as_raw_bson_ref()),
+            Edge::Value(v, _) => crate::decode::render(v.as_raw_bson_ref()),
             Edge::BracketStart(b) => format!("start of {b:?}"),
             Edge::BracketEnd(b) => format!("end of {b:?}"),
             Edge::StringPrefix(p) => format!("\"{p}\" and longer"),

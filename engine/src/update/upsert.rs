@@ -11,8 +11,9 @@
 
 use bson::{Bson, Document};
 
-use super::parse::{UpdateError, error};
+use super::parse::error;
 use crate::code::ErrorCode;
+use crate::error::UpdateError;
 
 /// What an upsert takes from its query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
