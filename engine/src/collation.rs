@@ -31,6 +31,8 @@ use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVa
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
 use icu_collator::{Collator, CollatorBorrowed, CollatorPreferences};
 
+pub use crate::error::CollationError;
+
 /// A parsed collation; see the module documentation.
 pub struct Collation {
     spec: Document,
@@ -40,24 +42,6 @@ pub struct Collation {
 impl fmt::Debug for Collation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Collation({})", self.spec)
-    }
-}
-
-/// Why a collation document was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid collation, field `{field}`: {reason}")]
-pub struct CollationError {
-    pub field: String,
-    pub reason: String,
-    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
-    pub code: ErrorCode,
-}
-
-impl CollationError {
-    #[must_use]
-    fn with_code(mut self, code: ErrorCode) -> CollationError {
-        self.code = code;
-        self
     }
 }
 
@@ -79,88 +63,7 @@ impl Collation {
         let Bson::String(locale) = locale else {
             return Err(error("locale", "must be a string"));
         };
-        let mut prefs = CollatorPreferences::default();
-        let mut options = CollatorOptions::default();
-        for (key, value) in spec {
-            let flag = || match value {
-                Bson::Boolean(b) => Ok(*b),
-                _ => Err(error(key, "must be a boolean")),
-            };
-            let text = || match value {
-                Bson::String(s) => Ok(s.as_str()),
-                _ => Err(error(key, "must be a string")),
-            };
-            match key.as_str() {
-                "locale" | "version" => {}
-                "strength" => {
-                    options.strength = Some(match crate::expr::as_i64(value) {
-                        Some(1) => Strength::Primary,
-                        Some(2) => Strength::Secondary,
-                        Some(3) => Strength::Tertiary,
-                        Some(4) => Strength::Quaternary,
-                        Some(5) => Strength::Identical,
-                        _ => return Err(error(key, "must be 1, 2, 3, 4 or 5")),
-                    });
-                }
-                "caseLevel" => {
-                    options.case_level = Some(if flag()? {
-                        CaseLevel::On
-                    } else {
-                        CaseLevel::Off
-                    });
-                }
-                "caseFirst" => {
-                    prefs.case_first = Some(match text()? {
-                        "upper" => CollationCaseFirst::Upper,
-                        "lower" => CollationCaseFirst::Lower,
-                        "off" => CollationCaseFirst::False,
-                        other => {
-                            return Err(error(
-                                key,
-                                format!("`{other}` is not upper, lower or off"),
-                            ));
-                        }
-                    });
-                }
-                "numericOrdering" => {
-                    prefs.numeric_ordering = Some(if flag()? {
-                        CollationNumericOrdering::True
-                    } else {
-                        CollationNumericOrdering::False
-                    });
-                }
-                "alternate" => {
-                    options.alternate_handling = Some(match text()? {
-                        "non-ignorable" => AlternateHandling::NonIgnorable,
-                        "shifted" => AlternateHandling::Shifted,
-                        other => {
-                            return Err(error(
-                                key,
-                                format!("`{other}` is not non-ignorable or shifted"),
-                            ));
-                        }
-                    });
-                }
-                "maxVariable" => {
-                    options.max_variable = Some(match text()? {
-                        "punct" => MaxVariable::Punctuation,
-                        "space" => MaxVariable::Space,
-                        other => {
-                            return Err(error(key, format!("`{other}` is not punct or space")));
-                        }
-                    });
-                }
-                "normalization" => {
-                    flag()?;
-                }
-                "backwards" => {
-                    if flag()? {
-                        return Err(error(key, "is not supported by this engine"));
-                    }
-                }
-                other => return Err(error(other, "unknown collation field")),
-            }
-        }
+        let (prefs, options) = settings(spec)?;
         if locale == "simple" {
             if spec.len() > 1 {
                 return Err(error(
@@ -170,37 +73,9 @@ impl Collation {
             }
             return Ok(None);
         }
-        let base = locale
-            .split_once('@')
-            .map_or(locale.as_str(), |(base, _)| base);
-        if !is_supported_locale(base) {
-            return Err(error(
-                "locale",
-                format!("`{locale}` is not a locale MongoDB's collations support"),
-            ));
-        }
-        // ICU's `de@collation=phonebook` is BCP 47's `de-u-co-phonebk` form for the parser.
-        let bcp47 = match locale.split_once("@collation=") {
-            Some((base, variant)) => {
-                let variant = match variant {
-                    "phonebook" => "phonebk",
-                    "dictionary" => "dict",
-                    "traditional" => "trad",
-                    other => other,
-                };
-                format!("{base}-u-co-{variant}")
-            }
-            None => locale.clone(),
-        };
-        let parsed = icu_locale_core::Locale::try_from_str(&bcp47.replace('_', "-"))
-            .map_err(|e| error("locale", format!("`{locale}` is not a locale: {e}")))?;
-        let mut from_locale = CollatorPreferences::from(&parsed);
-        from_locale.extend(prefs);
-        let collator = Collator::try_new(from_locale, options)
-            .map_err(|e| error("locale", format!("`{locale}` has no collation data: {e}")))?;
         Ok(Some(Arc::new(Collation {
             spec: spec.clone(),
-            collator,
+            collator: collator(locale, prefs, options)?,
         })))
     }
 
@@ -220,6 +95,147 @@ impl Collation {
         // Writing into a Vec cannot fail.
         let _ = self.collator.write_sort_key_to(s, &mut key);
         key
+    }
+}
+
+/// The preferences and options the fields of a collation document set, each checked; every
+/// field but `locale` and `version`.
+fn settings(spec: &Document) -> Result<(CollatorPreferences, CollatorOptions), CollationError> {
+    let mut prefs = CollatorPreferences::default();
+    let mut options = CollatorOptions::default();
+    for (key, value) in spec {
+        match key.as_str() {
+            "locale" | "version" => {}
+            "strength" => options.strength = Some(strength(key, value)?),
+            "caseLevel" => {
+                options.case_level = Some(if flag(key, value)? {
+                    CaseLevel::On
+                } else {
+                    CaseLevel::Off
+                });
+            }
+            "caseFirst" => prefs.case_first = Some(choice(key, value, &CASE_FIRST)?),
+            "numericOrdering" => {
+                prefs.numeric_ordering = Some(if flag(key, value)? {
+                    CollationNumericOrdering::True
+                } else {
+                    CollationNumericOrdering::False
+                });
+            }
+            "alternate" => options.alternate_handling = Some(choice(key, value, &ALTERNATE)?),
+            "maxVariable" => options.max_variable = Some(choice(key, value, &MAX_VARIABLE)?),
+            "normalization" => {
+                flag(key, value)?;
+            }
+            "backwards" => {
+                if flag(key, value)? {
+                    return Err(error(key, "is not supported by this engine"));
+                }
+            }
+            other => return Err(error(other, "unknown collation field")),
+        }
+    }
+    Ok((prefs, options))
+}
+
+/// `strength`: a whole number from 1 to 5, in any numeric type.
+fn strength(key: &str, value: &Bson) -> Result<Strength, CollationError> {
+    Ok(match crate::number::as_i64(value) {
+        Some(1) => Strength::Primary,
+        Some(2) => Strength::Secondary,
+        Some(3) => Strength::Tertiary,
+        Some(4) => Strength::Quaternary,
+        Some(5) => Strength::Identical,
+        _ => return Err(error(key, "must be 1, 2, 3, 4 or 5")),
+    })
+}
+
+fn flag(key: &str, value: &Bson) -> Result<bool, CollationError> {
+    match value {
+        Bson::Boolean(b) => Ok(*b),
+        _ => Err(error(key, "must be a boolean")),
+    }
+}
+
+/// The names a field of named settings takes, what each sets, and how its error lists them.
+struct Choices<T: 'static> {
+    names: &'static [(&'static str, T)],
+    listed: &'static str,
+}
+
+const CASE_FIRST: Choices<CollationCaseFirst> = Choices {
+    names: &[
+        ("upper", CollationCaseFirst::Upper),
+        ("lower", CollationCaseFirst::Lower),
+        ("off", CollationCaseFirst::False),
+    ],
+    listed: "upper, lower or off",
+};
+
+const ALTERNATE: Choices<AlternateHandling> = Choices {
+    names: &[
+        ("non-ignorable", AlternateHandling::NonIgnorable),
+        ("shifted", AlternateHandling::Shifted),
+    ],
+    listed: "non-ignorable or shifted",
+};
+
+const MAX_VARIABLE: Choices<MaxVariable> = Choices {
+    names: &[
+        ("punct", MaxVariable::Punctuation),
+        ("space", MaxVariable::Space),
+    ],
+    listed: "punct or space",
+};
+
+/// The setting a string field names among `choices`.
+fn choice<T: Copy>(key: &str, value: &Bson, choices: &Choices<T>) -> Result<T, CollationError> {
+    let Bson::String(text) = value else {
+        return Err(error(key, "must be a string"));
+    };
+    choices
+        .names
+        .iter()
+        .find(|(name, _)| name == text)
+        .map(|&(_, setting)| setting)
+        .ok_or_else(|| error(key, format!("`{text}` is not {}", choices.listed)))
+}
+
+/// The collator for an ICU locale id MongoDB lists, with the other fields' settings over the
+/// locale's own.
+fn collator(
+    locale: &str,
+    prefs: CollatorPreferences,
+    options: CollatorOptions,
+) -> Result<CollatorBorrowed<'static>, CollationError> {
+    let base = locale.split_once('@').map_or(locale, |(base, _)| base);
+    if !is_supported_locale(base) {
+        return Err(error(
+            "locale",
+            format!("`{locale}` is not a locale MongoDB's collations support"),
+        ));
+    }
+    let parsed = icu_locale_core::Locale::try_from_str(&bcp47(locale).replace('_', "-"))
+        .map_err(|e| error("locale", format!("`{locale}` is not a locale: {e}")))?;
+    let mut from_locale = CollatorPreferences::from(&parsed);
+    from_locale.extend(prefs);
+    Collator::try_new(from_locale, options)
+        .map_err(|e| error("locale", format!("`{locale}` has no collation data: {e}")))
+}
+
+/// ICU's `de@collation=phonebook` in BCP 47's `de-u-co-phonebk` form, which the parser reads.
+fn bcp47(locale: &str) -> String {
+    match locale.split_once("@collation=") {
+        Some((base, variant)) => {
+            let variant = match variant {
+                "phonebook" => "phonebk",
+                "dictionary" => "dict",
+                "traditional" => "trad",
+                other => other,
+            };
+            format!("{base}-u-co-{variant}")
+        }
+        None => locale.to_owned(),
     }
 }
 

@@ -26,11 +26,10 @@ use redb::{ReadableTable, Table};
 use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
 use crate::changes::record::{Recorder, Rewrite};
 use crate::db::{PendingIndexWrites, WriteTxn};
+use crate::decode::render;
 use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
-use crate::index::{
-    DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, render, unique_holder,
-};
+use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, unique_holder};
 use crate::index_store::{self, Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;

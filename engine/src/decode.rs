@@ -74,7 +74,15 @@ pub fn id_text(raw: &bson::RawDocument) -> String {
     raw.get("_id")
         .ok()
         .flatten()
-        .map_or_else(|| "<unknown>".to_owned(), crate::index::render)
+        .map_or_else(|| "<unknown>".to_owned(), render)
+}
+
+/// A value in MongoDB shell style for messages.
+pub(crate) fn render(v: bson::RawBsonRef<'_>) -> String {
+    match bson::Bson::try_from(v) {
+        Ok(b) => b.to_string(),
+        Err(_) => "<malformed>".to_owned(),
+    }
 }
 
 /// A decoding failure's reason, led by the stored path where it happened (`at `a.0.b`: ...`).
@@ -154,7 +162,7 @@ fn fast<T: DeserializeOwned>(
     Ok((value, reader.version))
 }
 
-use crate::raw::{
+use crate::element_type::{
     ARRAY, BOOLEAN as BOOL, DATE_TIME as DATE, DOCUMENT, DOUBLE, INT32, INT64, NULL, OBJECT_ID,
     STRING,
 };

@@ -26,6 +26,7 @@ use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use crate::query::Filter;
 
+use crate::decode::render;
 use crate::error::IndexSpecError;
 use crate::keys::{self, Direction};
 use crate::path::{KeyValues, Path, key_values};
@@ -171,108 +172,45 @@ impl IndexSpec {
     /// silently dropped: an index read back without it would be another index. A field
     /// MongoDB does not know is [`IndexSpecError::UnknownOption`], as MongoDB refuses it.
     pub fn from_document(index: &Document) -> Result<IndexSpec, IndexSpecError> {
-        let bad = |option: &str, reason: String| IndexSpecError::BadOption {
-            option: option.to_owned(),
-            reason,
-        };
-        let flag = |option: &str| match index.get(option) {
-            None | Some(Bson::Null) => Ok(false),
-            Some(Bson::Boolean(b)) => Ok(*b),
-            // MongoDB takes a number as a flag (`unique: 1`), as it takes one in `find`.
-            Some(Bson::Int32(n)) => Ok(*n != 0),
-            Some(Bson::Int64(n)) => Ok(*n != 0),
-            Some(Bson::Double(n)) => Ok(*n != 0.0),
-            Some(other) => Err(bad(option, format!("must be a boolean, not {other}"))),
-        };
         let key = match index.get("key") {
             Some(Bson::Document(key)) => key,
-            Some(other) => return Err(bad("key", format!("must be a document, not {other}"))),
-            None => return Err(bad("key", "is missing".to_owned())),
+            Some(other) => {
+                return Err(bad_option(
+                    "key",
+                    format!("must be a document, not {other}"),
+                ));
+            }
+            None => return Err(bad_option("key", "is missing".to_owned())),
         };
         let mut spec = IndexSpec::from_keys_document(key)?;
         match index.get("name") {
             None => {}
             Some(Bson::String(name)) => spec = spec.named(name),
-            Some(other) => return Err(bad("name", format!("must be a string, not {other}"))),
+            Some(other) => {
+                return Err(bad_option("name", format!("must be a string, not {other}")));
+            }
         }
-        if flag("unique")? {
+        if option_flag(index, "unique")? {
             spec = spec.unique();
         }
-        if flag("sparse")? {
+        if option_flag(index, "sparse")? {
             spec = spec.sparse();
         }
         if let Some(value) = index.get("expireAfterSeconds") {
-            let seconds = match value {
-                Bson::Int32(n) => i64::from(*n),
-                Bson::Int64(n) => *n,
-                Bson::Double(d) if d.is_finite() => *d as i64,
-                other => {
-                    return Err(bad(
-                        "expireAfterSeconds",
-                        format!(
-                            "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '{}'",
-                            crate::expr::type_name(other)
-                        ),
-                    ));
-                }
-            };
-            if !(0..=i64::from(i32::MAX)).contains(&seconds) {
-                return Err(bad(
-                    "expireAfterSeconds",
-                    format!(
-                        "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number; found {seconds}"
-                    ),
-                ));
-            }
-            spec = spec.expire_after(Duration::from_secs(seconds as u64));
+            spec = spec.expire_after(expire_after_seconds(value)?);
         }
         match index.get("partialFilterExpression") {
             None | Some(Bson::Null) => {}
             Some(Bson::Document(filter)) => spec = spec.partial(filter.clone())?,
             Some(other) => {
-                return Err(bad(
+                return Err(bad_option(
                     "partialFilterExpression",
                     format!("must be a document, not {other}"),
                 ));
             }
         }
         for (option, _) in index {
-            match option.as_str() {
-                "key"
-                | "name"
-                | "unique"
-                | "sparse"
-                | "expireAfterSeconds"
-                | "partialFilterExpression"
-                | "v"
-                | "ns"
-                | "background"
-                // Long deprecated; accepted and ignored, as MongoDB does.
-                | "dropDups" => {}
-                "collation"
-                | "hidden"
-                | "wildcardProjection"
-                | "weights"
-                | "default_language"
-                | "language_override"
-                | "textIndexVersion"
-                | "2dsphereIndexVersion"
-                | "bits"
-                | "min"
-                | "max"
-                | "clustered"
-                | "storageEngine"
-                | "prepareUnique" => {
-                    return Err(IndexSpecError::UnsupportedOption {
-                        option: option.clone(),
-                    });
-                }
-                _ => {
-                    return Err(IndexSpecError::UnknownOption {
-                        option: option.clone(),
-                    });
-                }
-            }
+            check_option_name(option)?;
         }
         Ok(spec)
     }
@@ -546,6 +484,104 @@ fn hash_field(
     Ok(())
 }
 
+fn bad_option(option: &str, reason: String) -> IndexSpecError {
+    IndexSpecError::BadOption {
+        option: option.to_owned(),
+        reason,
+    }
+}
+
+/// A flag of an index document: absent or null is false, and MongoDB takes a number as a flag
+/// (`unique: 1`), as it takes one in `find`.
+fn option_flag(index: &Document, option: &str) -> Result<bool, IndexSpecError> {
+    match index.get(option) {
+        None | Some(Bson::Null) => Ok(false),
+        Some(Bson::Boolean(b)) => Ok(*b),
+        Some(Bson::Int32(n)) => Ok(*n != 0),
+        Some(Bson::Int64(n)) => Ok(*n != 0),
+        Some(Bson::Double(n)) => Ok(*n != 0.0),
+        Some(other) => Err(bad_option(
+            option,
+            format!("must be a boolean, not {other}"),
+        )),
+    }
+}
+
+/// `expireAfterSeconds`: a number of seconds from 0 to 2^31 - 1, a double truncated.
+fn expire_after_seconds(value: &Bson) -> Result<Duration, IndexSpecError> {
+    let seconds = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(d) if d.is_finite() => *d as i64,
+        other => {
+            return Err(bad_option(
+                "expireAfterSeconds",
+                format!(
+                    "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '{}'",
+                    crate::expr::type_name(other)
+                ),
+            ));
+        }
+    };
+    if !(0..=i64::from(i32::MAX)).contains(&seconds) {
+        return Err(bad_option(
+            "expireAfterSeconds",
+            format!(
+                "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number; found {seconds}"
+            ),
+        ));
+    }
+    Ok(Duration::from_secs(seconds as u64))
+}
+
+/// The fields of an index document this engine reads, or ignores as MongoDB does: the
+/// bookkeeping ones MongoDB adds (`v`, `ns`, `background`) and the long deprecated `dropDups`.
+const INDEX_OPTIONS: &[&str] = &[
+    "key",
+    "name",
+    "unique",
+    "sparse",
+    "expireAfterSeconds",
+    "partialFilterExpression",
+    "v",
+    "ns",
+    "background",
+    "dropDups",
+];
+
+/// The options of index documents MongoDB builds and this engine does not.
+const UNSUPPORTED_OPTIONS: &[&str] = &[
+    "collation",
+    "hidden",
+    "wildcardProjection",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+    "2dsphereIndexVersion",
+    "bits",
+    "min",
+    "max",
+    "clustered",
+    "storageEngine",
+    "prepareUnique",
+];
+
+/// Refuses a field of an index document this engine does not build, or MongoDB does not know.
+fn check_option_name(option: &str) -> Result<(), IndexSpecError> {
+    if INDEX_OPTIONS.contains(&option) {
+        Ok(())
+    } else if UNSUPPORTED_OPTIONS.contains(&option) {
+        Err(IndexSpecError::UnsupportedOption {
+            option: option.to_owned(),
+        })
+    } else {
+        Err(IndexSpecError::UnknownOption {
+            option: option.to_owned(),
+        })
+    }
+}
+
 /// Why a key document's value is refused: MongoDB's rules for key pattern values.
 fn bad_key_value(path: &str, value: &Bson) -> IndexSpecError {
     let reason = match value {
@@ -701,14 +737,6 @@ fn find_combination<'a>(
         prefix.truncate(len);
     }
     false
-}
-
-/// A value in MongoDB shell style for messages.
-pub(crate) fn render(v: RawBsonRef<'_>) -> String {
-    match Bson::try_from(v) {
-        Ok(b) => b.to_string(),
-        Err(_) => "<malformed>".to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod commands;
 mod db;
 pub mod decode;
 mod document;
+mod element_type;
 mod error;
 pub mod expr;
 mod group_commit;

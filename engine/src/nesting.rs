@@ -77,125 +77,13 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
         if !raw::utf8(key) {
             return Err(malformed(key, "key is not UTF-8"));
         }
-        let at = key_start + key_len + 1;
-        let fail = |what: &str| malformed(key, what);
-        // Reads the i32 at `i` when its four bytes lie before `end`.
-        let i32_at = |i: usize| -> Result<i32, RawNestingError> {
-            bytes
-                .get(i..i + 4)
-                .filter(|_| i + 4 <= end)
-                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .ok_or_else(|| fail("length runs past its document"))
+        let value = Value {
+            bytes,
+            key,
+            at: key_start + key_len + 1,
+            end,
         };
-        // A length-prefixed string at `i`: UTF-8, NUL-terminated, before `limit`; its end.
-        let string_at = |i: usize, limit: usize| -> Result<usize, RawNestingError> {
-            let n = i32_at(i)?;
-            let n = usize::try_from(n)
-                .ok()
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| fail("string length below 1"))?;
-            let stop = (i + 4)
-                .checked_add(n)
-                .filter(|&s| s <= limit)
-                .ok_or_else(|| fail("string runs past its document"))?;
-            if bytes[stop - 1] != 0 {
-                return Err(fail("string without its NUL"));
-            }
-            if !raw::utf8(&bytes[i + 4..stop - 1]) {
-                return Err(fail("string is not UTF-8"));
-            }
-            Ok(stop)
-        };
-        // A C string at `i` (regex parts): UTF-8, before `end`; its end.
-        let cstring_at = |i: usize| -> Result<usize, RawNestingError> {
-            let n = bytes
-                .get(i..end)
-                .and_then(|b| b.iter().position(|&b| b == 0))
-                .ok_or_else(|| fail("regex part without its NUL"))?;
-            if !raw::utf8(&bytes[i..i + n]) {
-                return Err(fail("regex part is not UTF-8"));
-            }
-            Ok(i + n + 1)
-        };
-        // An embedded document at `i` (length at least 5, final NUL) ending by `limit`: the
-        // position of its NUL.
-        let document_at = |i: usize, limit: usize| -> Result<usize, RawNestingError> {
-            let n = i32_at(i)?;
-            let close = usize::try_from(n)
-                .ok()
-                .filter(|&n| n >= 5)
-                .and_then(|n| (i + n).checked_sub(1))
-                .filter(|&c| c < limit)
-                .ok_or_else(|| fail("document length below 5 or past its container"))?;
-            if bytes[close] != 0 {
-                return Err(fail("document without its NUL"));
-            }
-            Ok(close)
-        };
-        let fixed = |n: usize| -> Result<usize, RawNestingError> {
-            Some(at + n)
-                .filter(|&stop| stop <= end)
-                .ok_or_else(|| fail("value runs past its document"))
-        };
-        let (next, opened) = match kind {
-            0x01 | 0x09 | 0x11 | 0x12 => (fixed(8)?, None),
-            0x10 => (fixed(4)?, None),
-            0x07 => (fixed(12)?, None),
-            0x13 => (fixed(16)?, None),
-            0x06 | 0x0A | 0x7F | 0xFF => (at, None),
-            0x08 => {
-                let stop = fixed(1)?;
-                if bytes[at] > 1 {
-                    return Err(fail("boolean is neither 0 nor 1"));
-                }
-                (stop, None)
-            }
-            0x02 | 0x0D | 0x0E => (string_at(at, end)?, None),
-            0x0C => {
-                let stop = string_at(at, end)?;
-                (
-                    Some(stop + 12)
-                        .filter(|&s| s <= end)
-                        .ok_or_else(|| fail("value runs past its document"))?,
-                    None,
-                )
-            }
-            0x0B => (cstring_at(cstring_at(at)?)?, None),
-            0x05 => {
-                let n = usize::try_from(i32_at(at)?).map_err(|_| fail("binary length below 0"))?;
-                let stop = (at + 5)
-                    .checked_add(n)
-                    .filter(|&s| s <= end)
-                    .ok_or_else(|| fail("binary runs past its document"))?;
-                if bytes[at + 4] == 0x02
-                    && (n < 4 || usize::try_from(i32_at(at + 5)?).ok() != Some(n - 4))
-                {
-                    return Err(fail("old binary subtype with a wrong inner length"));
-                }
-                (stop, None)
-            }
-            0x03 | 0x04 => {
-                let close = document_at(at, end)?;
-                (close + 1, (close > at + 4).then_some((at + 4, close)))
-            }
-            0x0F => {
-                let total = usize::try_from(i32_at(at)?)
-                    .ok()
-                    .filter(|&n| n >= 14)
-                    .ok_or_else(|| fail("code with scope length below 14"))?;
-                let stop = at
-                    .checked_add(total)
-                    .filter(|&s| s <= end)
-                    .ok_or_else(|| fail("code with scope runs past its document"))?;
-                let scope = string_at(at + 4, stop)?;
-                let close = document_at(scope, stop)?;
-                if close + 1 != stop {
-                    return Err(fail("code with scope whose scope does not fill it"));
-                }
-                (stop, (close > scope + 4).then_some((scope + 4, close)))
-            }
-            _ => return Err(fail("unknown element type")),
-        };
+        let (next, opened) = value.extent(kind)?;
         match opened {
             // A non-empty container is one more level; its elements are walked next.
             Some((first, close)) => {
@@ -208,6 +96,163 @@ pub(crate) fn check_raw(doc: &RawDocument, max: usize) -> Result<(), RawNestingE
             }
             None => pos = next,
         }
+    }
+}
+
+/// The value of one element being checked: where it starts in `bytes`, the position of its
+/// container's NUL (which no value may reach), and its key, which names it in errors.
+struct Value<'a> {
+    bytes: &'a [u8],
+    key: &'a [u8],
+    at: usize,
+    end: usize,
+}
+
+impl Value<'_> {
+    /// Where the value ends, and for a non-empty embedded document, array or code-with-scope
+    /// scope, the position of its first element and of its NUL: the level it opens.
+    #[inline]
+    fn extent(&self, kind: u8) -> Result<(usize, Option<(usize, usize)>), RawNestingError> {
+        let at = self.at;
+        Ok(match kind {
+            0x01 | 0x09 | 0x11 | 0x12 => (self.fixed(8)?, None),
+            0x10 => (self.fixed(4)?, None),
+            0x07 => (self.fixed(12)?, None),
+            0x13 => (self.fixed(16)?, None),
+            0x06 | 0x0A | 0x7F | 0xFF => (at, None),
+            0x08 => {
+                let stop = self.fixed(1)?;
+                if self.bytes[at] > 1 {
+                    return Err(self.fail("boolean is neither 0 nor 1"));
+                }
+                (stop, None)
+            }
+            0x02 | 0x0D | 0x0E => (self.string_at(at, self.end)?, None),
+            0x0C => {
+                let stop = self.string_at(at, self.end)?;
+                (
+                    Some(stop + 12)
+                        .filter(|&s| s <= self.end)
+                        .ok_or_else(|| self.fail("value runs past its document"))?,
+                    None,
+                )
+            }
+            0x0B => (self.cstring_at(self.cstring_at(at)?)?, None),
+            0x05 => (self.binary()?, None),
+            0x03 | 0x04 => {
+                let close = self.document_at(at, self.end)?;
+                (close + 1, (close > at + 4).then_some((at + 4, close)))
+            }
+            0x0F => self.code_with_scope()?,
+            _ => return Err(self.fail("unknown element type")),
+        })
+    }
+
+    fn fail(&self, what: &str) -> RawNestingError {
+        malformed(self.key, what)
+    }
+
+    /// The i32 at `i` when its four bytes lie before the container's end.
+    fn i32_at(&self, i: usize) -> Result<i32, RawNestingError> {
+        self.bytes
+            .get(i..i + 4)
+            .filter(|_| i + 4 <= self.end)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| self.fail("length runs past its document"))
+    }
+
+    /// A value of `n` bytes: its end.
+    fn fixed(&self, n: usize) -> Result<usize, RawNestingError> {
+        Some(self.at + n)
+            .filter(|&stop| stop <= self.end)
+            .ok_or_else(|| self.fail("value runs past its document"))
+    }
+
+    /// A length-prefixed string at `i`: UTF-8, NUL-terminated, before `limit`; its end.
+    fn string_at(&self, i: usize, limit: usize) -> Result<usize, RawNestingError> {
+        let n = self.i32_at(i)?;
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| self.fail("string length below 1"))?;
+        let stop = (i + 4)
+            .checked_add(n)
+            .filter(|&s| s <= limit)
+            .ok_or_else(|| self.fail("string runs past its document"))?;
+        if self.bytes[stop - 1] != 0 {
+            return Err(self.fail("string without its NUL"));
+        }
+        if !raw::utf8(&self.bytes[i + 4..stop - 1]) {
+            return Err(self.fail("string is not UTF-8"));
+        }
+        Ok(stop)
+    }
+
+    /// A C string at `i` (regex parts): UTF-8, before the container's end; its end.
+    fn cstring_at(&self, i: usize) -> Result<usize, RawNestingError> {
+        let n = self
+            .bytes
+            .get(i..self.end)
+            .and_then(|b| b.iter().position(|&b| b == 0))
+            .ok_or_else(|| self.fail("regex part without its NUL"))?;
+        if !raw::utf8(&self.bytes[i..i + n]) {
+            return Err(self.fail("regex part is not UTF-8"));
+        }
+        Ok(i + n + 1)
+    }
+
+    /// An embedded document at `i` (length at least 5, final NUL) ending by `limit`: the
+    /// position of its NUL.
+    fn document_at(&self, i: usize, limit: usize) -> Result<usize, RawNestingError> {
+        let n = self.i32_at(i)?;
+        let close = usize::try_from(n)
+            .ok()
+            .filter(|&n| n >= 5)
+            .and_then(|n| (i + n).checked_sub(1))
+            .filter(|&c| c < limit)
+            .ok_or_else(|| self.fail("document length below 5 or past its container"))?;
+        if self.bytes[close] != 0 {
+            return Err(self.fail("document without its NUL"));
+        }
+        Ok(close)
+    }
+
+    /// Binary data: its length within the container and, for the old subtype 2, the inner
+    /// length four less; its end.
+    fn binary(&self) -> Result<usize, RawNestingError> {
+        let at = self.at;
+        let n =
+            usize::try_from(self.i32_at(at)?).map_err(|_| self.fail("binary length below 0"))?;
+        let stop = (at + 5)
+            .checked_add(n)
+            .filter(|&s| s <= self.end)
+            .ok_or_else(|| self.fail("binary runs past its document"))?;
+        if self.bytes[at + 4] == 0x02
+            && (n < 4 || usize::try_from(self.i32_at(at + 5)?).ok() != Some(n - 4))
+        {
+            return Err(self.fail("old binary subtype with a wrong inner length"));
+        }
+        Ok(stop)
+    }
+
+    /// Code with scope: a total length, a string and a scope document filling it exactly; its
+    /// end, and the level the scope opens when it is not empty.
+    fn code_with_scope(&self) -> Result<(usize, Option<(usize, usize)>), RawNestingError> {
+        let at = self.at;
+        let total = usize::try_from(self.i32_at(at)?)
+            .ok()
+            .filter(|&n| n >= 14)
+            .ok_or_else(|| self.fail("code with scope length below 14"))?;
+        let stop = at
+            .checked_add(total)
+            .filter(|&s| s <= self.end)
+            .ok_or_else(|| self.fail("code with scope runs past its document"))?;
+        let scope = self.string_at(at + 4, stop)?;
+        let close = self.document_at(scope, stop)?;
+        if close + 1 != stop {
+            return Err(self.fail("code with scope whose scope does not fill it"));
+        }
+        Ok((stop, (close > scope + 4).then_some((scope + 4, close))))
     }
 }
 

@@ -14,6 +14,26 @@ pub(crate) fn int_or_long(n: i64) -> Bson {
     i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
 }
 
+/// A whole number held by any numeric type: an int32, an int64, or a double or decimal without
+/// a fraction within a long's range.
+pub(crate) fn as_i64(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        #[allow(clippy::float_cmp, clippy::cast_possible_truncation)]
+        Bson::Double(d) if d.trunc() == *d && d.abs() < 9.2e18 => Some(*d as i64),
+        Bson::Decimal128(d) => {
+            let text = d.to_string();
+            text.parse().ok().or_else(|| {
+                // `201.0` or `2.01E+2`: whole when its double is, within a long's range.
+                let f: f64 = text.parse().ok()?;
+                (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+            })
+        }
+        _ => None,
+    }
+}
+
 /// 2^63, the first double above every int64.
 const TWO_POW_63: f64 = (1u64 << 63) as f64;
 

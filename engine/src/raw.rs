@@ -17,6 +17,10 @@
 
 use bson::{RawBsonRef, RawDocument};
 
+pub(crate) use crate::element_type::{
+    ARRAY, BOOLEAN, DATE_TIME, DOCUMENT, DOUBLE, INT32, INT64, STRING,
+};
+
 /// An element inside a document's bytes: where it starts (its type byte), where its name ends
 /// (the name's NUL), where its value starts and where the element ends.
 #[derive(Debug, Clone, Copy)]
@@ -27,18 +31,6 @@ pub(crate) struct Element {
     pub(crate) end: usize,
     pub(crate) kind: u8,
 }
-
-/// BSON's element types, by their type byte.
-pub(crate) const DOUBLE: u8 = 0x01;
-pub(crate) const STRING: u8 = 0x02;
-pub(crate) const DOCUMENT: u8 = 0x03;
-pub(crate) const ARRAY: u8 = 0x04;
-pub(crate) const OBJECT_ID: u8 = 0x07;
-pub(crate) const BOOLEAN: u8 = 0x08;
-pub(crate) const DATE_TIME: u8 = 0x09;
-pub(crate) const NULL: u8 = 0x0A;
-pub(crate) const INT32: u8 = 0x10;
-pub(crate) const INT64: u8 = 0x12;
 
 impl Element {
     pub(crate) fn name<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {

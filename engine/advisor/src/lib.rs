@@ -713,6 +713,18 @@ fn size(bytes: u64) -> String {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_header(f)?;
+        self.write_table(f)?;
+        self.write_notes(f)?;
+        self.write_analyses(f)?;
+        self.write_shapes(f)
+    }
+}
+
+/// The sections of the report's text, in order.
+impl Report {
+    /// What was replayed, and how.
+    fn write_header(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let order = match &self.order {
             InsertOrder::Id => "_id".to_owned(),
             InsertOrder::Field(field) => format!("`{field}`"),
@@ -733,7 +745,11 @@ impl fmt::Display for Report {
             size(self.chunk_bytes),
             size(MONGODB_CHUNK_BYTES),
             100.0 * self.recent
-        )?;
+        )
+    }
+
+    /// A row per candidate.
+    fn write_table(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "percentages per shard, in shard order\n")?;
         writeln!(
             f,
@@ -741,21 +757,6 @@ impl fmt::Display for Report {
         )?;
         for c in &self.candidates {
             let (hot, hot_share) = c.hottest_recent();
-            let queries = if self.queries == 0 {
-                "no queries given".to_owned()
-            } else {
-                let total = c.queries.total() as u64;
-                let mut text = format!(
-                    "{:.0}% / {:.0}% / {:.0}%",
-                    100.0 * share(c.queries.single as u64, total),
-                    100.0 * share(c.queries.targeted as u64, total),
-                    100.0 * share(c.queries.broadcast as u64, total)
-                );
-                if c.queries.invalid > 0 {
-                    let _ = write!(text, " ({} did not parse)", c.queries.invalid);
-                }
-                text
-            };
             writeln!(
                 f,
                 "{:<28} {:>7} {:>6}  {:<24} {:<24} {:<24} {:>5.0}% shard {:<2}  {}",
@@ -767,9 +768,32 @@ impl fmt::Display for Report {
                 percents(&c.recent_inserts),
                 100.0 * hot_share,
                 hot,
-                queries
+                self.routed(c)
             )?;
         }
+        Ok(())
+    }
+
+    /// The table's last column: how the queries route under the candidate.
+    fn routed(&self, c: &Candidate) -> String {
+        if self.queries == 0 {
+            return "no queries given".to_owned();
+        }
+        let total = c.queries.total() as u64;
+        let mut text = format!(
+            "{:.0}% / {:.0}% / {:.0}%",
+            100.0 * share(c.queries.single as u64, total),
+            100.0 * share(c.queries.targeted as u64, total),
+            100.0 * share(c.queries.broadcast as u64, total)
+        );
+        if c.queries.invalid > 0 {
+            let _ = write!(text, " ({} did not parse)", c.queries.invalid);
+        }
+        text
+    }
+
+    /// A line per candidate with chunks that cannot split or documents that cannot be placed.
+    fn write_notes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in &self.candidates {
             let mut notes = Vec::new();
             if c.jumbo > 0 {
@@ -788,45 +812,57 @@ impl fmt::Display for Report {
                 writeln!(f, "{}: {}", c.key.to_document(), notes.join("; "))?;
             }
         }
-        if self.candidates.iter().any(|c| c.analysis.is_some()) {
-            writeln!(f, "\nMongoDB's analyzeShardKey, per candidate:")?;
-            for c in &self.candidates {
-                match &c.analysis {
-                    Some(Ok(analysis)) => write!(f, "{analysis}")?,
-                    Some(Err(reason)) => writeln!(
-                        f,
-                        "analyzeShardKey {}\n  no answer: {reason}",
-                        c.key.to_document()
-                    )?,
-                    None => {}
-                }
+        Ok(())
+    }
+
+    /// MongoDB's `analyzeShardKey` answers, when asked.
+    fn write_analyses(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.candidates.iter().any(|c| c.analysis.is_some()) {
+            return Ok(());
+        }
+        writeln!(f, "\nMongoDB's analyzeShardKey, per candidate:")?;
+        for c in &self.candidates {
+            match &c.analysis {
+                Some(Ok(analysis)) => write!(f, "{analysis}")?,
+                Some(Err(reason)) => writeln!(
+                    f,
+                    "analyzeShardKey {}\n  no answer: {reason}",
+                    c.key.to_document()
+                )?,
+                None => {}
             }
         }
-        if !self.shapes.is_empty() {
-            let source = if self.sampled {
-                "sampled queries"
-            } else {
-                "queries"
-            };
+        Ok(())
+    }
+
+    /// The query shapes, and where each candidate routes them.
+    fn write_shapes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.shapes.is_empty() {
+            return Ok(());
+        }
+        let source = if self.sampled {
+            "sampled queries"
+        } else {
+            "queries"
+        };
+        writeln!(
+            f,
+            "\n{source} by shape, and where each candidate routes them (in candidate order):"
+        )?;
+        for shape in &self.shapes {
+            let routes: Vec<&str> = shape
+                .routing
+                .iter()
+                .map(|r| r.map_or("invalid", Routing::as_str))
+                .collect();
             writeln!(
                 f,
-                "\n{source} by shape, and where each candidate routes them (in candidate order):"
+                "{:>6} x {:<14} {:<44} {}",
+                shape.count,
+                shape.command,
+                shape.shape.to_string(),
+                routes.join(" | ")
             )?;
-            for shape in &self.shapes {
-                let routes: Vec<&str> = shape
-                    .routing
-                    .iter()
-                    .map(|r| r.map_or("invalid", Routing::as_str))
-                    .collect();
-                writeln!(
-                    f,
-                    "{:>6} x {:<14} {:<44} {}",
-                    shape.count,
-                    shape.command,
-                    shape.shape.to_string(),
-                    routes.join(" | ")
-                )?;
-            }
         }
         Ok(())
     }

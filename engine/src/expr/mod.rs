@@ -45,10 +45,12 @@ use std::fmt;
 
 use bson::{Bson, Document};
 
+pub use crate::error::ExprError;
+pub(crate) use crate::number::as_i64;
 pub use eval::truthy;
 pub(crate) use eval::{Env, eval_in};
 pub use func::Func;
-pub(crate) use func::{accumulate_values, as_i64, compare_bson, type_alias};
+pub(crate) use func::{accumulate_values, compare_bson, type_alias};
 
 /// The type name MongoDB gives a value (`$type`'s, and its messages'): `int`, `object`, ...
 pub fn type_name(value: &Bson) -> &'static str {
@@ -247,24 +249,6 @@ impl Expr {
 pub enum ArraySort {
     Whole { descending: bool },
     Fields(crate::query::Sort),
-}
-
-/// Why an expression was refused, or failed on a document.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid expression, operator `{operator}`: {reason}")]
-pub struct ExprError {
-    pub operator: String,
-    pub reason: String,
-    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
-    pub code: ErrorCode,
-}
-
-impl ExprError {
-    #[must_use]
-    pub(crate) fn with_code(mut self, code: ErrorCode) -> ExprError {
-        self.code = code;
-        self
-    }
 }
 
 pub(crate) fn error(operator: &str, reason: impl fmt::Display) -> ExprError {

@@ -15,7 +15,7 @@ use super::filter::Filter;
 use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
 use super::selection::{Query, QueryOptions};
 use crate::catalog::CollectionMeta;
-use crate::error::{Error, Result};
+use crate::error::{Error, FilterError, Result};
 use crate::order::compare_in;
 use crate::read::ReadCollection;
 
@@ -253,9 +253,7 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
             query.sort.as_ref(),
             &meta.indexes,
         )
-        .map_err(|reason| {
-            Error::InvalidFilter(super::filter::FilterError::new("", "hint", reason))
-        })?,
+        .map_err(|reason| Error::InvalidFilter(FilterError::new("", "hint", reason)))?,
         None => best_plan(meta, cache, query),
     };
     cache.used(meta, &plan);

@@ -22,6 +22,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use bson::{Bson, Document, RawBson};
 
+use crate::error::FilterError;
 use crate::expr::{Expr, Scope};
 use crate::path::Path;
 
@@ -97,34 +98,6 @@ pub struct QueryRegex {
     pub pattern: String,
     pub options: String,
     pub(crate) compiled: regex::Regex,
-}
-
-/// Why a filter was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid filter at `{path}`, operator `{operator}`: {reason}")]
-pub struct FilterError {
-    pub path: String,
-    pub operator: String,
-    pub reason: String,
-    /// MongoDB's code for the condition ([`ErrorCode::BAD_VALUE`] unless another fits).
-    pub code: ErrorCode,
-}
-
-impl FilterError {
-    pub(crate) fn new(path: &str, operator: &str, reason: impl fmt::Display) -> FilterError {
-        FilterError {
-            path: path.to_owned(),
-            operator: operator.to_owned(),
-            reason: reason.to_string(),
-            code: ErrorCode::BAD_VALUE,
-        }
-    }
-
-    #[must_use]
-    pub(crate) fn with_code(mut self, code: ErrorCode) -> FilterError {
-        self.code = code;
-        self
-    }
 }
 
 fn error(path: &str, operator: &str, reason: impl fmt::Display) -> FilterError {

@@ -34,13 +34,14 @@ mod selection;
 mod sort;
 mod source;
 
+pub use crate::error::FilterError;
 pub(crate) use cache::{ID_INDEX_USES, PlanCache};
 pub(crate) use cursor::Decode;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
 pub(crate) use exec::choose_plan;
 pub use exec::{FindOptions, WalkStats};
 pub use explain::Explain;
-pub use filter::{ElemMatch, Filter, FilterError, Pattern, Predicate, QueryRegex, TypeSpec};
+pub use filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
 pub(crate) use plan::id_lookup_plan;
 pub use plan::{Access, FieldBounds, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;

@@ -213,7 +213,7 @@ impl ValueInterval {
 
     fn describe(&self) -> String {
         let edge = |e: &Edge| match e {
-            Edge::Value(v, _) => crate::index::render(v.as_raw_bson_ref()),
+            Edge::Value(v, _) => crate::decode::render(v.as_raw_bson_ref()),
             Edge::BracketStart(b) => format!("start of {b:?}"),
             Edge::BracketEnd(b) => format!("end of {b:?}"),
             Edge::StringPrefix(p) => format!("\"{p}\" and longer"),
@@ -583,6 +583,12 @@ fn byte_interval(prefix: &[u8], iv: &ValueInterval, direction: Direction) -> Opt
 /// The most point combinations a compound index expands to before it stops bounding fields.
 const MAX_POINTS: usize = 1024;
 
+/// The plan of scanning `index` for the conditions: the key fields, in order, bound by their
+/// conditions' values as long as each is bound to points (every combination of the points,
+/// up to [`MAX_POINTS`]), then one field bound to ranges after those prefixes, and no further.
+/// `None` when the index may miss matches (a partial index whose filter the query does not
+/// imply, a sparse one left unbounded) or serves the query no better than a scan (neither
+/// bounded nor giving the sort); a hint `forced` it past the last two.
 fn index_plan(
     forced: bool,
     index: &IndexMeta,
@@ -590,17 +596,8 @@ fn index_plan(
     sort: Option<&Sort>,
 ) -> Option<Plan> {
     let spec = &index.spec;
-    // A partial index holds only the documents its filter accepts: usable only when the query
-    // accepts no others.
-    if let Some(partial) = spec.partial_filter() {
-        let plain: Vec<(&Path, &Predicate)> = conds
-            .iter()
-            .filter(|c| c.group.is_none())
-            .map(|c| (&*c.path, c.predicate))
-            .collect();
-        if !implies(&plain, partial.filter()) {
-            return None;
-        }
+    if !partial_covers(index, conds) {
+        return None;
     }
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut intervals: Option<Vec<KeyRange>> = None;
@@ -608,24 +605,7 @@ fn index_plan(
     let mut point_fields = 0;
     let mut range = false;
     for (position, (path, direction)) in spec.keys().iter().enumerate() {
-        // (An `$elemMatch` itself bounds nothing; its conditions do.)
-        let on_field: Vec<&Cond<'_>> = conds
-            .iter()
-            .filter(|c| c.path.as_str() == path.as_str())
-            .filter(|c| !matches!(c.predicate, Predicate::ElemMatch(_)))
-            .collect();
-        // Conditions of one `$elemMatch` hold for one element: their ranges intersect.
-        let one_element = on_field.first().is_some_and(|first| {
-            first.group.is_some() && on_field.iter().all(|c| c.group == first.group)
-        });
-        let predicates: Vec<&Predicate> = on_field.iter().map(|c| c.predicate).collect();
-        let multikey = index.multikey && !one_element;
-        let ivs = if spec.hashed_field() == Some(position) {
-            hashed_points(&predicates, spec.is_sparse())
-        } else {
-            field_intervals(&predicates, multikey, spec.is_sparse())
-        };
-        let Some(ivs) = ivs else {
+        let Some(ivs) = key_intervals(index, position, path, conds) else {
             break;
         };
         bounds.push((
@@ -662,19 +642,7 @@ fn index_plan(
     if spec.is_sparse() && !bounded && !forced {
         return None;
     }
-    let intervals = intervals.unwrap_or_else(|| {
-        prefixes
-            .into_iter()
-            .map(|p| {
-                if p.is_empty() {
-                    (Bound::Unbounded, Bound::Unbounded)
-                } else {
-                    let upper = after(p.clone());
-                    (Bound::Included(p), upper)
-                }
-            })
-            .collect()
-    });
+    let intervals = intervals.unwrap_or_else(|| prefix_ranges(prefixes));
     let (provides_sort, reverse) = sort_order(index, point_fields, intervals.len(), sort);
     if !bounded && !provides_sort && !forced {
         return None;
@@ -697,6 +665,64 @@ fn index_plan(
             narrower: -(spec.keys().len() as i64),
         },
     })
+}
+
+/// The key ranges holding the keys that start with each prefix; one unbounded range for the
+/// empty prefix (no field bound).
+fn prefix_ranges(prefixes: Vec<Vec<u8>>) -> Vec<KeyRange> {
+    prefixes
+        .into_iter()
+        .map(|p| {
+            if p.is_empty() {
+                (Bound::Unbounded, Bound::Unbounded)
+            } else {
+                let upper = after(p.clone());
+                (Bound::Included(p), upper)
+            }
+        })
+        .collect()
+}
+
+/// Whether the index holds every document the query may match: a partial index holds only
+/// those its filter accepts, so it serves a query that accepts no others.
+fn partial_covers(index: &IndexMeta, conds: &[Cond<'_>]) -> bool {
+    let Some(partial) = index.spec.partial_filter() else {
+        return true;
+    };
+    let plain: Vec<(&Path, &Predicate)> = conds
+        .iter()
+        .filter(|c| c.group.is_none())
+        .map(|c| (&*c.path, c.predicate))
+        .collect();
+    implies(&plain, partial.filter())
+}
+
+/// The values the conditions allow for the index's key field at `position`, on `path`;
+/// `None` when they do not bound it.
+fn key_intervals(
+    index: &IndexMeta,
+    position: usize,
+    path: &Path,
+    conds: &[Cond<'_>],
+) -> Option<Vec<ValueInterval>> {
+    let spec = &index.spec;
+    // (An `$elemMatch` itself bounds nothing; its conditions do.)
+    let on_field: Vec<&Cond<'_>> = conds
+        .iter()
+        .filter(|c| c.path.as_str() == path.as_str())
+        .filter(|c| !matches!(c.predicate, Predicate::ElemMatch(_)))
+        .collect();
+    // Conditions of one `$elemMatch` hold for one element: their ranges intersect.
+    let one_element = on_field.first().is_some_and(|first| {
+        first.group.is_some() && on_field.iter().all(|c| c.group == first.group)
+    });
+    let predicates: Vec<&Predicate> = on_field.iter().map(|c| c.predicate).collect();
+    let multikey = index.multikey && !one_element;
+    if spec.hashed_field() == Some(position) {
+        hashed_points(&predicates, spec.is_sparse())
+    } else {
+        field_intervals(&predicates, multikey, spec.is_sparse())
+    }
 }
 
 fn bound_key(b: &Bound<Vec<u8>>) -> Vec<u8> {

@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
 
-use super::filter::{Filter, FilterError};
+use super::filter::Filter;
 use super::selection::Query;
+use crate::error::FilterError;
 
 /// Why a projection could not be applied to a document.
 #[derive(Debug)]

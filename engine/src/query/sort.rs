@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
-use super::filter::FilterError;
 use crate::code::ErrorCode;
+use crate::error::FilterError;
 use crate::keys::Direction;
 use std::sync::Arc;
 

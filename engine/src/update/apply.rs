@@ -15,10 +15,10 @@ use std::cmp::Ordering;
 use bson::{Bson, Document, RawBson, RawDocumentBuf};
 
 use super::parse::{
-    BitOp, Op, Operators, PULL_FIELD, PullCondition, PushSort, Segment, UpdateError, UpdatePath,
-    error,
+    BitOp, Op, Operators, PULL_FIELD, PullCondition, PushSort, Segment, UpdatePath, error,
 };
 use crate::code::ErrorCode;
+use crate::error::UpdateError;
 use crate::keys::Direction;
 use crate::order::compare;
 use crate::path::{Blocked, Parents};

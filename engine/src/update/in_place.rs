@@ -80,7 +80,7 @@ impl<T> OrDecline<T> for Option<T> {
 
 /// Applies one operation at the path `names` (fields only).
 fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Step<()> {
-    let (&last, parents) = names.split_last().or_decline()?;
+    let &last = names.last().or_decline()?;
     let first = names[0];
     // A value at the end of a path of n fields sits n documents deep: near the limit, the
     // decoded path (and the writer's check) decides.
@@ -104,7 +104,48 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
         Op::SetOnInsert(_) => return Ok(()),
         _ => return Err(Decline),
     };
-    // The documents enclosing the target, outermost first: their lengths change with it.
+    let Some(containers) = containers(bytes, names, creates.then_some((op, now)))? else {
+        return Ok(());
+    };
+    let parent = *containers.last().or_decline()?;
+    let target = Target {
+        found: find(bytes, parent, last)?,
+        containers,
+        name: last,
+        level: names.len(),
+    };
+    match op {
+        Op::Unset => match target.found {
+            Some(e) => splice(bytes, &target.containers, e.start..e.end, &[]),
+            None => Ok(()),
+        },
+        Op::Pop { first } => pop(bytes, &target, *first),
+        Op::Push {
+            values,
+            slice,
+            encoded,
+            ..
+        } => match target.found {
+            None => create(bytes, &target, op, now),
+            Some(e) if e.kind == ARRAY => {
+                let pushed = encode_all(values, encoded, target.level + 1)?;
+                push(bytes, target, e, &pushed, *slice)
+            }
+            Some(_) => Err(Decline),
+        },
+        _ => set(bytes, &target, op, now),
+    }
+}
+
+/// The documents enclosing the field at `names`, outermost first: their lengths change with
+/// it. `None` when one of them is missing: the operation is then done, after writing the rest
+/// of the path as nested documents holding its new value when it `creates` one.
+fn containers(
+    bytes: &mut Vec<u8>,
+    names: &[&str],
+    creates: Option<(&Op, bson::DateTime)>,
+) -> Step<Option<Vec<usize>>> {
+    let (&last, parents) = names.split_last().or_decline()?;
     let mut containers = vec![0usize];
     for (depth, &name) in parents.iter().enumerate() {
         let parent = *containers.last().or_decline()?;
@@ -112,100 +153,121 @@ fn one(bytes: &mut Vec<u8>, names: &[&str], op: &Op, now: bson::DateTime) -> Ste
             Some(e) if e.kind == DOCUMENT => containers.push(e.value),
             // Through an array or a scalar: the decoded path handles (or refuses) it.
             Some(_) => return Err(Decline),
-            None if creates => {
-                // The rest of the path becomes nested documents holding the new value.
+            None => {
+                let Some((op, now)) = creates else {
+                    return Ok(None);
+                };
                 let Some((kind, value)) = created(op, now, names.len())? else {
-                    return Ok(());
+                    return Ok(None);
                 };
                 let mut inner = element(last, kind, &value);
                 for &name in parents[depth + 1..].iter().rev() {
                     inner = element(name, DOCUMENT, &raw::document(&[&inner]));
                 }
                 let outer = element(name, DOCUMENT, &raw::document(&[&inner]));
-                return append(bytes, &containers, &outer);
+                append(bytes, &containers, &outer)?;
+                return Ok(None);
             }
-            None => return Ok(()),
         }
     }
-    let parent = *containers.last().or_decline()?;
-    let found = find(bytes, parent, last)?;
-    match op {
-        Op::Unset => match found {
-            Some(e) => splice(bytes, &containers, e.start..e.end, &[]),
-            None => Ok(()),
-        },
-        Op::Pop { first } => match found {
-            None => Ok(()),
-            Some(e) if e.kind == ARRAY => {
-                let items = elements(bytes, e.value)?;
-                if items.is_empty() {
-                    return Ok(());
-                }
-                let kept = if *first {
-                    &items[1..]
-                } else {
-                    &items[..items.len() - 1]
-                };
-                let rebuilt = array(kept.iter().map(|i| (i.kind, &bytes[i.value..i.end])));
-                splice(bytes, &containers, e.value..e.end, &rebuilt)
-            }
-            Some(_) => Err(Decline),
-        },
-        Op::Push {
-            values,
-            slice,
-            encoded,
-            ..
-        } => match found {
-            None => {
-                let Some((kind, value)) = created(op, now, names.len())? else {
-                    return Ok(());
-                };
-                append(bytes, &containers, &element(last, kind, &value))
-            }
-            Some(e) if e.kind == ARRAY => {
-                let pushed = encode_all(values, encoded, names.len() + 1)?;
-                match slice {
-                    None => {
-                        let held = raw::count(bytes, e.value).or_decline()?;
-                        let mut tail = Vec::new();
-                        for (i, (kind, value)) in pushed.iter().enumerate() {
-                            tail.extend(element(&(held + i).to_string(), *kind, value));
-                        }
-                        let at = end_of(bytes, e.value)?;
-                        let mut enclosing = containers;
-                        enclosing.push(e.value);
-                        splice(bytes, &enclosing, at..at, &tail)
-                    }
-                    Some(n) => {
-                        let all: Vec<(u8, &[u8])> = elements(bytes, e.value)?
-                            .iter()
-                            .map(|i| (i.kind, &bytes[i.value..i.end]))
-                            .chain(pushed.iter().map(|(k, v)| (*k, v.as_slice())))
-                            .collect();
-                        let kept = sliced(all.len(), *n);
-                        let rebuilt = array(all[kept].iter().copied());
-                        splice(bytes, &containers, e.value..e.end, &rebuilt)
-                    }
-                }
-            }
-            Some(_) => Err(Decline),
-        },
-        _ => {
-            let current = found.map(|e| decode(bytes, e)).transpose()?;
-            let Some(value) = scalar(op, current.as_ref(), now).map_err(|_| Decline)? else {
+    Ok(Some(containers))
+}
+
+/// The field an operation writes: the documents enclosing it (see [`containers`]), its name,
+/// its level (1 at the top) and its element when it is present.
+struct Target<'n> {
+    containers: Vec<usize>,
+    name: &'n str,
+    level: usize,
+    found: Option<Element>,
+}
+
+/// Writes the field `op` creates where it is missing.
+fn create(bytes: &mut Vec<u8>, target: &Target<'_>, op: &Op, now: bson::DateTime) -> Step<()> {
+    let Some((kind, value)) = created(op, now, target.level)? else {
+        return Ok(());
+    };
+    append(
+        bytes,
+        &target.containers,
+        &element(target.name, kind, &value),
+    )
+}
+
+/// `$pop`: the array without its first or last element.
+fn pop(bytes: &mut Vec<u8>, target: &Target<'_>, first: bool) -> Step<()> {
+    match target.found {
+        None => Ok(()),
+        Some(e) if e.kind == ARRAY => {
+            let items = elements(bytes, e.value)?;
+            if items.is_empty() {
                 return Ok(());
-            };
-            let (kind, value) = encode(&value, names.len())?;
-            match found {
-                Some(e) => {
-                    splice(bytes, &containers, e.value..e.end, &value)?;
-                    bytes[e.start] = kind;
-                    Ok(())
-                }
-                None => append(bytes, &containers, &element(last, kind, &value)),
             }
+            let kept = if first {
+                &items[1..]
+            } else {
+                &items[..items.len() - 1]
+            };
+            let rebuilt = array(kept.iter().map(|i| (i.kind, &bytes[i.value..i.end])));
+            splice(bytes, &target.containers, e.value..e.end, &rebuilt)
         }
+        Some(_) => Err(Decline),
+    }
+}
+
+/// `$push` onto the array `e`: the new elements appended, or with `$slice` the array rebuilt
+/// from the elements it keeps.
+fn push(
+    bytes: &mut Vec<u8>,
+    target: Target<'_>,
+    e: Element,
+    pushed: &[EncodedValue],
+    slice: Option<i64>,
+) -> Step<()> {
+    match slice {
+        None => {
+            let held = raw::count(bytes, e.value).or_decline()?;
+            let mut tail = Vec::new();
+            for (i, (kind, value)) in pushed.iter().enumerate() {
+                tail.extend(element(&(held + i).to_string(), *kind, value));
+            }
+            let at = end_of(bytes, e.value)?;
+            let mut enclosing = target.containers;
+            enclosing.push(e.value);
+            splice(bytes, &enclosing, at..at, &tail)
+        }
+        Some(n) => {
+            let all: Vec<(u8, &[u8])> = elements(bytes, e.value)?
+                .iter()
+                .map(|i| (i.kind, &bytes[i.value..i.end]))
+                .chain(pushed.iter().map(|(k, v)| (*k, v.as_slice())))
+                .collect();
+            let kept = sliced(all.len(), n);
+            let rebuilt = array(all[kept].iter().copied());
+            splice(bytes, &target.containers, e.value..e.end, &rebuilt)
+        }
+    }
+}
+
+/// An operator computing one value from the current one (`$set`, `$inc`, `$min`, ...), by
+/// the decoded path's [`scalar`], written over the field or appended.
+fn set(bytes: &mut Vec<u8>, target: &Target<'_>, op: &Op, now: bson::DateTime) -> Step<()> {
+    let current = target.found.map(|e| decode(bytes, e)).transpose()?;
+    let Some(value) = scalar(op, current.as_ref(), now).map_err(|_| Decline)? else {
+        return Ok(());
+    };
+    let (kind, value) = encode(&value, target.level)?;
+    match target.found {
+        Some(e) => {
+            splice(bytes, &target.containers, e.value..e.end, &value)?;
+            bytes[e.start] = kind;
+            Ok(())
+        }
+        None => append(
+            bytes,
+            &target.containers,
+            &element(target.name, kind, &value),
+        ),
     }
 }
 

@@ -23,8 +23,9 @@ mod pipeline;
 mod upsert;
 mod write;
 
+pub use crate::error::UpdateError;
 pub use by_id::IdConditions;
-pub use parse::{Operators, Update, UpdateError, UpdateModifications};
+pub use parse::{Operators, Update, UpdateModifications};
 pub use pipeline::Pipeline;
 pub(crate) use write::Updated;
 pub use write::{

@@ -21,30 +21,11 @@ use std::sync::OnceLock;
 use bson::{Bson, Document};
 
 use super::pipeline::Pipeline;
+use crate::error::{FilterError, UpdateError};
 use crate::expr::Scope;
 use crate::keys::Direction;
 use crate::path::Path;
-use crate::query::{Filter, FilterError, Sort};
-
-/// Why an update was refused; nothing was changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid update of `{path}` with {operator}: {reason}")]
-pub struct UpdateError {
-    pub path: String,
-    pub operator: String,
-    pub reason: String,
-    /// MongoDB's code for the condition ([`ErrorCode::FAILED_TO_PARSE`] for a malformed
-    /// update, [`ErrorCode::BAD_VALUE`] for one that cannot apply, unless another fits).
-    pub code: ErrorCode,
-}
-
-impl UpdateError {
-    #[must_use]
-    pub(crate) fn with_code(mut self, code: ErrorCode) -> UpdateError {
-        self.code = code;
-        self
-    }
-}
+use crate::query::{Filter, Sort};
 
 /// A malformed update: [`ErrorCode::FAILED_TO_PARSE`] unless the caller names another code.
 pub(crate) fn error(path: &str, operator: &str, reason: impl fmt::Display) -> UpdateError {

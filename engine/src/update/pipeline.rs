@@ -16,9 +16,10 @@
 use crate::nesting::{self, MAX_INPUT_DEPTH};
 use bson::{Bson, Document};
 
-use super::parse::{UpdateError, error};
+use super::parse::error;
 use crate::code::ErrorCode;
 use crate::collation::Collation;
+use crate::error::UpdateError;
 use crate::expr::{Env, Expr, ExprError, Scope, eval_in};
 use crate::path::Path;
 

@@ -11,8 +11,9 @@
 
 use bson::{Bson, Document};
 
-use super::parse::{UpdateError, error};
+use super::parse::error;
 use crate::code::ErrorCode;
+use crate::error::UpdateError;
 use crate::path::{Parents, Path};
 
 /// What an upsert takes from its query.

@@ -29,12 +29,13 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf, oid::ObjectId};
 
 use super::apply::Context;
-use super::parse::{Operators, Update, UpdateError, UpdateModifications, error};
+use super::parse::{Operators, Update, UpdateModifications, error};
 use super::upsert::{Seeding, seed};
 use crate::catalog::CollectionMeta;
 use crate::changes::record::Rewrite;
 use crate::collection::Writer;
 use crate::db::WriteTxn;
+use crate::error::UpdateError;
 use crate::error::{Error, Result};
 use crate::expr::Scope;
 use crate::keys;

@@ -490,21 +490,6 @@ pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
     };
     let mut civil = DateFields::default();
     let mut pm = None;
-    let mismatch =
-        |s: &Scanner<'_>, what: &str| format!("expected {what} at character {}", s.pos + 1);
-    let name = |s: &mut Scanner<'_>, names: &[&str], long: bool| -> Option<usize> {
-        let rest = std::str::from_utf8(&s.bytes[s.pos..]).ok()?;
-        names.iter().position(|n| {
-            let candidate = if long { n } else { &n[..3] };
-            let matched = rest
-                .get(..candidate.len())
-                .is_some_and(|r| r.eq_ignore_ascii_case(candidate));
-            if matched {
-                s.pos += candidate.len();
-            }
-            matched
-        })
-    };
     for token in layout {
         match token {
             DateToken::Literal(l) => {
@@ -541,40 +526,11 @@ pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
             DateToken::Minute { exact } => civil.minute = number(&mut s, *exact, "minutes")?,
             DateToken::Second { exact } => civil.second = number(&mut s, *exact, "seconds")?,
             DateToken::Fraction { digits, optional } => {
-                let separated = s.eat(b'.') || s.eat(b',');
-                if !separated {
-                    if *optional {
-                        continue;
-                    }
-                    return Err(mismatch(&s, "a fraction of a second"));
+                if let Some(millis) = fraction(&mut s, *digits, *optional)? {
+                    civil.millis = millis;
                 }
-                let start = s.pos;
-                let mut millis = 0;
-                while let Some(d) = s.digit() {
-                    if s.pos - start <= 3 {
-                        millis = millis * 10 + d;
-                    }
-                }
-                let n = s.pos - start;
-                if (!optional && n != *digits) || n == 0 || n > 9 {
-                    return Err(mismatch(&s, &format!("{digits} digits of a second")));
-                }
-                for _ in n..3 {
-                    millis *= 10;
-                }
-                civil.millis = millis;
             }
-            DateToken::AmPm => {
-                let rest = &s.bytes[s.pos..];
-                pm = if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"PM") {
-                    Some(true)
-                } else if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"AM") {
-                    Some(false)
-                } else {
-                    return Err(mismatch(&s, "AM or PM"));
-                };
-                s.pos += 2;
-            }
+            DateToken::AmPm => pm = Some(is_pm(&mut s)?),
             DateToken::Zone { z_allowed } => {
                 if !z_allowed && matches!(s.bytes.get(s.pos), Some(b'Z' | b'z')) {
                     return Err(mismatch(&s, "a zone offset such as -07:00"));
@@ -596,6 +552,69 @@ pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
         _ => {}
     }
     civil.to_millis()
+}
+
+/// Where the text stops matching the layout.
+fn mismatch(s: &Scanner<'_>, what: &str) -> String {
+    format!("expected {what} at character {}", s.pos + 1)
+}
+
+/// Which of `names` the text goes on with (its first three letters unless `long`, in any
+/// case), read past.
+fn name(s: &mut Scanner<'_>, names: &[&str], long: bool) -> Option<usize> {
+    let rest = std::str::from_utf8(&s.bytes[s.pos..]).ok()?;
+    names.iter().position(|n| {
+        let candidate = if long { n } else { &n[..3] };
+        let matched = rest
+            .get(..candidate.len())
+            .is_some_and(|r| r.eq_ignore_ascii_case(candidate));
+        if matched {
+            s.pos += candidate.len();
+        }
+        matched
+    })
+}
+
+/// A fraction of a second after its `.` or `,`, of exactly `digits` digits unless `optional`
+/// (then 1 to 9): its milliseconds, further digits dropped; `None` when an optional one is
+/// absent.
+fn fraction(s: &mut Scanner<'_>, digits: usize, optional: bool) -> Result<Option<u32>, String> {
+    let separated = s.eat(b'.') || s.eat(b',');
+    if !separated {
+        if optional {
+            return Ok(None);
+        }
+        return Err(mismatch(s, "a fraction of a second"));
+    }
+    let start = s.pos;
+    let mut millis = 0;
+    while let Some(d) = s.digit() {
+        if s.pos - start <= 3 {
+            millis = millis * 10 + d;
+        }
+    }
+    let n = s.pos - start;
+    if (!optional && n != digits) || n == 0 || n > 9 {
+        return Err(mismatch(s, &format!("{digits} digits of a second")));
+    }
+    for _ in n..3 {
+        millis *= 10;
+    }
+    Ok(Some(millis))
+}
+
+/// `AM` or `PM`, in any case: whether it is `PM`.
+fn is_pm(s: &mut Scanner<'_>) -> Result<bool, String> {
+    let rest = &s.bytes[s.pos..];
+    let pm = if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"PM") {
+        true
+    } else if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"AM") {
+        false
+    } else {
+        return Err(mismatch(s, "AM or PM"));
+    };
+    s.pos += 2;
+    Ok(pm)
 }
 
 fn number(s: &mut Scanner<'_>, exact: bool, what: &str) -> Result<u32, String> {

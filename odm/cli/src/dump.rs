@@ -17,7 +17,9 @@ use bson::{Bson, RawDocumentBuf, doc};
 use flate2::Compression;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
-use odm_engine::{Durability, Error as EngineError, ID_INDEX_NAME, IndexSpec, MAX_DOCUMENT_SIZE};
+use odm_engine::{
+    Database, Durability, Error as EngineError, ID_INDEX_NAME, IndexSpec, MAX_DOCUMENT_SIZE,
+};
 
 use super::extjson::{self, Format};
 use super::progress::{Progress, Unit};
@@ -433,83 +435,17 @@ pub fn run_restore(args: &RestoreArgs) -> Result<(), ToolError> {
             args.quiet,
         );
         let mut input = open_read(&dumped.data, dumped.gzip)?;
-        let mut offset = 0u64;
-        let mut first = true;
-        let mut done = false;
         let mut count = 0u64;
-        while !done && outcome.is_ok() {
-            let mut batch = Vec::with_capacity(1000);
-            while batch.len() < 1000 {
-                match next_document(&mut *input, &dumped.data, &mut offset) {
-                    Ok(Some(doc)) => batch.push(doc),
-                    Ok(None) => {
-                        done = true;
-                        break;
-                    }
-                    Err(e) => {
-                        outcome = Err(e);
-                        done = true;
-                        break;
-                    }
-                }
-            }
-            if outcome.is_err() {
-                break;
-            }
-            let drop_first = first && args.drop;
-            let name = &dumped.name;
-            let result = db.write_with(Durability::Eventual, |w| {
-                if drop_first {
-                    w.drop_collection(name)?;
-                }
-                let result = w.insert_many(
-                    name,
-                    batch.iter().map(RawDocumentBuf::as_ref),
-                    args.stop_on_error,
-                )?;
-                if args.stop_on_error
-                    && let Some((_, e)) = result.failures.first()
-                {
-                    return Err(ToolError(format!(
-                        "`{name}`: {}",
-                        super::one_line(&e.to_string())
-                    )));
-                }
-                Ok::<_, ToolError>(result)
-            });
-            first = false;
-            match result {
-                Ok(result) => {
-                    count += result.inserted.len() as u64;
-                    progress.advance(result.inserted.len() as u64);
-                    for (_, e) in &result.failures {
-                        failed += 1;
-                        eprintln!("`{name}`: {}", super::one_line(&e.to_string()));
-                    }
-                }
-                Err(e) => outcome = Err(e),
-            }
-        }
-        if outcome.is_ok() && first && args.drop {
-            db.write(|w| w.drop_collection(&dumped.name).map(drop))?;
-        }
+        outcome = insert_dumped(
+            &db,
+            args,
+            dumped,
+            &mut *input,
+            &mut progress,
+            (&mut count, &mut failed),
+        );
         if outcome.is_ok() {
-            // An empty collection is still created, as mongorestore does.
-            db.write(|w| match w.create_collection(&dumped.name) {
-                Ok(()) | Err(EngineError::CollectionExists(_)) => Ok(()),
-                Err(e) => Err(e),
-            })?;
-            for spec in indexes {
-                let mut build = Progress::new(
-                    &format!("index {} on {}", spec.name(), dumped.name),
-                    None,
-                    Unit::Documents,
-                    args.quiet,
-                );
-                let name = db.write(|w| w.create_index(&dumped.name, spec.clone()))?;
-                build.set(count);
-                build.finish(&format!("built `{name}`"));
-            }
+            create_with_indexes(&db, args, &dumped.name, indexes, count)?;
         }
         restored += count;
         progress.finish(&format!(
@@ -526,6 +462,98 @@ pub fn run_restore(args: &RestoreArgs) -> Result<(), ToolError> {
         return Err(ToolError(format!(
             "{restored} document(s) restored, {failed} failed (each reported above)"
         )));
+    }
+    Ok(())
+}
+
+/// Inserts a collection's dumped documents in batches, the first dropping the collection under
+/// `--drop`. Adds the documents inserted and those refused (each reported) to `counts`; stops
+/// at a document that does not read, before inserting its batch, or at a failed write.
+fn insert_dumped(
+    db: &Database,
+    args: &RestoreArgs,
+    dumped: &Dumped,
+    input: &mut dyn Read,
+    progress: &mut Progress,
+    (count, failed): (&mut u64, &mut u64),
+) -> Result<(), ToolError> {
+    let name = &dumped.name;
+    let mut offset = 0u64;
+    let mut first = true;
+    loop {
+        let (batch, done) = read_batch(input, &dumped.data, &mut offset)?;
+        let drop_first = first && args.drop;
+        first = false;
+        let result = db.write_with(Durability::Eventual, |w| {
+            if drop_first {
+                w.drop_collection(name)?;
+            }
+            let result = w.insert_many(
+                name,
+                batch.iter().map(RawDocumentBuf::as_ref),
+                args.stop_on_error,
+            )?;
+            if args.stop_on_error
+                && let Some((_, e)) = result.failures.first()
+            {
+                return Err(ToolError(format!(
+                    "`{name}`: {}",
+                    super::one_line(&e.to_string())
+                )));
+            }
+            Ok::<_, ToolError>(result)
+        })?;
+        *count += result.inserted.len() as u64;
+        progress.advance(result.inserted.len() as u64);
+        for (_, e) in &result.failures {
+            *failed += 1;
+            eprintln!("`{name}`: {}", super::one_line(&e.to_string()));
+        }
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// The next documents of a `.bson` stream, up to a batch of 1000, and whether it ended.
+fn read_batch(
+    input: &mut dyn Read,
+    path: &Path,
+    offset: &mut u64,
+) -> Result<(Vec<RawDocumentBuf>, bool), ToolError> {
+    let mut batch = Vec::with_capacity(1000);
+    while batch.len() < 1000 {
+        match next_document(input, path, offset)? {
+            Some(doc) => batch.push(doc),
+            None => return Ok((batch, true)),
+        }
+    }
+    Ok((batch, false))
+}
+
+/// Creates the restored collection, even empty (as mongorestore does), and builds its indexes
+/// over its `count` documents.
+fn create_with_indexes(
+    db: &Database,
+    args: &RestoreArgs,
+    collection: &str,
+    indexes: &[IndexSpec],
+    count: u64,
+) -> Result<(), ToolError> {
+    db.write(|w| match w.create_collection(collection) {
+        Ok(()) | Err(EngineError::CollectionExists(_)) => Ok(()),
+        Err(e) => Err(e),
+    })?;
+    for spec in indexes {
+        let mut build = Progress::new(
+            &format!("index {} on {collection}", spec.name()),
+            None,
+            Unit::Documents,
+            args.quiet,
+        );
+        let name = db.write(|w| w.create_index(collection, spec.clone()))?;
+        build.set(count);
+        build.finish(&format!("built `{name}`"));
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use bson::Document;
-use odm_engine::query::FindOptions;
+use odm_engine::query::{Cursor, FindOptions};
 
 use super::delimited;
 use super::extjson::{self, Format};
@@ -67,16 +67,7 @@ pub struct ExportArgs {
 
 /// Runs `odm export`.
 pub fn run(args: &ExportArgs) -> Result<(), ToolError> {
-    let mut fields = args.fields.clone();
-    if let Some(path) = &args.field_file {
-        let text = std::fs::read_to_string(path).map_err(|e| io_error(path, &e))?;
-        fields.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(str::to_owned),
-        );
-    }
+    let fields = field_list(args)?;
     if args.output_type == OutputType::Csv && fields.is_empty() {
         return Err(ToolError::new("CSV output needs --fields (or --fieldFile)"));
     }
@@ -132,50 +123,97 @@ pub fn run(args: &ExportArgs) -> Result<(), ToolError> {
         ),
     };
     let mut out = BufWriter::with_capacity(1 << 16, sink);
-    let write_error = |e: std::io::Error| ToolError(format!("writing {shown}: {e}"));
-    let mut count = 0u64;
-    if args.output_type == OutputType::Csv {
-        let csv_error = |e: csv::Error| ToolError(format!("writing {shown}: {e}"));
-        let mut w = csv::Writer::from_writer(&mut out);
-        if !args.no_header_line {
-            w.write_record(&fields).map_err(csv_error)?;
-        }
-        for doc in cursor {
-            let doc = doc?;
-            let row = fields
-                .iter()
-                .map(|f| delimited::cell_text(delimited::get_path(&doc, f)));
-            w.write_record(row).map_err(csv_error)?;
-            count += 1;
-            progress.advance(1);
-        }
-        w.flush().map_err(write_error)?;
+    let count = if args.output_type == OutputType::Csv {
+        write_csv(&mut out, &shown, cursor, &fields, args, &mut progress)?
     } else {
-        if args.json_array {
-            out.write_all(b"[").map_err(write_error)?;
-        }
-        for doc in cursor {
-            let doc = doc?;
-            let text = if args.pretty {
-                extjson::to_pretty(&doc, args.json_format)
-            } else {
-                extjson::to_line(&doc, args.json_format)
-            };
-            if args.json_array && count > 0 {
-                out.write_all(b",").map_err(write_error)?;
-            }
-            out.write_all(text.as_bytes()).map_err(write_error)?;
-            if !args.json_array {
-                out.write_all(b"\n").map_err(write_error)?;
-            }
-            count += 1;
-            progress.advance(1);
-        }
-        if args.json_array {
-            out.write_all(b"]\n").map_err(write_error)?;
-        }
-    }
-    out.flush().map_err(write_error)?;
+        write_json(&mut out, &shown, cursor, args, &mut progress)?
+    };
+    out.flush().map_err(|e| write_error(&shown, e))?;
     progress.finish(&format!("{count} document(s) exported to {shown}"));
     Ok(())
+}
+
+/// `--fields`, then the lines of `--fieldFile`.
+fn field_list(args: &ExportArgs) -> Result<Vec<String>, ToolError> {
+    let mut fields = args.fields.clone();
+    if let Some(path) = &args.field_file {
+        let text = std::fs::read_to_string(path).map_err(|e| io_error(path, &e))?;
+        fields.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    Ok(fields)
+}
+
+/// A failure to write the output, which messages call `shown`.
+fn write_error(shown: &str, e: impl std::fmt::Display) -> ToolError {
+    ToolError(format!("writing {shown}: {e}"))
+}
+
+/// Writes a CSV row of the `fields` per document, after a header line of their names unless
+/// `--noHeaderLine`; the number of documents written.
+fn write_csv(
+    out: &mut dyn Write,
+    shown: &str,
+    cursor: Cursor<'_>,
+    fields: &[String],
+    args: &ExportArgs,
+    progress: &mut Progress,
+) -> Result<u64, ToolError> {
+    let mut w = csv::Writer::from_writer(out);
+    if !args.no_header_line {
+        w.write_record(fields).map_err(|e| write_error(shown, e))?;
+    }
+    let mut count = 0u64;
+    for doc in cursor {
+        let doc = doc?;
+        let row = fields
+            .iter()
+            .map(|f| delimited::cell_text(delimited::get_path(&doc, f)));
+        w.write_record(row).map_err(|e| write_error(shown, e))?;
+        count += 1;
+        progress.advance(1);
+    }
+    w.flush().map_err(|e| write_error(shown, e))?;
+    Ok(count)
+}
+
+/// Writes a JSON document a line, or one array of them with `--jsonArray`, indented with
+/// `--pretty`; the number of documents written.
+fn write_json(
+    out: &mut dyn Write,
+    shown: &str,
+    cursor: Cursor<'_>,
+    args: &ExportArgs,
+    progress: &mut Progress,
+) -> Result<u64, ToolError> {
+    let mut write = |bytes: &[u8]| out.write_all(bytes).map_err(|e| write_error(shown, e));
+    if args.json_array {
+        write(b"[")?;
+    }
+    let mut count = 0u64;
+    for doc in cursor {
+        let doc = doc?;
+        let text = if args.pretty {
+            extjson::to_pretty(&doc, args.json_format)
+        } else {
+            extjson::to_line(&doc, args.json_format)
+        };
+        if args.json_array && count > 0 {
+            write(b",")?;
+        }
+        write(text.as_bytes())?;
+        if !args.json_array {
+            write(b"\n")?;
+        }
+        count += 1;
+        progress.advance(1);
+    }
+    if args.json_array {
+        write(b"]\n")?;
+    }
+    Ok(count)
 }

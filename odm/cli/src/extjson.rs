@@ -764,51 +764,18 @@ fn constructor(name: &str, args: Vec<Bson>) -> Result<Bson, String> {
             arity(1)?;
             oid(&args[0])
         }
-        "Date" | "ISODate" => match args.as_slice() {
-            [] => Ok(Bson::DateTime(DateTime::now())),
-            [Bson::String(s)] => {
-                clock::parse_iso(s).map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
-            }
-            [n] => integral(n)
-                .map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
-                .ok_or_else(|| format!("`{name}` takes a date string or milliseconds")),
-            _ => Err(format!("`{name}` takes one argument")),
-        },
+        "Date" | "ISODate" => date_constructor(name, &args),
         "NumberLong" | "NumberInt" => {
             arity(1)?;
-            let v = match &args[0] {
-                Bson::String(s) => s.trim().parse::<i64>().ok(),
-                other => integral(other),
-            }
-            .ok_or_else(|| format!("`{name}` takes an integer"))?;
-            if name == "NumberLong" {
-                Ok(Bson::Int64(v))
-            } else {
-                i32::try_from(v)
-                    .map(Bson::Int32)
-                    .map_err(|_| format!("{v} does not fit in `NumberInt`"))
-            }
+            number_constructor(name, &args[0])
         }
         "NumberDecimal" => {
             arity(1)?;
-            let text = match &args[0] {
-                Bson::String(s) => s.clone(),
-                Bson::Int32(i) => i.to_string(),
-                Bson::Int64(i) => i.to_string(),
-                Bson::Double(f) => f.to_string(),
-                _ => return Err("`NumberDecimal` takes a string".to_owned()),
-            };
-            decimal(&text)
+            decimal_constructor(&args[0])
         }
         "BinData" => {
             arity(2)?;
-            let subtype = integral(&args[0])
-                .and_then(|t| u8::try_from(t).ok())
-                .ok_or_else(|| "`BinData` takes a subtype from 0 to 255".to_owned())?;
-            let Bson::String(data) = &args[1] else {
-                return Err("`BinData` takes base64 text".to_owned());
-            };
-            binary(data, subtype)
+            bin_data(&args[0], &args[1])
         }
         "UUID" => {
             arity(1)?;
@@ -830,28 +797,85 @@ fn constructor(name: &str, args: Vec<Bson>) -> Result<Bson, String> {
             [Bson::String(p), Bson::String(o)] => regex(p, o),
             _ => Err("`RegExp` takes a pattern and options".to_owned()),
         },
-        "DBRef" | "Dbref" => {
-            let mut args = args.into_iter();
-            match (args.next(), args.next(), args.next(), args.next()) {
-                (Some(Bson::String(collection)), Some(id), db, None) => {
-                    let mut doc = bson::doc! {"$ref": collection, "$id": id};
-                    match db {
-                        Some(Bson::String(db)) => {
-                            doc.insert("$db", db);
-                        }
-                        None => {}
-                        Some(_) => return Err("a `DBRef` database name is a string".to_owned()),
-                    }
-                    Ok(Bson::Document(doc))
-                }
-                _ => Err("`DBRef` takes a collection name and an id".to_owned()),
-            }
-        }
+        "DBRef" | "Dbref" => db_ref(args),
         "DBPointer" => match args.as_slice() {
             [Bson::String(ns), Bson::ObjectId(id)] => pointer(ns, *id),
             _ => Err("`DBPointer` takes a namespace and an ObjectId".to_owned()),
         },
         other => Err(format!("`{other}(...)` is not a value this reader knows")),
+    }
+}
+
+/// `Date()` (now), `Date("2024-01-02T03:04:05Z")` or `Date(1704164645000)`; `ISODate` alike.
+fn date_constructor(name: &str, args: &[Bson]) -> Result<Bson, String> {
+    match args {
+        [] => Ok(Bson::DateTime(DateTime::now())),
+        [Bson::String(s)] => {
+            clock::parse_iso(s).map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
+        }
+        [n] => integral(n)
+            .map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
+            .ok_or_else(|| format!("`{name}` takes a date string or milliseconds")),
+        _ => Err(format!("`{name}` takes one argument")),
+    }
+}
+
+/// `NumberLong(...)` or `NumberInt(...)` of an integer or its digits in a string.
+fn number_constructor(name: &str, arg: &Bson) -> Result<Bson, String> {
+    let v = match arg {
+        Bson::String(s) => s.trim().parse::<i64>().ok(),
+        other => integral(other),
+    }
+    .ok_or_else(|| format!("`{name}` takes an integer"))?;
+    if name == "NumberLong" {
+        Ok(Bson::Int64(v))
+    } else {
+        i32::try_from(v)
+            .map(Bson::Int32)
+            .map_err(|_| format!("{v} does not fit in `NumberInt`"))
+    }
+}
+
+/// `NumberDecimal("1.5")`, or of a number as written.
+fn decimal_constructor(arg: &Bson) -> Result<Bson, String> {
+    let text = match arg {
+        Bson::String(s) => s.clone(),
+        Bson::Int32(i) => i.to_string(),
+        Bson::Int64(i) => i.to_string(),
+        Bson::Double(f) => f.to_string(),
+        _ => return Err("`NumberDecimal` takes a string".to_owned()),
+    };
+    decimal(&text)
+}
+
+/// `BinData(subtype, "base64")`.
+fn bin_data(subtype: &Bson, data: &Bson) -> Result<Bson, String> {
+    let subtype = integral(subtype)
+        .and_then(|t| u8::try_from(t).ok())
+        .ok_or_else(|| "`BinData` takes a subtype from 0 to 255".to_owned())?;
+    let Bson::String(data) = data else {
+        return Err("`BinData` takes base64 text".to_owned());
+    };
+    binary(data, subtype)
+}
+
+/// `DBRef("collection", id)` or `DBRef("collection", id, "db")`: the `{$ref, $id, $db}`
+/// document.
+fn db_ref(args: Vec<Bson>) -> Result<Bson, String> {
+    let mut args = args.into_iter();
+    match (args.next(), args.next(), args.next(), args.next()) {
+        (Some(Bson::String(collection)), Some(id), db, None) => {
+            let mut doc = bson::doc! {"$ref": collection, "$id": id};
+            match db {
+                Some(Bson::String(db)) => {
+                    doc.insert("$db", db);
+                }
+                None => {}
+                Some(_) => return Err("a `DBRef` database name is a string".to_owned()),
+            }
+            Ok(Bson::Document(doc))
+        }
+        _ => Err("`DBRef` takes a collection name and an id".to_owned()),
     }
 }
 
@@ -936,66 +960,18 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
                 .map(Bson::Int32)
                 .map_err(|_| format!("`{s}` is not a 32-bit integer"))
         }
-        ["$numberLong"] => match get("$numberLong") {
-            Bson::String(s) => s
-                .parse::<i64>()
-                .map(Bson::Int64)
-                .map_err(|_| format!("`{s}` is not a 64-bit integer")),
-            other => integral(other)
-                .map(Bson::Int64)
-                .ok_or_else(|| "`$numberLong` must be a string of digits".to_owned()),
-        },
-        ["$numberDouble"] => {
-            let s = string_of(get("$numberDouble"), "`$numberDouble`")?;
-            match s.as_str() {
-                "Infinity" => Ok(Bson::Double(f64::INFINITY)),
-                "-Infinity" => Ok(Bson::Double(f64::NEG_INFINITY)),
-                "NaN" | "-NaN" => Ok(Bson::Double(f64::NAN)),
-                _ => s
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite())
-                    .map(Bson::Double)
-                    .ok_or_else(|| format!("`{s}` is not a double")),
-            }
-        }
+        ["$numberLong"] => number_long(get("$numberLong")),
+        ["$numberDouble"] => number_double(&string_of(get("$numberDouble"), "`$numberDouble`")?),
         ["$numberDecimal"] => decimal(&string_of(get("$numberDecimal"), "`$numberDecimal`")?),
-        ["$date"] => {
-            let ms = match get("$date") {
-                Bson::String(s) => clock::parse_iso(s)?,
-                Bson::Int64(ms) => *ms,
-                other => integral(other).ok_or_else(|| {
-                    "`$date` must be an ISO-8601 string or milliseconds".to_owned()
-                })?,
-            };
-            Ok(Bson::DateTime(DateTime::from_millis(ms)))
-        }
-        ["$binary"] => {
-            let Bson::Document(inner) = get("$binary") else {
-                return Err("`$binary` must hold `base64` and `subType`".to_owned());
-            };
-            let (Some(Bson::String(data)), Some(Bson::String(subtype)), 2) =
-                (inner.get("base64"), inner.get("subType"), inner.len())
-            else {
-                return Err("`$binary` must hold `base64` and `subType`".to_owned());
-            };
-            binary(data, hex_subtype(subtype)?)
-        }
+        ["$date"] => date_wrapper(get("$date")),
+        ["$binary"] => binary_wrapper(get("$binary")),
         ["$binary", "$type"] => {
             let data = string_of(get("$binary"), "`$binary`")?;
             let subtype = string_of(get("$type"), "`$type`")?;
             binary(&data, hex_subtype(&subtype)?)
         }
         ["$uuid"] => uuid(&string_of(get("$uuid"), "`$uuid`")?),
-        ["$regularExpression"] => {
-            let Bson::Document(inner) = get("$regularExpression") else {
-                return Err("`$regularExpression` must hold `pattern` and `options`".to_owned());
-            };
-            match (inner.get("pattern"), inner.get("options"), inner.len()) {
-                (Some(Bson::String(p)), Some(Bson::String(o)), 2) => regex(p, o),
-                _ => Err("`$regularExpression` must hold `pattern` and `options`".to_owned()),
-            }
-        }
+        ["$regularExpression"] => regular_expression(get("$regularExpression")),
         ["$options", "$regex"] => match (get("$regex"), get("$options")) {
             (Bson::String(p), Bson::String(o)) => regex(p, o),
             // A query operator (`{$regex: /a/, $options: "i"}`) stays as it is.
@@ -1005,23 +981,7 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
             Bson::String(p) => regex(p, ""),
             _ => Ok(Bson::Document(doc)),
         },
-        ["$timestamp"] => {
-            let Bson::Document(inner) = get("$timestamp") else {
-                return Err("`$timestamp` must hold `t` and `i`".to_owned());
-            };
-            let part = |k: &str| {
-                inner
-                    .get(k)
-                    .and_then(integral)
-                    .and_then(|v| u32::try_from(v).ok())
-            };
-            match (part("t"), part("i"), inner.len()) {
-                (Some(time), Some(increment), 2) => {
-                    Ok(Bson::Timestamp(Timestamp { time, increment }))
-                }
-                _ => Err("`$timestamp` must hold `t` and `i`, unsigned 32-bit integers".to_owned()),
-            }
-        }
+        ["$timestamp"] => timestamp_wrapper(get("$timestamp")),
         ["$symbol"] => Ok(Bson::Symbol(string_of(get("$symbol"), "`$symbol`")?)),
         ["$code"] => Ok(Bson::JavaScriptCode(string_of(get("$code"), "`$code`")?)),
         ["$code", "$scope"] => {
@@ -1039,16 +999,99 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
         ["$minKey" | "$maxKey"] => Err("`$minKey` and `$maxKey` hold 1".to_owned()),
         ["$undefined"] if get("$undefined") == &Bson::Boolean(true) => Ok(Bson::Undefined),
         ["$undefined"] => Err("`$undefined` holds true".to_owned()),
-        ["$dbPointer"] => {
-            let Bson::Document(inner) = get("$dbPointer") else {
-                return Err("`$dbPointer` must hold `$ref` and `$id`".to_owned());
-            };
-            match (inner.get("$ref"), inner.get("$id"), inner.len()) {
-                (Some(Bson::String(ns)), Some(Bson::ObjectId(id)), 2) => pointer(ns, *id),
-                _ => Err("`$dbPointer` must hold `$ref` and an ObjectId `$id`".to_owned()),
-            }
-        }
+        ["$dbPointer"] => db_pointer(get("$dbPointer")),
         _ => Ok(Bson::Document(doc)),
+    }
+}
+
+/// `{$numberLong: "42"}`, or a whole number in relaxed form.
+fn number_long(value: &Bson) -> Result<Bson, String> {
+    match value {
+        Bson::String(s) => s
+            .parse::<i64>()
+            .map(Bson::Int64)
+            .map_err(|_| format!("`{s}` is not a 64-bit integer")),
+        other => integral(other)
+            .map(Bson::Int64)
+            .ok_or_else(|| "`$numberLong` must be a string of digits".to_owned()),
+    }
+}
+
+/// `{$numberDouble: "1.5"}`, and the names of the values JSON has no numbers for.
+fn number_double(text: &str) -> Result<Bson, String> {
+    match text {
+        "Infinity" => Ok(Bson::Double(f64::INFINITY)),
+        "-Infinity" => Ok(Bson::Double(f64::NEG_INFINITY)),
+        "NaN" | "-NaN" => Ok(Bson::Double(f64::NAN)),
+        _ => text
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Bson::Double)
+            .ok_or_else(|| format!("`{text}` is not a double")),
+    }
+}
+
+/// `{$date: "2024-01-02T03:04:05Z"}`, or milliseconds since the epoch.
+fn date_wrapper(value: &Bson) -> Result<Bson, String> {
+    let ms = match value {
+        Bson::String(s) => clock::parse_iso(s)?,
+        Bson::Int64(ms) => *ms,
+        other => integral(other)
+            .ok_or_else(|| "`$date` must be an ISO-8601 string or milliseconds".to_owned())?,
+    };
+    Ok(Bson::DateTime(DateTime::from_millis(ms)))
+}
+
+/// `{$binary: {base64, subType}}`, the canonical form.
+fn binary_wrapper(value: &Bson) -> Result<Bson, String> {
+    let Bson::Document(inner) = value else {
+        return Err("`$binary` must hold `base64` and `subType`".to_owned());
+    };
+    let (Some(Bson::String(data)), Some(Bson::String(subtype)), 2) =
+        (inner.get("base64"), inner.get("subType"), inner.len())
+    else {
+        return Err("`$binary` must hold `base64` and `subType`".to_owned());
+    };
+    binary(data, hex_subtype(subtype)?)
+}
+
+/// `{$regularExpression: {pattern, options}}`.
+fn regular_expression(value: &Bson) -> Result<Bson, String> {
+    let Bson::Document(inner) = value else {
+        return Err("`$regularExpression` must hold `pattern` and `options`".to_owned());
+    };
+    match (inner.get("pattern"), inner.get("options"), inner.len()) {
+        (Some(Bson::String(p)), Some(Bson::String(o)), 2) => regex(p, o),
+        _ => Err("`$regularExpression` must hold `pattern` and `options`".to_owned()),
+    }
+}
+
+/// `{$timestamp: {t, i}}`.
+fn timestamp_wrapper(value: &Bson) -> Result<Bson, String> {
+    let Bson::Document(inner) = value else {
+        return Err("`$timestamp` must hold `t` and `i`".to_owned());
+    };
+    let part = |k: &str| {
+        inner
+            .get(k)
+            .and_then(integral)
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    match (part("t"), part("i"), inner.len()) {
+        (Some(time), Some(increment), 2) => Ok(Bson::Timestamp(Timestamp { time, increment })),
+        _ => Err("`$timestamp` must hold `t` and `i`, unsigned 32-bit integers".to_owned()),
+    }
+}
+
+/// `{$dbPointer: {$ref, $id}}`.
+fn db_pointer(value: &Bson) -> Result<Bson, String> {
+    let Bson::Document(inner) = value else {
+        return Err("`$dbPointer` must hold `$ref` and `$id`".to_owned());
+    };
+    match (inner.get("$ref"), inner.get("$id"), inner.len()) {
+        (Some(Bson::String(ns)), Some(Bson::ObjectId(id)), 2) => pointer(ns, *id),
+        _ => Err("`$dbPointer` must hold `$ref` and an ObjectId `$id`".to_owned()),
     }
 }
 

@@ -117,15 +117,7 @@ type Record = (usize, Result<Document, String>);
 
 /// Runs `odm import`.
 pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
-    let collection = match (&args.collection, &args.file) {
-        (Some(c), _) => c.clone(),
-        (None, Some(file)) => file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .map(str::to_owned)
-            .ok_or_else(|| ToolError::new("give the collection with --collection"))?,
-        (None, None) => return Err(ToolError::new("give the collection with --collection")),
-    };
+    let collection = collection_name(args)?;
     if args.json_array && args.input_type != InputType::Json {
         return Err(ToolError::new("--jsonArray is for JSON input only"));
     }
@@ -145,7 +137,7 @@ pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
         bytes: std::rc::Rc::new(std::cell::Cell::new(0)),
     };
     let bytes_read = counted.bytes.clone();
-    let mut source: Box<dyn Iterator<Item = Result<Record, ToolError>>> = match args.input_type {
+    let source: Box<dyn Iterator<Item = Result<Record, ToolError>>> = match args.input_type {
         InputType::Json if args.json_array => Box::new(json_array(counted)?.into_iter().map(Ok)),
         InputType::Json => Box::new(JsonDocuments::new(BufReader::with_capacity(
             1 << 16,
@@ -168,45 +160,7 @@ pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
         imported: 0,
         failed: 0,
     };
-    let mut batch: Vec<(usize, Document)> = Vec::new();
-    let mut outcome = Ok(());
-    loop {
-        let Some(record) = source.next() else {
-            break;
-        };
-        let (line, document) = match record {
-            Ok(r) => r,
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
-        };
-        match document {
-            Ok(doc) => batch.push((line, doc)),
-            Err(message) if args.stop_on_error => {
-                outcome = Err(stopped(line, &message, importer.imported));
-                break;
-            }
-            Err(message) => {
-                importer.failed += 1;
-                eprintln!("line {line}: {message}");
-            }
-        }
-        if batch.len() as u64 >= args.batch_size {
-            if let Err(e) = importer.write(&std::mem::take(&mut batch)) {
-                outcome = Err(e);
-                break;
-            }
-            progress.set(bytes_read.get());
-        }
-    }
-    if outcome.is_ok() && !batch.is_empty() {
-        outcome = importer.write(&batch);
-    }
-    if outcome.is_ok() && importer.first_batch && args.drop {
-        // An empty input still drops, as asked.
-        outcome = importer.write(&[]);
-    }
+    let outcome = importer.import(source, || progress.set(bytes_read.get()));
     progress.set(bytes_read.get());
     // The batches went to the file with eventual durability; this commit makes them durable,
     // on the way out of a failed import too.
@@ -224,6 +178,19 @@ pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
         )));
     }
     Ok(())
+}
+
+/// `--collection`, or the input file's name without its extension.
+fn collection_name(args: &ImportArgs) -> Result<String, ToolError> {
+    match (&args.collection, &args.file) {
+        (Some(c), _) => Ok(c.clone()),
+        (None, Some(file)) => file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_owned)
+            .ok_or_else(|| ToolError::new("give the collection with --collection")),
+        (None, None) => Err(ToolError::new("give the collection with --collection")),
+    }
 }
 
 fn stopped(line: usize, message: &str, imported: u64) -> ToolError {
@@ -255,6 +222,42 @@ impl From<EngineError> for Refused {
 }
 
 impl Importer<'_> {
+    /// Imports every record of `source` in batches of `--batchSize`, calling `written` after
+    /// each full batch; a bad line stops the import under `--stopOnError` and is reported and
+    /// counted otherwise. With `--drop`, an empty input still drops the collection.
+    fn import(
+        &mut self,
+        source: impl Iterator<Item = Result<Record, ToolError>>,
+        mut written: impl FnMut(),
+    ) -> Result<(), ToolError> {
+        let mut batch: Vec<(usize, Document)> = Vec::new();
+        for record in source {
+            let (line, document) = record?;
+            match document {
+                Ok(doc) => batch.push((line, doc)),
+                Err(message) if self.args.stop_on_error => {
+                    return Err(stopped(line, &message, self.imported));
+                }
+                Err(message) => {
+                    self.failed += 1;
+                    eprintln!("line {line}: {message}");
+                }
+            }
+            if batch.len() as u64 >= self.args.batch_size {
+                self.write(&std::mem::take(&mut batch))?;
+                written();
+            }
+        }
+        if !batch.is_empty() {
+            self.write(&batch)?;
+        }
+        if self.first_batch && self.args.drop {
+            // An empty input still drops, as asked.
+            self.write(&[])?;
+        }
+        Ok(())
+    }
+
     fn write(&mut self, batch: &[(usize, Document)]) -> Result<(), ToolError> {
         let drop_first = self.first_batch && self.args.drop;
         let stop = self.args.stop_on_error;

@@ -269,29 +269,11 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .is_some_and(|s| s.contains_key("$listSampledQueries"));
     let pipeline_docs = args.owned_documents("pipeline")?.unwrap_or_default();
     if super::change_stream::is_change_stream(&pipeline_docs)? {
-        let collection = match command.get("aggregate") {
-            Some(Bson::Int32(1) | Bson::Int64(1)) => None,
-            _ => Some(collection_name(command, "aggregate")?),
-        };
-        let first = match args.doc("cursor")?.and_then(|c| c.get("batchSize")) {
-            None => DEFAULT_FIRST_BATCH,
-            Some(v) => super::args::whole_number(v)
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| {
-                    CommandError::bad_value("cursor.batchSize must be a non-negative number")
-                })?,
-        };
-        return super::change_stream::open(ctx, collection, &pipeline_docs, first);
+        return open_change_stream(ctx, command, &args, &pipeline_docs);
     }
     let collection = match command.get("aggregate") {
         Some(Bson::Int32(1) | Bson::Int64(1)) if lists_samples => {
-            let (pipeline, options) = pipeline_of(&args)?;
-            let first = args
-                .doc("cursor")?
-                .and_then(|c| c.get("batchSize"))
-                .and_then(super::args::whole_number)
-                .map_or(DEFAULT_FIRST_BATCH, |n| n.max(0) as usize);
-            return super::analyze::list_sampled_queries(ctx, &pipeline, &options, first);
+            return list_sampled_queries(ctx, &args);
         }
         _ if lists_samples => return Err(super::analyze::list_sampled_queries_misplaced()),
         Some(Bson::Int32(1) | Bson::Int64(1)) => {
@@ -320,17 +302,7 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             "The 'cursor' option is required, except for aggregate with the explain argument",
         )
     })?;
-    let first = match cursor.get("batchSize") {
-        None => DEFAULT_FIRST_BATCH,
-        Some(v) => match super::args::whole_number(v) {
-            Some(n) if n >= 0 => n as usize,
-            _ => {
-                return Err(CommandError::bad_value(
-                    "cursor.batchSize must be a non-negative number",
-                ));
-            }
-        },
-    };
+    let first = first_batch(cursor.get("batchSize"))?;
     if let Some(stats) = coll_stats_stage(ctx, &collection, &pipeline)? {
         return Ok(cursor_reply(0, &ns, true, vec![encode(&stats)?]));
     }
@@ -338,15 +310,13 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .last()
         .is_some_and(|s| matches!(stage_name(s), "$out" | "$merge"));
     if crate::session::in_transaction(ctx) {
-        if writes {
-            return Err(CommandError::new(
-                ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-                "$out and $merge cannot run in a transaction",
-            ));
-        }
         return Err(CommandError::new(
             ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-            "aggregate is not supported in a transaction by this server",
+            if writes {
+                "$out and $merge cannot run in a transaction"
+            } else {
+                "aggregate is not supported in a transaction by this server"
+            },
         ));
     }
     if writes {
@@ -369,6 +339,46 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .cursors
         .live(db, ns.clone(), collection, open, first)?;
     Ok(cursor_reply(id, &ns, true, batch))
+}
+
+/// `cursor.batchSize`: the size of an aggregation's first batch, a whole non-negative number.
+fn first_batch(batch_size: Option<&Bson>) -> Result<usize, CommandError> {
+    match batch_size {
+        None => Ok(DEFAULT_FIRST_BATCH),
+        Some(v) => super::args::whole_number(v)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                CommandError::bad_value("cursor.batchSize must be a non-negative number")
+            }),
+    }
+}
+
+/// An aggregation whose pipeline starts with `$changeStream`: on a collection, or on the
+/// database with `aggregate: 1`.
+fn open_change_stream(
+    ctx: &mut Ctx<'_>,
+    command: &Document,
+    args: &Args<'_>,
+    pipeline: &[Document],
+) -> CommandResult {
+    let collection = match command.get("aggregate") {
+        Some(Bson::Int32(1) | Bson::Int64(1)) => None,
+        _ => Some(collection_name(command, "aggregate")?),
+    };
+    let first = first_batch(args.doc("cursor")?.and_then(|c| c.get("batchSize")))?;
+    super::change_stream::open(ctx, collection, pipeline, first)
+}
+
+/// `{aggregate: 1, pipeline: [{$listSampledQueries: ...}, ...]}`; a batch size that is not a
+/// whole number is taken as the default, and a negative one as 0.
+fn list_sampled_queries(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CommandResult {
+    let (pipeline, options) = pipeline_of(args)?;
+    let first = args
+        .doc("cursor")?
+        .and_then(|c| c.get("batchSize"))
+        .and_then(super::args::whole_number)
+        .map_or(DEFAULT_FIRST_BATCH, |n| n.max(0) as usize);
+    super::analyze::list_sampled_queries(ctx, &pipeline, &options, first)
 }
 
 /// `[{$collStats: {...}}]`: the collection's statistics, as the `collStats` command gives them.

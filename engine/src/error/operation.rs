@@ -1,97 +1,11 @@
-//! Errors, named for the condition that caused them.
-//!
-//! Pure stages have their own narrow error ([`DocumentError`] for document validation,
-//! [`IndexSpecError`] for index definitions); [`Error`] is what a database operation returns and
-//! wraps them. Storage failures keep redb's error as their source.
+//! What a database operation returns: [`Error`], wrapping the narrow errors of the stages it
+//! ran and keeping redb's error as the source of a storage failure.
 
 use bson::Document;
 use thiserror::Error;
 
+use super::{CollationError, DocumentError, ExprError, FilterError, IndexSpecError, UpdateError};
 use crate::code::ErrorCode;
-
-/// Why a document was refused before anything was written.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[non_exhaustive]
-pub enum DocumentError {
-    /// MongoDB's limit on a stored document: 16 MiB of BSON.
-    #[error("document is {size} bytes, over the {max}-byte limit")]
-    TooLarge { size: usize, max: usize },
-    /// MongoDB's limit on nesting in a stored document: 100 levels, the top-level document
-    /// being the first and empty documents and arrays adding none.
-    #[error("document exceeds the maximum nesting depth of {max} levels")]
-    TooDeep { max: usize },
-    /// Field names inside `_id` may not start with `$` (elsewhere they may, since
-    /// MongoDB 5.0).
-    #[error("field name `{field}` starts with `$`, which `_id` may not hold")]
-    DollarField { field: String },
-    /// `_id` may be any BSON value except an array, a regular expression or undefined.
-    #[error("`_id` cannot be of type {kind}")]
-    InvalidId { kind: &'static str },
-    /// A replacement document may not change `_id`.
-    #[error("the replacement changes the immutable field `_id` from {from} to {to}")]
-    IdChanged { from: String, to: String },
-    /// The bytes are not a well-formed BSON document.
-    #[error("malformed BSON document: {reason}")]
-    Malformed { reason: String },
-}
-
-/// Why an index definition was refused.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[non_exhaustive]
-pub enum IndexSpecError {
-    #[error("an index needs at least one key field")]
-    NoKeys,
-    #[error("index key path `{path}` is empty or has an empty segment")]
-    EmptyPath { path: String },
-    #[error("index key path `{path}` appears twice")]
-    RepeatedPath { path: String },
-    #[error("index key path `{path}` has a component starting with `$`")]
-    DollarPath { path: String },
-    #[error("a TTL index must have exactly one key field, index `{name}` has {fields}")]
-    TtlCompound { name: String, fields: usize },
-    #[error("the `_id` index cannot be {what}")]
-    IdIndexOption { what: &'static str },
-    #[error("invalid partial filter: {reason}")]
-    InvalidPartialFilter { reason: String },
-    #[error("index name `{name}` is reserved or empty")]
-    BadName { name: String },
-    /// A key pattern value that is neither a non-zero number nor a known index type.
-    #[error("index key `{path}`: {reason}")]
-    BadKeyValue { path: String, reason: String },
-    /// An index type MongoDB has that this engine does not build (text, geospatial,
-    /// wildcard); refused rather than built as an ascending index.
-    #[error("index key `{path}` asks for a `{kind}` index, which this engine does not support")]
-    UnsupportedKind { path: String, kind: String },
-    #[error("a hashed index cannot be unique: hashes of different values may collide")]
-    HashedUnique,
-    #[error("an index may hash at most one field, this one hashes {fields}")]
-    SeveralHashed { fields: usize },
-    /// An option of an index document of the wrong type or out of range (`name: 1`, a
-    /// negative `expireAfterSeconds`).
-    #[error("index option `{option}`: {reason}")]
-    BadOption { option: String, reason: String },
-    /// An index option MongoDB has that this engine does not build (`collation`, `hidden`, a
-    /// text index's `weights`); refused rather than ignored.
-    #[error("index option `{option}` is not supported by this server")]
-    UnsupportedOption { option: String },
-    /// A field MongoDB does not know in an index document.
-    #[error("The field '{option}' is not valid for an index specification")]
-    UnknownOption { option: String },
-}
-
-impl IndexSpecError {
-    /// MongoDB's code for the condition: `CannotCreateIndex` for a malformed key pattern.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            IndexSpecError::IdIndexOption { .. } | IndexSpecError::UnknownOption { .. } => {
-                ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION
-            }
-            IndexSpecError::HashedUnique => ErrorCode::location(16764),
-            IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),
-            _ => ErrorCode::CANNOT_CREATE_INDEX,
-        }
-    }
-}
 
 /// What a database operation can fail with.
 #[derive(Debug, Error)]
@@ -148,18 +62,18 @@ pub enum Error {
     #[error("{what} exceeds the maximum nesting depth of {max} levels")]
     InputTooDeep { what: &'static str, max: usize },
     #[error("{0}")]
-    InvalidFilter(#[from] crate::query::FilterError),
+    InvalidFilter(#[from] FilterError),
     /// An aggregation expression (`$expr`, a pipeline update) failed on a document: an
     /// operator applied to a value of the wrong type; nothing was changed.
     #[error("{0}")]
-    InvalidExpression(#[from] crate::expr::ExprError),
+    InvalidExpression(#[from] ExprError),
     /// A malformed `collation` option.
     #[error("{0}")]
-    InvalidCollation(#[from] crate::collation::CollationError),
+    InvalidCollation(#[from] CollationError),
     /// A malformed update, or one that cannot apply to a matched document (`$inc` on a
     /// string, `$push` on a non-array, a change of `_id`); nothing was changed.
     #[error("{0}")]
-    InvalidUpdate(#[from] crate::update::UpdateError),
+    InvalidUpdate(#[from] UpdateError),
     /// `update_many` with MongoDB's stop-at-first-error behaviour failed part way: the
     /// documents listed were updated (and stay so), the rest were not.
     #[error("update of collection `{collection}` stopped after updating {} document(s): {source}", updated.len())]
@@ -295,20 +209,6 @@ storage_errors!(
     redb::StorageError,
     redb::CommitError
 );
-
-impl DocumentError {
-    /// MongoDB's code for the condition.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            DocumentError::TooLarge { .. } => ErrorCode::BSON_OBJECT_TOO_LARGE,
-            DocumentError::TooDeep { .. } => ErrorCode::OVERFLOW,
-            DocumentError::DollarField { .. } => ErrorCode::DOLLAR_PREFIXED_FIELD_NAME,
-            DocumentError::InvalidId { .. } => ErrorCode::INVALID_ID_FIELD,
-            DocumentError::IdChanged { .. } => ErrorCode::IMMUTABLE_FIELD,
-            DocumentError::Malformed { .. } => ErrorCode::BAD_VALUE,
-        }
-    }
-}
 
 impl Error {
     /// MongoDB's error code for the condition: `11000` for a duplicate key, `2` (`BadValue`)

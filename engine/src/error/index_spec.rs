@@ -1,0 +1,63 @@
+//! Index definitions' error: a key pattern or an option the engine refuses.
+
+use thiserror::Error;
+
+use crate::code::ErrorCode;
+
+/// Why an index definition was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum IndexSpecError {
+    #[error("an index needs at least one key field")]
+    NoKeys,
+    #[error("index key path `{path}` is empty or has an empty segment")]
+    EmptyPath { path: String },
+    #[error("index key path `{path}` appears twice")]
+    RepeatedPath { path: String },
+    #[error("index key path `{path}` has a component starting with `$`")]
+    DollarPath { path: String },
+    #[error("a TTL index must have exactly one key field, index `{name}` has {fields}")]
+    TtlCompound { name: String, fields: usize },
+    #[error("the `_id` index cannot be {what}")]
+    IdIndexOption { what: &'static str },
+    #[error("invalid partial filter: {reason}")]
+    InvalidPartialFilter { reason: String },
+    #[error("index name `{name}` is reserved or empty")]
+    BadName { name: String },
+    /// A key pattern value that is neither a non-zero number nor a known index type.
+    #[error("index key `{path}`: {reason}")]
+    BadKeyValue { path: String, reason: String },
+    /// An index type MongoDB has that this engine does not build (text, geospatial,
+    /// wildcard); refused rather than built as an ascending index.
+    #[error("index key `{path}` asks for a `{kind}` index, which this engine does not support")]
+    UnsupportedKind { path: String, kind: String },
+    #[error("a hashed index cannot be unique: hashes of different values may collide")]
+    HashedUnique,
+    #[error("an index may hash at most one field, this one hashes {fields}")]
+    SeveralHashed { fields: usize },
+    /// An option of an index document of the wrong type or out of range (`name: 1`, a
+    /// negative `expireAfterSeconds`).
+    #[error("index option `{option}`: {reason}")]
+    BadOption { option: String, reason: String },
+    /// An index option MongoDB has that this engine does not build (`collation`, `hidden`, a
+    /// text index's `weights`); refused rather than ignored.
+    #[error("index option `{option}` is not supported by this server")]
+    UnsupportedOption { option: String },
+    /// A field MongoDB does not know in an index document.
+    #[error("The field '{option}' is not valid for an index specification")]
+    UnknownOption { option: String },
+}
+
+impl IndexSpecError {
+    /// MongoDB's code for the condition: `CannotCreateIndex` for a malformed key pattern.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            IndexSpecError::IdIndexOption { .. } | IndexSpecError::UnknownOption { .. } => {
+                ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION
+            }
+            IndexSpecError::HashedUnique => ErrorCode::location(16764),
+            IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),
+            _ => ErrorCode::CANNOT_CREATE_INDEX,
+        }
+    }
+}
