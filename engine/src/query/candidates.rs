@@ -16,7 +16,6 @@ use std::ops::Bound;
 use bson::{RawDocument, RawDocumentBuf};
 
 use super::covered::Covering;
-use super::exec::WalkStats;
 use super::plan::{Access, KeyRange, Plan};
 use super::source::{DocumentRange, DocumentRows, Guard, Source as Collection};
 use crate::catalog::IndexMeta;
@@ -42,6 +41,13 @@ impl Candidate<'_> {
             Candidate::Covered(doc) => Ok(doc),
         }
     }
+}
+
+/// What a plan's walk examined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    pub keys_examined: u64,
+    pub docs_examined: u64,
 }
 
 /// The candidates of one plan; see the module documentation.

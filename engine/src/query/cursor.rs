@@ -9,9 +9,8 @@
 
 use bson::{Document, RawDocument, RawDocumentBuf};
 
-use super::candidates::{Candidate, Candidates};
+use super::candidates::{Candidate, Candidates, WalkStats};
 use super::covered::{self, Output};
-use super::exec::WalkStats;
 use super::plan::Plan;
 use super::selection::Query;
 use super::sort::Sort;

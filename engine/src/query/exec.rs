@@ -289,13 +289,6 @@ pub(crate) fn best_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query)
     plan
 }
 
-/// What a plan's walk examined.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WalkStats {
-    pub keys_examined: u64,
-    pub docs_examined: u64,
-}
-
 #[cfg(test)]
 mod tests {
     use bson::doc;

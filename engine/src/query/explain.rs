@@ -5,8 +5,9 @@ use std::fmt;
 
 use bson::{Document, doc};
 
+use super::candidates::WalkStats;
 use super::cursor::Cursor;
-use super::exec::{FindOptions, WalkStats};
+use super::exec::FindOptions;
 use super::plan::{Access, Plan, candidates};
 use super::projection::Projection;
 use super::routing::{Routing, route};

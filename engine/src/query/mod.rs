@@ -36,10 +36,11 @@ mod source;
 
 pub use crate::error::FilterError;
 pub(crate) use cache::{ID_INDEX_USES, PlanCache};
+pub use candidates::WalkStats;
 pub(crate) use cursor::Decode;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
+pub use exec::FindOptions;
 pub(crate) use exec::choose_plan;
-pub use exec::{FindOptions, WalkStats};
 pub use explain::Explain;
 pub use filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
 pub(crate) use plan::id_lookup_plan;
