@@ -1062,24 +1062,8 @@ pub(crate) fn compare_bson(a: &Bson, b: &Bson, cx: Option<&Collation>) -> Orderi
     }
 }
 
-/// A whole number held by any numeric type.
-pub(crate) fn as_i64(v: &Bson) -> Option<i64> {
-    match v {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        #[allow(clippy::float_cmp, clippy::cast_possible_truncation)]
-        Bson::Double(d) if d.trunc() == *d && d.abs() < 9.2e18 => Some(*d as i64),
-        Bson::Decimal128(d) => {
-            let text = d.to_string();
-            text.parse().ok().or_else(|| {
-                // `201.0` or `2.01E+2`: whole when its double is, within a long's range.
-                let f: f64 = text.parse().ok()?;
-                (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
-            })
-        }
-        _ => None,
-    }
-}
+// A whole number held by any numeric type: one rule, in `number`.
+pub(crate) use crate::number::as_i64;
 
 fn as_f64(v: &Bson) -> Option<f64> {
     match v {
