@@ -34,3 +34,6 @@ pub mod mongodb_back_end {}
 
 #[doc = include_str!("../chapters/10-performance.md")]
 pub mod performance {}
+
+#[doc = include_str!("../chapters/11-engine-and-hardening.md")]
+pub mod engine_and_hardening {}
