@@ -174,21 +174,14 @@ impl IndexSpec {
     pub fn from_document(index: &Document) -> Result<IndexSpec, IndexSpecError> {
         let key = match index.get("key") {
             Some(Bson::Document(key)) => key,
-            Some(other) => {
-                return Err(bad_option(
-                    "key",
-                    format!("must be a document, not {other}"),
-                ));
-            }
-            None => return Err(bad_option("key", "is missing".to_owned())),
+            Some(other) => return Err(wrong_type("key", "an object", other)),
+            None => return Err(IndexSpecError::MissingKey),
         };
         let mut spec = IndexSpec::from_keys_document(key)?;
         match index.get("name") {
             None => {}
             Some(Bson::String(name)) => spec = spec.named(name),
-            Some(other) => {
-                return Err(bad_option("name", format!("must be a string, not {other}")));
-            }
+            Some(other) => return Err(wrong_type("name", "a string", other)),
         }
         if option_flag(index, "unique")? {
             spec = spec.unique();
@@ -200,14 +193,9 @@ impl IndexSpec {
             spec = spec.expire_after(expire_after_seconds(value)?);
         }
         match index.get("partialFilterExpression") {
-            None | Some(Bson::Null) => {}
+            None => {}
             Some(Bson::Document(filter)) => spec = spec.partial(filter.clone())?,
-            Some(other) => {
-                return Err(bad_option(
-                    "partialFilterExpression",
-                    format!("must be a document, not {other}"),
-                ));
-            }
+            Some(other) => return Err(wrong_type("partialFilterExpression", "an object", other)),
         }
         for (option, _) in index {
             check_option_name(option)?;
@@ -491,19 +479,26 @@ fn bad_option(option: &str, reason: String) -> IndexSpecError {
     }
 }
 
-/// A flag of an index document: absent or null is false, and MongoDB takes a number as a flag
-/// (`unique: 1`), as it takes one in `find`.
-fn option_flag(index: &Document, option: &str) -> Result<bool, IndexSpecError> {
+/// A field of the wrong type, as MongoDB's index validation names it (`TypeMismatch`).
+fn wrong_type(option: &'static str, expected: &'static str, found: &Bson) -> IndexSpecError {
+    IndexSpecError::WrongType {
+        option,
+        expected,
+        found: crate::expr::type_name(found),
+    }
+}
+
+/// A flag of an index document: absent is false, and MongoDB takes a number as a flag
+/// (`unique: 1`) as it takes a boolean; anything else, `null` too, is a `TypeMismatch`.
+fn option_flag(index: &Document, option: &'static str) -> Result<bool, IndexSpecError> {
     match index.get(option) {
-        None | Some(Bson::Null) => Ok(false),
+        None => Ok(false),
         Some(Bson::Boolean(b)) => Ok(*b),
         Some(Bson::Int32(n)) => Ok(*n != 0),
         Some(Bson::Int64(n)) => Ok(*n != 0),
         Some(Bson::Double(n)) => Ok(*n != 0.0),
-        Some(other) => Err(bad_option(
-            option,
-            format!("must be a boolean, not {other}"),
-        )),
+        Some(Bson::Decimal128(n)) => Ok(crate::expr::truthy(Some(&Bson::Decimal128(*n)))),
+        Some(other) => Err(wrong_type(option, "a boolean or a number", other)),
     }
 }
 

@@ -273,14 +273,52 @@ fn index_documents_round_trip_and_what_cannot_be_built_is_refused() {
         IndexSpec::from_document(&server).unwrap(),
         IndexSpec::from_document(&documents_ttl()).unwrap()
     );
-    let refusals: [(Document, Expected); 6] = [
+    let refusals: [(Document, Expected); 10] = [
+        (doc! { "name": "x" }, |e| {
+            matches!(e, IndexSpecError::MissingKey)
+        }),
+        (doc! { "key": "a", "name": "x" }, |e| {
+            matches!(e, IndexSpecError::WrongType { option: "key", .. })
+        }),
+        (doc! { "key": { "a": 1 }, "name": 1 }, |e| {
+            matches!(
+                e,
+                IndexSpecError::WrongType {
+                    option: "name",
+                    found: "int",
+                    ..
+                }
+            )
+        }),
+        (doc! { "key": { "a": 1 }, "unique": "yes" }, |e| {
+            matches!(
+                e,
+                IndexSpecError::WrongType {
+                    option: "unique",
+                    ..
+                }
+            )
+        }),
+        (doc! { "key": { "a": 1 }, "sparse": null }, |e| {
+            matches!(
+                e,
+                IndexSpecError::WrongType {
+                    option: "sparse",
+                    ..
+                }
+            )
+        }),
         (
-            doc! { "name": "x" },
-            |e| matches!(e, IndexSpecError::BadOption { option, .. } if option == "key"),
-        ),
-        (
-            doc! { "key": { "a": 1 }, "name": 1 },
-            |e| matches!(e, IndexSpecError::BadOption { option, .. } if option == "name"),
+            doc! { "key": { "a": 1 }, "partialFilterExpression": [] },
+            |e| {
+                matches!(
+                    e,
+                    IndexSpecError::WrongType {
+                        option: "partialFilterExpression",
+                        ..
+                    }
+                )
+            },
         ),
         (
             doc! { "key": { "a": 1 }, "expireAfterSeconds": -1 },
@@ -302,6 +340,20 @@ fn index_documents_round_trip_and_what_cannot_be_built_is_refused() {
         let err = IndexSpec::from_document(&document).unwrap_err();
         assert!(expected(&err), "{document}: {err}");
     }
+    // MongoDB's codes and words: FailedToParse for no key, TypeMismatch for a wrong type.
+    let code = |document: Document| IndexSpec::from_document(&document).unwrap_err();
+    let missing = code(doc! { "name": "x" });
+    assert_eq!(missing.code().code, 9);
+    assert_eq!(
+        missing.to_string(),
+        "The 'key' field is a required property of an index specification"
+    );
+    let wrong = code(doc! { "key": { "a": 1 }, "name": 1 });
+    assert_eq!(wrong.code().code, 14);
+    assert_eq!(
+        wrong.to_string(),
+        "The field 'name' must be a string, but got int"
+    );
 }
 
 /// What a refusal must be.

@@ -35,8 +35,18 @@ pub enum IndexSpecError {
     HashedUnique,
     #[error("an index may hash at most one field, this one hashes {fields}")]
     SeveralHashed { fields: usize },
-    /// An option of an index document of the wrong type or out of range (`name: 1`, a
-    /// negative `expireAfterSeconds`).
+    /// An index document without its key pattern.
+    #[error("The 'key' field is a required property of an index specification")]
+    MissingKey,
+    /// A field of an index document of the wrong type (`name: 1`, `key: "a"`), named as
+    /// MongoDB names it.
+    #[error("The field '{option}' must be {expected}, but got {found}")]
+    WrongType {
+        option: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// An option of an index document out of range (a negative `expireAfterSeconds`).
     #[error("index option `{option}`: {reason}")]
     BadOption { option: String, reason: String },
     /// An index option MongoDB has that this engine does not build (`collation`, `hidden`, a
@@ -56,6 +66,8 @@ impl IndexSpecError {
                 ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION
             }
             IndexSpecError::HashedUnique => ErrorCode::location(16764),
+            IndexSpecError::MissingKey => ErrorCode::FAILED_TO_PARSE,
+            IndexSpecError::WrongType { .. } => ErrorCode::TYPE_MISMATCH,
             IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),
             _ => ErrorCode::CANNOT_CREATE_INDEX,
         }

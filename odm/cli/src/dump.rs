@@ -24,7 +24,7 @@ use odm_engine::{
 use super::extjson::{self, Format};
 use super::progress::{Progress, Unit};
 use super::{ToolError, io_error, open_existing, open_or_create};
-use odm_server::command::{spec_from_document, spec_to_document};
+use odm_server::command::spec_from_document;
 
 #[derive(Debug, clap::Args)]
 pub struct DumpArgs {
@@ -138,7 +138,7 @@ pub fn run_dump(args: &DumpArgs) -> Result<(), ToolError> {
         let indexes: Vec<Bson> = txn
             .list_indexes(collection)
             .iter()
-            .map(|spec| Bson::Document(spec_to_document(spec)))
+            .map(|spec| Bson::Document(spec.to_document()))
             .collect();
         let metadata = doc! {
             "indexes": indexes,

@@ -9,7 +9,7 @@ use odm_engine::Database;
 use super::extjson::{self, Format};
 use super::progress::{Progress, Unit};
 use super::{ToolError, document_argument, no_collection, open_existing};
-use odm_server::command::{spec_from_document, spec_to_document};
+use odm_server::command::spec_from_document;
 
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
@@ -236,7 +236,7 @@ pub fn indexes(command: &IndexesCommand) -> Result<(), ToolError> {
             for name in names {
                 for spec in txn.list_indexes(&name) {
                     let mut shown = doc! {"collection": &name};
-                    shown.extend(spec_to_document(&spec));
+                    shown.extend(spec.to_document());
                     println!("{}", extjson::to_line(&shown, Format::Relaxed));
                 }
             }

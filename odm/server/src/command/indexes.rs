@@ -8,21 +8,10 @@ use odm_engine::{ErrorCode, IndexSpec};
 use super::{Args, CommandError, CommandResult, Ctx, collection_name};
 use crate::session;
 
-/// An index specification of `createIndexes`: the wire's own type checks (MongoDB's
-/// `TypeMismatch` for `name: 1`), then the engine's reading of the document.
+/// An index specification of `createIndexes`, read by the engine's one parser of index
+/// documents, its error with MongoDB's code.
 pub fn spec_from_document(index: &Document) -> Result<IndexSpec, CommandError> {
-    let args = Args::new(index, "createIndexes.indexes");
-    args.doc("key")?.ok_or_else(|| args.missing("key"))?;
-    args.str("name")?;
-    args.flag("unique")?;
-    args.flag("sparse")?;
-    args.doc("partialFilterExpression")?;
     IndexSpec::from_document(index).map_err(|e| CommandError::new(e.code(), e.to_string()))
-}
-
-/// How `listIndexes` shows an index.
-pub fn spec_to_document(spec: &IndexSpec) -> Document {
-    spec.to_document()
 }
 
 pub fn create_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -82,7 +71,7 @@ pub fn list_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             format!("ns does not exist: {ns}"),
         ));
     };
-    let docs: Vec<Document> = specs.iter().map(spec_to_document).collect();
+    let docs: Vec<Document> = specs.iter().map(IndexSpec::to_document).collect();
     super::query::buffered_reply(ctx, &ns, &docs, usize::MAX)
 }
 

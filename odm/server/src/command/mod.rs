@@ -25,7 +25,7 @@ use odm_engine::ErrorCode;
 
 pub(crate) use args::Args;
 /// How an index is written in commands and in `mongodump`'s metadata, both ways.
-pub use indexes::{spec_from_document, spec_to_document};
+pub use indexes::spec_from_document;
 
 use super::Shared;
 use super::connection::ConnectionState;
