@@ -25,6 +25,14 @@ pub const MAX_STORED_DEPTH: usize = 100;
 /// pipelines and their literal values), above the stored limit to leave room for operators.
 pub const MAX_INPUT_DEPTH: usize = 200;
 
+/// The stack a thread that runs queries, updates or aggregations is given: 8 MiB. Every
+/// recursion over a value is bounded by a depth checked at the door (documents and commands,
+/// here) or as the value is built (computed values, `expr::bounds`), and evaluation recurses
+/// no deeper than the parsed expression; 8 MiB holds the deepest of these with room to spare in
+/// a debug build. The engine's own threads and the server's use it; an application that runs
+/// queries on threads of its own should give them as much.
+pub const QUERY_THREAD_STACK_BYTES: usize = 8 * 1024 * 1024;
+
 /// Why a raw document failed [`check_raw`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum RawNestingError {

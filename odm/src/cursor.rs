@@ -71,22 +71,34 @@ impl<T: Send + 'static> Cursor<T> {
         produce: impl FnOnce(&ReadTxn, &mut dyn FnMut(Result<T>) -> bool) -> Result<()> + Send + 'static,
     ) -> Self {
         let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
-        let reader = std::thread::spawn(move || {
-            // A send fails once the cursor is dropped: nobody wants more.
-            let mut sink = |item| sender.send(item).is_ok();
-            if let Err(e) = produce(&snapshot, &mut sink) {
-                let _ = sender.send(Err(e));
+        let spawned = std::thread::Builder::new()
+            .name("odm-reader".into())
+            .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
+            .spawn(move || {
+                // A send fails once the cursor is dropped: nobody wants more.
+                let mut sink = |item| sender.send(item).is_ok();
+                if let Err(e) = produce(&snapshot, &mut sink) {
+                    let _ = sender.send(Err(e));
+                }
+            });
+        match spawned {
+            Ok(reader) => Cursor {
+                receiver: Some(receiver),
+                reader: Some(reader),
+                direct: None,
+            },
+            // No thread, no results: the cursor's one item says why.
+            Err(source) => {
+                Cursor::over(std::iter::once(Err(odm_engine::Error::ThreadUnavailable {
+                    what: "cursor reader",
+                    source,
+                }
+                .into())))
             }
-        });
-        Cursor {
-            receiver: Some(receiver),
-            reader: Some(reader),
-            direct: None,
         }
     }
 
     /// Results pulled straight from `source`, which owns what it reads from.
-    #[cfg_attr(not(feature = "mongodb"), allow(dead_code))]
     pub(crate) fn over(source: impl Iterator<Item = Result<T>> + Send + 'static) -> Self {
         Cursor {
             receiver: None,

@@ -260,6 +260,8 @@ struct Stored {
 /// describe, kept as the server described it, with the reason, for the mismatch error.
 enum StoredSpec {
     Known(IndexSpec),
+    /// Only a server lists an index this engine cannot read.
+    #[cfg_attr(not(feature = "mongodb"), allow(dead_code))]
     Unreadable {
         described: bson::Document,
         reason: odm_engine::IndexSpecError,

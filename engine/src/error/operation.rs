@@ -190,6 +190,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A thread an operation needs could not be started (the system's limit on threads or
+    /// memory).
+    #[error("cannot start a {what} thread: {source}")]
+    ThreadUnavailable {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Every redb error type converts through [`redb::Error`], keeping its message.
@@ -265,7 +273,8 @@ impl Error {
             Error::FormatVersion { .. }
             | Error::Corrupt { .. }
             | Error::Storage(_)
-            | Error::Io { .. } => ErrorCode::INTERNAL_ERROR,
+            | Error::Io { .. }
+            | Error::ThreadUnavailable { .. } => ErrorCode::INTERNAL_ERROR,
         }
     }
 
@@ -275,7 +284,11 @@ impl Error {
     pub fn is_per_document(&self) -> bool {
         !matches!(
             self,
-            Error::Storage(_) | Error::Corrupt { .. } | Error::Io { .. } | Error::Locked { .. }
+            Error::Storage(_)
+                | Error::Corrupt { .. }
+                | Error::Io { .. }
+                | Error::Locked { .. }
+                | Error::ThreadUnavailable { .. }
         )
     }
 

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use bson::{Bson, Document};
 
+use super::bounds::Built;
 use super::{Expr, ExprError, error};
 use crate::collation::Collation;
 use crate::number::Number;
@@ -18,12 +19,19 @@ enum Current {
 
 /// What an expression is evaluated against: the current document, the variables bound by the
 /// operators around it, and the time `$$NOW` reads (one value for the whole evaluation).
-#[derive(Debug, Clone)]
+///
+/// Scopes chain: an inner scope holds only what it binds and borrows the rest from the scope
+/// around it, so that each step of `$map`, `$filter` or `$reduce` costs its own bindings, never
+/// a copy of every outer variable.
+#[derive(Debug)]
 pub(crate) struct Env<'a> {
     root: Cow<'a, Document>,
     /// What field paths read: the root, or `CURRENT` as `$let` or `$map` rebound it.
-    current: Current,
+    current: Cow<'a, Current>,
+    /// The variables this scope binds, innermost last.
     vars: Vec<(String, Option<Bson>)>,
+    /// The scope around this one.
+    outer: Option<&'a Env<'a>>,
     now: bson::DateTime,
     /// How strings compare (`$eq`, `$lt`, `$in`, ...), the query's collation.
     pub(crate) collation: Option<&'a Collation>,
@@ -38,8 +46,9 @@ impl<'a> Env<'a> {
     pub(crate) fn collated(root: &'a Document, collation: Option<&'a Collation>) -> Env<'a> {
         Env {
             root: Cow::Borrowed(root),
-            current: Current::Root,
+            current: Cow::Owned(Current::Root),
             vars: Vec::new(),
+            outer: None,
             now: bson::DateTime::now(),
             collation,
         }
@@ -49,8 +58,9 @@ impl<'a> Env<'a> {
     pub(crate) fn constant() -> Env<'static> {
         Env {
             root: Cow::Owned(Document::new()),
-            current: Current::Root,
+            current: Cow::Owned(Current::Root),
             vars: Vec::new(),
+            outer: None,
             now: bson::DateTime::now(),
             collation: None,
         }
@@ -60,26 +70,30 @@ impl<'a> Env<'a> {
     /// stays the document (`$redact` at a nested level).
     pub(crate) fn with_current(&self, value: Bson) -> Env<'_> {
         let mut inner = self.with([]);
-        inner.current = Current::Rebound(Some(value));
+        inner.current = Cow::Owned(Current::Rebound(Some(value)));
         inner
     }
 
-    /// The value of the innermost binding of `name`; `None` when it holds missing.
-    fn variable(&self, name: &str) -> Option<Bson> {
-        self.vars
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, v)| v.clone())
+    /// The value of the innermost binding of `name`, in this scope or one around it; `None`
+    /// when it holds missing.
+    fn variable(&self, name: &str) -> Option<&Bson> {
+        let mut scope = Some(self);
+        while let Some(env) = scope {
+            if let Some((_, value)) = env.vars.iter().rev().find(|(n, _)| n == name) {
+                return value.as_ref();
+            }
+            scope = env.outer;
+        }
+        None
     }
 
+    /// A scope inside this one binding `bindings`; everything else is read through this one.
     fn with(&self, bindings: impl IntoIterator<Item = (String, Option<Bson>)>) -> Env<'_> {
-        let mut vars = self.vars.clone();
-        vars.extend(bindings);
         Env {
             root: Cow::Borrowed(&*self.root),
-            current: self.current.clone(),
-            vars,
+            current: Cow::Borrowed(&*self.current),
+            vars: bindings.into_iter().collect(),
+            outer: Some(self),
             now: self.now,
             collation: self.collation,
         }
@@ -111,6 +125,15 @@ pub(crate) fn path_of(value: Option<Bson>, path: &Path) -> Option<Bson> {
     path.resolve(&value?)
 }
 
+/// The value at `path` below a variable or a rebound `CURRENT`: only what the path reaches
+/// is copied.
+fn rebound_path(current: Option<&Bson>, path: &Path) -> Option<Bson> {
+    if path.is_empty() {
+        return current.cloned();
+    }
+    path.resolve(current?)
+}
+
 /// Evaluates `expr` in `env`; `None` is missing. Reading a value is done here; each operator
 /// with a rule of its own has a function below, by family: building values, choosing a
 /// branch, binding variables, iterating an array, a document's fields, reshaping arrays.
@@ -119,16 +142,16 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
         Expr::Literal(v) => Ok(Some(v.clone())),
         // The current document is the root: no stage here rebinds `$$CURRENT`.
         Expr::Root(path) => Ok(path.resolve_in(&env.root)),
-        Expr::Field(path) => Ok(match &env.current {
+        Expr::Field(path) => Ok(match &*env.current {
             Current::Root => path.resolve_in(&env.root),
-            Current::Rebound(current) => path_of(current.clone(), path),
+            Current::Rebound(current) => rebound_path(current.as_ref(), path),
         }),
-        Expr::Current(path) => Ok(match &env.current {
+        Expr::Current(path) => Ok(match &*env.current {
             Current::Root if path.is_empty() => Some(Bson::Document(env.root.as_ref().clone())),
             Current::Root => path.resolve_in(&env.root),
-            Current::Rebound(current) => path_of(current.clone(), path),
+            Current::Rebound(current) => rebound_path(current.as_ref(), path),
         }),
-        Expr::Var(name, path) => Ok(path_of(env.variable(name), path)),
+        Expr::Var(name, path) => Ok(rebound_path(env.variable(name), path)),
         Expr::Remove => Ok(None),
         Expr::Now => Ok(Some(Bson::DateTime(env.now))),
         Expr::Object(fields) => object(fields, env),
@@ -171,8 +194,10 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
 /// An object expression: its fields in order, a missing value omitting its field.
 fn object(fields: &[(String, Expr)], env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
     let mut out = Document::new();
+    let mut built = Built::new("an object expression");
     for (name, value) in fields {
         if let Some(v) = eval_in(value, env)? {
+            built.add(Some(name), &v)?;
             out.insert(name.clone(), v);
         }
     }
@@ -181,12 +206,14 @@ fn object(fields: &[(String, Expr)], env: &Env<'_>) -> Result<Option<Bson>, Expr
 
 /// An array expression: a missing element is null (an array keeps its positions).
 fn array(items: &[Expr], env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
-    Ok(Some(Bson::Array(
-        items
-            .iter()
-            .map(|e| eval_in(e, env).map(|v| v.unwrap_or(Bson::Null)))
-            .collect::<Result<_, _>>()?,
-    )))
+    let mut out = Vec::with_capacity(items.len());
+    let mut built = Built::new("an array expression");
+    for item in items {
+        let value = eval_in(item, env)?.unwrap_or(Bson::Null);
+        built.add(None, &value)?;
+        out.push(value);
+    }
+    Ok(Some(Bson::Array(out)))
 }
 
 // Choosing a branch: only the branch taken is evaluated.
@@ -240,7 +267,7 @@ fn let_in(vars: &[(String, Expr)], body: &Expr, env: &Env<'_>) -> Result<Option<
     }
     let mut inner = env.with(bound);
     if let Some(current) = current {
-        inner.current = Current::Rebound(current);
+        inner.current = Cow::Owned(Current::Rebound(current));
     }
     eval_in(body, &inner)
 }
@@ -254,13 +281,16 @@ fn map(input: &Expr, name: &str, body: &Expr, env: &Env<'_>) -> Result<Option<Bs
         return Ok(Some(Bson::Null));
     };
     let mut out = Vec::with_capacity(items.len());
+    let mut built = Built::new("$map");
     for item in items {
         let inner = if name == "CURRENT" {
             env.with_current(item)
         } else {
             env.with([(name.to_owned(), Some(item))])
         };
-        out.push(eval_in(body, &inner)?.unwrap_or(Bson::Null));
+        let value = eval_in(body, &inner)?.unwrap_or(Bson::Null);
+        built.add(None, &value)?;
+        out.push(value);
     }
     Ok(Some(Bson::Array(out)))
 }
@@ -373,7 +403,10 @@ fn set_field(
             doc.remove(&name);
         }
     }
-    Ok(Some(Bson::Document(doc)))
+    // A value placed one level down: as deep as it, plus one.
+    let doc = Bson::Document(doc);
+    super::bounds::check(operator, &doc)?;
+    Ok(Some(doc))
 }
 
 // Reshaping arrays.
@@ -412,7 +445,16 @@ fn zip(
         };
         Bson::Array(arrays.iter().enumerate().map(at).collect())
     };
-    Ok(Some(Bson::Array((0..rows).map(row).collect())))
+    // Defaults repeat on every row past a shorter input's end: rows join one at a time, so the
+    // bound stops the first row too many.
+    let mut out = Vec::with_capacity(rows.min(shortest.max(1)));
+    let mut built = Built::new("$zip");
+    for i in 0..rows {
+        let next = row(i);
+        built.add(None, &next)?;
+        out.push(next);
+    }
+    Ok(Some(Bson::Array(out)))
 }
 
 /// The arrays `$zip` reads, in order: `None` at the first null or missing input (the result

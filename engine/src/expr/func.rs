@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
+use super::bounds::{self, Built};
 use super::decimal_math::{self, Unary};
 use super::eval::{Env, eval_in, truthy};
 use super::{Expr, ExprError, error};
@@ -456,12 +457,20 @@ impl Func {
         let op = self.name();
         match self {
             Func::Concat => {
-                let mut out = String::new();
-                for value in v {
+                // Every argument is checked, and the length known, before anything is copied.
+                let mut len = 0usize;
+                for value in &v {
                     match value {
                         None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
-                        Some(Bson::String(s)) => out.push_str(&s),
-                        Some(other) => return Err(wrong_type(op, "strings", &other)),
+                        Some(Bson::String(s)) => len = len.saturating_add(s.len()),
+                        Some(other) => return Err(wrong_type(op, "strings", other)),
+                    }
+                }
+                bounds::check_string_len(op, len)?;
+                let mut out = String::with_capacity(len);
+                for value in v.iter().flatten() {
+                    if let Bson::String(s) = value {
+                        out.push_str(s);
                     }
                 }
                 Ok(Some(Bson::String(out)))
@@ -477,11 +486,14 @@ impl Func {
                     Some(Bson::DateTime(d)) => super::dates::iso_string(d.timestamp_millis()),
                     Some(other) => return Err(wrong_type(op, "a string", &other)),
                 };
-                Ok(Some(Bson::String(if self == Func::ToLower {
+                let changed = if self == Func::ToLower {
                     s.to_lowercase()
                 } else {
                     s.to_uppercase()
-                })))
+                };
+                // A few characters change case into several: the result may outgrow its input.
+                bounds::check_string_len(op, changed.len())?;
+                Ok(Some(Bson::String(changed)))
             }
             Func::StrLenCp => match v[0].take() {
                 Some(Bson::String(s)) => Ok(Some(int(s.chars().count()))),
@@ -518,10 +530,14 @@ impl Func {
             Func::ArrayElemAt => array_elem_at(v),
             Func::ConcatArrays => {
                 let mut out = Vec::new();
+                let mut built = Built::new("$concatArrays");
                 for value in v {
                     match value {
                         None | Some(Bson::Null) => return Ok(Some(Bson::Null)),
-                        Some(Bson::Array(items)) => out.extend(items),
+                        Some(Bson::Array(items)) => {
+                            built.add_all(&items)?;
+                            out.extend(items);
+                        }
                         Some(other) => return Err(wrong_type(op, "arrays", &other)),
                     }
                 }
@@ -573,15 +589,23 @@ impl Func {
                         Some(other) => return Err(wrong_type(op, "documents", &other)),
                     }
                 }
-                Ok(Some(Bson::Document(out)))
+                // Never larger than its inputs together, which are held already.
+                let merged = Bson::Document(out);
+                bounds::check(op, &merged)?;
+                Ok(Some(merged))
             }
             Func::ObjectToArray => match v[0].take() {
                 None | Some(Bson::Null) => Ok(Some(Bson::Null)),
-                Some(Bson::Document(d)) => Ok(Some(Bson::Array(
-                    d.into_iter()
-                        .map(|(k, v)| Bson::Document(bson::doc! { "k": k, "v": v }))
-                        .collect(),
-                ))),
+                Some(Bson::Document(d)) => {
+                    // Two levels deeper than its input: `[{k, v}]`.
+                    let pairs = Bson::Array(
+                        d.into_iter()
+                            .map(|(k, v)| Bson::Document(bson::doc! { "k": k, "v": v }))
+                            .collect(),
+                    );
+                    bounds::check(op, &pairs)?;
+                    Ok(Some(pairs))
+                }
                 Some(other) => Err(wrong_type(op, "a document", &other)),
             },
             _ => match v[0].take() {
@@ -946,9 +970,7 @@ fn range(v: &[Option<Bson>]) -> Result<Option<Bson>, ExprError> {
     } else {
         ((end - start).abs() + step.abs() - 1) / step.abs()
     };
-    if count > 10_000_000 {
-        return Err(error(op, "the range has more than ten million elements"));
-    }
+    bounds::check_range_len(op, count)?;
     Ok(Some(Bson::Array(
         (0..count)
             .map(|i| Bson::Int32(i32::try_from(start + i * step).unwrap_or(0)))
@@ -987,7 +1009,13 @@ fn sets(
         out
     };
     Ok(Some(match func {
-        Func::SetUnion => Bson::Array(distinct(arrays.into_iter().flatten().collect())),
+        Func::SetUnion => {
+            let mut built = Built::new("$setUnion");
+            for array in &arrays {
+                built.add_all(array)?;
+            }
+            Bson::Array(distinct(arrays.into_iter().flatten().collect()))
+        }
         Func::SetIntersection => {
             let mut iter = arrays.into_iter();
             let first = distinct(iter.next().unwrap_or_default());

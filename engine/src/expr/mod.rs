@@ -25,6 +25,7 @@
 //!   `$minN`, `$maxN`), shared with `$group`. `$zip` and `$sortArray` are expressions of their own
 //!   (their arguments are named, and `sortBy` is read as written).
 
+mod bounds;
 mod convert;
 mod dates;
 mod decimal_math;

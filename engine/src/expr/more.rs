@@ -149,6 +149,17 @@ pub(crate) fn replace(v: &[Option<Bson>], all: bool) -> Result<Option<Bson>, Exp
     else {
         return Ok(Some(Bson::Null));
     };
+    // The result's length is known before it is built, and held to a string's bound.
+    let grows_by = with.len().saturating_sub(find.len());
+    let times = match (all, find.is_empty()) {
+        (false, _) => usize::from(input.contains(find.as_str())),
+        (true, true) => input.chars().count() + 1,
+        (true, false) => input.matches(find.as_str()).count(),
+    };
+    super::bounds::check_string_len(
+        op,
+        input.len().saturating_add(grows_by.saturating_mul(times)),
+    )?;
     let out = if !all {
         input.replacen(find.as_str(), with, 1)
     } else if find.is_empty() {

@@ -202,6 +202,7 @@ impl Cursors {
         let (outgoing, batches) = sync_channel::<Result<Batch, CommandError>>(1);
         std::thread::Builder::new()
             .name("odm-cursor".into())
+            .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
             .spawn(move || {
                 cursor_thread(&db, &collection, open, first_batch, &incoming, &outgoing);
             })

@@ -278,6 +278,7 @@ impl Server {
             let tls = tls.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("conn{id}"))
+                .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
                 .spawn(move || {
                     connection::serve(&conn_shared, stream, id, tls);
                     conn_shared

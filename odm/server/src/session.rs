@@ -89,6 +89,7 @@ impl Transaction {
         let deadline = Instant::now() + lifetime;
         std::thread::Builder::new()
             .name("odm-transaction".into())
+            .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
             .spawn(move || transaction_thread(&db, &incoming, deadline, &change_context))
             .map_err(|e| {
                 CommandError::new(

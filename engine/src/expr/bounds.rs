@@ -1,0 +1,317 @@
+//! Bounds on the values expressions compute. Stored and received documents are held to
+//! MongoDB's limits at the door (`nesting`); a value an expression builds is held here, while it
+//! is built, so that no expression nests a value deep enough to overflow a stack that walks it
+//! (a clone, a drop, a comparison, an encoding) or grows one past memory:
+//!
+//! - depth: [`MAX_DEPTH`] levels, counted as `nesting` counts them (MongoDB's default for what a
+//!   command and the values it computes may nest); past it, `Overflow` (15);
+//! - strings: [`MAX_STRING_BYTES`], the most a BSON document, and so any string in one, may
+//!   hold; past it, `BSONObjectTooLarge` (10334);
+//! - arrays and documents: [`MAX_CONTAINER_BYTES`] of BSON, the memory MongoDB allows one
+//!   `$range`; past it, `ExceededMemoryLimit` (146).
+//!
+//! Every builder of a container (`[...]`, `{...}`, `$map`, `$concatArrays`, `$setUnion`,
+//! `$zip`, `$range`, `$objectToArray`, `$arrayToObject`, `$mergeObjects`, `$setField`) adds its
+//! elements through a [`Built`], which measures each element once, as it joins, and refuses the
+//! element that would pass a bound; string builders check their length before they allocate.
+//! Measuring walks a value with an explicit stack, never by recursion.
+
+use bson::Bson;
+
+use super::{ExprError, error};
+use crate::code::ErrorCode;
+
+/// The deepest a computed value may nest: MongoDB's `BSONDepth::kDefaultMaxAllowableDepth`.
+pub(crate) const MAX_DEPTH: usize = crate::nesting::MAX_INPUT_DEPTH;
+
+/// The longest a computed string may be: 16 MiB, MongoDB's largest BSON document.
+pub(crate) const MAX_STRING_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most BSON an array or document an expression builds may hold: 64 MiB, MongoDB's memory
+/// limit for one `$range` (`internalQueryMaxRangeBytes`).
+pub(crate) const MAX_CONTAINER_BYTES: usize = 64 * 1024 * 1024;
+
+/// What a value measures as BSON: its encoded bytes (as an element's value) and its nesting
+/// (0 for a scalar, 1 for a container of scalars, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Measure {
+    pub(crate) bytes: usize,
+    pub(crate) depth: usize,
+}
+
+/// Why a measure stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exceeded {
+    Depth,
+    Bytes,
+}
+
+/// Measures `value`, stopping as soon as its depth passes `max_depth` or its bytes
+/// `max_bytes`: a value past a bound costs no more than the bound to measure.
+fn measure_within(value: &Bson, max_depth: usize, max_bytes: usize) -> Result<Measure, Exceeded> {
+    // Each entry is a container being walked: its remaining elements and its depth.
+    enum Open<'v> {
+        Array(std::iter::Enumerate<std::slice::Iter<'v, Bson>>),
+        Document(bson::document::Iter<'v>),
+    }
+    let mut bytes = 0usize;
+    let mut deepest = 0usize;
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut next = Some(value);
+    loop {
+        if let Some(value) = next.take() {
+            bytes += scalar_bytes(value);
+            match value {
+                Bson::Array(items) => stack.push(Open::Array(items.iter().enumerate())),
+                Bson::Document(doc) => stack.push(Open::Document(doc.iter())),
+                _ => {}
+            }
+            deepest = deepest.max(stack.len());
+            if deepest > max_depth {
+                return Err(Exceeded::Depth);
+            }
+            if bytes > max_bytes {
+                return Err(Exceeded::Bytes);
+            }
+        }
+        let Some(top) = stack.last_mut() else { break };
+        match top {
+            Open::Array(items) => match items.next() {
+                // An element's type byte, its decimal index and the index's NUL.
+                Some((index, item)) => {
+                    bytes += 2 + decimal_digits(index);
+                    next = Some(item);
+                }
+                None => {
+                    stack.pop();
+                }
+            },
+            Open::Document(fields) => match fields.next() {
+                Some((name, item)) => {
+                    bytes += 2 + name.len();
+                    next = Some(item);
+                }
+                None => {
+                    stack.pop();
+                }
+            },
+        }
+    }
+    Ok(Measure {
+        bytes,
+        depth: deepest,
+    })
+}
+
+/// The bytes of a value as BSON, without what its elements hold (a container's length prefix
+/// and terminating NUL; a string's length, bytes and NUL; ...).
+fn scalar_bytes(value: &Bson) -> usize {
+    match value {
+        Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
+        Bson::Int32(_) => 4,
+        Bson::Boolean(_) => 1,
+        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
+        Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => 5 + s.len(),
+        Bson::Array(_) | Bson::Document(_) => 5,
+        Bson::ObjectId(_) => 12,
+        Bson::Decimal128(_) => 16,
+        Bson::Binary(b) => 5 + b.bytes.len(),
+        Bson::RegularExpression(r) => r.pattern.len() + r.options.len() + 2,
+        Bson::JavaScriptCodeWithScope(c) => 14 + c.code.len(),
+        Bson::DbPointer(_) => 30,
+    }
+}
+
+fn decimal_digits(mut n: usize) -> usize {
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    digits
+}
+
+/// An array or document being built by `op`, element by element, within the bounds.
+#[derive(Debug)]
+pub(crate) struct Built {
+    op: &'static str,
+    bytes: usize,
+    depth: usize,
+    count: usize,
+}
+
+impl Built {
+    pub(crate) fn new(op: &'static str) -> Built {
+        Built {
+            op,
+            bytes: 5,
+            depth: 1,
+            count: 0,
+        }
+    }
+
+    /// Counts `value` as the next element (named `name`, or at the next array position);
+    /// refuses it when the container would pass a bound.
+    pub(crate) fn add(&mut self, name: Option<&str>, value: &Bson) -> Result<(), ExprError> {
+        let left = MAX_CONTAINER_BYTES.saturating_sub(self.bytes);
+        let measure = measure_within(value, MAX_DEPTH - 1, left).map_err(|e| match e {
+            Exceeded::Depth => too_deep(self.op),
+            Exceeded::Bytes => too_large(self.op),
+        })?;
+        let key = name.map_or_else(|| decimal_digits(self.count), str::len);
+        self.bytes += 2 + key + measure.bytes;
+        self.depth = self.depth.max(1 + measure.depth);
+        self.count += 1;
+        if self.bytes > MAX_CONTAINER_BYTES {
+            return Err(too_large(self.op));
+        }
+        Ok(())
+    }
+
+    /// Counts every element of `items`, at the next positions.
+    pub(crate) fn add_all<'v>(
+        &mut self,
+        items: impl IntoIterator<Item = &'v Bson>,
+    ) -> Result<(), ExprError> {
+        items.into_iter().try_for_each(|item| self.add(None, item))
+    }
+}
+
+/// Checks a whole value `op` computed (a container it built some other way).
+pub(crate) fn check(op: &'static str, value: &Bson) -> Result<(), ExprError> {
+    match value {
+        Bson::String(s) => check_string_len(op, s.len()),
+        Bson::Array(_) | Bson::Document(_) => {
+            measure_within(value, MAX_DEPTH, MAX_CONTAINER_BYTES).map_err(|e| match e {
+                Exceeded::Depth => too_deep(op),
+                Exceeded::Bytes => too_large(op),
+            })?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a string of `len` bytes before it is built.
+pub(crate) fn check_string_len(op: &'static str, len: usize) -> Result<(), ExprError> {
+    if len > MAX_STRING_BYTES {
+        return Err(error(
+            op,
+            format!(
+                "the string it computes would be {len} bytes, over the {MAX_STRING_BYTES}-byte \
+                 limit of a BSON string"
+            ),
+        )
+        .with_code(ErrorCode::BSON_OBJECT_TOO_LARGE));
+    }
+    Ok(())
+}
+
+/// Refuses a `$range` of `count` elements before it is built: each element is an int and its
+/// decimal index, so the array's BSON size is known from the count alone.
+pub(crate) fn check_range_len(op: &'static str, count: i64) -> Result<(), ExprError> {
+    let count = usize::try_from(count).unwrap_or(0);
+    let bytes = count
+        .saturating_mul(7 + decimal_digits(count))
+        .saturating_add(5);
+    if bytes > MAX_CONTAINER_BYTES {
+        return Err(too_large(op));
+    }
+    Ok(())
+}
+
+fn too_deep(op: &str) -> ExprError {
+    error(
+        op,
+        format!("the value it computes would nest deeper than {MAX_DEPTH} levels"),
+    )
+    .with_code(ErrorCode::OVERFLOW)
+}
+
+fn too_large(op: &str) -> ExprError {
+    error(
+        op,
+        format!(
+            "the value it computes would pass {MAX_CONTAINER_BYTES} bytes of BSON, the memory \
+             one computed value may use"
+        ),
+    )
+    .with_code(ErrorCode::EXCEEDED_MEMORY_LIMIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, bson, doc};
+
+    use super::*;
+
+    /// A value's encoded size through the bson crate: an element `{"": value}` less the
+    /// document's five bytes, the type byte and the empty name's NUL.
+    fn encoded(value: &Bson) -> usize {
+        bson::RawDocumentBuf::try_from(&doc! { "": value.clone() })
+            .unwrap()
+            .as_bytes()
+            .len()
+            - 7
+    }
+
+    #[test]
+    fn measures_agree_with_the_encoding() {
+        let values = [
+            bson!(1),
+            bson!("héllo"),
+            bson!([1, "a", [2.5, { "x": null }], {}]),
+            bson!({ "a": { "b": [true, 1_i64, { "c": "d" }] }, "e": [] }),
+            Bson::Array((0..1234).map(Bson::Int32).collect()),
+        ];
+        for value in values {
+            let measure = measure_within(&value, usize::MAX, usize::MAX).unwrap();
+            assert_eq!(measure.bytes, encoded(&value), "{value}");
+        }
+        let nested = bson!({ "a": [[{ "b": 1 }]] });
+        assert_eq!(measure_within(&nested, 10, usize::MAX).unwrap().depth, 4);
+        assert_eq!(measure_within(&bson!(7), 10, 100).unwrap().depth, 0);
+    }
+
+    #[test]
+    fn a_deep_value_is_measured_without_recursion_and_stops_at_the_bound() {
+        let mut deep = Bson::Int32(0);
+        for _ in 0..100_000 {
+            deep = Bson::Array(vec![deep]);
+        }
+        assert_eq!(
+            measure_within(&deep, MAX_DEPTH, usize::MAX),
+            Err(Exceeded::Depth)
+        );
+        let mut built = Built::new("$reduce");
+        assert_eq!(built.add(None, &deep).unwrap_err().code.code, 15);
+        // Drop the deep value without recursion either.
+        let mut value = deep;
+        while let Bson::Array(mut items) = value {
+            value = items.pop().unwrap_or(Bson::Null);
+        }
+    }
+
+    #[test]
+    fn containers_stop_at_their_bound_as_elements_join() {
+        let chunk = Bson::String("x".repeat(1 << 20));
+        let mut built = Built::new("$concatArrays");
+        let mut joined = 0;
+        let refused = loop {
+            match built.add(None, &chunk) {
+                Ok(()) => joined += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(joined, 63);
+        assert_eq!(refused.code.code, 146);
+        assert_eq!(
+            check_string_len("$concat", MAX_STRING_BYTES + 1)
+                .unwrap_err()
+                .code
+                .code,
+            10334
+        );
+        assert!(check_string_len("$concat", MAX_STRING_BYTES).is_ok());
+    }
+}
