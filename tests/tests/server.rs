@@ -716,6 +716,47 @@ fn session_ids_must_be_uuids_and_the_session_table_is_bounded() {
 }
 
 #[test]
+fn aggregations_that_grow_without_bound_are_refused_and_the_server_answers_the_next_ping() {
+    let server = start();
+    let client = client(&server);
+    let db = client.database("grow");
+    db.collection::<Document>("c")
+        .insert_one(doc! {"_id": 1, "s": "ab"})
+        .run()
+        .unwrap();
+    let range = |n: i64| bson!({"$range": [0, n]});
+    let growing = [
+        // Nests its value one level a step: once it overflowed a cursor thread's stack.
+        (
+            bson!({"$reduce": {"input": range(100_000), "initialValue": [], "in": ["$$value"]}}),
+            15,
+        ),
+        // Doubles a string forty times: once it exhausted memory.
+        (
+            bson!({"$reduce": {"input": range(40), "initialValue": "$s",
+                "in": {"$concat": ["$$value", "$$value"]}}}),
+            10334,
+        ),
+        // Ten million elements per element of a map.
+        (
+            bson!({"$map": {"input": range(1000), "in": range(10_000_000)}}),
+            146,
+        ),
+    ];
+    for (expr, code) in growing {
+        let pipeline = vec![doc! {"$project": {"v": expr}}];
+        let err = db
+            .collection::<Document>("c")
+            .aggregate(pipeline)
+            .run()
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .unwrap_err();
+        assert_eq!(code_of(&err), Some(code), "{err}");
+        db.run_command(doc! {"ping": 1}).run().unwrap();
+    }
+}
+
+#[test]
 fn malformed_messages_get_an_error_or_a_closed_connection_never_a_crash() {
     let server = start();
     // A length past the 48 MB limit: the connection is closed unanswered.
