@@ -1,16 +1,16 @@
 //! Decoding stored bytes: arbitrary bytes through the engine's decoder (what a damaged file
-//! gives it) and through a derived model's decode path. Never a panic; where both the engine's
-//! decoder and the bson crate's deserializer accept the bytes, they agree (the decoder's law:
-//! it stands in for that deserializer, extended-JSON readings of `$` field names included).
+//! gives it), as a document and as a model of the shape the typed layer's derive gives (its
+//! `_id` under another name, nested and optional fields, read with its schema version in one
+//! pass). Never a panic; where both the engine's decoder and the bson crate's deserializer
+//! accept the bytes, they agree (the decoder's law: it stands in for that deserializer,
+//! extended-JSON readings of `$` field names included).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize, Deserialize, odm::Document)]
-#[odm(collection = "fuzz")]
+#[derive(Debug, Serialize, Deserialize)]
 struct Model {
-    #[odm(id)]
     id: i64,
     name: String,
     tags: Vec<String>,
@@ -19,7 +19,7 @@ struct Model {
     when: Option<bson::DateTime>,
 }
 
-#[derive(Debug, Serialize, Deserialize, odm::Embedded)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Inner {
     a: i32,
     b: Vec<Inner>,
@@ -34,7 +34,5 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(bytes(ours).ok(), bytes(theirs).ok());
     }
     let _ = odm_engine::decode::from_slice_with_id::<Model>(data, Some("id"));
-    if let Ok(raw) = bson::RawDocument::from_bytes(data) {
-        let _ = odm::__private::decode_versioned::<Model>(raw);
-    }
+    let _ = odm_engine::decode::from_slice_versioned::<Model>(data, Some("id"));
 });
