@@ -7,8 +7,10 @@
 //!   command and the values it computes may nest); past it, `Overflow` (15);
 //! - strings: [`MAX_STRING_BYTES`], the most a BSON document, and so any string in one, may
 //!   hold; past it, `BSONObjectTooLarge` (10334);
-//! - arrays and documents: [`MAX_CONTAINER_BYTES`] of BSON, the memory MongoDB allows one
-//!   `$range`; past it, `ExceededMemoryLimit` (146).
+//! - arrays and documents: [`MAX_CONTAINER_BYTES`] of memory, counted as this engine holds a
+//!   value (every value a `Bson` of its own, plus what its strings, binaries and field names
+//!   hold), so that the bound is the memory a value really takes; past it,
+//!   `ExceededMemoryLimit` (146). A `$range` of about 2.3 million numbers fits.
 //!
 //! Every builder of a container (`[...]`, `{...}`, `$map`, `$concatArrays`, `$setUnion`,
 //! `$zip`, `$range`, `$objectToArray`, `$arrayToObject`, `$mergeObjects`, `$setField`) adds its
@@ -27,12 +29,20 @@ pub(crate) const MAX_DEPTH: usize = crate::nesting::MAX_INPUT_DEPTH;
 /// The longest a computed string may be: 16 MiB, MongoDB's largest BSON document.
 pub(crate) const MAX_STRING_BYTES: usize = 16 * 1024 * 1024;
 
-/// The most BSON an array or document an expression builds may hold: 64 MiB, MongoDB's memory
-/// limit for one `$range` (`internalQueryMaxRangeBytes`).
-pub(crate) const MAX_CONTAINER_BYTES: usize = 64 * 1024 * 1024;
+/// The most memory an array or document an expression builds may take: 256 MiB, four times
+/// MongoDB's limit for one `$range` (`internalQueryMaxRangeBytes`, 64 MiB), since a value here
+/// takes about seven times the 16 bytes a MongoDB `Value` takes.
+pub(crate) const MAX_CONTAINER_BYTES: usize = 256 * 1024 * 1024;
 
-/// What a value measures as BSON: its encoded bytes (as an element's value) and its nesting
-/// (0 for a scalar, 1 for a container of scalars, ...).
+/// What one value takes whatever it holds.
+const VALUE_BYTES: usize = std::mem::size_of::<Bson>();
+
+/// What a document's field takes besides its value: the name's bytes are added to this (the
+/// name's own header, its hash and its slot in the document's index).
+const FIELD_BYTES: usize = std::mem::size_of::<String>() + 16;
+
+/// What a value measures in memory (bytes) and its nesting (0 for a scalar, 1 for a container
+/// of scalars, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Measure {
     pub(crate) bytes: usize,
@@ -60,7 +70,7 @@ fn measure_within(value: &Bson, max_depth: usize, max_bytes: usize) -> Result<Me
     let mut next = Some(value);
     loop {
         if let Some(value) = next.take() {
-            bytes += scalar_bytes(value);
+            bytes += VALUE_BYTES + heap_bytes(value);
             match value {
                 Bson::Array(items) => stack.push(Open::Array(items.iter().enumerate())),
                 Bson::Document(doc) => stack.push(Open::Document(doc.iter())),
@@ -77,18 +87,14 @@ fn measure_within(value: &Bson, max_depth: usize, max_bytes: usize) -> Result<Me
         let Some(top) = stack.last_mut() else { break };
         match top {
             Open::Array(items) => match items.next() {
-                // An element's type byte, its decimal index and the index's NUL.
-                Some((index, item)) => {
-                    bytes += 2 + decimal_digits(index);
-                    next = Some(item);
-                }
+                Some((_, item)) => next = Some(item),
                 None => {
                     stack.pop();
                 }
             },
             Open::Document(fields) => match fields.next() {
                 Some((name, item)) => {
-                    bytes += 2 + name.len();
+                    bytes += FIELD_BYTES + name.len();
                     next = Some(item);
                 }
                 None => {
@@ -103,32 +109,15 @@ fn measure_within(value: &Bson, max_depth: usize, max_bytes: usize) -> Result<Me
     })
 }
 
-/// The bytes of a value as BSON, without what its elements hold (a container's length prefix
-/// and terminating NUL; a string's length, bytes and NUL; ...).
-fn scalar_bytes(value: &Bson) -> usize {
+/// What a value holds outside itself, its elements aside: a string's or a binary's bytes.
+fn heap_bytes(value: &Bson) -> usize {
     match value {
-        Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
-        Bson::Int32(_) => 4,
-        Bson::Boolean(_) => 1,
-        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
-        Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => 5 + s.len(),
-        Bson::Array(_) | Bson::Document(_) => 5,
-        Bson::ObjectId(_) => 12,
-        Bson::Decimal128(_) => 16,
-        Bson::Binary(b) => 5 + b.bytes.len(),
-        Bson::RegularExpression(r) => r.pattern.len() + r.options.len() + 2,
-        Bson::JavaScriptCodeWithScope(c) => 14 + c.code.len(),
-        Bson::DbPointer(_) => 30,
+        Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => s.len(),
+        Bson::Binary(b) => b.bytes.len(),
+        Bson::RegularExpression(r) => r.pattern.len() + r.options.len(),
+        Bson::JavaScriptCodeWithScope(c) => c.code.len() + c.scope.len() * FIELD_BYTES,
+        _ => 0,
     }
-}
-
-fn decimal_digits(mut n: usize) -> usize {
-    let mut digits = 1;
-    while n >= 10 {
-        n /= 10;
-        digits += 1;
-    }
-    digits
 }
 
 /// An array or document being built by `op`, element by element, within the bounds.
@@ -137,16 +126,14 @@ pub(crate) struct Built {
     op: &'static str,
     bytes: usize,
     depth: usize,
-    count: usize,
 }
 
 impl Built {
     pub(crate) fn new(op: &'static str) -> Built {
         Built {
             op,
-            bytes: 5,
+            bytes: VALUE_BYTES,
             depth: 1,
-            count: 0,
         }
     }
 
@@ -158,10 +145,9 @@ impl Built {
             Exceeded::Depth => too_deep(self.op),
             Exceeded::Bytes => too_large(self.op),
         })?;
-        let key = name.map_or_else(|| decimal_digits(self.count), str::len);
-        self.bytes += 2 + key + measure.bytes;
+        let field = name.map_or(0, |name| FIELD_BYTES + name.len());
+        self.bytes += field + measure.bytes;
         self.depth = self.depth.max(1 + measure.depth);
-        self.count += 1;
         if self.bytes > MAX_CONTAINER_BYTES {
             return Err(too_large(self.op));
         }
@@ -207,13 +193,11 @@ pub(crate) fn check_string_len(op: &'static str, len: usize) -> Result<(), ExprE
     Ok(())
 }
 
-/// Refuses a `$range` of `count` elements before it is built: each element is an int and its
-/// decimal index, so the array's BSON size is known from the count alone.
+/// Refuses a `$range` of `count` elements before it is built: each element is one number, so
+/// the array's memory is known from the count alone.
 pub(crate) fn check_range_len(op: &'static str, count: i64) -> Result<(), ExprError> {
     let count = usize::try_from(count).unwrap_or(0);
-    let bytes = count
-        .saturating_mul(7 + decimal_digits(count))
-        .saturating_add(5);
+    let bytes = count.saturating_add(1).saturating_mul(VALUE_BYTES);
     if bytes > MAX_CONTAINER_BYTES {
         return Err(too_large(op));
     }
@@ -232,8 +216,8 @@ fn too_large(op: &str) -> ExprError {
     error(
         op,
         format!(
-            "the value it computes would pass {MAX_CONTAINER_BYTES} bytes of BSON, the memory \
-             one computed value may use"
+            "the value it computes would take more than {MAX_CONTAINER_BYTES} bytes of memory, \
+             the most one computed value may take"
         ),
     )
     .with_code(ErrorCode::EXCEEDED_MEMORY_LIMIT)
@@ -241,36 +225,27 @@ fn too_large(op: &str) -> ExprError {
 
 #[cfg(test)]
 mod tests {
-    use bson::{Bson, bson, doc};
+    use bson::{Bson, bson};
 
     use super::*;
 
-    /// A value's encoded size through the bson crate: an element `{"": value}` less the
-    /// document's five bytes, the type byte and the empty name's NUL.
-    fn encoded(value: &Bson) -> usize {
-        bson::RawDocumentBuf::try_from(&doc! { "": value.clone() })
-            .unwrap()
-            .as_bytes()
-            .len()
-            - 7
-    }
-
     #[test]
-    fn measures_agree_with_the_encoding() {
-        let values = [
-            bson!(1),
-            bson!("héllo"),
-            bson!([1, "a", [2.5, { "x": null }], {}]),
-            bson!({ "a": { "b": [true, 1_i64, { "c": "d" }] }, "e": [] }),
-            Bson::Array((0..1234).map(Bson::Int32).collect()),
-        ];
-        for value in values {
-            let measure = measure_within(&value, usize::MAX, usize::MAX).unwrap();
-            assert_eq!(measure.bytes, encoded(&value), "{value}");
-        }
+    fn measures_count_each_value_and_what_it_holds() {
+        let flat = Bson::Array((0..1000).map(Bson::Int32).collect());
+        let measure = measure_within(&flat, usize::MAX, usize::MAX).unwrap();
+        assert_eq!(measure.bytes, 1001 * VALUE_BYTES);
+        assert_eq!(measure.depth, 1);
+        let text = bson!({ "name": "abcdef" });
+        let measure = measure_within(&text, usize::MAX, usize::MAX).unwrap();
+        assert_eq!(measure.bytes, 2 * VALUE_BYTES + FIELD_BYTES + 4 + 6);
         let nested = bson!({ "a": [[{ "b": 1 }]] });
         assert_eq!(measure_within(&nested, 10, usize::MAX).unwrap().depth, 4);
-        assert_eq!(measure_within(&bson!(7), 10, 100).unwrap().depth, 0);
+        assert_eq!(measure_within(&bson!(7), 10, usize::MAX).unwrap().depth, 0);
+        // A value past a bound stops the walk there.
+        assert_eq!(
+            measure_within(&flat, 10, 100 * VALUE_BYTES),
+            Err(Exceeded::Bytes)
+        );
     }
 
     #[test]
@@ -303,7 +278,9 @@ mod tests {
                 Err(e) => break e,
             }
         };
-        assert_eq!(joined, 63);
+        // Each element takes its value and its megabyte of text.
+        let each = VALUE_BYTES + (1 << 20);
+        assert_eq!(joined, (MAX_CONTAINER_BYTES - VALUE_BYTES) / each);
         assert_eq!(refused.code.code, 146);
         assert_eq!(
             check_string_len("$concat", MAX_STRING_BYTES + 1)
