@@ -717,6 +717,11 @@ pub(crate) fn key_error(collection: &str, index: &IndexMeta, e: KeyError) -> Err
             index: index.spec.name().to_owned(),
             limit,
         },
-        KeyError::Malformed(reason) => invalid(collection, DocumentError::Malformed { reason }),
+        KeyError::Malformed(damaged) => invalid(
+            collection,
+            DocumentError::Malformed {
+                reason: damaged.to_string(),
+            },
+        ),
     }
 }

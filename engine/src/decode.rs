@@ -15,8 +15,35 @@ use serde::de::{
     self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor,
 };
 
+/// Why a stored document does not decode as the requested type.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeFailure {
+    /// The bytes are not a well-formed BSON document, or a key cannot be renamed.
+    #[error(transparent)]
+    Malformed(Box<bson::error::Error>),
+    /// This decoder refused a value (`path` is where in the stored document, when known).
+    #[error("{}{reason}", at_path(path.as_deref()))]
+    Refused {
+        path: Option<String>,
+        reason: String,
+    },
+    /// The bson crate refused a value (`path` as for `Refused`).
+    #[error("{}{source}", at_path(path.as_deref()))]
+    Bson {
+        path: Option<String>,
+        source: Box<bson::error::Error>,
+    },
+    /// The typed layer refused the document for the reason it gives (a schema migration's
+    /// reason, or a schema version newer than the program's).
+    #[error("{0}")]
+    Model(String),
+}
+
 /// Decodes a whole document, falling back to the bson crate where this decoder does not go.
-pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Result<T, String> {
+pub(crate) fn from_slice<T: DeserializeOwned>(
+    bytes: &[u8],
+) -> std::result::Result<T, DecodeFailure> {
     from_slice_with_id(bytes, None)
 }
 
@@ -25,7 +52,7 @@ pub(crate) fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> std::result::Resu
 pub fn from_slice_with_id<T: DeserializeOwned>(
     bytes: &[u8],
     id_field: Option<&'static str>,
-) -> std::result::Result<T, String> {
+) -> std::result::Result<T, DecodeFailure> {
     from_slice_versioned(bytes, id_field).map(|(value, _)| value)
 }
 
@@ -34,11 +61,12 @@ pub fn from_slice_with_id<T: DeserializeOwned>(
 pub fn from_slice_versioned<T: DeserializeOwned>(
     bytes: &[u8],
     id_field: Option<&'static str>,
-) -> std::result::Result<(T, Option<i64>), String> {
+) -> std::result::Result<(T, Option<i64>), DecodeFailure> {
     match fast::<T>(bytes, id_field) {
         Ok(decoded) => Ok(decoded),
         Err(DecodeError::Fallback) => {
-            let raw = bson::RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
+            let raw = bson::RawDocument::from_bytes(bytes)
+                .map_err(|e| DecodeFailure::Malformed(Box::new(e)))?;
             let version = match raw.get("_v") {
                 Ok(Some(bson::RawBsonRef::Int32(v))) => Some(i64::from(v)),
                 Ok(Some(bson::RawBsonRef::Int64(v))) => Some(v),
@@ -47,25 +75,36 @@ pub fn from_slice_versioned<T: DeserializeOwned>(
             let Some(name) = id_field else {
                 // Straight from the bytes: a detour through `Document` would present dates and
                 // other types differently.
-                let value = bson::deserialize_from_slice(bytes)
-                    .map_err(|e| at_path(e, slow_failure_path::<T>(bytes, None)))?;
+                let value =
+                    bson::deserialize_from_slice(bytes).map_err(|source| DecodeFailure::Bson {
+                        path: slow_failure_path::<T>(bytes, None),
+                        source: Box::new(source),
+                    })?;
                 return Ok((value, version));
             };
             let mut renamed = bson::RawDocumentBuf::new();
             for element in raw {
-                let (key, value) = element.map_err(|e| e.to_string())?;
+                let (key, value) = element.map_err(|e| DecodeFailure::Malformed(Box::new(e)))?;
                 if key.as_str() == "_id" {
-                    let name = bson::raw::CString::try_from(name).map_err(|e| e.to_string())?;
+                    let name = bson::raw::CString::try_from(name)
+                        .map_err(|e| DecodeFailure::Malformed(Box::new(e)))?;
                     renamed.append(name, value);
                 } else {
                     renamed.append(key, value);
                 }
             }
-            let value = bson::deserialize_from_slice(renamed.as_bytes())
-                .map_err(|e| at_path(e, slow_failure_path::<T>(renamed.as_bytes(), id_field)))?;
+            let value = bson::deserialize_from_slice(renamed.as_bytes()).map_err(|source| {
+                DecodeFailure::Bson {
+                    path: slow_failure_path::<T>(renamed.as_bytes(), id_field),
+                    source: Box::new(source),
+                }
+            })?;
             Ok((value, version))
         }
-        Err(DecodeError::Message(m)) => Err(at_path(m, fast_failure_path::<T>(bytes, id_field))),
+        Err(DecodeError::Message(reason)) => Err(DecodeFailure::Refused {
+            path: fast_failure_path::<T>(bytes, id_field),
+            reason,
+        }),
     }
 }
 
@@ -85,12 +124,11 @@ pub(crate) fn render(v: bson::RawBsonRef<'_>) -> String {
     }
 }
 
-/// A decoding failure's reason, led by the stored path where it happened (`at `a.0.b`: ...`).
-fn at_path(reason: impl fmt::Display, path: Option<String>) -> String {
-    match path {
-        Some(path) => format!("at `{path}`: {reason}"),
-        None => reason.to_string(),
-    }
+/// What leads a decoding failure's reason: the stored path where it happened (`at `a.0.b`: `),
+/// or nothing when the document itself failed.
+fn at_path(path: Option<&str>) -> String {
+    path.map(|path| format!("at `{path}`: "))
+        .unwrap_or_default()
 }
 
 /// Where decoding `T` fails in this decoder, found by decoding again with the path tracked:

@@ -29,7 +29,7 @@ use crate::query::Filter;
 use crate::decode::render;
 use crate::error::IndexSpecError;
 use crate::keys::{self, Direction};
-use crate::path::{KeyValues, Path, key_values};
+use crate::path::{DamagedElement, KeyValues, Path, key_values};
 
 /// The name MongoDB gives the primary index.
 pub const ID_INDEX_NAME: &str = "_id_";
@@ -623,7 +623,7 @@ pub(crate) struct DocumentKeys {
 }
 
 /// Why a document cannot be indexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum KeyError {
     ParallelArrays {
         first: String,
@@ -636,7 +636,7 @@ pub(crate) enum KeyError {
     TooManyKeys {
         limit: usize,
     },
-    Malformed(String),
+    Malformed(DamagedElement),
 }
 
 /// The stored table entry for one key of one document.

@@ -62,7 +62,9 @@ pub use document::{IntoRawDocument, MAX_DOCUMENT_SIZE, with_id_first};
 pub use error::{DocumentError, Error, IndexSpecError, Result};
 pub use index::{ID_INDEX_NAME, IndexSpec, MAX_KEYS_PER_DOCUMENT};
 pub use keys::Direction;
-pub use nesting::{MAX_INPUT_DEPTH, MAX_STORED_DEPTH, QUERY_THREAD_STACK_BYTES, check_input};
+pub use nesting::{
+    InputError, MAX_INPUT_DEPTH, MAX_STORED_DEPTH, QUERY_THREAD_STACK_BYTES, check_input,
+};
 pub use options::{CollectionOptions, ShardKey};
 pub use path::Path;
 pub use read::{IndexPrefixScan, ReadCollection, StoredDocument};

@@ -281,11 +281,23 @@ fn malformed_at(bytes: &[u8], start: usize, end: usize, what: &str) -> RawNestin
 /// Checks raw bytes from outside (a network message) before anything recursive reads them:
 /// every element well formed and at most `max` levels, walked without recursion. The error
 /// says which.
-pub fn check_input(doc: &RawDocument, max: usize) -> Result<(), String> {
+pub fn check_input(doc: &RawDocument, max: usize) -> Result<(), InputError> {
     check_raw(doc, max).map_err(|e| match e {
-        RawNestingError::Malformed(reason) => reason,
-        RawNestingError::TooDeep => format!("nests deeper than the limit of {max} levels"),
+        RawNestingError::Malformed(reason) => InputError::Malformed(reason),
+        RawNestingError::TooDeep => InputError::TooDeep { max },
     })
+}
+
+/// Why [`check_input`] refuses raw bytes from outside.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// Bytes that are not BSON; the reason names the element and what is wrong with it.
+    #[error("{0}")]
+    Malformed(String),
+    /// More levels than the limit `max`.
+    #[error("nests deeper than the limit of {max} levels")]
+    TooDeep { max: usize },
 }
 
 /// Whether `doc` has more than `max` levels.

@@ -461,7 +461,7 @@ fn decode_output<O: DeserializeOwned>(raw: &RawDocument, collection: &str) -> Re
             collection: collection.to_owned(),
             output: std::any::type_name::<O>(),
             id: odm_engine::decode::id_text(raw),
-            reason,
+            reason: reason.to_string(),
         }
     })
 }

@@ -85,7 +85,7 @@ pub(crate) fn from_raw<T: Document>(raw: &bson::RawDocument, collection: &str) -
         Error::Engine(odm_engine::Error::Decode {
             collection: collection.to_owned(),
             id: odm_engine::decode::id_text(raw),
-            reason,
+            reason: odm_engine::decode::DecodeFailure::Model(reason),
         })
     })
 }
@@ -96,14 +96,15 @@ pub fn decode_versioned<T: Document>(raw: &bson::RawDocument) -> Result<T, Strin
     // One pass reads the document and notes its version; only an older or newer document
     // takes another path. An unversioned model does not look at versions.
     if T::VERSION == 0 {
-        return odm_engine::decode::from_slice_with_id(raw.as_bytes(), id_alias::<T>());
+        return odm_engine::decode::from_slice_with_id(raw.as_bytes(), id_alias::<T>())
+            .map_err(|e| e.to_string());
     }
     let version = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
     match odm_engine::decode::from_slice_versioned::<T>(raw.as_bytes(), id_alias::<T>()) {
         Ok((value, stored)) if version(stored) == T::VERSION => Ok(value),
         Ok((_, stored)) => other_version::<T>(raw, version(stored)),
         Err(reason) => match stored_version(raw) {
-            v if v == T::VERSION => Err(reason),
+            v if v == T::VERSION => Err(reason.to_string()),
             v => other_version::<T>(raw, v),
         },
     }

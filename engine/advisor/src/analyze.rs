@@ -19,7 +19,7 @@ use odm_engine::sampling::SampledQuery;
 use odm_engine::{ErrorCode, IndexSpec, ShardKey};
 
 use super::characteristics::{
-    KeyCharacteristics, KeySource, MOST_COMMON_VALUES, key_characteristics, key_values,
+    KeyCharacteristics, KeySource, MOST_COMMON_VALUES, ReplyError, key_characteristics, key_values,
 };
 use super::distribution::{
     NUM_RANGES, Ranges, ReadDistribution, SAMPLES_PER_RANGE, WriteDistribution, distributions,
@@ -52,6 +52,24 @@ pub enum AnalyzeError {
     Document(String),
     #[error(transparent)]
     Engine(#[from] odm_engine::Error),
+}
+
+/// Why `analyzeShardKey` gave a candidate of the advisor no answer: the refusal's message and
+/// MongoDB's code (an [`AnalyzeError`] kept in a form a report can be cloned with).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} ({})", code.name())]
+pub struct Unanswered {
+    pub message: String,
+    pub code: ErrorCode,
+}
+
+impl From<AnalyzeError> for Unanswered {
+    fn from(e: AnalyzeError) -> Unanswered {
+        Unanswered {
+            message: e.to_string(),
+            code: e.code(),
+        }
+    }
 }
 
 impl AnalyzeError {
@@ -174,7 +192,7 @@ impl ShardKeyAnalysis {
 
     /// The typed form of a server's `analyzeShardKey` reply (counts read back from its
     /// percentages, which MongoDB gives to ten decimals).
-    pub fn from_document(key: ShardKey, reply: &Document) -> Result<ShardKeyAnalysis, String> {
+    pub fn from_document(key: ShardKey, reply: &Document) -> Result<ShardKeyAnalysis, ReplyError> {
         Ok(ShardKeyAnalysis {
             key,
             key_characteristics: reply

@@ -180,37 +180,43 @@ pub(crate) fn round_up(value: f64) -> f64 {
     (value * 1e10).ceil() / 1e10
 }
 
+/// Why a server's `analyzeShardKey` reply does not read as the typed analysis.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplyError {
+    /// The count `field` is missing or not a number.
+    #[error("no count `{0}`")]
+    NoCount(String),
+    /// A document or array field is missing or of another type; the bson crate's reason.
+    #[error(transparent)]
+    Field(#[from] bson::error::Error),
+}
+
 /// A count of a reply: any BSON number.
-pub(crate) fn count_of(d: &Document, field: &str) -> Result<u64, String> {
+pub(crate) fn count_of(d: &Document, field: &str) -> Result<u64, ReplyError> {
     match d.get(field) {
         Some(Bson::Int64(n)) => Ok((*n).max(0) as u64),
         Some(Bson::Int32(n)) => Ok((*n).max(0) as u64),
         Some(Bson::Double(n)) => Ok(n.max(0.0) as u64),
-        _ => Err(format!("no count `{field}`")),
+        _ => Err(ReplyError::NoCount(field.to_owned())),
     }
 }
 
 impl KeyCharacteristics {
     /// The typed form of a server's `keyCharacteristics`.
-    pub fn from_document(d: &Document) -> Result<KeyCharacteristics, String> {
-        let monotonicity = d.get_document("monotonicity").map_err(|e| e.to_string())?;
+    pub fn from_document(d: &Document) -> Result<KeyCharacteristics, ReplyError> {
+        let monotonicity = d.get_document("monotonicity")?;
         let kind = match monotonicity.get_str("type").unwrap_or("unknown") {
             "monotonic" => Monotonicity::Monotonic,
             "not monotonic" => Monotonicity::NotMonotonic,
             _ => Monotonicity::Unknown,
         };
         let most_common_values = d
-            .get_array("mostCommonValues")
-            .map_err(|e| e.to_string())?
+            .get_array("mostCommonValues")?
             .iter()
             .filter_map(Bson::as_document)
-            .map(|v| {
-                Ok((
-                    v.get_document("value").map_err(|e| e.to_string())?.clone(),
-                    count_of(v, "frequency")?,
-                ))
-            })
-            .collect::<Result<_, String>>()?;
+            .map(|v| Ok((v.get_document("value")?.clone(), count_of(v, "frequency")?)))
+            .collect::<Result<_, ReplyError>>()?;
         Ok(KeyCharacteristics {
             num_docs_total: count_of(d, "numDocsTotal")?,
             num_docs_sampled: count_of(d, "numDocsSampled")?,

@@ -30,7 +30,7 @@ use odm_engine::{ShardKey, hashed};
 use std::ops::Bound;
 
 use super::analyze::AnalyzeError;
-use super::characteristics::{count_of, round_up};
+use super::characteristics::{ReplyError, count_of, round_up};
 use super::value_at;
 
 /// MongoDB's `analyzeShardKeyNumRanges`.
@@ -303,8 +303,8 @@ fn targets_from(d: &Document, total: u64, kind: &str) -> Targets {
 
 impl ReadDistribution {
     /// The typed form of a server's `readDistribution`.
-    pub fn from_document(d: &Document) -> Result<ReadDistribution, String> {
-        let size = d.get_document("sampleSize").map_err(|e| e.to_string())?;
+    pub fn from_document(d: &Document) -> Result<ReadDistribution, ReplyError> {
+        let size = d.get_document("sampleSize")?;
         let total = count_of(size, "total")?;
         Ok(ReadDistribution {
             find: count_of(size, "find")?,
@@ -340,8 +340,8 @@ impl ReadDistribution {
 
 impl WriteDistribution {
     /// The typed form of a server's `writeDistribution`.
-    pub fn from_document(d: &Document) -> Result<WriteDistribution, String> {
-        let size = d.get_document("sampleSize").map_err(|e| e.to_string())?;
+    pub fn from_document(d: &Document) -> Result<WriteDistribution, ReplyError> {
+        let size = d.get_document("sampleSize")?;
         let total = count_of(size, "total")?;
         let count = |field: &str| {
             d.get_f64(field)

@@ -37,10 +37,11 @@ mod distribution;
 mod svg;
 
 pub use analyze::{
-    AnalyzeError, AnalyzeOptions, ShardKeyAnalysis, analyze_shard_key, current_samples,
+    AnalyzeError, AnalyzeOptions, ShardKeyAnalysis, Unanswered, analyze_shard_key, current_samples,
 };
 pub use characteristics::{
     KeyCharacteristics, KeySource, MONOTONICITY_THRESHOLD, MOST_COMMON_VALUES, Monotonicity,
+    ReplyError,
 };
 pub use distribution::{
     NUM_RANGES, ReadDistribution, SAMPLES_PER_RANGE, Target, Targets, WriteDistribution, filter_of,
@@ -242,7 +243,7 @@ impl Advisor {
         for candidate in &mut report.candidates {
             candidate.analysis = Some(
                 analyze_shard_key(db, collection, &candidate.key, options)
-                    .map_err(|e| format!("{e} ({})", e.code().name())),
+                    .map_err(Unanswered::from),
             );
         }
         Ok(report)
@@ -616,7 +617,7 @@ pub struct Candidate {
     pub queries: QueryMix,
     /// MongoDB's `analyzeShardKey` of the key (by [`Advisor::analyze_collection`]), or why
     /// it has no answer.
-    pub analysis: Option<Result<ShardKeyAnalysis, String>>,
+    pub analysis: Option<Result<ShardKeyAnalysis, Unanswered>>,
 }
 
 impl Candidate {

@@ -142,7 +142,7 @@ pub enum Error {
     Decode {
         collection: String,
         id: String,
-        reason: String,
+        reason: crate::decode::DecodeFailure,
     },
     /// Bytes read from the file do not decode; the file was damaged or written by other software.
     #[error("corrupt data in {location}: {reason}")]

@@ -397,41 +397,100 @@ struct Parsed {
     zone: Option<Zone>,
 }
 
+/// Why a date string does not parse (`$dateFromString`, `$toDate`); the text MongoDB's
+/// message gives after "error parsing date string".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DateParseError {
+    #[error("mixing of ISO dates with natural dates is not allowed")]
+    MixedIsoAndNatural,
+    /// An ISO week or weekday without an ISO year.
+    #[error("the parsed date was invalid")]
+    IsoWithoutYear,
+    #[error("an incomplete date/time string has been found, with elements missing")]
+    Incomplete,
+    #[error("the string has no month")]
+    NoMonth,
+    #[error("the string has no day")]
+    NoDay,
+    #[error("the month {0} is out of range")]
+    MonthOutOfRange(i64),
+    #[error("the day {0} is out of range")]
+    DayOutOfRange(i64),
+    #[error("the time of day is out of range")]
+    TimeOutOfRange,
+    #[error("expected a number at position {at} of \"{text}\"")]
+    ExpectedNumber { at: usize, text: String },
+    #[error("a number is too long")]
+    NumberTooLong,
+    #[error("expected a UTC offset")]
+    ExpectedOffset,
+    #[error("`{0}` is not a UTC offset")]
+    NotAnOffset(String),
+    #[error("`{0}` is not a month name")]
+    NotAMonth(String),
+    #[error("the offset of {0} minutes is out of range")]
+    OffsetOutOfRange(i64),
+    #[error("`{0}` is not a time zone")]
+    NotAZone(String),
+    #[error("an hour without minutes")]
+    HourWithoutMinutes,
+    #[error("the hour {0} is out of range for am/pm")]
+    HourOutOfRangeForAmPm(i64),
+    #[error("a year without a month")]
+    YearWithoutMonth,
+    #[error("a month without a day")]
+    MonthWithoutDay,
+    #[error("a day without a year")]
+    DayWithoutYear,
+    #[error("a month without a year")]
+    MonthWithoutYear,
+    #[error("\"{0}\" has trailing data")]
+    TrailingData(String),
+    #[error("\"{text}\" does not match the format \"{format}\"")]
+    FormatMismatch { text: String, format: String },
+    #[error("the minutes offset is out of range")]
+    MinutesOffsetOutOfRange,
+    #[error("invalid format character `%{0}`")]
+    InvalidFormatCharacter(char),
+    #[error("unmatched '%' at the end of the format string")]
+    UnmatchedPercent,
+    #[error("\"{0}\" has trailing data after the format")]
+    TrailingDataAfterFormat(String),
+}
+
 impl Parsed {
     /// The local time the parts name, on a UTC-like clock.
-    fn local_millis(&self) -> Result<i64, String> {
+    fn local_millis(&self) -> Result<i64, DateParseError> {
         let natural = self.year.is_some() || self.month.is_some() || self.day.is_some();
         let iso = self.iso_week.is_some() || self.iso_weekday.is_some();
         if (natural || self.yearday.is_some()) && (iso || self.iso_year.is_some()) {
-            return Err("mixing of ISO dates with natural dates is not allowed".to_owned());
+            return Err(DateParseError::MixedIsoAndNatural);
         }
         if iso && self.iso_year.is_none() {
-            return Err("the parsed date was invalid".to_owned());
+            return Err(DateParseError::IsoWithoutYear);
         }
         let days = if let Some(iso_year) = self.iso_year {
             iso_year_start(iso_year)
                 + (self.iso_week.unwrap_or(1) - 1) * 7
                 + (self.iso_weekday.unwrap_or(1) - 1)
         } else {
-            let year = self
-                .year
-                .ok_or("an incomplete date/time string has been found, with elements missing")?;
+            let year = self.year.ok_or(DateParseError::Incomplete)?;
             if let Some(yearday) = self.yearday {
                 days_from_civil(year, 1, 1) + yearday - 1
             } else {
-                let month = self.month.ok_or("the string has no month")?;
-                let day = self.day.ok_or("the string has no day")?;
+                let month = self.month.ok_or(DateParseError::NoMonth)?;
+                let day = self.day.ok_or(DateParseError::NoDay)?;
                 if !(1..=12).contains(&month) {
-                    return Err(format!("the month {month} is out of range"));
+                    return Err(DateParseError::MonthOutOfRange(month));
                 }
                 if day < 1 || day > i64::from(days_in_month(year, month as u32)) {
-                    return Err(format!("the day {day} is out of range"));
+                    return Err(DateParseError::DayOutOfRange(day));
                 }
                 days_from_civil(year, month as u32, 1) + day - 1
             }
         };
         if self.hour > 24 || self.minute > 59 || self.second > 60 {
-            return Err("the time of day is out of range".to_owned());
+            return Err(DateParseError::TimeOutOfRange);
         }
         Ok(days * DAY
             + self.hour * 3_600_000
@@ -462,7 +521,7 @@ impl Cursor<'_> {
     }
 
     /// From `least` to `most` ASCII digits.
-    fn digits(&mut self, least: usize, most: usize) -> Result<(i64, usize), String> {
+    fn digits(&mut self, least: usize, most: usize) -> Result<(i64, usize), DateParseError> {
         let count = self
             .rest()
             .bytes()
@@ -470,20 +529,20 @@ impl Cursor<'_> {
             .take_while(u8::is_ascii_digit)
             .count();
         if count < least {
-            return Err(format!(
-                "expected a number at position {} of \"{}\"",
-                self.at, self.text
-            ));
+            return Err(DateParseError::ExpectedNumber {
+                at: self.at,
+                text: self.text.to_owned(),
+            });
         }
         let n = self.rest()[..count]
             .parse()
-            .map_err(|_| "a number is too long".to_owned())?;
+            .map_err(|_| DateParseError::NumberTooLong)?;
         self.at += count;
         Ok((n, count))
     }
 
     /// Milliseconds from a fraction of a second of any length.
-    fn fraction(&mut self) -> Result<i64, String> {
+    fn fraction(&mut self) -> Result<i64, DateParseError> {
         let (n, count) = self.digits(1, 9)?;
         let scaled = match count {
             1 => n * 100,
@@ -499,14 +558,14 @@ impl Cursor<'_> {
     }
 
     /// `+hh`, `+hhmm` or `+hh:mm` (either sign).
-    fn offset(&mut self) -> Result<Zone, String> {
+    fn offset(&mut self) -> Result<Zone, DateParseError> {
         let start = self.at;
         let sign = if self.eat('+') {
             1
         } else if self.eat('-') {
             -1
         } else {
-            return Err("expected a UTC offset".to_owned());
+            return Err(DateParseError::ExpectedOffset);
         };
         let (hours, _) = self.digits(2, 2)?;
         self.eat(':');
@@ -518,10 +577,10 @@ impl Cursor<'_> {
         let seconds = sign * (hours * 3600 + minutes * 60);
         jiff::tz::Offset::from_seconds(seconds as i32)
             .map(Zone::fixed)
-            .map_err(|_| format!("`{}` is not a UTC offset", &self.text[start..self.at]))
+            .map_err(|_| DateParseError::NotAnOffset(self.text[start..self.at].to_owned()))
     }
 
-    fn month_name(&mut self) -> Result<i64, String> {
+    fn month_name(&mut self) -> Result<i64, DateParseError> {
         let word: String = self
             .rest()
             .chars()
@@ -534,7 +593,7 @@ impl Cursor<'_> {
                 let m = m.to_ascii_lowercase();
                 lower == m || (lower.len() == 3 && m.starts_with(&lower))
             })
-            .ok_or_else(|| format!("`{word}` is not a month name"))?;
+            .ok_or_else(|| DateParseError::NotAMonth(word.clone()))?;
         self.at += word.len();
         Ok(month as i64 + 1)
     }
@@ -569,12 +628,12 @@ const ABBREVIATIONS: &[(&str, i32)] = &[
     ("AEDT", 660),
 ];
 
-fn fixed_minutes(minutes: i64) -> Result<Zone, String> {
+fn fixed_minutes(minutes: i64) -> Result<Zone, DateParseError> {
     i32::try_from(minutes * 60)
         .ok()
         .and_then(|s| jiff::tz::Offset::from_seconds(s).ok())
         .map(Zone::fixed)
-        .ok_or_else(|| format!("the offset of {minutes} minutes is out of range"))
+        .ok_or(DateParseError::OffsetOutOfRange(minutes))
 }
 
 impl Cursor<'_> {
@@ -604,7 +663,7 @@ impl Cursor<'_> {
 
     /// A zone at the end of a free-form string: `Z`, an offset, `GMT+hh:mm`, an abbreviation,
     /// a military letter or an IANA name.
-    fn free_zone(&mut self) -> Result<Zone, String> {
+    fn free_zone(&mut self) -> Result<Zone, DateParseError> {
         if self.rest().starts_with(['+', '-']) {
             return self.offset();
         }
@@ -626,21 +685,21 @@ impl Cursor<'_> {
                     b'A'..=b'I' => i64::from(letter - b'A') + 1,
                     b'K'..=b'M' => i64::from(letter - b'K') + 10,
                     b'N'..=b'Y' => -(i64::from(letter - b'N') + 1),
-                    _ => return Err(format!("`{word}` is not a time zone")),
+                    _ => return Err(DateParseError::NotAZone(word)),
                 };
                 self.at += 1;
                 return fixed_minutes(hours * 60);
             }
         }
         let name = self.rest().trim();
-        let zone = calendar::zone(name).ok_or_else(|| format!("`{name}` is not a time zone"))?;
+        let zone = calendar::zone(name).ok_or_else(|| DateParseError::NotAZone(name.to_owned()))?;
         self.at = self.text.len();
         Ok(zone)
     }
 
     /// A time of day: `hh:mm[:ss[.fff]]` with an optional `am`/`pm`, `11am`, `noon` or
     /// `midnight`.
-    fn time_of_day(&mut self, p: &mut Parsed) -> Result<(), String> {
+    fn time_of_day(&mut self, p: &mut Parsed) -> Result<(), DateParseError> {
         let word = self.word().to_ascii_lowercase();
         if word == "noon" || word == "midnight" {
             p.hour = if word == "noon" { 12 } else { 0 };
@@ -657,14 +716,14 @@ impl Cursor<'_> {
                 }
             }
         } else if !matches!(self.word().to_ascii_lowercase().as_str(), "am" | "pm") {
-            return Err("an hour without minutes".to_owned());
+            return Err(DateParseError::HourWithoutMinutes);
         }
         let save = self.at;
         self.skip_spaces();
         match self.word().to_ascii_lowercase().as_str() {
             "am" | "pm" => {
                 if p.hour == 0 || p.hour > 12 {
-                    return Err(format!("the hour {} is out of range for am/pm", p.hour));
+                    return Err(DateParseError::HourOutOfRangeForAmPm(p.hour));
                 }
                 let pm = self.word().eq_ignore_ascii_case("pm");
                 p.hour = p.hour % 12 + if pm { 12 } else { 0 };
@@ -678,7 +737,7 @@ impl Cursor<'_> {
     /// A date: ISO (`2017-02-08`, `2017-W06-3`, `2017/02/08`, `2017-Feb-08`), American
     /// (`2/8/17`, `2/8/2017`), day first (`08-02-2017`, `08.02.2017`), or with a month's name
     /// (`February 8th, 2017`, `8 Feb 2017`).
-    fn free_date(&mut self, p: &mut Parsed) -> Result<(), String> {
+    fn free_date(&mut self, p: &mut Parsed) -> Result<(), DateParseError> {
         if !self.word().is_empty() {
             p.month = Some(self.month_name()?);
             self.skip_spaces();
@@ -697,7 +756,7 @@ impl Cursor<'_> {
             } else if self.eat('/') {
                 '/'
             } else {
-                return Err("a year without a month".to_owned());
+                return Err(DateParseError::YearWithoutMonth);
             };
             if separator == '-' && self.eat('W') {
                 p.iso_year = p.year.take();
@@ -713,7 +772,7 @@ impl Cursor<'_> {
                 self.month_name()?
             });
             if !self.eat(separator) {
-                return Err("a month without a day".to_owned());
+                return Err(DateParseError::MonthWithoutDay);
             }
             p.day = Some(self.digits(1, 2)?.0);
             return Ok(());
@@ -723,7 +782,7 @@ impl Cursor<'_> {
             p.month = Some(first);
             p.day = Some(self.digits(1, 2)?.0);
             if !self.eat('/') {
-                return Err("a day without a year".to_owned());
+                return Err(DateParseError::DayWithoutYear);
             }
             let (year, digits) = self.digits(2, 4)?;
             p.year = Some(match digits {
@@ -741,7 +800,7 @@ impl Cursor<'_> {
                 self.month_name()?
             });
             if !(self.eat('-') || self.eat('.')) {
-                return Err("a month without a year".to_owned());
+                return Err(DateParseError::MonthWithoutYear);
             }
             p.year = Some(self.digits(4, 4)?.0);
             return Ok(());
@@ -760,7 +819,7 @@ impl Cursor<'_> {
 /// A date string without a format, in the forms people write: a date (see
 /// [`Cursor::free_date`]), then an optional time of day after `T` or spaces, then an optional
 /// zone (`Z`, an offset, `GMT+02:00`, a common abbreviation, a military letter, an IANA name).
-fn parse_free(text: &str) -> Result<Parsed, String> {
+fn parse_free(text: &str) -> Result<Parsed, DateParseError> {
     let mut p = Parsed::default();
     let trimmed = text.trim();
     let mut c = Cursor {
@@ -781,20 +840,24 @@ fn parse_free(text: &str) -> Result<Parsed, String> {
         p.zone = Some(c.free_zone()?);
     }
     if !c.rest().trim().is_empty() {
-        return Err(format!("\"{text}\" has trailing data"));
+        return Err(DateParseError::TrailingData(text.to_owned()));
     }
     Ok(p)
 }
 
 /// A date string read with `$dateFromString`'s format specifiers.
-fn parse_with(text: &str, format: &str) -> Result<Parsed, String> {
+fn parse_with(text: &str, format: &str) -> Result<Parsed, DateParseError> {
+    let mismatch = || DateParseError::FormatMismatch {
+        text: text.to_owned(),
+        format: format.to_owned(),
+    };
     let mut p = Parsed::default();
     let mut c = Cursor { text, at: 0 };
     let mut spec = format.chars();
     while let Some(f) = spec.next() {
         if f != '%' {
             if !c.eat(f) {
-                return Err(format!("\"{text}\" does not match the format \"{format}\""));
+                return Err(mismatch());
             }
             continue;
         }
@@ -826,26 +889,26 @@ fn parse_with(text: &str, format: &str) -> Result<Parsed, String> {
                 p.zone = Some(
                     jiff::tz::Offset::from_seconds((minutes * 60) as i32)
                         .map(Zone::fixed)
-                        .map_err(|_| "the minutes offset is out of range".to_owned())?,
+                        .map_err(|_| DateParseError::MinutesOffsetOutOfRange)?,
                 );
             }
             Some('%') => {
                 if !c.eat('%') {
-                    return Err(format!("\"{text}\" does not match the format \"{format}\""));
+                    return Err(mismatch());
                 }
             }
-            Some(other) => return Err(format!("invalid format character `%{other}`")),
-            None => return Err("unmatched '%' at the end of the format string".to_owned()),
+            Some(other) => return Err(DateParseError::InvalidFormatCharacter(other)),
+            None => return Err(DateParseError::UnmatchedPercent),
         }
     }
     if !c.rest().is_empty() {
-        return Err(format!("\"{text}\" has trailing data after the format"));
+        return Err(DateParseError::TrailingDataAfterFormat(text.to_owned()));
     }
     Ok(p)
 }
 
 /// The instant of a date string without a format, in UTC unless it names a zone (`$toDate`).
-pub(crate) fn parse_date_string(text: &str) -> Result<i64, String> {
+pub(crate) fn parse_date_string(text: &str) -> Result<i64, DateParseError> {
     let parsed = parse_free(text)?;
     let local_time = parsed.local_millis()?;
     Ok(from_local(&parsed.zone.unwrap_or(Zone::UTC), local_time))

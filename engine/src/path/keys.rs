@@ -20,9 +20,17 @@ pub(crate) struct KeyValues<'a> {
     pub(crate) missing: bool,
 }
 
+/// A document whose bytes are damaged where an index path reads them; the bson crate's reason.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub(crate) struct DamagedElement(#[from] bson::error::Error);
+
 /// Collects the index values of `path` in `doc`. A malformed element (damaged bytes) is an
 /// error carrying the reason.
-pub(crate) fn key_values<'a>(doc: &'a RawDocument, path: &Path) -> Result<KeyValues<'a>, String> {
+pub(crate) fn key_values<'a>(
+    doc: &'a RawDocument,
+    path: &Path,
+) -> Result<KeyValues<'a>, DamagedElement> {
     let mut out = KeyValues {
         missing: true,
         ..KeyValues::default()
@@ -38,8 +46,8 @@ fn walk_document<'a>(
     segments: &[String],
     depth: usize,
     out: &mut KeyValues<'a>,
-) -> Result<(), String> {
-    match crate::raw::get(doc, &segments[depth]).map_err(|e| e.to_string())? {
+) -> Result<(), DamagedElement> {
+    match crate::raw::get(doc, &segments[depth])? {
         None => out.values.push(RawBsonRef::Null),
         Some(value) => walk_value(value, segments, depth + 1, out)?,
     }
@@ -52,7 +60,7 @@ fn walk_value<'a>(
     segments: &[String],
     depth: usize,
     out: &mut KeyValues<'a>,
-) -> Result<(), String> {
+) -> Result<(), DamagedElement> {
     let at_end = depth == segments.len();
     match value {
         RawBsonRef::Array(array) if at_end => {
@@ -60,7 +68,7 @@ fn walk_value<'a>(
             out.missing = false;
             let before = out.values.len();
             for element in array {
-                out.values.push(element.map_err(|e| e.to_string())?);
+                out.values.push(element?);
             }
             if out.values.len() == before {
                 out.values.push(RawBsonRef::Undefined);
@@ -82,7 +90,7 @@ fn walk_array<'a>(
     segments: &[String],
     depth: usize,
     out: &mut KeyValues<'a>,
-) -> Result<(), String> {
+) -> Result<(), DamagedElement> {
     out.array_depths.push(depth);
     let before = out.values.len();
     let position = segments[depth]
@@ -90,12 +98,12 @@ fn walk_array<'a>(
         .ok()
         .filter(|_| segments[depth].bytes().all(|b| b.is_ascii_digit()));
     if let Some(position) = position {
-        if let Some(element) = array.get(position).map_err(|e| e.to_string())? {
+        if let Some(element) = array.get(position)? {
             walk_value(element, segments, depth + 1, out)?;
         }
     } else {
         for element in array {
-            if let RawBsonRef::Document(sub) = element.map_err(|e| e.to_string())? {
+            if let RawBsonRef::Document(sub) = element? {
                 walk_document(sub, segments, depth, out)?;
             }
         }

@@ -21,7 +21,7 @@ mod keys;
 mod read;
 mod write;
 
-pub(crate) use keys::{KeyValues, key_values};
+pub(crate) use keys::{DamagedElement, KeyValues, key_values};
 pub use read::ArrayOnTheWay;
 pub use write::{Blocked, Parents};
 

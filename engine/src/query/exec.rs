@@ -103,10 +103,13 @@ impl ReadCollection<'_> {
                 {
                     doc.insert(name, value);
                 }
-                bson::deserialize_from_document(doc).map_err(|e| Error::Decode {
+                bson::deserialize_from_document(doc).map_err(|source| Error::Decode {
                     collection: c.to_owned(),
                     id,
-                    reason: e.to_string(),
+                    reason: crate::decode::DecodeFailure::Bson {
+                        path: None,
+                        source: Box::new(source),
+                    },
                 })
             },
             id_field,

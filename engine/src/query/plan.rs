@@ -894,7 +894,7 @@ pub(crate) fn hinted(
     collated: bool,
     sort: Option<&Sort>,
     indexes: &[IndexMeta],
-) -> Result<Plan, String> {
+) -> Result<Plan, HintError> {
     let index = match hint {
         bson::Bson::String(name) if name == crate::index::ID_INDEX_NAME => {
             return Ok(Plan::collection_scan());
@@ -906,10 +906,18 @@ pub(crate) fn hinted(
         bson::Bson::Document(keys) => indexes.iter().find(|i| i.spec.keys_document() == *keys),
         _ => None,
     };
-    let index =
-        index.ok_or_else(|| format!("hint {hint} does not name an index of the collection"))?;
+    let index = index.ok_or_else(|| HintError::NoSuchIndex(hint.clone()))?;
     index_plan(true, index, &bound_conditions(filter, collated), sort)
-        .ok_or_else(|| format!("hint {hint} cannot be used"))
+        .ok_or_else(|| HintError::Unusable(hint.clone()))
+}
+
+/// Why a query's hint cannot be followed; the hint as given.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HintError {
+    #[error("hint {0} does not name an index of the collection")]
+    NoSuchIndex(bson::Bson),
+    #[error("hint {0} cannot be used")]
+    Unusable(bson::Bson),
 }
 
 /// Whether every document the query's top-level conditions accept also passes `filter`: each

@@ -658,7 +658,12 @@ fn zero_like(n: &Bson) -> Bson {
     }
 }
 
-fn bitwise(value: &Bson, op: BitOp, operand: &Bson) -> Result<Bson, String> {
+/// `$bit` met a value that is neither an int nor a long; the value's type name.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot apply $bit to {0}, not an int or a long")]
+struct NotAnInteger(&'static str);
+
+fn bitwise(value: &Bson, op: BitOp, operand: &Bson) -> Result<Bson, NotAnInteger> {
     let apply = |a: i64, b: i64| match op {
         BitOp::And => a & b,
         BitOp::Or => a | b,
@@ -671,10 +676,7 @@ fn bitwise(value: &Bson, op: BitOp, operand: &Bson) -> Result<Bson, String> {
         (Bson::Int32(a), Bson::Int64(b)) => Ok(Bson::Int64(apply(i64::from(*a), *b))),
         (Bson::Int64(a), Bson::Int32(b)) => Ok(Bson::Int64(apply(*a, i64::from(*b)))),
         (Bson::Int64(a), Bson::Int64(b)) => Ok(Bson::Int64(apply(*a, *b))),
-        (other, _) => Err(format!(
-            "cannot apply $bit to {}, not an int or a long",
-            type_name(other)
-        )),
+        (other, _) => Err(NotAnInteger(type_name(other))),
     }
 }
 

@@ -460,6 +460,7 @@ mod tests {
 
     use super::super::parse::Update;
     use super::super::write::apply_decoded;
+    use crate::error::UpdateError;
     use crate::nesting::{self, MAX_STORED_DEPTH};
     use crate::query::{Query, QueryOptions};
 
@@ -471,14 +472,14 @@ mod tests {
     fn both(
         original: &Document,
         update: &Document,
-    ) -> Option<(Option<RawDocumentBuf>, Result<RawDocumentBuf, String>)> {
+    ) -> Option<(Option<RawDocumentBuf>, Result<RawDocumentBuf, UpdateError>)> {
         let Ok(Update::Operators(ops)) = Update::parse(update, &[]) else {
             return None;
         };
         let original = RawDocumentBuf::try_from(original).expect("encodes");
         let query = Query::parse(&Document::new(), QueryOptions::default()).expect("parses");
         let in_place = super::apply(&ops, &original, now());
-        let decoded = apply_decoded(&ops, &original, &query, now()).map_err(|e| e.to_string());
+        let decoded = apply_decoded(&ops, &original, &query, now());
         Some((in_place, decoded))
     }
 

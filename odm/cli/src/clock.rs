@@ -38,15 +38,15 @@ impl Default for DateFields {
 
 impl DateFields {
     /// Milliseconds since the epoch; an error names the field out of range.
-    pub fn to_millis(self) -> Result<i64, String> {
+    pub fn to_millis(self) -> Result<i64, OutOfRange> {
         if !(1..=12).contains(&self.month) {
-            return Err(format!("month {} is out of range", self.month));
+            return Err(OutOfRange::Month(self.month));
         }
         if self.day == 0 || self.day > days_in_month(self.year, self.month) {
-            return Err(format!("day {} is out of range", self.day));
+            return Err(OutOfRange::Day(self.day));
         }
         if self.hour > 23 || self.minute > 59 || self.second > 59 || self.millis > 999 {
-            return Err("the time of day is out of range".to_owned());
+            return Err(OutOfRange::TimeOfDay);
         }
         let days = days_from_civil(self.year, self.month, self.day);
         let seconds = days * 86_400
@@ -57,15 +57,40 @@ impl DateFields {
         seconds
             .checked_mul(1000)
             .and_then(|ms| ms.checked_add(i64::from(self.millis)))
-            .ok_or_else(|| "the date is out of range".to_owned())
+            .ok_or(OutOfRange::Instant)
     }
+}
+
+/// The field of a [`DateFields`] out of its range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutOfRange {
+    #[error("month {0} is out of range")]
+    Month(u32),
+    #[error("day {0} is out of range")]
+    Day(u32),
+    #[error("the time of day is out of range")]
+    TimeOfDay,
+    /// Milliseconds since the epoch past a long.
+    #[error("the date is out of range")]
+    Instant,
+}
+
+/// Why [`parse_iso`] refuses a text (quoted in the message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IsoDateError {
+    #[error("`{0}` is not an ISO-8601 date")]
+    NotIso(String),
+    #[error("`{text}`: {source}")]
+    OutOfRange { text: String, source: OutOfRange },
 }
 
 /// Reads an ISO-8601 date: `YYYY-MM-DD`, then optionally `THH:MM`, `:SS`, a fraction of a
 /// second, and `Z`, `±HH:MM`, `±HHMM` or `±HH` (no zone means UTC). A space may stand for the
 /// `T`. These are the forms MongoDB's tools write and read.
-pub fn parse_iso(text: &str) -> Result<i64, String> {
-    let bad = || format!("`{text}` is not an ISO-8601 date");
+pub fn parse_iso(text: &str) -> Result<i64, IsoDateError> {
+    let bad = || IsoDateError::NotIso(text.to_owned());
     let mut s = Scanner {
         bytes: text.as_bytes(),
         pos: 0,
@@ -112,7 +137,12 @@ pub fn parse_iso(text: &str) -> Result<i64, String> {
     if s.pos != s.bytes.len() {
         return Err(bad());
     }
-    civil.to_millis().map_err(|e| format!("`{text}`: {e}"))
+    civil
+        .to_millis()
+        .map_err(|source| IsoDateError::OutOfRange {
+            text: text.to_owned(),
+            source,
+        })
 }
 
 /// A cursor over ASCII text, for the date formats.

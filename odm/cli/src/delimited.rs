@@ -20,7 +20,7 @@ use bson::spec::BinarySubtype;
 use bson::{Binary, Bson, DateTime, Decimal128, Document};
 use odm_engine::path::{Parents, Path};
 
-use super::clock::{DateFields, Scanner};
+use super::clock::{DateFields, OutOfRange, Scanner};
 use super::extjson;
 
 /// The type of a column.
@@ -50,8 +50,72 @@ pub struct Column {
     pub kind: ColumnType,
 }
 
+/// Why a column list (`--fields`, a header line) does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ColumnError {
+    #[error("`{0}` is not a field name")]
+    NotAFieldName(String),
+    #[error("`{0}`: a field name in a column list cannot start with `$`")]
+    DollarName(String),
+    /// Two columns name the same field, or one a field inside the other's.
+    #[error("fields `{0}` and `{1}` overlap")]
+    Overlap(String, String),
+    #[error(
+        "`{0}` has no type: with --columnsHaveTypes each field is `name.type()`, for example \
+         `age.int32()`"
+    )]
+    Untyped(String),
+    #[error("`{column}`: binary columns are `binary(base64)` or `binary(hex)`, not `{encoding}`")]
+    BinaryEncoding { column: String, encoding: String },
+    #[error("`{column}`: `{type_name}()` takes no argument")]
+    ArgumentNotTaken { column: String, type_name: String },
+    #[error(
+        "`{column}`: `{type_name}` is not a column type (auto, string, int32, int64, double, \
+         decimal, boolean, binary, date, date_go, date_ms, date_oracle)"
+    )]
+    UnknownType { column: String, type_name: String },
+    #[error(transparent)]
+    Layout(#[from] NoYear),
+}
+
+/// A date column's layout that names no year.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the date layout `{0}` names no year")]
+pub struct NoYear(pub String);
+
+/// Why a cell does not read as its column's type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CellError {
+    /// The text is not of the type (`what`, with its article).
+    #[error("`{text}` is not {what}")]
+    NotA { text: String, what: &'static str },
+    #[error("`{text}` does not match the date layout: {source}")]
+    Date { text: String, source: DateTextError },
+}
+
+/// A column whose field lies under another column's value (`a` holds 1, `a.b` is a column).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` lies under a column that holds a value")]
+pub struct UnderValue(pub String);
+
+/// Why a date does not read by its layout; positions are 1-based characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DateTextError {
+    #[error("expected {what} at character {at}")]
+    Expected { what: String, at: usize },
+    #[error("hour {0} is not on a 12-hour clock")]
+    NotTwelveHour(u32),
+    #[error("unexpected text at character {at}")]
+    Unexpected { at: usize },
+    #[error(transparent)]
+    OutOfRange(#[from] OutOfRange),
+}
+
 /// Reads the column list: names (untyped), or `name.type(arg)` each (typed).
-pub fn columns(names: &[String], typed: bool) -> Result<Vec<Column>, String> {
+pub fn columns(names: &[String], typed: bool) -> Result<Vec<Column>, ColumnError> {
     let mut out: Vec<Column> = Vec::new();
     for raw in names {
         let raw = raw.trim();
@@ -64,17 +128,15 @@ pub fn columns(names: &[String], typed: bool) -> Result<Vec<Column>, String> {
             }
         };
         if column.name.is_empty() || column.name.split('.').any(str::is_empty) {
-            return Err(format!("`{raw}` is not a field name"));
+            return Err(ColumnError::NotAFieldName(raw.to_owned()));
         }
         if column.name.split('.').any(|part| part.starts_with('$')) {
-            return Err(format!(
-                "`{raw}`: a field name in a column list cannot start with `$`"
-            ));
+            return Err(ColumnError::DollarName(raw.to_owned()));
         }
         for other in &out {
             let (a, b) = (&other.name, &column.name);
             if a == b || b.starts_with(&format!("{a}.")) || a.starts_with(&format!("{b}.")) {
-                return Err(format!("fields `{a}` and `{b}` overlap"));
+                return Err(ColumnError::Overlap(a.clone(), b.clone()));
             }
         }
         out.push(column);
@@ -82,13 +144,8 @@ pub fn columns(names: &[String], typed: bool) -> Result<Vec<Column>, String> {
     Ok(out)
 }
 
-fn typed_column(raw: &str) -> Result<Column, String> {
-    let bad = || {
-        format!(
-            "`{raw}` has no type: with --columnsHaveTypes each field is `name.type()`, for example \
-             `age.int32()`"
-        )
-    };
+fn typed_column(raw: &str) -> Result<Column, ColumnError> {
+    let bad = || ColumnError::Untyped(raw.to_owned());
     let open = raw.find('(').ok_or_else(bad)?;
     if !raw.ends_with(')') {
         return Err(bad());
@@ -111,18 +168,22 @@ fn typed_column(raw: &str) -> Result<Column, String> {
         ("date_ms", layout) => ColumnType::Date(ms_layout(layout)?),
         ("date_oracle", layout) => ColumnType::Date(oracle_layout(layout)?),
         ("binary", other) => {
-            return Err(format!(
-                "`{raw}`: binary columns are `binary(base64)` or `binary(hex)`, not `{other}`"
-            ));
+            return Err(ColumnError::BinaryEncoding {
+                column: raw.to_owned(),
+                encoding: other.to_owned(),
+            });
         }
         ("auto" | "string" | "int32" | "int64" | "double" | "decimal" | "boolean", _) => {
-            return Err(format!("`{raw}`: `{type_name}()` takes no argument"));
+            return Err(ColumnError::ArgumentNotTaken {
+                column: raw.to_owned(),
+                type_name: type_name.to_owned(),
+            });
         }
         _ => {
-            return Err(format!(
-                "`{raw}`: `{type_name}` is not a column type (auto, string, int32, int64, double, \
-                 decimal, boolean, binary, date, date_go, date_ms, date_oracle)"
-            ));
+            return Err(ColumnError::UnknownType {
+                column: raw.to_owned(),
+                type_name: type_name.to_owned(),
+            });
         }
     };
     Ok(Column {
@@ -132,9 +193,12 @@ fn typed_column(raw: &str) -> Result<Column, String> {
 }
 
 /// Reads one cell as its column's type.
-pub fn cell(text: &str, kind: &ColumnType) -> Result<Bson, String> {
+pub fn cell(text: &str, kind: &ColumnType) -> Result<Bson, CellError> {
     let trimmed = text.trim();
-    let fail = |what: &str| format!("`{text}` is not {what}");
+    let fail = |what: &'static str| CellError::NotA {
+        text: text.to_owned(),
+        what,
+    };
     match kind {
         ColumnType::Auto => Ok(auto(text)),
         ColumnType::String => Ok(Bson::String(text.to_owned())),
@@ -173,7 +237,10 @@ pub fn cell(text: &str, kind: &ColumnType) -> Result<Bson, String> {
         }
         ColumnType::Date(layout) => parse_date(trimmed, layout)
             .map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
-            .map_err(|e| format!("`{text}` does not match the date layout: {e}")),
+            .map_err(|source| CellError::Date {
+                text: text.to_owned(),
+                source,
+            }),
     }
 }
 
@@ -211,10 +278,10 @@ fn hex(text: &str) -> Option<Vec<u8>> {
 
 /// Sets `value` at the dotted `path` of `doc`, creating the documents on the way; a column
 /// whose parent another column gave a value is refused.
-pub fn set_path(doc: &mut Document, path: &str, value: Bson) -> Result<(), String> {
+pub fn set_path(doc: &mut Document, path: &str, value: Bson) -> Result<(), UnderValue> {
     Path::new(path)
         .set(doc, value, Parents::Create)
-        .map_err(|_| format!("`{path}` lies under a column that holds a value"))
+        .map_err(|_| UnderValue(path.to_owned()))
 }
 
 /// The value at a dotted path, by the tools' positional rule ([`Path::get_positional`]).
@@ -288,7 +355,7 @@ pub enum DateToken {
 }
 
 /// Go's layout: the reference time `Mon Jan 2 15:04:05 MST 2006` written in the wanted form.
-pub fn go_layout(layout: &str) -> Result<Vec<DateToken>, String> {
+pub fn go_layout(layout: &str) -> Result<Vec<DateToken>, NoYear> {
     use DateToken as T;
     // Longest first, so that `2006` wins over `2`, `January` over `Jan`, `Z07:00` over `Z07`.
     let table: &[(&str, DateToken)] = &[
@@ -341,7 +408,7 @@ pub fn go_layout(layout: &str) -> Result<Vec<DateToken>, String> {
 }
 
 /// .NET's layout (`yyyy-MM-dd HH:mm:ss.fff zzz`), as `date_ms` columns take it.
-pub fn ms_layout(layout: &str) -> Result<Vec<DateToken>, String> {
+pub fn ms_layout(layout: &str) -> Result<Vec<DateToken>, NoYear> {
     use DateToken as T;
     let table: &[(&str, DateToken)] = &[
         ("yyyy", T::Year4),
@@ -386,7 +453,7 @@ pub fn ms_layout(layout: &str) -> Result<Vec<DateToken>, String> {
 }
 
 /// Oracle's layout (`YYYY-MM-DD HH24:MI:SS.FF3`), as `date_oracle` columns take it.
-pub fn oracle_layout(layout: &str) -> Result<Vec<DateToken>, String> {
+pub fn oracle_layout(layout: &str) -> Result<Vec<DateToken>, NoYear> {
     use DateToken as T;
     let table: &[(&str, DateToken)] = &[
         ("YYYY", T::Year4),
@@ -463,10 +530,10 @@ fn push_literal(tokens: &mut Vec<DateToken>, c: char) {
     }
 }
 
-fn checked(tokens: Vec<DateToken>, layout: &str) -> Result<Vec<DateToken>, String> {
+fn checked(tokens: Vec<DateToken>, layout: &str) -> Result<Vec<DateToken>, NoYear> {
     let has = |f: fn(&DateToken) -> bool| tokens.iter().any(f);
     if !has(|t| matches!(t, DateToken::Year4 | DateToken::Year2)) {
-        return Err(format!("the date layout `{layout}` names no year"));
+        return Err(NoYear(layout.to_owned()));
     }
     Ok(tokens)
 }
@@ -483,7 +550,7 @@ const WEEKDAYS: [&str; 7] = [
 ];
 
 /// Reads `text` by a layout; milliseconds since the epoch (UTC unless the layout has a zone).
-pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
+pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, DateTextError> {
     let mut s = Scanner {
         bytes: text.as_bytes(),
         pos: 0,
@@ -520,7 +587,7 @@ pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
             DateToken::Hour12 { exact } => {
                 civil.hour = number(&mut s, *exact, "an hour")?;
                 if !(1..=12).contains(&civil.hour) {
-                    return Err(format!("hour {} is not on a 12-hour clock", civil.hour));
+                    return Err(DateTextError::NotTwelveHour(civil.hour));
                 }
             }
             DateToken::Minute { exact } => civil.minute = number(&mut s, *exact, "minutes")?,
@@ -544,19 +611,22 @@ pub fn parse_date(text: &str, layout: &[DateToken]) -> Result<i64, String> {
         }
     }
     if s.pos != s.bytes.len() {
-        return Err(format!("unexpected text at character {}", s.pos + 1));
+        return Err(DateTextError::Unexpected { at: s.pos + 1 });
     }
     match pm {
         Some(true) if civil.hour < 12 => civil.hour += 12,
         Some(false) if civil.hour == 12 => civil.hour = 0,
         _ => {}
     }
-    civil.to_millis()
+    Ok(civil.to_millis()?)
 }
 
 /// Where the text stops matching the layout.
-fn mismatch(s: &Scanner<'_>, what: &str) -> String {
-    format!("expected {what} at character {}", s.pos + 1)
+fn mismatch(s: &Scanner<'_>, what: &str) -> DateTextError {
+    DateTextError::Expected {
+        what: what.to_owned(),
+        at: s.pos + 1,
+    }
 }
 
 /// Which of `names` the text goes on with (its first three letters unless `long`, in any
@@ -578,7 +648,11 @@ fn name(s: &mut Scanner<'_>, names: &[&str], long: bool) -> Option<usize> {
 /// A fraction of a second after its `.` or `,`, of exactly `digits` digits unless `optional`
 /// (then 1 to 9): its milliseconds, further digits dropped; `None` when an optional one is
 /// absent.
-fn fraction(s: &mut Scanner<'_>, digits: usize, optional: bool) -> Result<Option<u32>, String> {
+fn fraction(
+    s: &mut Scanner<'_>,
+    digits: usize,
+    optional: bool,
+) -> Result<Option<u32>, DateTextError> {
     let separated = s.eat(b'.') || s.eat(b',');
     if !separated {
         if optional {
@@ -604,7 +678,7 @@ fn fraction(s: &mut Scanner<'_>, digits: usize, optional: bool) -> Result<Option
 }
 
 /// `AM` or `PM`, in any case: whether it is `PM`.
-fn is_pm(s: &mut Scanner<'_>) -> Result<bool, String> {
+fn is_pm(s: &mut Scanner<'_>) -> Result<bool, DateTextError> {
     let rest = &s.bytes[s.pos..];
     let pm = if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case(b"PM") {
         true
@@ -617,20 +691,32 @@ fn is_pm(s: &mut Scanner<'_>) -> Result<bool, String> {
     Ok(pm)
 }
 
-fn number(s: &mut Scanner<'_>, exact: bool, what: &str) -> Result<u32, String> {
+fn number(s: &mut Scanner<'_>, exact: bool, what: &str) -> Result<u32, DateTextError> {
     let value = if exact { s.digits(2) } else { s.some_digits(2) };
-    value.ok_or_else(|| format!("expected {what} at character {}", s.pos + 1))
+    value.ok_or_else(|| mismatch(s, what))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn date(text: &str, column: &str) -> Result<i64, String> {
+    /// Why [`date`] gives no date.
+    #[derive(Debug, PartialEq, thiserror::Error)]
+    enum DateCellError {
+        #[error(transparent)]
+        Column(#[from] ColumnError),
+        #[error(transparent)]
+        Cell(#[from] CellError),
+        #[error("{0:?} is not a date")]
+        NotADate(Bson),
+    }
+
+    /// A date cell read by a column's layout.
+    fn date(text: &str, column: &str) -> Result<i64, DateCellError> {
         let columns = columns(&[column.to_owned()], true)?;
         match cell(text, &columns[0].kind)? {
             Bson::DateTime(d) => Ok(d.timestamp_millis()),
-            other => Err(format!("{other:?}")),
+            other => Err(DateCellError::NotADate(other)),
         }
     }
 
@@ -652,7 +738,12 @@ mod tests {
         .unwrap();
         assert_eq!(cols[0].name, "a.b");
         assert_eq!(cell("42", &cols[0].kind), Ok(Bson::Int32(42)));
-        assert!(cell("4.2", &cols[0].kind).unwrap_err().contains("32-bit"));
+        assert!(
+            cell("4.2", &cols[0].kind)
+                .unwrap_err()
+                .to_string()
+                .contains("32-bit")
+        );
         assert_eq!(
             cell("9007199254740993", &cols[1].kind),
             Ok(Bson::Int64(9_007_199_254_740_993))
@@ -678,28 +769,33 @@ mod tests {
         assert!(
             columns(&["a".into(), "a.b".into()], false)
                 .unwrap_err()
+                .to_string()
                 .contains("overlap")
         );
         assert!(columns(&["a..b".into()], false).is_err());
         assert!(
             columns(&["a.$b".into()], false)
                 .unwrap_err()
+                .to_string()
                 .contains("cannot start with `$`")
         );
         assert!(
             columns(&["age".into()], true)
                 .unwrap_err()
+                .to_string()
                 .contains("has no type")
         );
         assert!(
             columns(&["age.integer()".into()], true)
                 .unwrap_err()
+                .to_string()
                 .contains("not a column type")
         );
         assert!(columns(&["b.binary(base32)".into()], true).is_err());
         assert!(
             columns(&["d.date(15:04)".into()], true)
                 .unwrap_err()
+                .to_string()
                 .contains("no year")
         );
     }
@@ -763,16 +859,19 @@ mod tests {
         assert!(
             date("2020-02-30", "d.date(2006-01-02)")
                 .unwrap_err()
+                .to_string()
                 .contains("day 30")
         );
         assert!(
             date("2020/01/02", "d.date(2006-01-02)")
                 .unwrap_err()
+                .to_string()
                 .contains("expected `-`")
         );
         assert!(
             date("2020-01-02x", "d.date(2006-01-02)")
                 .unwrap_err()
+                .to_string()
                 .contains("unexpected text")
         );
     }

@@ -416,7 +416,7 @@ impl<'a> Parser<'a> {
             Some(b'{') => {
                 self.pos += 1;
                 let doc = self.members(depth)?;
-                convert_wrapper(doc).map_err(|message| self.error_at(start, message))
+                convert_wrapper(doc).map_err(|e| self.error_at(start, e.to_string()))
             }
             Some(b'[') => {
                 self.pos += 1;
@@ -586,7 +586,7 @@ impl<'a> Parser<'a> {
             }
         }
         let flags = self.identifier();
-        regex(&pattern, flags).map_err(|m| self.error_at(start, m))
+        regex(&pattern, flags).map_err(|e| self.error_at(start, e.to_string()))
     }
 
     fn number(&mut self) -> Result<Bson, ParseError> {
@@ -667,7 +667,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        constructor(word, args).map_err(|m| self.error_at(start, m))
+        constructor(word, args).map_err(|e| self.error_at(start, e.to_string()))
     }
 }
 
@@ -717,12 +717,93 @@ fn integer(v: i64) -> Bson {
     i32::try_from(v).map_or(Bson::Int64(v), Bson::Int32)
 }
 
-fn regex(pattern: &str, options: &str) -> Result<Bson, String> {
+/// Why a shell constructor, a regular expression literal or an Extended JSON wrapper does not
+/// make a value; the message a [`ParseError`] carries at the value's start.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    #[error("`{0}` is not a regular expression option")]
+    RegexOption(char),
+    #[error("a regular expression cannot contain a NUL character")]
+    NulInRegex,
+    #[error("`{constructor}` takes {takes} argument(s), found {found}")]
+    Arity {
+        constructor: String,
+        takes: usize,
+        found: usize,
+    },
+    /// A constructor's arguments are not of the kinds it takes (`what`).
+    #[error("`{constructor}` takes {what}")]
+    Arguments {
+        constructor: String,
+        what: &'static str,
+    },
+    #[error("`{0}(...)` is not a value this reader knows")]
+    UnknownConstructor(String),
+    #[error("{0} does not fit in `NumberInt`")]
+    NotAnInt(i64),
+    #[error("a `DBRef` database name is a string")]
+    DbRefDatabase,
+    #[error("`{0}` is not an ObjectId (24 hexadecimal digits)")]
+    NotAnObjectId(String),
+    #[error("an ObjectId is written as 24 hexadecimal digits in a string")]
+    ObjectIdNotText,
+    #[error("`{0}` is not a decimal number")]
+    NotADecimal(String),
+    #[error("binary data is not base64: {0}")]
+    NotBase64(base64::DecodeError),
+    #[error("`{0}` is not a UUID")]
+    NotAUuid(String),
+    #[error("invalid DBPointer: {0}")]
+    Pointer(bson::error::Error),
+    /// A wrapper's field (named, in backquotes) that must be a string.
+    #[error("{0} must be a string")]
+    NotAString(&'static str),
+    #[error("`{0}` is not a 32-bit integer")]
+    NotInt32(String),
+    #[error("`{0}` is not a 64-bit integer")]
+    NotInt64(String),
+    #[error("`$numberLong` must be a string of digits")]
+    NumberLongNotDigits,
+    #[error("`{0}` is not a double")]
+    NotADouble(String),
+    #[error(transparent)]
+    Date(#[from] clock::IsoDateError),
+    #[error("`$date` must be an ISO-8601 string or milliseconds")]
+    DateNotIsoOrMillis,
+    #[error("`$scope` must be a document")]
+    ScopeNotDocument,
+    #[error("`$minKey` and `$maxKey` hold 1")]
+    KeyBound,
+    #[error("`$undefined` holds true")]
+    Undefined,
+    /// A wrapper whose inner document lacks the fields it must hold (`holds`).
+    #[error("`{wrapper}` must hold {holds}")]
+    Shape {
+        wrapper: &'static str,
+        holds: &'static str,
+    },
+    #[error("`{0}` is not a binary subtype (one byte in hexadecimal)")]
+    NotASubtype(String),
+}
+
+fn takes(constructor: &str, what: &'static str) -> ValueError {
+    ValueError::Arguments {
+        constructor: constructor.to_owned(),
+        what,
+    }
+}
+
+fn shape(wrapper: &'static str, holds: &'static str) -> ValueError {
+    ValueError::Shape { wrapper, holds }
+}
+
+fn regex(pattern: &str, options: &str) -> Result<Bson, ValueError> {
     if let Some(bad) = options.chars().find(|c| !"imxslu".contains(*c)) {
-        return Err(format!("`{bad}` is not a regular expression option"));
+        return Err(ValueError::RegexOption(bad));
     }
     if pattern.contains('\0') || options.contains('\0') {
-        return Err("a regular expression cannot contain a NUL character".to_owned());
+        return Err(ValueError::NulInRegex);
     }
     let mut sorted: Vec<char> = options.chars().collect();
     sorted.sort_unstable();
@@ -731,7 +812,7 @@ fn regex(pattern: &str, options: &str) -> Result<Bson, String> {
     // NULs were refused above, so both convert.
     match (pattern.to_owned().try_into(), options.try_into()) {
         (Ok(pattern), Ok(options)) => Ok(Bson::RegularExpression(Regex { pattern, options })),
-        _ => Err("a regular expression cannot contain a NUL character".to_owned()),
+        _ => Err(ValueError::NulInRegex),
     }
 }
 
@@ -748,15 +829,16 @@ fn type_name(value: &Bson) -> &'static str {
 }
 
 /// A shell constructor, `ObjectId("...")` and its kin.
-fn constructor(name: &str, args: Vec<Bson>) -> Result<Bson, String> {
+fn constructor(name: &str, args: Vec<Bson>) -> Result<Bson, ValueError> {
     let arity = |n: usize| {
         if args.len() == n {
             Ok(())
         } else {
-            Err(format!(
-                "`{name}` takes {n} argument(s), found {}",
-                args.len()
-            ))
+            Err(ValueError::Arity {
+                constructor: name.to_owned(),
+                takes: n,
+                found: args.len(),
+            })
         }
     };
     match name {
@@ -780,7 +862,7 @@ fn constructor(name: &str, args: Vec<Bson>) -> Result<Bson, String> {
         "UUID" => {
             arity(1)?;
             let Bson::String(s) = &args[0] else {
-                return Err("`UUID` takes a string".to_owned());
+                return Err(takes("UUID", "a string"));
             };
             uuid(s)
         }
@@ -789,79 +871,77 @@ fn constructor(name: &str, args: Vec<Bson>) -> Result<Bson, String> {
             let part = |v: &Bson| integral(v).and_then(|v| u32::try_from(v).ok());
             match (part(&args[0]), part(&args[1])) {
                 (Some(time), Some(increment)) => Ok(Bson::Timestamp(Timestamp { time, increment })),
-                _ => Err("`Timestamp` takes two unsigned 32-bit integers".to_owned()),
+                _ => Err(takes("Timestamp", "two unsigned 32-bit integers")),
             }
         }
         "RegExp" => match args.as_slice() {
             [Bson::String(p)] => regex(p, ""),
             [Bson::String(p), Bson::String(o)] => regex(p, o),
-            _ => Err("`RegExp` takes a pattern and options".to_owned()),
+            _ => Err(takes("RegExp", "a pattern and options")),
         },
         "DBRef" | "Dbref" => db_ref(args),
         "DBPointer" => match args.as_slice() {
             [Bson::String(ns), Bson::ObjectId(id)] => pointer(ns, *id),
-            _ => Err("`DBPointer` takes a namespace and an ObjectId".to_owned()),
+            _ => Err(takes("DBPointer", "a namespace and an ObjectId")),
         },
-        other => Err(format!("`{other}(...)` is not a value this reader knows")),
+        other => Err(ValueError::UnknownConstructor(other.to_owned())),
     }
 }
 
 /// `Date()` (now), `Date("2024-01-02T03:04:05Z")` or `Date(1704164645000)`; `ISODate` alike.
-fn date_constructor(name: &str, args: &[Bson]) -> Result<Bson, String> {
+fn date_constructor(name: &str, args: &[Bson]) -> Result<Bson, ValueError> {
     match args {
         [] => Ok(Bson::DateTime(DateTime::now())),
-        [Bson::String(s)] => {
-            clock::parse_iso(s).map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
-        }
+        [Bson::String(s)] => Ok(Bson::DateTime(DateTime::from_millis(clock::parse_iso(s)?))),
         [n] => integral(n)
             .map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
-            .ok_or_else(|| format!("`{name}` takes a date string or milliseconds")),
-        _ => Err(format!("`{name}` takes one argument")),
+            .ok_or_else(|| takes(name, "a date string or milliseconds")),
+        _ => Err(takes(name, "one argument")),
     }
 }
 
 /// `NumberLong(...)` or `NumberInt(...)` of an integer or its digits in a string.
-fn number_constructor(name: &str, arg: &Bson) -> Result<Bson, String> {
+fn number_constructor(name: &str, arg: &Bson) -> Result<Bson, ValueError> {
     let v = match arg {
         Bson::String(s) => s.trim().parse::<i64>().ok(),
         other => integral(other),
     }
-    .ok_or_else(|| format!("`{name}` takes an integer"))?;
+    .ok_or_else(|| takes(name, "an integer"))?;
     if name == "NumberLong" {
         Ok(Bson::Int64(v))
     } else {
         i32::try_from(v)
             .map(Bson::Int32)
-            .map_err(|_| format!("{v} does not fit in `NumberInt`"))
+            .map_err(|_| ValueError::NotAnInt(v))
     }
 }
 
 /// `NumberDecimal("1.5")`, or of a number as written.
-fn decimal_constructor(arg: &Bson) -> Result<Bson, String> {
+fn decimal_constructor(arg: &Bson) -> Result<Bson, ValueError> {
     let text = match arg {
         Bson::String(s) => s.clone(),
         Bson::Int32(i) => i.to_string(),
         Bson::Int64(i) => i.to_string(),
         Bson::Double(f) => f.to_string(),
-        _ => return Err("`NumberDecimal` takes a string".to_owned()),
+        _ => return Err(takes("NumberDecimal", "a string")),
     };
     decimal(&text)
 }
 
 /// `BinData(subtype, "base64")`.
-fn bin_data(subtype: &Bson, data: &Bson) -> Result<Bson, String> {
+fn bin_data(subtype: &Bson, data: &Bson) -> Result<Bson, ValueError> {
     let subtype = integral(subtype)
         .and_then(|t| u8::try_from(t).ok())
-        .ok_or_else(|| "`BinData` takes a subtype from 0 to 255".to_owned())?;
+        .ok_or_else(|| takes("BinData", "a subtype from 0 to 255"))?;
     let Bson::String(data) = data else {
-        return Err("`BinData` takes base64 text".to_owned());
+        return Err(takes("BinData", "base64 text"));
     };
     binary(data, subtype)
 }
 
 /// `DBRef("collection", id)` or `DBRef("collection", id, "db")`: the `{$ref, $id, $db}`
 /// document.
-fn db_ref(args: Vec<Bson>) -> Result<Bson, String> {
+fn db_ref(args: Vec<Bson>) -> Result<Bson, ValueError> {
     let mut args = args.into_iter();
     match (args.next(), args.next(), args.next(), args.next()) {
         (Some(Bson::String(collection)), Some(id), db, None) => {
@@ -871,11 +951,11 @@ fn db_ref(args: Vec<Bson>) -> Result<Bson, String> {
                     doc.insert("$db", db);
                 }
                 None => {}
-                Some(_) => return Err("a `DBRef` database name is a string".to_owned()),
+                Some(_) => return Err(ValueError::DbRefDatabase),
             }
             Ok(Bson::Document(doc))
         }
-        _ => Err("`DBRef` takes a collection name and an id".to_owned()),
+        _ => Err(takes("DBRef", "a collection name and an id")),
     }
 }
 
@@ -888,32 +968,32 @@ fn integral(v: &Bson) -> Option<i64> {
     }
 }
 
-fn oid(v: &Bson) -> Result<Bson, String> {
+fn oid(v: &Bson) -> Result<Bson, ValueError> {
     match v {
         Bson::String(s) => ObjectId::parse_str(s)
             .map(Bson::ObjectId)
-            .map_err(|_| format!("`{s}` is not an ObjectId (24 hexadecimal digits)")),
-        _ => Err("an ObjectId is written as 24 hexadecimal digits in a string".to_owned()),
+            .map_err(|_| ValueError::NotAnObjectId(s.clone())),
+        _ => Err(ValueError::ObjectIdNotText),
     }
 }
 
-fn decimal(text: &str) -> Result<Bson, String> {
+fn decimal(text: &str) -> Result<Bson, ValueError> {
     text.parse::<Decimal128>()
         .map(Bson::Decimal128)
-        .map_err(|_| format!("`{text}` is not a decimal number"))
+        .map_err(|_| ValueError::NotADecimal(text.to_owned()))
 }
 
-fn binary(base64_text: &str, subtype: u8) -> Result<Bson, String> {
+fn binary(base64_text: &str, subtype: u8) -> Result<Bson, ValueError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(base64_text)
-        .map_err(|e| format!("binary data is not base64: {e}"))?;
+        .map_err(ValueError::NotBase64)?;
     Ok(Bson::Binary(Binary {
         subtype: BinarySubtype::from(subtype),
         bytes,
     }))
 }
 
-fn uuid(text: &str) -> Result<Bson, String> {
+fn uuid(text: &str) -> Result<Bson, ValueError> {
     let hex: String = text.chars().filter(|c| *c != '-').collect();
     let bytes = (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| {
@@ -923,29 +1003,29 @@ fn uuid(text: &str) -> Result<Bson, String> {
                 .ok()
         })
         .flatten()
-        .ok_or_else(|| format!("`{text}` is not a UUID"))?;
+        .ok_or_else(|| ValueError::NotAUuid(text.to_owned()))?;
     Ok(Bson::Binary(Binary {
         subtype: BinarySubtype::Uuid,
         bytes,
     }))
 }
 
-fn pointer(namespace: &str, id: ObjectId) -> Result<Bson, String> {
+fn pointer(namespace: &str, id: ObjectId) -> Result<Bson, ValueError> {
     // The bson crate builds a pointer only from its own Extended JSON.
     let json = serde_json::json!({"$dbPointer": {"$ref": namespace, "$id": {"$oid": id.to_hex()}}});
-    Bson::try_from(json).map_err(|e| format!("invalid DBPointer: {e}"))
+    Bson::try_from(json).map_err(ValueError::Pointer)
 }
 
-fn string_of(v: &Bson, what: &str) -> Result<String, String> {
+fn string_of(v: &Bson, what: &'static str) -> Result<String, ValueError> {
     match v {
         Bson::String(s) => Ok(s.clone()),
-        _ => Err(format!("{what} must be a string")),
+        _ => Err(ValueError::NotAString(what)),
     }
 }
 
 /// Converts an object whose keys are exactly an Extended JSON wrapper's; returns any other
 /// object unchanged.
-fn convert_wrapper(doc: Document) -> Result<Bson, String> {
+fn convert_wrapper(doc: Document) -> Result<Bson, ValueError> {
     let mut keys: Vec<&str> = doc.keys().map(String::as_str).collect();
     if !keys.first().is_some_and(|k| k.starts_with('$')) {
         return Ok(Bson::Document(doc));
@@ -958,7 +1038,7 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
             let s = string_of(get("$numberInt"), "`$numberInt`")?;
             s.parse::<i32>()
                 .map(Bson::Int32)
-                .map_err(|_| format!("`{s}` is not a 32-bit integer"))
+                .map_err(|_| ValueError::NotInt32(s))
         }
         ["$numberLong"] => number_long(get("$numberLong")),
         ["$numberDouble"] => number_double(&string_of(get("$numberDouble"), "`$numberDouble`")?),
@@ -987,7 +1067,7 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
         ["$code", "$scope"] => {
             let code = string_of(get("$code"), "`$code`")?;
             let Bson::Document(scope) = get("$scope") else {
-                return Err("`$scope` must be a document".to_owned());
+                return Err(ValueError::ScopeNotDocument);
             };
             Ok(Bson::JavaScriptCodeWithScope(JavaScriptCodeWithScope {
                 code,
@@ -996,29 +1076,29 @@ fn convert_wrapper(doc: Document) -> Result<Bson, String> {
         }
         ["$minKey"] if integral(get("$minKey")) == Some(1) => Ok(Bson::MinKey),
         ["$maxKey"] if integral(get("$maxKey")) == Some(1) => Ok(Bson::MaxKey),
-        ["$minKey" | "$maxKey"] => Err("`$minKey` and `$maxKey` hold 1".to_owned()),
+        ["$minKey" | "$maxKey"] => Err(ValueError::KeyBound),
         ["$undefined"] if get("$undefined") == &Bson::Boolean(true) => Ok(Bson::Undefined),
-        ["$undefined"] => Err("`$undefined` holds true".to_owned()),
+        ["$undefined"] => Err(ValueError::Undefined),
         ["$dbPointer"] => db_pointer(get("$dbPointer")),
         _ => Ok(Bson::Document(doc)),
     }
 }
 
 /// `{$numberLong: "42"}`, or a whole number in relaxed form.
-fn number_long(value: &Bson) -> Result<Bson, String> {
+fn number_long(value: &Bson) -> Result<Bson, ValueError> {
     match value {
         Bson::String(s) => s
             .parse::<i64>()
             .map(Bson::Int64)
-            .map_err(|_| format!("`{s}` is not a 64-bit integer")),
+            .map_err(|_| ValueError::NotInt64(s.clone())),
         other => integral(other)
             .map(Bson::Int64)
-            .ok_or_else(|| "`$numberLong` must be a string of digits".to_owned()),
+            .ok_or(ValueError::NumberLongNotDigits),
     }
 }
 
 /// `{$numberDouble: "1.5"}`, and the names of the values JSON has no numbers for.
-fn number_double(text: &str) -> Result<Bson, String> {
+fn number_double(text: &str) -> Result<Bson, ValueError> {
     match text {
         "Infinity" => Ok(Bson::Double(f64::INFINITY)),
         "-Infinity" => Ok(Bson::Double(f64::NEG_INFINITY)),
@@ -1028,49 +1108,48 @@ fn number_double(text: &str) -> Result<Bson, String> {
             .ok()
             .filter(|f| f.is_finite())
             .map(Bson::Double)
-            .ok_or_else(|| format!("`{text}` is not a double")),
+            .ok_or_else(|| ValueError::NotADouble(text.to_owned())),
     }
 }
 
 /// `{$date: "2024-01-02T03:04:05Z"}`, or milliseconds since the epoch.
-fn date_wrapper(value: &Bson) -> Result<Bson, String> {
+fn date_wrapper(value: &Bson) -> Result<Bson, ValueError> {
     let ms = match value {
         Bson::String(s) => clock::parse_iso(s)?,
         Bson::Int64(ms) => *ms,
-        other => integral(other)
-            .ok_or_else(|| "`$date` must be an ISO-8601 string or milliseconds".to_owned())?,
+        other => integral(other).ok_or(ValueError::DateNotIsoOrMillis)?,
     };
     Ok(Bson::DateTime(DateTime::from_millis(ms)))
 }
 
 /// `{$binary: {base64, subType}}`, the canonical form.
-fn binary_wrapper(value: &Bson) -> Result<Bson, String> {
+fn binary_wrapper(value: &Bson) -> Result<Bson, ValueError> {
     let Bson::Document(inner) = value else {
-        return Err("`$binary` must hold `base64` and `subType`".to_owned());
+        return Err(shape("$binary", "`base64` and `subType`"));
     };
     let (Some(Bson::String(data)), Some(Bson::String(subtype)), 2) =
         (inner.get("base64"), inner.get("subType"), inner.len())
     else {
-        return Err("`$binary` must hold `base64` and `subType`".to_owned());
+        return Err(shape("$binary", "`base64` and `subType`"));
     };
     binary(data, hex_subtype(subtype)?)
 }
 
 /// `{$regularExpression: {pattern, options}}`.
-fn regular_expression(value: &Bson) -> Result<Bson, String> {
+fn regular_expression(value: &Bson) -> Result<Bson, ValueError> {
     let Bson::Document(inner) = value else {
-        return Err("`$regularExpression` must hold `pattern` and `options`".to_owned());
+        return Err(shape("$regularExpression", "`pattern` and `options`"));
     };
     match (inner.get("pattern"), inner.get("options"), inner.len()) {
         (Some(Bson::String(p)), Some(Bson::String(o)), 2) => regex(p, o),
-        _ => Err("`$regularExpression` must hold `pattern` and `options`".to_owned()),
+        _ => Err(shape("$regularExpression", "`pattern` and `options`")),
     }
 }
 
 /// `{$timestamp: {t, i}}`.
-fn timestamp_wrapper(value: &Bson) -> Result<Bson, String> {
+fn timestamp_wrapper(value: &Bson) -> Result<Bson, ValueError> {
     let Bson::Document(inner) = value else {
-        return Err("`$timestamp` must hold `t` and `i`".to_owned());
+        return Err(shape("$timestamp", "`t` and `i`"));
     };
     let part = |k: &str| {
         inner
@@ -1080,29 +1159,26 @@ fn timestamp_wrapper(value: &Bson) -> Result<Bson, String> {
     };
     match (part("t"), part("i"), inner.len()) {
         (Some(time), Some(increment), 2) => Ok(Bson::Timestamp(Timestamp { time, increment })),
-        _ => Err("`$timestamp` must hold `t` and `i`, unsigned 32-bit integers".to_owned()),
+        _ => Err(shape("$timestamp", "`t` and `i`, unsigned 32-bit integers")),
     }
 }
 
 /// `{$dbPointer: {$ref, $id}}`.
-fn db_pointer(value: &Bson) -> Result<Bson, String> {
+fn db_pointer(value: &Bson) -> Result<Bson, ValueError> {
     let Bson::Document(inner) = value else {
-        return Err("`$dbPointer` must hold `$ref` and `$id`".to_owned());
+        return Err(shape("$dbPointer", "`$ref` and `$id`"));
     };
     match (inner.get("$ref"), inner.get("$id"), inner.len()) {
         (Some(Bson::String(ns)), Some(Bson::ObjectId(id)), 2) => pointer(ns, *id),
-        _ => Err("`$dbPointer` must hold `$ref` and an ObjectId `$id`".to_owned()),
+        _ => Err(shape("$dbPointer", "`$ref` and an ObjectId `$id`")),
     }
 }
 
-fn hex_subtype(text: &str) -> Result<u8, String> {
+fn hex_subtype(text: &str) -> Result<u8, ValueError> {
     if text.is_empty() || text.len() > 2 {
-        return Err(format!(
-            "`{text}` is not a binary subtype (one byte in hexadecimal)"
-        ));
+        return Err(ValueError::NotASubtype(text.to_owned()));
     }
-    u8::from_str_radix(text, 16)
-        .map_err(|_| format!("`{text}` is not a binary subtype (one byte in hexadecimal)"))
+    u8::from_str_radix(text, 16).map_err(|_| ValueError::NotASubtype(text.to_owned()))
 }
 
 #[cfg(test)]

@@ -113,7 +113,30 @@ pub struct ImportArgs {
 }
 
 /// One input document, or why its line is bad, with its line number.
-type Record = (usize, Result<Document, String>);
+type Record = (usize, Result<Document, BadLine>);
+
+/// Why a line of input gives no document; said after the line's number.
+#[derive(Debug, thiserror::Error)]
+enum BadLine {
+    #[error("the line is not valid UTF-8")]
+    NotUtf8,
+    /// A JSON parse error, its position counted in the whole input.
+    #[error("malformed JSON at line {line}, column {column}: {message}")]
+    Json {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{}", super::one_line(&.0.to_string()))]
+    Delimited(csv::Error),
+    #[error("field `{field}`: {source}")]
+    Cell {
+        field: String,
+        source: delimited::CellError,
+    },
+    #[error(transparent)]
+    UnderValue(#[from] delimited::UnderValue),
+}
 
 /// Runs `odm import`.
 pub fn run(args: &ImportArgs) -> Result<(), ToolError> {
@@ -236,7 +259,7 @@ impl Importer<'_> {
             match document {
                 Ok(doc) => batch.push((line, doc)),
                 Err(message) if self.args.stop_on_error => {
-                    return Err(stopped(line, &message, self.imported));
+                    return Err(stopped(line, &message.to_string(), self.imported));
                 }
                 Err(message) => {
                     self.failed += 1;
@@ -407,8 +430,7 @@ impl<R: BufRead> JsonDocuments<R> {
         } else {
             // The line cannot be parsed; report it and keep the line count right.
             let line = self.buffer_line + self.buffer.matches('\n').count();
-            self.ready
-                .push_back((line, Err("the line is not valid UTF-8".to_owned())));
+            self.ready.push_back((line, Err(BadLine::NotUtf8)));
             self.buffer.push('\n');
             self.discard_through(line);
         }
@@ -455,10 +477,11 @@ impl<R: BufRead> JsonDocuments<R> {
                     let line = self.buffer_line + e.line - 1;
                     self.ready.push_back((
                         start_line,
-                        Err(format!(
-                            "malformed JSON at line {line}, column {}: {}",
-                            e.column, e.message
-                        )),
+                        Err(BadLine::Json {
+                            line,
+                            column: e.column,
+                            message: e.message,
+                        }),
                     ));
                     self.discard_through(start_line);
                     return false;
@@ -579,7 +602,8 @@ impl<R: Read> Delimited<R> {
                 "CSV and TSV input need field names: --headerline, --fields or --fieldFile",
             ));
         }
-        let columns = delimited::columns(&names, args.columns_have_types).map_err(ToolError)?;
+        let columns = delimited::columns(&names, args.columns_have_types)
+            .map_err(|e| ToolError(e.to_string()))?;
         Ok(Delimited {
             records,
             columns,
@@ -588,7 +612,7 @@ impl<R: Read> Delimited<R> {
         })
     }
 
-    fn row(&self, record: &csv::StringRecord) -> Option<Result<Document, String>> {
+    fn row(&self, record: &csv::StringRecord) -> Option<Result<Document, BadLine>> {
         let mut doc = Document::new();
         for (i, text) in record.iter().enumerate() {
             if text.is_empty() && self.ignore_blanks {
@@ -598,12 +622,15 @@ impl<R: Read> Delimited<R> {
             let (name, value) = if let Some(column) = self.columns.get(i) {
                 match delimited::cell(text, &column.kind) {
                     Ok(v) => (&column.name, v),
-                    Err(e) => match self.grace {
+                    Err(source) => match self.grace {
                         ParseGrace::AutoCast => (&column.name, delimited::auto(text)),
                         ParseGrace::SkipField => continue,
                         ParseGrace::SkipRow => return None,
                         ParseGrace::Stop => {
-                            return Some(Err(format!("field `{}`: {e}", column.name)));
+                            return Some(Err(BadLine::Cell {
+                                field: column.name.clone(),
+                                source,
+                            }));
                         }
                     },
                 }
@@ -613,7 +640,7 @@ impl<R: Read> Delimited<R> {
                 (&extra, delimited::auto(text))
             };
             if let Err(e) = delimited::set_path(&mut doc, name, value) {
-                return Some(Err(e));
+                return Some(Err(e.into()));
             }
         }
         Some(Ok(doc))
@@ -636,7 +663,7 @@ impl<R: Read> Iterator for Delimited<R> {
                 }
                 Err(e) => {
                     let line = e.position().map_or(0, |p| p.line() as usize);
-                    (line, Err(super::one_line(&e.to_string())))
+                    (line, Err(BadLine::Delimited(e)))
                 }
             }));
         }

@@ -123,24 +123,24 @@ struct Serve {
     enable_test_commands: bool,
 }
 
-fn serve(args: Serve) -> Result<(), String> {
+fn serve(args: Serve) -> Result<(), ToolError> {
     let storage = match (&args.path, args.in_memory) {
         (_, true) => Storage::in_memory(),
         (Some(path), false) => {
             std::fs::create_dir_all(path)
-                .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                .map_err(|e| ToolError(format!("cannot create {}: {e}", path.display())))?;
             Storage::in_folder(path.clone())
         }
-        (None, false) => return Err("give the folder to serve, or --in-memory".into()),
+        (None, false) => return Err(ToolError::new("give the folder to serve, or --in-memory")),
     };
     if let Some(user) = &args.user {
         let password = std::env::var(&args.password_env).map_err(|_| {
-            format!(
+            ToolError(format!(
                 "--user needs the password in the environment variable {}",
                 args.password_env
-            )
+            ))
         })?;
-        auth::put_user(&storage, "admin", user, &password).map_err(|e| e.to_string())?;
+        auth::put_user(&storage, "admin", user, &password).map_err(|e| ToolError(e.to_string()))?;
     }
     let config = Config {
         bind: SocketAddr::new(args.bind, args.port),
@@ -160,7 +160,7 @@ fn serve(args: Serve) -> Result<(), String> {
         test_commands: args.enable_test_commands,
         ..Config::default()
     };
-    let server = Server::bind(storage, config).map_err(|e| e.to_string())?;
+    let server = Server::bind(storage, config).map_err(|e| ToolError(e.to_string()))?;
     eprintln!("odm serve: listening on {}", server.local_addr());
     server.run();
     Ok(())
@@ -194,7 +194,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Serve(args) => serve(args).map_err(ToolError),
+        Command::Serve(args) => serve(args),
         Command::Import(args) => import::run(&args),
         Command::Export(args) => export::run(&args),
         Command::Dump(args) => dump::run_dump(&args),

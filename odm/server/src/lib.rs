@@ -126,7 +126,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     #[error("TLS: {0}")]
-    Tls(String),
+    Tls(#[from] tls::TlsError),
 }
 
 /// What every connection shares.
@@ -187,7 +187,7 @@ impl Server {
             return Err(ServeError::NoAuthOnPublicAddress(config.bind));
         }
         let tls = match &config.tls {
-            Some(files) => Some(tls::server_config(files).map_err(ServeError::Tls)?),
+            Some(files) => Some(tls::server_config(files)?),
             None => None,
         };
         let listener = TcpListener::bind(config.bind).map_err(|source| ServeError::Bind {

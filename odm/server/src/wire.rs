@@ -489,15 +489,16 @@ impl<'a> Reader<'a> {
             what,
             reason: e.to_string(),
         })?;
-        document_from_raw(raw).map_err(|reason| WireError::BadDocument { what, reason })
+        document_from_raw(raw, what)
     }
 }
 
-/// Converts a raw document, checking every element (and nesting within the input limit, so
-/// that no later recursive walk overflows the stack).
-fn document_from_raw(raw: &RawDocument) -> Result<Document, String> {
-    odm_engine::check_input(raw, odm_engine::MAX_INPUT_DEPTH)?;
-    Document::try_from(raw).map_err(|e| e.to_string())
+/// Converts the raw document `what`, checking every element (and nesting within the input
+/// limit, so that no later recursive walk overflows the stack).
+fn document_from_raw(raw: &RawDocument, what: &'static str) -> Result<Document, WireError> {
+    let bad = |reason: String| WireError::BadDocument { what, reason };
+    odm_engine::check_input(raw, odm_engine::MAX_INPUT_DEPTH).map_err(|e| bad(e.to_string()))?;
+    Document::try_from(raw).map_err(|e| bad(e.to_string()))
 }
 
 /// Serializes a reply body. A body that cannot be encoded (it would have to hold a value the
