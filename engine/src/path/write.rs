@@ -55,6 +55,21 @@ impl Path {
         Ok(parent_mut(doc, self.segments(), Parents::Existing)?.insert(last.clone(), value))
     }
 
+    /// The first array on this path, reached through subdocuments: what a positional
+    /// projection (`a.b.$`) narrows. `None` when a missing field or another value comes first,
+    /// or the path ends without meeting an array.
+    pub(crate) fn first_array_mut<'d>(&self, doc: &'d mut Document) -> Option<&'d mut Vec<Bson>> {
+        let mut at = doc;
+        for segment in self.segments() {
+            match at.get_mut(segment)? {
+                Bson::Document(d) => at = d,
+                Bson::Array(items) => return Some(items),
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// Removes the field at this path from every subdocument it reaches through subdocuments
     /// and through the subdocument elements of arrays (`$unset`, an exclusion).
     pub(crate) fn remove_everywhere(&self, doc: &mut Document) {

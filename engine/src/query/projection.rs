@@ -20,6 +20,7 @@ use bson::{Bson, Document, RawDocument, RawDocumentBuf, doc};
 use super::filter::Filter;
 use super::selection::Query;
 use crate::error::FilterError;
+use crate::path::Path;
 
 /// Why a projection could not be applied to a document.
 #[derive(Debug)]
@@ -562,29 +563,22 @@ fn narrow_first_array(
         FilterError::new(&format!("{path}.$"), "projection", reason)
             .with_code(ErrorCode::location(code))
     };
-    let mut at = out;
-    for segment in path.split('.') {
-        match at.get_mut(segment) {
-            Some(Bson::Document(d)) => at = d,
-            Some(Bson::Array(items)) => {
-                let Some(i) = position() else {
-                    return Err(positional(
-                        51246,
-                        "positional operator '.$' couldn't find a matching element in the array",
-                    ));
-                };
-                let Some(element) = items.get(i).cloned() else {
-                    return Err(positional(
-                        51247,
-                        "positional operator '.$' element mismatch",
-                    ));
-                };
-                *items = vec![element];
-                return Ok(());
-            }
-            _ => return Ok(()),
-        }
-    }
+    let Some(items) = Path::new(path).first_array_mut(out) else {
+        return Ok(());
+    };
+    let Some(i) = position() else {
+        return Err(positional(
+            51246,
+            "positional operator '.$' couldn't find a matching element in the array",
+        ));
+    };
+    let Some(element) = items.get(i).cloned() else {
+        return Err(positional(
+            51247,
+            "positional operator '.$' element mismatch",
+        ));
+    };
+    *items = vec![element];
     Ok(())
 }
 
