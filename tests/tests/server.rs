@@ -535,6 +535,47 @@ fn authentication_is_required_and_checks_the_password() {
 }
 
 #[test]
+fn with_auth_a_connection_that_does_not_authenticate_in_time_is_closed() {
+    let storage = Storage::in_memory();
+    odm_server::auth::put_user(&storage, "admin", "ann", "s3cret pass").unwrap();
+    let server = start_with(
+        storage,
+        Config {
+            auth: true,
+            auth_timeout: Duration::from_millis(400),
+            ..Config::default()
+        },
+    );
+    // Silent: closed at the deadline (the read sees the end of the stream, not a timeout).
+    let started = std::time::Instant::now();
+    let mut silent = TcpStream::connect(server.addr()).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    assert_eq!(silent.read(&mut byte).unwrap_or(0), 0);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Busy without authenticating: pings answer until the deadline, then the connection ends.
+    let mut busy = RawConnection::open(&server);
+    assert_eq!(busy.code(&doc! {"ping": 1, "$db": "admin"}), 0);
+    std::thread::sleep(Duration::from_millis(600));
+    let closed = busy
+        .0
+        .write_all(&op_msg(&doc! {"ping": 1, "$db": "admin"}, 0));
+    let mut header = [0u8; 16];
+    assert!(closed.is_err() || busy.0.read_exact(&mut header).is_err());
+    // An authenticated client goes on past the deadline.
+    let addr = server.addr();
+    let ann = client_at(&format!(
+        "mongodb://ann:s3cret%20pass@{addr}/?directConnection=true&maxPoolSize=1"
+    ));
+    let c = ann.database("d").collection::<Document>("c");
+    c.insert_one(doc! {"x": 1}).run().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 1);
+}
+
+#[test]
 fn a_public_address_needs_auth_or_an_explicit_override() {
     let config = Config {
         bind: "0.0.0.0:0".parse().unwrap(),

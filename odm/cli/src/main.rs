@@ -105,6 +105,9 @@ struct Serve {
     tls_key: Option<PathBuf>,
     #[arg(long, default_value_t = 1000)]
     max_connections: usize,
+    /// With --auth, seconds a connection has to authenticate before it is closed.
+    #[arg(long, default_value_t = 30)]
+    auth_timeout: u64,
     /// The most logical sessions kept (MongoDB's maxSessions).
     #[arg(long, default_value_t = 1_000_000)]
     max_sessions: usize,
@@ -152,6 +155,7 @@ fn serve(args: Serve) -> Result<(), ToolError> {
             _ => None,
         },
         max_connections: args.max_connections,
+        auth_timeout: Duration::from_secs(args.auth_timeout),
         max_sessions: args.max_sessions,
         max_sessions_per_connection: args.max_sessions_per_connection,
         cursor_timeout: Duration::from_secs(args.cursor_timeout),

@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
@@ -47,6 +48,8 @@ pub(super) fn serve(
         .peer_addr()
         .map_or_else(|_| "unknown".to_owned(), |a| a.to_string());
     let _ = stream.set_nodelay(true);
+    // Read timeouts are set on the socket itself, under TLS too.
+    let socket = stream.try_clone().ok();
     let mut stream: Box<dyn Stream> = match tls {
         Some(config) => match rustls::ServerConnection::new(config) {
             Ok(conn) => Box::new(rustls::StreamOwned::new(conn, stream)),
@@ -66,16 +69,17 @@ pub(super) fn serve(
         close: false,
     };
     let mut next_request_id = 1i32;
+    let mut unauthenticated = AuthDeadline::new(shared, socket);
     loop {
         let mut head = [0u8; HEADER_LEN];
-        if stream.read_exact(&mut head).is_err() {
+        if unauthenticated.read_exact(&mut stream, &mut head).is_err() {
             break;
         }
         let Ok(header) = Header::parse(&head) else {
             break;
         };
         let mut body = vec![0u8; header.body_len()];
-        if stream.read_exact(&mut body).is_err() {
+        if unauthenticated.read_exact(&mut stream, &mut body).is_err() {
             break;
         }
         Stats::add(&shared.stats.requests, 1);
@@ -112,11 +116,63 @@ pub(super) fn serve(
         if shared.stopping.load(Ordering::Acquire) {
             break;
         }
+        if state.user.is_some() {
+            unauthenticated.lift();
+        }
     }
     shared
         .stats
         .connections_current
         .fetch_sub(1, Ordering::Relaxed);
+}
+
+/// When the server requires authentication, the time a connection has to authenticate: every
+/// read before then waits at most until the deadline, so that a client that sends nothing, or
+/// sends without authenticating, or trickles a message a byte at a time, is closed at it.
+struct AuthDeadline {
+    /// The deadline, and the socket whose read timeout enforces it; `None` once lifted.
+    until: Option<(Instant, TcpStream)>,
+}
+
+impl AuthDeadline {
+    fn new(shared: &Shared, socket: Option<TcpStream>) -> AuthDeadline {
+        let until = match socket {
+            Some(socket) if shared.config.auth => {
+                Some((Instant::now() + shared.config.auth_timeout, socket))
+            }
+            _ => None,
+        };
+        AuthDeadline { until }
+    }
+
+    /// Fills `buf` from `stream`, each read waiting no later than the deadline.
+    fn read_exact(&self, stream: &mut Box<dyn Stream>, buf: &mut [u8]) -> std::io::Result<()> {
+        let Some((deadline, socket)) = &self.until else {
+            return stream.read_exact(buf);
+        };
+        let mut filled = 0;
+        while filled < buf.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            socket.set_read_timeout(Some(left))?;
+            match stream.read(&mut buf[filled..]) {
+                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The connection authenticated: reads wait as long as they take again.
+    fn lift(&mut self) {
+        if let Some((_, socket)) = self.until.take() {
+            let _ = socket.set_read_timeout(None);
+        }
+    }
 }
 
 fn encode(

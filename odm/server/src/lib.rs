@@ -69,6 +69,8 @@ pub struct Config {
     pub tls: Option<tls::TlsFiles>,
     /// Connections served at once; more are closed on arrival.
     pub max_connections: usize,
+    /// With `auth`, how long a connection has to authenticate before it is closed.
+    pub auth_timeout: Duration,
     /// A cursor unused this long is closed (MongoDB: 10 minutes).
     pub cursor_timeout: Duration,
     /// The most open cursors the server keeps, and the bytes their buffered documents may hold.
@@ -99,6 +101,7 @@ impl Default for Config {
             insecure_no_auth: false,
             tls: None,
             max_connections: 1000,
+            auth_timeout: Duration::from_secs(30),
             cursor_timeout: Duration::from_mins(10),
             max_cursors: 10_000,
             max_cursor_bytes: 1 << 30,
