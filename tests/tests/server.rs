@@ -472,17 +472,22 @@ fn a_transaction_past_its_lifetime_is_aborted_and_frees_the_writer() {
     assert_eq!(ids, vec![0, 2]);
 }
 
-#[test]
-fn authentication_is_required_and_checks_the_password() {
+/// A server requiring authentication, with the user `ann` (password `s3cret pass`) in `admin`.
+fn start_with_user_ann(config: Config) -> ServerHandle {
     let storage = Storage::in_memory();
     odm_server::auth::put_user(&storage, "admin", "ann", "s3cret pass").unwrap();
-    let server = start_with(
+    start_with(
         storage,
         Config {
             auth: true,
-            ..Config::default()
+            ..config
         },
-    );
+    )
+}
+
+#[test]
+fn authentication_is_required_and_checks_the_password() {
+    let server = start_with_user_ann(Config::default());
     let addr = server.addr();
     let good = client_at(&format!(
         "mongodb://ann:s3cret%20pass@{addr}/?directConnection=true"
@@ -536,16 +541,10 @@ fn authentication_is_required_and_checks_the_password() {
 
 #[test]
 fn with_auth_a_connection_that_does_not_authenticate_in_time_is_closed() {
-    let storage = Storage::in_memory();
-    odm_server::auth::put_user(&storage, "admin", "ann", "s3cret pass").unwrap();
-    let server = start_with(
-        storage,
-        Config {
-            auth: true,
-            auth_timeout: Duration::from_millis(400),
-            ..Config::default()
-        },
-    );
+    let server = start_with_user_ann(Config {
+        auth_timeout: Duration::from_millis(400),
+        ..Config::default()
+    });
     // Silent: closed at the deadline (the read sees the end of the stream, not a timeout).
     let started = std::time::Instant::now();
     let mut silent = TcpStream::connect(server.addr()).unwrap();
