@@ -9,7 +9,8 @@
 # its own fresh server (`--replica-set rs0 --enable-test-commands`, in memory: the suite
 # drives the `failCommand` fail point), $PYMONGO_JOBS files at once. Tracebacks are one line
 # (`--tb=line`): formatting long ones trips Python 3.11's AST recursion check inside pytest,
-# which then abandons the rest of the file.
+# which then abandons the rest of the file. pymongo_warnings.py drops one warning of pymongo's
+# own test helpers that lands on a random later test (see there).
 #
 #   tests/wire/pymongo.sh            run and check
 #   tests/wire/pymongo.sh --write    run and rewrite the expected-results file
@@ -66,8 +67,9 @@ run_file() {
   pid=$!
   odm_wait_listening "$log" "$pid" || return 1
   status=0
-  (cd "$src" && DB_IP=127.0.0.1 DB_PORT=$port timeout 900 "$python" -m pytest "$file" \
-    -m default -q -p no:cacheprovider -o addopts="" --tb=line "${args[@]}" \
+  (cd "$src" && DB_IP=127.0.0.1 DB_PORT=$port PYTHONPATH="$plugins" timeout 900 \
+    "$python" -m pytest "$file" -p pymongo_warnings -m default -q -p no:cacheprovider \
+    -o addopts="" --tb=line "${args[@]}" \
     --junitxml="$reports/$name.xml" >"$reports/$name.out" 2>&1) || status=$?
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
@@ -82,7 +84,8 @@ run_file() {
   esac
 }
 export -f run_file odm_free_port odm_wait_listening
-export reports src python odm deselect
+plugins="$root/tests/wire"
+export reports src python odm deselect plugins
 
 files=${PYMONGO_FILES:-$(cd "$src" && ls test/test_*.py)}
 start=$(date +%s)
