@@ -1,7 +1,8 @@
 //! Bad input never panics and a refused write changes nothing: random documents built from the
 //! query, update and expression vocabularies (operators in odd places, wrong argument types,
-//! deep nesting) go through finds, counts, aggregations, updates (operators and pipelines),
-//! deletes and expression evaluation. Each call may succeed or fail; it must not panic, and when a write
+//! every BSON type, long strings, nesting past MongoDB's 100 levels, the operators that grow
+//! values) go through finds, counts, aggregations, updates (operators and pipelines), deletes
+//! and expression evaluation. Each call may succeed or fail; it must not panic, and when a write
 //! fails the collection must be exactly as before, its indexes equal to their recomputation.
 
 use bson::{Bson, Document, doc};
@@ -99,31 +100,113 @@ const KEYS: &[&str] = &[
 
 fn scalar() -> impl Strategy<Value = Bson> {
     prop_oneof![
-        (-3i32..4).prop_map(Bson::Int32),
-        Just(Bson::Int64(i64::MAX)),
-        Just(Bson::Int32(i32::MIN)),
-        prop_oneof![Just(0.5), Just(-0.0), Just(f64::NAN), Just(f64::INFINITY)]
+        8 => (-3i32..4).prop_map(Bson::Int32),
+        1 => Just(Bson::Int64(i64::MAX)),
+        1 => Just(Bson::Int32(i32::MIN)),
+        2 => prop_oneof![Just(0.5), Just(-0.0), Just(f64::NAN), Just(f64::INFINITY)]
             .prop_map(Bson::Double),
-        prop::sample::select(vec![
+        8 => prop::sample::select(vec![
             "", "a", "$a", "$a.b", "$$ROOT", "$$x", "$$this", "$$NOW", "^a", "x", "number",
             "string", "$", "$$", "a.$[x]",
         ])
         .prop_map(|s| Bson::String(s.into())),
-        Just(Bson::Null),
-        any::<bool>().prop_map(Bson::Boolean),
-        Just(Bson::Decimal128("1.5".parse().unwrap())),
+        2 => Just(Bson::Null),
+        2 => any::<bool>().prop_map(Bson::Boolean),
+        1 => Just(Bson::Decimal128("1.5".parse().unwrap())),
+        3 => other_type(),
+        1 => long_string(),
     ]
 }
 
+/// One value of each BSON type the list above leaves out.
+fn other_type() -> impl Strategy<Value = Bson> {
+    use bson::spec::BinarySubtype;
+    prop::sample::select(vec![
+        Bson::Binary(bson::Binary {
+            subtype: BinarySubtype::Generic,
+            bytes: vec![0, 255],
+        }),
+        Bson::Binary(bson::Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: vec![7; 16],
+        }),
+        Bson::ObjectId(bson::oid::ObjectId::from_bytes([1; 12])),
+        Bson::DateTime(bson::DateTime::from_millis(i64::MIN)),
+        Bson::DateTime(bson::DateTime::from_millis(1_700_000_000_000)),
+        Bson::Timestamp(bson::Timestamp {
+            time: u32::MAX,
+            increment: 1,
+        }),
+        regex("a(b", "imsx"),
+        regex("^a", ""),
+        Bson::JavaScriptCode("function() {}".to_owned()),
+        Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
+            code: "x".to_owned(),
+            scope: doc! { "x": 1 },
+        }),
+        Bson::Symbol("a".to_owned()),
+        Bson::MinKey,
+        Bson::MaxKey,
+        Bson::Undefined,
+        db_pointer(),
+        Bson::Decimal128("NaN".parse().unwrap()),
+        Bson::Decimal128("-0E+6111".parse().unwrap()),
+    ])
+}
+
+fn regex(pattern: &str, options: &str) -> Bson {
+    Bson::RegularExpression(bson::Regex {
+        pattern: pattern.try_into().unwrap(),
+        options: options.try_into().unwrap(),
+    })
+}
+
+/// A deprecated DBPointer, which the bson crate builds only by reading bytes.
+fn db_pointer() -> Bson {
+    let mut bytes = vec![0, 0, 0, 0, 0x0C, b'p', 0, 2, 0, 0, 0, b'c', 0];
+    bytes.extend_from_slice(&[1; 12]);
+    bytes.push(0);
+    let len = i32::try_from(bytes.len()).unwrap().to_le_bytes();
+    bytes[..4].copy_from_slice(&len);
+    let doc = Document::try_from(bson::RawDocument::from_bytes(&bytes).unwrap()).unwrap();
+    doc.get("p").cloned().unwrap()
+}
+
+/// A string of up to 64 KiB, past every inline or small-string size, of one or several bytes
+/// a character.
+fn long_string() -> impl Strategy<Value = Bson> {
+    (
+        prop::sample::select(vec!["a", "é", "€", "$", "\u{1F600}"]),
+        1usize..65_536,
+    )
+        .prop_map(|(unit, n)| Bson::String(unit.repeat(n / unit.len().max(1))))
+}
+
+/// `inner` wrapped in `levels` arrays or documents (alternating from `pick`): nesting past
+/// MongoDB's 100 levels, which the engine must refuse or handle without overflowing a stack.
+fn deep(inner: Bson, levels: usize, pick: u8) -> Bson {
+    (0..levels).fold(inner, |v, i| {
+        if (usize::from(pick) + i) % 3 == 0 {
+            Bson::Array(vec![v])
+        } else {
+            Bson::Document(doc! { KEYS[(usize::from(pick) + i) % KEYS.len()]: v })
+        }
+    })
+}
+
 fn value() -> impl Strategy<Value = Bson> {
-    scalar().prop_recursive(4, 40, 4, |inner| {
+    let shallow = scalar().prop_recursive(4, 40, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Bson::Array),
             prop::collection::vec((prop::sample::select(KEYS), inner), 0..4).prop_map(|fields| {
                 Bson::Document(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
             }),
         ]
-    })
+    });
+    prop_oneof![
+        20 => shallow.clone(),
+        1 => (shallow, 90usize..140, any::<u8>()).prop_map(|(v, levels, pick)| deep(v, levels, pick)),
+    ]
 }
 
 fn document() -> impl Strategy<Value = Document> {
@@ -213,6 +296,12 @@ const EXPR_OPS: &[&str] = &[
     "$first",
     "$isArray",
     "$mergeObjects",
+    "$zip",
+    "$objectToArray",
+    "$arrayToObject",
+    "$replaceAll",
+    "$reverseArray",
+    "$setField",
 ];
 
 fn mostly_scalar() -> impl Strategy<Value = Bson> {
@@ -267,12 +356,37 @@ fn shaped_expr() -> impl Strategy<Value = Bson> {
         scalar(),
     ];
     leaf.prop_recursive(3, 20, 3, |inner| {
-        (
-            prop::sample::select(EXPR_OPS),
-            prop::collection::vec(inner, 1..3),
-        )
-            .prop_map(|(op, args)| Bson::Document(doc! { op: args }))
+        prop_oneof![
+            4 => (
+                prop::sample::select(EXPR_OPS),
+                prop::collection::vec(inner.clone(), 1..3),
+            )
+                .prop_map(|(op, args)| Bson::Document(doc! { op: args })),
+            1 => (inner, 0usize..4, prop::sample::select(vec![0i64, 3, 40])).prop_map(
+                |(e, which, n)| growth(e, which, n)
+            ),
+        ]
     })
+}
+
+/// One of the operators that build values from `e` over `n` steps (`$map` and `$reduce` over
+/// a `$range`, the accumulating `$reduce` forms that concatenate), small enough for thousands
+/// of cases: the string form doubles, and so meets the bound on a string's size within 40
+/// steps. (`computed_limits.rs` drives each operator past its bound.)
+fn growth(e: Bson, which: usize, n: i64) -> Bson {
+    let range = doc! { "$range": [0, n] };
+    let step = match which {
+        0 => return Bson::Document(doc! { "$map": { "input": range, "in": e } }),
+        1 => doc! { "$concatArrays": ["$$value", ["$$this", e]] },
+        2 => doc! { "$concat": ["$$value", { "$toString": e }, "$$value"] },
+        _ => doc! { "$setUnion": ["$$value", ["$$this", e]] },
+    };
+    let initial = if which == 2 {
+        Bson::from("ab")
+    } else {
+        Bson::Array(vec![])
+    };
+    Bson::Document(doc! { "$reduce": { "input": range, "initialValue": initial, "in": step } })
 }
 
 /// Pipelines shaped like real ones: `$set` and `$unset` over expressions.
