@@ -1,6 +1,8 @@
 //! Aggregation pipeline parse and run over arbitrary documents: never a panic. The first
 //! document's values are the stages; the rest are the collection, and a second collection
-//! `d` (the same documents) gives `$lookup` something to join.
+//! `d` (the same documents) gives `$lookup` something to join. The same bytes also build a
+//! pipeline of the operators that grow values, nested in each other (`odm_fuzz::grow`), run
+//! over a small collection: it answers or fails, within the bounds on computed values.
 #![no_main]
 
 use bson::Document;
@@ -30,4 +32,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = db.aggregate("c", &pipeline, &AggregateOptions::default());
     let report = db.verify().expect("verify runs");
     assert!(report.is_clean(), "{report:?}");
+
+    let grown = odm_fuzz::grow::pipeline(&mut odm_fuzz::grow::Choices::new(data));
+    let db = odm_fuzz::growth_collections();
+    let _ = db.aggregate("c", &grown, &AggregateOptions::default());
 });

@@ -6,7 +6,9 @@
 //! inputs written this way (see `odm-tests`' `fuzz-seeds`) keep mutations close to real
 //! filters, updates and pipelines.
 
-use bson::{Document, RawDocument};
+pub mod grow;
+
+use bson::{Document, RawDocument, doc};
 use odm_engine::{Database, IndexSpec};
 
 /// The most documents an input contributes; more only slows each run.
@@ -62,6 +64,22 @@ pub fn collection(docs: &[Document], paths: &[String], indexed: bool) -> Databas
     }
     for doc in docs {
         let _ = c.insert_one(doc);
+    }
+    db
+}
+
+/// A small collection `c`, and `d` with the same documents, for the pipelines `grow` builds
+/// (which read the fields `a`, a number, and `s`, a string).
+pub fn growth_collections() -> Database {
+    let docs = [
+        doc! { "_id": 1, "a": 1, "s": "ab" },
+        doc! { "_id": 2, "a": [1, 2], "s": "é" },
+        doc! { "_id": 3 },
+    ];
+    let db = collection(&docs, &[], false);
+    let d = db.collection("d");
+    for doc in &docs {
+        let _ = d.insert_one(doc);
     }
     db
 }

@@ -2,9 +2,10 @@
 //! updates, pipelines and documents of MongoDB's unified CRUD tests and of odm-cases files.
 //!
 //! `fuzz-seeds OUT DIR...` writes `OUT/<target>/<n>` for the targets `filter`, `update`,
-//! `aggregate`, `decode` and `keys`. Each seed is what the target reads: BSON documents one
-//! after another (see the fuzz crate's `documents`), here the operation's arguments followed by
-//! up to eight documents of the same file. For `wire` a seed is a steering byte and a message:
+//! `aggregate`, `command`, `decode` and `keys`. Each seed is what the target reads: BSON
+//! documents one after another (see the fuzz crate's `documents`), here the operation's
+//! arguments followed by up to eight documents of the same file (`command` reads the same
+//! inputs as `aggregate`). For `wire` a seed is a steering byte and a message:
 //! the same filters, updates and pipelines as `find`, `update` and `aggregate` commands, and
 //! the documents as an `insert` with a document sequence, plain, compressed or with a checksum.
 
@@ -164,7 +165,9 @@ fn seeds_of(found: &Found, seeds: &mut Vec<(&'static str, Vec<u8>)>) {
         seeds.push(("update", with_docs(vec![filter, &update])));
     }
     for pipeline in &found.pipelines {
-        seeds.push(("aggregate", with_docs(vec![&numbered(pipeline)])));
+        let seed = with_docs(vec![&numbered(pipeline)]);
+        seeds.push(("command", seed.clone()));
+        seeds.push(("aggregate", seed));
     }
     for doc in &found.documents {
         seeds.push(("decode", bytes_of(&[doc])));
