@@ -9,13 +9,72 @@
 //! Other field names may start with `$` or hold dots, at any level, as MongoDB allows since
 //! 5.0; update operators are told apart from such fields by the update parser, not here.
 
-use bson::{Document, RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId};
+use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf, oid::ObjectId};
 
 use crate::error::DocumentError;
 use crate::nesting::{self, MAX_STORED_DEPTH, RawNestingError};
 
 /// MongoDB's `BSONObjMaxUserSize`: 16 MiB.
 pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
+
+/// MongoDB's `BSONObjMaxInternalSize`: the most bytes a document the server builds may take,
+/// a result of a pipeline included (16 MiB and 16 KiB).
+pub const MAX_RESULT_SIZE: usize = MAX_DOCUMENT_SIZE + 16 * 1024;
+
+/// The bytes `doc` takes as BSON, counted without writing it. Recursive: for documents within
+/// the bounds on nesting (stored ones, received ones and computed ones all are).
+pub fn encoded_size(doc: &Document) -> usize {
+    // Length, elements, terminating zero.
+    4 + doc
+        .iter()
+        .map(|(key, value)| element_size(key.len(), value))
+        .sum::<usize>()
+        + 1
+}
+
+fn element_size(key_len: usize, value: &Bson) -> usize {
+    1 + key_len + 1 + value_size(value)
+}
+
+/// A value's bytes after its type and name, as the BSON specification lays them out.
+fn value_size(value: &Bson) -> usize {
+    let string = |s: &str| 4 + s.len() + 1;
+    match value {
+        Bson::Double(_) | Bson::DateTime(_) | Bson::Timestamp(_) | Bson::Int64(_) => 8,
+        Bson::Int32(_) => 4,
+        Bson::Boolean(_) => 1,
+        Bson::Decimal128(_) => 16,
+        Bson::ObjectId(_) => 12,
+        Bson::Null | Bson::Undefined | Bson::MaxKey | Bson::MinKey => 0,
+        Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => string(s),
+        Bson::Document(d) => encoded_size(d),
+        Bson::Array(items) => {
+            4 + items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| element_size(decimal_digits(i), item))
+                .sum::<usize>()
+                + 1
+        }
+        Bson::Binary(b) => {
+            // The old binary subtype repeats the length inside.
+            let old = usize::from(b.subtype == bson::spec::BinarySubtype::BinaryOld) * 4;
+            4 + 1 + old + b.bytes.len()
+        }
+        Bson::RegularExpression(r) => r.pattern.as_str().len() + 1 + r.options.as_str().len() + 1,
+        Bson::JavaScriptCodeWithScope(c) => 4 + string(&c.code) + encoded_size(&c.scope),
+        // Its parts are private to the bson crate: measured by writing it.
+        Bson::DbPointer(_) => {
+            let one = bson::doc! { "": value.clone() };
+            RawDocumentBuf::try_from(&one).map_or(0, |raw| raw.as_bytes().len() - 4 - 1 - 2)
+        }
+    }
+}
+
+/// How many decimal digits `n` takes: an array's keys are its positions written in decimal.
+fn decimal_digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
+}
 
 /// Anything that can become a raw BSON document to store.
 pub trait IntoRawDocument {
@@ -177,6 +236,80 @@ fn append_all(out: &mut RawDocumentBuf, raw: &RawDocument, mut keep: impl FnMut(
 mod tests {
     use super::*;
     use bson::{doc, rawdoc};
+    use proptest::prelude::*;
+
+    /// A value of every BSON type, nested.
+    fn any_value() -> impl Strategy<Value = Bson> {
+        use bson::spec::BinarySubtype;
+        let leaf = prop_oneof![
+            any::<f64>().prop_map(Bson::Double),
+            ".{0,12}".prop_map(Bson::String),
+            ".{0,6}".prop_map(Bson::Symbol),
+            ".{0,6}".prop_map(Bson::JavaScriptCode),
+            any::<i32>().prop_map(Bson::Int32),
+            any::<i64>().prop_map(Bson::Int64),
+            any::<bool>().prop_map(Bson::Boolean),
+            any::<i64>().prop_map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms))),
+            (any::<u32>(), any::<u32>())
+                .prop_map(|(time, increment)| Bson::Timestamp(bson::Timestamp { time, increment })),
+            any::<[u8; 12]>().prop_map(|b| Bson::ObjectId(ObjectId::from_bytes(b))),
+            any::<[u8; 16]>().prop_map(|b| Bson::Decimal128(bson::Decimal128::from_bytes(b))),
+            (prop::collection::vec(any::<u8>(), 0..20), any::<bool>()).prop_map(|(bytes, old)| {
+                let subtype = if old {
+                    BinarySubtype::BinaryOld
+                } else {
+                    BinarySubtype::Generic
+                };
+                Bson::Binary(bson::Binary { subtype, bytes })
+            }),
+            ("[a-z]{0,5}", "[imsx]{0,3}").prop_map(|(p, o)| Bson::RegularExpression(bson::Regex {
+                pattern: p.as_str().try_into().unwrap(),
+                options: o.as_str().try_into().unwrap(),
+            })),
+            Just(Bson::Null),
+            Just(Bson::Undefined),
+            Just(Bson::MinKey),
+            Just(Bson::MaxKey),
+        ];
+        leaf.prop_recursive(4, 64, 12, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..12).prop_map(Bson::Array),
+                prop::collection::vec(("[a-z.$]{0,6}", inner.clone()), 0..6)
+                    .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
+                (".{0,6}", prop::collection::vec(("[a-z]{1,3}", inner), 0..3)).prop_map(
+                    |(code, fields)| Bson::JavaScriptCodeWithScope(bson::JavaScriptCodeWithScope {
+                        code,
+                        scope: fields.into_iter().collect(),
+                    })
+                ),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The size counted equals the size written, for every type and nesting.
+        #[test]
+        fn encoded_size_is_the_written_size(fields in prop::collection::vec(("[a-z]{0,8}", any_value()), 0..8)) {
+            let doc: Document = fields.into_iter().collect();
+            let written = RawDocumentBuf::try_from(&doc).unwrap().as_bytes().len();
+            prop_assert_eq!(encoded_size(&doc), written);
+        }
+    }
+
+    #[test]
+    fn encoded_size_counts_array_keys_and_db_pointers() {
+        let many = Bson::Array((0..1_234).map(Bson::Int32).collect());
+        let doc = doc! { "a": many };
+        let written = RawDocumentBuf::try_from(&doc).unwrap().as_bytes().len();
+        assert_eq!(encoded_size(&doc), written);
+        let mut bytes = vec![0, 0, 0, 0, 0x0C, b'p', 0, 2, 0, 0, 0, b'c', 0];
+        bytes.extend_from_slice(&[1; 12]);
+        bytes.push(0);
+        let len = i32::try_from(bytes.len()).unwrap().to_le_bytes();
+        bytes[..4].copy_from_slice(&len);
+        let pointer = Document::try_from(RawDocument::from_bytes(&bytes).unwrap()).unwrap();
+        assert_eq!(encoded_size(&pointer), bytes.len());
+    }
 
     #[test]
     fn generates_an_object_id_first() {

@@ -178,3 +178,33 @@ proptest! {
         prop_assert!(peak_rss_kib() < PEAK_RSS_LIMIT_KIB, "{} KiB", peak_rss_kib());
     }
 }
+
+/// A document a pipeline hands out is held to MongoDB's 16 MiB like a stored one, even when
+/// each of its values is within the bounds on computed values: `BSONObjectTooLarge` (10334).
+#[test]
+fn a_produced_document_past_16_mib_is_refused() {
+    let _turn = one_at_a_time();
+    // 1.5 million strings of ten bytes: about 33 MB of BSON, well within 256 MiB of memory.
+    let wide = bson!({ "$map": { "input": range(1_500_000), "in": "abcdefghij" } });
+    assert_eq!(project(wide), Err(10334));
+    // Half a million of them (11 MB) is a document like any other.
+    let within = bson!({ "$size": { "$map": { "input": range(500_000), "in": "abcdefghij" } } });
+    assert_eq!(project(within), Ok(Some(Bson::Int32(500_000))));
+    let db = Database::in_memory().unwrap();
+    db.collection("c").insert_one(doc! { "_id": 1 }).unwrap();
+    let txn = db.read().unwrap();
+    let rc = txn.collection("c").unwrap().unwrap();
+    let eleven_mib = bson!({ "$map": { "input": range(500_000), "in": "abcdefghij" } });
+    let out = rc
+        .aggregate(
+            &[doc! { "$project": { "v": eleven_mib } }],
+            &AggregateOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(out.len(), 1);
+    assert!(
+        peak_rss_kib() < PEAK_RSS_LIMIT_KIB,
+        "{} KiB",
+        peak_rss_kib()
+    );
+}

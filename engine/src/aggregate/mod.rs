@@ -285,7 +285,22 @@ fn through<'a>(
     for stage in stages {
         docs = stage.stream(docs, &context);
     }
-    docs
+    Box::new(docs.map(within_result_size))
+}
+
+/// A document a pipeline hands out, checked against MongoDB's limit on a result document: its
+/// values each met the bounds on computed values, but together they may still be too large
+/// to send or store.
+fn within_result_size(doc: Result<Document>) -> Result<Document> {
+    let doc = doc?;
+    let size = crate::document::encoded_size(&doc);
+    if size > crate::document::MAX_RESULT_SIZE {
+        return Err(Error::ResultTooLarge {
+            size,
+            max: crate::document::MAX_RESULT_SIZE,
+        });
+    }
+    Ok(doc)
 }
 
 fn context<'a>(

@@ -93,6 +93,11 @@ pub enum Error {
         "aggregation stage `{stage}` needs more than {limit} bytes of memory; filter earlier or add a limit"
     )]
     AggregateMemoryExceeded { stage: String, limit: usize },
+    /// A document a pipeline hands out is over MongoDB's limit on a result document
+    /// (`BSONObjMaxInternalSize`, 16 MiB and 16 KiB), though each value in it was within the
+    /// bounds on computed values. MongoDB's text.
+    #[error("BSONObj size: {size} ({size:#X}) is invalid. Size must be between 0 and {max}(16MB)")]
+    ResultTooLarge { size: usize, max: usize },
     #[error("invalid index specification: {0}")]
     InvalidIndexSpec(#[from] IndexSpecError),
     /// An index with this name or these keys exists with other options.
@@ -247,6 +252,7 @@ impl Error {
             Error::InvalidExpression(e) => e.code,
             Error::InvalidUpdate(e) => e.code,
             Error::UpdateStopped { source, .. } => source.error_code(),
+            Error::ResultTooLarge { .. } => ErrorCode::BSON_OBJECT_TOO_LARGE,
             Error::SortMemoryExceeded { .. } | Error::AggregateMemoryExceeded { .. } => {
                 ErrorCode::QUERY_EXCEEDED_MEMORY_LIMIT
             }
