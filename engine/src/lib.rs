@@ -32,6 +32,7 @@ mod group_commit;
 pub mod hashed;
 mod index;
 mod index_store;
+pub mod interrupt;
 pub mod keys;
 mod nesting;
 mod number;

@@ -566,6 +566,7 @@ impl WriteTxn<'_> {
             options
         };
         for (position, (collection, op)) in ops.into_iter().enumerate() {
+            crate::interrupt::check()?;
             let collection = collection.as_str();
             let outcome = match op {
                 WriteOp::InsertOne(doc) => {
@@ -764,6 +765,7 @@ impl WriteTxn<'_> {
         self.with_selection(&meta, &query, ids_only, |writer, selected| {
             let mut deleted = 0;
             for key in &selected {
+                crate::interrupt::check()?;
                 if writer.delete(key)?.is_some() {
                     deleted += 1;
                 }
@@ -935,6 +937,7 @@ fn apply_update(
         // MongoDB's behaviour: document by document, keeping what was done.
         let mut updated = Vec::new();
         for (key, original) in &selected {
+            crate::interrupt::check()?;
             let step = updated_document(original, query, update, now)
                 .map_err(Error::from)
                 .and_then(|new| match new {

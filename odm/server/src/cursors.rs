@@ -23,10 +23,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bson::RawDocumentBuf;
+use odm_engine::interrupt::Interrupt;
 use odm_engine::{Database, ErrorCode, ReadCollection};
 
 use super::command::CommandError;
 use super::command::change_stream::StreamCursor;
+use super::session::SessionId;
 use super::storage::Storage;
 use super::{Config, Shared};
 
@@ -69,6 +71,11 @@ struct Entry {
     ns: String,
     last_used: Instant,
     source: Source,
+    /// The session that opened the cursor (`killSessions` closes it).
+    session: Option<SessionId>,
+    /// What the opening command's `maxTimeMS` left: each `getMore` runs within it and
+    /// leaves the rest, so that the limit covers the cursor's whole work, as in MongoDB.
+    time_left: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -90,10 +97,11 @@ pub struct More {
     pub resume_token: Option<bson::Document>,
 }
 
-/// A cursor's thread: asked for batches of at most `n` documents.
+/// A cursor's thread: asked for batches of at most `n` documents, each under the interrupt of
+/// the `getMore` asking.
 #[derive(Debug)]
 struct Live {
-    requests: SyncSender<usize>,
+    requests: SyncSender<(usize, Option<Interrupt>)>,
     batches: Receiver<Result<Batch, CommandError>>,
 }
 
@@ -143,7 +151,12 @@ impl Cursors {
 
     /// Keeps a cursor under a random id, as MongoDB's are: positive, never 0 (which means
     /// "no cursor"), unused.
-    fn insert(&self, ns: String, source: Source) -> Result<i64, CommandError> {
+    fn insert(
+        &self,
+        ns: String,
+        source: Source,
+        session: Option<SessionId>,
+    ) -> Result<i64, CommandError> {
         let mut open = self.lock();
         let id = loop {
             let random = getrandom::u64().map_err(|e| {
@@ -163,6 +176,8 @@ impl Cursors {
                 ns,
                 last_used: Instant::now(),
                 source,
+                session,
+                time_left: Interrupt::current().and_then(|i| i.remaining()),
             },
         );
         Ok(id)
@@ -175,6 +190,7 @@ impl Cursors {
         ns: String,
         docs: Vec<RawDocumentBuf>,
         first_batch: usize,
+        session: Option<SessionId>,
     ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
         let mut docs: VecDeque<RawDocumentBuf> = docs.into();
         let batch = take_batch(&mut docs, first_batch);
@@ -184,7 +200,10 @@ impl Cursors {
         let bytes = docs.iter().map(|d| d.as_bytes().len()).sum();
         self.check_room(bytes)?;
         self.buffered_bytes.fetch_add(bytes, Ordering::Relaxed);
-        Ok((batch, self.insert(ns, Source::Buffered { docs, bytes })?))
+        Ok((
+            batch,
+            self.insert(ns, Source::Buffered { docs, bytes }, session)?,
+        ))
     }
 
     /// Runs a query on a cursor thread of its own; the first batch and the cursor id (0 when
@@ -196,14 +215,18 @@ impl Cursors {
         collection: String,
         open: Open,
         first_batch: usize,
+        session: Option<SessionId>,
     ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
         self.check_room(0)?;
-        let (requests, incoming) = sync_channel::<usize>(1);
+        let (requests, incoming) = sync_channel::<(usize, Option<Interrupt>)>(1);
+        // The opening command's interrupt goes with its work to the cursor's thread.
+        let interrupt = Interrupt::current();
         let (outgoing, batches) = sync_channel::<Result<Batch, CommandError>>(1);
         std::thread::Builder::new()
             .name("odm-cursor".into())
             .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
             .spawn(move || {
+                let _entered = interrupt.as_ref().map(Interrupt::enter);
                 cursor_thread(&db, &collection, open, first_batch, &incoming, &outgoing);
             })
             .map_err(|e| {
@@ -216,7 +239,7 @@ impl Cursors {
         if first.exhausted {
             return Ok((first.docs, 0));
         }
-        let id = self.insert(ns, Source::Live(Live { requests, batches }))?;
+        let id = self.insert(ns, Source::Live(Live { requests, batches }), session)?;
         Ok((first.docs, id))
     }
 
@@ -226,9 +249,10 @@ impl Cursors {
         ns: String,
         stream: StreamCursor,
         first: Vec<RawDocumentBuf>,
+        session: Option<SessionId>,
     ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
         self.check_room(0)?;
-        let id = self.insert(ns, Source::Stream(Box::new(stream)))?;
+        let id = self.insert(ns, Source::Stream(Box::new(stream)), session)?;
         Ok((first, id))
     }
 
@@ -269,7 +293,15 @@ impl Cursors {
                 .insert(id, (entry.ns.clone(), killed.clone()));
             entry
         };
-        let outcome = self.next_batch(&mut entry, limit, storage, wait, &killed);
+        // The `getMore`'s kill flag, with what the cursor's time limit left.
+        let interrupt = Interrupt::current()
+            .unwrap_or_default()
+            .until(entry.time_left.and_then(|l| Instant::now().checked_add(l)));
+        let outcome = {
+            let _entered = interrupt.enter();
+            self.next_batch(&mut entry, limit, storage, wait, &killed)
+        };
+        entry.time_left = interrupt.remaining();
         let mut open = self.lock();
         self.lock_busy().remove(&id);
         let more = match outcome {
@@ -320,7 +352,9 @@ impl Cursors {
                 (batch, docs.is_empty())
             }
             Source::Live(live) => {
-                live.requests.send(limit).map_err(|_| thread_gone())?;
+                live.requests
+                    .send((limit, Interrupt::current()))
+                    .map_err(|_| thread_gone())?;
                 let batch = live.batches.recv().map_err(|_| thread_gone())??;
                 (batch.docs, batch.exhausted)
             }
@@ -369,6 +403,23 @@ impl Cursors {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Closes every cursor of the sessions `chosen` selects; a cursor a `getMore` is using ends
+    /// when that `getMore` answers (the `getMore` itself is killed through its operation).
+    pub fn kill_sessions(&self, chosen: impl Fn(SessionId) -> bool) {
+        let removed: Vec<Entry> = {
+            let mut open = self.lock();
+            let ids: Vec<i64> = open
+                .iter()
+                .filter(|(_, e)| e.session.is_some_and(&chosen))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| open.remove(id)).collect()
+        };
+        for entry in &removed {
+            self.release(entry);
         }
     }
 
@@ -494,7 +545,7 @@ fn cursor_thread(
     collection: &str,
     open: Open,
     first_batch: usize,
-    requests: &Receiver<usize>,
+    requests: &Receiver<(usize, Option<Interrupt>)>,
     batches: &SyncSender<Result<Batch, CommandError>>,
 ) {
     let txn = match db.read() {
@@ -526,15 +577,19 @@ fn cursor_thread(
         }
     };
     let mut limit = first_batch;
+    let mut interrupt = None;
     loop {
-        let batch = fill(&mut results, limit);
+        let batch = {
+            let _entered = interrupt.as_ref().map(Interrupt::enter);
+            fill(&mut results, limit)
+        };
         let last = !matches!(&batch, Ok(b) if !b.exhausted);
         if batches.send(batch).is_err() || last {
             return;
         }
         // The cursor was killed, timed out or dropped when the sender is gone.
         match requests.recv() {
-            Ok(n) => limit = n,
+            Ok((n, asking)) => (limit, interrupt) = (n, asking),
             Err(_) => return,
         }
     }

@@ -42,6 +42,7 @@ pub mod compression;
 mod connection;
 pub mod cursors;
 pub mod failpoint;
+pub mod operations;
 pub mod session;
 pub mod storage;
 pub mod tls;
@@ -139,6 +140,8 @@ pub struct Shared {
     pub storage: Storage,
     pub cursors: cursors::Cursors,
     pub sessions: session::Sessions,
+    /// The commands running now (`currentOp`, `killOp`).
+    pub operations: operations::Operations,
     pub stats: Stats,
     /// The cluster time replies carry in replica-set mode.
     pub clock: clock::ClusterClock,
@@ -204,6 +207,7 @@ impl Server {
         let address = format!("{}:{}", local.ip(), local.port());
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),
+            operations: operations::Operations::default(),
             sessions: session::Sessions::new(
                 config.max_sessions,
                 config.max_sessions_per_connection,

@@ -116,7 +116,12 @@ impl Transaction {
         f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, CommandError> + Send + 'static,
     ) -> Result<R, CommandError> {
         let (reply, result) = sync_channel(1);
+        // The command's interrupt goes with its work to the transaction's thread.
+        let interrupt = odm_engine::interrupt::Interrupt::current();
         let job: Job = Box::new(move |t| {
+            let _entered = interrupt
+                .as_ref()
+                .map(odm_engine::interrupt::Interrupt::enter);
             let _ = reply.send(f(t));
         });
         let sent = self
@@ -217,6 +222,8 @@ struct Session {
     last_used: Instant,
     /// The connection that opened the session, whose count it is charged to.
     connection: u64,
+    /// The user that opened it, (database, name), which `killAllSessions` filters by.
+    user: Option<(String, String)>,
 }
 
 impl Session {
@@ -226,6 +233,7 @@ impl Session {
             state: State::None,
             last_used: Instant::now(),
             connection,
+            user: None,
         }
     }
 
@@ -415,6 +423,27 @@ impl Sessions {
         }
     }
 
+    /// Ends the sessions `chosen` selects by id and by the user that opened them (their open
+    /// transactions are aborted); their ids.
+    pub fn end_matching(
+        &self,
+        chosen: impl Fn(SessionId, Option<&(String, String)>) -> bool,
+    ) -> Vec<SessionId> {
+        let mut table = self.lock();
+        let ids: Vec<SessionId> = table
+            .by_id
+            .iter()
+            .filter(|(id, s)| chosen(**id, s.user.as_ref()))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &ids {
+            if let Some(session) = table.remove(id) {
+                session.close();
+            }
+        }
+        ids
+    }
+
     /// Forgets sessions unused past the session timeout.
     pub fn expire(&self) {
         let now = Instant::now();
@@ -490,8 +519,13 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
     let session = SessionId::of_command(command)?;
     if let Some(id) = session {
         let sessions = &ctx.server.sessions;
-        sessions.lock().open(id, ctx.conn.id, &sessions.limits)?;
+        let mut table = sessions.lock();
+        let opened = table.open(id, ctx.conn.id, &sessions.limits)?;
+        if opened.user.is_none() {
+            opened.user.clone_from(&ctx.conn.user);
+        }
     }
+    ctx.session = session;
     let Some(fields) = txn_fields(command, session)? else {
         if matches!(spec.name, "commitTransaction" | "abortTransaction") {
             return Err(CommandError::new(

@@ -316,7 +316,13 @@ fn parse_query(header: &Header, body: &[u8]) -> Result<Request, WireError> {
         }
         _ => None,
     };
-    if let Some(bson::Bson::Document(inner)) = wrapper.and_then(|key| command.remove(&key)) {
+    if let Some(bson::Bson::Document(mut inner)) = wrapper.and_then(|key| command.remove(&key)) {
+        // The wrapper's time limit is the command's.
+        if let Some(limit) = command.remove("$maxTimeMS")
+            && !inner.contains_key("maxTimeMS")
+        {
+            inner.insert("maxTimeMS", limit);
+        }
         command = inner;
     }
     Ok(Request {

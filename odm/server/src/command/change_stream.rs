@@ -177,7 +177,9 @@ pub fn open(
     let (batch, id) = if stream.closed {
         (batch, 0)
     } else {
-        ctx.server.cursors.stream(ns.clone(), stream, batch)?
+        ctx.server
+            .cursors
+            .stream(ns.clone(), stream, batch, ctx.session)?
     };
     Ok(reply(id, &ns, true, batch, position))
 }

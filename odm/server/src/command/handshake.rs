@@ -291,15 +291,6 @@ pub fn end_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     end_listed(ctx, command, "endSessions")
 }
 
-pub fn kill_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    let name = command.keys().next().map_or("killSessions", String::as_str);
-    if name == "killAllSessions" {
-        ctx.server.sessions.end_all();
-        return Ok(Document::new().into());
-    }
-    end_listed(ctx, command, "killSessions")
-}
-
 fn end_listed(ctx: &mut Ctx<'_>, command: &Document, name: &'static str) -> CommandResult {
     let args = Args::new(command, name);
     let ids = args.documents(name)?.unwrap_or_default();
