@@ -5,6 +5,7 @@
 //! server.
 
 use crate::aggregate::AggregateOptions;
+use crate::interrupt::Interrupt;
 use crate::query::FindOptions;
 use crate::update::{
     DeleteOptions, FindAndModify, Modify, ReturnDocument, UpdateModifications, UpdateOptions,
@@ -15,6 +16,14 @@ use bson::{Bson, Document, doc};
 /// A 64-bit count as MongoDB's commands take it.
 fn long(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `maxTimeMS`: what the interrupt's deadline leaves, at least 1 ms (0 would mean no limit).
+fn put_max_time(command: &mut Document, interrupt: Option<&Interrupt>) {
+    if let Some(left) = interrupt.and_then(Interrupt::remaining) {
+        let ms = i64::try_from(left.as_millis()).unwrap_or(i64::MAX).max(1);
+        command.insert("maxTimeMS", ms);
+    }
 }
 
 fn put(command: &mut Document, name: &str, value: Option<impl Into<Bson>>) {
@@ -37,6 +46,7 @@ pub fn find(collection: &str, filter: &Document, options: &FindOptions) -> Docum
     put(&mut command, "hint", options.hint.clone());
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
+    put_max_time(&mut command, options.interrupt.as_ref());
     command
 }
 
@@ -56,6 +66,7 @@ pub fn aggregate(collection: &str, pipeline: &[Document], options: &AggregateOpt
     put(&mut command, "hint", options.hint.clone());
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
+    put_max_time(&mut command, options.interrupt.as_ref());
     command
 }
 
