@@ -9,9 +9,13 @@ use bson::{Bson, Document, bson, doc};
 use odm_server::{Config, Server, ServerHandle, Storage};
 
 fn start() -> ServerHandle {
+    start_with(Config::default())
+}
+
+fn start_with(config: Config) -> ServerHandle {
     let config = Config {
         bind: "127.0.0.1:0".parse().unwrap(),
-        ..Config::default()
+        ..config
     };
     Server::bind(Storage::in_memory(), config)
         .expect("binds")
@@ -88,25 +92,31 @@ fn reads_past_their_max_time_ms_fail_with_50_soon_after_the_deadline() {
     let commands = [
         // An expression loop on every document: minutes without a limit.
         doc! {"aggregate": "c", "pipeline": [{"$project": {"v": slow()}}], "cursor": {},
-            "maxTimeMS": 100, "$db": "t"},
+        "maxTimeMS": 100, "$db": "t"},
         // A group fed by a hundred million unwound values.
         doc! {"aggregate": "c", "pipeline": [
-            {"$project": {"r": {"$range": [0, 100_000]}}}, {"$unwind": "$r"},
-            {"$group": {"_id": "$r", "n": {"$sum": 1}}}], "cursor": {}, "maxTimeMS": 100, "$db": "t"},
+        {"$project": {"r": {"$range": [0, 100_000]}}}, {"$unwind": "$r"},
+        {"$group": {"_id": "$r", "n": {"$sum": 1}}}], "cursor": {}, "maxTimeMS": 100, "$db": "t"},
         // A sort of the same.
         doc! {"aggregate": "c", "pipeline": [
-            {"$project": {"r": {"$range": [0, 100_000]}}}, {"$unwind": "$r"},
-            {"$sort": {"r": -1}}], "cursor": {}, "maxTimeMS": 100, "$db": "t"},
+        {"$project": {"r": {"$range": [0, 100_000]}}}, {"$unwind": "$r"},
+        {"$sort": {"r": -1}}], "cursor": {}, "maxTimeMS": 100, "$db": "t"},
         doc! {"find": "c", "filter": {"$expr": {"$gt": [slow(), 0]}}, "maxTimeMS": 100, "$db": "t"},
         doc! {"count": "c", "query": {"$expr": {"$gt": [slow(), 0]}}, "maxTimeMS": 100, "$db": "t"},
         doc! {"distinct": "c", "key": "x", "query": {"$expr": {"$gt": [slow(), 0]}},
-            "maxTimeMS": 100, "$db": "t"},
+        "maxTimeMS": 100, "$db": "t"},
     ];
     for command in commands {
         let (code, late) = expiry(&mut conn, &command, limit);
         assert_eq!(code, 50, "{command}");
-        assert!(late < Duration::from_secs(2), "{late:?} past the deadline: {command}");
-        eprintln!("{}: expired {late:?} after the deadline", command.keys().next().unwrap());
+        assert!(
+            late < Duration::from_secs(2),
+            "{late:?} past the deadline: {command}"
+        );
+        eprintln!(
+            "{}: expired {late:?} after the deadline",
+            command.keys().next().unwrap()
+        );
         conn.ping();
     }
     // maxTimeMS is a non-negative integer; 0 is no limit.
@@ -114,11 +124,14 @@ fn reads_past_their_max_time_ms_fail_with_50_soon_after_the_deadline() {
         let find = doc! {"find": "c", "maxTimeMS": bad, "$db": "t"};
         assert_eq!(conn.code(&find), 2, "{find}");
     }
-    assert_eq!(conn.code(&doc! {"find": "c", "maxTimeMS": 0, "$db": "t"}), 0);
+    assert_eq!(
+        conn.code(&doc! {"find": "c", "maxTimeMS": 0, "$db": "t"}),
+        0
+    );
 }
 
 #[test]
-fn a_write_past_its_max_time_ms_writes_nothing() {
+fn a_write_past_its_max_time_ms_fails_keeping_only_the_statements_before_the_expiry() {
     let server = start();
     let mut conn = RawConnection::open(&server);
     fill(&mut conn, "w", 300);
@@ -135,7 +148,7 @@ fn a_write_past_its_max_time_ms_writes_nothing() {
     assert_eq!(code, 50);
     eprintln!("update: expired {late:?} after the deadline");
     let delete = doc! {"delete": "c", "deletes": [{"q": {"$expr": {"$gt": [slow(), 0]}}, "limit": 0}],
-        "maxTimeMS": 100, "$db": "w"};
+    "maxTimeMS": 100, "$db": "w"};
     assert_eq!(conn.code(&delete), 50);
     let count = |conn: &mut RawConnection, query: Document| {
         let reply = conn.command(&doc! {"count": "c", "query": query, "$db": "w"});
@@ -148,9 +161,20 @@ fn a_write_past_its_max_time_ms_writes_nothing() {
     assert_eq!(count(&mut conn, doc! {}), 300, "nothing was deleted");
     assert_eq!(
         count(&mut conn, doc! {"touched": true}),
-        0,
-        "the first statement was rolled back with the command"
+        300,
+        "as on MongoDB, the statement before the expiry stays"
     );
+    assert_eq!(
+        count(&mut conn, doc! {"slow": true}),
+        0,
+        "the interrupted statement wrote nothing"
+    );
+    // findAndModify and an insert batch: all or nothing.
+    let modify = doc! {"findAndModify": "c", "query": {"$expr": {"$gt": [slow(), 0]}},
+    "update": {"$set": {"found": true}}, "maxTimeMS": 100, "$db": "w"};
+    assert_eq!(conn.code(&modify), 50);
+    assert_eq!(count(&mut conn, doc! {"found": true}), 0);
+    conn.ping();
 }
 
 /// The `opid` of the running aggregation on `ns`, as `currentOp` lists it.
@@ -175,27 +199,47 @@ fn kill_op_interrupts_a_running_aggregation_found_through_current_op() {
     let worker = std::thread::spawn(move || {
         let started = Instant::now();
         let aggregate = doc! {"aggregate": "c", "pipeline": [{"$project": {"v": slow()}}],
-            "cursor": {}, "lsid": lsid(9), "$db": "k"};
+        "cursor": {}, "lsid": lsid(9), "$db": "k"};
         (running.command(&aggregate), started.elapsed())
     });
     let (opid, op) = find_opid(&mut conn, "k.c");
     assert_eq!(op.get_bool("active").unwrap(), true);
-    assert_eq!(op.get_document("command").unwrap().get_str("aggregate").unwrap(), "c");
+    assert_eq!(
+        op.get_document("command")
+            .unwrap()
+            .get_str("aggregate")
+            .unwrap(),
+        "c"
+    );
     assert_eq!(op.get_document("lsid").unwrap(), &lsid(9));
     assert!(op.get_i64("microsecs_running").is_ok() && op.get_i64("connectionId").is_ok());
     // The stage lists it too, through the rest of its pipeline.
     let staged = conn.command(&doc! {"aggregate": 1, "pipeline": [
-        {"$currentOp": {"allUsers": true}}, {"$match": {"opid": opid}}, {"$project": {"ns": 1}}],
-        "cursor": {}, "$db": "admin"});
-    let batch = staged.get_document("cursor").unwrap().get_array("firstBatch").unwrap();
+    {"$currentOp": {"allUsers": true}}, {"$match": {"opid": opid}}, {"$project": {"ns": 1}}],
+    "cursor": {}, "$db": "admin"});
+    let batch = staged
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
     assert_eq!(batch.len(), 1, "{staged}");
-    assert_eq!(conn.code(&doc! {"killOp": 1, "op": opid, "$db": "k"}), 13, "admin only");
+    assert_eq!(
+        conn.code(&doc! {"killOp": 1, "op": opid, "$db": "k"}),
+        13,
+        "admin only"
+    );
     let killed = Instant::now();
-    assert_eq!(conn.code(&doc! {"killOp": 1, "op": opid, "$db": "admin"}), 0);
+    assert_eq!(
+        conn.code(&doc! {"killOp": 1, "op": opid, "$db": "admin"}),
+        0
+    );
     let (reply, _) = worker.join().unwrap();
     assert_eq!(reply.get_i32("code").unwrap(), 11601, "{reply}");
     assert_eq!(reply.get_str("codeName").unwrap(), "Interrupted");
-    eprintln!("killOp: the aggregation ended {:?} after the kill", killed.elapsed());
+    eprintln!(
+        "killOp: the aggregation ended {:?} after the kill",
+        killed.elapsed()
+    );
     conn.ping();
     let idle = conn.command(&doc! {"currentOp": 1, "ns": "k.c", "$db": "admin"});
     assert!(idle.get_array("inprog").unwrap().is_empty(), "{idle}");
@@ -216,16 +260,81 @@ fn kill_sessions_closes_the_sessions_cursors() {
         0
     );
     let more = |id: i64| doc! {"getMore": id, "collection": "c", "batchSize": 1, "$db": "s"};
-    assert_eq!(conn.code(&more(mine)), 43, "the killed session's cursor is gone");
+    assert_eq!(
+        conn.code(&more(mine)),
+        43,
+        "the killed session's cursor is gone"
+    );
     assert_eq!(conn.code(&more(other)), 0, "another session's cursor lives");
     // killAllSessions with no user kills every session's cursors.
-    assert_eq!(
-        admin.code(&doc! {"killAllSessions": [], "$db": "admin"}),
-        0
-    );
+    assert_eq!(admin.code(&doc! {"killAllSessions": [], "$db": "admin"}), 0);
     assert_eq!(conn.code(&more(other)), 43);
     assert_eq!(
         admin.code(&doc! {"killAllSessionsByPattern": [{"roles": []}], "$db": "admin"}),
         238
+    );
+}
+
+#[test]
+fn a_cursor_runs_on_what_its_commands_limit_left() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    fill(&mut conn, "g", 1000);
+    // A few milliseconds a document: the first batch comes at once, the rest would take
+    // seconds.
+    let medium = bson!({"$gt": [{"$size": {"$range": [0, 20_000]}}, 0]});
+    let find = doc! {"find": "c", "filter": {"$expr": medium}, "batchSize": 1,
+    "maxTimeMS": 300, "$db": "g"};
+    let reply = conn.command(&find);
+    let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
+    assert_ne!(id, 0, "{reply}");
+    let started = Instant::now();
+    let more = doc! {"getMore": id, "collection": "c", "$db": "g"};
+    assert_eq!(conn.code(&more), 50);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(conn.code(&more), 43, "the expired cursor is gone");
+}
+
+#[test]
+fn an_expiry_inside_a_transaction_aborts_it() {
+    let server = start_with(Config {
+        replica_set: Some("rs0".into()),
+        ..Config::default()
+    });
+    let mut conn = RawConnection::open(&server);
+    fill(&mut conn, "x", 300);
+    let in_txn = |mut command: Document, start: bool| {
+        command.insert("lsid", lsid(3));
+        command.insert("txnNumber", 1_i64);
+        command.insert("autocommit", false);
+        if start {
+            command.insert("startTransaction", true);
+        }
+        command
+    };
+    let insert = in_txn(
+        doc! {"insert": "c", "documents": [{"_id": -1}], "$db": "x"},
+        true,
+    );
+    assert_eq!(conn.code(&insert), 0);
+    let update = in_txn(
+        doc! {"update": "c", "updates": [{"q": {"$expr": {"$gt": [slow(), 0]}},
+        "u": {"$set": {"slow": true}}, "multi": true}], "maxTimeMS": 100, "$db": "x"},
+        false,
+    );
+    assert_eq!(conn.code(&update), 50);
+    let commit = in_txn(doc! {"commitTransaction": 1, "$db": "admin"}, false);
+    assert_eq!(conn.code(&commit), 251, "the transaction was aborted");
+    let count = conn.command(&doc! {"count": "c", "query": {"_id": -1}, "$db": "x"});
+    assert_eq!(
+        count
+            .get("n")
+            .and_then(Bson::as_i64)
+            .or_else(|| count.get_i32("n").ok().map(i64::from)),
+        Some(0)
     );
 }

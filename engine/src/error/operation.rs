@@ -325,6 +325,12 @@ impl Error {
         )
     }
 
+    /// Whether the operation was stopped by its time limit or a kill (see
+    /// [`crate::interrupt`]).
+    pub fn is_interruption(&self) -> bool {
+        matches!(self, Error::TimeLimitExceeded | Error::Interrupted)
+    }
+
     pub(crate) fn corrupt(location: impl Into<String>, reason: impl ToString) -> Self {
         Error::Corrupt {
             location: location.into(),

@@ -17,7 +17,9 @@
 //! - Bulk writes run their operations in order, each one whole or not at all; ordered bulks stop
 //!   at the first failure, unordered ones go on; the result says what each did. A bulk write
 //!   may name a collection per operation (`bulk_write_across`, MongoDB's client-level bulk
-//!   write).
+//!   write). An interruption (see [`crate::interrupt`]) ends any bulk at the operation it
+//!   stopped, which changed nothing, and is its last failure; the operations before it stay,
+//!   as MongoDB keeps them.
 //!
 //! Selection runs through a query `Cursor`, except when the plan is a lookup of one `_id` (no
 //! hint, no collated string `_id`): that document is read by its key and judged by the whole
@@ -566,8 +568,11 @@ impl WriteTxn<'_> {
             options
         };
         for (position, (collection, op)) in ops.into_iter().enumerate() {
-            crate::interrupt::check()?;
             let collection = collection.as_str();
+            if let Err(stopped) = crate::interrupt::check() {
+                result.failures.push((position, stopped.into()));
+                break;
+            }
             let outcome = match op {
                 WriteOp::InsertOne(doc) => {
                     self.insert_one(collection, &doc).map(OpResult::Inserted)
@@ -602,6 +607,12 @@ impl WriteTxn<'_> {
             };
             match outcome {
                 Ok(done) => result.record(position, done),
+                // As MongoDB: an interruption ends the batch, what the statements before it
+                // did stays (the interrupted one changed nothing), and the caller reports it.
+                Err(e) if e.is_interruption() => {
+                    result.failures.push((position, e));
+                    break;
+                }
                 Err(e) if e.is_per_document() => {
                     result.failures.push((position, e));
                     if ordered {
@@ -765,7 +776,6 @@ impl WriteTxn<'_> {
         self.with_selection(&meta, &query, ids_only, |writer, selected| {
             let mut deleted = 0;
             for key in &selected {
-                crate::interrupt::check()?;
                 if writer.delete(key)?.is_some() {
                     deleted += 1;
                 }
