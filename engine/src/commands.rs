@@ -227,6 +227,7 @@ mod tests {
             hint: Some(Bson::String("b_-1".into())),
             let_vars: Some(doc! { "x": 1 }),
             collation: Some(doc! { "locale": "en", "strength": 2 }),
+            interrupt: None,
         };
         assert_eq!(
             find("c", &doc! {}, &options),

@@ -82,9 +82,10 @@ pub enum Error {
     #[error("{0}")]
     InvalidCollation(#[from] CollationError),
     /// A malformed update, or one that cannot apply to a matched document (`$inc` on a
-    /// string, `$push` on a non-array, a change of `_id`); nothing was changed.
+    /// string, `$push` on a non-array, a change of `_id`); nothing was changed. (An update
+    /// stopped by an [`Interrupted`] converts to its own variant, as for expressions.)
     #[error("{0}")]
-    InvalidUpdate(#[from] UpdateError),
+    InvalidUpdate(UpdateError),
     /// `update_many` with MongoDB's stop-at-first-error behaviour failed part way: the
     /// documents listed were updated (and stay so), the rest were not.
     #[error("update of collection `{collection}` stopped after updating {} document(s): {source}", updated.len())]
@@ -225,6 +226,15 @@ impl From<ExprError> for Error {
         match Interrupted::from_code(e.code) {
             Some(interrupted) => interrupted.into(),
             None => Error::InvalidExpression(e),
+        }
+    }
+}
+
+impl From<UpdateError> for Error {
+    fn from(e: UpdateError) -> Self {
+        match Interrupted::from_code(e.code) {
+            Some(interrupted) => interrupted.into(),
+            None => Error::InvalidUpdate(e),
         }
     }
 }

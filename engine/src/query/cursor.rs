@@ -222,7 +222,14 @@ impl<T> Iterator for Cursor<'_, T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
+        if self.remaining == Some(0) {
+            return None;
+        }
         let _entered = self.interrupt.as_ref().map(Interrupt::enter);
+        if let Some(Err(stopped)) = self.interrupt.as_ref().map(Interrupt::status) {
+            self.remaining = Some(0);
+            return Some(Err(stopped.into()));
+        }
         loop {
             if self.remaining == Some(0) {
                 return None;
