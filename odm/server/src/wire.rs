@@ -649,4 +649,29 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn a_legacy_wrappers_time_limit_becomes_the_commands() {
+        let query = |wrapped: Document| {
+            let mut payload = Vec::new();
+            payload.extend_from_slice(&0i32.to_le_bytes());
+            payload.extend_from_slice(b"db.$cmd\0");
+            payload.extend_from_slice(&0i32.to_le_bytes());
+            payload.extend_from_slice(&(-1i32).to_le_bytes());
+            payload.extend_from_slice(to_raw(&wrapped).as_bytes());
+            match roundtrip(&frame(3, 0, OP_QUERY, payload, None)).unwrap().kind {
+                RequestKind::Query { command, .. } => command,
+                RequestKind::Msg { .. } => panic!("an OP_QUERY"),
+            }
+        };
+        assert_eq!(
+            query(doc! {"$query": {"count": "c"}, "$maxTimeMS": 5}),
+            doc! {"count": "c", "maxTimeMS": 5}
+        );
+        assert_eq!(
+            query(doc! {"$query": {"count": "c", "maxTimeMS": 7}, "$maxTimeMS": 5}),
+            doc! {"count": "c", "maxTimeMS": 7},
+            "the command's own wins"
+        );
+    }
 }
