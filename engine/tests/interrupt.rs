@@ -7,13 +7,14 @@ use bson::{Document, doc};
 use odm_engine::aggregate::AggregateOptions;
 use odm_engine::interrupt::{CHECK_EVERY, Interrupt};
 use odm_engine::query::FindOptions;
+use odm_engine::update::UpdateOptions;
 use odm_engine::{Database, Error, ErrorCode};
 
 /// 20 documents, each holding an array of 5,000 numbers: fewer documents scanned than
 /// [`CHECK_EVERY`] become a hundred thousand once unwound, so that the work happens in the
 /// stage after `$unwind` and the scan alone never looks at the clock.
 fn arrays() -> Database {
-    assert!(20 < CHECK_EVERY);
+    const { assert!(20 < CHECK_EVERY) };
     let db = Database::in_memory().unwrap();
     db.write(|t| {
         for i in 0..20 {
@@ -145,7 +146,7 @@ fn a_write_stopped_by_its_deadline_writes_nothing() {
                 "c",
                 &doc! {},
                 doc! {"$set": {"first": true}},
-                &Default::default(),
+                &UpdateOptions::default(),
             )?;
             let _entered = Interrupt::within(Some(Duration::from_millis(50))).enter();
             t.delete_many("c", &slow)

@@ -659,7 +659,10 @@ mod tests {
             payload.extend_from_slice(&0i32.to_le_bytes());
             payload.extend_from_slice(&(-1i32).to_le_bytes());
             payload.extend_from_slice(to_raw(&wrapped).as_bytes());
-            match roundtrip(&frame(3, 0, OP_QUERY, payload, None)).unwrap().kind {
+            match roundtrip(&frame(3, 0, OP_QUERY, payload, None))
+                .unwrap()
+                .kind
+            {
                 RequestKind::Query { command, .. } => command,
                 RequestKind::Msg { .. } => panic!("an OP_QUERY"),
             }
