@@ -29,7 +29,7 @@ impl RawConnection {
     fn open(server: &ServerHandle) -> RawConnection {
         let stream = TcpStream::connect(server.addr()).unwrap();
         stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
+            .set_read_timeout(Some(Duration::from_mins(1)))
             .unwrap();
         RawConnection(stream)
     }
@@ -203,7 +203,7 @@ fn kill_op_interrupts_a_running_aggregation_found_through_current_op() {
         (running.command(&aggregate), started.elapsed())
     });
     let (opid, op) = find_opid(&mut conn, "k.c");
-    assert_eq!(op.get_bool("active").unwrap(), true);
+    assert!(op.get_bool("active").unwrap());
     assert_eq!(
         op.get_document("command")
             .unwrap()
