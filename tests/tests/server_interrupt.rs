@@ -288,6 +288,9 @@ fn a_cursor_runs_on_what_its_commands_limit_left() {
     let reply = conn.command(&find);
     let id = reply.get_document("cursor").unwrap().get_i64("id").unwrap();
     assert_ne!(id, 0, "{reply}");
+    // Only a cursor that awaits data takes a getMore's maxTimeMS (its wait).
+    let waiting = doc! {"getMore": id, "collection": "c", "maxTimeMS": 10, "$db": "g"};
+    assert_eq!(conn.code(&waiting), 2);
     let started = Instant::now();
     let more = doc! {"getMore": id, "collection": "c", "$db": "g"};
     assert_eq!(conn.code(&more), 50);

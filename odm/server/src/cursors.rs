@@ -257,14 +257,16 @@ impl Cursors {
     }
 
     /// The next batch of cursor `id`, which must belong to `ns`; a change stream waits up to
-    /// `wait` for its first event, reading the databases of `storage`.
+    /// `wait` for its first event, reading the databases of `storage`. Only a change stream
+    /// awaits data: `wait` for another cursor is `BadValue`, as MongoDB refuses a `getMore`'s
+    /// `maxTimeMS` on a cursor that does not await.
     pub fn get_more(
         &self,
         id: i64,
         ns: &str,
         limit: usize,
         storage: &Storage,
-        wait: std::time::Duration,
+        wait: Option<Duration>,
     ) -> Result<More, CommandError> {
         // Lock order: `open`, then `busy`; a cursor moves between them under the `open` lock,
         // so that `kill` always finds it in one of them.
@@ -285,6 +287,11 @@ impl Cursors {
                             "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}",
                             entry.ns
                         ),
+                    ));
+                }
+                Some(entry) if wait.is_some() && !matches!(entry.source, Source::Stream(_)) => {
+                    return Err(CommandError::bad_value(
+                        "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
                     ));
                 }
                 Some(_) => open.remove(&id).expect("present"),
@@ -339,7 +346,7 @@ impl Cursors {
         entry: &mut Entry,
         limit: usize,
         storage: &Storage,
-        wait: std::time::Duration,
+        wait: Option<Duration>,
         killed: &AtomicBool,
     ) -> Result<More, CommandError> {
         let mut resume_token = None;
@@ -360,6 +367,7 @@ impl Cursors {
             }
             Source::Stream(stream) => {
                 // An error ends the stream's cursor, as in MongoDB (the driver resumes).
+                let wait = wait.unwrap_or(super::command::change_stream::DEFAULT_AWAIT);
                 let docs = stream.poll_wait(storage, limit, wait, killed)?;
                 resume_token = Some(stream.position().to_document());
                 (docs, stream.is_closed())

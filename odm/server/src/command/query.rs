@@ -208,11 +208,12 @@ pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = args.required_str("collection")?;
     let limit = batch_size(&args)?.filter(|n| *n > 0).unwrap_or(usize::MAX);
     let ns = format!("{}.{collection}", ctx.db);
-    // An awaiting cursor (a change stream's) waits this long for new results.
-    let wait = args.non_negative("maxTimeMS")?.filter(|ms| *ms > 0).map_or(
-        super::change_stream::DEFAULT_AWAIT,
-        std::time::Duration::from_millis,
-    );
+    // An awaiting cursor (a change stream's) waits this long for new results; 0 is the
+    // default wait.
+    let wait = args
+        .non_negative("maxTimeMS")?
+        .map(std::time::Duration::from_millis)
+        .filter(|wait| !wait.is_zero());
     Stats::add(&ctx.server.stats.op_getmore, 1);
     let more = ctx
         .server
