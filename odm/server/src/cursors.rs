@@ -12,6 +12,12 @@
 //! A batch holds at most the requested number of documents and stops before 16 MiB; a batch
 //! that may hold any holds at least one, however large.
 //!
+//! A cursor's work runs under the interrupt of the command that asks for it (see
+//! `operations`): the opening command's, then each `getMore`'s, entered on the cursor's thread
+//! for each batch. The opening command's `maxTimeMS` covers the cursor's whole work, as in
+//! MongoDB: each `getMore` runs on what the ones before left, and an expiry ends the cursor.
+//! A cursor belongs to the session that opened it, and `killSessions` closes it.
+//!
 //! A change stream's cursor (see `command::change_stream`) keeps its stream instead: it never
 //! runs out, `getMore` waits for new events, and dropping the namespace it watches does not
 //! close it (it must deliver the `drop` and `invalidate` events).

@@ -30,6 +30,7 @@
 //! | `storage` | databases by name: a file each under the served folder |
 //! | `cursors` | server-side cursors: batches, `getMore`, idle timeout, the bound on their memory |
 //! | `session` | logical sessions and multi-document transactions (replica-set mode) |
+//! | `operations` | the running commands, their `maxTimeMS` and kill flag (`currentOp`, `killOp`) |
 //! | `failpoint` | the `failCommand` fail point, a test command (`--enable-test-commands`) |
 //! | `clock` | the cluster time replies carry in replica-set mode (causal consistency) |
 //! | `auth` | users (salted, hashed) and SCRAM-SHA-256 |

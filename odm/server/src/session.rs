@@ -10,6 +10,9 @@
 //! `transactionLifetimeLimitSeconds`): the engine has one writer at a time, so an idle client
 //! must not hold it for long.
 //!
+//! A command's interrupt (its `maxTimeMS`, its kill; see `operations`) goes with its work to the
+//! transaction's thread, so an expiry fails the command and with it the transaction.
+//!
 //! Rules, as MongoDB's: transactions need replica-set mode; a lower `txnNumber` than the
 //! session's is `TransactionTooOld` (225); continuing a transaction that is not open is
 //! `NoSuchTransaction` (251), labelled `TransientTransactionError`; committing a committed

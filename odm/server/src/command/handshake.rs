@@ -1,7 +1,7 @@
 //! The handshake and what clients and tools ask about the server: `hello` (and its legacy
 //! names), `buildInfo`, `getCmdLineOpts`, `getParameter`, `serverStatus`, `hostInfo`,
 //! `whatsmyuri`, `connectionStatus`, `getLog`, `listCommands`, and the session commands that
-//! need no transaction (`endSessions`, `killSessions`, `refreshSessions`).
+//! need no transaction (`endSessions`, `refreshSessions`; killing sessions is in `operations`).
 
 use std::sync::atomic::Ordering;
 
