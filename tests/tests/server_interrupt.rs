@@ -341,3 +341,57 @@ fn an_expiry_inside_a_transaction_aborts_it() {
         Some(0)
     );
 }
+
+#[test]
+fn current_op_lists_idle_sessions_and_cursors_and_kill_sessions_aborts_the_transaction() {
+    let server = start_with(Config {
+        replica_set: Some("rs0".into()),
+        ..Config::default()
+    });
+    let mut conn = RawConnection::open(&server);
+    fill(&mut conn, "i", 10);
+    let insert = doc! {"insert": "c", "documents": [{"_id": -1}], "lsid": lsid(5),
+    "txnNumber": 1_i64, "autocommit": false, "startTransaction": true, "$db": "i"};
+    assert_eq!(conn.code(&insert), 0);
+    let find = doc! {"find": "c", "batchSize": 1, "lsid": lsid(6), "$db": "i"};
+    let cursor = conn
+        .command(&find)
+        .get_document("cursor")
+        .unwrap()
+        .get_i64("id")
+        .unwrap();
+    let listed = |conn: &mut RawConnection, options: Document| {
+        let reply = conn.command(&doc! {"aggregate": 1, "pipeline": [{"$currentOp": options},
+        {"$match": {"active": false}}], "cursor": {}, "$db": "admin"});
+        let batch = reply
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap();
+        batch
+            .iter()
+            .map(|d| d.as_document().unwrap().clone())
+            .collect::<Vec<_>>()
+    };
+    let idle = listed(&mut conn, doc! {});
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    assert_eq!(idle[0].get_str("type").unwrap(), "idleSession");
+    assert_eq!(idle[0].get_document("lsid").unwrap(), &lsid(5));
+    assert!(listed(&mut conn, doc! {"idleSessions": false}).is_empty());
+    let cursors = listed(&mut conn, doc! {"idleSessions": false, "idleCursors": true});
+    assert_eq!(cursors.len(), 1, "{cursors:?}");
+    let listed_cursor = cursors[0].get_document("cursor").unwrap();
+    assert_eq!(listed_cursor.get_i64("cursorId").unwrap(), cursor);
+    let refused = doc! {"aggregate": 1, "pipeline": [{"$currentOp": {"idleConnections": true}}],
+    "cursor": {}, "$db": "admin"};
+    assert_eq!(conn.code(&refused), 238);
+
+    assert_eq!(
+        conn.code(&doc! {"killSessions": [lsid(5)], "$db": "admin"}),
+        0
+    );
+    assert!(listed(&mut conn, doc! {}).is_empty());
+    let commit = doc! {"commitTransaction": 1, "lsid": lsid(5), "txnNumber": 1_i64,
+    "autocommit": false, "$db": "admin"};
+    assert_eq!(conn.code(&commit), 251, "the transaction was aborted");
+}

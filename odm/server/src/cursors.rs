@@ -420,6 +420,15 @@ impl Cursors {
         }
     }
 
+    /// The cursors no `getMore` is using, as `$currentOp` lists idle cursors: id, namespace,
+    /// session, time since last use.
+    pub fn idle(&self) -> Vec<(i64, String, Option<SessionId>, Duration)> {
+        self.lock()
+            .iter()
+            .map(|(id, e)| (*id, e.ns.clone(), e.session, e.last_used.elapsed()))
+            .collect()
+    }
+
     /// Closes every cursor of the sessions `chosen` selects; a cursor a `getMore` is using ends
     /// when that `getMore` answers (the `getMore` itself is killed through its operation).
     pub fn kill_sessions(&self, chosen: impl Fn(SessionId) -> bool) {

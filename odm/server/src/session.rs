@@ -248,11 +248,22 @@ impl Session {
     }
 }
 
+/// A user, (database, name).
+type User = (String, String);
+
 /// A logical session's id: an `lsid.id`, which MongoDB requires to be a UUID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SessionId([u8; 16]);
 
 impl SessionId {
+    /// The `lsid` document of this id.
+    pub fn to_lsid(self) -> Document {
+        bson::doc! {"id": bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: self.0.to_vec(),
+        }}
+    }
+
     /// The id of an `lsid` document, checked as MongoDB checks it.
     pub fn from_lsid(lsid: &Document) -> Result<SessionId, CommandError> {
         const FIELD: &str = "OperationSessionInfo.lsid.id";
@@ -445,6 +456,17 @@ impl Sessions {
             }
         }
         ids
+    }
+
+    /// The sessions holding an open transaction: id, transaction number, the user that
+    /// opened the session (what `$currentOp` lists as idle sessions).
+    pub fn in_transaction(&self) -> Vec<(SessionId, i64, Option<User>)> {
+        self.lock()
+            .by_id
+            .iter()
+            .filter(|(_, s)| matches!(s.state, State::Active(_)))
+            .map(|(id, s)| (*id, s.txn_number, s.user.clone()))
+            .collect()
     }
 
     /// Forgets sessions unused past the session timeout.

@@ -3,8 +3,10 @@
 //! operations (`crate::operations`), the cursors and the sessions.
 //!
 //! Rules, as MongoDB's: these run on the `admin` database (`Unauthorized` elsewhere);
-//! `currentOp` lists active operations only (idle connections are not tracked, so `$all` and
-//! `idleConnections: true` are refused), filtered by the query its other fields make; `killOp`
+//! `currentOp` lists active operations, filtered by the query its other fields make (idle
+//! connections are not tracked, so `$all` and the stage's `idleConnections: true` are
+//! refused); the stage also lists idle sessions (`idleSessions`, on by default) and idle
+//! cursors (`idleCursors`); `killOp`
 //! marks an operation killed and answers at once (the operation fails with `Interrupted` at its
 //! next check); killing a session kills its running operations, closes its cursors and aborts
 //! its transaction.
@@ -83,7 +85,17 @@ pub fn current_op(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     Ok(doc! {"inprog": inprog}.into())
 }
 
-/// The documents of a `$currentOp` stage, with its options checked.
+/// What a `$currentOp` stage lists besides running operations.
+#[derive(Debug, Clone, Copy)]
+struct Listing {
+    all_users: bool,
+    idle_sessions: bool,
+    idle_cursors: bool,
+}
+
+/// The documents of a `$currentOp` stage, with its options checked: running operations, and
+/// unless `idleSessions: false` the sessions holding a transaction between commands, and with
+/// `idleCursors: true` the cursors waiting for a `getMore`.
 pub fn current_op_stage(ctx: &Ctx<'_>, spec: &Bson) -> Result<Vec<Document>, CommandError> {
     if ctx.db != "admin" {
         return Err(CommandError::new(
@@ -91,13 +103,62 @@ pub fn current_op_stage(ctx: &Ctx<'_>, spec: &Bson) -> Result<Vec<Document>, Com
             "$currentOp must be run against the 'admin' database with {aggregate: 1}",
         ));
     }
+    let listing = stage_options(spec)?;
+    let mut docs = current(ctx, !listing.all_users);
+    let own = !listing.all_users && ctx.server.config.auth;
+    if listing.idle_sessions {
+        let running: Vec<SessionId> = ctx
+            .server
+            .operations
+            .list()
+            .iter()
+            .filter_map(|op| op.session)
+            .collect();
+        for (id, txn_number, user) in ctx.server.sessions.in_transaction() {
+            if running.contains(&id) || (own && user != ctx.conn.user) {
+                continue;
+            }
+            docs.push(doc! {
+                "type": "idleSession",
+                "active": false,
+                "lsid": id.to_lsid(),
+                "transaction": {"parameters": {"txnNumber": txn_number, "autocommit": false}},
+            });
+        }
+    }
+    if listing.idle_cursors {
+        for (cursor_id, ns, session, idle) in ctx.server.cursors.idle() {
+            let mut entry = doc! {
+                "type": "idleCursor",
+                "active": false,
+                "ns": ns,
+                "cursor": {
+                    "cursorId": cursor_id,
+                    "idleMillis": i64::try_from(idle.as_millis()).unwrap_or(i64::MAX),
+                },
+            };
+            if let Some(session) = session {
+                entry.insert("lsid", session.to_lsid());
+            }
+            docs.push(entry);
+        }
+    }
+    Ok(docs)
+}
+
+/// `$currentOp`'s options, MongoDB's five, each a boolean.
+fn stage_options(spec: &Bson) -> Result<Listing, CommandError> {
     let Bson::Document(spec) = spec else {
         return Err(CommandError::new(
             ErrorCode::FAILED_TO_PARSE,
             "$currentOp options must be specified in an object",
         ));
     };
-    let mut all_users = false;
+    let mut listing = Listing {
+        all_users: false,
+        idle_sessions: true,
+        idle_cursors: false,
+    };
     for (key, value) in spec {
         let Bson::Boolean(on) = value else {
             return Err(CommandError::new(
@@ -106,10 +167,11 @@ pub fn current_op_stage(ctx: &Ctx<'_>, spec: &Bson) -> Result<Vec<Document>, Com
             ));
         };
         match key.as_str() {
-            "allUsers" => all_users = *on,
-            // On one server every operation is local; idle sessions hold no operation here
-            // (a transaction between commands is not listed).
-            "localOps" | "idleSessions" | "backtrace" | "truncateOps" => {}
+            "allUsers" => listing.all_users = *on,
+            "idleSessions" => listing.idle_sessions = *on,
+            "idleCursors" => listing.idle_cursors = *on,
+            // Every operation of a single server is local (the option is for mongos).
+            "localOps" => {}
             "idleConnections" if !on => {}
             "idleConnections" => {
                 return Err(CommandError::new(
@@ -125,7 +187,7 @@ pub fn current_op_stage(ctx: &Ctx<'_>, spec: &Bson) -> Result<Vec<Document>, Com
             }
         }
     }
-    Ok(current(ctx, !all_users))
+    Ok(listing)
 }
 
 pub fn kill_op(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
