@@ -395,3 +395,44 @@ fn current_op_lists_idle_sessions_and_cursors_and_kill_sessions_aborts_the_trans
     "autocommit": false, "$db": "admin"};
     assert_eq!(conn.code(&commit), 251, "the transaction was aborted");
 }
+
+#[test]
+fn kill_op_ends_a_change_streams_awaiting_get_more() {
+    let server = start_with(Config {
+        replica_set: Some("rs0".into()),
+        ..Config::default()
+    });
+    let mut conn = RawConnection::open(&server);
+    fill(&mut conn, "cs", 1);
+    let opened = conn.command(
+        &doc! {"aggregate": "c", "pipeline": [{"$changeStream": {}}],
+        "cursor": {}, "$db": "cs"},
+    );
+    let id = opened
+        .get_document("cursor")
+        .unwrap()
+        .get_i64("id")
+        .unwrap();
+    let mut waiting = RawConnection::open(&server);
+    let worker = std::thread::spawn(move || {
+        let started = Instant::now();
+        let more = doc! {"getMore": id, "collection": "c", "maxTimeMS": 30_000, "$db": "cs"};
+        (waiting.code(&more), started.elapsed())
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let opid = loop {
+        let reply = conn.command(&doc! {"currentOp": 1, "op": "getmore", "$db": "admin"});
+        if let Some(Bson::Document(op)) = reply.get_array("inprog").unwrap().first() {
+            break op.get_i64("opid").unwrap();
+        }
+        assert!(Instant::now() < deadline, "the getMore never showed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        conn.code(&doc! {"killOp": 1, "op": opid, "$db": "admin"}),
+        0
+    );
+    let (code, waited) = worker.join().unwrap();
+    assert_eq!(code, 11601);
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+}

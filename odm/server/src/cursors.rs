@@ -176,6 +176,12 @@ impl Cursors {
                 break id;
             }
         };
+        // A change stream's `getMore` waits its own `maxTimeMS`; the opening command's limit
+        // is not the stream's.
+        let time_left = match source {
+            Source::Stream(_) => None,
+            _ => Interrupt::current().and_then(|i| i.remaining()),
+        };
         open.insert(
             id,
             Entry {
@@ -183,7 +189,7 @@ impl Cursors {
                 last_used: Instant::now(),
                 source,
                 session,
-                time_left: Interrupt::current().and_then(|i| i.remaining()),
+                time_left,
             },
         );
         Ok(id)

@@ -294,7 +294,8 @@ impl StreamCursor {
         self.closed
     }
 
-    /// Up to `max` events, waiting up to `wait` for the first, or until `killed` is set.
+    /// Up to `max` events, waiting up to `wait` for the first, or until `killed` is set; a
+    /// `killOp` of the `getMore` ends the wait with `Interrupted`.
     pub fn poll_wait(
         &mut self,
         storage: &Storage,
@@ -313,6 +314,8 @@ impl StreamCursor {
             {
                 return Ok(batch);
             }
+            odm_engine::interrupt::check_now()
+                .map_err(|stopped| CommandError::from(odm_engine::Error::from(stopped)))?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(batch);
