@@ -436,3 +436,41 @@ fn kill_op_ends_a_change_streams_awaiting_get_more() {
     assert_eq!(code, 11601);
     assert!(waited < Duration::from_secs(5), "{waited:?}");
 }
+
+#[test]
+fn kill_all_sessions_kills_the_sessions_of_the_users_it_names() {
+    let storage = Storage::in_memory();
+    odm_server::auth::put_user(&storage, "admin", "ann", "pw").unwrap();
+    let config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        auth: true,
+        ..Config::default()
+    };
+    let server = Server::bind(storage, config).expect("binds").spawn();
+    let uri = format!("mongodb://ann:pw@{}/?directConnection=true", server.addr());
+    let client = mongodb::sync::Client::with_uri_str(uri).unwrap();
+    let c = client.database("u").collection::<Document>("c");
+    c.insert_many((0..10).map(|i| doc! {"_id": i}))
+        .run()
+        .unwrap();
+    let mut cursor = c.find(doc! {}).batch_size(1).run().unwrap();
+    assert!(cursor.next().unwrap().is_ok());
+    let admin = client.database("admin");
+    let kill = |user: &str| {
+        admin
+            .run_command(doc! {"killAllSessions": [{"user": user, "db": "admin"}]})
+            .run()
+            .unwrap();
+    };
+    kill("bob");
+    assert!(
+        cursor.next().unwrap().is_ok(),
+        "bob's sessions are not ann's"
+    );
+    kill("ann");
+    let e = cursor.next().unwrap().unwrap_err();
+    match e.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) => assert_eq!(c.code, 43, "{e}"),
+        _ => panic!("{e}"),
+    }
+}
