@@ -240,6 +240,36 @@ mod tests {
     }
 
     #[test]
+    fn a_deadline_is_sent_as_the_time_it_leaves() {
+        let interrupt =
+            crate::interrupt::Interrupt::within(Some(std::time::Duration::from_secs(9)));
+        let options = FindOptions {
+            interrupt: Some(interrupt.clone()),
+            ..FindOptions::default()
+        };
+        let ms = find("c", &doc! {}, &options).get_i64("maxTimeMS").unwrap();
+        assert!((8_000..=9_000).contains(&ms), "{ms}");
+        let aggregate_options = AggregateOptions {
+            interrupt: Some(interrupt),
+            ..AggregateOptions::default()
+        };
+        let command = aggregate("c", &[], &aggregate_options);
+        assert!(command.get_i64("maxTimeMS").is_ok(), "{command}");
+        let past = FindOptions {
+            interrupt: Some(crate::interrupt::Interrupt::with_deadline(
+                std::time::Instant::now(),
+            )),
+            ..FindOptions::default()
+        };
+        assert_eq!(
+            find("c", &doc! {}, &past).get_i64("maxTimeMS").ok(),
+            Some(1),
+            "never 0, no limit"
+        );
+        assert!(!find("c", &doc! {}, &FindOptions::default()).contains_key("maxTimeMS"));
+    }
+
+    #[test]
     fn updates_and_deletes_say_whether_they_touch_one_or_many() {
         let options = UpdateOptions {
             upsert: true,

@@ -158,3 +158,17 @@ fn a_write_stopped_by_its_deadline_writes_nothing() {
     assert_eq!(c.count_matching(&doc! {}, 0, 0).unwrap(), 20);
     assert_eq!(c.count_matching(&doc! {"first": true}, 0, 0).unwrap(), 0);
 }
+
+#[test]
+fn a_find_inside_a_write_transaction_runs_under_its_options_interrupt() {
+    let db = arrays();
+    let slow = doc! {"$expr": {"$gt": [{"$size": {"$map": {"input": {"$range": [0, 200_000]}, "in": "$$this"}}}, 0]}};
+    let options = FindOptions {
+        interrupt: Some(Interrupt::within(Some(Duration::from_millis(50)))),
+        ..FindOptions::default()
+    };
+    let started = Instant::now();
+    let e = db.write(|t| t.find_with("c", &slow, &options)).unwrap_err();
+    assert!(matches!(e, Error::TimeLimitExceeded), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}

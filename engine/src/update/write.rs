@@ -507,6 +507,10 @@ impl WriteTxn<'_> {
         filter: &Document,
         options: &crate::query::FindOptions,
     ) -> Result<Vec<RawDocumentBuf>> {
+        let _entered = options
+            .interrupt
+            .as_ref()
+            .map(crate::interrupt::Interrupt::enter);
         let query = Query::parse(filter, options.query_options())?;
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
