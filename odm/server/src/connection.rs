@@ -376,12 +376,10 @@ fn operation(
         Some(Bson::String(collection)) => format!("{db}.{collection}"),
         _ => format!("{db}.$cmd"),
     };
-    let mut shown = command.clone();
-    let lsid = match shown.remove("lsid") {
-        Some(Bson::Document(lsid)) => Some(lsid),
+    let lsid = match command.get("lsid") {
+        Some(Bson::Document(lsid)) => Some(lsid.clone()),
         _ => None,
     };
-    shown.remove("$db");
     let session = lsid
         .as_ref()
         .and_then(|l| super::session::SessionId::from_lsid(l).ok());
@@ -390,7 +388,7 @@ fn operation(
         interrupt: interrupt.clone(),
         op: super::operations::op_kind(name),
         ns,
-        command: shown,
+        command: super::operations::summary(command),
         client: state.peer.clone(),
         app_name: state.app_name.clone(),
         connection_id: state.id,

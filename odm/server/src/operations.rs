@@ -30,7 +30,7 @@ pub struct Operation {
     /// `command`, `query`, `insert`, `update`, `remove` or `getmore`, as MongoDB's `op`.
     pub op: &'static str,
     pub ns: String,
-    /// The command document, without its `lsid` (reported on its own) and `$db`.
+    /// The command document as shown (see [`summary`]).
     pub command: Document,
     pub client: String,
     pub app_name: Option<String>,
@@ -154,6 +154,67 @@ pub fn op_kind(name: &str) -> &'static str {
     }
 }
 
+/// About how many bytes of a command `currentOp` shows, as MongoDB truncates at 1 KB.
+const SHOWN_BYTES: usize = 1024;
+
+/// The command as `currentOp` shows it: without `lsid` (shown on its own) and `$db`, its
+/// fields in order while they fit in [`SHOWN_BYTES`]; the names of those left out in
+/// `$truncated`. Never copies more than the bound, however large the command (an insert of
+/// 16 MiB).
+pub fn summary(command: &Document) -> Document {
+    let mut shown = Document::new();
+    let mut left_out = Vec::new();
+    let mut budget = SHOWN_BYTES;
+    for (key, value) in command {
+        if key == "lsid" || key == "$db" {
+            continue;
+        }
+        match within(value, budget.saturating_sub(key.len())) {
+            Some(size) if left_out.is_empty() => {
+                budget -= size + key.len();
+                shown.insert(key, value.clone());
+            }
+            _ => left_out.push(key.as_str()),
+        }
+    }
+    if !left_out.is_empty() {
+        shown.insert("$truncated", left_out.join(", "));
+    }
+    shown
+}
+
+/// About how many bytes `value` takes, if at most `budget`; reads no further than the budget
+/// (a container's elements are looked at only when their count fits).
+fn within(value: &Bson, budget: usize) -> Option<usize> {
+    let mut used = 0usize;
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        used += match value {
+            Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => s.len() + 5,
+            Bson::Binary(b) => b.bytes.len() + 5,
+            Bson::RegularExpression(r) => r.pattern.len() + r.options.len() + 2,
+            Bson::Document(d) => 5 + d.len() * 3,
+            Bson::Array(a) => 5 + a.len() * 3,
+            _ => 16,
+        };
+        if used > budget {
+            return None;
+        }
+        match value {
+            Bson::Document(d) => {
+                used += d.keys().map(String::len).sum::<usize>();
+                if used > budget {
+                    return None;
+                }
+                pending.extend(d.values());
+            }
+            Bson::Array(a) => pending.extend(a.iter()),
+            _ => {}
+        }
+    }
+    Some(used)
+}
+
 /// The largest `maxTimeMS` MongoDB accepts.
 const MAX_TIME_MS: i64 = i32::MAX as i64;
 
@@ -201,9 +262,25 @@ pub fn max_time(command: &Document) -> Result<Option<Duration>, CommandError> {
 mod tests {
     use std::time::Duration;
 
-    use bson::doc;
+    use bson::{Bson, doc};
 
-    use super::max_time;
+    use super::{max_time, summary};
+
+    #[test]
+    fn a_large_command_is_shown_within_about_a_kilobyte() {
+        let documents: Vec<Bson> = (0..100_000)
+            .map(|i| Bson::Document(doc! {"_id": i}))
+            .collect();
+        let insert = doc! {"insert": "c", "documents": documents, "ordered": true,
+        "lsid": {"id": 1}, "$db": "d"};
+        let shown = summary(&insert);
+        assert_eq!(
+            shown,
+            doc! {"insert": "c", "$truncated": "documents, ordered"}
+        );
+        let find = doc! {"find": "c", "filter": {"x": 1}, "$db": "d"};
+        assert_eq!(summary(&find), doc! {"find": "c", "filter": {"x": 1}});
+    }
 
     #[test]
     fn max_time_ms_is_a_non_negative_integer_and_zero_means_none() {
