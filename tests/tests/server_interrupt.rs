@@ -474,3 +474,46 @@ fn kill_all_sessions_kills_the_sessions_of_the_users_it_names() {
         _ => panic!("{e}"),
     }
 }
+
+#[test]
+fn kill_cursors_stops_a_get_more_at_work() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    fill(&mut conn, "kc", 1000);
+    let find = doc! {"find": "c", "filter": {"$expr": {"$gt": [slow(), 0]}}, "batchSize": 0,
+    "$db": "kc"};
+    let id = conn
+        .command(&find)
+        .get_document("cursor")
+        .unwrap()
+        .get_i64("id")
+        .unwrap();
+    assert_ne!(id, 0);
+    let mut working = RawConnection::open(&server);
+    let worker = std::thread::spawn(move || {
+        let more = doc! {"getMore": id, "collection": "c", "$db": "kc"};
+        working.code(&more)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while conn
+        .command(&doc! {"currentOp": 1, "op": "getmore", "$db": "admin"})
+        .get_array("inprog")
+        .unwrap()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the getMore never showed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = Instant::now();
+    let reply = conn.command(&doc! {"killCursors": "c", "cursors": [id], "$db": "kc"});
+    assert_eq!(
+        reply.get_array("cursorsKilled").unwrap(),
+        &vec![Bson::Int64(id)]
+    );
+    assert_eq!(worker.join().unwrap(), 237, "CursorKilled");
+    assert!(
+        killed.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        killed.elapsed()
+    );
+}

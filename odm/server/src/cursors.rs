@@ -64,12 +64,16 @@ pub struct Cursors {
     open: Mutex<HashMap<i64, Entry>>,
     /// Cursors a `getMore` is using right now (taken out of `open`), with their namespace and
     /// a flag `killCursors` sets: the `getMore` then stops waiting and the cursor is gone.
-    busy: Mutex<HashMap<i64, (String, Arc<AtomicBool>)>>,
+    busy: Mutex<HashMap<i64, Busy>>,
     buffered_bytes: AtomicUsize,
     max_open: usize,
     max_bytes: usize,
     timeout: Duration,
 }
+
+/// A cursor a `getMore` is using: its namespace, the flag `killCursors` sets, and the
+/// `getMore`'s interrupt, which `killCursors` kills so that the work stops at its next check.
+type Busy = (String, Arc<AtomicBool>, Interrupt);
 
 #[derive(Debug)]
 struct Entry {
@@ -283,7 +287,7 @@ impl Cursors {
         // Lock order: `open`, then `busy`; a cursor moves between them under the `open` lock,
         // so that `kill` always finds it in one of them.
         let killed = Arc::new(AtomicBool::new(false));
-        let mut entry = {
+        let (mut entry, interrupt) = {
             let mut open = self.lock();
             let entry = match open.get(&id) {
                 None => {
@@ -308,14 +312,14 @@ impl Cursors {
                 }
                 Some(_) => open.remove(&id).expect("present"),
             };
+            // The `getMore`'s kill flag, with what the cursor's time limit left.
+            let interrupt = Interrupt::current()
+                .unwrap_or_default()
+                .until(entry.time_left.and_then(|l| Instant::now().checked_add(l)));
             self.lock_busy()
-                .insert(id, (entry.ns.clone(), killed.clone()));
-            entry
+                .insert(id, (entry.ns.clone(), killed.clone(), interrupt.clone()));
+            (entry, interrupt)
         };
-        // The `getMore`'s kill flag, with what the cursor's time limit left.
-        let interrupt = Interrupt::current()
-            .unwrap_or_default()
-            .until(entry.time_left.and_then(|l| Instant::now().checked_add(l)));
         let outcome = {
             let _entered = interrupt.enter();
             self.next_batch(&mut entry, limit, storage, wait, &killed)
@@ -323,6 +327,13 @@ impl Cursors {
         entry.time_left = interrupt.remaining();
         let mut open = self.lock();
         self.lock_busy().remove(&id);
+        if killed.load(Ordering::Acquire) {
+            self.release(&entry);
+            return Err(CommandError::new(
+                ErrorCode::CURSOR_KILLED,
+                format!("cursor id {id} was killed while a getMore was using it"),
+            ));
+        }
         let more = match outcome {
             Ok(more) => more,
             Err(e) => {
@@ -330,13 +341,6 @@ impl Cursors {
                 return Err(e);
             }
         };
-        if killed.load(Ordering::Acquire) {
-            self.release(&entry);
-            return Err(CommandError::new(
-                ErrorCode::CURSOR_KILLED,
-                format!("cursor id {id} was killed while a getMore was waiting"),
-            ));
-        }
         if more.exhausted {
             self.release(&entry);
         } else {
@@ -346,7 +350,7 @@ impl Cursors {
         Ok(more)
     }
 
-    fn lock_busy(&self) -> MutexGuard<'_, HashMap<i64, (String, Arc<AtomicBool>)>> {
+    fn lock_busy(&self) -> MutexGuard<'_, HashMap<i64, Busy>> {
         self.busy
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -399,7 +403,7 @@ impl Cursors {
     }
 
     /// Closes cursor `id` of `ns`; whether it was open. A cursor a `getMore` is using ends
-    /// when that `getMore` answers.
+    /// when that `getMore` answers, which it does at its next check (`CursorKilled`).
     pub fn kill(&self, id: i64, ns: &str) -> bool {
         let removed = {
             let mut open = self.lock();
@@ -407,10 +411,11 @@ impl Cursors {
                 Some(entry) if entry.ns == ns => open.remove(&id),
                 Some(_) => None,
                 None => {
-                    if let Some((busy_ns, killed)) = self.lock_busy().get(&id)
+                    if let Some((busy_ns, killed, interrupt)) = self.lock_busy().get(&id)
                         && busy_ns == ns
                     {
                         killed.store(true, Ordering::Release);
+                        interrupt.kill();
                         return true;
                     }
                     None
