@@ -104,6 +104,8 @@ impl ErrorCode {
     pub const CURSOR_KILLED: ErrorCode = ErrorCode::named(237, "CursorKilled");
     pub const DUPLICATE_KEY: ErrorCode = ErrorCode::named(11000, "DuplicateKey");
     pub const INVALID_UUID: ErrorCode = ErrorCode::named(207, "InvalidUUID");
+    pub const MAX_TIME_MS_EXPIRED: ErrorCode = ErrorCode::named(50, "MaxTimeMSExpired");
+    pub const INTERRUPTED: ErrorCode = ErrorCode::named(11601, "Interrupted");
     pub const TOO_MANY_LOGICAL_SESSIONS: ErrorCode =
         ErrorCode::named(261, "TooManyLogicalSessions");
 }

@@ -5,6 +5,7 @@
 //! server.
 
 use crate::aggregate::AggregateOptions;
+use crate::interrupt::Interrupt;
 use crate::query::FindOptions;
 use crate::update::{
     DeleteOptions, FindAndModify, Modify, ReturnDocument, UpdateModifications, UpdateOptions,
@@ -15,6 +16,14 @@ use bson::{Bson, Document, doc};
 /// A 64-bit count as MongoDB's commands take it.
 fn long(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `maxTimeMS`: what the interrupt's deadline leaves, at least 1 ms (0 would mean no limit).
+fn put_max_time(command: &mut Document, interrupt: Option<&Interrupt>) {
+    if let Some(left) = interrupt.and_then(Interrupt::remaining) {
+        let ms = i64::try_from(left.as_millis()).unwrap_or(i64::MAX).max(1);
+        command.insert("maxTimeMS", ms);
+    }
 }
 
 fn put(command: &mut Document, name: &str, value: Option<impl Into<Bson>>) {
@@ -37,6 +46,7 @@ pub fn find(collection: &str, filter: &Document, options: &FindOptions) -> Docum
     put(&mut command, "hint", options.hint.clone());
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
+    put_max_time(&mut command, options.interrupt.as_ref());
     command
 }
 
@@ -56,6 +66,7 @@ pub fn aggregate(collection: &str, pipeline: &[Document], options: &AggregateOpt
     put(&mut command, "hint", options.hint.clone());
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
+    put_max_time(&mut command, options.interrupt.as_ref());
     command
 }
 
@@ -216,6 +227,7 @@ mod tests {
             hint: Some(Bson::String("b_-1".into())),
             let_vars: Some(doc! { "x": 1 }),
             collation: Some(doc! { "locale": "en", "strength": 2 }),
+            interrupt: None,
         };
         assert_eq!(
             find("c", &doc! {}, &options),
@@ -225,6 +237,36 @@ mod tests {
                 "collation": { "locale": "en", "strength": 2 }, "let": { "x": 1 },
             }
         );
+    }
+
+    #[test]
+    fn a_deadline_is_sent_as_the_time_it_leaves() {
+        let interrupt =
+            crate::interrupt::Interrupt::within(Some(std::time::Duration::from_secs(9)));
+        let options = FindOptions {
+            interrupt: Some(interrupt.clone()),
+            ..FindOptions::default()
+        };
+        let ms = find("c", &doc! {}, &options).get_i64("maxTimeMS").unwrap();
+        assert!((8_000..=9_000).contains(&ms), "{ms}");
+        let aggregate_options = AggregateOptions {
+            interrupt: Some(interrupt),
+            ..AggregateOptions::default()
+        };
+        let command = aggregate("c", &[], &aggregate_options);
+        assert!(command.get_i64("maxTimeMS").is_ok(), "{command}");
+        let past = FindOptions {
+            interrupt: Some(crate::interrupt::Interrupt::with_deadline(
+                std::time::Instant::now(),
+            )),
+            ..FindOptions::default()
+        };
+        assert_eq!(
+            find("c", &doc! {}, &past).get_i64("maxTimeMS").ok(),
+            Some(1),
+            "never 0, no limit"
+        );
+        assert!(!find("c", &doc! {}, &FindOptions::default()).contains_key("maxTimeMS"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - [`ReadTxn`] / [`ReadCollection`]: gets, scans, index prefix scans, yielding
 //!   [`StoredDocument`]s that decode straight into serde types.
 //! - [`Collection`]: one collection with each call auto-committed.
+//! - [`interrupt`]: an operation's time limit and kill flag, checked inside its loops.
 //! - [`order`] and [`keys`]: MongoDB's order over BSON values and the byte encoding that
 //!   preserves it, the two laws everything else rests on.
 //!
@@ -32,6 +33,7 @@ mod group_commit;
 pub mod hashed;
 mod index;
 mod index_store;
+pub mod interrupt;
 pub mod keys;
 mod nesting;
 mod number;

@@ -392,7 +392,7 @@ proptest! {
         collation in collation(),
     ) {
         let (plain, indexed) = databases(&docs, Some(merge_threshold));
-        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None, collation: collation.clone() };
+        let options = FindOptions { sort: sort.clone(), projection: projection.clone(), skip, limit, hint: None, let_vars: None, collation: collation.clone() , interrupt: None };
         // The first run plans and caches the choice for this shape; the second reuses it.
         let first = run(&indexed, &filter, &options);
         let (mut expected, mut actual) = match (run(&plain, &filter, &options), run(&indexed, &filter, &options)) {

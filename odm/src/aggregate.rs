@@ -280,6 +280,13 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
         self
     }
 
+    /// The pipeline must end within `limit` of this call; see [`crate::Find::max_time`].
+    #[must_use]
+    pub fn max_time(mut self, limit: std::time::Duration) -> Self {
+        self.options.interrupt = Some(odm_engine::interrupt::Interrupt::within(Some(limit)));
+        self
+    }
+
     /// Forces the plan of the leading `$match` to use this index.
     #[must_use]
     pub fn hint(mut self, index: &str) -> Self {

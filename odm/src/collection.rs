@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use bson::Bson;
 use odm_engine::Durability;
+use odm_engine::interrupt::Interrupt;
 use odm_engine::query::{Explain, FindOptions};
 use odm_engine::sampling::SampledCommand;
 use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
@@ -726,6 +727,7 @@ pub struct Find<T, S = Snapshot> {
     limit: Option<u64>,
     hint: Option<Bson>,
     collation: Option<bson::Document>,
+    interrupt: Option<Interrupt>,
 }
 
 impl<T: Document, S> Find<T, S> {
@@ -738,7 +740,17 @@ impl<T: Document, S> Find<T, S> {
             limit: None,
             hint: None,
             collation: None,
+            interrupt: None,
         }
+    }
+
+    /// The find must end within `limit` of this call, or fail with
+    /// [`odm_engine::Error::TimeLimitExceeded`] (MongoDB's `MaxTimeMSExpired`, 50); on MongoDB
+    /// it is sent as `maxTimeMS`. The limit covers the whole iteration of the results.
+    #[must_use]
+    pub fn max_time(mut self, limit: std::time::Duration) -> Self {
+        self.interrupt = Some(Interrupt::within(Some(limit)));
+        self
     }
 
     #[must_use]
@@ -785,6 +797,7 @@ impl<T: Document, S> Find<T, S> {
             hint: self.hint,
             let_vars: None,
             collation: self.collation,
+            interrupt: self.interrupt,
         };
         Ok((self.source, filter, options))
     }

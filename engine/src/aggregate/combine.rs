@@ -257,7 +257,7 @@ pub(super) fn union_with<'a>(
         let options = AggregateOptions {
             let_vars: context.options.let_vars.clone(),
             collation: context.options.collation.clone(),
-            hint: None,
+            ..AggregateOptions::default()
         };
         super::sub_pipeline(context.snapshot, coll.as_deref(), &pipeline, &options)
     });

@@ -566,6 +566,7 @@ pub(super) fn over(
         _ => None,
     };
     for (arrival, doc) in docs.iter().enumerate() {
+        crate::interrupt::check()?;
         let value = eval_in(expr, &Env::collated(doc, collation))?;
         let keys = match sort {
             Some(sort) => {
@@ -734,6 +735,7 @@ pub(super) fn group(
     let mut index = ValueIndex::default();
     let mut held: isize = 0;
     for doc in docs {
+        crate::interrupt::check()?;
         let doc = doc?;
         let key = grouping.key(&doc)?;
         let (position, new) = index.position(&key, groups.len(), grouping.collation());
@@ -766,6 +768,7 @@ pub(super) fn group_in_key_order<'a>(
                 let Some(doc) = docs.next() else {
                     return Ok(open.take().map(|(g, _)| grouping.finish(g)));
                 };
+                crate::interrupt::check()?;
                 let doc = doc?;
                 let key = grouping.key(&doc)?;
                 let same = open

@@ -59,6 +59,7 @@ use crate::db::ReadTxn;
 use crate::error::{Error, Result};
 use crate::expr::take_n::Pick;
 use crate::expr::{Env, Expr, Scope, error, eval_in};
+use crate::interrupt::{Interrupt, Interruptible};
 use crate::path::{Parents, Path};
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
@@ -76,6 +77,9 @@ pub struct AggregateOptions {
     pub collation: Option<Document>,
     /// Forces the plan of the leading `$match`, as in a find.
     pub hint: Option<Bson>,
+    /// The time limit and kill flag the pipeline runs under: entered while it plans and at
+    /// each pull (see [`crate::interrupt`]); `None` runs it under the caller's.
+    pub interrupt: Option<Interrupt>,
 }
 
 impl ReadCollection<'_> {
@@ -96,6 +100,7 @@ impl ReadCollection<'_> {
         pipeline: &[Document],
         options: &AggregateOptions,
     ) -> Result<Documents<'a>> {
+        let _entered = options.interrupt.as_ref().map(Interrupt::enter);
         let Planned {
             source,
             stages,
@@ -106,7 +111,11 @@ impl ReadCollection<'_> {
             Source::Given(docs, _) => Box::new(docs.into_iter().map(Ok)),
         };
         let stages = stages.into_iter().map(|(stage, _)| stage);
-        Ok(through(docs, stages, self.snapshot(), options, collation))
+        let docs = through(docs, stages, self.snapshot(), options, collation);
+        Ok(match &options.interrupt {
+            Some(interrupt) => Box::new(Interruptible::new(docs, interrupt.clone())),
+            None => docs,
+        })
     }
 
     /// Splits a pipeline into where its documents come from and the stages after that.
@@ -336,6 +345,24 @@ fn from_documents<'a>(
 /// Parses `pipeline`'s stages without running them: a malformed stage fails now.
 pub(crate) fn check_stages(pipeline: &[Document]) -> Result<()> {
     parse_pipeline(pipeline, &AggregateOptions::default()).map(drop)
+}
+
+impl ReadTxn {
+    /// Runs `pipeline` over `docs`, the output of a stage that reads no collection (the
+    /// server's `$currentOp`), in this snapshot.
+    pub fn aggregate_documents(
+        &self,
+        docs: Vec<Document>,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Vec<Document>> {
+        let _entered = options.interrupt.as_ref().map(Interrupt::enter);
+        let Parsed {
+            stages, collation, ..
+        } = parse_pipeline(pipeline, options)?;
+        let docs: Documents<'_> = Box::new(docs.into_iter().map(Ok));
+        through(docs, stages.into_iter(), self, options, collation).collect()
+    }
 }
 
 /// Runs `pipeline` over given documents (a change stream's events), in `snapshot`.
@@ -903,6 +930,7 @@ fn sort_all(input: Documents<'_>, sort: &Sort) -> Result<Vec<Document>> {
     let mut raws = Vec::new();
     let mut held = 0usize;
     for doc in input {
+        crate::interrupt::check()?;
         let raw = bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?;
         held += raw.as_bytes().len();
         if held > SORT_MEMORY_LIMIT {
@@ -1041,7 +1069,7 @@ impl Lookup {
                 let options = AggregateOptions {
                     let_vars: Some(vars),
                     collation: context.options.collation.clone(),
-                    hint: None,
+                    ..AggregateOptions::default()
                 };
                 sub_pipeline(context.snapshot, self.from.as_deref(), &pipeline, &options)?
             }

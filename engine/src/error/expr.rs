@@ -19,3 +19,15 @@ impl ExprError {
         self
     }
 }
+
+/// An interruption inside an expression's loop; [`super::Error`] turns it back into
+/// [`Interrupted`]'s own variant.
+impl From<super::Interrupted> for ExprError {
+    fn from(e: super::Interrupted) -> Self {
+        ExprError {
+            operator: String::new(),
+            reason: e.to_string(),
+            code: e.code(),
+        }
+    }
+}

@@ -15,6 +15,7 @@ mod document;
 mod expr;
 mod filter;
 mod index_spec;
+mod interrupted;
 mod operation;
 mod update;
 
@@ -23,5 +24,6 @@ pub use document::DocumentError;
 pub use expr::ExprError;
 pub use filter::FilterError;
 pub use index_spec::IndexSpecError;
+pub use interrupted::Interrupted;
 pub use operation::{Error, Result};
 pub use update::UpdateError;

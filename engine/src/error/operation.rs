@@ -4,7 +4,9 @@
 use bson::Document;
 use thiserror::Error;
 
-use super::{CollationError, DocumentError, ExprError, FilterError, IndexSpecError, UpdateError};
+use super::{
+    CollationError, DocumentError, ExprError, FilterError, IndexSpecError, Interrupted, UpdateError,
+};
 use crate::code::ErrorCode;
 
 /// What a database operation can fail with.
@@ -64,16 +66,26 @@ pub enum Error {
     #[error("{0}")]
     InvalidFilter(#[from] FilterError),
     /// An aggregation expression (`$expr`, a pipeline update) failed on a document: an
-    /// operator applied to a value of the wrong type; nothing was changed.
+    /// operator applied to a value of the wrong type; nothing was changed. (An expression
+    /// stopped by an [`Interrupted`] converts to [`Error::TimeLimitExceeded`] or
+    /// [`Error::Interrupted`] instead.)
     #[error("{0}")]
-    InvalidExpression(#[from] ExprError),
+    InvalidExpression(ExprError),
+    /// The operation ran past its time limit (MongoDB's `maxTimeMS`; see
+    /// [`crate::interrupt`]); a write was rolled back.
+    #[error("operation exceeded time limit")]
+    TimeLimitExceeded,
+    /// The operation was killed (`killOp`, `killSessions`); a write was rolled back.
+    #[error("operation was interrupted")]
+    Interrupted,
     /// A malformed `collation` option.
     #[error("{0}")]
     InvalidCollation(#[from] CollationError),
     /// A malformed update, or one that cannot apply to a matched document (`$inc` on a
-    /// string, `$push` on a non-array, a change of `_id`); nothing was changed.
+    /// string, `$push` on a non-array, a change of `_id`); nothing was changed. (An update
+    /// stopped by an [`Interrupted`] converts to its own variant, as for expressions.)
     #[error("{0}")]
-    InvalidUpdate(#[from] UpdateError),
+    InvalidUpdate(UpdateError),
     /// `update_many` with MongoDB's stop-at-first-error behaviour failed part way: the
     /// documents listed were updated (and stay so), the rest were not.
     #[error("update of collection `{collection}` stopped after updating {} document(s): {source}", updated.len())]
@@ -205,6 +217,33 @@ pub enum Error {
     },
 }
 
+impl From<Interrupted> for Error {
+    fn from(e: Interrupted) -> Self {
+        match e {
+            Interrupted::TimeLimit => Error::TimeLimitExceeded,
+            Interrupted::Killed => Error::Interrupted,
+        }
+    }
+}
+
+impl From<ExprError> for Error {
+    fn from(e: ExprError) -> Self {
+        match Interrupted::from_code(e.code) {
+            Some(interrupted) => interrupted.into(),
+            None => Error::InvalidExpression(e),
+        }
+    }
+}
+
+impl From<UpdateError> for Error {
+    fn from(e: UpdateError) -> Self {
+        match Interrupted::from_code(e.code) {
+            Some(interrupted) => interrupted.into(),
+            None => Error::InvalidUpdate(e),
+        }
+    }
+}
+
 /// Every redb error type converts through [`redb::Error`], keeping its message.
 macro_rules! storage_errors {
     ($($ty:ty),*) => {$(
@@ -276,6 +315,8 @@ impl Error {
             Error::ChangeStreamFatal(_) => ErrorCode::CHANGE_STREAM_FATAL_ERROR,
             Error::NoMatchingDocument(_) => ErrorCode::NO_MATCHING_DOCUMENT,
             Error::ChangeStreamOption { code, .. } => *code,
+            Error::TimeLimitExceeded => ErrorCode::MAX_TIME_MS_EXPIRED,
+            Error::Interrupted => ErrorCode::INTERRUPTED,
             Error::FormatVersion { .. }
             | Error::Corrupt { .. }
             | Error::Storage(_)
@@ -295,7 +336,15 @@ impl Error {
                 | Error::Io { .. }
                 | Error::Locked { .. }
                 | Error::ThreadUnavailable { .. }
+                | Error::TimeLimitExceeded
+                | Error::Interrupted
         )
+    }
+
+    /// Whether the operation was stopped by its time limit or a kill (see
+    /// [`crate::interrupt`]).
+    pub fn is_interruption(&self) -> bool {
+        matches!(self, Error::TimeLimitExceeded | Error::Interrupted)
     }
 
     pub(crate) fn corrupt(location: impl Into<String>, reason: impl ToString) -> Self {

@@ -283,6 +283,7 @@ fn map(input: &Expr, name: &str, body: &Expr, env: &Env<'_>) -> Result<Option<Bs
     let mut out = Vec::with_capacity(items.len());
     let mut built = Built::new("$map");
     for item in items {
+        crate::interrupt::check()?;
         let inner = if name == "CURRENT" {
             env.with_current(item)
         } else {
@@ -314,6 +315,7 @@ fn filter(
     };
     let mut out = Vec::new();
     for item in items {
+        crate::interrupt::check()?;
         if limit.is_some_and(|l| out.len() >= l) {
             break;
         }
@@ -349,6 +351,7 @@ fn reduce(
     };
     let mut value = eval_in(initial, env)?;
     for item in items {
+        crate::interrupt::check()?;
         let inner = env.with([("this".to_owned(), Some(item)), ("value".to_owned(), value)]);
         value = eval_in(body, &inner)?;
     }

@@ -971,11 +971,13 @@ fn range(v: &[Option<Bson>]) -> Result<Option<Bson>, ExprError> {
         ((end - start).abs() + step.abs() - 1) / step.abs()
     };
     bounds::check_range_len(op, count)?;
-    Ok(Some(Bson::Array(
-        (0..count)
-            .map(|i| Bson::Int32(i32::try_from(start + i * step).unwrap_or(0)))
-            .collect(),
-    )))
+    let items = (0..count)
+        .map(|i| {
+            crate::interrupt::check()?;
+            Ok(Bson::Int32(i32::try_from(start + i * step).unwrap_or(0)))
+        })
+        .collect::<Result<_, ExprError>>()?;
+    Ok(Some(Bson::Array(items)))
 }
 
 /// The set operators: arrays as sets (duplicates once, order of first appearance).

@@ -172,7 +172,10 @@ impl<'c> Iterator for Candidates<'c> {
     type Item = Result<Candidate<'c>>;
 
     fn next(&mut self) -> Option<Result<Candidate<'c>>> {
-        let next = self.source.next(self.collection, &mut self.stats);
+        let next = match crate::interrupt::check() {
+            Ok(()) => self.source.next(self.collection, &mut self.stats),
+            Err(stopped) => Some(Err(stopped.into())),
+        };
         if matches!(next, Some(Err(_))) {
             // After an error, nothing more: a cursor never skips what it could not read.
             self.source = Source::Done;

@@ -16,6 +16,7 @@ use super::selection::Query;
 use super::sort::Sort;
 use super::source::Source;
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 
 /// MongoDB's limit on the memory of a blocking sort: 100 MiB.
 pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
@@ -35,6 +36,8 @@ pub struct Cursor<'c, T = Document> {
     covered: bool,
     in_memory_sort: bool,
     decode: Decode<T>,
+    /// Entered at each pull (see [`crate::interrupt`]).
+    interrupt: Option<Interrupt>,
 }
 
 /// How a cursor turns a result into `T`: from the stored bytes, or from the projected document.
@@ -128,7 +131,14 @@ impl<'c, T> Cursor<'c, T> {
             covered,
             in_memory_sort,
             decode,
+            interrupt: None,
         })
+    }
+
+    /// The cursor, entering `interrupt` at each pull.
+    pub(crate) fn interrupted_by(mut self, interrupt: Option<Interrupt>) -> Self {
+        self.interrupt = interrupt;
+        self
     }
 
     /// The plan this cursor runs.
@@ -212,6 +222,14 @@ impl<T> Iterator for Cursor<'_, T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
+        if self.remaining == Some(0) {
+            return None;
+        }
+        let _entered = self.interrupt.as_ref().map(Interrupt::enter);
+        if let Some(Err(stopped)) = self.interrupt.as_ref().map(Interrupt::status) {
+            self.remaining = Some(0);
+            return Some(Err(stopped.into()));
+        }
         loop {
             if self.remaining == Some(0) {
                 return None;

@@ -16,6 +16,7 @@ use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
 use super::selection::{Query, QueryOptions};
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, FilterError, Result};
+use crate::interrupt::Interrupt;
 use crate::order::compare_in;
 use crate::read::ReadCollection;
 
@@ -33,6 +34,10 @@ pub struct FindOptions {
     pub let_vars: Option<Document>,
     /// How strings compare in the filter and the sort (see [`crate::collation`]).
     pub collation: Option<Document>,
+    /// The time limit and kill flag the find runs under: entered while the cursor is made
+    /// (a sort in memory runs then) and at each pull (see [`crate::interrupt`]); `None` runs
+    /// it under the caller's.
+    pub interrupt: Option<Interrupt>,
 }
 
 impl FindOptions {
@@ -123,9 +128,10 @@ impl ReadCollection<'_> {
         options: &FindOptions,
         decode: Decode<T>,
     ) -> Result<Cursor<'c, T>> {
+        let _entered = options.interrupt.as_ref().map(Interrupt::enter);
         let query = Query::parse(filter, options.query_options())?;
         let plan = self.choose_plan(&query)?;
-        Cursor::new(self, plan, query, decode)
+        Ok(Cursor::new(self, plan, query, decode)?.interrupted_by(options.interrupt.clone()))
     }
 
     /// A cursor over a given plan, for explain.

@@ -17,7 +17,9 @@
 //! - Bulk writes run their operations in order, each one whole or not at all; ordered bulks stop
 //!   at the first failure, unordered ones go on; the result says what each did. A bulk write
 //!   may name a collection per operation (`bulk_write_across`, MongoDB's client-level bulk
-//!   write).
+//!   write). An interruption (see [`crate::interrupt`]) ends any bulk at the operation it
+//!   stopped, which changed nothing, and is its last failure; the operations before it stay,
+//!   as MongoDB keeps them.
 //!
 //! Selection runs through a query `Cursor`, except when the plan is a lookup of one `_id` (no
 //! hint, no collated string `_id`): that document is read by its key and judged by the whole
@@ -505,6 +507,10 @@ impl WriteTxn<'_> {
         filter: &Document,
         options: &crate::query::FindOptions,
     ) -> Result<Vec<RawDocumentBuf>> {
+        let _entered = options
+            .interrupt
+            .as_ref()
+            .map(crate::interrupt::Interrupt::enter);
         let query = Query::parse(filter, options.query_options())?;
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
@@ -567,6 +573,10 @@ impl WriteTxn<'_> {
         };
         for (position, (collection, op)) in ops.into_iter().enumerate() {
             let collection = collection.as_str();
+            if let Err(stopped) = crate::interrupt::check() {
+                result.failures.push((position, stopped.into()));
+                break;
+            }
             let outcome = match op {
                 WriteOp::InsertOne(doc) => {
                     self.insert_one(collection, &doc).map(OpResult::Inserted)
@@ -601,6 +611,12 @@ impl WriteTxn<'_> {
             };
             match outcome {
                 Ok(done) => result.record(position, done),
+                // As MongoDB: an interruption ends the batch, what the statements before it
+                // did stays (the interrupted one changed nothing), and the caller reports it.
+                Err(e) if e.is_interruption() => {
+                    result.failures.push((position, e));
+                    break;
+                }
                 Err(e) if e.is_per_document() => {
                     result.failures.push((position, e));
                     if ordered {
@@ -935,6 +951,7 @@ fn apply_update(
         // MongoDB's behaviour: document by document, keeping what was done.
         let mut updated = Vec::new();
         for (key, original) in &selected {
+            crate::interrupt::check()?;
             let step = updated_document(original, query, update, now)
                 .map_err(Error::from)
                 .and_then(|new| match new {

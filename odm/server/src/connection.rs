@@ -10,9 +10,11 @@ use std::time::Instant;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
+use odm_engine::interrupt::Interrupt;
 
 use super::command::{self, Access, CommandError, Ctx};
 use super::compression::Compressor;
+use super::operations::Operation;
 use super::wire::{self, HEADER_LEN, Header, Request, RequestKind};
 use super::{Shared, Stats};
 
@@ -293,11 +295,15 @@ fn run(
             ));
         }
         super::storage::check_name(&db)?;
+        let (interrupt, operation) = operation(state, spec.name, &db, command)?;
+        let _registered = shared.operations.register(operation);
+        let _entered = interrupt.enter();
         let mut ctx = Ctx {
             server: shared,
             conn: state,
             db,
             txn: None,
+            session: None,
         };
         // A panic in a command is a bug; it fails that command, not the server.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -349,6 +355,49 @@ fn run(
         );
     }
     reply
+}
+
+/// The interrupt a command runs under (the deadline of its `maxTimeMS`) and its entry in the
+/// registry of running operations. A `getMore`'s `maxTimeMS` is an awaiting cursor's wait,
+/// not a deadline: a cursor runs on what its command's limit left (see `cursors`).
+fn operation(
+    state: &ConnectionState,
+    name: &'static str,
+    db: &str,
+    command: &Document,
+) -> Result<(Interrupt, Operation), CommandError> {
+    let limit = super::operations::max_time(command)?;
+    let interrupt = if name == "getMore" {
+        Interrupt::new()
+    } else {
+        Interrupt::within(limit)
+    };
+    let ns = match command.get(name) {
+        Some(Bson::String(collection)) => format!("{db}.{collection}"),
+        _ => format!("{db}.$cmd"),
+    };
+    let lsid = match command.get("lsid") {
+        Some(Bson::Document(lsid)) => Some(lsid.clone()),
+        _ => None,
+    };
+    let session = lsid
+        .as_ref()
+        .and_then(|l| super::session::SessionId::from_lsid(l).ok());
+    let operation = Operation {
+        opid: 0,
+        interrupt: interrupt.clone(),
+        op: super::operations::op_kind(name),
+        ns,
+        command: super::operations::summary(command),
+        client: state.peer.clone(),
+        app_name: state.app_name.clone(),
+        connection_id: state.id,
+        user: state.user.clone(),
+        lsid,
+        session,
+        started: Instant::now(),
+    };
+    Ok((interrupt, operation))
 }
 
 /// MongoDB's "not primary" and "shutting down" codes, whose errors drivers read as news about

@@ -12,6 +12,12 @@
 //! A batch holds at most the requested number of documents and stops before 16 MiB; a batch
 //! that may hold any holds at least one, however large.
 //!
+//! A cursor's work runs under the interrupt of the command that asks for it (see
+//! `operations`): the opening command's, then each `getMore`'s, entered on the cursor's thread
+//! for each batch. The opening command's `maxTimeMS` covers the cursor's whole work, as in
+//! MongoDB: each `getMore` runs on what the ones before left, and an expiry ends the cursor.
+//! A cursor belongs to the session that opened it, and `killSessions` closes it.
+//!
 //! A change stream's cursor (see `command::change_stream`) keeps its stream instead: it never
 //! runs out, `getMore` waits for new events, and dropping the namespace it watches does not
 //! close it (it must deliver the `drop` and `invalidate` events).
@@ -23,10 +29,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bson::RawDocumentBuf;
+use odm_engine::interrupt::Interrupt;
 use odm_engine::{Database, ErrorCode, ReadCollection};
 
 use super::command::CommandError;
 use super::command::change_stream::StreamCursor;
+use super::session::SessionId;
 use super::storage::Storage;
 use super::{Config, Shared};
 
@@ -56,12 +64,16 @@ pub struct Cursors {
     open: Mutex<HashMap<i64, Entry>>,
     /// Cursors a `getMore` is using right now (taken out of `open`), with their namespace and
     /// a flag `killCursors` sets: the `getMore` then stops waiting and the cursor is gone.
-    busy: Mutex<HashMap<i64, (String, Arc<AtomicBool>)>>,
+    busy: Mutex<HashMap<i64, Busy>>,
     buffered_bytes: AtomicUsize,
     max_open: usize,
     max_bytes: usize,
     timeout: Duration,
 }
+
+/// A cursor a `getMore` is using: its namespace, the flag `killCursors` sets, and the
+/// `getMore`'s interrupt, which `killCursors` kills so that the work stops at its next check.
+type Busy = (String, Arc<AtomicBool>, Interrupt);
 
 #[derive(Debug)]
 struct Entry {
@@ -69,6 +81,11 @@ struct Entry {
     ns: String,
     last_used: Instant,
     source: Source,
+    /// The session that opened the cursor (`killSessions` closes it).
+    session: Option<SessionId>,
+    /// What the opening command's `maxTimeMS` left: each `getMore` runs within it and
+    /// leaves the rest, so that the limit covers the cursor's whole work, as in MongoDB.
+    time_left: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -90,10 +107,11 @@ pub struct More {
     pub resume_token: Option<bson::Document>,
 }
 
-/// A cursor's thread: asked for batches of at most `n` documents.
+/// A cursor's thread: asked for batches of at most `n` documents, each under the interrupt of
+/// the `getMore` asking.
 #[derive(Debug)]
 struct Live {
-    requests: SyncSender<usize>,
+    requests: SyncSender<(usize, Option<Interrupt>)>,
     batches: Receiver<Result<Batch, CommandError>>,
 }
 
@@ -143,7 +161,12 @@ impl Cursors {
 
     /// Keeps a cursor under a random id, as MongoDB's are: positive, never 0 (which means
     /// "no cursor"), unused.
-    fn insert(&self, ns: String, source: Source) -> Result<i64, CommandError> {
+    fn insert(
+        &self,
+        ns: String,
+        source: Source,
+        session: Option<SessionId>,
+    ) -> Result<i64, CommandError> {
         let mut open = self.lock();
         let id = loop {
             let random = getrandom::u64().map_err(|e| {
@@ -157,12 +180,20 @@ impl Cursors {
                 break id;
             }
         };
+        // A change stream's `getMore` waits its own `maxTimeMS`; the opening command's limit
+        // is not the stream's.
+        let time_left = match source {
+            Source::Stream(_) => None,
+            _ => Interrupt::current().and_then(|i| i.remaining()),
+        };
         open.insert(
             id,
             Entry {
                 ns,
                 last_used: Instant::now(),
                 source,
+                session,
+                time_left,
             },
         );
         Ok(id)
@@ -175,6 +206,7 @@ impl Cursors {
         ns: String,
         docs: Vec<RawDocumentBuf>,
         first_batch: usize,
+        session: Option<SessionId>,
     ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
         let mut docs: VecDeque<RawDocumentBuf> = docs.into();
         let batch = take_batch(&mut docs, first_batch);
@@ -184,7 +216,10 @@ impl Cursors {
         let bytes = docs.iter().map(|d| d.as_bytes().len()).sum();
         self.check_room(bytes)?;
         self.buffered_bytes.fetch_add(bytes, Ordering::Relaxed);
-        Ok((batch, self.insert(ns, Source::Buffered { docs, bytes })?))
+        Ok((
+            batch,
+            self.insert(ns, Source::Buffered { docs, bytes }, session)?,
+        ))
     }
 
     /// Runs a query on a cursor thread of its own; the first batch and the cursor id (0 when
@@ -196,14 +231,18 @@ impl Cursors {
         collection: String,
         open: Open,
         first_batch: usize,
+        session: Option<SessionId>,
     ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
         self.check_room(0)?;
-        let (requests, incoming) = sync_channel::<usize>(1);
+        let (requests, incoming) = sync_channel::<(usize, Option<Interrupt>)>(1);
+        // The opening command's interrupt goes with its work to the cursor's thread.
+        let interrupt = Interrupt::current();
         let (outgoing, batches) = sync_channel::<Result<Batch, CommandError>>(1);
         std::thread::Builder::new()
             .name("odm-cursor".into())
             .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
             .spawn(move || {
+                let _entered = interrupt.as_ref().map(Interrupt::enter);
                 cursor_thread(&db, &collection, open, first_batch, &incoming, &outgoing);
             })
             .map_err(|e| {
@@ -216,7 +255,7 @@ impl Cursors {
         if first.exhausted {
             return Ok((first.docs, 0));
         }
-        let id = self.insert(ns, Source::Live(Live { requests, batches }))?;
+        let id = self.insert(ns, Source::Live(Live { requests, batches }), session)?;
         Ok((first.docs, id))
     }
 
@@ -226,26 +265,29 @@ impl Cursors {
         ns: String,
         stream: StreamCursor,
         first: Vec<RawDocumentBuf>,
+        session: Option<SessionId>,
     ) -> Result<(Vec<RawDocumentBuf>, i64), CommandError> {
         self.check_room(0)?;
-        let id = self.insert(ns, Source::Stream(Box::new(stream)))?;
+        let id = self.insert(ns, Source::Stream(Box::new(stream)), session)?;
         Ok((first, id))
     }
 
     /// The next batch of cursor `id`, which must belong to `ns`; a change stream waits up to
-    /// `wait` for its first event, reading the databases of `storage`.
+    /// `wait` for its first event, reading the databases of `storage`. Only a change stream
+    /// awaits data: `wait` for another cursor is `BadValue`, as MongoDB refuses a `getMore`'s
+    /// `maxTimeMS` on a cursor that does not await.
     pub fn get_more(
         &self,
         id: i64,
         ns: &str,
         limit: usize,
         storage: &Storage,
-        wait: std::time::Duration,
+        wait: Option<Duration>,
     ) -> Result<More, CommandError> {
         // Lock order: `open`, then `busy`; a cursor moves between them under the `open` lock,
         // so that `kill` always finds it in one of them.
         let killed = Arc::new(AtomicBool::new(false));
-        let mut entry = {
+        let (mut entry, interrupt) = {
             let mut open = self.lock();
             let entry = match open.get(&id) {
                 None => {
@@ -263,15 +305,35 @@ impl Cursors {
                         ),
                     ));
                 }
+                Some(entry) if wait.is_some() && !matches!(entry.source, Source::Stream(_)) => {
+                    return Err(CommandError::bad_value(
+                        "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
+                    ));
+                }
                 Some(_) => open.remove(&id).expect("present"),
             };
+            // The `getMore`'s kill flag, with what the cursor's time limit left.
+            let interrupt = Interrupt::current()
+                .unwrap_or_default()
+                .until(entry.time_left.and_then(|l| Instant::now().checked_add(l)));
             self.lock_busy()
-                .insert(id, (entry.ns.clone(), killed.clone()));
-            entry
+                .insert(id, (entry.ns.clone(), killed.clone(), interrupt.clone()));
+            (entry, interrupt)
         };
-        let outcome = self.next_batch(&mut entry, limit, storage, wait, &killed);
+        let outcome = {
+            let _entered = interrupt.enter();
+            self.next_batch(&mut entry, limit, storage, wait, &killed)
+        };
+        entry.time_left = interrupt.remaining();
         let mut open = self.lock();
         self.lock_busy().remove(&id);
+        if killed.load(Ordering::Acquire) {
+            self.release(&entry);
+            return Err(CommandError::new(
+                ErrorCode::CURSOR_KILLED,
+                format!("cursor id {id} was killed while a getMore was using it"),
+            ));
+        }
         let more = match outcome {
             Ok(more) => more,
             Err(e) => {
@@ -279,13 +341,6 @@ impl Cursors {
                 return Err(e);
             }
         };
-        if killed.load(Ordering::Acquire) {
-            self.release(&entry);
-            return Err(CommandError::new(
-                ErrorCode::CURSOR_KILLED,
-                format!("cursor id {id} was killed while a getMore was waiting"),
-            ));
-        }
         if more.exhausted {
             self.release(&entry);
         } else {
@@ -295,7 +350,7 @@ impl Cursors {
         Ok(more)
     }
 
-    fn lock_busy(&self) -> MutexGuard<'_, HashMap<i64, (String, Arc<AtomicBool>)>> {
+    fn lock_busy(&self) -> MutexGuard<'_, HashMap<i64, Busy>> {
         self.busy
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -307,7 +362,7 @@ impl Cursors {
         entry: &mut Entry,
         limit: usize,
         storage: &Storage,
-        wait: std::time::Duration,
+        wait: Option<Duration>,
         killed: &AtomicBool,
     ) -> Result<More, CommandError> {
         let mut resume_token = None;
@@ -320,12 +375,15 @@ impl Cursors {
                 (batch, docs.is_empty())
             }
             Source::Live(live) => {
-                live.requests.send(limit).map_err(|_| thread_gone())?;
+                live.requests
+                    .send((limit, Interrupt::current()))
+                    .map_err(|_| thread_gone())?;
                 let batch = live.batches.recv().map_err(|_| thread_gone())??;
                 (batch.docs, batch.exhausted)
             }
             Source::Stream(stream) => {
                 // An error ends the stream's cursor, as in MongoDB (the driver resumes).
+                let wait = wait.unwrap_or(super::command::change_stream::DEFAULT_AWAIT);
                 let docs = stream.poll_wait(storage, limit, wait, killed)?;
                 resume_token = Some(stream.position().to_document());
                 (docs, stream.is_closed())
@@ -345,7 +403,7 @@ impl Cursors {
     }
 
     /// Closes cursor `id` of `ns`; whether it was open. A cursor a `getMore` is using ends
-    /// when that `getMore` answers.
+    /// when that `getMore` answers, which it does at its next check (`CursorKilled`).
     pub fn kill(&self, id: i64, ns: &str) -> bool {
         let removed = {
             let mut open = self.lock();
@@ -353,10 +411,11 @@ impl Cursors {
                 Some(entry) if entry.ns == ns => open.remove(&id),
                 Some(_) => None,
                 None => {
-                    if let Some((busy_ns, killed)) = self.lock_busy().get(&id)
+                    if let Some((busy_ns, killed, interrupt)) = self.lock_busy().get(&id)
                         && busy_ns == ns
                     {
                         killed.store(true, Ordering::Release);
+                        interrupt.kill();
                         return true;
                     }
                     None
@@ -369,6 +428,32 @@ impl Cursors {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The cursors no `getMore` is using, as `$currentOp` lists idle cursors: id, namespace,
+    /// session, time since last use.
+    pub fn idle(&self) -> Vec<(i64, String, Option<SessionId>, Duration)> {
+        self.lock()
+            .iter()
+            .map(|(id, e)| (*id, e.ns.clone(), e.session, e.last_used.elapsed()))
+            .collect()
+    }
+
+    /// Closes every cursor of the sessions `chosen` selects; a cursor a `getMore` is using ends
+    /// when that `getMore` answers (the `getMore` itself is killed through its operation).
+    pub fn kill_sessions(&self, chosen: impl Fn(SessionId) -> bool) {
+        let removed: Vec<Entry> = {
+            let mut open = self.lock();
+            let ids: Vec<i64> = open
+                .iter()
+                .filter(|(_, e)| e.session.is_some_and(&chosen))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| open.remove(id)).collect()
+        };
+        for entry in &removed {
+            self.release(entry);
         }
     }
 
@@ -494,7 +579,7 @@ fn cursor_thread(
     collection: &str,
     open: Open,
     first_batch: usize,
-    requests: &Receiver<usize>,
+    requests: &Receiver<(usize, Option<Interrupt>)>,
     batches: &SyncSender<Result<Batch, CommandError>>,
 ) {
     let txn = match db.read() {
@@ -526,15 +611,19 @@ fn cursor_thread(
         }
     };
     let mut limit = first_batch;
+    let mut interrupt = None;
     loop {
-        let batch = fill(&mut results, limit);
+        let batch = {
+            let _entered = interrupt.as_ref().map(Interrupt::enter);
+            fill(&mut results, limit)
+        };
         let last = !matches!(&batch, Ok(b) if !b.exhausted);
         if batches.send(batch).is_err() || last {
             return;
         }
         // The cursor was killed, timed out or dropped when the sender is gone.
         match requests.recv() {
-            Ok(n) => limit = n,
+            Ok((n, asking)) => (limit, interrupt) = (n, asking),
             Err(_) => return,
         }
     }

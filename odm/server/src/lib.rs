@@ -30,6 +30,7 @@
 //! | `storage` | databases by name: a file each under the served folder |
 //! | `cursors` | server-side cursors: batches, `getMore`, idle timeout, the bound on their memory |
 //! | `session` | logical sessions and multi-document transactions (replica-set mode) |
+//! | `operations` | the running commands, their `maxTimeMS` and kill flag (`currentOp`, `killOp`) |
 //! | `failpoint` | the `failCommand` fail point, a test command (`--enable-test-commands`) |
 //! | `clock` | the cluster time replies carry in replica-set mode (causal consistency) |
 //! | `auth` | users (salted, hashed) and SCRAM-SHA-256 |
@@ -42,6 +43,7 @@ pub mod compression;
 mod connection;
 pub mod cursors;
 pub mod failpoint;
+pub mod operations;
 pub mod session;
 pub mod storage;
 pub mod tls;
@@ -139,6 +141,8 @@ pub struct Shared {
     pub storage: Storage,
     pub cursors: cursors::Cursors,
     pub sessions: session::Sessions,
+    /// The commands running now (`currentOp`, `killOp`).
+    pub operations: operations::Operations,
     pub stats: Stats,
     /// The cluster time replies carry in replica-set mode.
     pub clock: clock::ClusterClock,
@@ -204,6 +208,7 @@ impl Server {
         let address = format!("{}:{}", local.ip(), local.port());
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),
+            operations: operations::Operations::default(),
             sessions: session::Sessions::new(
                 config.max_sessions,
                 config.max_sessions_per_connection,

@@ -10,6 +10,9 @@
 //! `transactionLifetimeLimitSeconds`): the engine has one writer at a time, so an idle client
 //! must not hold it for long.
 //!
+//! A command's interrupt (its `maxTimeMS`, its kill; see `operations`) goes with its work to the
+//! transaction's thread, so an expiry fails the command and with it the transaction.
+//!
 //! Rules, as MongoDB's: transactions need replica-set mode; a lower `txnNumber` than the
 //! session's is `TransactionTooOld` (225); continuing a transaction that is not open is
 //! `NoSuchTransaction` (251), labelled `TransientTransactionError`; committing a committed
@@ -116,7 +119,12 @@ impl Transaction {
         f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, CommandError> + Send + 'static,
     ) -> Result<R, CommandError> {
         let (reply, result) = sync_channel(1);
+        // The command's interrupt goes with its work to the transaction's thread.
+        let interrupt = odm_engine::interrupt::Interrupt::current();
         let job: Job = Box::new(move |t| {
+            let _entered = interrupt
+                .as_ref()
+                .map(odm_engine::interrupt::Interrupt::enter);
             let _ = reply.send(f(t));
         });
         let sent = self
@@ -217,6 +225,8 @@ struct Session {
     last_used: Instant,
     /// The connection that opened the session, whose count it is charged to.
     connection: u64,
+    /// The user that opened it, (database, name), which `killAllSessions` filters by.
+    user: Option<(String, String)>,
 }
 
 impl Session {
@@ -226,6 +236,7 @@ impl Session {
             state: State::None,
             last_used: Instant::now(),
             connection,
+            user: None,
         }
     }
 
@@ -237,11 +248,22 @@ impl Session {
     }
 }
 
+/// A user, (database, name).
+type User = (String, String);
+
 /// A logical session's id: an `lsid.id`, which MongoDB requires to be a UUID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SessionId([u8; 16]);
 
 impl SessionId {
+    /// The `lsid` document of this id.
+    pub fn to_lsid(self) -> Document {
+        bson::doc! {"id": bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: self.0.to_vec(),
+        }}
+    }
+
     /// The id of an `lsid` document, checked as MongoDB checks it.
     pub fn from_lsid(lsid: &Document) -> Result<SessionId, CommandError> {
         const FIELD: &str = "OperationSessionInfo.lsid.id";
@@ -415,6 +437,38 @@ impl Sessions {
         }
     }
 
+    /// Ends the sessions `chosen` selects by id and by the user that opened them (their open
+    /// transactions are aborted); their ids.
+    pub fn end_matching(
+        &self,
+        chosen: impl Fn(SessionId, Option<&(String, String)>) -> bool,
+    ) -> Vec<SessionId> {
+        let mut table = self.lock();
+        let ids: Vec<SessionId> = table
+            .by_id
+            .iter()
+            .filter(|(id, s)| chosen(**id, s.user.as_ref()))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &ids {
+            if let Some(session) = table.remove(id) {
+                session.close();
+            }
+        }
+        ids
+    }
+
+    /// The sessions holding an open transaction: id, transaction number, the user that
+    /// opened the session (what `$currentOp` lists as idle sessions).
+    pub fn in_transaction(&self) -> Vec<(SessionId, i64, Option<User>)> {
+        self.lock()
+            .by_id
+            .iter()
+            .filter(|(_, s)| matches!(s.state, State::Active(_)))
+            .map(|(id, s)| (*id, s.txn_number, s.user.clone()))
+            .collect()
+    }
+
     /// Forgets sessions unused past the session timeout.
     pub fn expire(&self) {
         let now = Instant::now();
@@ -490,8 +544,13 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
     let session = SessionId::of_command(command)?;
     if let Some(id) = session {
         let sessions = &ctx.server.sessions;
-        sessions.lock().open(id, ctx.conn.id, &sessions.limits)?;
+        let mut table = sessions.lock();
+        let opened = table.open(id, ctx.conn.id, &sessions.limits)?;
+        if opened.user.is_none() {
+            opened.user.clone_from(&ctx.conn.user);
+        }
     }
+    ctx.session = session;
     let Some(fields) = txn_fields(command, session)? else {
         if matches!(spec.name, "commitTransaction" | "abortTransaction") {
             return Err(CommandError::new(

@@ -316,7 +316,13 @@ fn parse_query(header: &Header, body: &[u8]) -> Result<Request, WireError> {
         }
         _ => None,
     };
-    if let Some(bson::Bson::Document(inner)) = wrapper.and_then(|key| command.remove(&key)) {
+    if let Some(bson::Bson::Document(mut inner)) = wrapper.and_then(|key| command.remove(&key)) {
+        // The wrapper's time limit is the command's.
+        if let Some(limit) = command.remove("$maxTimeMS")
+            && !inner.contains_key("maxTimeMS")
+        {
+            inner.insert("maxTimeMS", limit);
+        }
         command = inner;
     }
     Ok(Request {
@@ -641,6 +647,34 @@ mod tests {
                 collection: "admin.$cmd".into(),
                 command: doc! {"isMaster": 1}
             }
+        );
+    }
+
+    #[test]
+    fn a_legacy_wrappers_time_limit_becomes_the_commands() {
+        let query = |wrapped: Document| {
+            let mut payload = Vec::new();
+            payload.extend_from_slice(&0i32.to_le_bytes());
+            payload.extend_from_slice(b"db.$cmd\0");
+            payload.extend_from_slice(&0i32.to_le_bytes());
+            payload.extend_from_slice(&(-1i32).to_le_bytes());
+            payload.extend_from_slice(to_raw(&wrapped).as_bytes());
+            match roundtrip(&frame(3, 0, OP_QUERY, payload, None))
+                .unwrap()
+                .kind
+            {
+                RequestKind::Query { command, .. } => command,
+                RequestKind::Msg { .. } => panic!("an OP_QUERY"),
+            }
+        };
+        assert_eq!(
+            query(doc! {"$query": {"count": "c"}, "$maxTimeMS": 5}),
+            doc! {"count": "c", "maxTimeMS": 5}
+        );
+        assert_eq!(
+            query(doc! {"$query": {"count": "c", "maxTimeMS": 7}, "$maxTimeMS": 5}),
+            doc! {"count": "c", "maxTimeMS": 7},
+            "the command's own wins"
         );
     }
 }

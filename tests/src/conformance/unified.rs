@@ -536,6 +536,7 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, OpError>
                 hint: hint(op.get("arguments").unwrap_or(&Value::Null))?,
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
                 collation: collation.clone(),
+                interrupt: None,
             };
             let docs: Vec<Document> = coll
                 .find(&filter, &options)
@@ -583,6 +584,7 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, OpError>
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
                 collation,
                 hint: hint(op.get("arguments").unwrap_or(&Value::Null))?,
+                interrupt: None,
             };
             let docs = coll.aggregate(&pipeline, &options).map_err(e)?;
             Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
@@ -1158,6 +1160,7 @@ fn aggregate_into(db: &Database, collection: &str, op: &Value) -> Result<Bson, S
             .map(|c| document(&c))
             .transpose()?,
         hint: None,
+        interrupt: None,
     };
     db.aggregate(collection, &pipeline, &options)
         .map(|docs| Bson::Array(docs.into_iter().map(Bson::Document).collect()))

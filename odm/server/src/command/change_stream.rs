@@ -177,7 +177,9 @@ pub fn open(
     let (batch, id) = if stream.closed {
         (batch, 0)
     } else {
-        ctx.server.cursors.stream(ns.clone(), stream, batch)?
+        ctx.server
+            .cursors
+            .stream(ns.clone(), stream, batch, ctx.session)?
     };
     Ok(reply(id, &ns, true, batch, position))
 }
@@ -292,7 +294,8 @@ impl StreamCursor {
         self.closed
     }
 
-    /// Up to `max` events, waiting up to `wait` for the first, or until `killed` is set.
+    /// Up to `max` events, waiting up to `wait` for the first, or until `killed` is set; a
+    /// `killOp` of the `getMore` ends the wait with `Interrupted`.
     pub fn poll_wait(
         &mut self,
         storage: &Storage,
@@ -311,6 +314,8 @@ impl StreamCursor {
             {
                 return Ok(batch);
             }
+            odm_engine::interrupt::check_now()
+                .map_err(|stopped| CommandError::from(odm_engine::Error::from(stopped)))?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Ok(batch);

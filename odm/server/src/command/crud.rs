@@ -1,7 +1,9 @@
 //! Writing commands: `insert`, `update`, `delete`, `findAndModify`, and 8.0's client-level
 //! `bulkWrite`. A command's statements run in one engine transaction, in order; a statement
 //! that fails changes nothing and becomes an entry of `writeErrors` with its index, and an
-//! ordered command stops there while an unordered one goes on, as in MongoDB.
+//! ordered command stops there while an unordered one goes on, as in MongoDB. An interruption
+//! (`maxTimeMS`, `killOp`) fails the command as a whole, keeping what the statements before it
+//! wrote, as MongoDB does; the statement it stopped wrote nothing.
 
 use bson::{Bson, Document, doc};
 use odm_engine::ErrorCode;
@@ -41,10 +43,27 @@ fn run_ops(
     let_vars: Option<Document>,
 ) -> Result<BulkResult, CommandError> {
     let collection = collection.to_owned();
-    session::write(ctx, move |t| {
+    let result = session::write(ctx, move |t| {
         let ops = ops.into_iter().map(|op| (collection.clone(), op)).collect();
         Ok(t.bulk_write_across(ops, ordered, let_vars.as_ref())?)
-    })
+    })?;
+    interrupted(&result)?;
+    Ok(result)
+}
+
+fn is_interruption(e: &CommandError) -> bool {
+    [ErrorCode::MAX_TIME_MS_EXPIRED, ErrorCode::INTERRUPTED]
+        .iter()
+        .any(|code| code.code == e.code)
+}
+
+/// As MongoDB: an interruption (`maxTimeMS`, `killOp`) fails the whole command, though the
+/// statements before it were written (and committed).
+fn interrupted(result: &BulkResult) -> Result<(), CommandError> {
+    match result.failures.last() {
+        Some((_, e)) if e.is_interruption() => Err(CommandError::from_engine(e)),
+        _ => Ok(()),
+    }
 }
 
 fn with_write_errors(mut reply: Document, errors: Vec<Document>) -> Reply {
@@ -427,6 +446,10 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 counts.modified += result.modified;
                 counts.deleted += result.deleted;
                 counts.upserted += result.upserted;
+            }
+            Err(e) if is_interruption(&e) => {
+                ctx.db = saved_db;
+                return Err(e);
             }
             Err(e) => {
                 n_errors += 1;

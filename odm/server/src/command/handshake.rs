@@ -1,7 +1,7 @@
 //! The handshake and what clients and tools ask about the server: `hello` (and its legacy
 //! names), `buildInfo`, `getCmdLineOpts`, `getParameter`, `serverStatus`, `hostInfo`,
 //! `whatsmyuri`, `connectionStatus`, `getLog`, `listCommands`, and the session commands that
-//! need no transaction (`endSessions`, `killSessions`, `refreshSessions`).
+//! need no transaction (`endSessions`, `refreshSessions`; killing sessions is in `operations`).
 
 use std::sync::atomic::Ordering;
 
@@ -289,15 +289,6 @@ pub fn not_enabled(_: &mut Ctx<'_>, _: &Document) -> CommandResult {
 
 pub fn end_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     end_listed(ctx, command, "endSessions")
-}
-
-pub fn kill_sessions(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    let name = command.keys().next().map_or("killSessions", String::as_str);
-    if name == "killAllSessions" {
-        ctx.server.sessions.end_all();
-        return Ok(Document::new().into());
-    }
-    end_listed(ctx, command, "killSessions")
 }
 
 fn end_listed(ctx: &mut Ctx<'_>, command: &Document, name: &'static str) -> CommandResult {

@@ -18,6 +18,8 @@ pub(crate) mod handshake;
 #[allow(clippy::unnecessary_wraps)]
 mod indexes;
 #[allow(clippy::unnecessary_wraps)]
+mod operations;
+#[allow(clippy::unnecessary_wraps)]
 mod query;
 
 use bson::{Bson, Document, RawDocumentBuf};
@@ -193,6 +195,9 @@ pub struct Ctx<'a> {
     pub db: String,
     /// The transaction the command runs in, if any (see `session`).
     pub txn: Option<std::sync::Arc<super::session::Transaction>>,
+    /// The session the command names in its `lsid` (set by `session`), which owns the cursors
+    /// it opens.
+    pub session: Option<super::session::SessionId>,
 }
 
 /// Who may run a command.
@@ -265,8 +270,14 @@ pub static COMMANDS: &[Spec] = &[
     cmd("hostInfo", handshake::host_info),
     cmd("whatsmyuri", handshake::whatsmyuri),
     cmd("getLog", handshake::get_log),
-    cmd("killSessions", handshake::kill_sessions),
-    cmd("killAllSessions", handshake::kill_sessions),
+    cmd("killSessions", operations::kill_sessions),
+    cmd("killAllSessions", operations::kill_all_sessions),
+    cmd(
+        "killAllSessionsByPattern",
+        operations::kill_all_sessions_by_pattern,
+    ),
+    cmd("currentOp", operations::current_op),
+    cmd("killOp", operations::kill_op),
     cmd("refreshSessions", handshake::refresh_sessions),
     cmd("listCommands", handshake::list_commands),
     cmd("getFreeMonitoringStatus", handshake::not_enabled),

@@ -55,7 +55,10 @@ pub fn cursor_reply_with_token(
 /// batch, the rest kept for `getMore`.
 pub fn buffered_reply(ctx: &Ctx<'_>, ns: &str, docs: &[Document], first: usize) -> CommandResult {
     let docs = docs.iter().map(encode).collect::<Result<Vec<_>, _>>()?;
-    let (batch, id) = ctx.server.cursors.buffered(ns.to_owned(), docs, first)?;
+    let (batch, id) = ctx
+        .server
+        .cursors
+        .buffered(ns.to_owned(), docs, first, ctx.session)?;
     Ok(cursor_reply(id, ns, true, batch))
 }
 
@@ -68,6 +71,8 @@ fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), Com
         let_vars: args.doc("let")?.cloned(),
         collation: args.doc("collation")?.cloned(),
         hint: hint(args)?,
+        // The command's own, entered on the thread that runs it (see `operations`).
+        interrupt: None,
     };
     Ok((pipeline, options))
 }
@@ -125,6 +130,8 @@ fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
         hint: hint(args)?,
         let_vars: args.doc("let")?.cloned(),
         collation: args.doc("collation")?.cloned(),
+        // The command's own, entered on the thread that runs it (see `operations`).
+        interrupt: None,
     })
 }
 
@@ -160,6 +167,7 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             ns.clone(),
             docs,
             if single { usize::MAX } else { first },
+            ctx.session,
         )?;
         return Ok(cursor_reply(if single { 0 } else { id }, &ns, true, batch));
     }
@@ -177,7 +185,7 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     } else {
         ctx.server
             .cursors
-            .live(db, ns.clone(), collection, open, first)?
+            .live(db, ns.clone(), collection, open, first, ctx.session)?
     };
     Ok(cursor_reply(id, &ns, true, batch))
 }
@@ -200,11 +208,12 @@ pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = args.required_str("collection")?;
     let limit = batch_size(&args)?.filter(|n| *n > 0).unwrap_or(usize::MAX);
     let ns = format!("{}.{collection}", ctx.db);
-    // An awaiting cursor (a change stream's) waits this long for new results.
-    let wait = args.non_negative("maxTimeMS")?.filter(|ms| *ms > 0).map_or(
-        super::change_stream::DEFAULT_AWAIT,
-        std::time::Duration::from_millis,
-    );
+    // An awaiting cursor (a change stream's) waits this long for new results; 0 is the
+    // default wait.
+    let wait = args
+        .non_negative("maxTimeMS")?
+        .map(std::time::Duration::from_millis)
+        .filter(|wait| !wait.is_zero());
     Stats::add(&ctx.server.stats.op_getmore, 1);
     let more = ctx
         .server
@@ -271,6 +280,9 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     if super::change_stream::is_change_stream(&pipeline_docs)? {
         return open_change_stream(ctx, command, &args, &pipeline_docs);
     }
+    if let Some(spec) = pipeline_docs.first().and_then(|s| s.get("$currentOp")) {
+        return current_op_pipeline(ctx, command, &args, spec);
+    }
     let collection = match command.get("aggregate") {
         Some(Bson::Int32(1) | Bson::Int64(1)) if lists_samples => {
             return list_sampled_queries(ctx, &args);
@@ -334,11 +346,41 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 as Results<'_>,
         )
     });
-    let (batch, id) = ctx
-        .server
-        .cursors
-        .live(db, ns.clone(), collection, open, first)?;
+    let (batch, id) =
+        ctx.server
+            .cursors
+            .live(db, ns.clone(), collection, open, first, ctx.session)?;
     Ok(cursor_reply(id, &ns, true, batch))
+}
+
+/// `{aggregate: 1, pipeline: [{$currentOp: {...}}, ...]}` on `admin`: the running operations
+/// through the rest of the pipeline.
+fn current_op_pipeline(
+    ctx: &Ctx<'_>,
+    command: &Document,
+    args: &Args<'_>,
+    spec: &Bson,
+) -> CommandResult {
+    if !matches!(
+        command.get("aggregate"),
+        Some(Bson::Int32(1) | Bson::Int64(1))
+    ) {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_NAMESPACE,
+            "$currentOp must be run against the 'admin' database with {aggregate: 1}",
+        ));
+    }
+    let ops = super::operations::current_op_stage(ctx, spec)?;
+    let (pipeline, options) = pipeline_of(args)?;
+    let db = ctx.server.storage.get_or_create(&ctx.db)?;
+    let docs = db
+        .read()?
+        .aggregate_documents(ops, &pipeline[1..], &options)?;
+    let first = match args.doc("cursor")? {
+        Some(cursor) => first_batch(cursor.get("batchSize"))?,
+        None => DEFAULT_FIRST_BATCH,
+    };
+    buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &docs, first)
 }
 
 /// `cursor.batchSize`: the size of an aggregation's first batch, a whole non-negative number.

@@ -1,0 +1,239 @@
+//! Stopping work: one operation's time limit (MongoDB's `maxTimeMS`) and its kill (`killOp`,
+//! `killSessions`), as one [`Interrupt`].
+//!
+//! An [`Interrupt`] is a deadline and a kill flag shared by its clones; whoever runs the
+//! operation holds one, whoever stops it (the server's `killOp`) holds another. It reaches the
+//! loops through the thread that runs them: [`Interrupt::enter`] installs it on the current
+//! thread for as long as the returned guard lives, and every loop that can run long (candidate
+//! scans, the buffering of `$sort` and `$group`, accumulators, `$map`, `$filter`, `$reduce`,
+//! `$range`) calls [`check`], which fails with [`Interrupted`] once the deadline has passed or
+//! the operation was killed. A query runs on the thread that pulls its results, so the cursors
+//! of `find` and `aggregate` enter the interrupt of their options for each pull: work done
+//! between pulls belongs to nobody and is never interrupted.
+//!
+//! Rules: [`check`] is cheap, so a loop may call it at every step: it counts calls on its
+//! thread and looks at the flag and the clock once every [`CHECK_EVERY`] calls (a clock read
+//! costs some tens of nanoseconds); the counter is shared by every loop of the thread, so
+//! nested loops still reach a real check within that many inner steps. A thread with no
+//! interrupt entered is never interrupted. A failed check leaves nothing behind: a write fails
+//! inside its transaction, which is then aborted.
+
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+pub use crate::error::Interrupted;
+
+/// How many calls of [`check`] a thread makes between two looks at the flag and the clock.
+pub const CHECK_EVERY: u32 = 64;
+
+/// The state's value once killed (0 while running).
+const KILLED: u8 = 1;
+
+/// One operation's deadline and kill flag; clones share the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt {
+    deadline: Option<Instant>,
+    state: Arc<AtomicU8>,
+}
+
+impl Interrupt {
+    /// An interrupt with no deadline, stopped only by [`Interrupt::kill`].
+    #[must_use]
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// An interrupt whose operation must end by `deadline`.
+    #[must_use]
+    pub fn with_deadline(deadline: Instant) -> Interrupt {
+        Interrupt {
+            deadline: Some(deadline),
+            state: Arc::default(),
+        }
+    }
+
+    /// An interrupt whose operation must end within `limit` from now; `None` for no limit.
+    #[must_use]
+    pub fn within(limit: Option<Duration>) -> Interrupt {
+        match limit.and_then(|l| Instant::now().checked_add(l)) {
+            Some(deadline) => Interrupt::with_deadline(deadline),
+            None => Interrupt::new(),
+        }
+    }
+
+    /// The same kill flag with another deadline (a cursor's `getMore` running on its
+    /// remaining time).
+    #[must_use]
+    pub fn until(&self, deadline: Option<Instant>) -> Interrupt {
+        Interrupt {
+            deadline,
+            state: self.state.clone(),
+        }
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Time left before the deadline (zero once past); `None` without a deadline.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Marks the operation killed: its next real check fails with [`Interrupted::Killed`].
+    pub fn kill(&self) {
+        self.state.store(KILLED, Ordering::Release);
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.state.load(Ordering::Acquire) == KILLED
+    }
+
+    /// Whether the operation must stop now, looking at the flag and the clock.
+    pub fn status(&self) -> Result<(), Interrupted> {
+        if self.is_killed() {
+            return Err(Interrupted::Killed);
+        }
+        match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => Err(Interrupted::TimeLimit),
+            _ => Ok(()),
+        }
+    }
+
+    /// Installs this interrupt on the current thread until the guard drops (the one installed
+    /// before comes back then).
+    #[must_use = "the interrupt is installed only while the guard lives"]
+    pub fn enter(&self) -> Entered {
+        let previous = CURRENT.with_borrow_mut(|c| c.replace(self.clone()));
+        Entered {
+            previous,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The interrupt installed on the current thread, if any.
+    pub fn current() -> Option<Interrupt> {
+        CURRENT.with_borrow(Clone::clone)
+    }
+}
+
+/// While it lives, an [`Interrupt`] is the current thread's (see [`Interrupt::enter`]).
+#[derive(Debug)]
+pub struct Entered {
+    previous: Option<Interrupt>,
+    /// The guard restores the thread it was made on.
+    _not_send: PhantomData<std::rc::Rc<()>>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        CURRENT.with_borrow_mut(|c| *c = previous);
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Interrupt>> = const { RefCell::new(None) };
+    static CALLS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Fails once the current thread's operation is past its deadline or killed; looks at them
+/// once every [`CHECK_EVERY`] calls (see the module documentation).
+pub fn check() -> Result<(), Interrupted> {
+    let calls = CALLS.get().wrapping_add(1);
+    CALLS.set(calls);
+    if calls.is_multiple_of(CHECK_EVERY) {
+        check_now()
+    } else {
+        Ok(())
+    }
+}
+
+/// [`check`] looking at the flag and the clock now (before a step that cannot be
+/// interrupted, or between batches).
+pub fn check_now() -> Result<(), Interrupted> {
+    CURRENT.with_borrow(|c| c.as_ref().map_or(Ok(()), Interrupt::status))
+}
+
+/// An iterator whose every pull runs with `interrupt` entered, and that fails (once, then
+/// ends) when the interrupt stops it between two items.
+pub(crate) struct Interruptible<I> {
+    inner: I,
+    interrupt: Interrupt,
+    failed: bool,
+}
+
+impl<I> Interruptible<I> {
+    pub(crate) fn new(inner: I, interrupt: Interrupt) -> Self {
+        Interruptible {
+            inner,
+            interrupt,
+            failed: false,
+        }
+    }
+}
+
+impl<T, E: From<Interrupted>, I: Iterator<Item = Result<T, E>>> Iterator for Interruptible<I> {
+    type Item = Result<T, E>;
+
+    fn next(&mut self) -> Option<Result<T, E>> {
+        if self.failed {
+            return None;
+        }
+        let _entered = self.interrupt.enter();
+        let next = match check_now() {
+            Ok(()) => self.inner.next(),
+            Err(e) => Some(Err(e.into())),
+        };
+        self.failed = matches!(next, Some(Err(_)));
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{CHECK_EVERY, Interrupt, Interrupted, check, check_now};
+
+    #[test]
+    fn a_thread_without_an_interrupt_is_never_stopped() {
+        for _ in 0..CHECK_EVERY * 2 {
+            assert!(check().is_ok());
+        }
+        assert!(check_now().is_ok());
+    }
+
+    #[test]
+    fn a_kill_is_seen_within_check_every_calls_and_only_while_entered() {
+        let interrupt = Interrupt::new();
+        let other = interrupt.clone();
+        {
+            let _entered = interrupt.enter();
+            other.kill();
+            let failed = (0..CHECK_EVERY).find_map(|_| check().err());
+            assert_eq!(failed, Some(Interrupted::Killed));
+        }
+        assert!(check_now().is_ok(), "the guard took the interrupt away");
+    }
+
+    #[test]
+    fn a_past_deadline_fails_with_the_time_limit_and_nesting_restores_the_outer() {
+        let outer = Interrupt::with_deadline(Instant::now());
+        let _outer = outer.enter();
+        assert_eq!(check_now(), Err(Interrupted::TimeLimit));
+        {
+            let _inner = Interrupt::within(None).enter();
+            assert!(check_now().is_ok());
+        }
+        assert_eq!(check_now(), Err(Interrupted::TimeLimit));
+        assert_eq!(
+            Interrupt::within(Some(Duration::from_mins(1))).status(),
+            Ok(())
+        );
+    }
+}
