@@ -19,6 +19,7 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::command::{self, Access, CommandError, Ctx};
@@ -37,8 +38,9 @@ pub struct ConnectionState {
     pub compressors: Vec<Compressor>,
     /// The authenticated user: (database, name).
     pub user: Option<(String, String)>,
-    /// A SCRAM conversation in progress.
-    pub scram: Option<super::auth::Conversation>,
+    /// A SCRAM conversation in progress (boxed: an idle connection should not keep room
+    /// for one).
+    pub scram: Option<Box<super::auth::Conversation>>,
     /// The application name the client gave in its handshake (`client.application.name`).
     pub app_name: Option<String>,
     /// Close the connection without replying (a fail point's `closeConnection`, `shutdown`).
@@ -47,8 +49,24 @@ pub struct ConnectionState {
     next_request_id: i32,
 }
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
+    /// The socket an idle connection waits on before a read is begun, when nothing can be
+    /// buffered above it: plain TCP. TLS may hold decrypted bytes already, so its reads begin
+    /// at once.
+    fn plain(&self) -> Option<&tokio::net::TcpStream>;
+}
+
+impl Stream for tokio::net::TcpStream {
+    fn plain(&self) -> Option<&tokio::net::TcpStream> {
+        Some(self)
+    }
+}
+
+impl Stream for tokio_rustls::server::TlsStream<tokio::net::TcpStream> {
+    fn plain(&self) -> Option<&tokio::net::TcpStream> {
+        None
+    }
+}
 
 /// Why a connection ends; nothing is reported to the client.
 #[derive(Debug)]
@@ -62,6 +80,9 @@ impl From<std::io::Error> for Closed {
 
 /// Serves one connection until the client closes it, sends a message that cannot be framed, or
 /// the server stops. `slot` is the connection's place under the cap, given back on return.
+///
+/// Each step's future is boxed, so that it is allocated only while that step runs: the task
+/// itself holds what lives across steps, and an idle connection costs little.
 pub(super) async fn serve(
     shared: Arc<Shared>,
     socket: tokio::net::TcpStream,
@@ -78,18 +99,8 @@ pub(super) async fn serve(
         .then(|| Instant::now().checked_add(shared.config.auth_timeout))
         .flatten();
     let mut stop = shared.shutdown.subscribe();
-    let mut stream: Box<dyn Stream> = match tls {
-        Some(acceptor) => {
-            let handshake = tokio::select! {
-                () = super::shutdown::requested(&mut stop) => return,
-                handshake = within(deadline, acceptor.accept(socket)) => handshake,
-            };
-            match handshake {
-                Ok(Ok(tls)) => Box::new(tls),
-                _ => return,
-            }
-        }
-        None => Box::new(socket),
+    let Some(mut stream) = Box::pin(open(socket, tls, deadline, &mut stop)).await else {
+        return;
     };
     let mut state = ConnectionState {
         id,
@@ -102,15 +113,11 @@ pub(super) async fn serve(
         next_request_id: 1,
     };
     loop {
-        let message = tokio::select! {
-            biased;
-            () = super::shutdown::requested(&mut stop) => break,
-            message = within(deadline, read_message(&mut stream)) => message,
-        };
-        let Ok(Ok((header, body))) = message else {
+        let next = Box::pin(next_message(&mut stream, &mut stop, deadline)).await;
+        let Some((header, body)) = next else {
             break;
         };
-        let Ok(Ok(served)) = run_blocking(&shared, state, header, body).await else {
+        let Ok(Ok(served)) = Box::pin(run_blocking(&shared, state, header, body)).await else {
             break;
         };
         let reply;
@@ -120,11 +127,7 @@ pub(super) async fn serve(
         }
         if let Some(bytes) = reply {
             Stats::add(&shared.stats.bytes_out, bytes.len() as u64);
-            let written = within(deadline, async {
-                stream.write_all(&bytes).await?;
-                stream.flush().await
-            });
-            if !matches!(written.await, Ok(Ok(()))) {
+            if !Box::pin(write(&mut stream, &bytes, deadline)).await {
                 break;
             }
         }
@@ -137,6 +140,58 @@ pub(super) async fn serve(
     }
     drop(stream);
     drop(slot);
+}
+
+/// The connection's stream: the socket, or the TLS session over it once its handshake is done.
+async fn open(
+    socket: tokio::net::TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    deadline: Option<Instant>,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Box<dyn Stream>> {
+    let Some(acceptor) = tls else {
+        return Some(Box::new(socket));
+    };
+    let handshake = tokio::select! {
+        () = super::shutdown::requested(stop) => return None,
+        handshake = within(deadline, acceptor.accept(socket)) => handshake,
+    };
+    match handshake {
+        Ok(Ok(tls)) => Some(Box::new(tls)),
+        _ => None,
+    }
+}
+
+/// The next message, once it has arrived whole; `None` when the connection is to close (the
+/// client closed it or broke the framing, the deadline passed, the server is stopping).
+async fn next_message(
+    stream: &mut Box<dyn Stream>,
+    stop: &mut watch::Receiver<bool>,
+    deadline: Option<Instant>,
+) -> Option<(Header, Vec<u8>)> {
+    // Idle, the wait is for a byte or for the stop; the read's own state is boxed, allocated
+    // while a message arrives.
+    if let Some(socket) = stream.plain() {
+        tokio::select! {
+            biased;
+            () = super::shutdown::requested(stop) => return None,
+            ready = within(deadline, socket.readable()) => ready.ok()?.ok()?,
+        }
+    }
+    tokio::select! {
+        biased;
+        () = super::shutdown::requested(stop) => None,
+        message = Box::pin(within(deadline, read_message(stream))) => message.ok()?.ok(),
+    }
+}
+
+/// Writes a reply; whether it was written before the deadline.
+async fn write(stream: &mut Box<dyn Stream>, bytes: &[u8], deadline: Option<Instant>) -> bool {
+    let written = within(deadline, async {
+        stream.write_all(bytes).await?;
+        stream.flush().await
+    });
+    matches!(written.await, Ok(Ok(())))
 }
 
 /// Runs `io` until `deadline`, if there is one; `Err` when the deadline passed first.

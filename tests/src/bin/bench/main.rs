@@ -1,7 +1,7 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
 //! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools [--docs N] [--runs R]`
-//! and `bench load [--clients C] [--seconds S]`.
+//! and `bench load [--clients C] [--seconds S] [--idle I] [--slow W]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
@@ -48,7 +48,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|changes|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
+        "usage: bench core|query|update|odm|changes|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
     );
     std::process::exit(2);
 }
@@ -66,6 +66,9 @@ pub struct Options {
     /// `bench load`: concurrent clients, and how long they run.
     pub clients: usize,
     pub seconds: u64,
+    /// `bench load`: idle sockets and slow-reading clients held open during the run.
+    pub idle: usize,
+    pub slow: usize,
 }
 
 impl Options {
@@ -77,6 +80,8 @@ impl Options {
             kind: None,
             clients: 64,
             seconds: 10,
+            idle: 0,
+            slow: 0,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -97,6 +102,8 @@ impl Options {
                 "--runs" if n >= 1 => options.runs = n,
                 "--clients" if n >= 1 => options.clients = n,
                 "--seconds" if n >= 1 => options.seconds = n as u64,
+                "--idle" => options.idle = n,
+                "--slow" => options.slow = n,
                 "--docs" => return Err("--docs must be at least 1000".into()),
                 "--runs" => return Err("--runs must be at least 1".into()),
                 other => return Err(format!("unknown flag {other}")),
