@@ -1065,6 +1065,38 @@ fn the_shutdown_command_is_for_admin_only_and_lets_running_commands_answer() {
     );
 }
 
+/// Stopping closes every database file, after writing the queries sampled since the last
+/// commit: the file opens again at once (no handle of the stopped server holds it) with them.
+#[test]
+fn stopping_writes_sampled_queries_and_closes_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start_with(
+        Storage::in_folder(dir.path().to_path_buf()),
+        Config::default(),
+    );
+    let client = client(&server);
+    let items = client.database("d").collection::<Document>("c");
+    items.insert_one(doc! {"_id": 1}).run().unwrap();
+    command_reply(
+        &client.database("admin"),
+        doc! {"configureQueryAnalyzer": "d.c", "mode": "full", "samplesPerSecond": 50},
+    );
+    // Sampled after the last commit: they wait in memory.
+    for _ in 0..3 {
+        items.find_one(doc! {"_id": 1}).run().unwrap();
+    }
+    let began = std::time::Instant::now();
+    server.stop();
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    drop(client);
+    let db = odm_engine::Database::open(&dir.path().join("d.odm")).expect("the file is closed");
+    assert!(!db.sampled_queries(Some("c")).unwrap().is_empty());
+}
+
 /// The load test, short: 64 clients of mixed reads and writes against one server; nothing is
 /// lost, duplicated or left behind, and `validate` is clean (`odm_tests::load` checks it all;
 /// `bench load` runs it longer, in release, for the figures).
