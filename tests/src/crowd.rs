@@ -1,7 +1,10 @@
 //! Clients that cost a server without working it, for `bench load --idle N --slow M`: idle
 //! sockets that connect and never send a byte, and slow readers that ask for large replies and
-//! read them a few KB at a time. All of them live on the calling thread and one more, so that
-//! the process's thread count stays the server's and the load's.
+//! read them a few KB at a time. The idle sockets' client ends are held by a child process (the
+//! bench binary run as `bench hold-idle ADDR N`), so that the server's process holds only its
+//! own ends (10,000 sockets on each side would not fit one process's usual open-file limit);
+//! the slow readers live on one thread, so that the process's thread count stays the server's
+//! and the load's.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -27,6 +30,50 @@ pub fn idle_sockets(addr: SocketAddr, n: usize) -> Result<Vec<TcpStream>, String
     (0..n)
         .map(|i| TcpStream::connect(addr).map_err(|e| format!("idle socket {i}: {e}")))
         .collect()
+}
+
+/// Runs `exe hold-idle ADDR N` (see [`hold_idle`]) and waits until its sockets are open; they
+/// stay open until the child is killed or this process ends (closing the child's input).
+pub fn idle_sockets_in_child(
+    exe: &std::path::Path,
+    addr: SocketAddr,
+    n: usize,
+) -> Result<std::process::Child, String> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(exe)
+        .args(["hold-idle", &addr.to_string(), &n.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting the idle sockets' process: {e}"))?;
+    let mut line = String::new();
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    if line.trim() != "ready" {
+        let _ = child.kill();
+        return Err(format!("the idle sockets' process said `{}`", line.trim()));
+    }
+    Ok(child)
+}
+
+/// The child's side of [`idle_sockets_in_child`]: opens `n` idle sockets to `addr`, says
+/// `ready`, and holds them until its input closes.
+pub fn hold_idle(addr: &str, n: &str) -> Result<(), String> {
+    let addr: SocketAddr = addr.parse().map_err(|_| format!("bad address {addr}"))?;
+    let n: usize = n.parse().map_err(|_| format!("bad count {n}"))?;
+    let wanted = n as u64 + 256;
+    if crate::process::raise_open_file_limit(wanted) < wanted {
+        return Err(format!("{n} idle sockets need {wanted} open files"));
+    }
+    let sockets = idle_sockets(addr, n)?;
+    println!("ready");
+    std::io::stdout().flush().map_err(|e| e.to_string())?;
+    let mut rest = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut rest);
+    drop(sockets);
+    Ok(())
 }
 
 /// The documents slow readers ask for: `BLOBS` of `BLOB_BYTES` each, so that each reply is

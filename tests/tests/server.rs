@@ -1093,7 +1093,7 @@ fn stopping_writes_sampled_queries_and_closes_every_file() {
         began.elapsed()
     );
     drop(client);
-    let db = odm_engine::Database::open(&dir.path().join("d.odm")).expect("the file is closed");
+    let db = odm_engine::Database::open(dir.path().join("d.odm")).expect("the file is closed");
     assert!(!db.sampled_queries(Some("c")).unwrap().is_empty());
 }
 

@@ -22,6 +22,14 @@ fn main() {
     let Some(suite) = args.first() else {
         usage();
     };
+    // `bench load --idle` runs the bench binary again to hold the idle sockets' client ends.
+    if suite == "hold-idle" && args.len() == 3 {
+        if let Err(e) = odm_tests::crowd::hold_idle(&args[1], &args[2]) {
+            eprintln!("bench hold-idle: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let options = match Options::parse(&args[1..]) {
         Ok(o) => o,
         Err(e) => {

@@ -289,8 +289,9 @@ pub fn run_load(options: &Options) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("odm-bench-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     if options.idle + options.slow > 0 {
-        // Both ends of every socket are in this process, and the load's clients too.
-        let wanted = ((options.idle + options.slow) * 2 + options.clients * 8 + 4096) as u64;
+        // The server's ends of the idle sockets, both ends of the slow readers' and of the
+        // load's clients', and the database files.
+        let wanted = (options.idle + options.slow * 2 + options.clients * 8 + 1024) as u64;
         let limit = odm_tests::process::raise_open_file_limit(wanted);
         if limit < wanted {
             return Err(format!(
@@ -379,7 +380,8 @@ fn load_with_crowd(
     let setup = Client::with_uri_str(server.uri()).map_err(|e| e.to_string())?;
     odm_tests::crowd::seed_slow_readers(&setup)?;
     let before = figures();
-    let idle = odm_tests::crowd::idle_sockets(server.addr(), options.idle)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut idle = odm_tests::crowd::idle_sockets_in_child(&exe, server.addr(), options.idle)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let slow = odm_tests::crowd::start_slow_readers(server.addr(), options.slow, stop.clone())?;
     // Every socket accepted before the figures are read.
@@ -410,7 +412,8 @@ fn load_with_crowd(
     stop.store(true, Ordering::Release);
     let peak = sampler.join().map_err(|_| "the sampler panicked")?;
     let slow_replies = slow.join().map_err(|_| "the slow readers panicked")??;
-    drop(idle);
+    let _ = idle.kill();
+    let _ = idle.wait();
     Ok((
         report?,
         Some(CrowdFigures {
