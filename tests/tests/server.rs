@@ -1065,6 +1065,53 @@ fn the_shutdown_command_is_for_admin_only_and_lets_running_commands_answer() {
     );
 }
 
+/// `timeoutSecs` bounds the wait for running commands, and `force` does not wait at all: a
+/// command still running then gets no reply.
+#[test]
+fn the_shutdown_command_waits_at_most_its_timeout_and_not_at_all_with_force() {
+    for (shutdown, least, most) in [
+        (
+            doc! {"shutdown": 1, "timeoutSecs": 1, "$db": "admin"},
+            900,
+            4_000,
+        ),
+        (doc! {"shutdown": 1, "force": true, "$db": "admin"}, 0, 800),
+    ] {
+        let mut server = start_with(
+            Storage::in_memory(),
+            Config {
+                test_commands: true,
+                ..Config::default()
+            },
+        );
+        let mut admin = RawConnection::open(&server);
+        let block = doc! {
+            "configureFailPoint": "failCommand", "mode": {"times": 1}, "$db": "admin",
+            "data": {"failCommands": ["count"], "blockConnection": true, "blockTimeMS": 10_000},
+        };
+        assert_eq!(admin.code(&block), 0);
+        let mut busy = RawConnection::open(&server);
+        busy.0
+            .write_all(&op_msg(&doc! {"count": "c", "$db": "d"}, 0))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let began = std::time::Instant::now();
+        admin.0.write_all(&op_msg(&shutdown, 0)).unwrap();
+        server.wait();
+        let waited = began.elapsed();
+        assert!(
+            waited >= Duration::from_millis(least) && waited <= Duration::from_millis(most),
+            "{shutdown}: stopped after {waited:?}"
+        );
+        let mut header = [0u8; 16];
+        assert_eq!(
+            busy.0.read(&mut header).unwrap_or(0),
+            0,
+            "no reply past the wait"
+        );
+    }
+}
+
 /// Stopping closes every database file, after writing the queries sampled since the last
 /// commit: the file opens again at once (no handle of the stopped server holds it) with them.
 #[test]
