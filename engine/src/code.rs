@@ -94,6 +94,7 @@ impl ErrorCode {
     pub const UNSATISFIABLE_WRITE_CONCERN: ErrorCode =
         ErrorCode::named(100, "UnsatisfiableWriteConcern");
     pub const NOT_WRITABLE_PRIMARY: ErrorCode = ErrorCode::named(10107, "NotWritablePrimary");
+    pub const SHUTDOWN_IN_PROGRESS: ErrorCode = ErrorCode::named(91, "ShutdownInProgress");
     pub const BSON_OBJECT_TOO_LARGE: ErrorCode = ErrorCode::named(10334, "BSONObjectTooLarge");
     pub const NO_MATCHING_DOCUMENT: ErrorCode = ErrorCode::named(47, "NoMatchingDocument");
     pub const INVALID_RESUME_TOKEN: ErrorCode = ErrorCode::named(260, "InvalidResumeToken");

@@ -3,5 +3,7 @@
 
 pub mod conformance;
 pub mod crash;
+pub mod crowd;
 pub mod load;
+pub mod process;
 pub mod rng;

@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bson::{Bson, Document, bson, doc};
@@ -664,6 +665,11 @@ impl RawConnection {
 
     fn command(&mut self, body: &Document) -> Document {
         self.0.write_all(&op_msg(body, 0)).unwrap();
+        self.read_reply()
+    }
+
+    /// The next reply's body.
+    fn read_reply(&mut self) -> Document {
         let mut header = [0u8; 16];
         self.0.read_exact(&mut header).unwrap();
         let len = u32::from_le_bytes(header[..4].try_into().unwrap()) as usize;
@@ -946,23 +952,196 @@ fn transactions_need_replica_set_mode() {
     );
 }
 
+/// Past the cap a new socket is closed unanswered, the connections already served go on as if
+/// nothing happened, and a place freed by a closed connection serves the next one.
 #[test]
-fn connections_past_the_limit_are_closed() {
+fn connections_past_the_limit_are_closed_and_the_established_ones_go_on() {
     let server = start_with(
         Storage::in_memory(),
         Config {
-            max_connections: 1,
+            max_connections: 2,
             ..Config::default()
         },
     );
-    let ping = op_msg(&doc! {"ping": 1, "$db": "admin"}, 0);
-    let mut first = TcpStream::connect(server.addr()).unwrap();
-    first.write_all(&ping).unwrap();
+    let ping = doc! {"ping": 1, "$db": "admin"};
+    let mut first = RawConnection::open(&server);
+    let mut second = RawConnection::open(&server);
+    assert_eq!(first.code(&ping), 0);
+    assert_eq!(second.code(&ping), 0);
+    for _ in 0..5 {
+        assert!(exchange(&server, &op_msg(&ping, 0)).is_empty());
+    }
+    assert_eq!(first.code(&ping), 0);
+    assert_eq!(second.code(&ping), 0);
+    assert_eq!(
+        server
+            .shared()
+            .stats
+            .connections_current
+            .load(Ordering::Relaxed),
+        2
+    );
+    drop(second);
+    // The server sees the close, and gives its place to the next connection.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while server
+        .shared()
+        .stats
+        .connections_current
+        .load(Ordering::Relaxed)
+        > 1
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the closed connection's place is freed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut third = RawConnection::open(&server);
+    assert_eq!(third.code(&ping), 0);
+    assert_eq!(first.code(&ping), 0);
+}
+
+/// `shutdown` runs on `admin` only and needs authentication when the server requires it; it
+/// lets a command already running answer, closes its own connection unanswered, and stops the
+/// server: nothing connects afterwards.
+#[test]
+fn the_shutdown_command_is_for_admin_only_and_lets_running_commands_answer() {
+    let guarded = start_with_user_ann(Config::default());
+    let mut anonymous = RawConnection::open(&guarded);
+    assert_eq!(anonymous.code(&doc! {"shutdown": 1, "$db": "admin"}), 13);
+    assert_eq!(anonymous.code(&doc! {"ping": 1, "$db": "admin"}), 0);
+
+    let mut server = start_with(
+        Storage::in_memory(),
+        Config {
+            test_commands: true,
+            ..Config::default()
+        },
+    );
+    let mut admin = RawConnection::open(&server);
+    let refused = admin.command(&doc! {"shutdown": 1, "$db": "d"});
+    assert_eq!(refused.get_i32("code").unwrap(), 13, "{refused}");
+    assert_eq!(
+        refused.get_str("errmsg").unwrap(),
+        "shutdown may only be run against the admin database."
+    );
+    let bad = admin.command(&doc! {"shutdown": 1, "timeoutSecs": -1, "$db": "admin"});
+    assert_eq!(bad.get_i32("code").unwrap(), 51024, "{bad}");
+    let bad = admin.command(&doc! {"shutdown": 1, "force": "yes", "$db": "admin"});
+    assert_eq!(bad.get_i32("code").unwrap(), 14, "{bad}");
+    assert_eq!(admin.code(&doc! {"ping": 1, "$db": "admin"}), 0);
+    // A count that takes 600 ms, running when the shutdown arrives.
+    let block = doc! {
+        "configureFailPoint": "failCommand", "mode": {"times": 1}, "$db": "admin",
+        "data": {"failCommands": ["count"], "blockConnection": true, "blockTimeMS": 600},
+    };
+    assert_eq!(admin.code(&block), 0);
+    let mut busy = RawConnection::open(&server);
+    let mut idle = RawConnection::open(&server);
+    busy.0
+        .write_all(&op_msg(&doc! {"count": "c", "$db": "d"}, 0))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    admin
+        .0
+        .write_all(&op_msg(&doc! {"shutdown": 1, "$db": "admin"}, 0))
+        .unwrap();
     let mut header = [0u8; 16];
-    first.read_exact(&mut header).unwrap();
-    // The first connection is served; the second is closed unanswered.
-    assert!(exchange(&server, &ping).is_empty());
-    drop(first);
+    assert!(
+        admin.0.read(&mut header).unwrap_or(0) == 0,
+        "the shutdown's connection closes unanswered"
+    );
+    let count = busy.read_reply();
+    assert_eq!(count.get("ok"), Some(&Bson::Double(1.0)), "{count}");
+    server.wait();
+    assert!(
+        idle.0.read(&mut header).unwrap_or(0) == 0,
+        "idle connections are closed"
+    );
+    assert!(
+        TcpStream::connect(server.addr()).is_err(),
+        "nothing connects after"
+    );
+}
+
+/// `timeoutSecs` bounds the wait for running commands, and `force` does not wait at all: a
+/// command still running then gets no reply.
+#[test]
+fn the_shutdown_command_waits_at_most_its_timeout_and_not_at_all_with_force() {
+    for (shutdown, least, most) in [
+        (
+            doc! {"shutdown": 1, "timeoutSecs": 1, "$db": "admin"},
+            900,
+            4_000,
+        ),
+        (doc! {"shutdown": 1, "force": true, "$db": "admin"}, 0, 800),
+    ] {
+        let mut server = start_with(
+            Storage::in_memory(),
+            Config {
+                test_commands: true,
+                ..Config::default()
+            },
+        );
+        let mut admin = RawConnection::open(&server);
+        let block = doc! {
+            "configureFailPoint": "failCommand", "mode": {"times": 1}, "$db": "admin",
+            "data": {"failCommands": ["count"], "blockConnection": true, "blockTimeMS": 10_000},
+        };
+        assert_eq!(admin.code(&block), 0);
+        let mut busy = RawConnection::open(&server);
+        busy.0
+            .write_all(&op_msg(&doc! {"count": "c", "$db": "d"}, 0))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let began = std::time::Instant::now();
+        admin.0.write_all(&op_msg(&shutdown, 0)).unwrap();
+        server.wait();
+        let waited = began.elapsed();
+        assert!(
+            waited >= Duration::from_millis(least) && waited <= Duration::from_millis(most),
+            "{shutdown}: stopped after {waited:?}"
+        );
+        let mut header = [0u8; 16];
+        assert_eq!(
+            busy.0.read(&mut header).unwrap_or(0),
+            0,
+            "no reply past the wait"
+        );
+    }
+}
+
+/// Stopping closes every database file, after writing the queries sampled since the last
+/// commit: the file opens again at once (no handle of the stopped server holds it) with them.
+#[test]
+fn stopping_writes_sampled_queries_and_closes_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start_with(
+        Storage::in_folder(dir.path().to_path_buf()),
+        Config::default(),
+    );
+    let client = client(&server);
+    let items = client.database("d").collection::<Document>("c");
+    items.insert_one(doc! {"_id": 1}).run().unwrap();
+    command_reply(
+        &client.database("admin"),
+        doc! {"configureQueryAnalyzer": "d.c", "mode": "full", "samplesPerSecond": 50},
+    );
+    // Sampled after the last commit: they wait in memory.
+    for _ in 0..3 {
+        items.find_one(doc! {"_id": 1}).run().unwrap();
+    }
+    let began = std::time::Instant::now();
+    server.stop();
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    drop(client);
+    let db = odm_engine::Database::open(dir.path().join("d.odm")).expect("the file is closed");
+    assert!(!db.sampled_queries(Some("c")).unwrap().is_empty());
 }
 
 /// The load test, short: 64 clients of mixed reads and writes against one server; nothing is

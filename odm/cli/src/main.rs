@@ -5,6 +5,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
@@ -103,8 +104,15 @@ struct Serve {
     /// TLS private key (PEM); needs --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
-    #[arg(long, default_value_t = 1000)]
+    /// Connections served at once; more are closed on arrival. The default is MongoDB's: 80%
+    /// of the open-file limit (`ulimit -n`; raise it there for more), the rest left to
+    /// database files.
+    #[arg(long, default_value_t = odm_server::default_max_connections())]
     max_connections: usize,
+    /// Seconds a SIGINT or SIGTERM lets running commands finish before the server stops (a
+    /// second signal stops it at once); the `shutdown` command gives its own `timeoutSecs`.
+    #[arg(long, default_value_t = 15)]
+    shutdown_timeout: u64,
     /// With --auth, seconds a connection has to authenticate before it is closed.
     #[arg(long, default_value_t = 30)]
     auth_timeout: u64,
@@ -155,6 +163,7 @@ fn serve(args: Serve) -> Result<(), ToolError> {
             _ => None,
         },
         max_connections: args.max_connections,
+        shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
         auth_timeout: Duration::from_secs(args.auth_timeout),
         max_sessions: args.max_sessions,
         max_sessions_per_connection: args.max_sessions_per_connection,
@@ -165,8 +174,55 @@ fn serve(args: Serve) -> Result<(), ToolError> {
         ..Config::default()
     };
     let server = Server::bind(storage, config).map_err(|e| ToolError(e.to_string()))?;
+    stop_on_signals(server.shared().clone())?;
     eprintln!("odm serve: listening on {}", server.local_addr());
     server.run();
+    eprintln!("odm serve: stopped");
+    Ok(())
+}
+
+/// SIGINT or SIGTERM stops the server gracefully (see `odm_server::shutdown`); a second one
+/// exits at once, with the status a shell gives a process killed by that signal.
+fn stop_on_signals(shared: Arc<odm_server::Shared>) -> Result<(), ToolError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let cannot = |e: std::io::Error| ToolError(format!("cannot watch for signals: {e}"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map_err(cannot)?;
+    // Registered now, before serving, so that no signal between here and the thread's start
+    // takes the default action.
+    let (mut interrupt, mut terminate) = runtime
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .map_err(cannot)?;
+    std::thread::Builder::new()
+        .name("odm-signals".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                let mut next = async || {
+                    tokio::select! {
+                        _ = interrupt.recv() => 2,
+                        _ = terminate.recv() => 15,
+                    }
+                };
+                next().await;
+                eprintln!(
+                    "odm serve: stopping; running commands have {} s to finish (a second signal \
+                     stops at once)",
+                    shared.config.shutdown_timeout.as_secs()
+                );
+                shared.shutdown.request(shared.config.shutdown_timeout);
+                let signal: u8 = next().await;
+                eprintln!("odm serve: stopped at once by a second signal");
+                std::process::exit(128 + i32::from(signal));
+            });
+        })
+        .map_err(cannot)?;
     Ok(())
 }
 

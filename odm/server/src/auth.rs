@@ -373,7 +373,7 @@ fn start(
         BASE64.encode(&credentials.salt),
         credentials.iterations
     );
-    ctx.conn.scram = Some(Conversation {
+    ctx.conn.scram = Some(Box::new(Conversation {
         db: ctx.db.clone(),
         user,
         credentials,
@@ -382,7 +382,7 @@ fn start(
         nonce,
         verified: false,
         skip_empty,
-    });
+    }));
     Ok(doc! {"conversationId": 1, "done": false, "payload": binary(server_first)})
 }
 
@@ -397,7 +397,7 @@ pub fn sasl_continue(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "saslContinue");
     let payload = payload_of(&args)?;
     let conversation =
-        ctx.conn.scram.take().ok_or_else(|| {
+        ctx.conn.scram.take().map(|boxed| *boxed).ok_or_else(|| {
             CommandError::new(ErrorCode::location(17), "No SASL session state found")
         })?;
     if conversation.verified {
@@ -436,10 +436,10 @@ pub fn sasl_continue(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         ctx.conn.user = Some((conversation.db, conversation.user));
         return Ok(doc! {"conversationId": 1, "done": true, "payload": reply_payload}.into());
     }
-    ctx.conn.scram = Some(Conversation {
+    ctx.conn.scram = Some(Box::new(Conversation {
         verified: true,
         ..conversation
-    });
+    }));
     Ok(doc! {"conversationId": 1, "done": false, "payload": reply_payload}.into())
 }
 

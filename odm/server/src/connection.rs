@@ -1,19 +1,31 @@
-//! One client's connection: messages read in turn, each command run and answered before the
-//! next is read. A message whose framing is broken (its length out of range, an unknown
-//! opcode) closes the connection; one whose content is malformed gets an error reply.
+//! One client's connection, a task on the event loop (`listener`): a whole message is read
+//! (its header's length checked before anything is allocated for the body, and the body
+//! buffered only as its bytes arrive), its command runs on a blocking thread (commands block:
+//! the engine is synchronous, and some wait), and the reply is written; then the next message
+//! is read. A connection's commands therefore run in order, one at a time, as MongoDB runs them;
+//! a `moreToCome` request gets no reply. A message whose framing is broken (its length out of
+//! range, an unknown opcode) closes the connection; one whose content is malformed gets an
+//! error reply.
+//!
+//! With `--auth`, a connection that has not authenticated within `auth_timeout` is closed:
+//! every read and write before then (the TLS handshake too) ends at that deadline, so a silent
+//! client, one that never authenticates, or one trickling a message a byte at a time, is closed
+//! at it. When the server stops (`shutdown`), an idle connection closes at once and one running
+//! a command closes after its reply.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
 use odm_engine::interrupt::Interrupt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::command::{self, Access, CommandError, Ctx};
 use super::compression::Compressor;
+use super::listener::Slot;
 use super::operations::Operation;
 use super::wire::{self, HEADER_LEN, Header, Request, RequestKind};
 use super::{Shared, Stats};
@@ -28,151 +40,231 @@ pub struct ConnectionState {
     pub compressors: Vec<Compressor>,
     /// The authenticated user: (database, name).
     pub user: Option<(String, String)>,
-    /// A SCRAM conversation in progress.
-    pub scram: Option<super::auth::Conversation>,
+    /// A SCRAM conversation in progress (boxed: an idle connection should not keep room
+    /// for one).
+    pub scram: Option<Box<super::auth::Conversation>>,
     /// The application name the client gave in its handshake (`client.application.name`).
     pub app_name: Option<String>,
-    /// Close the connection without replying (a fail point's `closeConnection`).
+    /// Close the connection without replying (a fail point's `closeConnection`, `shutdown`).
     pub close: bool,
+    /// The id the next reply carries.
+    next_request_id: i32,
 }
 
-trait Stream: Read + Write + Send {}
-impl<T: Read + Write + Send> Stream for T {}
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
+    /// The socket an idle connection waits on before a read is begun, when nothing can be
+    /// buffered above it: plain TCP. TLS may hold decrypted bytes already, so its reads begin
+    /// at once.
+    fn plain(&self) -> Option<&tokio::net::TcpStream>;
+}
 
-/// Serves one connection until the client closes it or sends a message that cannot be framed.
-pub(super) fn serve(
-    shared: &Arc<Shared>,
-    stream: TcpStream,
+impl Stream for tokio::net::TcpStream {
+    fn plain(&self) -> Option<&tokio::net::TcpStream> {
+        Some(self)
+    }
+}
+
+impl Stream for tokio_rustls::server::TlsStream<tokio::net::TcpStream> {
+    fn plain(&self) -> Option<&tokio::net::TcpStream> {
+        None
+    }
+}
+
+/// Why a connection ends; nothing is reported to the client.
+#[derive(Debug)]
+struct Closed;
+
+impl From<std::io::Error> for Closed {
+    fn from(_: std::io::Error) -> Closed {
+        Closed
+    }
+}
+
+/// Serves one connection until the client closes it, sends a message that cannot be framed, or
+/// the server stops. `slot` is the connection's place under the cap, given back on return.
+///
+/// Each step's future is boxed, so that it is allocated only while that step runs: the task
+/// itself holds what lives across steps, and an idle connection costs little.
+pub(super) async fn serve(
+    shared: Arc<Shared>,
+    socket: tokio::net::TcpStream,
+    peer: SocketAddr,
     id: u64,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    slot: Slot,
 ) {
-    let peer = stream
-        .peer_addr()
-        .map_or_else(|_| "unknown".to_owned(), |a| a.to_string());
-    let _ = stream.set_nodelay(true);
-    // Read timeouts are set on the socket itself, under TLS too.
-    let socket = stream.try_clone().ok();
-    let mut stream: Box<dyn Stream> = match tls {
-        Some(config) => match rustls::ServerConnection::new(config) {
-            Ok(conn) => Box::new(rustls::StreamOwned::new(conn, stream)),
-            Err(_) => return,
-        },
-        None => Box::new(stream),
+    let _ = socket.set_nodelay(true);
+    // A timeout past what an instant can hold is no deadline.
+    let mut deadline = shared
+        .config
+        .auth
+        .then(|| Instant::now().checked_add(shared.config.auth_timeout))
+        .flatten();
+    let mut stop = shared.shutdown.subscribe();
+    let Some(mut stream) = Box::pin(open(socket, tls, deadline, &mut stop)).await else {
+        return;
     };
-    Stats::add(&shared.stats.connections_current, 1);
-    Stats::add(&shared.stats.connections_total, 1);
     let mut state = ConnectionState {
         id,
-        peer,
+        peer: peer.to_string(),
         compressors: Vec::new(),
         user: None,
         scram: None,
         app_name: None,
         close: false,
+        next_request_id: 1,
     };
-    let mut next_request_id = 1i32;
-    let mut unauthenticated = AuthDeadline::new(shared, socket);
     loop {
-        let mut head = [0u8; HEADER_LEN];
-        if unauthenticated.read_exact(&mut stream, &mut head).is_err() {
-            break;
-        }
-        let Ok(header) = Header::parse(&head) else {
+        let next = Box::pin(next_message(&mut stream, &mut stop, deadline)).await;
+        let Some((header, body)) = next else {
             break;
         };
-        let mut body = vec![0u8; header.body_len()];
-        if unauthenticated.read_exact(&mut stream, &mut body).is_err() {
+        let Ok(Ok(served)) = Box::pin(run_blocking(&shared, state, header, body)).await else {
             break;
-        }
-        Stats::add(&shared.stats.requests, 1);
-        Stats::add(&shared.stats.bytes_in, header.length as u64);
-        let reply = match wire::parse(&header, &body) {
-            Ok(request) => respond(shared, &mut state, request, &mut next_request_id),
-            Err(wire::WireError::UnknownOpCode(_)) => break,
-            Err(e) => {
-                let error = CommandError::new(e.code(), e.to_string());
-                let body = wire::to_raw(&error.to_document());
-                let legacy = header.op_code == wire::OP_QUERY;
-                Some(encode(
-                    &body,
-                    header.request_id,
-                    legacy,
-                    None,
-                    &mut next_request_id,
-                ))
-            }
         };
+        let reply;
+        (state, reply) = served;
         if state.close {
             break;
         }
         if let Some(bytes) = reply {
             Stats::add(&shared.stats.bytes_out, bytes.len() as u64);
-            if stream
-                .write_all(&bytes)
-                .and_then(|()| stream.flush())
-                .is_err()
-            {
+            if !Box::pin(write(&mut stream, &bytes, deadline)).await {
                 break;
             }
         }
-        if shared.stopping.load(Ordering::Acquire) {
+        if shared.shutdown.is_requested() {
             break;
         }
         if state.user.is_some() {
-            unauthenticated.lift();
+            deadline = None;
         }
     }
-    shared
-        .stats
-        .connections_current
-        .fetch_sub(1, Ordering::Relaxed);
+    drop(stream);
+    drop(slot);
 }
 
-/// When the server requires authentication, the time a connection has to authenticate: every
-/// read before then waits at most until the deadline, so that a client that sends nothing, or
-/// sends without authenticating, or trickles a message a byte at a time, is closed at it.
-struct AuthDeadline {
-    /// The deadline, and the socket whose read timeout enforces it; `None` once lifted.
-    until: Option<(Instant, TcpStream)>,
-}
-
-impl AuthDeadline {
-    fn new(shared: &Shared, socket: Option<TcpStream>) -> AuthDeadline {
-        let until = match socket {
-            Some(socket) if shared.config.auth => {
-                Some((Instant::now() + shared.config.auth_timeout, socket))
-            }
-            _ => None,
-        };
-        AuthDeadline { until }
+/// The connection's stream: the socket, or the TLS session over it once its handshake is done.
+async fn open(
+    socket: tokio::net::TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    deadline: Option<Instant>,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Box<dyn Stream>> {
+    let Some(acceptor) = tls else {
+        return Some(Box::new(socket));
+    };
+    let handshake = tokio::select! {
+        () = super::shutdown::requested(stop) => return None,
+        handshake = within(deadline, acceptor.accept(socket)) => handshake,
+    };
+    match handshake {
+        Ok(Ok(tls)) => Some(Box::new(tls)),
+        _ => None,
     }
+}
 
-    /// Fills `buf` from `stream`, each read waiting no later than the deadline.
-    fn read_exact(&self, stream: &mut Box<dyn Stream>, buf: &mut [u8]) -> std::io::Result<()> {
-        let Some((deadline, socket)) = &self.until else {
-            return stream.read_exact(buf);
-        };
-        let mut filled = 0;
-        while filled < buf.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(std::io::ErrorKind::TimedOut.into());
-            }
-            socket.set_read_timeout(Some(left))?;
-            match stream.read(&mut buf[filled..]) {
-                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+/// The next message, once it has arrived whole; `None` when the connection is to close (the
+/// client closed it or broke the framing, the deadline passed, the server is stopping).
+async fn next_message(
+    stream: &mut Box<dyn Stream>,
+    stop: &mut watch::Receiver<bool>,
+    deadline: Option<Instant>,
+) -> Option<(Header, Vec<u8>)> {
+    // Idle, the wait is for a byte or for the stop; the read's own state is boxed, allocated
+    // while a message arrives.
+    if let Some(socket) = stream.plain() {
+        tokio::select! {
+            biased;
+            () = super::shutdown::requested(stop) => return None,
+            ready = within(deadline, socket.readable()) => ready.ok()?.ok()?,
         }
-        Ok(())
     }
+    tokio::select! {
+        biased;
+        () = super::shutdown::requested(stop) => None,
+        message = Box::pin(within(deadline, read_message(stream))) => message.ok()?.ok(),
+    }
+}
 
-    /// The connection authenticated: reads wait as long as they take again.
-    fn lift(&mut self) {
-        if let Some((_, socket)) = self.until.take() {
-            let _ = socket.set_read_timeout(None);
+/// Writes a reply; whether it was written before the deadline.
+async fn write(stream: &mut Box<dyn Stream>, bytes: &[u8], deadline: Option<Instant>) -> bool {
+    let written = within(deadline, async {
+        stream.write_all(bytes).await?;
+        stream.flush().await
+    });
+    matches!(written.await, Ok(Ok(())))
+}
+
+/// Runs `io` until `deadline`, if there is one; `Err` when the deadline passed first.
+async fn within<T>(
+    deadline: Option<Instant>,
+    io: impl Future<Output = T>,
+) -> Result<T, tokio::time::error::Elapsed> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, io).await,
+        None => Ok(io.await),
+    }
+}
+
+/// Reads one message: its header, checked, then exactly the body it announces. The body's
+/// buffer grows with the bytes that arrive, so a header announcing 48 MB that is followed by
+/// nothing holds nothing.
+async fn read_message(stream: &mut Box<dyn Stream>) -> Result<(Header, Vec<u8>), Closed> {
+    let mut head = [0u8; HEADER_LEN];
+    stream.read_exact(&mut head).await?;
+    let header = Header::parse(&head).map_err(|_| Closed)?;
+    let want = header.body_len();
+    let mut body = Vec::with_capacity(want.min(64 * 1024));
+    let read = (&mut *stream)
+        .take(want as u64)
+        .read_to_end(&mut body)
+        .await?;
+    if read != want {
+        return Err(Closed);
+    }
+    Ok((header, body))
+}
+
+/// Runs a message's command on a blocking thread; the connection's state back, and the reply
+/// to send (`None` when the client asked for none).
+async fn run_blocking(
+    shared: &Arc<Shared>,
+    mut state: ConnectionState,
+    header: Header,
+    body: Vec<u8>,
+) -> Result<Result<(ConnectionState, Option<Vec<u8>>), Closed>, tokio::task::JoinError> {
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let reply = handle(&shared, &mut state, &header, &body)?;
+        Ok((state, reply))
+    })
+    .await
+}
+
+/// One message: parsed, run, and its reply encoded.
+fn handle(
+    shared: &Shared,
+    state: &mut ConnectionState,
+    header: &Header,
+    body: &[u8],
+) -> Result<Option<Vec<u8>>, Closed> {
+    Stats::add(&shared.stats.requests, 1);
+    Stats::add(&shared.stats.bytes_in, header.length as u64);
+    match wire::parse(header, body) {
+        Ok(request) => Ok(respond(shared, state, request)),
+        Err(wire::WireError::UnknownOpCode(_)) => Err(Closed),
+        Err(e) => {
+            let error = CommandError::new(e.code(), e.to_string());
+            let body = wire::to_raw(&error.to_document());
+            let legacy = header.op_code == wire::OP_QUERY;
+            Ok(Some(encode(
+                &body,
+                header.request_id,
+                legacy,
+                None,
+                &mut state.next_request_id,
+            )))
         }
     }
 }
@@ -194,12 +286,7 @@ fn encode(
 }
 
 /// Runs a request's command; the encoded reply, or `None` when the client asked for none.
-fn respond(
-    shared: &Shared,
-    state: &mut ConnectionState,
-    request: Request,
-    next_request_id: &mut i32,
-) -> Option<Vec<u8>> {
+fn respond(shared: &Shared, state: &mut ConnectionState, request: Request) -> Option<Vec<u8>> {
     let more_to_come = request.more_to_come();
     let (command, db, legacy) = match request.kind {
         RequestKind::Msg { command, .. } => {
@@ -247,7 +334,7 @@ fn respond(
         request.request_id,
         legacy,
         compressor,
-        next_request_id,
+        &mut state.next_request_id,
     ))
 }
 
@@ -395,7 +482,7 @@ fn operation(
         user: state.user.clone(),
         lsid,
         session,
-        started: Instant::now(),
+        started: std::time::Instant::now(),
     };
     Ok((interrupt, operation))
 }

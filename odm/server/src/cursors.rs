@@ -474,6 +474,15 @@ impl Cursors {
         }
     }
 
+    /// Closes every cursor (the server is stopping); a cursor a `getMore` is using ends when
+    /// that `getMore` answers.
+    pub fn close_all(&self) {
+        let removed: Vec<Entry> = std::mem::take(&mut *self.lock()).into_values().collect();
+        for entry in &removed {
+            self.release(entry);
+        }
+    }
+
     /// Closes the cursors unused for longer than the idle timeout; how many.
     pub fn reap(&self) -> usize {
         let now = Instant::now();

@@ -18,14 +18,17 @@
 //! Depends on the engine and the shard-key advisor (for `analyzeShardKey`); never on the typed
 //! layer (`odm`), which serves applications, not clients on the wire.
 //!
-//! One thread per connection reads a message, runs its command and writes the reply; a
-//! connection's commands run in order, as MongoDB runs them. The pieces, one module each:
+//! Connections are tasks on an event loop: an idle one costs no thread, and each command runs
+//! on a blocking thread while it runs; a connection's commands run in order, as MongoDB runs
+//! them. The pieces, one module each:
 //!
 //! | module | concept |
 //! |---|---|
 //! | `wire` | message framing: headers, `OP_MSG`, `OP_QUERY`/`OP_REPLY`, `OP_COMPRESSED` |
 //! | `compression` | zstd, zlib and snappy, negotiated in `hello` |
+//! | `listener` | the event loop: its runtime, the accept loop, the connection cap |
 //! | `connection` | one client's connection: read, dispatch, reply; its negotiated state |
+//! | `shutdown` | stopping: the request, the grace period, the order of the steps |
 //! | `command` | the command table, arguments, replies and errors; one submodule per group |
 //! | `storage` | databases by name: a file each under the served folder |
 //! | `cursors` | server-side cursors: batches, `getMore`, idle timeout, the bound on their memory |
@@ -43,18 +46,21 @@ pub mod compression;
 mod connection;
 pub mod cursors;
 pub mod failpoint;
+mod listener;
 pub mod operations;
 pub mod session;
+pub mod shutdown;
 pub mod storage;
 pub mod tls;
 pub mod wire;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub use compression::Compressor;
+pub use listener::default_max_connections;
 pub use storage::Storage;
 
 /// How a server runs.
@@ -69,8 +75,12 @@ pub struct Config {
     /// Allow a non-loopback address without authentication.
     pub insecure_no_auth: bool,
     pub tls: Option<tls::TlsFiles>,
-    /// Connections served at once; more are closed on arrival.
+    /// Connections served at once; more are closed on arrival. The default follows MongoDB's
+    /// (see [`default_max_connections`]: 80% of the open-file limit).
     pub max_connections: usize,
+    /// How long a stop lets running commands finish (MongoDB's quiesce period for a signal,
+    /// `shutdownTimeoutMillisForSignaledShutdown`: 15 s). The `shutdown` command gives its own.
+    pub shutdown_timeout: Duration,
     /// With `auth`, how long a connection has to authenticate before it is closed.
     pub auth_timeout: Duration,
     /// A cursor unused this long is closed (MongoDB: 10 minutes).
@@ -102,7 +112,8 @@ impl Default for Config {
             auth: false,
             insecure_no_auth: false,
             tls: None,
-            max_connections: 1000,
+            max_connections: default_max_connections(),
+            shutdown_timeout: Duration::from_secs(15),
             auth_timeout: Duration::from_secs(30),
             cursor_timeout: Duration::from_mins(10),
             max_cursors: 10_000,
@@ -132,7 +143,13 @@ pub enum ServeError {
     },
     #[error("TLS: {0}")]
     Tls(#[from] tls::TlsError),
+    #[error("cannot start the event loop: {0}")]
+    Runtime(std::io::Error),
 }
+
+/// How long a stopping server waits for a database still in use by a command past the grace
+/// period before leaving it (its file then recovers from its log on the next open).
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// What every connection shares.
 #[derive(Debug)]
@@ -153,8 +170,8 @@ pub struct Shared {
     pub process_id: bson::oid::ObjectId,
     /// The address clients dial, as `hello` states it in replica-set mode.
     pub address: String,
-    stopping: AtomicBool,
-    open: Mutex<Vec<(u64, TcpStream)>>,
+    /// The stop request (see `shutdown`).
+    pub shutdown: shutdown::Shutdown,
 }
 
 /// Counters `serverStatus` reports.
@@ -185,6 +202,7 @@ pub struct Server {
     shared: Arc<Shared>,
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl Server {
@@ -206,6 +224,7 @@ impl Server {
             source,
         })?;
         let address = format!("{}:{}", local.ip(), local.port());
+        let runtime = listener::runtime(config.max_connections).map_err(ServeError::Runtime)?;
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),
             operations: operations::Operations::default(),
@@ -219,8 +238,7 @@ impl Server {
             started: Instant::now(),
             process_id: bson::oid::ObjectId::new(),
             address,
-            stopping: AtomicBool::new(false),
-            open: Mutex::new(Vec::new()),
+            shutdown: shutdown::Shutdown::default(),
             storage,
             config,
         });
@@ -228,6 +246,7 @@ impl Server {
             shared,
             listener,
             tls,
+            runtime,
         })
     }
 
@@ -256,49 +275,39 @@ impl Server {
         &self.shared
     }
 
-    /// Accepts connections until [`ServerHandle::stop`], a thread each.
+    /// Serves connections until a stop is requested (a signal `odm serve` caught, the
+    /// `shutdown` command, [`ServerHandle::stop`]), then stops as `shutdown` describes:
+    /// running commands finish within the grace period, and every database file is closed.
     pub fn run(self) {
         let Server {
             shared,
             listener,
             tls,
+            runtime,
         } = self;
         let reaper = cursors::start_reaper(&shared);
         let sample_writer = cursors::start_sample_writer(&shared);
-        let mut next_id = 1u64;
-        for stream in listener.incoming() {
-            if shared.stopping.load(Ordering::Acquire) {
-                break;
+        let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+        runtime.block_on(async {
+            let accepting = listener
+                .set_nonblocking(true)
+                .and_then(|()| tokio::net::TcpListener::from_std(listener));
+            if let Ok(listener) = accepting {
+                listener::accept(shared.clone(), listener, tls).await;
+            } else {
+                // Without a listener there is nothing to serve: stop at once.
+                shared.shutdown.request(Duration::ZERO);
             }
-            let Ok(stream) = stream else { continue };
-            let current = shared.stats.connections_current.load(Ordering::Relaxed);
-            if current as usize >= shared.config.max_connections {
-                // Over the limit: closed at once, as MongoDB does past `net.maxIncomingConnections`.
-                drop(stream);
-                continue;
-            }
-            let id = next_id;
-            next_id += 1;
-            if let Ok(clone) = stream.try_clone() {
-                shared.lock_open().push((id, clone));
-            }
-            let conn_shared = shared.clone();
-            let tls = tls.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("conn{id}"))
-                .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
-                .spawn(move || {
-                    connection::serve(&conn_shared, stream, id, tls);
-                    conn_shared
-                        .lock_open()
-                        .retain(|(open_id, _)| *open_id != id);
-                });
-            if spawned.is_err() {
-                shared.lock_open().retain(|(open_id, _)| *open_id != id);
-            }
-        }
+            listener::drain(&shared).await;
+        });
+        // What still runs past the grace period is abandoned: its connection closes, and a
+        // command still on a blocking thread finishes there, unanswered.
+        runtime.shutdown_timeout(Duration::ZERO);
         drop(reaper);
         drop(sample_writer);
+        shared.cursors.close_all();
+        shared.sessions.end_all();
+        shared.storage.close(CLOSE_WAIT);
     }
 
     /// Runs the server on a thread of its own.
@@ -324,15 +333,9 @@ impl Shared {
         bson::doc! {"processId": self.process_id, "counter": 0_i64}
     }
 
-    fn lock_open(&self) -> std::sync::MutexGuard<'_, Vec<(u64, TcpStream)>> {
-        self.open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Whether the server is shutting down.
     pub fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
+        self.shutdown.is_requested()
     }
 
     pub fn is_replica_set(&self) -> bool {
@@ -365,14 +368,19 @@ impl ServerHandle {
         &self.shared
     }
 
-    /// Stops accepting, closes every connection, and waits for the accept thread.
+    /// Stops the server as a signal stops `odm serve` (see `shutdown`): running commands
+    /// finish within `Config::shutdown_timeout`, every database file is closed; returns when
+    /// it has stopped.
     pub fn stop(&mut self) {
-        self.shared.stopping.store(true, Ordering::Release);
-        // Wake the accept loop.
-        let _ = TcpStream::connect(self.addr);
-        for (_, stream) in self.shared.lock_open().drain(..) {
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
+        self.shared
+            .shutdown
+            .request(self.shared.config.shutdown_timeout);
+        self.wait();
+    }
+
+    /// Waits until the server has stopped (after a stop was requested, by
+    /// [`ServerHandle::stop`] or the `shutdown` command).
+    pub fn wait(&mut self) {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

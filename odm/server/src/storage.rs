@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use odm_engine::Database;
 
@@ -22,6 +24,8 @@ pub struct Storage {
     /// `None`: every database in memory.
     root: Option<PathBuf>,
     open: Mutex<BTreeMap<String, Arc<Database>>>,
+    /// Set by [`Storage::close`]: no database opens again.
+    closed: AtomicBool,
 }
 
 impl Storage {
@@ -30,6 +34,7 @@ impl Storage {
         Storage {
             root: Some(root),
             open: Mutex::new(BTreeMap::new()),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -38,6 +43,7 @@ impl Storage {
         Storage {
             root: None,
             open: Mutex::new(BTreeMap::new()),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -59,6 +65,7 @@ impl Storage {
     pub fn get(&self, name: &str) -> Result<Option<Arc<Database>>, CommandError> {
         check_name(name)?;
         let mut open = self.lock();
+        self.check_open()?;
         if let Some(db) = open.get(name) {
             return Ok(Some(db.clone()));
         }
@@ -78,6 +85,7 @@ impl Storage {
             return Ok(db);
         }
         let mut open = self.lock();
+        self.check_open()?;
         if let Some(db) = open.get(name) {
             return Ok(db.clone());
         }
@@ -98,6 +106,44 @@ impl Storage {
         for db in open {
             let _ = db.flush_sampled_queries();
         }
+    }
+
+    /// Refuses once the databases were closed: the server is shutting down.
+    fn check_open(&self) -> Result<(), CommandError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(CommandError::new(
+                ErrorCode::SHUTDOWN_IN_PROGRESS,
+                "The server is shutting down",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Closes every database (the server is stopping): writes their sampled queries, then
+    /// closes each file once nothing else holds it, waiting up to `wait` for a command still
+    /// using one; a database still in use after that closes when its last user lets go (or,
+    /// if the process exits first, recovers from its log on the next open). Nothing opens
+    /// again afterwards. The names of the databases left in use.
+    pub fn close(&self, wait: Duration) -> Vec<String> {
+        let open = {
+            let mut open = self.lock();
+            self.closed.store(true, Ordering::Release);
+            std::mem::take(&mut *open)
+        };
+        let until = Instant::now() + wait;
+        let mut busy = Vec::new();
+        for (name, db) in open {
+            let _ = db.flush_sampled_queries();
+            while Arc::strong_count(&db) > 1 && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if Arc::strong_count(&db) > 1 {
+                busy.push(name);
+            }
+            // The last handle closes the file: the log is checkpointed into it.
+            drop(db);
+        }
+        busy
     }
 
     /// The names of the databases, in order.

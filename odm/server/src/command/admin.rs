@@ -1,5 +1,5 @@
 //! Databases and collections: `listDatabases`, `listCollections`, `create`, `drop`,
-//! `dropDatabase`, `renameCollection`, `collStats`, `dbStats`, `validate`.
+//! `dropDatabase`, `renameCollection`, `collStats`, `dbStats`, `validate`; and `shutdown`.
 
 use bson::{Bson, Document, doc};
 use odm_engine::query::Filter;
@@ -505,4 +505,42 @@ pub fn validate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         "databaseChecks": {"collections": report.collections as i64, "documents": report.documents as i64, "indexEntries": report.index_entries as i64, "problems": report.problems.len() as i64},
     }
     .into())
+}
+
+/// MongoDB's default quiesce period for the `shutdown` command's `timeoutSecs`.
+const SHUTDOWN_TIMEOUT_SECS: u64 = 15;
+
+/// `shutdown`: stops the server as a signal does (see `crate::shutdown`), letting running
+/// commands finish for `timeoutSecs` (15 by default), or none with `force`. On `admin` only;
+/// without authentication on the server, only from a loopback address, as MongoDB requires.
+/// The connection closes unanswered, as MongoDB's does.
+pub fn shutdown(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    if ctx.db != "admin" {
+        return Err(CommandError::new(
+            ErrorCode::UNAUTHORIZED,
+            "shutdown may only be run against the admin database.",
+        ));
+    }
+    let args = Args::new(command, "shutdown");
+    let force = args.flag("force")?;
+    let timeout = args.non_negative("timeoutSecs")?;
+    let local = ctx
+        .conn
+        .peer
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|peer| peer.ip().is_loopback());
+    if !ctx.server.config.auth && !local {
+        return Err(CommandError::new(
+            ErrorCode::UNAUTHORIZED,
+            "shutdown must run from localhost when running db without auth",
+        ));
+    }
+    let grace = if force {
+        std::time::Duration::ZERO
+    } else {
+        std::time::Duration::from_secs(timeout.unwrap_or(SHUTDOWN_TIMEOUT_SECS))
+    };
+    ctx.server.shutdown.request(grace);
+    ctx.conn.close = true;
+    Ok(Document::new().into())
 }

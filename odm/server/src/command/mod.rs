@@ -317,6 +317,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("commitTransaction", super::session::commit_transaction),
     cmd("abortTransaction", super::session::abort_transaction),
     cmd("configureFailPoint", super::failpoint::configure_fail_point),
+    cmd("shutdown", admin::shutdown),
 ];
 
 /// The table entry for a command name.

@@ -1,7 +1,7 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
 //! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools [--docs N] [--runs R]`
-//! and `bench load [--clients C] [--seconds S]`.
+//! and `bench load [--clients C] [--seconds S] [--idle I] [--slow W]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
@@ -22,6 +22,14 @@ fn main() {
     let Some(suite) = args.first() else {
         usage();
     };
+    // `bench load --idle` runs the bench binary again to hold the idle sockets' client ends.
+    if suite == "hold-idle" && args.len() == 3 {
+        if let Err(e) = odm_tests::crowd::hold_idle(&args[1], &args[2]) {
+            eprintln!("bench hold-idle: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let options = match Options::parse(&args[1..]) {
         Ok(o) => o,
         Err(e) => {
@@ -48,7 +56,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|changes|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S]"
+        "usage: bench core|query|update|odm|changes|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
     );
     std::process::exit(2);
 }
@@ -66,6 +74,9 @@ pub struct Options {
     /// `bench load`: concurrent clients, and how long they run.
     pub clients: usize,
     pub seconds: u64,
+    /// `bench load`: idle sockets and slow-reading clients held open during the run.
+    pub idle: usize,
+    pub slow: usize,
 }
 
 impl Options {
@@ -77,6 +88,8 @@ impl Options {
             kind: None,
             clients: 64,
             seconds: 10,
+            idle: 0,
+            slow: 0,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -97,6 +110,8 @@ impl Options {
                 "--runs" if n >= 1 => options.runs = n,
                 "--clients" if n >= 1 => options.clients = n,
                 "--seconds" if n >= 1 => options.seconds = n as u64,
+                "--idle" => options.idle = n,
+                "--slow" => options.slow = n,
                 "--docs" => return Err("--docs must be at least 1000".into()),
                 "--runs" => return Err("--runs must be at least 1".into()),
                 other => return Err(format!("unknown flag {other}")),

@@ -10,7 +10,10 @@
 //! run, so it shrinks as requests overlap). An insert of 1,000 documents counts 1,000.
 //!
 //! `bench load` (see `odm_tests::load`): 64 clients of mixed reads and writes against one
-//! server, with p50/p99 latencies and the checks after the run.
+//! server, with p50/p99 latencies and the checks after the run. With `--idle I --slow W`, I
+//! sockets that never send and W clients that read large replies 4 KB per 20 ms
+//! (`odm_tests::crowd`) are held open throughout, and the process's resident memory and
+//! threads are reported before them, with them, and at their peak during the run.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -285,6 +288,17 @@ pub fn run(options: &Options) -> Result<(), String> {
 pub fn run_load(options: &Options) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("odm-bench-load-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    if options.idle + options.slow > 0 {
+        // The server's ends of the idle sockets, both ends of the slow readers' and of the
+        // load's clients', and the database files.
+        let wanted = (options.idle + options.slow * 2 + options.clients * 8 + 1024) as u64;
+        let limit = odm_tests::process::raise_open_file_limit(wanted);
+        if limit < wanted {
+            return Err(format!(
+                "needs {wanted} open files; the limit stays at {limit}"
+            ));
+        }
+    }
     let config = Config {
         bind: "127.0.0.1:0".parse().expect("an address"),
         ..Config::default()
@@ -293,18 +307,120 @@ pub fn run_load(options: &Options) -> Result<(), String> {
         .map_err(|e| e.to_string())
         .and_then(|server| {
             let mut server = server.spawn();
-            let report = odm_tests::load::run(
-                &server.uri(),
-                &odm_tests::load::LoadOptions {
-                    clients: options.clients,
-                    duration: Duration::from_secs(options.seconds),
-                    seed: 20_261_124,
-                },
-            );
+            let report = load_with_crowd(&server, options);
             server.stop();
             report
         });
     let _ = std::fs::remove_dir_all(&dir);
-    outcome?.print();
+    let (report, crowd) = outcome?;
+    report.print();
+    if let Some(crowd) = crowd {
+        crowd.print(options);
+    }
     Ok(())
+}
+
+/// The process's resident memory (bytes) and threads at three moments of a crowded run.
+struct CrowdFigures {
+    before: (u64, u64),
+    with_crowd: (u64, u64),
+    peak: (u64, u64),
+    slow_replies: u64,
+}
+
+impl CrowdFigures {
+    fn print(&self, options: &Options) {
+        println!(
+            "with {} idle sockets and {} slow readers ({} replies of 256 KB read, {} KB per {} ms each)",
+            options.idle,
+            options.slow,
+            self.slow_replies,
+            odm_tests::crowd::SLOW_CHUNK / 1024,
+            odm_tests::crowd::SLOW_TICK.as_millis(),
+        );
+        println!(
+            "{:<34}{:>14}{:>10}",
+            "process (server and clients)", "resident MB", "threads"
+        );
+        for (moment, (bytes, threads)) in [
+            ("before the idle and slow clients", self.before),
+            ("with them, before the load", self.with_crowd),
+            ("peak during the load", self.peak),
+        ] {
+            println!("{moment:<34}{:>14.1}{threads:>10}", bytes as f64 / 1e6);
+        }
+    }
+}
+
+fn figures() -> (u64, u64) {
+    (
+        odm_tests::process::resident_bytes().unwrap_or(0),
+        odm_tests::process::threads().unwrap_or(0),
+    )
+}
+
+/// The load, with the idle and slow clients `options` asks for held open throughout.
+fn load_with_crowd(
+    server: &odm_server::ServerHandle,
+    options: &Options,
+) -> Result<(odm_tests::load::LoadReport, Option<CrowdFigures>), String> {
+    let load = || {
+        odm_tests::load::run(
+            &server.uri(),
+            &odm_tests::load::LoadOptions {
+                clients: options.clients,
+                duration: Duration::from_secs(options.seconds),
+                seed: 20_261_124,
+            },
+        )
+    };
+    if options.idle + options.slow == 0 {
+        return Ok((load()?, None));
+    }
+    let setup = Client::with_uri_str(server.uri()).map_err(|e| e.to_string())?;
+    odm_tests::crowd::seed_slow_readers(&setup)?;
+    let before = figures();
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut idle = odm_tests::crowd::idle_sockets_in_child(&exe, server.addr(), options.idle)?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow = odm_tests::crowd::start_slow_readers(server.addr(), options.slow, stop.clone())?;
+    // Every socket accepted before the figures are read.
+    let connections = &server.shared().stats.connections_current;
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while (connections.load(Ordering::Relaxed) as usize) < options.idle + options.slow {
+        if Instant::now() > deadline {
+            return Err("the server did not accept every idle socket".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let with_crowd = figures();
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        std::thread::spawn(move || {
+            let mut peak = figures();
+            while sampling.load(Ordering::Acquire) {
+                let now = figures();
+                peak = (peak.0.max(now.0), peak.1.max(now.1));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak
+        })
+    };
+    let report = load();
+    sampling.store(false, Ordering::Release);
+    stop.store(true, Ordering::Release);
+    let peak = sampler.join().map_err(|_| "the sampler panicked")?;
+    let slow_replies = slow.join().map_err(|_| "the slow readers panicked")??;
+    let _ = idle.kill();
+    let _ = idle.wait();
+    Ok((
+        report?,
+        Some(CrowdFigures {
+            before,
+            with_crowd,
+            peak,
+            slow_replies,
+        }),
+    ))
 }
