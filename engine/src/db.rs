@@ -19,6 +19,8 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::budget::SpillDir;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -74,6 +76,8 @@ pub(crate) struct Shared {
     log_bytes: AtomicU64,
     /// Concurrent durable writers share syncs (see [`crate::group_commit`]).
     group: GroupCommit,
+    /// Where blocking stages write their temporary files (see [`crate::budget`]).
+    pub(crate) spill_dir: SpillDir,
 }
 
 impl Drop for Shared {
@@ -222,6 +226,10 @@ impl Database {
     }
 
     fn init(redb: redb::Database, path: Option<PathBuf>) -> Result<Database> {
+        let spill_dir = match &path {
+            Some(file) => SpillDir::beside(file)?,
+            None => SpillDir::temporary(),
+        };
         let txn = redb.begin_write()?;
         // Fixed when the file was made: what stats multiply page counts by.
         let page_size = txn
@@ -309,6 +317,7 @@ impl Database {
                 change_log: RwLock::new(change_log),
                 log_bytes: AtomicU64::new(log_bytes),
                 group: GroupCommit::default(),
+                spill_dir,
             }),
         })
     }
@@ -348,6 +357,7 @@ impl Database {
             catalog: guard.clone(),
             plan_cache: self.shared.plan_cache.clone(),
             page_size: self.shared.page_size,
+            spill_dir: self.shared.spill_dir.clone(),
         })
     }
 
@@ -660,6 +670,8 @@ pub struct ReadTxn {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) plan_cache: Arc<PlanCache>,
     pub(crate) page_size: u64,
+    /// Where this snapshot's blocking stages spill (see [`crate::budget`]).
+    pub(crate) spill_dir: SpillDir,
 }
 
 impl std::fmt::Debug for ReadTxn {

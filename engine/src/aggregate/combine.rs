@@ -258,6 +258,7 @@ pub(super) fn union_with<'a>(
             let_vars: context.options.let_vars.clone(),
             collation: context.options.collation.clone(),
             hint: None,
+            ..context.options.clone()
         };
         super::sub_pipeline(context.snapshot, coll.as_deref(), &pipeline, &options)
     });

@@ -53,6 +53,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 
+use crate::budget::Budget;
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::db::ReadTxn;
@@ -62,6 +63,7 @@ use crate::expr::{Env, Expr, Scope, error, eval_in};
 use crate::path::{Parents, Path};
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
+use crate::spill::Sorter;
 use crate::update::Pipeline;
 use group::Accumulator;
 
@@ -76,6 +78,13 @@ pub struct AggregateOptions {
     pub collation: Option<Document>,
     /// Forces the plan of the leading `$match`, as in a find.
     pub hint: Option<Bson>,
+    /// Whether `$sort` and `$group` past their memory limit may write temporary files
+    /// (MongoDB's `allowDiskUse`); `None` allows it, as MongoDB 6.0+ does by default.
+    pub allow_disk_use: Option<bool>,
+    /// The memory limit of each blocking stage, in bytes (`None`: MongoDB's 100 MiB). For
+    /// tests, which spill without 100 MiB of data.
+    #[doc(hidden)]
+    pub memory_limit: Option<usize>,
 }
 
 impl ReadCollection<'_> {
@@ -158,6 +167,8 @@ impl ReadCollection<'_> {
             let_vars: options.let_vars.clone(),
             collation: options.collation.clone(),
             hint: options.hint.clone(),
+            allow_disk_use: options.allow_disk_use,
+            memory_limit: options.memory_limit,
             ..FindOptions::default()
         };
         let mut filter = Document::new();
@@ -297,6 +308,11 @@ fn context<'a>(
         snapshot,
         options: options.clone(),
         collation,
+        budget: Budget::new(
+            options.memory_limit,
+            options.allow_disk_use,
+            snapshot.spill_dir.clone(),
+        ),
     })
 }
 
@@ -413,6 +429,21 @@ struct Context<'a> {
     snapshot: &'a ReadTxn,
     options: AggregateOptions,
     collation: Option<Arc<Collation>>,
+    /// The operation's memory budget (see [`crate::budget`]).
+    budget: Budget,
+}
+
+/// The documents of a blocking stage that may stream its output (a merge from disk),
+/// computed when first pulled.
+fn deferred<'a>(run: impl FnOnce() -> Result<Documents<'a>> + 'a) -> Documents<'a> {
+    Box::new(
+        std::iter::once_with(run).flat_map(|result| -> Documents<'a> {
+            match result {
+                Ok(docs) => docs,
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            }
+        }),
+    )
 }
 
 enum Stage {
@@ -587,7 +618,10 @@ impl Stage {
         let collation = context.collation.clone();
         match self {
             Stage::Match(filter, _) => matching(input, filter, collation),
-            Stage::Sort(sort, _) => blocking(move || sort_all(input, &sort)),
+            Stage::Sort(sort, _) => {
+                let budget = context.budget.clone();
+                deferred(move || sort_all(input, sort, budget))
+            }
             Stage::Skip(n) => skipping(input, n),
             Stage::Limit(n) => Box::new(input.take(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Shape(pipeline) => Box::new(input.map(move |doc| {
@@ -602,13 +636,14 @@ impl Stage {
                 preserve,
             } => unwinding(input, path, index_field, preserve),
             Stage::Group {
-                mut grouping,
+                grouping,
                 in_key_order,
             } => {
                 if in_key_order {
                     Box::new(group::group_in_key_order(input, *grouping))
                 } else {
-                    blocking(move || group::group(input, &mut grouping))
+                    let budget = context.budget.clone();
+                    deferred(move || group::group_within(input, *grouping, &budget))
                 }
             }
             Stage::Lookup(lookup) => {
@@ -884,24 +919,18 @@ fn sample(input: Documents<'_>, size: u64) -> Result<Vec<Document>> {
     Ok(kept)
 }
 
-fn sort_all(input: Documents<'_>, sort: &Sort) -> Result<Vec<Document>> {
-    let mut raws = Vec::new();
-    let mut held = 0usize;
+/// `$sort`: every input document, held as raw BSON and counted against the budget; past it
+/// the sort spills sorted runs to disk and merges them (see `crate::spill`), or fails when
+/// disk use is not allowed.
+fn sort_all<'a>(input: Documents<'a>, sort: Sort, budget: Budget) -> Result<Documents<'a>> {
+    let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| sort.compare(a, b);
+    let mut sorter = Sorter::new(budget, "$sort", compare, None);
     for doc in input {
-        let raw = bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?;
-        held += raw.as_bytes().len();
-        if held > SORT_MEMORY_LIMIT {
-            return Err(Error::AggregateMemoryExceeded {
-                stage: "$sort".to_owned(),
-                limit: SORT_MEMORY_LIMIT,
-            });
-        }
-        raws.push(raw);
+        sorter.push(bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?)?;
     }
-    raws.sort_by(|a, b| sort.compare(a, b));
-    raws.iter()
-        .map(|r| Document::try_from(r.as_ref()).map_err(|e| stage_error("$sort", e)))
-        .collect()
+    Ok(Box::new(sorter.finish()?.map(|raw| {
+        Document::try_from(raw?.as_ref()).map_err(|e| stage_error("$sort", e))
+    })))
 }
 
 fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
@@ -1027,6 +1056,7 @@ impl Lookup {
                     let_vars: Some(vars),
                     collation: context.options.collation.clone(),
                     hint: None,
+                    ..context.options.clone()
                 };
                 sub_pipeline(context.snapshot, self.from.as_deref(), &pipeline, &options)?
             }
