@@ -593,6 +593,23 @@ pub(super) fn over(
 struct Group {
     key: Bson,
     states: Vec<State>,
+    /// Roughly the bytes its states hold: one group cannot spill, so past the budget it fails
+    /// (see [`group_too_big`]).
+    size: isize,
+}
+
+/// The error of one group whose states pass the budget: MongoDB's 146 (`ExceededMemoryLimit`),
+/// which `$push` and `$addToSet` give past 100 MiB.
+fn group_too_big(budget: &Budget) -> Error {
+    error(
+        "$group",
+        format!(
+            "one group's accumulators used too much memory and cannot spill to disk. Memory limit: {} bytes",
+            budget.limit()
+        ),
+    )
+    .with_code(ErrorCode::EXCEEDED_MEMORY_LIMIT)
+    .into()
 }
 
 /// What a `$group` stage computes per document: the key, and each field's state.
@@ -659,7 +676,7 @@ impl Grouping {
             .iter()
             .map(|(_, a, _)| State::new(a, &env))
             .collect::<Result<Vec<_>>>()?;
-        Ok((Group { key, states }, size))
+        Ok((Group { key, states, size }, size))
     }
 
     /// Adds `doc` to `group` (`first`: the group's first document); returns how many bytes the
@@ -775,7 +792,12 @@ pub(super) fn group_within<'a>(
             held += size;
             groups.push(group);
         }
-        held += grouping.add(&mut groups[position], &doc, new)?;
+        let grown = grouping.add(&mut groups[position], &doc, new)?;
+        held += grown;
+        groups[position].size += grown;
+        if budget.exceeded(usize::try_from(groups[position].size).unwrap_or(0)) {
+            return Err(group_too_big(budget));
+        }
         if budget.exceeded(usize::try_from(held).unwrap_or(0)) {
             if !budget.allows_disk_use() {
                 return Err(budget.exceeded_error("$group"));
@@ -808,7 +830,7 @@ pub(super) fn group_within<'a>(
     };
     let buffer = budget.limit() / (2 * file.runs().max(1));
     let merge = file.merge(compare, buffer)?;
-    Ok(Box::new(spill::merged(merge, grouping)))
+    Ok(Box::new(spill::merged(merge, grouping, budget.clone())))
 }
 
 /// Groups `docs` that arrive in the order of their keys (equal keys next to each other, as an

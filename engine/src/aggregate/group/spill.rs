@@ -73,6 +73,7 @@ pub(super) fn write_run(
 pub(super) fn merged<'a, C>(
     mut merge: Merge<C>,
     grouping: Grouping,
+    budget: Budget,
 ) -> impl Iterator<Item = Result<Document>> + 'a
 where
     C: Fn(&RawDocument, &RawDocument) -> Ordering + 'a,
@@ -92,6 +93,10 @@ where
                 if let Some((key, group)) = open.as_mut()
                     && compare_records(key, &record, collation) == Ordering::Equal
                 {
+                    group.size += record.as_bytes().len() as isize;
+                    if budget.exceeded(usize::try_from(group.size).unwrap_or(0)) {
+                        return Err(super::group_too_big(&budget));
+                    }
                     let later = decode(&record, &grouping)?;
                     for ((_, accumulator, _), (state, other)) in grouping
                         .fields
@@ -131,7 +136,11 @@ fn decode(record: &RawDocument, grouping: &Grouping) -> Result<Group> {
             State::from_bson(accumulator, state.clone(), grouping.collation())
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(Group { key, states })
+    Ok(Group {
+        key,
+        states,
+        size: record.as_bytes().len() as isize,
+    })
 }
 
 fn optional(v: Option<Bson>) -> Bson {
