@@ -50,6 +50,15 @@ impl Budget {
         }
     }
 
+    /// The same budget with counts of its own, for one stage (explain reports each stage's
+    /// spills).
+    pub(crate) fn for_stage(&self) -> Budget {
+        Budget {
+            stats: Arc::default(),
+            ..self.clone()
+        }
+    }
+
     pub(crate) fn limit(&self) -> usize {
         self.limit
     }

@@ -37,6 +37,7 @@ pub fn find(collection: &str, filter: &Document, options: &FindOptions) -> Docum
     put(&mut command, "hint", options.hint.clone());
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
+    put(&mut command, "allowDiskUse", options.allow_disk_use);
     command
 }
 
@@ -56,6 +57,7 @@ pub fn aggregate(collection: &str, pipeline: &[Document], options: &AggregateOpt
     put(&mut command, "hint", options.hint.clone());
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
+    put(&mut command, "allowDiskUse", options.allow_disk_use);
     command
 }
 
@@ -216,6 +218,8 @@ mod tests {
             hint: Some(Bson::String("b_-1".into())),
             let_vars: Some(doc! { "x": 1 }),
             collation: Some(doc! { "locale": "en", "strength": 2 }),
+            allow_disk_use: Some(false),
+            memory_limit: None,
         };
         assert_eq!(
             find("c", &doc! {}, &options),
@@ -223,6 +227,7 @@ mod tests {
                 "find": "c", "filter": {}, "sort": { "b": -1 }, "projection": { "b": 1 },
                 "skip": 5_i64, "limit": 10_i64, "hint": "b_-1",
                 "collation": { "locale": "en", "strength": 2 }, "let": { "x": 1 },
+                "allowDiskUse": false,
             }
         );
     }

@@ -302,3 +302,46 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn explain_reports_what_sorts_and_groups_wrote_to_disk() {
+    let (db, _) = database("explain.odm", &numbered(400));
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let pipeline = [
+        doc! { "$project": { "k": 1, "pad": 1 } },
+        doc! { "$sort": { "k": 1 } },
+        doc! { "$group": { "_id": "$_id", "n": { "$sum": 1 } } },
+    ];
+    let explained = c.explain_aggregate(&pipeline, &small(None)).unwrap();
+    let [project, sort, group] = &explained.stages[..] else {
+        panic!("three stages: {explained:?}");
+    };
+    assert!(!project.spill.used_disk);
+    for stage in [sort, group] {
+        assert!(stage.spill.used_disk && stage.spill.spills > 1, "{stage:?}");
+        assert!(stage.spill.spilled_bytes > 10_000, "{stage:?}");
+    }
+    let shown = explained.to_document();
+    let stages = shown.get_array("stages").unwrap();
+    let sort_entry = stages[2].as_document().unwrap();
+    assert_eq!(sort_entry.get_bool("usedDisk").ok(), Some(true));
+    assert!(sort_entry.get_i32("spills").unwrap() > 1);
+    assert!(sort_entry.get_i32("spilledBytes").unwrap() > 10_000);
+    // In memory: nothing written.
+    let in_memory = c
+        .explain_aggregate(&pipeline, &AggregateOptions::default())
+        .unwrap();
+    assert!(!in_memory.stages[1].spill.used_disk);
+    // The find's blocking sort.
+    let options = FindOptions {
+        sort: Some(doc! { "k": 1 }),
+        memory_limit: Some(4096),
+        ..FindOptions::default()
+    };
+    let explained = c.explain(&doc! {}, &options).unwrap();
+    assert!(explained.spill.used_disk && explained.spill.spills > 1);
+    let stats = explained.to_document();
+    let stats = stats.get_document("executionStats").unwrap();
+    assert_eq!(stats.get_bool("usedDisk").ok(), Some(true));
+}

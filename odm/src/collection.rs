@@ -726,6 +726,7 @@ pub struct Find<T, S = Snapshot> {
     limit: Option<u64>,
     hint: Option<Bson>,
     collation: Option<bson::Document>,
+    allow_disk_use: Option<bool>,
 }
 
 impl<T: Document, S> Find<T, S> {
@@ -738,7 +739,17 @@ impl<T: Document, S> Find<T, S> {
             limit: None,
             hint: None,
             collation: None,
+            allow_disk_use: None,
         }
+    }
+
+    /// Whether a sort that must hold more than 100 MiB may write temporary files (MongoDB's
+    /// `allowDiskUse`, allowed unless set to `false`); without it such a sort fails with
+    /// MongoDB's 292.
+    #[must_use]
+    pub fn allow_disk_use(mut self, allow: bool) -> Self {
+        self.allow_disk_use = Some(allow);
+        self
     }
 
     #[must_use]
@@ -785,6 +796,8 @@ impl<T: Document, S> Find<T, S> {
             hint: self.hint,
             let_vars: None,
             collation: self.collation,
+            allow_disk_use: self.allow_disk_use,
+            memory_limit: None,
         };
         Ok((self.source, filter, options))
     }

@@ -67,6 +67,7 @@ use crate::spill::Sorter;
 use crate::update::Pipeline;
 use group::Accumulator;
 
+pub(crate) use explain::insert_spill;
 pub use explain::{AggregateExplain, StageExplain};
 
 /// Options of [`ReadCollection::aggregate`].
@@ -615,13 +616,21 @@ impl Stage {
     /// This stage over `input`: streaming stages pass documents on one at a time; `$sort`,
     /// `$group` and `$count` read their whole input when first pulled.
     fn stream<'a>(self, input: Documents<'a>, context: &Rc<Context<'a>>) -> Documents<'a> {
+        let budget = context.budget.for_stage();
+        self.stream_within(input, context, budget)
+    }
+
+    /// [`Stage::stream`] with the stage's own budget, whose spills explain reads.
+    fn stream_within<'a>(
+        self,
+        input: Documents<'a>,
+        context: &Rc<Context<'a>>,
+        budget: Budget,
+    ) -> Documents<'a> {
         let collation = context.collation.clone();
         match self {
             Stage::Match(filter, _) => matching(input, filter, collation),
-            Stage::Sort(sort, _) => {
-                let budget = context.budget.clone();
-                deferred(move || sort_all(input, sort, budget))
-            }
+            Stage::Sort(sort, _) => deferred(move || sort_all(input, sort, budget)),
             Stage::Skip(n) => skipping(input, n),
             Stage::Limit(n) => Box::new(input.take(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Shape(pipeline) => Box::new(input.map(move |doc| {
@@ -642,7 +651,6 @@ impl Stage {
                 if in_key_order {
                     Box::new(group::group_in_key_order(input, *grouping))
                 } else {
-                    let budget = context.budget.clone();
                     deferred(move || group::group_within(input, *grouping, &budget))
                 }
             }

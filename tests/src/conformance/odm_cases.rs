@@ -194,6 +194,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                 let_vars: case.get("let").map(document).transpose()?,
                 collation,
                 hint: None,
+                ..AggregateOptions::default()
             };
             coll.aggregate(&pipeline, &options).map(Actual::Documents)
         }
@@ -217,6 +218,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                 hint: None,
                 let_vars: case.get("let").map(document).transpose()?,
                 collation: case.get("collation").map(document).transpose()?,
+                ..FindOptions::default()
             };
             coll.find(&filter, &options)
                 .and_then(Iterator::collect)

@@ -59,7 +59,7 @@ pub fn buffered_reply(ctx: &Ctx<'_>, ns: &str, docs: &[Document], first: usize) 
     Ok(cursor_reply(id, ns, true, batch))
 }
 
-/// An aggregation's `pipeline` and its options (`let`, `collation`, `hint`).
+/// An aggregation's `pipeline` and its options (`let`, `collation`, `hint`, `allowDiskUse`).
 fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), CommandError> {
     let pipeline = args
         .owned_documents("pipeline")?
@@ -68,6 +68,8 @@ fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), Com
         let_vars: args.doc("let")?.cloned(),
         collation: args.doc("collation")?.cloned(),
         hint: hint(args)?,
+        allow_disk_use: args.bool("allowDiskUse")?,
+        ..AggregateOptions::default()
     };
     Ok((pipeline, options))
 }
@@ -125,6 +127,8 @@ fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
         hint: hint(args)?,
         let_vars: args.doc("let")?.cloned(),
         collation: args.doc("collation")?.cloned(),
+        allow_disk_use: args.bool("allowDiskUse")?,
+        ..FindOptions::default()
     })
 }
 
