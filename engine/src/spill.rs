@@ -78,6 +78,15 @@ impl SpillFile {
         &mut self,
         docs: impl IntoIterator<Item = &'d RawDocument>,
     ) -> Result<u64> {
+        self.write_each(docs.into_iter().map(Ok))
+    }
+
+    /// Appends one run of documents made one at a time (each dropped once written), which
+    /// must come in order; the first error stops the run. Returns its bytes.
+    pub(crate) fn write_each<D: AsRef<RawDocument>>(
+        &mut self,
+        docs: impl Iterator<Item = Result<D>>,
+    ) -> Result<u64> {
         let start = self.written;
         let Some(writer) = self.writer.as_mut() else {
             return Err(Error::corrupt("spill file", "written after it was read"));
@@ -85,6 +94,8 @@ impl SpillFile {
         let mut bytes = 0u64;
         let mut failed = None;
         for doc in docs {
+            let doc = doc?;
+            let doc = doc.as_ref();
             if let Err(e) = writer.write_all(doc.as_bytes()) {
                 failed = Some(e);
                 break;

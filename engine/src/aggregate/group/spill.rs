@@ -48,23 +48,26 @@ pub(super) fn compare_records(
     }
 }
 
-/// Writes every group of the table, sorted by key, as one run.
+/// Writes every group of the table, sorted by key, as one run; each group is encoded as it
+/// is written and let go, so that the table and its records are never held at once.
 pub(super) fn write_run(
     spill: &mut SpillFile,
     groups: Vec<Group>,
     collation: Option<&Collation>,
     budget: &Budget,
 ) -> Result<()> {
-    let mut records = groups
+    let encode_error = |e: bson::error::Error| Error::corrupt("spill file", e);
+    let mut keyed = groups
         .into_iter()
-        .map(|g| {
-            let states: Vec<Bson> = g.states.into_iter().map(State::into_bson).collect();
-            let record = bson::doc! { "k": g.key, "s": states };
-            RawDocumentBuf::try_from(&record).map_err(|e| Error::corrupt("spill file", e))
-        })
+        .map(|g| Ok((RawBson::try_from(g.key.clone()).map_err(encode_error)?, g)))
         .collect::<Result<Vec<_>>>()?;
-    records.sort_by(|a, b| compare_records(a, b, collation));
-    let bytes = spill.write_run(records.iter().map(AsRef::as_ref))?;
+    keyed.sort_by(|(a, _), (b, _)| compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), collation));
+    let records = keyed.into_iter().map(|(_, g)| {
+        let states: Vec<Bson> = g.states.into_iter().map(State::into_bson).collect();
+        let record = bson::doc! { "k": g.key, "s": states };
+        RawDocumentBuf::try_from(&record).map_err(encode_error)
+    });
+    let bytes = spill.write_each(records)?;
     budget.spilled(bytes);
     Ok(())
 }
