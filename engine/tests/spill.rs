@@ -77,6 +77,10 @@ fn a_sort_past_the_budget_spills_and_stays_stable() {
     let err = run(&db, &pipeline, &small(Some(false))).unwrap_err();
     assert_eq!(err.code(), 292, "{err}");
     assert_eq!(err.code_name(), "QueryExceededMemoryLimitNoDiskUseAllowed");
+    assert_eq!(
+        err.to_string(),
+        "Exceeded memory limit of 2048 bytes for $sort, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+    );
 }
 
 #[test]
@@ -119,6 +123,12 @@ fn the_finds_blocking_sort_spills_and_reports_it() {
     assert_eq!(files_in(&spill), 0);
     let err = c.find(&doc! {}, &options(Some(false), None)).unwrap_err();
     assert_eq!(err.code(), 292, "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "Sort exceeded memory limit of 4096 bytes, but did not opt in to external sorting"
+        ),
+        "{err}"
+    );
 }
 
 fn every_accumulator() -> Document {
