@@ -517,6 +517,31 @@ impl WriteTxn<'_> {
         found
     }
 
+    /// How many documents match, after the options' skip and within their limit, read from
+    /// this transaction's own tables; counted as they are found, holding none of them.
+    pub fn count_with(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &crate::query::FindOptions,
+    ) -> Result<u64> {
+        let query = Query::parse(filter, options.query_options())?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(0);
+        };
+        let plan = self.plan_over_own_writes(&meta, &query)?;
+        let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
+        let decode = Decode {
+            raw: |_: &str, _: &bson::RawDocument, _| Ok(()),
+            projected: |_: &str, _: Document, _| Ok(()),
+            id_field: None,
+        };
+        let counted = Cursor::new(&view, plan, query, decode)
+            .and_then(|mut cursor| cursor.try_fold(0u64, |n, found| found.map(|()| n + 1)));
+        view.put_back(&self.tables);
+        counted
+    }
+
     /// The first document matching `filter` in `sort` order; see [`WriteTxn::find`].
     pub fn find_one(
         &mut self,

@@ -673,6 +673,22 @@ pub fn read<R>(
     }
 }
 
+/// Inside a transaction, how many documents a count finds in the transaction's own writes
+/// (counted as found, none held); `None` outside one.
+pub fn count_in_transaction(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<Option<u64>, CommandError> {
+    let Some(txn) = &ctx.txn else {
+        return Ok(None);
+    };
+    let (collection, filter, options) = (collection.to_owned(), filter.clone(), options.clone());
+    txn.run(move |t| Ok(t.count_with(&collection, &filter, &options)?))
+        .map(Some)
+}
+
 /// Inside a transaction, a find's results read from the transaction's own writes; `None`
 /// outside one.
 pub fn find_in_transaction(

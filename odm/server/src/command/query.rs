@@ -477,17 +477,17 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
         read_command(&filter, collation, None)
     });
-    if let Some(docs) = crate::session::find_in_transaction(
+    if let Some(n) = crate::session::count_in_transaction(
         ctx,
         collection,
         &filter,
         &FindOptions {
             collation: collation.cloned(),
+            skip,
+            limit: Some(limit).filter(|&l| l > 0),
             ..FindOptions::default()
         },
     )? {
-        let n = (docs.len() as u64).saturating_sub(skip);
-        let n = if limit > 0 { n.min(limit) } else { n };
         return Ok(doc! {"n": n as i64}.into());
     }
     let n = match ctx.server.storage.get(&ctx.db)? {
