@@ -137,4 +137,9 @@ impl SpillDir {
     pub(crate) fn path(&self) -> &Path {
         &self.0
     }
+
+    /// Removes the folder if nothing is in it (a database file closing).
+    pub(crate) fn remove_if_empty(&self) {
+        let _ = std::fs::remove_dir(self.path());
+    }
 }

@@ -83,6 +83,9 @@ pub(crate) struct Shared {
 impl Drop for Shared {
     /// Writes the samples still waiting in memory; a failure loses them, never data.
     fn drop(&mut self) {
+        if self.path.is_some() {
+            self.spill_dir.remove_if_empty();
+        }
         // Unwinding from a panic: a write transaction dropped now would mark the file as
         // needing repair; the samples are lost instead.
         if std::thread::panicking() {

@@ -261,8 +261,11 @@ fn opening_a_database_removes_stale_spill_files() {
     drop(db);
     std::fs::create_dir_all(&spill).unwrap();
     std::fs::write(spill.join("1-0.bson"), b"left by a crash").unwrap();
-    let _db = Database::open(&path).unwrap();
+    let db = Database::open(&path).unwrap();
     assert_eq!(files_in(&spill), 0);
+    // Closing the database removes its empty folder.
+    drop(db);
+    assert!(!spill.exists());
 }
 
 fn value() -> impl Strategy<Value = Bson> {
@@ -354,4 +357,24 @@ fn explain_reports_what_sorts_and_groups_wrote_to_disk() {
     let stats = explained.to_document();
     let stats = stats.get_document("executionStats").unwrap();
     assert_eq!(stats.get_bool("usedDisk").ok(), Some(true));
+}
+
+#[test]
+fn a_lookup_gathering_more_than_the_budget_is_mongodbs_4568() {
+    let (db, _) = database("lookup.odm", &numbered(100));
+    let pipeline = [
+        doc! { "$limit": 1 },
+        doc! { "$lookup": { "from": "c", "pipeline": [], "as": "all" } },
+    ];
+    // 100 documents of about 150 bytes: within 100 MiB, past 2 KiB.
+    let joined = run(&db, &pipeline, &AggregateOptions::default()).unwrap();
+    assert_eq!(joined[0].get_array("all").unwrap().len(), 100);
+    let err = run(&db, &pipeline, &small(None)).unwrap_err();
+    assert_eq!(err.code(), 4568, "{err}");
+    assert!(
+        err.to_string().contains(
+            "Total size of documents in c matching pipeline's $lookup stage exceeds 2048 bytes"
+        ),
+        "{err}"
+    );
 }

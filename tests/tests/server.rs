@@ -435,6 +435,14 @@ fn transactions_commit_whole_and_abort_without_trace() {
         .session(&mut session)
         .run()
         .unwrap();
+    // The `count` command inside the transaction counts its own insert, after `skip`.
+    let counted = client
+        .database("bank")
+        .run_command(doc! {"count": "accounts", "query": {}, "skip": 1})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    assert_eq!(counted.get_i64("n").unwrap(), 2);
     session.abort_transaction().run().unwrap();
     assert_eq!(c.count_documents(doc! {}).run().unwrap(), 2);
 }

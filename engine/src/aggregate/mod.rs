@@ -11,8 +11,10 @@
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
 //! indexes. Documents stream through the stages one at a time
 //! ([`ReadCollection::aggregate_iter`]); only `$sort` (the documents) and `$group` (one running
-//! state per group and field) hold anything, counted as they grow: past [`SORT_MEMORY_LIMIT`]
-//! bytes they fail with [`Error::AggregateMemoryExceeded`].
+//! state per group and field) hold anything, counted as they grow against the operation's
+//! memory budget (see `crate::budget`): past it they spill to temporary files when
+//! [`AggregateOptions::allow_disk_use`] allows (the default) and otherwise fail with
+//! [`Error::AggregateMemoryExceeded`]. A spilled `$group` gives its groups in key order.
 //! Other stages are refused by name. A final `$out` or `$merge` writes the results: see
 //! `output` and [`Database::aggregate`](crate::Database::aggregate).
 //!
@@ -372,6 +374,49 @@ fn sub_pipeline(
         stages, collation, ..
     } = parse_pipeline(pipeline, options)?;
     from_documents(snapshot, stages, options, collation)?.collect()
+}
+
+/// The documents `$lookup` joins to one document, gathered while they hold at most `limit`
+/// bytes (the operation's budget, MongoDB's 100 MiB); past it, MongoDB's 4568.
+fn lookup_documents(
+    snapshot: &ReadTxn,
+    from: Option<&str>,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+    limit: usize,
+) -> Result<Vec<Document>> {
+    let gather = |docs: Documents<'_>| -> Result<Vec<Document>> {
+        let mut held = 0usize;
+        let mut out = Vec::new();
+        for doc in docs {
+            let doc = doc?;
+            held += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
+            if held > limit {
+                let name = from.unwrap_or("$documents");
+                return Err(Error::from(
+                    error(
+                        "$lookup",
+                        format!(
+                            "Total size of documents in {name} matching pipeline's $lookup stage exceeds {limit} bytes"
+                        ),
+                    )
+                    .with_code(ErrorCode::location(4568)),
+                ));
+            }
+            out.push(doc);
+        }
+        Ok(out)
+    };
+    if let Some(name) = from {
+        return match snapshot.collection(name)? {
+            Some(coll) => gather(coll.aggregate_iter(pipeline, options)?),
+            None => Ok(Vec::new()),
+        };
+    }
+    let Parsed {
+        stages, collation, ..
+    } = parse_pipeline(pipeline, options)?;
+    gather(from_documents(snapshot, stages, options, collation)?)
 }
 
 /// Counts `doc`'s encoded size into `held`, what a blocking stage holds; past
@@ -1066,7 +1111,14 @@ impl Lookup {
                     hint: None,
                     ..context.options.clone()
                 };
-                sub_pipeline(context.snapshot, self.from.as_deref(), &pipeline, &options)?
+                let limit = context.budget.limit();
+                lookup_documents(
+                    context.snapshot,
+                    self.from.as_deref(),
+                    &pipeline,
+                    &options,
+                    limit,
+                )?
             }
         };
         let joined = Bson::Array(joined.into_iter().map(Bson::Document).collect());
