@@ -975,7 +975,7 @@ fn sample(input: Documents<'_>, size: u64) -> Result<Vec<Document>> {
 /// `$sort`: every input document, held as raw BSON and counted against the budget; past it
 /// the sort spills sorted runs to disk and merges them (see `crate::spill`), or fails when
 /// disk use is not allowed.
-fn sort_all<'a>(input: Documents<'a>, sort: Sort, budget: Budget) -> Result<Documents<'a>> {
+fn sort_all(input: Documents<'_>, sort: Sort, budget: Budget) -> Result<Documents<'_>> {
     let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| sort.compare(a, b);
     let mut sorter = Sorter::new(budget, "$sort", compare, None);
     for doc in input {
