@@ -378,3 +378,36 @@ fn a_lookup_gathering_more_than_the_budget_is_mongodbs_4568() {
         "{err}"
     );
 }
+
+/// `$facet` and `$graphLookup` hold what they gather against the operation's budget; they do
+/// not spill.
+#[test]
+fn facet_and_graph_lookup_hold_within_the_budget() {
+    let (db, _) = database("facet.odm", &numbered(100));
+    let facet = [doc! { "$facet": { "all": [{ "$count": "n" }] } }];
+    assert_eq!(
+        run(&db, &facet, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = run(&db, &facet, &small(None)).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    let graph = [
+        doc! { "$limit": 1 },
+        doc! { "$graphLookup": { "from": "c", "startWith": "$k", "connectFromField": "k", "connectToField": "k", "as": "g" } },
+    ];
+    assert_eq!(
+        run(&db, &graph, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    // Three documents of about 150 bytes found: past 200 bytes.
+    let tiny = AggregateOptions {
+        memory_limit: Some(200),
+        ..AggregateOptions::default()
+    };
+    let err = run(&db, &graph, &tiny).unwrap_err();
+    assert_eq!(err.code(), 40099, "{err}");
+}
