@@ -234,3 +234,26 @@ fn a_count_inside_a_transaction_sees_its_own_writes() {
     })
     .unwrap();
 }
+
+/// A find inside a transaction gathers its results within a bound, and past it stops with
+/// MongoDB's 146 rather than holding every match.
+#[test]
+fn a_find_inside_a_transaction_gathers_within_a_bound() {
+    let db = Database::in_memory().unwrap();
+    db.collection("c")
+        .insert_many(
+            (0..100)
+                .map(|i| doc! { "_id": i, "pad": "x".repeat(100) })
+                .collect::<Vec<_>>(),
+            true,
+        )
+        .unwrap();
+    db.write(|w| {
+        let all = odm_engine::query::FindOptions::default();
+        assert_eq!(w.find_within("c", &doc! {}, &all, 1 << 20)?.len(), 100);
+        let err = w.find_within("c", &doc! {}, &all, 1000).unwrap_err();
+        assert_eq!(err.code(), 146, "{err}");
+        Ok::<_, odm_engine::Error>(())
+    })
+    .unwrap();
+}
