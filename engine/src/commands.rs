@@ -47,6 +47,7 @@ pub fn find(collection: &str, filter: &Document, options: &FindOptions) -> Docum
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
     put_max_time(&mut command, options.interrupt.as_ref());
+    put(&mut command, "allowDiskUse", options.allow_disk_use);
     command
 }
 
@@ -67,6 +68,7 @@ pub fn aggregate(collection: &str, pipeline: &[Document], options: &AggregateOpt
     put(&mut command, "collation", options.collation.clone());
     put(&mut command, "let", options.let_vars.clone());
     put_max_time(&mut command, options.interrupt.as_ref());
+    put(&mut command, "allowDiskUse", options.allow_disk_use);
     command
 }
 
@@ -228,6 +230,8 @@ mod tests {
             let_vars: Some(doc! { "x": 1 }),
             collation: Some(doc! { "locale": "en", "strength": 2 }),
             interrupt: None,
+            allow_disk_use: Some(false),
+            memory_limit: None,
         };
         assert_eq!(
             find("c", &doc! {}, &options),
@@ -235,6 +239,7 @@ mod tests {
                 "find": "c", "filter": {}, "sort": { "b": -1 }, "projection": { "b": 1 },
                 "skip": 5_i64, "limit": 10_i64, "hint": "b_-1",
                 "collation": { "locale": "en", "strength": 2 }, "let": { "x": 1 },
+                "allowDiskUse": false,
             }
         );
     }

@@ -19,6 +19,8 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::budget::SpillDir;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -74,11 +76,16 @@ pub(crate) struct Shared {
     log_bytes: AtomicU64,
     /// Concurrent durable writers share syncs (see [`crate::group_commit`]).
     group: GroupCommit,
+    /// Where blocking stages write their temporary files (see [`crate::budget`]).
+    pub(crate) spill_dir: SpillDir,
 }
 
 impl Drop for Shared {
     /// Writes the samples still waiting in memory; a failure loses them, never data.
     fn drop(&mut self) {
+        if self.path.is_some() {
+            self.spill_dir.remove_if_empty();
+        }
         // Unwinding from a panic: a write transaction dropped now would mark the file as
         // needing repair; the samples are lost instead.
         if std::thread::panicking() {
@@ -222,6 +229,10 @@ impl Database {
     }
 
     fn init(redb: redb::Database, path: Option<PathBuf>) -> Result<Database> {
+        let spill_dir = match &path {
+            Some(file) => SpillDir::beside(file)?,
+            None => SpillDir::temporary(),
+        };
         let txn = redb.begin_write()?;
         // Fixed when the file was made: what stats multiply page counts by.
         let page_size = txn
@@ -309,6 +320,7 @@ impl Database {
                 change_log: RwLock::new(change_log),
                 log_bytes: AtomicU64::new(log_bytes),
                 group: GroupCommit::default(),
+                spill_dir,
             }),
         })
     }
@@ -348,6 +360,7 @@ impl Database {
             catalog: guard.clone(),
             plan_cache: self.shared.plan_cache.clone(),
             page_size: self.shared.page_size,
+            spill_dir: self.shared.spill_dir.clone(),
         })
     }
 
@@ -660,6 +673,8 @@ pub struct ReadTxn {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) plan_cache: Arc<PlanCache>,
     pub(crate) page_size: u64,
+    /// Where this snapshot's blocking stages spill (see [`crate::budget`]).
+    pub(crate) spill_dir: SpillDir,
 }
 
 impl std::fmt::Debug for ReadTxn {

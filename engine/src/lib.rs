@@ -16,6 +16,7 @@
 
 pub mod aggregate;
 mod autocommit;
+mod budget;
 pub mod calendar;
 mod catalog;
 pub mod changes;
@@ -45,6 +46,7 @@ mod raw;
 mod read;
 pub mod sampling;
 mod schema;
+mod spill;
 mod stats;
 mod table_pool;
 mod tables;

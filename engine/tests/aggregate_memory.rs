@@ -41,26 +41,28 @@ fn group_keeps_running_totals_not_documents() {
         groups[0],
         doc! { "_id": 0, "n": 37, "avg": 54.0, "first": 0, "max": 108 }
     );
-    // Holding the values themselves passes the bound, and says which stage did.
+    // One group holding the values themselves passes the bound, which spilling cannot help:
+    // MongoDB's 146 (`ExceededMemoryLimit`).
     let err = c
         .aggregate(
             &[doc! { "$group": { "_id": null, "all": { "$push": "$pad" } } }],
             &AggregateOptions::default(),
         )
         .unwrap_err();
-    assert!(
-        matches!(&err, Error::AggregateMemoryExceeded { stage, .. } if stage == "$group"),
-        "{err}"
-    );
-    let err = c
-        .aggregate(
-            &[
-                doc! { "$project": { "pad": 1 } },
-                doc! { "$sort": { "pad": 1 } },
-            ],
-            &AggregateOptions::default(),
-        )
-        .unwrap_err();
+    assert_eq!(err.code(), 146, "{err}");
+    // A sort past the bound spills (disk use is allowed by default); without disk use it
+    // fails, and says which stage did.
+    let sort = [
+        doc! { "$project": { "pad": 1 } },
+        doc! { "$sort": { "pad": 1 } },
+    ];
+    let sorted = c.aggregate(&sort, &AggregateOptions::default()).unwrap();
+    assert_eq!(sorted.len(), 110);
+    let no_disk = AggregateOptions {
+        allow_disk_use: Some(false),
+        ..AggregateOptions::default()
+    };
+    let err = c.aggregate(&sort, &no_disk).unwrap_err();
     assert!(
         matches!(&err, Error::AggregateMemoryExceeded { stage, .. } if stage == "$sort"),
         "{err}"
@@ -158,12 +160,19 @@ fn group_in_key_order_holds_one_group_at_a_time() {
             .iter()
             .all(|g| g.get_i32("size").ok() == Some(1 << 20))
     );
-    // The same groups keyed by an expression no index orders must hold them all, and cannot.
+    // The same groups keyed by an expression no index orders must hold them all: they spill,
+    // and without disk use they cannot.
     let unordered =
         [doc! { "$group": { "_id": { "$add": ["$_id", 0] }, "pads": { "$push": "$pad" } } }];
-    let err = c
+    let spilled = c
         .aggregate(&unordered, &AggregateOptions::default())
-        .unwrap_err();
+        .unwrap();
+    assert_eq!(spilled.len(), 110);
+    let no_disk = AggregateOptions {
+        allow_disk_use: Some(false),
+        ..AggregateOptions::default()
+    };
+    let err = c.aggregate(&unordered, &no_disk).unwrap_err();
     assert!(
         matches!(err, Error::AggregateMemoryExceeded { .. }),
         "{err}"

@@ -788,3 +788,26 @@ proptest! {
         prop_assert_eq!(bytes(replayed), bytes(stored));
     }
 }
+
+/// A batch of large events is cut once it holds 16 MiB, not after reading as many events as
+/// asked for: 40 inserts of 1 MiB come in batches of at most 17, and all of them come.
+#[test]
+fn a_batch_stops_at_sixteen_mib_of_events() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    let mut stream = watch(&db, "c");
+    for i in 0..40 {
+        c.insert_one(doc! {"_id": i, "pad": "x".repeat(1 << 20)})
+            .unwrap();
+    }
+    let mut seen = 0;
+    loop {
+        let batch = stream.try_next_batch(10_000).unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        assert!(batch.len() <= 17, "a batch of {} events", batch.len());
+        seen += batch.len();
+    }
+    assert_eq!(seen, 40);
+}

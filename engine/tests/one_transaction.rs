@@ -205,3 +205,55 @@ fn an_or_using_one_index_twice_updates_inside_a_transaction() {
     .unwrap();
     assert!(db.verify().unwrap().is_clean());
 }
+
+/// A count inside a transaction sees the transaction's own writes and honours skip and limit,
+/// counting as it finds (it holds no document).
+#[test]
+fn a_count_inside_a_transaction_sees_its_own_writes() {
+    let db = Database::in_memory().unwrap();
+    db.collection("c")
+        .insert_many(
+            (0..10)
+                .map(|i| doc! { "_id": i, "a": i % 2 })
+                .collect::<Vec<_>>(),
+            true,
+        )
+        .unwrap();
+    db.write(|w| {
+        w.insert_one("c", doc! { "_id": 10, "a": 0 })?;
+        let find = |skip, limit| odm_engine::query::FindOptions {
+            skip,
+            limit,
+            ..odm_engine::query::FindOptions::default()
+        };
+        assert_eq!(w.count_with("c", &doc! { "a": 0 }, &find(0, None))?, 6);
+        assert_eq!(w.count_with("c", &doc! { "a": 0 }, &find(2, None))?, 4);
+        assert_eq!(w.count_with("c", &doc! { "a": 0 }, &find(1, Some(3)))?, 3);
+        assert_eq!(w.count_with("none", &doc! {}, &find(0, None))?, 0);
+        Ok::<_, odm_engine::Error>(())
+    })
+    .unwrap();
+}
+
+/// A find inside a transaction gathers its results within a bound, and past it stops with
+/// MongoDB's 146 rather than holding every match.
+#[test]
+fn a_find_inside_a_transaction_gathers_within_a_bound() {
+    let db = Database::in_memory().unwrap();
+    db.collection("c")
+        .insert_many(
+            (0..100)
+                .map(|i| doc! { "_id": i, "pad": "x".repeat(100) })
+                .collect::<Vec<_>>(),
+            true,
+        )
+        .unwrap();
+    db.write(|w| {
+        let all = odm_engine::query::FindOptions::default();
+        assert_eq!(w.find_within("c", &doc! {}, &all, 1 << 20)?.len(), 100);
+        let err = w.find_within("c", &doc! {}, &all, 1000).unwrap_err();
+        assert_eq!(err.code(), 146, "{err}");
+        Ok::<_, odm_engine::Error>(())
+    })
+    .unwrap();
+}

@@ -287,6 +287,14 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
         self
     }
 
+    /// Whether `$sort` and `$group` may write temporary files past their 100 MiB (MongoDB's
+    /// `allowDiskUse`, allowed unless set to `false`); without it they fail with MongoDB's 292.
+    #[must_use]
+    pub fn allow_disk_use(mut self, allow: bool) -> Self {
+        self.options.allow_disk_use = Some(allow);
+        self
+    }
+
     /// Forces the plan of the leading `$match` to use this index.
     #[must_use]
     pub fn hint(mut self, index: &str) -> Self {

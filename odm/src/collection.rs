@@ -728,6 +728,7 @@ pub struct Find<T, S = Snapshot> {
     hint: Option<Bson>,
     collation: Option<bson::Document>,
     interrupt: Option<Interrupt>,
+    allow_disk_use: Option<bool>,
 }
 
 impl<T: Document, S> Find<T, S> {
@@ -741,6 +742,7 @@ impl<T: Document, S> Find<T, S> {
             hint: None,
             collation: None,
             interrupt: None,
+            allow_disk_use: None,
         }
     }
 
@@ -750,6 +752,15 @@ impl<T: Document, S> Find<T, S> {
     #[must_use]
     pub fn max_time(mut self, limit: std::time::Duration) -> Self {
         self.interrupt = Some(Interrupt::within(Some(limit)));
+        self
+    }
+
+    /// Whether a sort that must hold more than 100 MiB may write temporary files (MongoDB's
+    /// `allowDiskUse`, allowed unless set to `false`); without it such a sort fails with
+    /// MongoDB's 292.
+    #[must_use]
+    pub fn allow_disk_use(mut self, allow: bool) -> Self {
+        self.allow_disk_use = Some(allow);
         self
     }
 
@@ -798,6 +809,8 @@ impl<T: Document, S> Find<T, S> {
             let_vars: None,
             collation: self.collation,
             interrupt: self.interrupt,
+            allow_disk_use: self.allow_disk_use,
+            memory_limit: None,
         };
         Ok((self.source, filter, options))
     }

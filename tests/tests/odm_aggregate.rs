@@ -496,3 +496,27 @@ fn s19_aggregate_streams_from_one_snapshot() {
     assert!(early.next().is_some());
     drop(early);
 }
+
+/// `allow_disk_use(false)` reaches the engine from the typed API: a find and an aggregation
+/// sorting 110 MiB (past the 100 MiB budget) fail with MongoDB's 292, and spill by default.
+#[test]
+fn allow_disk_use_false_refuses_sorts_past_the_budget() {
+    let db = Database::in_memory().unwrap();
+    let coll = db.collection::<User>().unwrap();
+    let big: Vec<User> = (0..110)
+        .map(|i| User {
+            name: format!("{i:03}{}", "x".repeat(1 << 20)),
+            karma: i,
+        })
+        .collect();
+    coll.insert_many(&big).unwrap();
+    let f = User::fields();
+    let sorted = || coll.aggregate().sort(Sort::desc(&f.karma));
+    assert_eq!(sorted().to_vec().unwrap().len(), 110);
+    let err = sorted().allow_disk_use(false).to_vec().unwrap_err();
+    assert_eq!(err.code(), Some(292), "{err}");
+    let found = || coll.find(Filter::all()).sort(Sort::desc(&f.karma));
+    assert_eq!(found().to_vec().unwrap()[0].karma, 109);
+    let err = found().allow_disk_use(false).to_vec().unwrap_err();
+    assert_eq!(err.code(), Some(292), "{err}");
+}

@@ -436,6 +436,14 @@ fn transactions_commit_whole_and_abort_without_trace() {
         .session(&mut session)
         .run()
         .unwrap();
+    // The `count` command inside the transaction counts its own insert, after `skip`.
+    let counted = client
+        .database("bank")
+        .run_command(doc! {"count": "accounts", "query": {}, "skip": 1})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    assert_eq!(counted.get_i64("n").unwrap(), 2);
     session.abort_transaction().run().unwrap();
     assert_eq!(c.count_documents(doc! {}).run().unwrap(), 2);
 }
@@ -800,6 +808,74 @@ fn aggregations_that_grow_without_bound_are_refused_and_the_server_answers_the_n
         assert_eq!(code_of(&err), Some(code), "{err}");
         db.run_command(doc! {"ping": 1}).run().unwrap();
     }
+}
+
+/// A sort past 100 MiB spills to disk unless the command says `allowDiskUse: false`, which
+/// gives MongoDB's 292; `allowDiskUse` must be a boolean (or a number) on aggregate and find.
+#[test]
+fn sorts_past_the_memory_limit_spill_unless_disk_use_is_refused() {
+    let server = start();
+    let client = client(&server);
+    let db = client.database("spill");
+    db.collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .run()
+        .unwrap();
+    // 110 documents of 1 MiB, made by the pipeline, sorted.
+    let pipeline = |allow: Option<Bson>| {
+        let mut command = doc! {
+            "aggregate": "c",
+            "pipeline": [
+                {"$project": {"i": {"$range": [0, 110]}}},
+                {"$unwind": "$i"},
+                {"$addFields": {"pad": {"$literal": "x".repeat(1 << 20)}}},
+                {"$sort": {"i": -1}},
+                {"$project": {"pad": 0}},
+            ],
+            "cursor": {"batchSize": 1000},
+        };
+        if let Some(allow) = allow {
+            command.insert("allowDiskUse", allow);
+        }
+        command
+    };
+    let reply = command_reply(&db, pipeline(None));
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(batch.len(), 110);
+    assert_eq!(batch[0].as_document().unwrap().get_i32("i").unwrap(), 109);
+    let refused = db
+        .run_command(pipeline(Some(Bson::Boolean(false))))
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&refused), Some(292), "{refused}");
+    let wrong = db
+        .run_command(pipeline(Some(Bson::String("yes".into()))))
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&wrong), Some(14), "{wrong}");
+    let wrong = db
+        .run_command(doc! {"find": "c", "allowDiskUse": "yes"})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&wrong), Some(14), "{wrong}");
+    let found = command_reply(
+        &db,
+        doc! {"find": "c", "sort": {"_id": 1}, "allowDiskUse": false},
+    );
+    assert_eq!(
+        found
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .len(),
+        1
+    );
+    db.run_command(doc! {"ping": 1}).run().unwrap();
 }
 
 #[test]

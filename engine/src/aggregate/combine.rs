@@ -13,7 +13,6 @@ use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
 use crate::expr::{Scope, error, type_alias};
-use crate::query::SORT_MEMORY_LIMIT;
 use std::sync::Arc;
 
 fn failure(stage: &str, code: ErrorCode, reason: impl std::fmt::Display) -> Error {
@@ -156,11 +155,8 @@ pub(super) fn facet<'a>(
         for doc in input {
             let doc = doc?;
             bytes += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
-            if bytes > SORT_MEMORY_LIMIT {
-                return Err(Error::AggregateMemoryExceeded {
-                    stage: "$facet".to_owned(),
-                    limit: SORT_MEMORY_LIMIT,
-                });
+            if context.budget.exceeded(bytes) {
+                return Err(context.budget.exceeded_error("$facet"));
             }
             held.push(doc);
         }
@@ -257,7 +253,8 @@ pub(super) fn union_with<'a>(
         let options = AggregateOptions {
             let_vars: context.options.let_vars.clone(),
             collation: context.options.collation.clone(),
-            ..AggregateOptions::default()
+            hint: None,
+            ..context.options.clone()
         };
         super::sub_pipeline(context.snapshot, coll.as_deref(), &pipeline, &options)
     });

@@ -40,6 +40,8 @@ pub struct StageExplain {
     /// For `$group`: whether its input arrived in the order of its key, read from an index,
     /// so that it passed each group on as soon as the key changed.
     pub in_key_order: bool,
+    /// For `$sort` and `$group`: what they wrote to temporary files past their memory limit.
+    pub spill: crate::query::Spill,
 }
 
 impl ReadCollection<'_> {
@@ -89,6 +91,7 @@ impl ReadCollection<'_> {
             }
         };
         let context = context(self.snapshot(), options, collation);
+        let mut budgets = Vec::with_capacity(stages.len());
         for (stage, spec) in stages {
             let in_key_order = matches!(
                 stage,
@@ -98,13 +101,29 @@ impl ReadCollection<'_> {
                 }
             );
             explained.push(stage_explain(spec, in_key_order));
-            docs = counted(stage.stream(docs, &context), &mut counters, start);
+            let budget = context.budget.for_stage();
+            budgets.push(budget.clone());
+            docs = counted(
+                stage.stream_within(docs, &context, budget),
+                &mut counters,
+                start,
+            );
         }
         for doc in docs {
             doc?;
         }
         for (stage, counter) in explained.iter_mut().zip(&counters) {
             (stage.returned, stage.millis) = counter.get();
+        }
+        // The stages after a given first one (which has no budget of its own).
+        let given = explained.len() - budgets.len();
+        for (stage, budget) in explained[given..].iter_mut().zip(&budgets) {
+            let (spills, spilled_bytes) = budget.spill_totals();
+            stage.spill = crate::query::Spill {
+                used_disk: spills > 0,
+                spills,
+                spilled_bytes,
+            };
         }
         if let Some(spec) = write {
             let (returned, millis) = counters.last().map_or((pulled.get(), 0), |c| c.get());
@@ -134,6 +153,7 @@ fn stage_explain(spec: Document, in_key_order: bool) -> StageExplain {
         returned: 0,
         millis: 0,
         in_key_order,
+        spill: crate::query::Spill::default(),
     }
 }
 
@@ -195,6 +215,11 @@ impl AggregateExplain {
                 returned: crate::expr::count_in(entry, "nReturned"),
                 millis: crate::expr::count_in(entry, "executionTimeMillisEstimate"),
                 in_key_order: entry.get_bool("inKeyOrder").unwrap_or(false),
+                spill: crate::query::Spill {
+                    used_disk: entry.get_bool("usedDisk").unwrap_or(false),
+                    spills: crate::expr::count_in(entry, "spills"),
+                    spilled_bytes: crate::expr::count_in(entry, "spilledBytes"),
+                },
             });
         }
         explain
@@ -229,10 +254,28 @@ impl AggregateExplain {
             if stage.in_key_order {
                 entry.insert("inKeyOrder", true);
             }
+            if is_blocking(&stage.spec) {
+                insert_spill(&mut entry, stage.spill);
+            }
             stages.push(Bson::Document(entry));
         }
         doc! { "explainVersion": "1", "stages": stages }
     }
+}
+
+/// Whether a stage may spill, and so reports it as MongoDB does.
+fn is_blocking(spec: &Document) -> bool {
+    spec.contains_key("$sort") || spec.contains_key("$group")
+}
+
+/// MongoDB's spill figures of a `$sort` or `$group`: `usedDisk`, `spills`, `spilledBytes`.
+pub(crate) fn insert_spill(entry: &mut Document, spill: crate::query::Spill) {
+    entry.insert("usedDisk", spill.used_disk);
+    entry.insert("spills", crate::number::int_or_long(spill.spills as i64));
+    entry.insert(
+        "spilledBytes",
+        crate::number::int_or_long(spill.spilled_bytes as i64),
+    );
 }
 
 impl fmt::Display for AggregateExplain {

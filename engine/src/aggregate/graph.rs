@@ -7,7 +7,7 @@
 //! depth (written to `depthField` as a long); `maxDepth` bounds the rounds (0: no recursion).
 //! A null value matches a null field, never a missing one, and a missing value matches
 //! nothing. The results, in the order found, go to `as`; they are held in memory, counted
-//! against [`SORT_MEMORY_LIMIT`].
+//! against the operation's memory budget (see `crate::budget`).
 
 use std::collections::HashSet;
 
@@ -18,7 +18,7 @@ use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Scope, compare_bson, error, eval_in};
 use crate::path::Path;
-use crate::query::{FindOptions, SORT_MEMORY_LIMIT};
+use crate::query::FindOptions;
 
 /// A parsed `$graphLookup`.
 pub(super) struct GraphLookup {
@@ -200,11 +200,12 @@ impl GraphLookup {
                     }
                     held +=
                         bson::RawDocumentBuf::try_from(&result).map_or(0, |r| r.as_bytes().len());
-                    if held > SORT_MEMORY_LIMIT {
+                    if context.budget.exceeded(held) {
                         return Err(fail(
                             ErrorCode::location(40099),
                             format!(
-                                "the documents found exceed the memory limit of {SORT_MEMORY_LIMIT} bytes"
+                                "the documents found exceed the memory limit of {} bytes",
+                                context.budget.limit()
                             ),
                         ));
                     }

@@ -2,9 +2,10 @@
 //! accumulator. A group holds its key and one state per field, never the documents: a `$sum` is
 //! a number, `$first` one value; `$push`, `$addToSet`, `$concatArrays` and `$setUnion` hold
 //! values, as their results do; the N family holds at most `n` values; `$median` and
-//! `$percentile` hold the numbers. What groups hold is counted as it grows, and past
-//! [`SORT_MEMORY_LIMIT`] the stage fails with [`Error::AggregateMemoryExceeded`] instead of
-//! growing on.
+//! `$percentile` hold the numbers. What groups hold is counted as it grows against the
+//! operation's memory budget; past it the groups' partial states are written to disk and
+//! merged at the end (see `spill`), or, without disk use, the stage fails with
+//! [`Error::AggregateMemoryExceeded`] instead of growing on.
 //!
 //! Rules from MongoDB, per accumulator:
 //! - `n` of the N family, and `p` of `$percentile`, are evaluated once per group against the
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawDocumentBuf};
 
+use crate::budget::Budget;
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
@@ -33,7 +35,10 @@ use crate::expr::{
     Env, Expr, ExprError, Func, accumulate_values, as_f64, error, eval_in, type_alias,
 };
 use crate::query::{SORT_MEMORY_LIMIT, Sort};
+use crate::spill::SpillFile;
 use crate::value_set::{self, ValueIndex, ValueSet};
+
+mod spill;
 
 #[derive(Debug, Clone)]
 pub(super) enum Accumulator {
@@ -589,6 +594,23 @@ pub(super) fn over(
 struct Group {
     key: Bson,
     states: Vec<State>,
+    /// Roughly the bytes its states hold: one group cannot spill, so past the budget it fails
+    /// (see [`group_too_big`]).
+    size: isize,
+}
+
+/// The error of one group whose states pass the budget: MongoDB's 146 (`ExceededMemoryLimit`),
+/// which `$push` and `$addToSet` give past 100 MiB.
+fn group_too_big(budget: &Budget) -> Error {
+    error(
+        "$group",
+        format!(
+            "one group's accumulators used too much memory and cannot spill to disk. Memory limit: {} bytes",
+            budget.limit()
+        ),
+    )
+    .with_code(ErrorCode::EXCEEDED_MEMORY_LIMIT)
+    .into()
 }
 
 /// What a `$group` stage computes per document: the key, and each field's state.
@@ -655,7 +677,7 @@ impl Grouping {
             .iter()
             .map(|(_, a, _)| State::new(a, &env))
             .collect::<Result<Vec<_>>>()?;
-        Ok((Group { key, states }, size))
+        Ok((Group { key, states, size }, size))
     }
 
     /// Adds `doc` to `group` (`first`: the group's first document); returns how many bytes the
@@ -726,7 +748,8 @@ fn over_limit(held: isize) -> Result<()> {
     Ok(())
 }
 
-/// Groups `docs` and returns one document per group, in the order groups were first seen.
+/// Groups `docs` and returns one document per group, in the order groups were first seen;
+/// past [`SORT_MEMORY_LIMIT`] it fails (for `$bucketAuto`, which does not spill).
 pub(super) fn group(
     docs: impl Iterator<Item = Result<Document>>,
     grouping: &mut Grouping,
@@ -748,6 +771,68 @@ pub(super) fn group(
         over_limit(held)?;
     }
     Ok(groups.into_iter().map(|g| grouping.finish(g)).collect())
+}
+
+/// The `$group` stage under `budget`: in memory, groups come out in the order first seen;
+/// past the budget it spills partial states (see `spill`) when disk use is allowed, and its
+/// groups then come out in key order; otherwise it fails.
+pub(super) fn group_within<'a>(
+    docs: impl Iterator<Item = Result<Document>>,
+    mut grouping: Grouping,
+    budget: &Budget,
+) -> Result<super::Documents<'a>> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index = ValueIndex::default();
+    let mut held: isize = 0;
+    let mut file: Option<SpillFile> = None;
+    for doc in docs {
+        let doc = doc?;
+        let key = grouping.key(&doc)?;
+        let (position, new) = index.position(&key, groups.len(), grouping.collation());
+        if new {
+            let (group, size) = grouping.open(key)?;
+            held += size;
+            groups.push(group);
+        }
+        let grown = grouping.add(&mut groups[position], &doc, new)?;
+        held += grown;
+        groups[position].size += grown;
+        if budget.exceeded(usize::try_from(groups[position].size).unwrap_or(0)) {
+            return Err(group_too_big(budget));
+        }
+        if budget.exceeded(usize::try_from(held).unwrap_or(0)) {
+            if !budget.allows_disk_use() {
+                return Err(budget.exceeded_error("$group"));
+            }
+            let spill = match &mut file {
+                Some(spill) => spill,
+                None => file.insert(SpillFile::create(budget.dir())?),
+            };
+            spill::write_run(
+                spill,
+                std::mem::take(&mut groups),
+                grouping.collation(),
+                budget,
+            )?;
+            index = ValueIndex::default();
+            held = 0;
+        }
+    }
+    let Some(mut file) = file else {
+        return Ok(Box::new(
+            groups.into_iter().map(move |g| Ok(grouping.finish(g))),
+        ));
+    };
+    if !groups.is_empty() {
+        spill::write_run(&mut file, groups, grouping.collation(), budget)?;
+    }
+    let collation = grouping.collation.clone();
+    let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| {
+        spill::compare_records(a, b, collation.as_deref())
+    };
+    let buffer = budget.limit() / (2 * file.runs().max(1));
+    let merge = file.merge(compare, buffer)?;
+    Ok(Box::new(spill::merged(merge, grouping, budget.clone())))
 }
 
 /// Groups `docs` that arrive in the order of their keys (equal keys next to each other, as an

@@ -11,8 +11,10 @@
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
 //! indexes. Documents stream through the stages one at a time
 //! ([`ReadCollection::aggregate_iter`]); only `$sort` (the documents) and `$group` (one running
-//! state per group and field) hold anything, counted as they grow: past [`SORT_MEMORY_LIMIT`]
-//! bytes they fail with [`Error::AggregateMemoryExceeded`].
+//! state per group and field) hold anything, counted as they grow against the operation's
+//! memory budget (see `crate::budget`): past it they spill to temporary files when
+//! [`AggregateOptions::allow_disk_use`] allows (the default) and otherwise fail with
+//! [`Error::AggregateMemoryExceeded`]. A spilled `$group` gives its groups in key order.
 //! Other stages are refused by name. A final `$out` or `$merge` writes the results: see
 //! `output` and [`Database::aggregate`](crate::Database::aggregate).
 //!
@@ -53,6 +55,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document};
 
+use crate::budget::Budget;
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::db::ReadTxn;
@@ -63,9 +66,11 @@ use crate::interrupt::{Interrupt, Interruptible};
 use crate::path::{Parents, Path};
 use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
 use crate::read::ReadCollection;
+use crate::spill::Sorter;
 use crate::update::Pipeline;
 use group::Accumulator;
 
+pub(crate) use explain::insert_spill;
 pub use explain::{AggregateExplain, StageExplain};
 
 /// Options of [`ReadCollection::aggregate`].
@@ -80,6 +85,13 @@ pub struct AggregateOptions {
     /// The time limit and kill flag the pipeline runs under: entered while it plans and at
     /// each pull (see [`crate::interrupt`]); `None` runs it under the caller's.
     pub interrupt: Option<Interrupt>,
+    /// Whether `$sort` and `$group` past their memory limit may write temporary files
+    /// (MongoDB's `allowDiskUse`); `None` allows it, as MongoDB 6.0+ does by default.
+    pub allow_disk_use: Option<bool>,
+    /// The memory limit of each blocking stage, in bytes (`None`: MongoDB's 100 MiB). For
+    /// tests, which spill without 100 MiB of data.
+    #[doc(hidden)]
+    pub memory_limit: Option<usize>,
 }
 
 impl ReadCollection<'_> {
@@ -167,6 +179,8 @@ impl ReadCollection<'_> {
             let_vars: options.let_vars.clone(),
             collation: options.collation.clone(),
             hint: options.hint.clone(),
+            allow_disk_use: options.allow_disk_use,
+            memory_limit: options.memory_limit,
             ..FindOptions::default()
         };
         let mut filter = Document::new();
@@ -321,6 +335,11 @@ fn context<'a>(
         snapshot,
         options: options.clone(),
         collation,
+        budget: Budget::new(
+            options.memory_limit,
+            options.allow_disk_use,
+            snapshot.spill_dir.clone(),
+        ),
     })
 }
 
@@ -399,6 +418,49 @@ fn sub_pipeline(
     from_documents(snapshot, stages, options, collation)?.collect()
 }
 
+/// The documents `$lookup` joins to one document, gathered while they hold at most `limit`
+/// bytes (the operation's budget, MongoDB's 100 MiB); past it, MongoDB's 4568.
+fn lookup_documents(
+    snapshot: &ReadTxn,
+    from: Option<&str>,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+    limit: usize,
+) -> Result<Vec<Document>> {
+    let gather = |docs: Documents<'_>| -> Result<Vec<Document>> {
+        let mut held = 0usize;
+        let mut out = Vec::new();
+        for doc in docs {
+            let doc = doc?;
+            held += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
+            if held > limit {
+                let name = from.unwrap_or("$documents");
+                return Err(Error::from(
+                    error(
+                        "$lookup",
+                        format!(
+                            "Total size of documents in {name} matching pipeline's $lookup stage exceeds {limit} bytes"
+                        ),
+                    )
+                    .with_code(ErrorCode::location(4568)),
+                ));
+            }
+            out.push(doc);
+        }
+        Ok(out)
+    };
+    if let Some(name) = from {
+        return match snapshot.collection(name)? {
+            Some(coll) => gather(coll.aggregate_iter(pipeline, options)?),
+            None => Ok(Vec::new()),
+        };
+    }
+    let Parsed {
+        stages, collation, ..
+    } = parse_pipeline(pipeline, options)?;
+    gather(from_documents(snapshot, stages, options, collation)?)
+}
+
 /// Counts `doc`'s encoded size into `held`, what a blocking stage holds; past
 /// [`SORT_MEMORY_LIMIT`] the stage fails rather than grows on.
 fn hold(held: &mut usize, doc: &Document, stage: &str) -> Result<()> {
@@ -455,6 +517,21 @@ struct Context<'a> {
     snapshot: &'a ReadTxn,
     options: AggregateOptions,
     collation: Option<Arc<Collation>>,
+    /// The operation's memory budget (see [`crate::budget`]).
+    budget: Budget,
+}
+
+/// The documents of a blocking stage that may stream its output (a merge from disk),
+/// computed when first pulled.
+fn deferred<'a>(run: impl FnOnce() -> Result<Documents<'a>> + 'a) -> Documents<'a> {
+    Box::new(
+        std::iter::once_with(run).flat_map(|result| -> Documents<'a> {
+            match result {
+                Ok(docs) => docs,
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            }
+        }),
+    )
 }
 
 enum Stage {
@@ -626,10 +703,21 @@ impl Stage {
     /// This stage over `input`: streaming stages pass documents on one at a time; `$sort`,
     /// `$group` and `$count` read their whole input when first pulled.
     fn stream<'a>(self, input: Documents<'a>, context: &Rc<Context<'a>>) -> Documents<'a> {
+        let budget = context.budget.for_stage();
+        self.stream_within(input, context, budget)
+    }
+
+    /// [`Stage::stream`] with the stage's own budget, whose spills explain reads.
+    fn stream_within<'a>(
+        self,
+        input: Documents<'a>,
+        context: &Rc<Context<'a>>,
+        budget: Budget,
+    ) -> Documents<'a> {
         let collation = context.collation.clone();
         match self {
             Stage::Match(filter, _) => matching(input, filter, collation),
-            Stage::Sort(sort, _) => blocking(move || sort_all(input, &sort)),
+            Stage::Sort(sort, _) => deferred(move || sort_all(input, sort, budget)),
             Stage::Skip(n) => skipping(input, n),
             Stage::Limit(n) => Box::new(input.take(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Shape(pipeline) => Box::new(input.map(move |doc| {
@@ -644,13 +732,13 @@ impl Stage {
                 preserve,
             } => unwinding(input, path, index_field, preserve),
             Stage::Group {
-                mut grouping,
+                grouping,
                 in_key_order,
             } => {
                 if in_key_order {
                     Box::new(group::group_in_key_order(input, *grouping))
                 } else {
-                    blocking(move || group::group(input, &mut grouping))
+                    deferred(move || group::group_within(input, *grouping, &budget))
                 }
             }
             Stage::Lookup(lookup) => {
@@ -926,25 +1014,19 @@ fn sample(input: Documents<'_>, size: u64) -> Result<Vec<Document>> {
     Ok(kept)
 }
 
-fn sort_all(input: Documents<'_>, sort: &Sort) -> Result<Vec<Document>> {
-    let mut raws = Vec::new();
-    let mut held = 0usize;
+/// `$sort`: every input document, held as raw BSON and counted against the budget; past it
+/// the sort spills sorted runs to disk and merges them (see `crate::spill`), or fails when
+/// disk use is not allowed.
+fn sort_all(input: Documents<'_>, sort: Sort, budget: Budget) -> Result<Documents<'_>> {
+    let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| sort.compare(a, b);
+    let mut sorter = Sorter::new(budget, "$sort", compare, None);
     for doc in input {
         crate::interrupt::check()?;
-        let raw = bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?;
-        held += raw.as_bytes().len();
-        if held > SORT_MEMORY_LIMIT {
-            return Err(Error::AggregateMemoryExceeded {
-                stage: "$sort".to_owned(),
-                limit: SORT_MEMORY_LIMIT,
-            });
-        }
-        raws.push(raw);
+        sorter.push(bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?)?;
     }
-    raws.sort_by(|a, b| sort.compare(a, b));
-    raws.iter()
-        .map(|r| Document::try_from(r.as_ref()).map_err(|e| stage_error("$sort", e)))
-        .collect()
+    Ok(Box::new(sorter.finish()?.map(|raw| {
+        Document::try_from(raw?.as_ref()).map_err(|e| stage_error("$sort", e))
+    })))
 }
 
 fn parse_lookup(spec: &Document, scope: &Scope) -> Result<Lookup> {
@@ -1069,9 +1151,17 @@ impl Lookup {
                 let options = AggregateOptions {
                     let_vars: Some(vars),
                     collation: context.options.collation.clone(),
-                    ..AggregateOptions::default()
+                    hint: None,
+                    ..context.options.clone()
                 };
-                sub_pipeline(context.snapshot, self.from.as_deref(), &pipeline, &options)?
+                let limit = context.budget.limit();
+                lookup_documents(
+                    context.snapshot,
+                    self.from.as_deref(),
+                    &pipeline,
+                    &options,
+                    limit,
+                )?
             }
         };
         let joined = Bson::Array(joined.into_iter().map(Bson::Document).collect());

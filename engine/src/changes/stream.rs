@@ -154,6 +154,11 @@ const MONGODB_STAGES: &[&str] = &[
 /// whose records all fail the scope or the pipeline still returns promptly.
 const SCAN_LIMIT: usize = 10_000;
 
+/// A batch stops once the events read hold this many bytes (MongoDB's 16 MiB reply), so that a
+/// batch of large documents is cut as it grows rather than after reading [`SCAN_LIMIT`] of
+/// them; the event that passes the bound is the batch's last.
+const BATCH_BYTES: usize = 16 * 1024 * 1024;
+
 /// Change events of one database file; see the module documentation.
 #[derive(Debug)]
 pub struct ChangeStream {
@@ -297,6 +302,7 @@ impl ChangeStream {
         let log = Log::read(&snapshot.txn)?;
         let mut events = Vec::new();
         let mut scanned = 0;
+        let mut bytes = 0usize;
         let mut scan_end = self.position;
         let mut invalidated = None;
         self.caught_up = true;
@@ -306,7 +312,7 @@ impl ChangeStream {
             if until.is_some_and(|u| key.0 > u) {
                 break;
             }
-            if events.len() >= max || scanned >= SCAN_LIMIT {
+            if events.len() >= max || scanned >= SCAN_LIMIT || bytes >= BATCH_BYTES {
                 self.caught_up = false;
                 break;
             }
@@ -314,6 +320,7 @@ impl ChangeStream {
             scanned += 1;
             let record = decode_record(value.value())?;
             if let Some(event) = self.event(&snapshot, key, &record)? {
+                bytes += RawDocumentBuf::try_from(&event).map_or(0, |r| r.as_bytes().len());
                 events.push(event);
             }
             if self.invalidates(&record) {

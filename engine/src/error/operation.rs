@@ -94,15 +94,16 @@ pub enum Error {
         updated: Vec<bson::Bson>,
         source: Box<Error>,
     },
-    /// A sort the executor must do in memory holds more than the limit of documents.
+    /// A sort the executor must do in memory holds more than the limit of documents, and the
+    /// find does not allow disk use. MongoDB's text, with the collection.
     #[error(
-        "sort of collection `{collection}` needs more than {limit} bytes of memory; add a limit or an index"
+        "Sort exceeded memory limit of {limit} bytes, but did not opt in to external sorting (collection `{collection}`; pass allowDiskUse: true, add a limit or an index)"
     )]
     SortMemoryExceeded { collection: String, limit: usize },
     /// An aggregation stage that holds every document (`$sort`, `$group`) would hold more than
-    /// the limit.
+    /// the limit, and may not (or cannot) spill to disk. MongoDB's text.
     #[error(
-        "aggregation stage `{stage}` needs more than {limit} bytes of memory; filter earlier or add a limit"
+        "Exceeded memory limit of {limit} bytes for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
     )]
     AggregateMemoryExceeded { stage: String, limit: usize },
     /// A document a pipeline hands out is over MongoDB's limit on a result document

@@ -174,6 +174,16 @@ impl Kept {
     pub(crate) fn into_values(self) -> Vec<Bson> {
         self.values.into()
     }
+
+    /// How many values it keeps at most.
+    pub(crate) fn n(&self) -> usize {
+        self.n
+    }
+
+    /// The values held, in their order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Bson> {
+        self.values.iter()
+    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,10 @@
 //! cursor holds no documents at all: each `next` pulls candidates from the plan until one
 //! matches, skips or returns it, and stops after the limit. Otherwise the sort is blocking: on
 //! creation the cursor reads every match and keeps them sorted, at most the best
-//! `skip + limit` when there is a limit, and refuses with [`Error::SortMemoryExceeded`] past
-//! [`SORT_MEMORY_LIMIT`] bytes of kept documents, as MongoDB does.
+//! `skip + limit` when there is a limit. Past the query's memory budget ([`SORT_MEMORY_LIMIT`]
+//! bytes of kept documents unless a test lowers it) the sort writes sorted runs to a temporary
+//! file and merges them (see `crate::spill`), or, when the find does not allow disk use,
+//! refuses with [`Error::SortMemoryExceeded`] as MongoDB does.
 
 use bson::{Document, RawDocument, RawDocumentBuf};
 
@@ -17,9 +19,10 @@ use super::sort::Sort;
 use super::source::Source;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::spill::Sorter;
 
 /// MongoDB's limit on the memory of a blocking sort: 100 MiB.
-pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
+pub const SORT_MEMORY_LIMIT: usize = crate::budget::MEMORY_LIMIT;
 
 /// The results of a find; an iterator of `Result<T>` (documents, or the caller's type for
 /// [`ReadCollection::find_as`](crate::ReadCollection::find_as)). After an error it returns
@@ -79,8 +82,22 @@ impl Decode<RawDocumentBuf> {
 enum Results<'c> {
     /// Candidates in result order, judged as they come.
     Streaming(Box<Candidates<'c>>),
-    /// Matches sorted in memory, and what finding them examined.
-    Sorted(std::vec::IntoIter<RawDocumentBuf>, WalkStats),
+    /// Matches sorted (in memory or merged from disk), what finding them examined, and what
+    /// the sort wrote to disk.
+    Sorted(SortedDocs<'c>, WalkStats, Spill),
+}
+
+type SortedDocs<'c> = Box<dyn Iterator<Item = Result<RawDocumentBuf>> + 'c>;
+
+/// What a blocking sort wrote to disk, as explain reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spill {
+    /// Whether it wrote anything.
+    pub used_disk: bool,
+    /// How many runs it wrote.
+    pub spills: u64,
+    /// The bytes of those runs.
+    pub spilled_bytes: u64,
 }
 
 impl std::fmt::Debug for Cursor<'_> {
@@ -160,7 +177,15 @@ impl<'c, T> Cursor<'c, T> {
     pub fn stats(&self) -> WalkStats {
         match &self.results {
             Results::Streaming(c) => c.stats(),
-            Results::Sorted(_, stats) => *stats,
+            Results::Sorted(_, stats, _) => *stats,
+        }
+    }
+
+    /// What the blocking sort wrote to disk (nothing when there is none).
+    pub fn spill(&self) -> Spill {
+        match &self.results {
+            Results::Streaming(_) => Spill::default(),
+            Results::Sorted(_, _, spill) => *spill,
         }
     }
 
@@ -178,6 +203,8 @@ impl<'c, T> Cursor<'c, T> {
 }
 
 /// Reads every match of a blocking sort, keeping at most `keep` (the best ones) when given.
+/// Past the query's memory budget the sort spills to disk, or fails when disk use is not
+/// allowed (see [`crate::spill::Sorter`]).
 fn sorted<'c>(
     collection: &dyn Source,
     mut candidates: Candidates<'c>,
@@ -186,36 +213,33 @@ fn sorted<'c>(
     keep: Option<u64>,
 ) -> Result<Results<'c>> {
     let keep = keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
-    let mut buffer: Vec<RawDocumentBuf> = Vec::new();
-    let mut bytes = 0usize;
+    let budget = query.memory.budget(collection.spill_dir());
+    let order = sort.clone();
+    let compare = move |a: &RawDocument, b: &RawDocument| order.compare(a, b);
+    let mut sorter = Sorter::new(budget.clone(), "sort", compare, keep);
     for candidate in candidates.by_ref() {
         let candidate = candidate?;
         let raw = candidate.raw(collection.name())?;
         if !query.matches(raw)? {
             continue;
         }
-        bytes += raw.as_bytes().len();
-        buffer.push(raw.to_owned());
-        if let Some(k) = keep
-            && buffer.len() >= k.saturating_mul(2).max(64)
-        {
-            // Sorting is stable, so equal documents keep their plan order.
-            buffer.sort_by(|a, b| sort.compare(a, b));
-            buffer.truncate(k);
-            bytes = buffer.iter().map(|d| d.as_bytes().len()).sum();
-        }
-        if bytes > SORT_MEMORY_LIMIT {
-            return Err(Error::SortMemoryExceeded {
+        sorter.push(raw.to_owned()).map_err(|e| match e {
+            Error::AggregateMemoryExceeded { limit, .. } => Error::SortMemoryExceeded {
                 collection: collection.name().to_owned(),
-                limit: SORT_MEMORY_LIMIT,
-            });
-        }
+                limit,
+            },
+            other => other,
+        })?;
     }
-    buffer.sort_by(|a, b| sort.compare(a, b));
-    if let Some(k) = keep {
-        buffer.truncate(k);
-    }
-    Ok(Results::Sorted(buffer.into_iter(), candidates.stats()))
+    let spilled = sorter.spilled();
+    let docs: SortedDocs<'c> = Box::new(sorter.finish()?);
+    let (spills, spilled_bytes) = budget.spill_totals();
+    let spill = Spill {
+        used_disk: spilled,
+        spills,
+        spilled_bytes,
+    };
+    Ok(Results::Sorted(docs, candidates.stats(), spill))
 }
 
 impl<T> Iterator for Cursor<'_, T> {
@@ -239,10 +263,10 @@ impl<T> Iterator for Cursor<'_, T> {
                     Ok(candidate) => self.judge(&candidate),
                     Err(e) => Some(Err(e)),
                 },
-                Results::Sorted(docs, _) => {
-                    let doc = docs.next()?;
-                    self.take(&doc)
-                }
+                Results::Sorted(docs, _, _) => match docs.next()? {
+                    Ok(doc) => self.take(&doc),
+                    Err(e) => Some(Err(e)),
+                },
             };
             match result {
                 None => {}

@@ -38,6 +38,13 @@ pub struct FindOptions {
     /// (a sort in memory runs then) and at each pull (see [`crate::interrupt`]); `None` runs
     /// it under the caller's.
     pub interrupt: Option<Interrupt>,
+    /// Whether a blocking sort past its memory limit may write temporary files (MongoDB's
+    /// `allowDiskUse`); `None` allows it, as MongoDB 6.0+ does by default.
+    pub allow_disk_use: Option<bool>,
+    /// The memory limit of a blocking sort, in bytes (`None`: MongoDB's 100 MiB). For tests,
+    /// which spill without 100 MiB of data.
+    #[doc(hidden)]
+    pub memory_limit: Option<usize>,
 }
 
 impl FindOptions {
@@ -51,6 +58,10 @@ impl FindOptions {
             hint: self.hint.as_ref(),
             skip: self.skip,
             limit: self.limit,
+            memory: super::selection::Memory {
+                limit: self.memory_limit,
+                allow_disk_use: self.allow_disk_use,
+            },
         }
     }
 }

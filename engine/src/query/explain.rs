@@ -24,6 +24,8 @@ pub struct Explain {
     pub rejected: Vec<Plan>,
     /// Whether results had to be sorted in memory.
     pub in_memory_sort: bool,
+    /// What the blocking sort wrote to temporary files past its memory limit.
+    pub spill: super::Spill,
     /// Whether the index alone answered the query (no document read).
     pub covered: bool,
     pub projection: Option<Projection>,
@@ -96,6 +98,7 @@ impl ReadCollection<'_> {
         Ok(Explain {
             collection: self.name().to_owned(),
             in_memory_sort: cursor.sorted_in_memory(),
+            spill: cursor.spill(),
             covered: cursor.is_covered(),
             projection: query.projection,
             routing,
@@ -198,16 +201,17 @@ impl Explain {
                 doc! { "shardKey": key.to_document(), "routing": routing.as_str() },
             );
         }
-        doc! {
-            "queryPlanner": planner,
-            "executionStats": {
-                "nReturned": crate::number::int_or_long(self.returned as i64),
-                "totalKeysExamined": crate::number::int_or_long(self.keys_examined as i64),
-                "totalDocsExamined": crate::number::int_or_long(self.docs_examined as i64),
-                "inMemorySort": self.in_memory_sort,
-                "covered": self.covered,
-            },
+        let mut stats = doc! {
+            "nReturned": crate::number::int_or_long(self.returned as i64),
+            "totalKeysExamined": crate::number::int_or_long(self.keys_examined as i64),
+            "totalDocsExamined": crate::number::int_or_long(self.docs_examined as i64),
+            "inMemorySort": self.in_memory_sort,
+            "covered": self.covered,
+        };
+        if self.in_memory_sort {
+            crate::aggregate::insert_spill(&mut stats, self.spill);
         }
+        doc! { "queryPlanner": planner, "executionStats": stats }
     }
 
     /// Reads an explain document in MongoDB's shape back into the typed form: this engine's
@@ -290,6 +294,11 @@ impl Explain {
             ),
             rejected,
             in_memory_sort: walked.sorted,
+            spill: stats.map_or_else(super::Spill::default, |s| super::Spill {
+                used_disk: s.get_bool("usedDisk").unwrap_or(false),
+                spills: crate::expr::count_in(s, "spills"),
+                spilled_bytes: crate::expr::count_in(s, "spilledBytes"),
+            }),
             covered: walked.covered(),
             projection: None,
             routing,

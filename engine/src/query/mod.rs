@@ -38,7 +38,7 @@ pub use crate::error::FilterError;
 pub(crate) use cache::{ID_INDEX_USES, PlanCache};
 pub use candidates::WalkStats;
 pub(crate) use cursor::Decode;
-pub use cursor::{Cursor, SORT_MEMORY_LIMIT};
+pub use cursor::{Cursor, SORT_MEMORY_LIMIT, Spill};
 pub use exec::FindOptions;
 pub(crate) use exec::choose_plan;
 pub use explain::Explain;

@@ -40,6 +40,24 @@ pub(crate) struct Query {
     /// What of the filter the chosen plan leaves to the matcher, when its index bounds decide
     /// some conditions exactly (see `residual`); `None` checks the whole filter.
     pub(crate) residual: Option<Filter>,
+    /// The blocking sort's memory limit (`None`: MongoDB's) and whether it may spill.
+    pub(crate) memory: Memory,
+}
+
+/// An operation's memory options: see [`crate::budget`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Memory {
+    /// Bytes a blocking stage may hold; `None` for [`crate::budget::MEMORY_LIMIT`].
+    pub(crate) limit: Option<usize>,
+    /// `None` for the default, which allows it.
+    pub(crate) allow_disk_use: Option<bool>,
+}
+
+impl Memory {
+    /// A budget of these options whose spills go into `dir`.
+    pub(crate) fn budget(self, dir: crate::budget::SpillDir) -> crate::budget::Budget {
+        crate::budget::Budget::new(self.limit, self.allow_disk_use, dir)
+    }
 }
 
 /// The options of an operation that make its query, borrowed from the operation's own options.
@@ -53,6 +71,7 @@ pub(crate) struct QueryOptions<'a> {
     pub(crate) hint: Option<&'a Bson>,
     pub(crate) skip: u64,
     pub(crate) limit: Option<u64>,
+    pub(crate) memory: Memory,
 }
 
 impl Query {
@@ -76,6 +95,7 @@ impl Query {
             skip: options.skip,
             limit: options.limit.filter(|&l| l > 0),
             residual: None,
+            memory: options.memory,
         })
     }
 
@@ -91,6 +111,7 @@ impl Query {
             skip: 0,
             limit: None,
             residual: None,
+            memory: Memory::default(),
         }
     }
 

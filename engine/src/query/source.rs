@@ -44,6 +44,12 @@ fn directed<'a>(range: DocumentRows<'a>, reverse: bool) -> DocumentRange<'a> {
 pub(crate) trait Source {
     fn meta(&self) -> &CollectionMeta;
 
+    /// Where a blocking sort over this source writes its temporary files: beside the
+    /// database when the source knows it, else the system's temporary folder.
+    fn spill_dir(&self) -> crate::budget::SpillDir {
+        crate::budget::SpillDir::temporary()
+    }
+
     /// Every document, in `_id` order.
     fn documents(&self) -> Result<DocumentRows<'_>>;
 
@@ -81,6 +87,10 @@ pub(crate) trait Source {
 impl Source for ReadCollection<'_> {
     fn meta(&self) -> &CollectionMeta {
         ReadCollection::meta(self)
+    }
+
+    fn spill_dir(&self) -> crate::budget::SpillDir {
+        self.snapshot().spill_dir.clone()
     }
 
     fn documents(&self) -> Result<DocumentRows<'_>> {

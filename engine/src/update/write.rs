@@ -523,6 +523,73 @@ impl WriteTxn<'_> {
         found
     }
 
+    /// [`WriteTxn::find_with`] holding at most `max_bytes` of results: past them it stops
+    /// reading and fails with MongoDB's 146 (`ExceededMemoryLimit`), so a find inside a
+    /// transaction never gathers more than its caller can keep.
+    pub fn find_within(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &crate::query::FindOptions,
+        max_bytes: usize,
+    ) -> Result<Vec<RawDocumentBuf>> {
+        let query = Query::parse(filter, options.query_options())?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(Vec::new());
+        };
+        let plan = self.plan_over_own_writes(&meta, &query)?;
+        let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
+        let gather = |cursor: Cursor<'_, RawDocumentBuf>| {
+            let mut held = 0usize;
+            let mut found = Vec::new();
+            for doc in cursor {
+                let doc = doc?;
+                held += doc.as_bytes().len();
+                if held > max_bytes {
+                    return Err(Error::from(
+                        crate::expr::error(
+                            "find",
+                            format!(
+                                "the results of a find inside a transaction would hold more than {max_bytes} bytes"
+                            ),
+                        )
+                        .with_code(crate::ErrorCode::EXCEEDED_MEMORY_LIMIT),
+                    ));
+                }
+                found.push(doc);
+            }
+            Ok(found)
+        };
+        let found = Cursor::new(&view, plan, query, Decode::bytes()).and_then(gather);
+        view.put_back(&self.tables);
+        found
+    }
+
+    /// How many documents match, after the options' skip and within their limit, read from
+    /// this transaction's own tables; counted as they are found, holding none of them.
+    pub fn count_with(
+        &mut self,
+        collection: &str,
+        filter: &Document,
+        options: &crate::query::FindOptions,
+    ) -> Result<u64> {
+        let query = Query::parse(filter, options.query_options())?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(0);
+        };
+        let plan = self.plan_over_own_writes(&meta, &query)?;
+        let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
+        let decode = Decode {
+            raw: |_: &str, _: &bson::RawDocument, _| Ok(()),
+            projected: |_: &str, _: Document, _| Ok(()),
+            id_field: None,
+        };
+        let counted = Cursor::new(&view, plan, query, decode)
+            .and_then(|mut cursor| cursor.try_fold(0u64, |n, found| found.map(|()| n + 1)));
+        view.put_back(&self.tables);
+        counted
+    }
+
     /// The first document matching `filter` in `sort` order; see [`WriteTxn::find`].
     pub fn find_one(
         &mut self,

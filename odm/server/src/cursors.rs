@@ -159,6 +159,12 @@ impl Cursors {
         Ok(())
     }
 
+    /// How many more bytes of results open cursors may hold.
+    pub fn room(&self) -> usize {
+        self.max_bytes
+            .saturating_sub(self.buffered_bytes.load(Ordering::Relaxed))
+    }
+
     /// Keeps a cursor under a random id, as MongoDB's are: positive, never 0 (which means
     /// "no cursor"), unused.
     fn insert(

@@ -732,8 +732,24 @@ pub fn read<R>(
     }
 }
 
-/// Inside a transaction, a find's results read from the transaction's own writes; `None`
-/// outside one.
+/// Inside a transaction, how many documents a count finds in the transaction's own writes
+/// (counted as found, none held); `None` outside one.
+pub fn count_in_transaction(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<Option<u64>, CommandError> {
+    let Some(txn) = &ctx.txn else {
+        return Ok(None);
+    };
+    let (collection, filter, options) = (collection.to_owned(), filter.clone(), options.clone());
+    txn.run(move |t| Ok(t.count_with(&collection, &filter, &options)?))
+        .map(Some)
+}
+
+/// Inside a transaction, a find's results read from the transaction's own writes, gathered
+/// within the room open cursors have left (MongoDB's 146 past it); `None` outside one.
 pub fn find_in_transaction(
     ctx: &Ctx<'_>,
     collection: &str,
@@ -744,6 +760,9 @@ pub fn find_in_transaction(
         return Ok(None);
     };
     let (collection, filter, options) = (collection.to_owned(), filter.clone(), options.clone());
-    txn.run(move |t| Ok(t.find_with(&collection, &filter, &options)?))
+    // Gathered within what open cursors may still hold: past it the results could not be
+    // kept anyway.
+    let room = ctx.server.cursors.room();
+    txn.run(move |t| Ok(t.find_within(&collection, &filter, &options, room)?))
         .map(Some)
 }

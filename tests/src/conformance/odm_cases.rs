@@ -194,7 +194,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                 let_vars: case.get("let").map(document).transpose()?,
                 collation,
                 hint: None,
-                interrupt: None,
+                ..AggregateOptions::default()
             };
             coll.aggregate(&pipeline, &options).map(Actual::Documents)
         }
@@ -218,7 +218,7 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
                 hint: None,
                 let_vars: case.get("let").map(document).transpose()?,
                 collation: case.get("collation").map(document).transpose()?,
-                interrupt: None,
+                ..FindOptions::default()
             };
             coll.find(&filter, &options)
                 .and_then(Iterator::collect)

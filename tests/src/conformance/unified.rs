@@ -536,7 +536,8 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, OpError>
                 hint: hint(op.get("arguments").unwrap_or(&Value::Null))?,
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
                 collation: collation.clone(),
-                interrupt: None,
+                allow_disk_use: argument(op, "allowDiskUse").and_then(|v| v.as_bool()),
+                ..FindOptions::default()
             };
             let docs: Vec<Document> = coll
                 .find(&filter, &options)
@@ -584,7 +585,8 @@ fn execute(db: &Database, collection: &str, op: &Value) -> Result<Bson, OpError>
                 let_vars: argument(op, "let").map(|l| document(&l)).transpose()?,
                 collation,
                 hint: hint(op.get("arguments").unwrap_or(&Value::Null))?,
-                interrupt: None,
+                allow_disk_use: argument(op, "allowDiskUse").and_then(|v| v.as_bool()),
+                ..AggregateOptions::default()
             };
             let docs = coll.aggregate(&pipeline, &options).map_err(e)?;
             Ok(Bson::Array(docs.into_iter().map(Bson::Document).collect()))
@@ -1160,7 +1162,8 @@ fn aggregate_into(db: &Database, collection: &str, op: &Value) -> Result<Bson, S
             .map(|c| document(&c))
             .transpose()?,
         hint: None,
-        interrupt: None,
+        allow_disk_use: argument(op, "allowDiskUse").and_then(|v| v.as_bool()),
+        ..AggregateOptions::default()
     };
     db.aggregate(collection, &pipeline, &options)
         .map(|docs| Bson::Array(docs.into_iter().map(Bson::Document).collect()))

@@ -62,7 +62,7 @@ pub fn buffered_reply(ctx: &Ctx<'_>, ns: &str, docs: &[Document], first: usize) 
     Ok(cursor_reply(id, ns, true, batch))
 }
 
-/// An aggregation's `pipeline` and its options (`let`, `collation`, `hint`).
+/// An aggregation's `pipeline` and its options (`let`, `collation`, `hint`, `allowDiskUse`).
 fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), CommandError> {
     let pipeline = args
         .owned_documents("pipeline")?
@@ -73,6 +73,8 @@ fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), Com
         hint: hint(args)?,
         // The command's own, entered on the thread that runs it (see `operations`).
         interrupt: None,
+        allow_disk_use: args.bool("allowDiskUse")?,
+        ..AggregateOptions::default()
     };
     Ok((pipeline, options))
 }
@@ -132,6 +134,8 @@ fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
         collation: args.doc("collation")?.cloned(),
         // The command's own, entered on the thread that runs it (see `operations`).
         interrupt: None,
+        allow_disk_use: args.bool("allowDiskUse")?,
+        ..FindOptions::default()
     })
 }
 
@@ -515,17 +519,17 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
         read_command(&filter, collation, None)
     });
-    if let Some(docs) = crate::session::find_in_transaction(
+    if let Some(n) = crate::session::count_in_transaction(
         ctx,
         collection,
         &filter,
         &FindOptions {
             collation: collation.cloned(),
+            skip,
+            limit: Some(limit).filter(|&l| l > 0),
             ..FindOptions::default()
         },
     )? {
-        let n = (docs.len() as u64).saturating_sub(skip);
-        let n = if limit > 0 { n.min(limit) } else { n };
         return Ok(doc! {"n": n as i64}.into());
     }
     let n = match ctx.server.storage.get(&ctx.db)? {

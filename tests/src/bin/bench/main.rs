@@ -1,6 +1,6 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill [--docs N] [--runs R]`
 //! and `bench load [--clients C] [--seconds S] [--idle I] [--slow W]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
@@ -13,6 +13,7 @@ mod odm;
 mod peers;
 mod query;
 mod report;
+mod spill;
 mod tools;
 mod update;
 mod wire;
@@ -46,6 +47,7 @@ fn main() {
         "wire" => wire::run(&options).map_err(Into::into),
         "load" => wire::run_load(&options).map_err(Into::into),
         "tools" => tools::run(&options),
+        "spill" => spill::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -56,7 +58,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|changes|wire|tools [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
+        "usage: bench core|query|update|odm|changes|wire|tools|spill [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
     );
     std::process::exit(2);
 }

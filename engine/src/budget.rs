@@ -1,0 +1,145 @@
+//! One memory budget per operation, and where a blocking stage goes when it passes it.
+//!
+//! A blocking stage (the find's sort, `$sort`, `$group`, `$bucketAuto`, `$setWindowFields`,
+//! `$densify`, `$graphLookup`, `$facet`, `$sample`) counts the bytes it holds against the
+//! operation's [`Budget`]: [`MEMORY_LIMIT`] (MongoDB's 100 MiB) unless a test lowers it. Past
+//! the limit, a sort or a group whose operation allows disk use (the default, as MongoDB 6.0+'s
+//! `allowDiskUseByDefault`) writes what it holds to a temporary file (see `spill`) and goes on
+//! with an empty table; without disk use, and for the stages that cannot spill, the stage fails
+//! with MongoDB's `QueryExceededMemoryLimitNoDiskUseAllowed` (292).
+//!
+//! Temporary files live in a folder of their own: beside the database's file (`<file>-spill`),
+//! or under the system's temporary folder for a database in memory. Each file is removed when
+//! the stage that wrote it is dropped (finished, failed or abandoned), and the folder of a
+//! file-backed database is emptied when the database opens, removing what a crash left.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+/// MongoDB's limit on what one blocking stage holds in memory: 100 MiB.
+pub const MEMORY_LIMIT: usize = 100 * 1024 * 1024;
+
+/// An operation's memory budget: how much a blocking stage may hold, whether it may spill to
+/// disk past that, and what its spills have written (for explain).
+#[derive(Debug, Clone)]
+pub(crate) struct Budget {
+    limit: usize,
+    allow_disk_use: bool,
+    dir: SpillDir,
+    stats: Arc<SpillStats>,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new(None, None, SpillDir::temporary())
+    }
+}
+
+impl Budget {
+    /// A budget of `limit` bytes (default [`MEMORY_LIMIT`]) that spills into `dir` unless
+    /// `allow_disk_use` is `Some(false)`.
+    pub(crate) fn new(limit: Option<usize>, allow_disk_use: Option<bool>, dir: SpillDir) -> Budget {
+        Budget {
+            limit: limit.unwrap_or(MEMORY_LIMIT).max(1),
+            allow_disk_use: allow_disk_use.unwrap_or(true),
+            dir,
+            stats: Arc::default(),
+        }
+    }
+
+    /// The same budget with counts of its own, for one stage (explain reports each stage's
+    /// spills).
+    pub(crate) fn for_stage(&self) -> Budget {
+        Budget {
+            stats: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Whether `held` bytes are past the limit.
+    pub(crate) fn exceeded(&self, held: usize) -> bool {
+        held > self.limit
+    }
+
+    pub(crate) fn allows_disk_use(&self) -> bool {
+        self.allow_disk_use
+    }
+
+    pub(crate) fn dir(&self) -> &SpillDir {
+        &self.dir
+    }
+
+    /// Records one spill of `bytes` bytes.
+    pub(crate) fn spilled(&self, bytes: u64) {
+        self.stats.spills.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// How many spills the stages under this budget made, and the bytes they wrote.
+    pub(crate) fn spill_totals(&self) -> (u64, u64) {
+        (
+            self.stats.spills.load(Ordering::Relaxed),
+            self.stats.bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The error of a stage past the limit that may not (or cannot) spill.
+    pub(crate) fn exceeded_error(&self, stage: &str) -> Error {
+        Error::AggregateMemoryExceeded {
+            stage: stage.to_owned(),
+            limit: self.limit,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct SpillStats {
+    spills: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The folder temporary files are written into.
+#[derive(Debug, Clone)]
+pub(crate) struct SpillDir(Arc<PathBuf>);
+
+impl SpillDir {
+    /// The folder of a database in memory: one per process under the system's temporary folder.
+    pub(crate) fn temporary() -> SpillDir {
+        let name = format!("odm-spill-{}", std::process::id());
+        SpillDir(Arc::new(std::env::temp_dir().join(name)))
+    }
+
+    /// The folder of the database file at `file`: `<file>-spill` beside it. What it holds was
+    /// left by an earlier process (a crash) and is removed now.
+    pub(crate) fn beside(file: &Path) -> Result<SpillDir> {
+        let mut name = file.file_name().unwrap_or_default().to_owned();
+        name.push("-spill");
+        let dir = file.with_file_name(name);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Io {
+                    path: dir.display().to_string(),
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+        Ok(SpillDir(Arc::new(dir)))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Removes the folder if nothing is in it (a database file closing).
+    pub(crate) fn remove_if_empty(&self) {
+        let _ = std::fs::remove_dir(self.path());
+    }
+}

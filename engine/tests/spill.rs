@@ -1,0 +1,413 @@
+//! Blocking stages past their memory budget spill to temporary files when disk use is allowed
+//! (the default), and give what an in-memory run gives; without disk use they fail with
+//! MongoDB's 292. The files go when the stage ends, however it ends, and a database emptied
+//! its spill folder when it opened. Tests lower the budget (`memory_limit`) so that a few
+//! kilobytes spill.
+
+mod common;
+
+use bson::{Bson, Document, doc};
+use odm_engine::aggregate::AggregateOptions;
+use odm_engine::query::FindOptions;
+use odm_engine::{Database, Error};
+use proptest::prelude::*;
+
+/// A file-backed database holding `docs` in `c`, and its spill folder.
+fn database(name: &str, docs: &[Document]) -> (Database, std::path::PathBuf) {
+    let path = common::temp_path(name);
+    let mut spill = path.clone().into_os_string();
+    spill.push("-spill");
+    let db = Database::open(&path).unwrap();
+    if !docs.is_empty() {
+        db.collection("c").insert_many(docs.to_vec(), true).unwrap();
+    }
+    (db, spill.into())
+}
+
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, Iterator::count)
+}
+
+fn small(allow_disk_use: Option<bool>) -> AggregateOptions {
+    AggregateOptions {
+        memory_limit: Some(2048),
+        allow_disk_use,
+        ..AggregateOptions::default()
+    }
+}
+
+fn numbered(n: i32) -> Vec<Document> {
+    (0..n)
+        .map(|i| doc! { "_id": i, "k": (i * 7919) % 37, "s": format!("v{}", i % 11), "pad": "x".repeat(100) })
+        .collect()
+}
+
+fn run(
+    db: &Database,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+) -> Result<Vec<Document>, Error> {
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    c.aggregate(pipeline, options)
+}
+
+#[test]
+fn a_sort_past_the_budget_spills_and_stays_stable() {
+    let (db, spill) = database("sort.odm", &numbered(500));
+    let pipeline = [
+        doc! { "$project": { "k": 1 } },
+        doc! { "$sort": { "k": 1 } },
+    ];
+    let in_memory = run(&db, &pipeline, &AggregateOptions::default()).unwrap();
+    let spilled = run(&db, &pipeline, &small(None)).unwrap();
+    assert_eq!(spilled, in_memory);
+    // Stable: equal keys keep `_id` order.
+    assert!(spilled.windows(2).all(|w| {
+        let (a, b) = (&w[0], &w[1]);
+        a.get_i32("k").unwrap() < b.get_i32("k").unwrap()
+            || (a.get_i32("k").ok() == b.get_i32("k").ok()
+                && a.get_i32("_id").unwrap() < b.get_i32("_id").unwrap())
+    }));
+    assert_eq!(
+        files_in(&spill),
+        0,
+        "the runs are removed when the sort ends"
+    );
+    let err = run(&db, &pipeline, &small(Some(false))).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert_eq!(err.code_name(), "QueryExceededMemoryLimitNoDiskUseAllowed");
+    assert_eq!(
+        err.to_string(),
+        "Exceeded memory limit of 2048 bytes for $sort, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+    );
+}
+
+#[test]
+fn the_finds_blocking_sort_spills_and_reports_it() {
+    let (db, spill) = database("find.odm", &numbered(400));
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let options = |allow, limit: Option<u64>| FindOptions {
+        sort: Some(doc! { "s": -1, "k": 1 }),
+        memory_limit: Some(4096),
+        allow_disk_use: allow,
+        limit,
+        ..FindOptions::default()
+    };
+    let in_memory: Vec<Document> = c
+        .find(
+            &doc! {},
+            &FindOptions {
+                sort: Some(doc! { "s": -1, "k": 1 }),
+                ..FindOptions::default()
+            },
+        )
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let cursor = c.find(&doc! {}, &options(None, None)).unwrap();
+    let spill_report = cursor.spill();
+    assert!(
+        spill_report.used_disk && spill_report.spills > 1 && spill_report.spilled_bytes > 40_000
+    );
+    let spilled: Vec<Document> = cursor.collect::<Result<_, _>>().unwrap();
+    assert_eq!(spilled, in_memory);
+    // With a limit, only the best are kept (and merged).
+    let top: Vec<Document> = c
+        .find(&doc! {}, &options(None, Some(150)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(top, in_memory[..150]);
+    assert_eq!(files_in(&spill), 0);
+    let err = c.find(&doc! {}, &options(Some(false), None)).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "Sort exceeded memory limit of 4096 bytes, but did not opt in to external sorting"
+        ),
+        "{err}"
+    );
+}
+
+fn every_accumulator() -> Document {
+    doc! {
+        "_id": "$k",
+        "n": { "$sum": 1 },
+        "sum": { "$sum": "$_id" },
+        "count": { "$count": {} },
+        "avg": { "$avg": "$_id" },
+        "min": { "$min": "$s" },
+        "max": { "$max": "$s" },
+        "first": { "$first": "$_id" },
+        "last": { "$last": "$_id" },
+        "push": { "$push": "$_id" },
+        "set": { "$addToSet": "$s" },
+        "merged": { "$mergeObjects": { "a": "$s", "b": "$_id" } },
+        "concat": { "$concatArrays": { "$range": [0, { "$mod": ["$_id", 3] }] } },
+        "union": { "$setUnion": { "$range": [0, { "$mod": ["$_id", 4] }] } },
+        "firstN": { "$firstN": { "input": "$_id", "n": 3 } },
+        "lastN": { "$lastN": { "input": "$_id", "n": 3 } },
+        "minN": { "$minN": { "input": "$s", "n": 2 } },
+        "maxN": { "$maxN": { "input": "$_id", "n": 2 } },
+        "top": { "$top": { "sortBy": { "s": 1 }, "output": "$_id" } },
+        "bottomN": { "$bottomN": { "sortBy": { "s": 1 }, "output": "$_id", "n": 2 } },
+        "median": { "$median": { "input": "$_id", "method": "approximate" } },
+        "p": { "$percentile": { "input": "$_id", "p": [0.1, 0.9], "method": "approximate" } },
+        "dev": { "$stdDevPop": "$_id" },
+        "devSamp": { "$stdDevSamp": "$_id" },
+    }
+}
+
+/// The groups sorted by key, with the standard deviations rounded (a merge of Welford
+/// triples rounds differently than one pass).
+fn comparable(mut groups: Vec<Document>) -> Vec<Document> {
+    for g in &mut groups {
+        for field in ["dev", "devSamp"] {
+            if let Some(Bson::Double(x)) = g.get(field) {
+                let rounded = (x * 1e6).round() / 1e6;
+                g.insert(field, rounded);
+            }
+        }
+    }
+    groups.sort_by(|a, b| {
+        odm_engine::order::compare_in(
+            bson::RawBson::try_from(a.get("_id").cloned().unwrap_or(Bson::Null))
+                .unwrap()
+                .as_raw_bson_ref(),
+            bson::RawBson::try_from(b.get("_id").cloned().unwrap_or(Bson::Null))
+                .unwrap()
+                .as_raw_bson_ref(),
+            None,
+        )
+    });
+    groups
+}
+
+#[test]
+fn a_group_past_the_budget_merges_partial_states_of_every_accumulator() {
+    let (db, spill) = database("group.odm", &numbered(600));
+    let pipeline = [doc! { "$group": every_accumulator() }];
+    let in_memory = run(&db, &pipeline, &AggregateOptions::default()).unwrap();
+    let options = AggregateOptions {
+        memory_limit: Some(20_000),
+        ..AggregateOptions::default()
+    };
+    let spilled = run(&db, &pipeline, &options).unwrap();
+    assert_eq!(in_memory.len(), 37);
+    assert_eq!(comparable(spilled), comparable(in_memory));
+    assert_eq!(files_in(&spill), 0);
+    let options = AggregateOptions {
+        allow_disk_use: Some(false),
+        ..options
+    };
+    let err = run(&db, &pipeline, &options).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+}
+
+#[test]
+fn one_group_past_the_budget_is_mongodbs_exceeded_memory_limit() {
+    let (db, _) = database("one_group.odm", &numbered(200));
+    let err = run(
+        &db,
+        &[doc! { "$group": { "_id": null, "all": { "$push": "$pad" } } }],
+        &small(None),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), 146, "{err}");
+}
+
+#[test]
+fn files_go_when_a_merge_is_abandoned_or_fails() {
+    let (db, spill) = database("abandon.odm", &numbered(500));
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let pipeline = [doc! { "$sort": { "k": -1 } }];
+    // Runs larger than the buffer each is read through, so that reading goes on from disk.
+    let options = AggregateOptions {
+        memory_limit: Some(20_000),
+        ..AggregateOptions::default()
+    };
+    let mut stream = c.aggregate_iter(&pipeline, &options).unwrap();
+    stream.next().unwrap().unwrap();
+    assert_eq!(files_in(&spill), 1, "the runs are on disk while merging");
+    drop(stream);
+    assert_eq!(files_in(&spill), 0, "abandoned: removed");
+    // Damaged while merging: an error, never a panic, and the file still goes.
+    let mut stream = c.aggregate_iter(&pipeline, &options).unwrap();
+    stream.next().unwrap().unwrap();
+    let file = std::fs::read_dir(&spill)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let len = std::fs::metadata(&file).unwrap().len();
+    std::fs::write(&file, vec![0xff; usize::try_from(len).unwrap()]).unwrap();
+    let rest: Vec<Result<Document, Error>> = stream.by_ref().collect();
+    assert!(
+        rest.last().is_some_and(Result::is_err),
+        "bad bytes read back are an error"
+    );
+    drop(stream);
+    assert_eq!(files_in(&spill), 0);
+}
+
+#[test]
+fn opening_a_database_removes_stale_spill_files() {
+    let (db, spill) = database("stale.odm", &[]);
+    let path = common::temp_path("stale.odm");
+    drop(db);
+    std::fs::create_dir_all(&spill).unwrap();
+    std::fs::write(spill.join("1-0.bson"), b"left by a crash").unwrap();
+    let db = Database::open(&path).unwrap();
+    assert_eq!(files_in(&spill), 0);
+    // Closing the database removes its empty folder.
+    drop(db);
+    assert!(!spill.exists());
+}
+
+fn value() -> impl Strategy<Value = Bson> {
+    prop_oneof![
+        (0i32..6).prop_map(Bson::Int32),
+        (0i64..6).prop_map(Bson::Int64),
+        prop::sample::select(vec!["a", "A", "b", "B", "á", ""])
+            .prop_map(|s| Bson::String(s.into())),
+        Just(Bson::Null),
+        prop::collection::vec((0i32..3).prop_map(Bson::Int32), 0..3).prop_map(Bson::Array),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random documents with many ties, sorted and grouped (every accumulator) under a random
+    /// collation: a budget small enough to spill gives what memory gives.
+    #[test]
+    fn spilled_equals_in_memory(
+        docs in prop::collection::vec((value(), value(), -50i32..50), 1..150),
+        collated in any::<bool>(),
+        limit in 6000usize..16000,
+    ) {
+        let docs: Vec<Document> = docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, (k, s, n))| doc! { "_id": i as i32, "k": k, "s": s, "n": n })
+            .collect();
+        let db = Database::in_memory().unwrap();
+        db.collection("c").insert_many(docs, true).unwrap();
+        let collation = collated.then(|| doc! { "locale": "en", "strength": 2 });
+        let memory = AggregateOptions { collation: collation.clone(), ..AggregateOptions::default() };
+        let spilling = AggregateOptions { memory_limit: Some(limit), ..memory.clone() };
+        let sort = [doc! { "$sort": { "k": 1, "s": -1 } }];
+        prop_assert_eq!(run(&db, &sort, &spilling).unwrap(), run(&db, &sort, &memory).unwrap());
+        let mut group = every_accumulator();
+        group.insert("_id", "$k");
+        group.insert("sum", doc! { "$sum": "$n" });
+        let pipeline = [doc! { "$group": group }];
+        let spilled = run(&db, &pipeline, &spilling);
+        let in_memory = run(&db, &pipeline, &memory).unwrap();
+        match spilled {
+            Ok(spilled) => prop_assert_eq!(comparable(spilled), comparable(in_memory)),
+            // One group alone past the small budget cannot spill.
+            Err(e) => prop_assert_eq!(e.code(), 146, "{}", e),
+        }
+    }
+}
+
+#[test]
+fn explain_reports_what_sorts_and_groups_wrote_to_disk() {
+    let (db, _) = database("explain.odm", &numbered(400));
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let pipeline = [
+        doc! { "$project": { "k": 1, "pad": 1 } },
+        doc! { "$sort": { "k": 1 } },
+        doc! { "$group": { "_id": "$_id", "n": { "$sum": 1 } } },
+    ];
+    let explained = c.explain_aggregate(&pipeline, &small(None)).unwrap();
+    let [project, sort, group] = &explained.stages[..] else {
+        panic!("three stages: {explained:?}");
+    };
+    assert!(!project.spill.used_disk);
+    for stage in [sort, group] {
+        assert!(stage.spill.used_disk && stage.spill.spills > 1, "{stage:?}");
+        assert!(stage.spill.spilled_bytes > 10_000, "{stage:?}");
+    }
+    let shown = explained.to_document();
+    let stages = shown.get_array("stages").unwrap();
+    let sort_entry = stages[2].as_document().unwrap();
+    assert_eq!(sort_entry.get_bool("usedDisk").ok(), Some(true));
+    assert!(sort_entry.get_i32("spills").unwrap() > 1);
+    assert!(sort_entry.get_i32("spilledBytes").unwrap() > 10_000);
+    // In memory: nothing written.
+    let in_memory = c
+        .explain_aggregate(&pipeline, &AggregateOptions::default())
+        .unwrap();
+    assert!(!in_memory.stages[1].spill.used_disk);
+    // The find's blocking sort.
+    let options = FindOptions {
+        sort: Some(doc! { "k": 1 }),
+        memory_limit: Some(4096),
+        ..FindOptions::default()
+    };
+    let explained = c.explain(&doc! {}, &options).unwrap();
+    assert!(explained.spill.used_disk && explained.spill.spills > 1);
+    let stats = explained.to_document();
+    let stats = stats.get_document("executionStats").unwrap();
+    assert_eq!(stats.get_bool("usedDisk").ok(), Some(true));
+}
+
+#[test]
+fn a_lookup_gathering_more_than_the_budget_is_mongodbs_4568() {
+    let (db, _) = database("lookup.odm", &numbered(100));
+    let pipeline = [
+        doc! { "$limit": 1 },
+        doc! { "$lookup": { "from": "c", "pipeline": [], "as": "all" } },
+    ];
+    // 100 documents of about 150 bytes: within 100 MiB, past 2 KiB.
+    let joined = run(&db, &pipeline, &AggregateOptions::default()).unwrap();
+    assert_eq!(joined[0].get_array("all").unwrap().len(), 100);
+    let err = run(&db, &pipeline, &small(None)).unwrap_err();
+    assert_eq!(err.code(), 4568, "{err}");
+    assert!(
+        err.to_string().contains(
+            "Total size of documents in c matching pipeline's $lookup stage exceeds 2048 bytes"
+        ),
+        "{err}"
+    );
+}
+
+/// `$facet` and `$graphLookup` hold what they gather against the operation's budget; they do
+/// not spill.
+#[test]
+fn facet_and_graph_lookup_hold_within_the_budget() {
+    let (db, _) = database("facet.odm", &numbered(100));
+    let facet = [doc! { "$facet": { "all": [{ "$count": "n" }] } }];
+    assert_eq!(
+        run(&db, &facet, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = run(&db, &facet, &small(None)).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    let graph = [
+        doc! { "$limit": 1 },
+        doc! { "$graphLookup": { "from": "c", "startWith": "$k", "connectFromField": "k", "connectToField": "k", "as": "g" } },
+    ];
+    assert_eq!(
+        run(&db, &graph, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
+    // Three documents of about 150 bytes found: past 200 bytes.
+    let tiny = AggregateOptions {
+        memory_limit: Some(200),
+        ..AggregateOptions::default()
+    };
+    let err = run(&db, &graph, &tiny).unwrap_err();
+    assert_eq!(err.code(), 40099, "{err}");
+}
