@@ -786,6 +786,7 @@ pub(super) fn group_within<'a>(
     let mut held: isize = 0;
     let mut file: Option<SpillFile> = None;
     for doc in docs {
+        crate::interrupt::check()?;
         let doc = doc?;
         let key = grouping.key(&doc)?;
         let (position, new) = index.position(&key, groups.len(), grouping.collation());
