@@ -11,12 +11,16 @@
 //! of `find` and `aggregate` enter the interrupt of their options for each pull: work done
 //! between pulls belongs to nobody and is never interrupted.
 //!
-//! Rules: [`check`] is cheap, so a loop may call it at every step: it counts calls on its
-//! thread and looks at the flag and the clock once every [`CHECK_EVERY`] calls (a clock read
-//! costs some tens of nanoseconds); the counter is shared by every loop of the thread, so
-//! nested loops still reach a real check within that many inner steps. A thread with no
-//! interrupt entered is never interrupted. A failed check leaves nothing behind: a write fails
-//! inside its transaction, which is then aborted.
+//! Rules: [`check`] is cheap, so a loop may call it at every step. It counts calls on its
+//! thread and looks at the flag and the clock once every `period` calls (a clock read costs
+//! some tens of nanoseconds); the period adapts to the work between looks, so that time, not
+//! a count, bounds how late a stop is seen: it starts at one call, doubles while looks come
+//! less than [`QUICK_LOOKS`] apart (up to [`CHECK_EVERY`]), and falls back to one as soon as
+//! two looks are more than [`SLOW_LOOKS`] apart (a step that takes long, such as a `$reduce`
+//! whose value doubles at each step, is looked at after each step). The counter is shared by
+//! every loop of the thread, so nested loops still reach a real check within a period of inner
+//! steps. A thread with no interrupt entered is never interrupted. A failed check leaves
+//! nothing behind: a write fails inside its transaction, which is then aborted.
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -26,8 +30,14 @@ use std::time::{Duration, Instant};
 
 pub use crate::error::Interrupted;
 
-/// How many calls of [`check`] a thread makes between two looks at the flag and the clock.
+/// The most calls of [`check`] a thread makes between two looks at the flag and the clock.
 pub const CHECK_EVERY: u32 = 64;
+
+/// Looks closer together than this mean the steps are quick: the period doubles.
+pub const QUICK_LOOKS: Duration = Duration::from_micros(50);
+
+/// Looks further apart than this mean the steps are slow: the period falls back to one call.
+pub const SLOW_LOOKS: Duration = Duration::from_millis(1);
 
 /// The state's value once killed (0 while running).
 const KILLED: u8 = 1;
@@ -138,19 +148,33 @@ impl Drop for Entered {
 
 thread_local! {
     static CURRENT: RefCell<Option<Interrupt>> = const { RefCell::new(None) };
+    /// Calls since the last look, the calls between looks, and when the last look was.
     static CALLS: Cell<u32> = const { Cell::new(0) };
+    static PERIOD: Cell<u32> = const { Cell::new(1) };
+    static LAST_LOOK: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// Fails once the current thread's operation is past its deadline or killed; looks at them
-/// once every [`CHECK_EVERY`] calls (see the module documentation).
+/// once a period of calls, the period adapting to the time between looks (see the module
+/// documentation).
 pub fn check() -> Result<(), Interrupted> {
-    let calls = CALLS.get().wrapping_add(1);
-    CALLS.set(calls);
-    if calls.is_multiple_of(CHECK_EVERY) {
-        check_now()
-    } else {
-        Ok(())
+    let calls = CALLS.get() + 1;
+    if calls < PERIOD.get() {
+        CALLS.set(calls);
+        return Ok(());
     }
+    CALLS.set(0);
+    let now = Instant::now();
+    let since = LAST_LOOK
+        .get()
+        .map(|last| now.saturating_duration_since(last));
+    LAST_LOOK.set(Some(now));
+    PERIOD.set(match since {
+        Some(since) if since < QUICK_LOOKS => (PERIOD.get() * 2).min(CHECK_EVERY),
+        Some(since) if since <= SLOW_LOOKS => PERIOD.get(),
+        _ => 1,
+    });
+    check_now()
 }
 
 /// [`check`] looking at the flag and the clock now (before a step that cannot be
@@ -219,6 +243,30 @@ mod tests {
             assert_eq!(failed, Some(Interrupted::Killed));
         }
         assert!(check_now().is_ok(), "the guard took the interrupt away");
+    }
+
+    /// After thousands of quick steps (the period at its most), steps that each take longer
+    /// than `SLOW_LOOKS` are looked at again within a period, then after every step: a kill
+    /// made during the third slow step is seen by the end of a step, not 64 slow steps on.
+    #[test]
+    fn slow_steps_are_looked_at_after_each_step() {
+        let interrupt = Interrupt::new();
+        let other = interrupt.clone();
+        let _entered = interrupt.enter();
+        for _ in 0..10_000 {
+            check().unwrap();
+        }
+        let slow_step = || std::thread::sleep(super::SLOW_LOOKS * 2);
+        // At most one period of slow steps before the next look, which then resets it.
+        for _ in 0..CHECK_EVERY {
+            slow_step();
+            check().unwrap();
+        }
+        slow_step();
+        check().unwrap();
+        other.kill();
+        slow_step();
+        assert_eq!(check(), Err(Interrupted::Killed));
     }
 
     #[test]

@@ -59,6 +59,26 @@ impl ValueIndex {
     }
 }
 
+impl ValueIndex {
+    /// Whether a value equal to `value` was given (nothing is added).
+    pub(crate) fn contains(&self, value: &Bson, collation: Option<&Collation>) -> bool {
+        let Some(c) = collation else {
+            return encoding(value).is_some_and(|e| self.by_encoding.contains_key(&e));
+        };
+        let (Some(bucket), Ok(raw)) = (
+            encoding(&with_sort_keys(value, c)),
+            RawBson::try_from(value.clone()),
+        ) else {
+            return false;
+        };
+        self.buckets.get(&bucket).is_some_and(|members| {
+            members.iter().any(|(_, m)| {
+                compare_in(m.as_raw_bson_ref(), raw.as_raw_bson_ref(), Some(c)).is_eq()
+            })
+        })
+    }
+}
+
 /// Whether `left` and `right` are one value under the equality [`ValueIndex`] keeps.
 pub(crate) fn equal(left: &Bson, right: &Bson, collation: Option<&Collation>) -> bool {
     if collation.is_none() {

@@ -2,7 +2,8 @@
 //! document's values are the stages; the rest are the collection, and a second collection
 //! `d` (the same documents) gives `$lookup` something to join. The same bytes also build a
 //! pipeline of the operators that grow values, nested in each other (`odm_fuzz::grow`), run
-//! over a small collection: it answers or fails, within the bounds on computed values.
+//! over a small collection: it answers or fails, within the bounds on computed values and
+//! its time limit.
 #![no_main]
 
 use bson::Document;
@@ -34,6 +35,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(report.is_clean(), "{report:?}");
 
     let grown = odm_fuzz::grow::pipeline(&mut odm_fuzz::grow::Choices::new(data));
+    if std::env::var_os("ODM_FUZZ_SHOW").is_some() {
+        eprintln!("{grown:?}");
+    }
     let db = odm_fuzz::growth_collections();
-    let _ = db.aggregate("c", &grown, &AggregateOptions::default());
+    let _ = db.aggregate("c", &grown, &odm_fuzz::grow::options());
 });

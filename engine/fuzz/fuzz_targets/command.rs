@@ -3,9 +3,10 @@
 //! process; each input becomes, in order:
 //!
 //! 1. an `insert` of the input's documents after the first into `fuzz.c`;
-//! 2. an `aggregate` on `c` whose stages are the first document's values;
+//! 2. an `aggregate` on `c` whose stages are the first document's values (with the same time
+//!    limit as 3);
 //! 3. an `aggregate` of a pipeline of the operators that grow values (`odm_fuzz::grow`), built
-//!    from the same bytes;
+//!    from the same bytes, with its time limit as `maxTimeMS`;
 //! 4. the first document itself as a command, when its name is one of the data commands below
 //!    (not `shutdown`, fail points or anything that changes the server's configuration);
 //! 5. `ping`, which must answer `ok: 1`, and `dropDatabase`, so inputs do not pile up.
@@ -107,7 +108,8 @@ fuzz_target!(|data: &[u8]| {
             .filter(|v| v.as_document().is_some())
             .cloned()
             .collect();
-        client.run(doc! { "aggregate": "c", "pipeline": stages, "cursor": {} });
+        let limit = odm_fuzz::grow::TIME_LIMIT.as_millis() as i64;
+        client.run(doc! { "aggregate": "c", "pipeline": stages, "cursor": {}, "maxTimeMS": limit });
         let named = first.keys().next().map(String::as_str);
         if named.is_some_and(|name| DATA_COMMANDS.contains(&name)) {
             client.run(first.clone());
@@ -116,7 +118,8 @@ fuzz_target!(|data: &[u8]| {
     let grown = odm_fuzz::grow::pipeline(&mut odm_fuzz::grow::Choices::new(data));
     client
         .run(doc! { "insert": "d", "documents": [{ "_id": 1, "a": 1, "s": "ab" }, { "_id": 2 }] });
-    client.run(doc! { "aggregate": "d", "pipeline": grown, "cursor": {} });
+    let limit = odm_fuzz::grow::TIME_LIMIT.as_millis() as i64;
+    client.run(doc! { "aggregate": "d", "pipeline": grown, "cursor": {}, "maxTimeMS": limit });
     let ping = client.run(doc! { "ping": 1 });
     assert_eq!(ping.get("ok"), Some(&Bson::Double(1.0)), "{ping:?}");
     client.run(doc! { "dropDatabase": 1 });

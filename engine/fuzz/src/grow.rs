@@ -6,10 +6,28 @@
 //! also run one built here from the same input: each choice reads one byte, and an exhausted
 //! input reads zeros, which choose the smallest forms and end the recursion.
 //!
-//! What must hold is the engine's bounds on computed values: every such pipeline answers or
-//! fails with an error, never a panic, an overflowed stack or an allocation past the bounds.
+//! What must hold is the engine's bounds on computed values and its time limits: every such
+//! pipeline answers or fails with an error, never a panic, an overflowed stack, an allocation
+//! past the bounds or a run past its time limit.
+
+use std::time::Duration;
 
 use bson::{Bson, Document, bson, doc};
+use odm_engine::aggregate::AggregateOptions;
+use odm_engine::interrupt::Interrupt;
+
+/// The time limit of a grown pipeline. Nesting loops of a million steps each is quadratic in
+/// time though each value stays small; MongoDB's answer, and the engine's, is a time limit,
+/// which these runs exercise too.
+pub const TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// The options a grown pipeline runs with: its time limit.
+pub fn options() -> AggregateOptions {
+    AggregateOptions {
+        interrupt: Some(Interrupt::within(Some(TIME_LIMIT))),
+        ..AggregateOptions::default()
+    }
+}
 
 /// How deep expressions nest, a level per operator.
 const MAX_DEPTH: usize = 6;

@@ -21,7 +21,7 @@ impl ExprError {
 }
 
 /// An interruption inside an expression's loop; [`super::Error`] turns it back into
-/// [`Interrupted`]'s own variant.
+/// [`Interrupted`](super::Interrupted)'s own variant.
 impl From<super::Interrupted> for ExprError {
     fn from(e: super::Interrupted) -> Self {
         ExprError {

@@ -11,6 +11,7 @@ use super::{Expr, ExprError, error};
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::order::compare_in;
+use crate::value_set::{ValueIndex, ValueSet};
 
 /// An operator taking positional arguments, by group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -997,35 +998,24 @@ fn sets(
             other => return Err(wrong_type(op, "arrays", &other.unwrap_or(Bson::Null))),
         }
     }
-    let contains = |set: &[Bson], x: &Bson| {
-        set.iter()
-            .any(|y| compare_bson(x, y, cx) == Ordering::Equal)
-    };
-    let distinct = |items: Vec<Bson>| {
-        let mut out: Vec<Bson> = Vec::new();
-        for x in items {
-            if !contains(&out, &x) {
-                out.push(x);
-            }
-        }
-        out
-    };
     Ok(Some(match func {
         Func::SetUnion => {
             let mut built = Built::new("$setUnion");
             for array in &arrays {
                 built.add_all(array)?;
             }
-            Bson::Array(distinct(arrays.into_iter().flatten().collect()))
+            Bson::Array(distinct(arrays.into_iter().flatten(), cx)?)
         }
         Func::SetIntersection => {
             let mut iter = arrays.into_iter();
-            let first = distinct(iter.next().unwrap_or_default());
-            let rest: Vec<Vec<Bson>> = iter.collect();
+            let first = distinct(iter.next().unwrap_or_default(), cx)?;
+            let rest = iter
+                .map(|r| members(&r, cx))
+                .collect::<Result<Vec<_>, _>>()?;
             Bson::Array(
                 first
                     .into_iter()
-                    .filter(|x| rest.iter().all(|r| contains(r, x)))
+                    .filter(|x| rest.iter().all(|r| r.contains(x, cx)))
                     .collect(),
             )
         }
@@ -1033,12 +1023,12 @@ fn sets(
             let mut iter = arrays.into_iter();
             let (a, b) = (
                 iter.next().unwrap_or_default(),
-                iter.next().unwrap_or_default(),
+                members(&iter.next().unwrap_or_default(), cx)?,
             );
             Bson::Array(
-                distinct(a)
+                distinct(a, cx)?
                     .into_iter()
-                    .filter(|x| !contains(&b, x))
+                    .filter(|x| !b.contains(x, cx))
                     .collect(),
             )
         }
@@ -1046,11 +1036,36 @@ fn sets(
             let mut iter = arrays.into_iter();
             let (a, b) = (
                 iter.next().unwrap_or_default(),
-                iter.next().unwrap_or_default(),
+                members(&iter.next().unwrap_or_default(), cx)?,
             );
-            Bson::Boolean(a.iter().all(|x| contains(&b, x)))
+            Bson::Boolean(a.iter().all(|x| b.contains(x, cx)))
         }
     }))
+}
+
+/// The distinct values of `items` in the order first seen, under MongoDB's equality: a hash
+/// set of their key encodings, so a set operator takes time in proportion to its input, not
+/// its square. Interruptible at each value.
+fn distinct(
+    items: impl IntoIterator<Item = Bson>,
+    cx: Option<&Collation>,
+) -> Result<Vec<Bson>, ExprError> {
+    let mut set = ValueSet::default();
+    for x in items {
+        crate::interrupt::check()?;
+        set.insert(x, cx);
+    }
+    Ok(set.into_values())
+}
+
+/// An index of `set`'s values, for membership tests.
+fn members(set: &[Bson], cx: Option<&Collation>) -> Result<ValueIndex, ExprError> {
+    let mut index = ValueIndex::default();
+    for (i, x) in set.iter().enumerate() {
+        crate::interrupt::check()?;
+        index.position(x, i, cx);
+    }
+    Ok(index)
 }
 
 fn unreachable_lazy(op: &str) -> Result<Option<Bson>, ExprError> {

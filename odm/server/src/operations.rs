@@ -158,7 +158,7 @@ pub fn op_kind(name: &str) -> &'static str {
 const SHOWN_BYTES: usize = 1024;
 
 /// The command as `currentOp` shows it: without `lsid` (shown on its own) and `$db`, its
-/// fields in order while they fit in [`SHOWN_BYTES`]; the names of those left out in
+/// fields in order while they fit in `SHOWN_BYTES` (1 KB); the names of those left out in
 /// `$truncated`. Never copies more than the bound, however large the command (an insert of
 /// 16 MiB).
 pub fn summary(command: &Document) -> Document {
