@@ -18,8 +18,9 @@ use odm_engine::interrupt::Interrupt;
 
 /// The time limit of a grown pipeline. Nesting loops of a million steps each is quadratic in
 /// time though each value stays small; MongoDB's answer, and the engine's, is a time limit,
-/// which these runs exercise too.
-pub const TIME_LIMIT: Duration = Duration::from_secs(2);
+/// which these runs exercise too. Short, so that a fuzzing run (and CI's smoke run, which
+/// first runs every seed) spends its time on many inputs.
+pub const TIME_LIMIT: Duration = Duration::from_millis(250);
 
 /// The options a grown pipeline runs with: its time limit.
 pub fn options() -> AggregateOptions {
@@ -32,9 +33,12 @@ pub fn options() -> AggregateOptions {
 /// How deep expressions nest, a level per operator.
 const MAX_DEPTH: usize = 6;
 
-/// The lengths a `$range` (and so a `$map` or `$reduce` over it) takes: from empty to past
-/// the bound on an array's memory.
-const LENGTHS: [i64; 8] = [0, 1, 3, 40, 250, 100_000, 1_500_000, 10_000_000];
+/// The lengths a `$range` (and so a `$map` or `$reduce` over it) takes, one chosen by a byte:
+/// mostly small, and one in six past a hundred thousand, up to past the bound on an array's
+/// memory.
+const LENGTHS: [i64; 18] = [
+    0, 1, 3, 40, 250, 1_000, 0, 1, 3, 40, 250, 1_000, 2, 7, 100, 100_000, 1_500_000, 10_000_000,
+];
 
 /// The bytes of an input, read a choice at a time.
 #[derive(Debug)]
