@@ -154,7 +154,7 @@ pub(super) fn facet<'a>(
         let mut bytes = 0usize;
         for doc in input {
             let doc = doc?;
-            bytes += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
+            bytes += crate::document::encoded_size(&doc);
             if context.budget.exceeded(bytes) {
                 return Err(context.budget.exceeded_error("$facet"));
             }

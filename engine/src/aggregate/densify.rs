@@ -13,7 +13,7 @@
 
 use std::cmp::Ordering;
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Bson, Document};
 
 use super::{Documents, Stage, set_output};
 use crate::code::ErrorCode;
@@ -413,7 +413,7 @@ impl Densify {
             } else {
                 let mut added = key.clone();
                 set_output(&mut added, &self.field, current.clone());
-                let size = RawDocumentBuf::try_from(&added).map_or(64, |r| r.as_bytes().len());
+                let size = crate::document::encoded_size(&added);
                 budget.bytes = budget.bytes.checked_sub(size).ok_or_else(|| {
                     Error::AggregateMemoryExceeded {
                         stage: NAME.to_owned(),

@@ -198,8 +198,7 @@ impl GraphLookup {
                     if let Some(field) = &self.depth_field {
                         set_output(&mut result, field, Bson::Int64(depth as i64));
                     }
-                    held +=
-                        bson::RawDocumentBuf::try_from(&result).map_or(0, |r| r.as_bytes().len());
+                    held += crate::document::encoded_size(&result);
                     if context.budget.exceeded(held) {
                         return Err(fail(
                             ErrorCode::location(40099),

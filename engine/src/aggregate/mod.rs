@@ -432,7 +432,7 @@ fn lookup_documents(
         let mut out = Vec::new();
         for doc in docs {
             let doc = doc?;
-            held += bson::RawDocumentBuf::try_from(&doc).map_or(0, |r| r.as_bytes().len());
+            held += crate::document::encoded_size(&doc);
             if held > limit {
                 let name = from.unwrap_or("$documents");
                 return Err(Error::from(
@@ -464,7 +464,7 @@ fn lookup_documents(
 /// Counts `doc`'s encoded size into `held`, what a blocking stage holds; past
 /// [`SORT_MEMORY_LIMIT`] the stage fails rather than grows on.
 fn hold(held: &mut usize, doc: &Document, stage: &str) -> Result<()> {
-    *held += bson::RawDocumentBuf::try_from(doc).map_or(0, |r| r.as_bytes().len());
+    *held += crate::document::encoded_size(doc);
     if *held > SORT_MEMORY_LIMIT {
         return Err(Error::AggregateMemoryExceeded {
             stage: stage.to_owned(),
