@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bson::{Bson, Document, bson, doc};
 use mongodb::IndexModel;
@@ -1186,6 +1186,38 @@ fn the_shutdown_command_waits_at_most_its_timeout_and_not_at_all_with_force() {
             "no reply past the wait"
         );
     }
+}
+
+/// A connection quiet for a second parks (no task; its socket watched by the server's epoll
+/// set): its next command is answered as before, with what it negotiated, and stopping the
+/// server closes it like any idle connection.
+#[test]
+fn a_quiet_connection_parks_answers_again_and_closes_at_the_stop() {
+    let mut server = start();
+    let shared = server.shared().clone();
+    let parking = &shared.parking;
+    let mut quiet = RawConnection::open(&server);
+    assert_eq!(quiet.code(&doc! {"ping": 1, "$db": "admin"}), 0);
+    let parked = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while parking.len() < n {
+            assert!(Instant::now() < deadline, "the quiet connection parks");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    parked(1);
+    let hello = quiet.command(&doc! {"hello": 1, "$db": "admin"});
+    assert_eq!(hello.get("ok"), Some(&Bson::Double(1.0)), "{hello}");
+    assert_eq!(parking.len(), 0, "answering, it has a task again");
+    parked(1);
+    server.stop();
+    server.wait();
+    let mut header = [0u8; 16];
+    assert_eq!(
+        quiet.0.read(&mut header).unwrap_or(0),
+        0,
+        "a parked connection is closed at the stop"
+    );
 }
 
 /// Stopping closes every database file, after writing the queries sampled since the last

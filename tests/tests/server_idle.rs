@@ -1,4 +1,5 @@
-//! Thousands of idle connections to an in-process server cost no thread and little memory. A
+//! Thousands of idle connections to an in-process server cost no thread and little memory:
+//! once quiet for a second they park (no task, their sockets watched by one epoll set). A
 //! test binary of its own, so that what the process holds is what the connections cost (the
 //! other server tests run beside each other and would move the figures).
 
@@ -13,9 +14,10 @@ use odm_server::{Config, Server, Storage};
 use odm_tests::process::{raise_open_file_limit, resident_bytes, threads};
 
 const IDLE: usize = 4_000;
-/// The most each idle connection may add to resident memory: its task, its socket's state and
-/// the allocator's slack fit in it; a thread each would not (a stack is several pages).
-const MAX_BYTES_PER_CONNECTION: u64 = 4 * 1024;
+/// The most each idle connection may add to resident memory: its parked state and the
+/// allocator's slack fit in it; a task on the event loop each would not (about 2.5 KB), nor
+/// a thread (a stack is several pages).
+const MAX_BYTES_PER_CONNECTION: u64 = 1536;
 /// Threads the process may gain meanwhile (the runtime's pool coming and going).
 const MAX_NEW_THREADS: u64 = 8;
 
@@ -66,6 +68,16 @@ fn thousands_of_idle_connections_cost_no_thread_and_little_memory() {
         assert!(Instant::now() < deadline, "the server accepts every socket");
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Quiet for `PARK_AFTER`, every idle socket parks (the driver's pooled ones too).
+    let parking = &server.shared().parking;
+    while parking.len() < IDLE {
+        assert!(
+            Instant::now() < deadline,
+            "every idle connection parks: {} of {IDLE}",
+            parking.len()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let after = (resident_bytes().unwrap(), threads().unwrap());
     let grew = after.0.saturating_sub(before.0);
     eprintln!(
@@ -94,5 +106,21 @@ fn thousands_of_idle_connections_cost_no_thread_and_little_memory() {
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
         assert_eq!(ping(stream).get("ok"), Some(&bson::Bson::Double(1.0)));
+        assert_eq!(
+            ping(stream).get("ok"),
+            Some(&bson::Bson::Double(1.0)),
+            "a resumed connection answers again"
+        );
+    }
+    // A parked connection whose client closes leaves the server's count.
+    let open = connections.load(Ordering::Relaxed);
+    idle.truncate(IDLE / 2);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while connections.load(Ordering::Relaxed) > open - (IDLE / 2) as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "closed parked connections are let go"
+        );
+        std::thread::sleep(Duration::from_millis(10));
     }
 }

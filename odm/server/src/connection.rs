@@ -5,7 +5,8 @@
 //! is read. A connection's commands therefore run in order, one at a time, as MongoDB runs them;
 //! a `moreToCome` request gets no reply. A message whose framing is broken (its length out of
 //! range, an unknown opcode) closes the connection; one whose content is malformed gets an
-//! error reply.
+//! error reply. A connection that waits a second for its next message parks (`parking`): its
+//! task ends, and a new one takes it up when a byte arrives.
 //!
 //! With `--auth`, a connection that has not authenticated within `auth_timeout` is closed:
 //! every read and write before then (the TLS handshake too) ends at that deadline, so a silent
@@ -14,7 +15,9 @@
 //! a command closes after its reply.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
@@ -51,22 +54,49 @@ pub struct ConnectionState {
     next_request_id: i32,
 }
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send {
-    /// The socket an idle connection waits on before a read is begun, when nothing can be
-    /// buffered above it: plain TCP. TLS may hold decrypted bytes already, so its reads begin
-    /// at once.
-    fn plain(&self) -> Option<&tokio::net::TcpStream>;
+/// A connection's byte stream: the socket, or a TLS session over it.
+enum Transport {
+    Plain(tokio::net::TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>),
 }
 
-impl Stream for tokio::net::TcpStream {
-    fn plain(&self) -> Option<&tokio::net::TcpStream> {
-        Some(self)
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_read(cx, buf),
+            Transport::Tls(tls) => Pin::new(tls).poll_read(cx, buf),
+        }
     }
 }
 
-impl Stream for tokio_rustls::server::TlsStream<tokio::net::TcpStream> {
-    fn plain(&self) -> Option<&tokio::net::TcpStream> {
-        None
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_write(cx, buf),
+            Transport::Tls(tls) => Pin::new(tls).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_flush(cx),
+            Transport::Tls(tls) => Pin::new(tls).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(socket) => Pin::new(socket).poll_shutdown(cx),
+            Transport::Tls(tls) => Pin::new(tls).poll_shutdown(cx),
+        }
     }
 }
 
@@ -82,9 +112,6 @@ impl From<std::io::Error> for Closed {
 
 /// Serves one connection until the client closes it, sends a message that cannot be framed, or
 /// the server stops. `slot` is the connection's place under the cap, given back on return.
-///
-/// Each step's future is boxed, so that it is allocated only while that step runs: the task
-/// itself holds what lives across steps, and an idle connection costs little.
 pub(super) async fn serve(
     shared: Arc<Shared>,
     socket: tokio::net::TcpStream,
@@ -95,16 +122,16 @@ pub(super) async fn serve(
 ) {
     let _ = socket.set_nodelay(true);
     // A timeout past what an instant can hold is no deadline.
-    let mut deadline = shared
+    let deadline = shared
         .config
         .auth
         .then(|| Instant::now().checked_add(shared.config.auth_timeout))
         .flatten();
     let mut stop = shared.shutdown.subscribe();
-    let Some(mut stream) = Box::pin(open(socket, tls, deadline, &mut stop)).await else {
+    let Some(stream) = Box::pin(open(socket, tls, deadline, &mut stop)).await else {
         return;
     };
-    let mut state = ConnectionState {
+    let state = ConnectionState {
         id,
         peer: peer.to_string(),
         compressors: Vec::new(),
@@ -114,7 +141,46 @@ pub(super) async fn serve(
         close: false,
         next_request_id: 1,
     };
+    Box::pin(converse(shared, stream, state, slot, deadline)).await;
+}
+
+/// Serves a parked connection again, once its socket is readable (see `parking`).
+pub(super) async fn resume(
+    shared: Arc<Shared>,
+    socket: tokio::net::TcpStream,
+    state: ConnectionState,
+    slot: Slot,
+) {
+    converse(shared, Transport::Plain(socket), state, slot, None).await;
+}
+
+/// Reads, runs and answers the connection's messages until it closes or parks.
+///
+/// Each step's future is boxed, so that it is allocated only while that step runs: the task
+/// itself holds what lives across steps.
+async fn converse(
+    shared: Arc<Shared>,
+    mut stream: Transport,
+    mut state: ConnectionState,
+    slot: Slot,
+    mut deadline: Option<Instant>,
+) {
+    let mut stop = shared.shutdown.subscribe();
     loop {
+        if deadline.is_none()
+            && let Transport::Plain(socket) = &stream
+        {
+            match Box::pin(quiet(&shared, socket, &mut stop)).await {
+                Quiet::Readable => {}
+                Quiet::Closed => break,
+                Quiet::Long => {
+                    if let Transport::Plain(socket) = stream {
+                        shared.parking.park(&shared, socket, state, slot);
+                    }
+                    return;
+                }
+            }
+        }
         let next = Box::pin(next_message(&mut stream, &mut stop, deadline)).await;
         let Some((header, body)) = next else {
             break;
@@ -144,22 +210,59 @@ pub(super) async fn serve(
     drop(slot);
 }
 
+/// How an idle connection's wait ended.
+enum Quiet {
+    /// The client sent something (or closed: the read sees which).
+    Readable,
+    /// The socket failed or the server is stopping.
+    Closed,
+    /// Nothing came for [`PARK_AFTER`](super::parking::PARK_AFTER): time to park.
+    Long,
+}
+
+/// Waits for the client's next byte, at most until it is time to park (when parking is open).
+async fn quiet(
+    shared: &Shared,
+    socket: &tokio::net::TcpStream,
+    stop: &mut watch::Receiver<bool>,
+) -> Quiet {
+    let park_at = shared
+        .parking
+        .is_open()
+        .then(|| Instant::now() + super::parking::PARK_AFTER);
+    tokio::select! {
+        biased;
+        () = super::shutdown::requested(stop) => Quiet::Closed,
+        ready = within(park_at, arrival(socket)) => match ready {
+            Ok(Ok(())) => Quiet::Readable,
+            Ok(Err(_)) => Quiet::Closed,
+            Err(_) => Quiet::Long,
+        },
+    }
+}
+
+/// Waits until a byte has arrived on `socket` or its client closed it. (A socket's readiness
+/// alone may be announced before anything arrived: a peek tells.)
+async fn arrival(socket: &tokio::net::TcpStream) -> std::io::Result<()> {
+    socket.peek(&mut [0u8; 1]).await.map(drop)
+}
+
 /// The connection's stream: the socket, or the TLS session over it once its handshake is done.
 async fn open(
     socket: tokio::net::TcpStream,
     tls: Option<tokio_rustls::TlsAcceptor>,
     deadline: Option<Instant>,
     stop: &mut watch::Receiver<bool>,
-) -> Option<Box<dyn Stream>> {
+) -> Option<Transport> {
     let Some(acceptor) = tls else {
-        return Some(Box::new(socket));
+        return Some(Transport::Plain(socket));
     };
     let handshake = tokio::select! {
         () = super::shutdown::requested(stop) => return None,
         handshake = within(deadline, acceptor.accept(socket)) => handshake,
     };
     match handshake {
-        Ok(Ok(tls)) => Some(Box::new(tls)),
+        Ok(Ok(tls)) => Some(Transport::Tls(Box::new(tls))),
         _ => None,
     }
 }
@@ -167,17 +270,17 @@ async fn open(
 /// The next message, once it has arrived whole; `None` when the connection is to close (the
 /// client closed it or broke the framing, the deadline passed, the server is stopping).
 async fn next_message(
-    stream: &mut Box<dyn Stream>,
+    stream: &mut Transport,
     stop: &mut watch::Receiver<bool>,
     deadline: Option<Instant>,
 ) -> Option<(Header, Vec<u8>)> {
     // Idle, the wait is for a byte or for the stop; the read's own state is boxed, allocated
     // while a message arrives.
-    if let Some(socket) = stream.plain() {
+    if let Transport::Plain(socket) = stream {
         tokio::select! {
             biased;
             () = super::shutdown::requested(stop) => return None,
-            ready = within(deadline, socket.readable()) => ready.ok()?.ok()?,
+            ready = within(deadline, arrival(socket)) => ready.ok()?.ok()?,
         }
     }
     tokio::select! {
@@ -188,7 +291,7 @@ async fn next_message(
 }
 
 /// Writes a reply; whether it was written before the deadline.
-async fn write(stream: &mut Box<dyn Stream>, bytes: &[u8], deadline: Option<Instant>) -> bool {
+async fn write(stream: &mut Transport, bytes: &[u8], deadline: Option<Instant>) -> bool {
     let written = within(deadline, async {
         stream.write_all(bytes).await?;
         stream.flush().await
@@ -210,7 +313,7 @@ async fn within<T>(
 /// Reads one message: its header, checked, then exactly the body it announces. The body's
 /// buffer grows with the bytes that arrive, so a header announcing 48 MB that is followed by
 /// nothing holds nothing.
-async fn read_message(stream: &mut Box<dyn Stream>) -> Result<(Header, Vec<u8>), Closed> {
+async fn read_message(stream: &mut Transport) -> Result<(Header, Vec<u8>), Closed> {
     let mut head = [0u8; HEADER_LEN];
     stream.read_exact(&mut head).await?;
     let header = Header::parse(&head).map_err(|_| Closed)?;

@@ -28,6 +28,7 @@
 //! | `compression` | zstd, zlib and snappy, negotiated in `hello` |
 //! | `listener` | the event loop: its runtime, the accept loop, the connection cap |
 //! | `connection` | one client's connection: read, dispatch, reply; its negotiated state |
+//! | `parking` | quiet connections kept without a task, their sockets watched by epoll |
 //! | `shutdown` | stopping: the request, the grace period, the order of the steps |
 //! | `command` | the command table, arguments, replies and errors; one submodule per group |
 //! | `storage` | databases by name: a file each under the served folder |
@@ -48,6 +49,7 @@ pub mod cursors;
 pub mod failpoint;
 mod listener;
 pub mod operations;
+pub mod parking;
 pub mod session;
 pub mod shutdown;
 pub mod storage;
@@ -172,6 +174,8 @@ pub struct Shared {
     pub address: String,
     /// The stop request (see `shutdown`).
     pub shutdown: shutdown::Shutdown,
+    /// Quiet connections without a task (see `parking`).
+    pub parking: parking::Parking,
 }
 
 /// Counters `serverStatus` reports.
@@ -239,6 +243,7 @@ impl Server {
             process_id: bson::oid::ObjectId::new(),
             address,
             shutdown: shutdown::Shutdown::default(),
+            parking: parking::Parking::new().map_err(ServeError::Runtime)?,
             storage,
             config,
         });
@@ -286,6 +291,14 @@ impl Server {
             runtime,
         } = self;
         let reaper = cursors::start_reaper(&shared);
+        // Without the watcher, quiet connections keep their tasks: slower to scale, not wrong.
+        let parking = parking::start(&shared, runtime.handle().clone()).ok();
+        let stopping = shared.clone();
+        runtime.spawn(async move {
+            let mut stop = stopping.shutdown.subscribe();
+            shutdown::requested(&mut stop).await;
+            stopping.parking.stop();
+        });
         let sample_writer = cursors::start_sample_writer(&shared);
         let tls = tls.map(tokio_rustls::TlsAcceptor::from);
         runtime.block_on(async {
@@ -302,7 +315,11 @@ impl Server {
         });
         // What still runs past the grace period is abandoned: its connection closes, and a
         // command still on a blocking thread finishes there, unanswered.
+        shared.parking.stop();
         runtime.shutdown_timeout(Duration::ZERO);
+        if let Some(parking) = parking {
+            let _ = parking.join();
+        }
         drop(reaper);
         drop(sample_writer);
         shared.cursors.close_all();

@@ -393,6 +393,14 @@ fn load_with_crowd(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Quiet for a second, the idle sockets park (no task each; see the server's `parking`).
+    let parking = &server.shared().parking;
+    while parking.len() < options.idle {
+        if Instant::now() > deadline {
+            return Err("the idle sockets did not park".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let with_crowd = figures();
     let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let sampler = {
