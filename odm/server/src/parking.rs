@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,9 +58,6 @@ pub struct Parking {
     parked: Mutex<HashMap<u64, Box<Parked>>>,
     /// Whether the watcher runs; until it does (and if it cannot), connections do not park.
     watching: AtomicBool,
-    /// How many connections have parked, ever (`serverStatus`-style counter for tests and
-    /// benchmarks).
-    pub parks: AtomicU64,
 }
 
 impl Parking {
@@ -70,7 +67,6 @@ impl Parking {
             wake: rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)?,
             parked: Mutex::new(HashMap::new()),
             watching: AtomicBool::new(false),
-            parks: AtomicU64::new(0),
         })
     }
 
@@ -125,7 +121,6 @@ impl Parking {
             return;
         }
         table.insert(id, parked);
-        self.parks.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The connection `id`, out of the table and the watch, if it is parked.
