@@ -5,7 +5,7 @@
 //! - **An idle connection costs no thread, and once quiet no task.** Sockets are read and
 //!   written by tasks on a few worker threads; a command runs on a blocking thread only while
 //!   it runs (`connection`), and a connection quiet for a second parks (`parking`), so 10,000
-//!   idle sockets hold a few MB (tests/tests/server_idle.rs measures it).
+//!   idle sockets hold a few MB (the `server_idle` test measures it).
 //! - **Blocking threads never run out while connections wait.** Each connection has at most one
 //!   command in flight, and commands may block for long (an awaitable `hello`, a change stream's
 //!   `getMore`, a fail point's pause), so the blocking pool may grow to one thread per allowed
