@@ -36,6 +36,7 @@ use crate::query::PlanCache;
 use crate::sampling::Sampler;
 use crate::table_pool::TablePool;
 use crate::tables::{self, CATALOG_KEY, FORMAT_VERSION_KEY, META};
+use crate::turn::Turn;
 use crate::upgrade;
 use crate::wal::Wal;
 
@@ -76,6 +77,8 @@ pub(crate) struct Shared {
     log_bytes: AtomicU64,
     /// Concurrent durable writers share syncs (see [`crate::group_commit`]).
     group: GroupCommit,
+    /// The one writer's turn, whose wait can be interrupted (see [`crate::turn`]).
+    turn: Turn,
     /// Where blocking stages write their temporary files (see [`crate::budget`]).
     pub(crate) spill_dir: SpillDir,
 }
@@ -320,6 +323,7 @@ impl Database {
                 change_log: RwLock::new(change_log),
                 log_bytes: AtomicU64::new(log_bytes),
                 group: GroupCommit::default(),
+                turn: Turn::default(),
                 spill_dir,
             }),
         })
@@ -388,6 +392,8 @@ impl Database {
             return Err(Error::NestedWrite.into());
         }
         let mut group = self.shared.group.enter();
+        // The turn before redb's lock: a wait for it can be interrupted (see `turn`).
+        let turn = self.shared.turn.take()?;
         let mut txn = self.shared.redb.begin_write().map_err(Error::from)?;
         WRITING.with(|w| w.set(true));
         let _writing = WritingGuard;
@@ -419,6 +425,8 @@ impl Database {
         match outcome {
             Ok(Ok((value, ready))) => {
                 let grouped = ready.and_then(|ready| self.commit(txn, ready));
+                // Committed (without a sync when grouped): the next writer may begin.
+                drop(turn);
                 group.committed();
                 if let Some(number) = grouped? {
                     self.wait_durable(number)?;

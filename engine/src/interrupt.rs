@@ -39,6 +39,10 @@ pub const QUICK_LOOKS: Duration = Duration::from_micros(50);
 /// Looks further apart than this mean the steps are slow: the period falls back to one call.
 pub const SLOW_LOOKS: Duration = Duration::from_millis(1);
 
+/// How often a wait that can be interrupted (for the writer's turn, for a transaction's
+/// thread) looks at its interrupt, and so at most how late it sees it.
+pub const LOOK_EVERY: Duration = Duration::from_millis(10);
+
 /// The state's value once killed (0 while running).
 const KILLED: u8 = 1;
 

@@ -51,6 +51,7 @@ mod stats;
 mod table_pool;
 mod tables;
 mod ttl;
+mod turn;
 pub mod update;
 mod upgrade;
 mod value_set;

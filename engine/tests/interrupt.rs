@@ -172,3 +172,63 @@ fn a_find_inside_a_write_transaction_runs_under_its_options_interrupt() {
     assert!(matches!(e, Error::TimeLimitExceeded), "{e}");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+/// A write waiting for the database's one writer stops at its deadline or its kill, having
+/// written nothing, while the writer ahead of it goes on and commits.
+#[test]
+fn a_write_waiting_for_the_writer_stops_at_its_deadline_and_its_kill() {
+    let db = std::sync::Arc::new(Database::in_memory().unwrap());
+    let (inside, release) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+    let ahead = {
+        let db = db.clone();
+        let (inside, release) = (inside.0, release.1);
+        std::thread::spawn(move || {
+            db.write(|t| {
+                t.insert_one("c", doc! {"_id": "ahead"})?;
+                inside.send(()).unwrap();
+                release.recv().unwrap();
+                Ok::<_, Error>(())
+            })
+        })
+    };
+    inside.1.recv().unwrap();
+    let waiting = |interrupt: Interrupt, id: &'static str| {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let _entered = interrupt.enter();
+            let started = Instant::now();
+            let outcome = db.write(|t| t.insert_one("c", doc! {"_id": id}).map(drop));
+            (outcome, started.elapsed())
+        })
+    };
+    let (outcome, waited) = waiting(Interrupt::within(Some(Duration::from_millis(100))), "late")
+        .join()
+        .unwrap();
+    assert!(
+        matches!(outcome, Err(Error::TimeLimitExceeded)),
+        "{outcome:?}"
+    );
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+    let kill = Interrupt::new();
+    let killed = waiting(kill.clone(), "killed");
+    std::thread::sleep(Duration::from_millis(50));
+    kill.kill();
+    let (outcome, _) = killed.join().unwrap();
+    assert_eq!(outcome.unwrap_err().code(), ErrorCode::INTERRUPTED.code);
+    release.0.send(()).unwrap();
+    ahead.join().unwrap().unwrap();
+    let txn = db.read().unwrap();
+    let ids: Vec<Document> = txn
+        .collection("c")
+        .unwrap()
+        .unwrap()
+        .find(&doc! {}, &FindOptions::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        ids,
+        vec![doc! {"_id": "ahead"}],
+        "the stopped writes wrote nothing"
+    );
+}

@@ -280,9 +280,9 @@ fn a_cursor_runs_on_what_its_commands_limit_left() {
     let server = start();
     let mut conn = RawConnection::open(&server);
     fill(&mut conn, "g", 1000);
-    // A few milliseconds a document: the first batch comes at once, the rest would take
-    // seconds.
-    let medium = bson!({"$gt": [{"$size": {"$range": [0, 20_000]}}, 0]});
+    // A millisecond or more a document: the first batch comes at once, the rest would take
+    // seconds even on a fast machine.
+    let medium = bson!({"$gt": [{"$size": {"$range": [0, 200_000]}}, 0]});
     let find = doc! {"find": "c", "filter": {"$expr": medium}, "batchSize": 1,
     "maxTimeMS": 300, "$db": "g"};
     let reply = conn.command(&find);
@@ -516,4 +516,88 @@ fn kill_cursors_stops_a_get_more_at_work() {
         "{:?}",
         killed.elapsed()
     );
+}
+
+/// A write waiting behind an open transaction (the database's one writer) fails with 50 at its
+/// `maxTimeMS` and with 11601 at its `killOp`, in a transaction of its own or not, and none of
+/// them writes anything; the transaction ahead commits as if nothing happened.
+#[test]
+fn writes_waiting_for_the_writer_stop_at_their_max_time_ms_and_their_kill() {
+    let server = start_with(Config {
+        replica_set: Some("rs0".into()),
+        ..Config::default()
+    });
+    let mut conn = RawConnection::open(&server);
+    fill(&mut conn, "w", 1);
+    let in_txn = |mut command: Document, session: u8, start: bool| {
+        command.insert("lsid", lsid(session));
+        command.insert("txnNumber", 1_i64);
+        command.insert("autocommit", false);
+        if start {
+            command.insert("startTransaction", true);
+        }
+        command
+    };
+    let ahead = in_txn(
+        doc! {"insert": "c", "documents": [{"_id": "ahead"}], "$db": "w"},
+        1,
+        true,
+    );
+    assert_eq!(conn.code(&ahead), 0);
+    let mut other = RawConnection::open(&server);
+    let plain = doc! {"insert": "c", "documents": [{"_id": "plain"}], "maxTimeMS": 200, "$db": "w"};
+    let (code, late) = expiry(&mut other, &plain, Duration::from_millis(200));
+    assert_eq!(code, 50);
+    assert!(late < Duration::from_secs(5), "{late:?} late");
+    let second = in_txn(
+        doc! {"insert": "c", "documents": [{"_id": "second"}], "maxTimeMS": 200, "$db": "w"},
+        2,
+        true,
+    );
+    let (code, late) = expiry(&mut other, &second, Duration::from_millis(200));
+    assert_eq!(
+        code, 50,
+        "a transaction's first write waits for the writer too"
+    );
+    assert!(late < Duration::from_secs(5), "{late:?} late");
+    // A waiting update, found through currentOp and killed.
+    let waiting = std::thread::spawn({
+        let mut waiting = RawConnection::open(&server);
+        move || {
+            waiting.command(&doc! {"update": "c", "updates": [{"q": {"_id": 0}, "u": {"$set": {"killed": true}}}], "$db": "w"})
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let opid = loop {
+        let reply = other.command(&doc! {"currentOp": 1, "ns": "w.c", "$db": "admin"});
+        if let Some(Bson::Document(op)) = reply.get_array("inprog").unwrap().first() {
+            break op.get_i64("opid").unwrap();
+        }
+        assert!(Instant::now() < deadline, "the waiting update never showed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        other.code(&doc! {"killOp": 1, "op": opid, "$db": "admin"}),
+        0
+    );
+    let killed = waiting.join().unwrap();
+    assert_eq!(killed.get_i32("code").ok(), Some(11601), "{killed}");
+    let commit = in_txn(doc! {"commitTransaction": 1, "$db": "admin"}, 1, false);
+    assert_eq!(conn.code(&commit), 0);
+    let found = conn.command(&doc! {"find": "c", "filter": {}, "sort": {"_id": 1}, "$db": "w"});
+    let batch = found
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        batch,
+        vec![
+            Bson::from(doc! {"_id": 0, "x": 0}),
+            Bson::from(doc! {"_id": "ahead"})
+        ],
+        "only the transaction ahead wrote"
+    );
+    other.ping();
 }

@@ -11,7 +11,10 @@
 //! must not hold it for long.
 //!
 //! A command's interrupt (its `maxTimeMS`, its kill; see `operations`) goes with its work to the
-//! transaction's thread, so an expiry fails the command and with it the transaction.
+//! transaction's thread, so an expiry fails the command and with it the transaction. A command
+//! still waiting for that thread (the engine's one writer held by another transaction, say)
+//! gives up at its interrupt only while its work has not begun; work that has begun finishes
+//! or fails on the thread, so a reply never disagrees with what was written.
 //!
 //! Rules, as MongoDB's: transactions need replica-set mode; a lower `txnNumber` than the
 //! session's is `TransactionTooOld` (225); continuing a transaction that is not open is
@@ -25,7 +28,7 @@
 //! `max_sessions_per_connection` of them, so that one client cannot fill it alone.
 
 use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -59,8 +62,78 @@ type Job = Box<dyn FnOnce(&mut WriteTxn<'_>) + Send>;
 
 enum Message {
     Run(Job),
-    Commit(SyncSender<Result<(), CommandError>>),
+    Commit(Claim, SyncSender<Result<(), CommandError>>),
     Abort,
+}
+
+/// Queues `message` for the transaction's thread, waiting while another command's work fills
+/// the queue for as long as the current command's interrupt allows.
+fn send(sender: &SyncSender<Message>, message: Message) -> Result<(), CommandError> {
+    let mut message = message;
+    loop {
+        match sender.try_send(message) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Disconnected(_)) => {
+                return Err(no_such_transaction("the transaction has ended"));
+            }
+            Err(TrySendError::Full(back)) => {
+                odm_engine::interrupt::check_now()
+                    .map_err(|stopped| CommandError::from(odm_engine::Error::from(stopped)))?;
+                std::thread::sleep(odm_engine::interrupt::LOOK_EVERY);
+                message = back;
+            }
+        }
+    }
+}
+
+/// Whether the transaction's thread has begun a command's work, or the command gave up first.
+///
+/// A command waits for the transaction's thread, which may itself wait for the database's
+/// writer; its interrupt (`maxTimeMS`, `killOp`) ends that wait only if the work has not begun:
+/// the command then claims it as given up, and the thread skips it (a commit given up aborts
+/// the transaction). Work that has begun runs on under the same interrupt, which stops it
+/// inside, and the command takes its outcome: so a command reported as failed wrote nothing.
+#[derive(Debug, Clone, Default)]
+struct Claim(Arc<std::sync::atomic::AtomicU8>);
+
+impl Claim {
+    const WAITING: u8 = 0;
+    const STARTED: u8 = 1;
+    const GIVEN_UP: u8 = 2;
+
+    /// Claims the work for the transaction's thread; `false` when the command gave up.
+    fn start(&self) -> bool {
+        self.swap_from_waiting(Claim::STARTED)
+    }
+
+    fn swap_from_waiting(&self, to: u8) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .compare_exchange(Claim::WAITING, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The work's outcome, or the command's interrupt's error when it stops the wait before
+    /// the work began.
+    fn wait<R>(&self, result: &Receiver<Result<R, CommandError>>) -> Result<R, CommandError> {
+        let ended = || Err(no_such_transaction("the transaction has ended"));
+        let Some(interrupt) = odm_engine::interrupt::Interrupt::current() else {
+            return result.recv().unwrap_or_else(|_| ended());
+        };
+        loop {
+            match result.recv_timeout(odm_engine::interrupt::LOOK_EVERY) {
+                Ok(outcome) => return outcome,
+                Err(RecvTimeoutError::Disconnected) => return ended(),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(stopped) = interrupt.status()
+                        && self.swap_from_waiting(Claim::GIVEN_UP)
+                    {
+                        return Err(CommandError::from(odm_engine::Error::from(stopped)));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// An open transaction: the channel to the thread that holds its engine transaction.
@@ -75,7 +148,7 @@ impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Message::Run(_) => "Run",
-            Message::Commit(_) => "Commit",
+            Message::Commit(..) => "Commit",
             Message::Abort => "Abort",
         })
     }
@@ -119,39 +192,41 @@ impl Transaction {
         f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, CommandError> + Send + 'static,
     ) -> Result<R, CommandError> {
         let (reply, result) = sync_channel(1);
+        let claim = Claim::default();
         // The command's interrupt goes with its work to the transaction's thread.
         let interrupt = odm_engine::interrupt::Interrupt::current();
-        let job: Job = Box::new(move |t| {
-            let _entered = interrupt
-                .as_ref()
-                .map(odm_engine::interrupt::Interrupt::enter);
-            let _ = reply.send(f(t));
-        });
-        let sent = self
-            .sender()
-            .is_some_and(|s| s.send(Message::Run(job)).is_ok());
-        if !sent {
+        let job: Job = {
+            let claim = claim.clone();
+            Box::new(move |t| {
+                if !claim.start() {
+                    return;
+                }
+                let _entered = interrupt
+                    .as_ref()
+                    .map(odm_engine::interrupt::Interrupt::enter);
+                let _ = reply.send(f(t));
+            })
+        };
+        let Some(sender) = self.sender() else {
             return Err(no_such_transaction("the transaction has ended"));
-        }
-        result
-            .recv()
-            .unwrap_or_else(|_| Err(no_such_transaction("the transaction has ended")))
+        };
+        send(&sender, Message::Run(job))?;
+        claim.wait(&result)
     }
 
     fn commit(&self) -> Result<(), CommandError> {
         let (reply, result) = sync_channel(1);
+        let claim = Claim::default();
         let sender = self
             .jobs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        let sent = sender.is_some_and(|s| s.send(Message::Commit(reply)).is_ok());
-        if !sent {
+        let Some(sender) = sender else {
             return Err(no_such_transaction("the transaction has ended"));
-        }
-        result
-            .recv()
-            .unwrap_or_else(|_| Err(no_such_transaction("the transaction has ended")))
+        };
+        send(&sender, Message::Commit(claim.clone(), reply))?;
+        claim.wait(&result)
     }
 
     fn abort(&self) {
@@ -160,8 +235,10 @@ impl Transaction {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
+        // Never waits: with a command's work still queued (the thread waiting for the
+        // writer), dropping the sender is the abort, seen once the queue is read.
         if let Some(s) = sender {
-            let _ = s.send(Message::Abort);
+            let _ = s.try_send(Message::Abort);
         }
     }
 }
@@ -181,7 +258,10 @@ fn transaction_thread(
             let wait = deadline.saturating_duration_since(Instant::now());
             match incoming.recv_timeout(wait) {
                 Ok(Message::Run(job)) => job(t),
-                Ok(Message::Commit(reply)) => {
+                Ok(Message::Commit(claim, reply)) => {
+                    if !claim.start() {
+                        return Err(no_such_transaction("its commit was interrupted"));
+                    }
                     commit_reply = Some(reply);
                     return Ok(());
                 }
