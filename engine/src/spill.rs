@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
 
-use bson::{RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use crate::budget::{Budget, SpillDir};
 use crate::error::{Error, Result};
@@ -33,6 +33,30 @@ const MAX_RECORD: usize = 1 << 30;
 const MAX_DEPTH: usize = 256;
 
 static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
+
+/// A document with the value it sorts by, as one document `{k: key, d: doc}` that a
+/// [`Sorter`] holds, writes and reads back like any other (see [`key_of`], [`unkeyed`]).
+/// A document that does not encode is `stage`'s error.
+pub(crate) fn keyed(stage: &str, key: Bson, doc: Document) -> Result<RawDocumentBuf> {
+    RawDocumentBuf::try_from(&bson::doc! { "k": key, "d": doc })
+        .map_err(|e| Error::from(crate::expr::error(stage, e)))
+}
+
+/// The key of a record made by [`keyed`] (null if it has none).
+pub(crate) fn key_of(record: &RawDocument) -> RawBsonRef<'_> {
+    record.get("k").ok().flatten().unwrap_or(RawBsonRef::Null)
+}
+
+/// The key and the document of a record made by [`keyed`].
+pub(crate) fn unkeyed(record: &RawDocument) -> Result<(Bson, Document)> {
+    let bad = || Error::corrupt("sort record", "not a key and a document");
+    let mut fields = Document::try_from(record).map_err(|_| bad())?;
+    let key = fields.remove("k").unwrap_or(Bson::Null);
+    match fields.remove("d") {
+        Some(Bson::Document(doc)) => Ok((key, doc)),
+        _ => Err(bad()),
+    }
+}
 
 /// A temporary file of sorted runs; removed when dropped.
 pub(crate) struct SpillFile {
@@ -337,6 +361,9 @@ pub(crate) struct Sorter<C> {
     bytes: usize,
     /// At most this many documents are wanted (a sort with a limit): runs keep no more.
     keep: Option<usize>,
+    /// With `keep`, the last document kept when `held` was last cut to `keep`: one that does
+    /// not sort before it cannot be among the first `keep` (a tie goes to the earlier).
+    cutoff: Option<RawDocumentBuf>,
     spill: Option<SpillFile>,
 }
 
@@ -379,19 +406,29 @@ where
             held: Vec::new(),
             bytes: 0,
             keep,
+            cutoff: None,
             spill: None,
         }
     }
 
     pub(crate) fn push(&mut self, doc: RawDocumentBuf) -> Result<()> {
+        if let Some(cutoff) = &self.cutoff
+            && (self.compare)(&doc, cutoff) != Ordering::Less
+        {
+            return Ok(());
+        }
         self.bytes += doc.as_bytes().len();
         self.held.push(doc);
         if let Some(k) = self.keep
             && self.held.len() >= k.saturating_mul(2).max(64)
         {
-            self.sort_held();
-            self.held.truncate(k);
-            self.bytes = self.held.iter().map(|d| d.as_bytes().len()).sum();
+            self.cut_to(k);
+        }
+        if self.budget.exceeded(self.bytes)
+            && let Some(k) = self.keep
+            && self.held.len() > k
+        {
+            self.cut_to(k);
         }
         if self.budget.exceeded(self.bytes) {
             if !self.budget.allows_disk_use() {
@@ -402,6 +439,16 @@ where
         Ok(())
     }
 
+    /// Keeps the first `k` held documents, the last of them the new cutoff.
+    fn cut_to(&mut self, k: usize) {
+        self.sort_held();
+        self.held.truncate(k);
+        self.bytes = self.held.iter().map(|d| d.as_bytes().len()).sum();
+        if self.held.len() == k {
+            self.cutoff = self.held.last().cloned();
+        }
+    }
+
     fn sort_held(&mut self) {
         // Stable: equal documents keep their input order.
         let compare = &self.compare;
@@ -409,9 +456,9 @@ where
     }
 
     fn write_run(&mut self) -> Result<()> {
-        self.sort_held();
-        if let Some(k) = self.keep {
-            self.held.truncate(k);
+        match self.keep {
+            Some(k) => self.cut_to(k),
+            None => self.sort_held(),
         }
         if self.spill.is_none() {
             self.spill = Some(SpillFile::create(self.budget.dir())?);

@@ -121,6 +121,14 @@ fn the_finds_blocking_sort_spills_and_reports_it() {
         .unwrap();
     assert_eq!(top, in_memory[..150]);
     assert_eq!(files_in(&spill), 0);
+    // A limit whose documents fit the budget needs no disk: only the best are held, and a
+    // document that cannot be among them is not held at all.
+    let top: Vec<Document> = c
+        .find(&doc! {}, &options(Some(false), Some(10)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(top, in_memory[..10]);
     let err = c.find(&doc! {}, &options(Some(false), None)).unwrap_err();
     assert_eq!(err.code(), 292, "{err}");
     assert!(
@@ -282,13 +290,15 @@ fn value() -> impl Strategy<Value = Bson> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Random documents with many ties, sorted and grouped (every accumulator) under a random
-    /// collation: a budget small enough to spill gives what memory gives.
+    /// Random documents with many ties, sorted, grouped (every accumulator), bucketed and
+    /// windowed under a random collation: a budget small enough to spill gives what memory
+    /// gives (or, for one group, bucket or partition alone past it, MongoDB's error).
     #[test]
     fn spilled_equals_in_memory(
         docs in prop::collection::vec((value(), value(), -50i32..50), 1..150),
         collated in any::<bool>(),
         limit in 6000usize..16000,
+        buckets in 1i32..7,
     ) {
         let docs: Vec<Document> = docs
             .into_iter()
@@ -313,7 +323,40 @@ proptest! {
             // One group alone past the small budget cannot spill.
             Err(e) => prop_assert_eq!(e.code(), 146, "{}", e),
         }
+        // The stages that sort through the same external sort, under a quarter of the budget.
+        let spilling = AggregateOptions { memory_limit: Some(limit / 4), ..memory.clone() };
+        for pipeline in sorting_stages(buckets) {
+            match (run(&db, &pipeline, &spilling), run(&db, &pipeline, &memory)) {
+                (Ok(spilled), Ok(in_memory)) => prop_assert_eq!(spilled, in_memory),
+                (Err(a), Err(b)) => prop_assert_eq!(a.code(), b.code(), "{} / {}", a, b),
+                // One bucket's states, or one partition, past the small budget.
+                (Err(e), Ok(_)) => prop_assert!([146, 5_414_201].contains(&e.code()), "{}", e),
+                (Ok(_), Err(e)) => prop_assert!(false, "only in memory: {}", e),
+            }
+        }
     }
+}
+
+/// `$bucketAuto` (with and without a granularity) and `$setWindowFields` over the documents of
+/// `spilled_equals_in_memory`.
+fn sorting_stages(buckets: i32) -> [Vec<Document>; 3] {
+    [
+        vec![doc! { "$bucketAuto": {
+            "groupBy": "$k", "buckets": buckets,
+            "output": { "n": { "$sum": 1 }, "ids": { "$push": "$_id" }, "s": { "$addToSet": "$s" } },
+        } }],
+        vec![
+            doc! { "$bucketAuto": { "groupBy": { "$abs": "$n" }, "buckets": buckets, "granularity": "1-2-5" } },
+        ],
+        vec![doc! { "$setWindowFields": {
+            "partitionBy": { "$mod": ["$n", 4] }, "sortBy": { "k": 1, "s": -1 },
+            "output": {
+                "rank": { "$denseRank": {} },
+                "near": { "$push": "$_id", "window": { "documents": [-1, 1] } },
+                "sum": { "$sum": "$n" },
+            },
+        } }],
+    ]
 }
 
 #[test]
@@ -410,4 +453,215 @@ fn facet_and_graph_lookup_hold_within_the_budget() {
     };
     let err = run(&db, &graph, &tiny).unwrap_err();
     assert_eq!(err.code(), 40099, "{err}");
+}
+
+/// The stage's spill figures in explain, by the stage's name.
+fn explained_spill(
+    db: &Database,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+    stage: &str,
+) -> Document {
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let shown = c
+        .explain_aggregate(pipeline, options)
+        .unwrap()
+        .to_document();
+    let stages = shown.get_array("stages").unwrap();
+    stages
+        .iter()
+        .filter_map(Bson::as_document)
+        .find(|s| s.contains_key(stage))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {stage} in {shown}"))
+}
+
+fn budget(limit: usize, allow_disk_use: Option<bool>) -> AggregateOptions {
+    AggregateOptions {
+        memory_limit: Some(limit),
+        allow_disk_use,
+        ..AggregateOptions::default()
+    }
+}
+
+#[test]
+fn a_bucket_auto_sorts_through_the_spilling_sort() {
+    let (db, spill) = database("bucket_auto.odm", &numbered(500));
+    let pipeline = [doc! { "$bucketAuto": {
+        "groupBy": "$k",
+        "buckets": 5,
+        "output": { "n": { "$sum": 1 }, "ids": { "$push": "$_id" } },
+    } }];
+    let in_memory = run(&db, &pipeline, &AggregateOptions::default()).unwrap();
+    assert_eq!(in_memory.len(), 5);
+    let spilled = run(&db, &pipeline, &budget(20_000, None)).unwrap();
+    assert_eq!(spilled, in_memory);
+    assert_eq!(files_in(&spill), 0);
+    let shown = explained_spill(&db, &pipeline, &budget(20_000, None), "$bucketAuto");
+    assert_eq!(shown.get_bool("usedDisk").ok(), Some(true), "{shown}");
+    assert!(shown.get_i32("spills").unwrap() > 1, "{shown}");
+    assert!(shown.get_i32("spilledBytes").unwrap() > 20_000, "{shown}");
+    let err = run(&db, &pipeline, &budget(20_000, Some(false))).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert_eq!(
+        err.to_string(),
+        "Exceeded memory limit of 20000 bytes for $bucketAuto, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+    );
+    // One bucket's accumulators cannot spill: MongoDB's 146, as for one group.
+    let one = [
+        doc! { "$bucketAuto": { "groupBy": "$k", "buckets": 1, "output": { "all": { "$push": "$pad" } } } },
+    ];
+    let err = run(&db, &one, &budget(20_000, None)).unwrap_err();
+    assert_eq!(err.code(), 146, "{err}");
+    assert!(err.to_string().contains("$bucketAuto"), "{err}");
+}
+
+#[test]
+fn a_sample_is_a_sort_by_random_keys_that_keeps_its_size() {
+    let docs = numbered(500);
+    let (db, spill) = database("sample.odm", &docs);
+    // Larger than the budget: spilled with disk use, every document once.
+    let all = [doc! { "$sample": { "size": 1000 } }];
+    let mut sampled = run(&db, &all, &budget(4096, None)).unwrap();
+    assert_eq!(sampled.len(), 500);
+    sampled.sort_by_key(|d| d.get_i32("_id").unwrap());
+    assert_eq!(sampled, docs);
+    assert_eq!(files_in(&spill), 0);
+    let shown = explained_spill(&db, &all, &budget(4096, None), "$sample");
+    assert_eq!(shown.get_bool("usedDisk").ok(), Some(true), "{shown}");
+    let err = run(&db, &all, &budget(4096, Some(false))).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert!(err.to_string().contains("for $sample"), "{err}");
+    // Ten documents fit in the budget without disk use: only the best ten random keys are
+    // held, never the input.
+    let ten = [doc! { "$sample": { "size": 10 } }];
+    let picked = run(&db, &ten, &budget(2048, Some(false))).unwrap();
+    assert_eq!(picked.len(), 10);
+    let ids: std::collections::BTreeSet<i32> =
+        picked.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+    assert_eq!(ids.len(), 10, "distinct documents");
+    assert!(picked.iter().all(|d| docs.contains(d)));
+    assert!(
+        (0..5).any(|_| run(&db, &ten, &budget(2048, Some(false))).unwrap() != picked),
+        "another run picks others"
+    );
+}
+
+#[test]
+fn a_spilled_sample_picks_each_document_about_as_often() {
+    let docs = numbered(10);
+    let (db, _) = database("sample_uniform.odm", &docs);
+    let pipeline = [doc! { "$sample": { "size": 3 } }];
+    let mut counts = [0u32; 10];
+    // 300 samples of 3 of 10 documents: each picked about 90 times.
+    for _ in 0..300 {
+        for d in run(&db, &pipeline, &budget(200, None)).unwrap() {
+            counts[usize::try_from(d.get_i32("_id").unwrap()).unwrap()] += 1;
+        }
+    }
+    assert!(counts.iter().all(|n| (45..=150).contains(n)), "{counts:?}");
+}
+
+#[test]
+fn set_window_fields_sorts_its_input_through_the_spilling_sort() {
+    let (db, spill) = database("window.odm", &numbered(500));
+    let pipeline = [doc! { "$setWindowFields": {
+        "partitionBy": "$k",
+        "sortBy": { "_id": -1 },
+        "output": {
+            "sum": { "$sum": "$_id" },
+            "rank": { "$rank": {} },
+            "running": { "$push": "$_id", "window": { "documents": ["unbounded", "current"] } },
+        },
+    } }];
+    let in_memory = run(&db, &pipeline, &AggregateOptions::default()).unwrap();
+    assert_eq!(in_memory.len(), 500);
+    let spilled = run(&db, &pipeline, &budget(20_000, None)).unwrap();
+    assert_eq!(spilled, in_memory);
+    assert_eq!(files_in(&spill), 0);
+    let shown = explained_spill(&db, &pipeline, &budget(20_000, None), "$setWindowFields");
+    assert_eq!(shown.get_bool("usedDisk").ok(), Some(true), "{shown}");
+    assert!(shown.get_i32("spills").unwrap() > 1, "{shown}");
+    let err = run(&db, &pipeline, &budget(20_000, Some(false))).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert!(err.to_string().contains("for $setWindowFields"), "{err}");
+}
+
+/// The partition being computed is held against the budget; it is not written to disk.
+#[test]
+fn a_window_partition_past_the_budget_is_mongodbs_error() {
+    let (db, _) = database("window_partition.odm", &numbered(100));
+    // No partitionBy and no sortBy: nothing to sort, the whole input one partition.
+    let whole = [doc! { "$setWindowFields": { "output": { "n": { "$count": {} } } } }];
+    assert_eq!(
+        run(&db, &whole, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        100
+    );
+    let err = run(&db, &whole, &budget(4096, Some(false))).unwrap_err();
+    assert_eq!(err.code(), 5_643_011, "{err}");
+    assert!(
+        err.to_string()
+            .contains("Max allowed memory: 4096 bytes. Set 'allowDiskUse: true' to spill to disk"),
+        "{err}"
+    );
+    let err = run(&db, &whole, &budget(4096, None)).unwrap_err();
+    assert_eq!(err.code(), 5_414_201, "{err}");
+    assert!(
+        err.to_string()
+            .contains("Exceeded memory limit in DocumentSourceSetWindowFields"),
+        "{err}"
+    );
+    // Partitions of about 2 KiB each fit a budget of 4 KiB: held one at a time.
+    let by_k =
+        [doc! { "$setWindowFields": { "partitionBy": "$k", "output": { "n": { "$count": {} } } } }];
+    assert_eq!(run(&db, &by_k, &budget(4096, None)).unwrap().len(), 100);
+    // What the outputs add counts too: each document gets the whole partition's values.
+    let pushed = [
+        doc! { "$project": { "_id": 1 } },
+        doc! { "$setWindowFields": { "output": { "all": { "$push": "$_id" } } } },
+    ];
+    assert_eq!(
+        run(&db, &pushed, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        100
+    );
+    let err = run(&db, &pushed, &budget(20_000, Some(false))).unwrap_err();
+    assert_eq!(err.code(), 5_414_201, "{err}");
+}
+
+/// `$densify` holds its input and what it adds against the operation's budget: it does not
+/// spill, so past the budget it is MongoDB's 292 naming it, with or without disk use.
+#[test]
+fn densify_holds_within_the_operations_budget() {
+    let (db, _) = database("densify.odm", &numbered(100));
+    let pipeline =
+        [doc! { "$densify": { "field": "k", "range": { "step": 1, "bounds": "full" } } }];
+    assert!(run(&db, &pipeline, &AggregateOptions::default()).is_ok());
+    let err = run(&db, &pipeline, &budget(4096, None)).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert!(
+        err.to_string()
+            .contains("Exceeded memory limit of 4096 bytes for $densify"),
+        "{err}"
+    );
+    // Two documents, and about 1,000 added: past the budget by what is added.
+    let (db, _) = database(
+        "densify_added.odm",
+        &[doc! { "_id": 0, "v": 0 }, doc! { "_id": 1, "v": 1000 }],
+    );
+    let pipeline =
+        [doc! { "$densify": { "field": "v", "range": { "step": 1, "bounds": "full" } } }];
+    assert_eq!(
+        run(&db, &pipeline, &AggregateOptions::default())
+            .unwrap()
+            .len(),
+        1001
+    );
+    let err = run(&db, &pipeline, &budget(4096, None)).unwrap_err();
+    assert_eq!(err.code(), 292, "{err}");
+    assert!(err.to_string().contains("4096 bytes for $densify"), "{err}");
 }

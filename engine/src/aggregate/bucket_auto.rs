@@ -8,6 +8,11 @@
 //! - each bucket's `output` accumulators (default `count: {$sum: 1}`) see its documents in
 //!   value order.
 //!
+//! The documents are sorted through the operation's external sort (`crate::spill`): past the
+//! memory budget it spills, or fails with MongoDB's 292 without disk use. A bucket is folded
+//! as its documents come, holding only its accumulators' states; one bucket's states past the
+//! budget fail with MongoDB's 146, as one `$group` group does.
+//!
 //! With `granularity`, boundaries are numbers of a preferred-number series (Renard R5 to R80,
 //! 1-2-5, E6 to E192, each scaled by powers of ten) or powers of two: the first bucket starts
 //! at its least value rounded down (to the series' greatest number below it), each bucket ends
@@ -18,14 +23,19 @@
 use bson::{Bson, Document, doc};
 
 use super::group::{self, Accumulator};
-use super::{Documents, Stage, accumulator_fields, blocking};
+use super::{Documents, Stage, accumulator_fields, deferred};
+use crate::budget::Budget;
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Scope, compare_bson, error, eval_in, type_alias};
+use crate::order::compare_in;
+use crate::spill::{self, Sorter};
+
+const NAME: &str = "$bucketAuto";
 
 fn failure(code: ErrorCode, reason: impl std::fmt::Display) -> Error {
-    Error::from(error("$bucketAuto", reason).with_code(code))
+    Error::from(error(NAME, reason).with_code(code))
 }
 
 pub(super) fn parse(arg: &Bson, scope: &Scope) -> Result<Stage> {
@@ -407,6 +417,9 @@ fn series_down(series: &[f64], n: f64) -> f64 {
         .map_or(first * multiplier, |s| s * multiplier)
 }
 
+/// The stage over `input`: the documents sorted by their value through the stage's external
+/// sort (spilling past the budget, or failing without disk use), then folded into buckets one
+/// at a time as the sorted documents come (see the module documentation).
 pub(super) fn run(
     input: Documents<'_>,
     group_by: Expr,
@@ -414,95 +427,172 @@ pub(super) fn run(
     fields: Vec<(String, Accumulator, Expr)>,
     granularity: Option<Rounder>,
     collation: Option<std::sync::Arc<Collation>>,
+    budget: Budget,
 ) -> Documents<'_> {
-    blocking(move || {
-        let cx = collation.as_deref();
-        let mut keyed: Vec<(Bson, Document)> = Vec::new();
-        let mut held = 0usize;
-        for doc in input {
-            let doc = doc?;
-            let key = eval_in(&group_by, &Env::collated(&doc, cx))?.unwrap_or(Bson::Null);
-            super::hold(&mut held, &doc, "$bucketAuto")?;
-            keyed.push((key, doc));
-        }
-        // With a granularity every value must be a non-negative number, checked first.
-        if granularity.is_some() {
-            for (key, _) in &keyed {
-                check_granular(key)?;
+    deferred(move || {
+        let (total, sorted) = sorted_by_value(
+            input,
+            &group_by,
+            granularity,
+            collation.clone(),
+            budget.clone(),
+        )?;
+        let mut state = Buckets {
+            sorted,
+            next: None,
+            size: ((total as f64 / buckets as f64).round() as usize).max(1),
+            wanted: buckets,
+            number: 0,
+            previous_max: None,
+            fields,
+            granularity,
+            collation,
+            budget,
+        };
+        state.advance()?;
+        let mut failed = false;
+        Ok(Box::new(std::iter::from_fn(move || {
+            if failed {
+                return None;
             }
-        }
-        keyed.sort_by(|(a, _), (b, _)| compare_bson(a, b, cx));
-        let total = keyed.len();
-        let size = ((total as f64 / buckets as f64).round() as usize).max(1);
-        let mut out = Vec::new();
-        let mut rest = keyed.into_iter().peekable();
-        let mut number = 0;
-        let mut previous_max: Option<Bson> = None;
-        while rest.peek().is_some() && number < buckets {
-            number += 1;
-            let last = number == buckets;
-            let mut members: Vec<(Bson, Document)> = Vec::new();
-            while let Some(next) = rest.peek() {
-                let full = !last && members.len() >= size;
-                let same = members
-                    .last()
-                    .is_some_and(|(k, _)| compare_bson(k, &next.0, cx).is_eq());
-                if full && !same {
-                    break;
-                }
-                members.extend(rest.next());
-            }
-            let first = members.first().map_or(Bson::Null, |(k, _)| k.clone());
-            let greatest = members.last().map_or(Bson::Null, |(k, _)| k.clone());
-            let (min, max) = match granularity {
-                None => (
-                    first,
-                    match rest.peek() {
-                        Some((next, _)) => next.clone(),
-                        None => greatest,
-                    },
-                ),
-                Some(rounder) => {
-                    let min = match previous_max.take() {
-                        Some(m) => m,
-                        None => rounder.round(&first, false)?,
-                    };
-                    let boundary = rounder.round(&greatest, true)?;
-                    // The values below the rounded end belong to this bucket too.
-                    while let Some((next, _)) = rest.peek() {
-                        if compare_bson(next, &boundary, cx).is_lt()
-                            || compare_bson(next, &greatest, cx).is_eq()
-                        {
-                            members.extend(rest.next());
-                        } else {
-                            break;
-                        }
-                    }
-                    let max = match rest.peek() {
-                        // A bucket ending at zero ends where the next one's value rounds down.
-                        Some((next, _)) if crate::expr::as_f64(&boundary) == Some(0.0) => {
-                            rounder.round(next, false)?
-                        }
-                        _ => boundary,
-                    };
-                    previous_max = Some(max.clone());
-                    (min, max)
-                }
-            };
-            let grouped = group::group(
-                members.into_iter().map(|(_, d)| Ok(d)),
-                &mut group::Grouping::new(
-                    Expr::Literal(Bson::Null),
-                    fields.clone(),
-                    collation.clone(),
-                ),
-            )?;
-            let mut bucket = doc! {"_id": {"min": min, "max": max}};
-            if let Some(first) = grouped.into_iter().next() {
-                bucket.extend(first.into_iter().filter(|(k, _)| k != "_id"));
-            }
-            out.push(bucket);
-        }
-        Ok(out)
+            let bucket = state.next_bucket().transpose();
+            failed = matches!(bucket, Some(Err(_)));
+            bucket
+        })))
     })
+}
+
+/// Documents in value order (ties in input order), each with its value, and how many there are.
+type Sorted<'a> = Box<dyn Iterator<Item = Result<(Bson, Document)>> + 'a>;
+
+fn sorted_by_value<'a>(
+    input: Documents<'a>,
+    group_by: &Expr,
+    granularity: Option<Rounder>,
+    collation: Option<std::sync::Arc<Collation>>,
+    budget: Budget,
+) -> Result<(usize, Sorted<'a>)> {
+    let cx = collation.clone();
+    let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| {
+        compare_in(spill::key_of(a), spill::key_of(b), cx.as_deref())
+    };
+    let mut sorter = Sorter::new(budget, NAME, compare, None);
+    let mut total = 0usize;
+    for doc in input {
+        crate::interrupt::check()?;
+        let doc = doc?;
+        let key =
+            eval_in(group_by, &Env::collated(&doc, collation.as_deref()))?.unwrap_or(Bson::Null);
+        // With a granularity every value must be a non-negative number.
+        if granularity.is_some() {
+            check_granular(&key)?;
+        }
+        total += 1;
+        sorter.push(spill::keyed(NAME, key, doc)?)?;
+    }
+    let sorted = sorter.finish()?.map(|record| spill::unkeyed(&record?));
+    Ok((total, Box::new(sorted)))
+}
+
+/// The buckets being made from the sorted documents.
+struct Buckets<'a> {
+    sorted: Sorted<'a>,
+    /// The next document in value order, in no bucket yet.
+    next: Option<(Bson, Document)>,
+    /// The documents a bucket takes before it ends at a change of value.
+    size: usize,
+    /// The `buckets` asked for: at most this many.
+    wanted: usize,
+    /// The buckets made so far.
+    number: usize,
+    /// With a granularity, where the previous bucket ended (the next one's `min`).
+    previous_max: Option<Bson>,
+    fields: Vec<(String, Accumulator, Expr)>,
+    granularity: Option<Rounder>,
+    collation: Option<std::sync::Arc<Collation>>,
+    budget: Budget,
+}
+
+impl Buckets<'_> {
+    /// The next document, which the caller puts in a bucket; reads the one after it.
+    fn advance(&mut self) -> Result<Option<(Bson, Document)>> {
+        let taken = self.next.take();
+        self.next = self.sorted.next().transpose()?;
+        Ok(taken)
+    }
+
+    /// Whether the next document's value is before `end`, or equal to `greatest`.
+    fn next_within(&self, end: &Bson, greatest: &Bson) -> bool {
+        let cx = self.collation.as_deref();
+        self.next.as_ref().is_some_and(|(next, _)| {
+            compare_bson(next, end, cx).is_lt() || compare_bson(next, greatest, cx).is_eq()
+        })
+    }
+
+    fn next_bucket(&mut self) -> Result<Option<Document>> {
+        if self.next.is_none() || self.number >= self.wanted {
+            return Ok(None);
+        }
+        self.number += 1;
+        let last = self.number == self.wanted;
+        let cx = self.collation.clone();
+        let grouping = group::Grouping::new(
+            Expr::Literal(Bson::Null),
+            self.fields.clone(),
+            self.collation.clone(),
+        );
+        let mut fold = group::Fold::new(grouping, self.budget.clone(), NAME)?;
+        let mut taken = 0usize;
+        let mut first: Option<Bson> = None;
+        let mut greatest = Bson::Null;
+        while let Some((key, _)) = &self.next {
+            let full = !last && taken >= self.size;
+            let same = taken > 0 && compare_bson(&greatest, key, cx.as_deref()).is_eq();
+            if full && !same {
+                break;
+            }
+            let Some((key, doc)) = self.advance()? else {
+                break;
+            };
+            fold.add(&doc)?;
+            taken += 1;
+            first.get_or_insert_with(|| key.clone());
+            greatest = key;
+        }
+        let first = first.unwrap_or(Bson::Null);
+        let (min, max) = match self.granularity {
+            None => (
+                first,
+                match &self.next {
+                    Some((next, _)) => next.clone(),
+                    None => greatest,
+                },
+            ),
+            Some(rounder) => {
+                let min = match self.previous_max.take() {
+                    Some(m) => m,
+                    None => rounder.round(&first, false)?,
+                };
+                let boundary = rounder.round(&greatest, true)?;
+                // The values below the rounded end belong to this bucket too.
+                while self.next_within(&boundary, &greatest) {
+                    if let Some((_, doc)) = self.advance()? {
+                        fold.add(&doc)?;
+                    }
+                }
+                let max = match &self.next {
+                    // A bucket ending at zero ends where the next one's value rounds down.
+                    Some((next, _)) if crate::expr::as_f64(&boundary) == Some(0.0) => {
+                        rounder.round(next, false)?
+                    }
+                    _ => boundary,
+                };
+                self.previous_max = Some(max.clone());
+                (min, max)
+            }
+        };
+        let mut bucket = doc! {"_id": {"min": min, "max": max}};
+        bucket.extend(fold.finish());
+        Ok(Some(bucket))
+    }
 }

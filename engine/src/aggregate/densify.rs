@@ -8,19 +8,20 @@
 //! its own least to greatest). A step that lands on an existing value adds nothing (and the
 //! sequence takes on that value's type); a value off the steps stays and does not move them.
 //! An added document holds only the partition fields and `field`. Documents whose field is
-//! null or missing pass through. The stage holds its input in memory, counted against
-//! [`SORT_MEMORY_LIMIT`].
+//! null or missing pass through. The stage holds its input in memory, and what it adds,
+//! counted against the operation's memory budget (see `crate::budget`); it does not spill, and
+//! past the budget it fails with MongoDB's 292 naming `$densify`.
 
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
 
 use super::{Documents, Stage, set_output};
+use crate::budget::Budget;
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::expr::{Env, Expr, Func, compare_bson, error, eval_in, is_unit, shift_utc};
 use crate::path::Path;
-use crate::query::SORT_MEMORY_LIMIT;
 
 const NAME: &str = "$densify";
 
@@ -38,9 +39,11 @@ fn location(code: i32, reason: impl std::fmt::Display) -> Error {
 }
 
 /// What the documents `$densify` adds may still take, across its partitions.
-struct Allowance {
+struct Allowance<'b> {
     bytes: usize,
     documents: usize,
+    /// The operation's budget the bytes come from (for its error).
+    limits: &'b Budget,
 }
 
 enum Bounds {
@@ -239,8 +242,8 @@ fn check_explicit_bounds(lo: &Bson, hi: &Bson, step: &Bson, has_unit: bool) -> R
 }
 
 impl Densify {
-    pub(super) fn run(self, input: Documents<'_>) -> Documents<'_> {
-        super::blocking(move || self.all(input))
+    pub(super) fn run(self, input: Documents<'_>, budget: Budget) -> Documents<'_> {
+        super::blocking(move || self.all(input, &budget))
     }
 
     /// The value after `v`.
@@ -283,7 +286,7 @@ impl Densify {
         }
     }
 
-    fn all(&self, input: Documents<'_>) -> Result<Vec<Document>> {
+    fn all(&self, input: Documents<'_>, limits: &Budget) -> Result<Vec<Document>> {
         let mut passed = Vec::new();
         // Partitions in the order first seen (keys equal by MongoDB's comparison): key,
         // documents with their values.
@@ -292,7 +295,7 @@ impl Densify {
         let mut held = 0usize;
         for doc in input {
             let doc = doc?;
-            super::hold(&mut held, &doc, NAME)?;
+            super::hold(&mut held, &doc, limits, NAME)?;
             let value = match self.field.get(&doc).cloned() {
                 None | Some(Bson::Null | Bson::Undefined) => {
                     passed.push(doc);
@@ -346,8 +349,9 @@ impl Densify {
         let mut out = passed;
         // What the added documents take, across every partition, bounded like the input.
         let mut budget = Allowance {
-            bytes: SORT_MEMORY_LIMIT.saturating_sub(held),
+            bytes: limits.limit().saturating_sub(held),
             documents: MAX_DENSIFY_DOCUMENTS,
+            limits,
         };
         for (key, docs) in partitions {
             let (start, end, end_included) = match &self.bounds {
@@ -374,7 +378,7 @@ impl Densify {
         start: Bson,
         end: &Bson,
         end_included: bool,
-        budget: &mut Allowance,
+        budget: &mut Allowance<'_>,
     ) -> Result<Vec<Document>> {
         let mut out = Vec::with_capacity(docs.len());
         let mut existing = docs.into_iter().peekable();
@@ -414,12 +418,10 @@ impl Densify {
                 let mut added = key.clone();
                 set_output(&mut added, &self.field, current.clone());
                 let size = crate::document::encoded_size(&added);
-                budget.bytes = budget.bytes.checked_sub(size).ok_or_else(|| {
-                    Error::AggregateMemoryExceeded {
-                        stage: NAME.to_owned(),
-                        limit: SORT_MEMORY_LIMIT,
-                    }
-                })?;
+                budget.bytes = budget
+                    .bytes
+                    .checked_sub(size)
+                    .ok_or_else(|| budget.limits.exceeded_error(NAME))?;
                 let Some(left) = budget.documents.checked_sub(1) else {
                     return Err(location(
                         5_897_900,

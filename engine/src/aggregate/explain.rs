@@ -263,12 +263,21 @@ impl AggregateExplain {
     }
 }
 
-/// Whether a stage may spill, and so reports it as MongoDB does.
+/// Whether a stage may spill (through the external sort or `$group`'s partial states), and so
+/// reports it as MongoDB does.
 fn is_blocking(spec: &Document) -> bool {
-    spec.contains_key("$sort") || spec.contains_key("$group")
+    [
+        "$sort",
+        "$group",
+        "$bucketAuto",
+        "$sample",
+        "$setWindowFields",
+    ]
+    .iter()
+    .any(|stage| spec.contains_key(*stage))
 }
 
-/// MongoDB's spill figures of a `$sort` or `$group`: `usedDisk`, `spills`, `spilledBytes`.
+/// MongoDB's spill figures of a stage that may spill: `usedDisk`, `spills`, `spilledBytes`.
 pub(crate) fn insert_spill(entry: &mut Document, spill: crate::query::Spill) {
     entry.insert("usedDisk", spill.used_disk);
     entry.insert("spills", crate::number::int_or_long(spill.spills as i64));

@@ -34,7 +34,7 @@ use crate::expr::take_n::{Kept, Pick, checked_n};
 use crate::expr::{
     Env, Expr, ExprError, Func, accumulate_values, as_f64, error, eval_in, type_alias,
 };
-use crate::query::{SORT_MEMORY_LIMIT, Sort};
+use crate::query::Sort;
 use crate::spill::SpillFile;
 use crate::value_set::{self, ValueIndex, ValueSet};
 
@@ -601,9 +601,9 @@ struct Group {
 
 /// The error of one group whose states pass the budget: MongoDB's 146 (`ExceededMemoryLimit`),
 /// which `$push` and `$addToSet` give past 100 MiB.
-fn group_too_big(budget: &Budget) -> Error {
+fn group_too_big(budget: &Budget, stage: &str) -> Error {
     error(
-        "$group",
+        stage,
         format!(
             "one group's accumulators used too much memory and cannot spill to disk. Memory limit: {} bytes",
             budget.limit()
@@ -738,39 +738,47 @@ impl Grouping {
     }
 }
 
-fn over_limit(held: isize) -> Result<()> {
-    if held > SORT_MEMORY_LIMIT as isize {
-        return Err(Error::AggregateMemoryExceeded {
-            stage: "$group".to_owned(),
-            limit: SORT_MEMORY_LIMIT,
-        });
-    }
-    Ok(())
+/// One group fed a document at a time, what it holds counted against a budget (past it,
+/// [`group_too_big`] naming the stage): each bucket of `$bucketAuto`.
+pub(super) struct Fold {
+    grouping: Grouping,
+    group: Group,
+    first: bool,
+    budget: Budget,
+    stage: &'static str,
 }
 
-/// Groups `docs` and returns one document per group, in the order groups were first seen;
-/// past [`SORT_MEMORY_LIMIT`] it fails (for `$bucketAuto`, which does not spill).
-pub(super) fn group(
-    docs: impl Iterator<Item = Result<Document>>,
-    grouping: &mut Grouping,
-) -> Result<Vec<Document>> {
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index = ValueIndex::default();
-    let mut held: isize = 0;
-    for doc in docs {
-        crate::interrupt::check()?;
-        let doc = doc?;
-        let key = grouping.key(&doc)?;
-        let (position, new) = index.position(&key, groups.len(), grouping.collation());
-        if new {
-            let (group, size) = grouping.open(key)?;
-            held += size;
-            groups.push(group);
-        }
-        held += grouping.add(&mut groups[position], &doc, new)?;
-        over_limit(held)?;
+impl Fold {
+    /// An empty group of `grouping`'s fields (its key expression is not read).
+    pub(super) fn new(grouping: Grouping, budget: Budget, stage: &'static str) -> Result<Fold> {
+        let (group, _) = grouping.open(Bson::Null)?;
+        Ok(Fold {
+            grouping,
+            group,
+            first: true,
+            budget,
+            stage,
+        })
     }
-    Ok(groups.into_iter().map(|g| grouping.finish(g)).collect())
+
+    pub(super) fn add(&mut self, doc: &Document) -> Result<()> {
+        self.group.size += self.grouping.add(&mut self.group, doc, self.first)?;
+        self.first = false;
+        if self
+            .budget
+            .exceeded(usize::try_from(self.group.size).unwrap_or(0))
+        {
+            return Err(group_too_big(&self.budget, self.stage));
+        }
+        Ok(())
+    }
+
+    /// Each field's value, without `_id`.
+    pub(super) fn finish(self) -> Document {
+        let mut d = self.grouping.finish(self.group);
+        d.remove("_id");
+        d
+    }
 }
 
 /// The `$group` stage under `budget`: in memory, groups come out in the order first seen;
@@ -799,7 +807,7 @@ pub(super) fn group_within<'a>(
         held += grown;
         groups[position].size += grown;
         if budget.exceeded(usize::try_from(groups[position].size).unwrap_or(0)) {
-            return Err(group_too_big(budget));
+            return Err(group_too_big(budget, "$group"));
         }
         if budget.exceeded(usize::try_from(held).unwrap_or(0)) {
             if !budget.allows_disk_use() {
@@ -842,6 +850,7 @@ pub(super) fn group_within<'a>(
 pub(super) fn group_in_key_order<'a>(
     mut docs: impl Iterator<Item = Result<Document>> + 'a,
     mut grouping: Grouping,
+    budget: Budget,
 ) -> impl Iterator<Item = Result<Document>> + 'a {
     let mut open: Option<(Group, isize)> = None;
     let mut failed = false;
@@ -867,7 +876,9 @@ pub(super) fn group_in_key_order<'a>(
                 }
                 if let Some((group, held)) = open.as_mut() {
                     *held += grouping.add(group, &doc, !same)?;
-                    over_limit(*held)?;
+                    if budget.exceeded(usize::try_from(*held).unwrap_or(0)) {
+                        return Err(group_too_big(&budget, "$group"));
+                    }
                 }
                 if done.is_some() {
                     return Ok(done);

@@ -64,9 +64,9 @@ use crate::expr::take_n::Pick;
 use crate::expr::{Env, Expr, Scope, error, eval_in};
 use crate::interrupt::{Interrupt, Interruptible};
 use crate::path::{Parents, Path};
-use crate::query::{FindOptions, SORT_MEMORY_LIMIT, Sort};
+use crate::query::{FindOptions, Sort};
 use crate::read::ReadCollection;
-use crate::spill::Sorter;
+use crate::spill::{self, Sorter};
 use crate::update::Pipeline;
 use group::Accumulator;
 
@@ -461,15 +461,12 @@ fn lookup_documents(
     gather(from_documents(snapshot, stages, options, collation)?)
 }
 
-/// Counts `doc`'s encoded size into `held`, what a blocking stage holds; past
-/// [`SORT_MEMORY_LIMIT`] the stage fails rather than grows on.
-fn hold(held: &mut usize, doc: &Document, stage: &str) -> Result<()> {
+/// Counts `doc`'s encoded size into `held`, what a stage that cannot spill holds; past the
+/// operation's budget the stage fails (MongoDB's 292) rather than grows on.
+fn hold(held: &mut usize, doc: &Document, budget: &Budget, stage: &str) -> Result<()> {
     *held += crate::document::encoded_size(doc);
-    if *held > SORT_MEMORY_LIMIT {
-        return Err(Error::AggregateMemoryExceeded {
-            stage: stage.to_owned(),
-            limit: SORT_MEMORY_LIMIT,
-        });
+    if budget.exceeded(*held) {
+        return Err(budget.exceeded_error(stage));
     }
     Ok(())
 }
@@ -736,7 +733,7 @@ impl Stage {
                 in_key_order,
             } => {
                 if in_key_order {
-                    Box::new(group::group_in_key_order(input, *grouping))
+                    Box::new(group::group_in_key_order(input, *grouping, budget))
                 } else {
                     deferred(move || group::group_within(input, *grouping, &budget))
                 }
@@ -749,9 +746,9 @@ impl Stage {
             Stage::UnionWith { coll, pipeline } => {
                 combine::union_with(coll, pipeline, input, context)
             }
-            Stage::Sample(size) => blocking(move || sample(input, size)),
-            Stage::SetWindowFields(spec) => spec.run(input, collation),
-            Stage::Densify(spec) => spec.run(input),
+            Stage::Sample(size) => deferred(move || sample(input, size, budget)),
+            Stage::SetWindowFields(spec) => spec.run(input, collation, budget),
+            Stage::Densify(spec) => spec.run(input, budget),
             Stage::GraphLookup(search) => {
                 let context = context.clone();
                 Box::new(input.map(move |doc| search.join(doc?, &context)))
@@ -765,7 +762,15 @@ impl Stage {
                 buckets,
                 fields,
                 granularity,
-            } => bucket_auto::run(input, group_by, buckets, fields, granularity, collation),
+            } => bucket_auto::run(
+                input,
+                group_by,
+                buckets,
+                fields,
+                granularity,
+                collation,
+                budget,
+            ),
         }
     }
 }
@@ -936,8 +941,6 @@ fn documents_of(expr: &Expr) -> Result<Vec<Document>> {
     }
 }
 
-/// `$sort`: every input document, held as raw BSON and counted as it comes (past
-/// [`SORT_MEMORY_LIMIT`] bytes the stage fails rather than grows on), then sorted.
 /// `$sample`'s `size`: a positive number, its fraction dropped.
 fn parse_sample(arg: &Bson) -> Result<Stage> {
     let name = "$sample";
@@ -979,39 +982,39 @@ fn parse_sample(arg: &Bson) -> Result<Stage> {
     Ok(Stage::Sample(size as u64))
 }
 
-/// `size` documents of the input chosen uniformly at random (reservoir sampling), in random
-/// order. The randomness is not for security: a generator seeded from the clock.
-fn sample(input: Documents<'_>, size: u64) -> Result<Vec<Document>> {
+/// `size` documents of the input chosen uniformly at random, in random order: as MongoDB does
+/// when it cannot read a random cursor, each document gets a random key and the first `size`
+/// by that key are kept, a sort with a limit under the stage's budget (past it the sort spills,
+/// or fails without disk use). The randomness is not for security: a generator seeded from the
+/// clock.
+fn sample(input: Documents<'_>, size: u64, budget: Budget) -> Result<Documents<'_>> {
     let mut state = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0x9e37_79b9_7f4a_7c15, |d| d.as_nanos() as u64)
         | 1;
-    let mut next = move |bound: u64| {
+    let mut next = move || {
         // xorshift64*
         state ^= state >> 12;
         state ^= state << 25;
         state ^= state >> 27;
-        state.wrapping_mul(0x2545_f491_4f6c_dd1d) % bound.max(1)
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d).cast_signed()
     };
-    let mut kept: Vec<Document> = Vec::new();
-    let mut held = 0usize;
-    for (seen, doc) in input.enumerate() {
-        let doc = doc?;
-        if (kept.len() as u64) < size {
-            hold(&mut held, &doc, "$sample")?;
-            kept.push(doc);
-        } else {
-            let j = next(seen as u64 + 1);
-            if j < size {
-                kept[j as usize] = doc;
-            }
-        }
+    let random = |record: &bson::RawDocument| match spill::key_of(record) {
+        bson::RawBsonRef::Int64(n) => n,
+        _ => 0,
+    };
+    let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| random(a).cmp(&random(b));
+    let keep = usize::try_from(size).unwrap_or(usize::MAX);
+    let mut sorter = Sorter::new(budget, "$sample", compare, Some(keep));
+    for doc in input {
+        crate::interrupt::check()?;
+        sorter.push(spill::keyed("$sample", Bson::Int64(next()), doc?)?)?;
     }
-    for i in (1..kept.len()).rev() {
-        let j = next(i as u64 + 1) as usize;
-        kept.swap(i, j);
-    }
-    Ok(kept)
+    Ok(Box::new(
+        sorter
+            .finish()?
+            .map(|record| Ok(spill::unkeyed(&record?)?.1)),
+    ))
 }
 
 /// `$sort`: every input document, held as raw BSON and counted against the budget; past it

@@ -16,8 +16,10 @@
 //! `default`); `$derivative` and `$integral` (rate and trapezoidal area against the sort value,
 //! in `unit`s for dates); `$expMovingAvg` (`N` or `alpha`); `$covariancePop` and
 //! `$covarianceSamp`; `$locf` (the last non-null value so far) and `$linearFill` (nulls between
-//! two values interpolated against the sort value). Each partition is held in memory, counted
-//! against [`SORT_MEMORY_LIMIT`]; windows are computed document by document.
+//! two values interpolated against the sort value). The input is sorted into partitions through
+//! the operation's external sort, and one partition at a time is held, counted against the
+//! operation's memory budget with what its outputs add (see `partitions` for the errors past
+//! it); windows are computed document by document.
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -26,12 +28,17 @@ use bson::{Bson, Document, RawDocumentBuf};
 
 use super::group::{self, Accumulator};
 use super::{Documents, Stage, parse_accumulator, set_output};
+use crate::budget::Budget;
 use crate::code::ErrorCode;
 use crate::collation::Collation;
 use crate::error::{Error, Result};
-use crate::expr::{Env, Expr, Scope, as_f64, compare_bson, error, eval_in, is_unit, shift_utc};
+use crate::expr::{Env, Expr, Scope, as_f64, error, eval_in, is_unit, shift_utc};
 use crate::path::Path;
-use crate::query::{SORT_MEMORY_LIMIT, Sort};
+use crate::query::Sort;
+
+mod partitions;
+
+use partitions::Partitions;
 
 const NAME: &str = "$setWindowFields";
 
@@ -608,80 +615,80 @@ impl Partition {
 }
 
 impl SetWindowFields {
-    /// The stage over its whole input, computed when first pulled.
+    /// The stage over its input, sorted into partitions when first pulled and computed one
+    /// partition at a time (see `partitions`).
     pub(super) fn run(
         self,
         input: Documents<'_>,
         collation: Option<std::sync::Arc<Collation>>,
+        budget: Budget,
     ) -> Documents<'_> {
-        super::blocking(move || self.all(input, collation.as_deref()))
-    }
-
-    fn all(&self, input: Documents<'_>, cx: Option<&Collation>) -> Result<Vec<Document>> {
-        // Partitions by MongoDB's equality of keys, each holding its documents as they came;
-        // then put in key order.
-        let mut partitions: Vec<(Bson, Vec<Document>)> = Vec::new();
-        let mut index = crate::value_set::ValueIndex::default();
-        let mut held = 0usize;
-        for doc in input {
-            let doc = doc?;
-            super::hold(&mut held, &doc, NAME)?;
-            let key = match &self.partition_by {
-                None => Bson::Null,
-                Some(e) => match eval_in(e, &Env::collated(&doc, cx))? {
-                    None | Some(Bson::Undefined) => Bson::Null,
-                    Some(Bson::Array(_)) => {
-                        return Err(fail(
-                            ErrorCode::TYPE_MISMATCH,
-                            "the partitionBy expression cannot evaluate to an array",
-                        ));
+        super::deferred(move || {
+            let mut partitions = Partitions::new(&self, input, collation.clone(), budget.clone())?;
+            let mut ready = Vec::new().into_iter();
+            let mut failed = false;
+            Ok(Box::new(std::iter::from_fn(move || {
+                while !failed {
+                    if let Some(doc) = ready.next() {
+                        return Some(Ok(doc));
                     }
-                    Some(v) => v,
-                },
-            };
-            let (at, new) = index.position(&key, partitions.len(), cx);
-            if new {
-                partitions.push((key, vec![doc]));
-            } else {
-                partitions[at].1.push(doc);
-            }
-        }
-        partitions.sort_by(|(a, _), (b, _)| compare_bson(a, b, cx));
-        let mut produced = 0usize;
-        let mut out = Vec::new();
-        for (_, docs) in partitions {
-            let mut partition = self.order(docs, cx)?;
-            let mut columns = Vec::with_capacity(self.outputs.len());
-            for output in &self.outputs {
-                let column = output.compute(&partition, cx)?;
-                // What the outputs add is held too, and bounded like the input.
-                produced += column
-                    .iter()
-                    .flatten()
-                    .map(|v| bson::RawBson::try_from(v.clone()).map_or(16, |r| approximate(&r)))
-                    .sum::<usize>();
-                if held + produced > SORT_MEMORY_LIMIT {
-                    return Err(Error::AggregateMemoryExceeded {
-                        stage: NAME.to_owned(),
-                        limit: SORT_MEMORY_LIMIT,
+                    let next = partitions.next_partition().and_then(|partition| {
+                        partition
+                            .map(|(docs, held)| {
+                                self.compute(docs, held, collation.as_deref(), &budget)
+                            })
+                            .transpose()
                     });
-                }
-                columns.push(column);
-            }
-            for (i, doc) in partition.docs.iter_mut().enumerate() {
-                for (output, column) in self.outputs.iter().zip(&mut columns) {
-                    if let Some(value) = column[i].take() {
-                        set_output(doc, &output.path, value);
+                    match next {
+                        Ok(Some(docs)) => ready = docs.into_iter(),
+                        Ok(None) => return None,
+                        Err(e) => {
+                            failed = true;
+                            return Some(Err(e));
+                        }
                     }
                 }
-            }
-            out.extend(partition.docs);
-        }
-        Ok(out)
+                None
+            })))
+        })
     }
 
-    /// A partition's documents in `sortBy` order (stable), with their keys and sort values.
-    fn order(&self, docs: Vec<Document>, cx: Option<&Collation>) -> Result<Partition> {
+    /// One partition's documents (in order, holding `held` bytes) with their outputs set; what
+    /// the outputs add is held too, and bounded like the documents.
+    fn compute(
+        &self,
+        docs: Vec<Document>,
+        held: usize,
+        cx: Option<&Collation>,
+        budget: &Budget,
+    ) -> Result<Vec<Document>> {
+        let mut partition = self.partition(docs, cx)?;
+        let mut produced = 0usize;
+        let mut columns = Vec::with_capacity(self.outputs.len());
+        for output in &self.outputs {
+            let column = output.compute(&partition, cx)?;
+            produced += column
+                .iter()
+                .flatten()
+                .map(|v| bson::RawBson::try_from(v.clone()).map_or(16, |r| approximate(&r)))
+                .sum::<usize>();
+            if budget.exceeded(held + produced) {
+                return Err(partitions::exceeded(held + produced, budget.limit()));
+            }
+            columns.push(column);
+        }
+        for (i, doc) in partition.docs.iter_mut().enumerate() {
+            for (output, column) in self.outputs.iter().zip(&mut columns) {
+                if let Some(value) = column[i].take() {
+                    set_output(doc, &output.path, value);
+                }
+            }
+        }
+        Ok(partition.docs)
+    }
+
+    /// A partition of documents in `sortBy` order, with their ties and sort values.
+    fn partition(&self, docs: Vec<Document>, cx: Option<&Collation>) -> Result<Partition> {
         let Some((sort, fields)) = &self.sort else {
             let n = docs.len();
             return Ok(Partition {
@@ -690,25 +697,25 @@ impl SetWindowFields {
                 values: vec![None; n],
             });
         };
-        let mut keyed = Vec::with_capacity(docs.len());
-        for doc in docs {
-            let raw = RawDocumentBuf::try_from(&doc).map_err(|e| {
+        let mut tied = Vec::with_capacity(docs.len());
+        let mut previous: Option<Vec<bson::RawBson>> = None;
+        for doc in &docs {
+            let raw = RawDocumentBuf::try_from(doc).map_err(|e| {
                 fail(
                     ErrorCode::BAD_VALUE,
                     format!("a document does not encode: {e}"),
                 )
             })?;
-            keyed.push((sort.keys(&raw, cx), doc));
+            let keys = sort.keys(&raw, cx);
+            tied.push(
+                previous
+                    .as_ref()
+                    .is_some_and(|p| sort.compare_keys(p, &keys, cx) == Ordering::Equal),
+            );
+            previous = Some(keys);
         }
-        keyed.sort_by(|(a, _), (b, _)| sort.compare_keys(a, b, cx));
         let first = Path::new(&fields[0]);
-        let values = keyed.iter().map(|(_, d)| first.get(d).cloned()).collect();
-        let tied = (0..keyed.len())
-            .map(|i| {
-                i > 0 && sort.compare_keys(&keyed[i - 1].0, &keyed[i].0, cx) == Ordering::Equal
-            })
-            .collect();
-        let docs = keyed.into_iter().map(|(_, d)| d).collect();
+        let values = docs.iter().map(|d| first.get(d).cloned()).collect();
         Ok(Partition { docs, tied, values })
     }
 }

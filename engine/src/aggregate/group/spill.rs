@@ -98,7 +98,7 @@ where
                 {
                     group.size += record.as_bytes().len() as isize;
                     if budget.exceeded(usize::try_from(group.size).unwrap_or(0)) {
-                        return Err(super::group_too_big(&budget));
+                        return Err(super::group_too_big(&budget, "$group"));
                     }
                     let later = decode(&record, &grouping)?;
                     for ((_, accumulator, _), (state, other)) in grouping
