@@ -1,13 +1,19 @@
 //! One memory budget per operation, and where a blocking stage goes when it passes it.
 //!
-//! A blocking stage (the find's sort, `$sort`, `$group`, `$bucketAuto`, `$setWindowFields`,
-//! `$densify`, `$graphLookup`, `$facet`, `$sample`) counts the bytes it holds against the
-//! operation's [`Budget`]: [`MEMORY_LIMIT`] (MongoDB's 100 MiB) unless a test lowers it. Past
-//! the limit, a sort or a group whose operation allows disk use (the default, as MongoDB 6.0+'s
-//! `allowDiskUseByDefault`) writes what it holds to a temporary file (see `spill`) and goes on
-//! with an empty table; without disk use, and for the stages that cannot spill, the stage fails
-//! with MongoDB's `QueryExceededMemoryLimitNoDiskUseAllowed` (292).
-//!
+//! A blocking stage counts the bytes it holds against the operation's [`Budget`]:
+//! [`MEMORY_LIMIT`] (MongoDB's 100 MiB) unless a test lowers it. Past the limit:
+//! - the stages that sort (`$sort`, the find's sort, `$bucketAuto`, `$sample`, and the input of
+//!   `$setWindowFields`) go through the one external sort (`spill::Sorter`), and `$group` writes
+//!   its partial states: when the operation allows disk use (the default, as MongoDB 6.0+'s
+//!   `allowDiskUseByDefault`) they write what they hold to a temporary file (see `spill`) and go
+//!   on with an empty table; without disk use they fail with MongoDB's
+//!   `QueryExceededMemoryLimitNoDiskUseAllowed` (292);
+//! - what cannot be written out fails, disk use or not: one group's (or one `$bucketAuto`
+//!   bucket's) accumulators with 146 (`ExceededMemoryLimit`); the partition `$setWindowFields`
+//!   holds with 5643011 without disk use and 5414201 with it (MongoDB would spill the
+//!   partition, this engine does not), and what its outputs add with 5414201; `$densify` and
+//!   `$facet` with 292; `$lookup`'s joined documents with 4568, `$graphLookup`'s with 40099.
+
 //! Temporary files live in a folder of their own: beside the database's file (`<file>-spill`),
 //! or under the system's temporary folder for a database in memory. Each file is removed when
 //! the stage that wrote it is dropped (finished, failed or abandoned), and the folder of a

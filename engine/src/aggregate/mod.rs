@@ -10,11 +10,13 @@
 //! `$group` and `$sort` as MongoDB defines them (see `desugar`). The leading
 //! `$match`, with the `$sort`, `$skip` and `$limit` right after it, runs as a find, so it uses
 //! indexes. Documents stream through the stages one at a time
-//! ([`ReadCollection::aggregate_iter`]); only `$sort` (the documents) and `$group` (one running
-//! state per group and field) hold anything, counted as they grow against the operation's
-//! memory budget (see `crate::budget`): past it they spill to temporary files when
-//! [`AggregateOptions::allow_disk_use`] allows (the default) and otherwise fail with
-//! [`Error::AggregateMemoryExceeded`]. A spilled `$group` gives its groups in key order.
+//! ([`ReadCollection::aggregate_iter`]); what a blocking stage holds counts as it grows against
+//! the operation's memory budget (see `crate::budget` for each stage's rule): `$sort`,
+//! `$bucketAuto`, `$sample` and `$setWindowFields` sort through the one external sort, and
+//! `$group` keeps one running state per group and field; past the budget they spill to
+//! temporary files when [`AggregateOptions::allow_disk_use`] allows (the default) and otherwise
+//! fail with [`Error::AggregateMemoryExceeded`]. A spilled `$group` gives its groups in key
+//! order.
 //! Other stages are refused by name. A final `$out` or `$merge` writes the results: see
 //! `output` and [`Database::aggregate`](crate::Database::aggregate).
 //!
@@ -22,8 +24,8 @@
 //! holding them answers alone), and when its key is one field that a non-multikey index
 //! orders, the find reads that index in key order and the group passes each group on as the
 //! key changes, holding one at a time (`plan_pipeline`, `group::group_in_key_order`).
-//! `$sample` is reservoir sampling; `$redact` decides per level, descending into fields and
-//! arrays.
+//! `$sample` sorts by random keys and keeps the first `size` (MongoDB's way without a random
+//! cursor); `$redact` decides per level, descending into fields and arrays.
 //!
 //! `$group`: `_id` is any expression (groups are equal values in MongoDB's order, under the
 //! collation if any, and come out in the order first seen); accumulators `$sum`, `$avg`, `$min`,
@@ -85,8 +87,9 @@ pub struct AggregateOptions {
     /// The time limit and kill flag the pipeline runs under: entered while it plans and at
     /// each pull (see [`crate::interrupt`]); `None` runs it under the caller's.
     pub interrupt: Option<Interrupt>,
-    /// Whether `$sort` and `$group` past their memory limit may write temporary files
-    /// (MongoDB's `allowDiskUse`); `None` allows it, as MongoDB 6.0+ does by default.
+    /// Whether the stages that spill (`$sort`, `$group`, `$bucketAuto`, `$sample`, the sort of
+    /// `$setWindowFields`) past their memory limit may write temporary files (MongoDB's
+    /// `allowDiskUse`); `None` allows it, as MongoDB 6.0+ does by default.
     pub allow_disk_use: Option<bool>,
     /// The memory limit of each blocking stage, in bytes (`None`: MongoDB's 100 MiB). For
     /// tests, which spill without 100 MiB of data.
@@ -697,8 +700,9 @@ impl Stage {
         })
     }
 
-    /// This stage over `input`: streaming stages pass documents on one at a time; `$sort`,
-    /// `$group` and `$count` read their whole input when first pulled.
+    /// This stage over `input`: streaming stages pass documents on one at a time; blocking
+    /// stages (`$sort`, `$group`, `$count`, `$bucketAuto`, `$sample`, ...) read their whole input
+    /// when first pulled.
     fn stream<'a>(self, input: Documents<'a>, context: &Rc<Context<'a>>) -> Documents<'a> {
         let budget = context.budget.for_stage();
         self.stream_within(input, context, budget)
