@@ -13,7 +13,7 @@
 //!   holds with 5643011 without disk use and 5414201 with it (MongoDB would spill the
 //!   partition, this engine does not), and what its outputs add with 5414201; `$densify` and
 //!   `$facet` with 292; `$lookup`'s joined documents with 4568, `$graphLookup`'s with 40099.
-
+//!
 //! Temporary files live in a folder of their own: beside the database's file (`<file>-spill`),
 //! or under the system's temporary folder for a database in memory. Each file is removed when
 //! the stage that wrote it is dropped (finished, failed or abandoned), and the folder of a

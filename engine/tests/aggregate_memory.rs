@@ -237,3 +237,32 @@ fn densify_refuses_to_add_more_than_mongodbs_limit_of_documents() {
         .unwrap();
     assert!(c2.len() >= 10);
 }
+
+/// A window function's value is copied into every document's output: `$push` over the whole
+/// partition gives each of 20,000 documents the 20,000 values, some 12 GB of values from a
+/// collection of half a megabyte. They count as they are made, so the stage fails at the bound
+/// (MongoDB's 5414201) having made a little over 100 MiB of them.
+#[test]
+fn window_outputs_count_as_they_are_made() {
+    let db = Database::in_memory().unwrap();
+    let docs: Vec<_> = (0..20_000).map(|i| doc! { "_id": i }).collect();
+    db.collection("c").insert_many(docs, true).unwrap();
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let err = c
+        .aggregate(
+            &[doc! { "$setWindowFields": { "output": { "all": { "$push": "$_id" } } } }],
+            &AggregateOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), 5_414_201, "{err}");
+    // A window of a few documents around each stays small.
+    let near = c
+        .aggregate(
+            &[doc! { "$setWindowFields": { "sortBy": { "_id": 1 }, "output": { "near": { "$push": "$_id", "window": { "documents": [-2, 2] } } } } }],
+            &AggregateOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(near.len(), 20_000);
+    assert_eq!(near[0].get_array("near").unwrap().len(), 3);
+}

@@ -540,7 +540,7 @@ fn average(total: Bson, count: u64) -> Bson {
 }
 
 /// About what a value takes in memory: enough to bound a stage, not an exact figure.
-fn approximate_size(v: &Bson) -> usize {
+pub(super) fn approximate_size(v: &Bson) -> usize {
     match v {
         Bson::String(s) => 32 + s.len(),
         Bson::Document(d) => {

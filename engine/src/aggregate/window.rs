@@ -663,19 +663,14 @@ impl SetWindowFields {
         budget: &Budget,
     ) -> Result<Vec<Document>> {
         let mut partition = self.partition(docs, cx)?;
-        let mut produced = 0usize;
+        let mut produced = Produced {
+            used: 0,
+            held,
+            limit: budget.limit(),
+        };
         let mut columns = Vec::with_capacity(self.outputs.len());
         for output in &self.outputs {
-            let column = output.compute(&partition, cx)?;
-            produced += column
-                .iter()
-                .flatten()
-                .map(|v| bson::RawBson::try_from(v.clone()).map_or(16, |r| approximate(&r)))
-                .sum::<usize>();
-            if budget.exceeded(held + produced) {
-                return Err(partitions::exceeded(held + produced, budget.limit()));
-            }
-            columns.push(column);
+            columns.push(output.compute(&partition, cx, &mut produced)?);
         }
         for (i, doc) in partition.docs.iter_mut().enumerate() {
             for (output, column) in self.outputs.iter().zip(&mut columns) {
@@ -720,13 +715,33 @@ impl SetWindowFields {
     }
 }
 
-/// About how many bytes a value takes.
-fn approximate(v: &bson::RawBson) -> usize {
-    match v {
-        bson::RawBson::Document(d) => d.as_bytes().len(),
-        bson::RawBson::Array(a) => a.as_bytes().len(),
-        bson::RawBson::String(s) => s.len() + 8,
-        _ => 16,
+/// What a partition's outputs hold so far: counted as each value is made, with the partition
+/// itself, against the budget (past it, MongoDB's 5414201). A window function over a large
+/// window copies its value into every document's output, so a few bytes of input can ask for
+/// a great deal.
+struct Produced {
+    used: usize,
+    /// The bytes of the partition's documents.
+    held: usize,
+    limit: usize,
+}
+
+impl Produced {
+    /// Counts `bytes` more.
+    fn add(&mut self, bytes: usize) -> Result<()> {
+        self.used = self.used.saturating_add(bytes);
+        let total = self.held.saturating_add(self.used);
+        if total > self.limit {
+            return Err(partitions::exceeded(total, self.limit));
+        }
+        Ok(())
+    }
+
+    /// `value`, counted, for one more document's output.
+    fn push(&mut self, out: &mut Vec<Option<Bson>>, value: Bson) -> Result<()> {
+        self.add(group::approximate_size(&value))?;
+        out.push(Some(value));
+        Ok(())
     }
 }
 
@@ -741,26 +756,40 @@ fn numeric(v: Option<&Bson>) -> Option<f64> {
 
 impl Output {
     /// The value of this output for every document of the partition (`None`: not set).
-    fn compute(&self, p: &Partition, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
-        match &self.func {
-            Function::Accumulate(accumulator, input) => self.accumulate(p, accumulator, input, cx),
+    fn compute(
+        &self,
+        p: &Partition,
+        cx: Option<&Collation>,
+        produced: &mut Produced,
+    ) -> Result<Vec<Option<Bson>>> {
+        let column = match &self.func {
+            Function::Accumulate(accumulator, input) => {
+                return self.accumulate(p, accumulator, input, cx, produced);
+            }
+            Function::Shift {
+                output,
+                by,
+                default,
+            } => return shift(p, output, *by, default, cx, produced),
+            Function::Locf(input) => return locf(p, input, cx, produced),
             Function::DocumentNumber => Ok((1..=p.docs.len())
                 .map(|i| Some(Bson::Int64(i as i64)))
                 .collect()),
             Function::Rank => Ok(ranks(p, false)),
             Function::DenseRank => Ok(ranks(p, true)),
-            Function::Shift {
-                output,
-                by,
-                default,
-            } => shift(p, output, *by, default, cx),
             Function::Derivative { input, unit } => self.rate(p, input, *unit, true, cx),
             Function::Integral { input, unit } => self.rate(p, input, *unit, false, cx),
             Function::ExpMovingAvg { input, alpha } => exp_moving_avg(p, input, *alpha, cx),
             Function::Covariance { x, y, sample } => self.covariance(p, x, y, *sample, cx),
-            Function::Locf(input) => locf(p, input, cx),
             Function::LinearFill(input) => linear_fill(p, input, cx),
-        }
+        }?;
+        // The rest give a number (or null) per document.
+        produced.add(
+            column
+                .len()
+                .saturating_mul(group::approximate_size(&Bson::Null)),
+        )?;
+        Ok(column)
     }
 
     /// A `$group` accumulator over each document's window.
@@ -770,17 +799,21 @@ impl Output {
         accumulator: &Accumulator,
         input: &Expr,
         cx: Option<&Collation>,
+        produced: &mut Produced,
     ) -> Result<Vec<Option<Bson>>> {
         let n = p.docs.len();
         let mut out = Vec::with_capacity(n);
         if matches!(self.window, Window::Whole) {
-            // One window for the whole partition: computed once.
+            // One window for the whole partition: computed once, copied into each document.
             let value = group::over(&p.docs, accumulator, input, cx)?;
-            out.extend((0..n).map(|_| Some(value.clone())));
+            for _ in 0..n {
+                produced.push(&mut out, value.clone())?;
+            }
         } else {
             for i in 0..n {
                 let range = self.window_at(p, i)?;
-                out.push(Some(group::over(&p.docs[range], accumulator, input, cx)?));
+                let value = group::over(&p.docs[range], accumulator, input, cx)?;
+                produced.push(&mut out, value)?;
             }
         }
         Ok(out)
@@ -981,6 +1014,7 @@ fn shift(
     by: i64,
     default: &Bson,
     cx: Option<&Collation>,
+    produced: &mut Produced,
 ) -> Result<Vec<Option<Bson>>> {
     let n = p.docs.len();
     let mut out = Vec::with_capacity(n);
@@ -990,7 +1024,7 @@ fn shift(
             Some(a) => p.eval(output, a, cx)?.unwrap_or_else(|| default.clone()),
             None => default.clone(),
         };
-        out.push(Some(value));
+        produced.push(&mut out, value)?;
     }
     Ok(out)
 }
@@ -1070,16 +1104,21 @@ fn covariance_of(pairs: &[(f64, f64)], sample: bool) -> Bson {
 
 /// `$locf`: each null or missing value replaced by the last value before it that was neither
 /// (null before there is one).
-fn locf(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
+fn locf(
+    p: &Partition,
+    input: &Expr,
+    cx: Option<&Collation>,
+    produced: &mut Produced,
+) -> Result<Vec<Option<Bson>>> {
     let n = p.docs.len();
     let mut out = Vec::with_capacity(n);
     let mut last = Bson::Null;
     for i in 0..n {
         match p.eval(input, i, cx)? {
-            None | Some(Bson::Null | Bson::Undefined) => out.push(Some(last.clone())),
+            None | Some(Bson::Null | Bson::Undefined) => produced.push(&mut out, last.clone())?,
             Some(v) => {
                 last = v.clone();
-                out.push(Some(v));
+                produced.push(&mut out, v)?;
             }
         }
     }
