@@ -557,15 +557,18 @@ pub(super) fn approximate_size(v: &Bson) -> usize {
 
 /// One accumulator over a run of documents (a window of `$setWindowFields`), in their order.
 /// An empty run gives the accumulator's empty value: 0 for `$sum` and `$count`, `[]` for those
-/// that gather, null for the rest.
+/// that gather, null for the rest. The state may hold about `room` bytes; past them the run
+/// fails with `too_big(bytes held)`.
 pub(super) fn over(
     docs: &[Document],
     accumulator: &Accumulator,
     expr: &Expr,
     collation: Option<&Collation>,
+    (room, too_big): (usize, &dyn Fn(usize) -> Error),
 ) -> Result<Bson> {
     let empty = Document::new();
     let mut state = State::new(accumulator, &key_env(&empty, collation))?;
+    let mut held = 0isize;
     let sort = match accumulator {
         Accumulator::Sorted { sort, .. } => Some(sort),
         _ => None,
@@ -585,7 +588,11 @@ pub(super) fn over(
             }
             None => None,
         };
-        state.add(accumulator, value, keys.as_ref(), arrival == 0, collation)?;
+        held += state.add(accumulator, value, keys.as_ref(), arrival == 0, collation)?;
+        let held = usize::try_from(held).unwrap_or(0);
+        if held > room {
+            return Err(too_big(held));
+        }
     }
     Ok(state.finish(accumulator, collation))
 }

@@ -737,6 +737,14 @@ impl Produced {
         Ok(())
     }
 
+    /// The bytes left to hold, and the error of holding `more` than that beside what is held.
+    fn room(&self) -> (usize, impl Fn(usize) -> Error + use<>) {
+        let (used, limit) = (self.held.saturating_add(self.used), self.limit);
+        (limit.saturating_sub(used), move |more: usize| {
+            partitions::exceeded(used.saturating_add(more), limit)
+        })
+    }
+
     /// `value`, counted, for one more document's output.
     fn push(&mut self, out: &mut Vec<Option<Bson>>, value: Bson) -> Result<()> {
         self.add(group::approximate_size(&value))?;
@@ -803,16 +811,21 @@ impl Output {
     ) -> Result<Vec<Option<Bson>>> {
         let n = p.docs.len();
         let mut out = Vec::with_capacity(n);
+        // A window's state is held while it is computed, beside what is produced so far.
+        let over = |docs: &[Document], produced: &Produced| {
+            let (room, exceeded) = produced.room();
+            group::over(docs, accumulator, input, cx, (room, &exceeded))
+        };
         if matches!(self.window, Window::Whole) {
             // One window for the whole partition: computed once, copied into each document.
-            let value = group::over(&p.docs, accumulator, input, cx)?;
+            let value = over(&p.docs, produced)?;
             for _ in 0..n {
                 produced.push(&mut out, value.clone())?;
             }
         } else {
             for i in 0..n {
                 let range = self.window_at(p, i)?;
-                let value = group::over(&p.docs[range], accumulator, input, cx)?;
+                let value = over(&p.docs[range], produced)?;
                 produced.push(&mut out, value)?;
             }
         }
