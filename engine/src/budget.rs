@@ -3,16 +3,16 @@
 //! A blocking stage counts the bytes it holds against the operation's [`Budget`]:
 //! [`MEMORY_LIMIT`] (MongoDB's 100 MiB) unless a test lowers it. Past the limit:
 //! - the stages that sort (`$sort`, the find's sort, `$bucketAuto`, `$sample`, and the input of
-//!   `$setWindowFields`) go through the one external sort (`spill::Sorter`), and `$group` writes
-//!   its partial states: when the operation allows disk use (the default, as MongoDB 6.0+'s
-//!   `allowDiskUseByDefault`) they write what they hold to a temporary file (see `spill`) and go
-//!   on with an empty table; without disk use they fail with MongoDB's
-//!   `QueryExceededMemoryLimitNoDiskUseAllowed` (292);
+//!   `$setWindowFields`) go through the one external sort (`spill::Sorter`), `$group` writes its
+//!   partial states, and `$setWindowFields` writes the partition it holds: when the operation
+//!   allows disk use (the default, as MongoDB 6.0+'s `allowDiskUseByDefault`) they write what
+//!   they hold to a temporary file (see `spill`) and go on with room again; without disk use they
+//!   fail with MongoDB's `QueryExceededMemoryLimitNoDiskUseAllowed` (292), the partition with
+//!   MongoDB's 5643011;
 //! - what cannot be written out fails, disk use or not: one group's (or one `$bucketAuto`
-//!   bucket's) accumulators with 146 (`ExceededMemoryLimit`); the partition `$setWindowFields`
-//!   holds with 5643011 without disk use and 5414201 with it (MongoDB would spill the
-//!   partition, this engine does not), and what its outputs add with 5414201; `$densify` and
-//!   `$facet` with 292; `$lookup`'s joined documents with 4568, `$graphLookup`'s with 40099.
+//!   bucket's) accumulators with 146 (`ExceededMemoryLimit`); a window function's state and
+//!   the values `$setWindowFields` makes ahead with 5414201; `$densify` and `$facet` with 292;
+//!   `$lookup`'s joined documents with 4568, `$graphLookup`'s with 40099.
 //!
 //! Temporary files live in a folder of their own: beside the database's file (`<file>-spill`),
 //! or under the system's temporary folder for a database in memory. Each file is removed when

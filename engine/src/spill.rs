@@ -67,21 +67,27 @@ pub(crate) struct SpillFile {
     written: u64,
 }
 
+/// A new temporary file in `dir`, opened to write and read, and its path.
+fn create_file(dir: &SpillDir) -> Result<(PathBuf, File)> {
+    let io = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |source| Error::Io { path, source }
+    };
+    std::fs::create_dir_all(dir.path()).map_err(io(dir.path()))?;
+    let n = NEXT_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.path().join(format!("{}-{n}.bson", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    Ok((path, file))
+}
+
 impl SpillFile {
     pub(crate) fn create(dir: &SpillDir) -> Result<SpillFile> {
-        let io = |path: &std::path::Path| {
-            let path = path.display().to_string();
-            move |source| Error::Io { path, source }
-        };
-        std::fs::create_dir_all(dir.path()).map_err(io(dir.path()))?;
-        let n = NEXT_FILE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.path().join(format!("{}-{n}.bson", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let (path, file) = create_file(dir)?;
         Ok(SpillFile {
             path,
             writer: Some(BufWriter::with_capacity(1 << 16, file)),
@@ -184,6 +190,99 @@ impl SpillFile {
 impl Drop for SpillFile {
     fn drop(&mut self) {
         self.writer = None;
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Documents written one after another to a temporary file and read back by position: the
+/// part of a `$setWindowFields` partition past the budget. Each document's offset is kept in
+/// memory; a document read back is checked as a run's are. Removed when dropped.
+pub(crate) struct DocumentFile {
+    path: PathBuf,
+    file: RefCell<File>,
+    /// Each document's start; the next one starts at `end`.
+    offsets: Vec<u64>,
+    end: u64,
+}
+
+impl DocumentFile {
+    pub(crate) fn create(dir: &SpillDir) -> Result<DocumentFile> {
+        let (path, file) = create_file(dir)?;
+        Ok(DocumentFile {
+            path,
+            file: RefCell::new(file),
+            offsets: Vec::new(),
+            end: 0,
+        })
+    }
+
+    fn io_error(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Appends `docs`; returns the bytes written.
+    pub(crate) fn append<'d>(
+        &mut self,
+        docs: impl IntoIterator<Item = &'d RawDocument>,
+    ) -> Result<u64> {
+        let start = self.end;
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::new();
+        for doc in docs {
+            offsets.push(start + bytes.len() as u64);
+            bytes.extend_from_slice(doc.as_bytes());
+        }
+        let written = {
+            let mut file = self.file.borrow_mut();
+            file.seek(SeekFrom::Start(start))
+                .and_then(|_| file.write_all(&bytes))
+        };
+        written.map_err(|e| self.io_error(e))?;
+        self.offsets.extend(offsets);
+        self.end = start + bytes.len() as u64;
+        Ok(bytes.len() as u64)
+    }
+
+    /// The document at position `i`.
+    pub(crate) fn get(&self, i: usize) -> Result<RawDocumentBuf> {
+        let Some(&at) = self.offsets.get(i) else {
+            return Err(Error::corrupt(
+                "spill file",
+                "a position past its documents",
+            ));
+        };
+        let end = self.offsets.get(i + 1).copied().unwrap_or(self.end);
+        let len = usize::try_from(end - at).unwrap_or(usize::MAX);
+        if !(5..=MAX_RECORD).contains(&len) {
+            return Err(Error::corrupt(
+                "spill file",
+                "a document length out of bounds",
+            ));
+        }
+        let mut bytes = vec![0; len];
+        let read = {
+            let mut file = self.file.borrow_mut();
+            file.seek(SeekFrom::Start(at))
+                .and_then(|_| file.read_exact(&mut bytes))
+        };
+        read.map_err(|e| self.io_error(e))?;
+        let doc = RawDocumentBuf::from_bytes(bytes)
+            .ok()
+            .filter(|d| well_formed(d, 0))
+            .ok_or_else(|| self.io_error(Run::bad("a document that does not parse")))?;
+        Ok(doc)
+    }
+}
+
+impl Drop for DocumentFile {
+    fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }

@@ -588,49 +588,103 @@ fn set_window_fields_sorts_its_input_through_the_spilling_sort() {
     assert!(err.to_string().contains("for $setWindowFields"), "{err}");
 }
 
-/// The partition being computed is held against the budget; it is not written to disk.
+/// The partition being computed is held against the budget; past it the partition goes to
+/// disk, and windows read it back by position.
 #[test]
-fn a_window_partition_past_the_budget_is_mongodbs_error() {
-    let (db, _) = database("window_partition.odm", &numbered(100));
-    // No partitionBy and no sortBy: nothing to sort, the whole input one partition.
-    let whole = [doc! { "$setWindowFields": { "output": { "n": { "$count": {} } } } }];
+fn a_window_partition_past_the_budget_spills_or_is_mongodbs_error() {
+    let (db, spill) = database("window_partition.odm", &numbered(300));
+    // No partitionBy: the whole input one partition.
+    let whole = [
+        doc! { "$setWindowFields": { "sortBy": { "_id": 1 }, "output": {
+            "n": { "$count": {} },
+            "near": { "$push": "$_id", "window": { "documents": [-2, 1] } },
+            "before": { "$shift": { "output": "$_id", "by": -1, "default": "none" } },
+            "last": { "$locf": "$k" },
+        } } },
+    ];
+    let in_memory = run(&db, &whole, &AggregateOptions::default()).unwrap();
+    assert_eq!(in_memory.len(), 300);
     assert_eq!(
-        run(&db, &whole, &AggregateOptions::default())
-            .unwrap()
-            .len(),
-        100
+        in_memory[5].get_array("near").unwrap(),
+        &vec![
+            Bson::Int32(3),
+            Bson::Int32(4),
+            Bson::Int32(5),
+            Bson::Int32(6)
+        ]
     );
-    let err = run(&db, &whole, &budget(4096, Some(false))).unwrap_err();
+    let spilled = run(&db, &whole, &budget(20_000, None)).unwrap();
+    assert_eq!(spilled, in_memory);
+    assert_eq!(files_in(&spill), 0, "the partition's file goes with it");
+    let shown = explained_spill(&db, &whole, &budget(20_000, None), "$setWindowFields");
+    assert_eq!(shown.get_bool("usedDisk").ok(), Some(true), "{shown}");
+    assert!(shown.get_i32("spills").unwrap() > 1, "{shown}");
+    // Sorted and partitioned, with range windows reading the sort values.
+    let sorted = [doc! { "$setWindowFields": {
+        "partitionBy": "$s",
+        "sortBy": { "k": 1 },
+        "output": {
+            "rank": { "$rank": {} },
+            "around": { "$sum": "$_id", "window": { "range": [-3, 3] } },
+            "all": { "$max": "$_id" },
+        },
+    } }];
+    let in_memory = run(&db, &sorted, &AggregateOptions::default()).unwrap();
+    // Partitions of about 4 KB, each spilled past 3.5 KB; what the outputs make first (a rank
+    // and a sort value per document) fits beside the rest.
+    assert_eq!(run(&db, &sorted, &budget(3500, None)).unwrap(), in_memory);
+    let shown = explained_spill(&db, &sorted, &budget(3500, None), "$setWindowFields");
+    assert!(shown.get_i32("spills").unwrap() > 11, "{shown}");
+    // No sortBy either: nothing to sort, the partition held as it comes.
+    let unsorted = [doc! { "$setWindowFields": { "output": { "n": { "$count": {} } } } }];
+    let in_memory = run(&db, &unsorted, &AggregateOptions::default()).unwrap();
+    assert_eq!(run(&db, &unsorted, &budget(4096, None)).unwrap(), in_memory);
+    let err = run(&db, &unsorted, &budget(4096, Some(false))).unwrap_err();
     assert_eq!(err.code(), 5_643_011, "{err}");
     assert!(
         err.to_string()
             .contains("Max allowed memory: 4096 bytes. Set 'allowDiskUse: true' to spill to disk"),
         "{err}"
     );
-    let err = run(&db, &whole, &budget(4096, None)).unwrap_err();
+    // An accumulator's state counts while it is computed, and cannot spill: the 300 values of
+    // a `$push` over the whole partition (each document gets a copy as it goes out) fit 20 KB,
+    // not 8 KB.
+    let pushed = [
+        doc! { "$project": { "_id": 1 } },
+        doc! { "$setWindowFields": { "output": { "all": { "$push": "$_id" } } } },
+    ];
+    let count = |limit| run(&db, &pushed, &budget(limit, None)).map(|docs| docs.len());
+    assert_eq!(count(20_000).ok(), Some(300));
+    let err = count(8000).unwrap_err();
     assert_eq!(err.code(), 5_414_201, "{err}");
     assert!(
         err.to_string()
             .contains("Exceeded memory limit in DocumentSourceSetWindowFields"),
         "{err}"
     );
-    // Partitions of about 2 KiB each fit a budget of 4 KiB: held one at a time.
-    let by_k =
-        [doc! { "$setWindowFields": { "partitionBy": "$k", "output": { "n": { "$count": {} } } } }];
-    assert_eq!(run(&db, &by_k, &budget(4096, None)).unwrap().len(), 100);
-    // What the outputs add counts too: each document gets the whole partition's values.
-    let pushed = [
-        doc! { "$project": { "_id": 1 } },
-        doc! { "$setWindowFields": { "output": { "all": { "$push": "$_id" } } } },
-    ];
-    assert_eq!(
-        run(&db, &pushed, &AggregateOptions::default())
-            .unwrap()
-            .len(),
-        100
-    );
-    let err = run(&db, &pushed, &budget(20_000, Some(false))).unwrap_err();
-    assert_eq!(err.code(), 5_414_201, "{err}");
+}
+
+/// A partition read back from a damaged file is an error, never a panic, and the file goes
+/// when the stage does.
+#[test]
+fn a_damaged_partition_file_is_an_error_and_goes() {
+    let (db, spill) = database("window_damaged.odm", &numbered(300));
+    let txn = db.read().unwrap();
+    let c = txn.collection("c").unwrap().unwrap();
+    let pipeline = [doc! { "$setWindowFields": { "output": { "n": { "$count": {} } } } }];
+    let mut stream = c.aggregate_iter(&pipeline, &budget(20_000, None)).unwrap();
+    stream.next().unwrap().unwrap();
+    let files: Vec<_> = std::fs::read_dir(&spill)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "the partition is on disk");
+    let len = std::fs::metadata(&files[0]).unwrap().len();
+    std::fs::write(&files[0], vec![0xff; usize::try_from(len).unwrap()]).unwrap();
+    let rest: Vec<Result<Document, Error>> = stream.by_ref().collect();
+    assert!(rest.last().is_some_and(Result::is_err));
+    drop(stream);
+    assert_eq!(files_in(&spill), 0);
 }
 
 /// `$densify` holds its input and what it adds against the operation's budget: it does not

@@ -559,8 +559,8 @@ pub(super) fn approximate_size(v: &Bson) -> usize {
 /// An empty run gives the accumulator's empty value: 0 for `$sum` and `$count`, `[]` for those
 /// that gather, null for the rest. The state may hold about `room` bytes; past them the run
 /// fails with `too_big(bytes held)`.
-pub(super) fn over(
-    docs: &[Document],
+pub(super) fn over<D: std::ops::Deref<Target = Document>>(
+    docs: impl Iterator<Item = Result<D>>,
     accumulator: &Accumulator,
     expr: &Expr,
     collation: Option<&Collation>,
@@ -573,12 +573,13 @@ pub(super) fn over(
         Accumulator::Sorted { sort, .. } => Some(sort),
         _ => None,
     };
-    for (arrival, doc) in docs.iter().enumerate() {
+    for (arrival, doc) in docs.enumerate() {
         crate::interrupt::check()?;
-        let value = eval_in(expr, &Env::collated(doc, collation))?;
+        let doc = doc?;
+        let value = eval_in(expr, &Env::collated(&doc, collation))?;
         let keys = match sort {
             Some(sort) => {
-                let raw = RawDocumentBuf::try_from(doc).map_err(|e| {
+                let raw = RawDocumentBuf::try_from(&*doc).map_err(|e| {
                     Error::from(error(
                         "$setWindowFields",
                         format!("a document does not encode: {e}"),

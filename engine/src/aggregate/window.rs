@@ -17,9 +17,10 @@
 //! in `unit`s for dates); `$expMovingAvg` (`N` or `alpha`); `$covariancePop` and
 //! `$covarianceSamp`; `$locf` (the last non-null value so far) and `$linearFill` (nulls between
 //! two values interpolated against the sort value). The input is sorted into partitions through
-//! the operation's external sort, and one partition at a time is held, counted against the
-//! operation's memory budget with what its outputs add (see `partitions` for the errors past
-//! it); windows are computed document by document.
+//! the operation's external sort, and one partition at a time is held against the operation's
+//! memory budget, on disk past it (see `partitions`). Its documents go out one at a time, each
+//! output's value made as it goes (a window's accumulator) or made ahead for the partition (the
+//! functions that give numbers, an accumulator over the whole partition): see `Produced`.
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -38,7 +39,7 @@ use crate::query::Sort;
 
 mod partitions;
 
-use partitions::Partitions;
+use partitions::{Docs, Partitions};
 
 const NAME: &str = "$setWindowFields";
 
@@ -600,17 +601,21 @@ impl<'a> FunctionCall<'a> {
 
 /// One partition's documents in order, with what the windows read of them.
 struct Partition {
-    docs: Vec<Document>,
+    docs: Docs,
     /// Whether each document ties with the one before it under `sortBy` (for `$rank`).
     tied: Vec<bool>,
-    /// The first `sortBy` field's value, for range windows and the functions of rates.
+    /// The first `sortBy` field's value of each document, for range windows, the functions of
+    /// rates and `$linearFill`; empty when no output reads them (see
+    /// `SetWindowFields::reads_sort_values`), so that a partition spilled to disk is not held
+    /// again here.
     values: Vec<Option<Bson>>,
 }
 
 impl Partition {
     /// `e` evaluated against the document at `i`.
     fn eval(&self, e: &Expr, i: usize, cx: Option<&Collation>) -> Result<Option<Bson>> {
-        Ok(eval_in(e, &Env::collated(&self.docs[i], cx))?)
+        let doc = self.docs.get(i)?;
+        Ok(eval_in(e, &Env::collated(&doc, cx))?)
     }
 }
 
@@ -625,77 +630,114 @@ impl SetWindowFields {
     ) -> Documents<'_> {
         super::deferred(move || {
             let mut partitions = Partitions::new(&self, input, collation.clone(), budget.clone())?;
-            let mut ready = Vec::new().into_iter();
+            let mut current: Option<Emitting> = None;
             let mut failed = false;
             Ok(Box::new(std::iter::from_fn(move || {
-                while !failed {
-                    if let Some(doc) = ready.next() {
-                        return Some(Ok(doc));
-                    }
-                    let next = partitions.next_partition().and_then(|partition| {
-                        partition
-                            .map(|(docs, held)| {
-                                self.compute(docs, held, collation.as_deref(), &budget)
-                            })
-                            .transpose()
-                    });
-                    match next {
-                        Ok(Some(docs)) => ready = docs.into_iter(),
-                        Ok(None) => return None,
-                        Err(e) => {
-                            failed = true;
-                            return Some(Err(e));
+                let cx = collation.as_deref();
+                let mut step = || -> Result<Option<Document>> {
+                    loop {
+                        if let Some(emitting) = &mut current
+                            && emitting.at < emitting.partition.docs.len()
+                        {
+                            return self.emit(emitting, cx).map(Some);
                         }
+                        current = None;
+                        let Some((docs, held)) = partitions.next_partition()? else {
+                            return Ok(None);
+                        };
+                        current = Some(self.start(docs, held, cx, &budget)?);
                     }
+                };
+                if failed {
+                    return None;
                 }
-                None
+                let next = step().transpose();
+                failed = matches!(next, Some(Err(_)));
+                next
             })))
         })
     }
 
-    /// One partition's documents (in order, holding `held` bytes) with their outputs set; what
-    /// the outputs add is held too, and bounded like the documents.
-    fn compute(
+    /// A partition (its documents in order, `held` bytes of them in memory) ready to go out:
+    /// what each output makes first is held beside the documents, and bounded with them.
+    fn start(
         &self,
-        docs: Vec<Document>,
+        docs: Docs,
         held: usize,
         cx: Option<&Collation>,
         budget: &Budget,
-    ) -> Result<Vec<Document>> {
-        let mut partition = self.partition(docs, cx)?;
+    ) -> Result<Emitting> {
         let mut produced = Produced {
             used: 0,
             held,
             limit: budget.limit(),
         };
-        let mut columns = Vec::with_capacity(self.outputs.len());
-        for output in &self.outputs {
-            columns.push(output.compute(&partition, cx, &mut produced)?);
-        }
-        for (i, doc) in partition.docs.iter_mut().enumerate() {
-            for (output, column) in self.outputs.iter().zip(&mut columns) {
-                if let Some(value) = column[i].take() {
-                    set_output(doc, &output.path, value);
-                }
-            }
-        }
-        Ok(partition.docs)
+        let partition = self.partition(docs, cx, &mut produced)?;
+        let values = self
+            .outputs
+            .iter()
+            .map(|output| output.start(&partition, cx, &mut produced))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Emitting {
+            partition,
+            values,
+            at: 0,
+            produced,
+        })
     }
 
-    /// A partition of documents in `sortBy` order, with their ties and sort values.
-    fn partition(&self, docs: Vec<Document>, cx: Option<&Collation>) -> Result<Partition> {
+    /// The next document of the partition with its outputs set.
+    fn emit(&self, emitting: &mut Emitting, cx: Option<&Collation>) -> Result<Document> {
+        let i = emitting.at;
+        emitting.at += 1;
+        let mut doc = emitting.partition.docs.get(i)?.into_owned();
+        for (output, values) in self.outputs.iter().zip(&mut emitting.values) {
+            let value =
+                output.next_value(&emitting.partition, i, values, cx, &emitting.produced)?;
+            if let Some(value) = value {
+                set_output(&mut doc, &output.path, value);
+            }
+        }
+        Ok(doc)
+    }
+
+    /// Whether an output reads the first `sortBy` field's values: a range window, a rate,
+    /// `$linearFill`.
+    fn reads_sort_values(&self) -> bool {
+        self.outputs.iter().any(|o| {
+            matches!(o.window, Window::Range(..))
+                || matches!(
+                    o.func,
+                    Function::Derivative { .. }
+                        | Function::Integral { .. }
+                        | Function::LinearFill(_)
+                )
+        })
+    }
+
+    /// A partition of documents in `sortBy` order, with their ties and sort values (counted
+    /// in `produced`).
+    fn partition(
+        &self,
+        docs: Docs,
+        cx: Option<&Collation>,
+        produced: &mut Produced,
+    ) -> Result<Partition> {
+        let n = docs.len();
         let Some((sort, fields)) = &self.sort else {
-            let n = docs.len();
             return Ok(Partition {
                 docs,
                 tied: vec![true; n],
                 values: vec![None; n],
             });
         };
-        let mut tied = Vec::with_capacity(docs.len());
+        let first = self.reads_sort_values().then(|| Path::new(&fields[0]));
+        let mut tied = Vec::with_capacity(n);
+        let mut values = Vec::with_capacity(n);
         let mut previous: Option<Vec<bson::RawBson>> = None;
-        for doc in &docs {
-            let raw = RawDocumentBuf::try_from(doc).map_err(|e| {
+        for doc in docs.range(0..n) {
+            let doc = doc?;
+            let raw = RawDocumentBuf::try_from(doc.as_ref()).map_err(|e| {
                 fail(
                     ErrorCode::BAD_VALUE,
                     format!("a document does not encode: {e}"),
@@ -708,17 +750,31 @@ impl SetWindowFields {
                     .is_some_and(|p| sort.compare_keys(p, &keys, cx) == Ordering::Equal),
             );
             previous = Some(keys);
+            if let Some(first) = &first {
+                let value = first.get(&doc).cloned();
+                produced.add(value.as_ref().map_or(1, group::approximate_size))?;
+                values.push(value);
+            }
         }
-        let first = Path::new(&fields[0]);
-        let values = docs.iter().map(|d| first.get(d).cloned()).collect();
         Ok(Partition { docs, tied, values })
     }
 }
 
-/// What a partition's outputs hold so far: counted as each value is made, with the partition
-/// itself, against the budget (past it, MongoDB's 5414201). A window function over a large
-/// window copies its value into every document's output, so a few bytes of input can ask for
-/// a great deal.
+/// A partition going out document by document.
+struct Emitting {
+    partition: Partition,
+    /// Each output's values.
+    values: Vec<Values>,
+    /// The next document to go out.
+    at: usize,
+    produced: Produced,
+}
+
+/// What a partition holds beside its documents, against the budget with them (past it,
+/// MongoDB's 5414201, as for MongoDB's window functions): the values its outputs make first (a
+/// number per document, or one accumulator over the whole partition), and, while it is
+/// computed, a window's accumulator state. A value copied into each document's output is made
+/// as the document goes out, never held for the whole partition.
 struct Produced {
     used: usize,
     /// The bytes of the partition's documents.
@@ -744,13 +800,6 @@ impl Produced {
             partitions::exceeded(used.saturating_add(more), limit)
         })
     }
-
-    /// `value`, counted, for one more document's output.
-    fn push(&mut self, out: &mut Vec<Option<Bson>>, value: Bson) -> Result<()> {
-        self.add(group::approximate_size(&value))?;
-        out.push(Some(value));
-        Ok(())
-    }
 }
 
 /// A number or a date as a number (milliseconds), for rates and areas.
@@ -762,24 +811,36 @@ fn numeric(v: Option<&Bson>) -> Option<f64> {
     }
 }
 
+/// One output's values as a partition's documents go out, in order.
+enum Values {
+    /// Made for the whole partition first: the functions that give a number (or null).
+    Column(std::vec::IntoIter<Option<Bson>>),
+    /// One value for every document: an accumulator over the whole partition.
+    Same(Bson),
+    /// Made for each document as it goes out (`last`: `$locf`'s last value so far).
+    Each { last: Bson },
+}
+
 impl Output {
-    /// The value of this output for every document of the partition (`None`: not set).
-    fn compute(
+    /// How this output's values are made over `p`; what is made first is counted in
+    /// `produced`.
+    fn start(
         &self,
         p: &Partition,
         cx: Option<&Collation>,
         produced: &mut Produced,
-    ) -> Result<Vec<Option<Bson>>> {
+    ) -> Result<Values> {
         let column = match &self.func {
-            Function::Accumulate(accumulator, input) => {
-                return self.accumulate(p, accumulator, input, cx, produced);
+            Function::Accumulate(accumulator, input) if matches!(self.window, Window::Whole) => {
+                // One window for the whole partition: computed once, copied into each
+                // document as it goes out.
+                let value = over(p, 0..p.docs.len(), accumulator, input, cx, produced)?;
+                produced.add(group::approximate_size(&value))?;
+                return Ok(Values::Same(value));
             }
-            Function::Shift {
-                output,
-                by,
-                default,
-            } => return shift(p, output, *by, default, cx, produced),
-            Function::Locf(input) => return locf(p, input, cx, produced),
+            Function::Accumulate(..) | Function::Shift { .. } | Function::Locf(_) => {
+                return Ok(Values::Each { last: Bson::Null });
+            }
             Function::DocumentNumber => Ok((1..=p.docs.len())
                 .map(|i| Some(Bson::Int64(i as i64)))
                 .collect()),
@@ -791,45 +852,47 @@ impl Output {
             Function::Covariance { x, y, sample } => self.covariance(p, x, y, *sample, cx),
             Function::LinearFill(input) => linear_fill(p, input, cx),
         }?;
-        // The rest give a number (or null) per document.
         produced.add(
             column
                 .len()
                 .saturating_mul(group::approximate_size(&Bson::Null)),
         )?;
-        Ok(column)
+        Ok(Values::Column(column.into_iter()))
     }
 
-    /// A `$group` accumulator over each document's window.
-    fn accumulate(
+    /// The value of the document at `i` (`None`: not set), documents taken in order.
+    fn next_value(
         &self,
         p: &Partition,
-        accumulator: &Accumulator,
-        input: &Expr,
+        i: usize,
+        values: &mut Values,
         cx: Option<&Collation>,
-        produced: &mut Produced,
-    ) -> Result<Vec<Option<Bson>>> {
-        let n = p.docs.len();
-        let mut out = Vec::with_capacity(n);
-        // A window's state is held while it is computed, beside what is produced so far.
-        let over = |docs: &[Document], produced: &Produced| {
-            let (room, exceeded) = produced.room();
-            group::over(docs, accumulator, input, cx, (room, &exceeded))
-        };
-        if matches!(self.window, Window::Whole) {
-            // One window for the whole partition: computed once, copied into each document.
-            let value = over(&p.docs, produced)?;
-            for _ in 0..n {
-                produced.push(&mut out, value.clone())?;
-            }
-        } else {
-            for i in 0..n {
-                let range = self.window_at(p, i)?;
-                let value = over(&p.docs[range], produced)?;
-                produced.push(&mut out, value)?;
-            }
+        produced: &Produced,
+    ) -> Result<Option<Bson>> {
+        match values {
+            Values::Column(column) => Ok(column.next().flatten()),
+            Values::Same(value) => Ok(Some(value.clone())),
+            Values::Each { last } => match &self.func {
+                Function::Accumulate(accumulator, input) => {
+                    let range = self.window_at(p, i)?;
+                    over(p, range, accumulator, input, cx, produced).map(Some)
+                }
+                Function::Shift {
+                    output,
+                    by,
+                    default,
+                } => shift(p, i, output, *by, default, cx).map(Some),
+                Function::Locf(input) => match p.eval(input, i, cx)? {
+                    None | Some(Bson::Null | Bson::Undefined) => Ok(Some(last.clone())),
+                    Some(v) => {
+                        last.clone_from(&v);
+                        Ok(Some(v))
+                    }
+                },
+                // The other functions make a column first.
+                _ => Ok(None),
+            },
         }
-        Ok(out)
     }
 
     /// `$derivative` (`derivative`) or `$integral` over each document's window: the input
@@ -1004,6 +1067,26 @@ impl Output {
     }
 }
 
+/// A `$group` accumulator over the documents of `range`; its state is held while it is
+/// computed, beside what the partition's outputs hold.
+fn over(
+    p: &Partition,
+    range: Range<usize>,
+    accumulator: &Accumulator,
+    input: &Expr,
+    cx: Option<&Collation>,
+    produced: &Produced,
+) -> Result<Bson> {
+    let (room, exceeded) = produced.room();
+    group::over(
+        p.docs.range(range),
+        accumulator,
+        input,
+        cx,
+        (room, &exceeded),
+    )
+}
+
 /// `$rank` (one more than the documents before the first of its ties) or `$denseRank`
 /// (`dense`: one more than the distinct values before it), by the ties of `sortBy`.
 fn ranks(p: &Partition, dense: bool) -> Vec<Option<Bson>> {
@@ -1019,27 +1102,26 @@ fn ranks(p: &Partition, dense: bool) -> Vec<Option<Bson>> {
     out
 }
 
-/// `$shift`: the output of the document `by` positions away; `default` past either end of the
-/// partition, or where the output is missing.
+/// `$shift` at `i`: the output of the document `by` positions away; `default` past either end
+/// of the partition, or where the output is missing.
 fn shift(
     p: &Partition,
+    i: usize,
     output: &Expr,
     by: i64,
     default: &Bson,
     cx: Option<&Collation>,
-    produced: &mut Produced,
-) -> Result<Vec<Option<Bson>>> {
-    let n = p.docs.len();
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let at = i64::try_from(i).ok().and_then(|i| i.checked_add(by));
-        let value = match at.and_then(|a| usize::try_from(a).ok()).filter(|a| *a < n) {
+) -> Result<Bson> {
+    let at = i64::try_from(i).ok().and_then(|i| i.checked_add(by));
+    Ok(
+        match at
+            .and_then(|a| usize::try_from(a).ok())
+            .filter(|a| *a < p.docs.len())
+        {
             Some(a) => p.eval(output, a, cx)?.unwrap_or_else(|| default.clone()),
             None => default.clone(),
-        };
-        produced.push(&mut out, value)?;
-    }
-    Ok(out)
+        },
+    )
 }
 
 /// The rate of `$derivative`: from the first point to the last, per `scale` of x. Null with
@@ -1115,29 +1197,6 @@ fn covariance_of(pairs: &[(f64, f64)], sample: bool) -> Bson {
     Bson::Double(pairs.iter().map(|(a, b)| (a - mx) * (b - my)).sum::<f64>() / divisor)
 }
 
-/// `$locf`: each null or missing value replaced by the last value before it that was neither
-/// (null before there is one).
-fn locf(
-    p: &Partition,
-    input: &Expr,
-    cx: Option<&Collation>,
-    produced: &mut Produced,
-) -> Result<Vec<Option<Bson>>> {
-    let n = p.docs.len();
-    let mut out = Vec::with_capacity(n);
-    let mut last = Bson::Null;
-    for i in 0..n {
-        match p.eval(input, i, cx)? {
-            None | Some(Bson::Null | Bson::Undefined) => produced.push(&mut out, last.clone())?,
-            Some(v) => {
-                last = v.clone();
-                produced.push(&mut out, v)?;
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// `$linearFill`: a null or missing value between two numbers is interpolated against the sort
 /// value; before the first number and after the last, it stays null.
 fn linear_fill(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Vec<Option<Bson>>> {
@@ -1176,8 +1235,8 @@ fn linear_fill(p: &Partition, input: &Expr, cx: Option<&Collation>) -> Result<Ve
         ));
     }
     let mut ys: Vec<Option<Bson>> = Vec::with_capacity(n);
-    for doc in &p.docs {
-        let v = eval_in(input, &Env::collated(doc, cx))?;
+    for i in 0..n {
+        let v = p.eval(input, i, cx)?;
         match v {
             None | Some(Bson::Null | Bson::Undefined) => ys.push(None),
             Some(v @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {

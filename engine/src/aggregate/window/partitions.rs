@@ -6,14 +6,15 @@
 //! memory budget the sort spills, or fails with 292 without disk use. Without `partitionBy` and
 //! `sortBy` nothing is sorted: the input is one partition, in its order.
 //!
-//! The partition being computed is held, counted against the budget. A partition is not
-//! written to disk: past the budget it fails with MongoDB's 5643011 without disk use, and with
-//! disk use (where MongoDB would spill the partition) with 5414201, MongoDB's error of a stage
-//! still past the limit once it has spilled what it can.
+//! The partition being computed is held, counted against the budget. Past it, with disk use
+//! allowed, the documents held so far are written to a temporary file (`spill::DocumentFile`)
+//! and read back by position as the windows need them (a spill, reported in explain); without
+//! disk use it fails with MongoDB's 5643011.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use bson::{Bson, Document, RawDocument};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
 
 use super::super::Documents;
 use super::{NAME, SetWindowFields, fail};
@@ -23,7 +24,7 @@ use crate::collation::Collation;
 use crate::error::{Error, Result};
 use crate::expr::{Env, compare_bson, eval_in};
 use crate::order::compare_in;
-use crate::spill::{self, Sorter};
+use crate::spill::{self, DocumentFile, Sorter};
 
 /// Documents in partition order, each with its partition key.
 type Keyed<'a> = Box<dyn Iterator<Item = Result<(Bson, Document)>> + 'a>;
@@ -59,43 +60,105 @@ impl<'a> Partitions<'a> {
         Ok(partitions)
     }
 
-    /// The next partition's documents in order, and the bytes they hold.
-    pub(super) fn next_partition(&mut self) -> Result<Option<(Vec<Document>, usize)>> {
+    /// The next partition's documents in order, and the bytes of those held in memory.
+    pub(super) fn next_partition(&mut self) -> Result<Option<(Docs, usize)>> {
         let Some((key, first)) = self.next.take() else {
             return Ok(None);
         };
-        let mut held = crate::document::encoded_size(&first);
-        let mut docs = vec![first];
-        self.check(held)?;
-        while let Some((next_key, doc)) = self.sorted.next().transpose()? {
+        let mut docs = Docs {
+            file: None,
+            memory: Vec::new(),
+        };
+        let mut held = 0;
+        let mut doc = first;
+        loop {
+            held += crate::document::encoded_size(&doc);
+            docs.memory.push(doc);
+            if self.budget.exceeded(held) {
+                self.spill(&mut docs, held)?;
+                held = 0;
+            }
+            let Some((next_key, next)) = self.sorted.next().transpose()? else {
+                break;
+            };
             if !compare_bson(&next_key, &key, self.collation.as_deref()).is_eq() {
-                self.next = Some((next_key, doc));
+                self.next = Some((next_key, next));
                 break;
             }
             crate::interrupt::check()?;
-            held += crate::document::encoded_size(&doc);
-            self.check(held)?;
-            docs.push(doc);
+            doc = next;
         }
         Ok(Some((docs, held)))
     }
 
-    /// A partition holding `held` bytes must be within the budget.
-    fn check(&self, held: usize) -> Result<()> {
-        if !self.budget.exceeded(held) {
-            return Ok(());
-        }
-        let limit = self.budget.limit();
-        Err(if self.budget.allows_disk_use() {
-            exceeded(held, limit)
-        } else {
-            fail(
+    /// Writes the documents `docs` holds in memory (`held` bytes, past the budget) to its
+    /// file, or fails without disk use.
+    fn spill(&self, docs: &mut Docs, held: usize) -> Result<()> {
+        if !self.budget.allows_disk_use() {
+            let limit = self.budget.limit();
+            return Err(fail(
                 ErrorCode::location(5_643_011),
                 format!(
                     "Exceeded max memory. Current memory: {held} bytes. Max allowed memory: {limit} bytes. Set 'allowDiskUse: true' to spill to disk"
                 ),
-            )
-        })
+            ));
+        }
+        let raw = docs
+            .memory
+            .iter()
+            .map(|d| RawDocumentBuf::try_from(d).map_err(|e| fail(ErrorCode::BAD_VALUE, e)))
+            .collect::<Result<Vec<_>>>()?;
+        let file = match &mut docs.file {
+            Some(file) => file,
+            None => docs.file.insert(DocumentFile::create(self.budget.dir())?),
+        };
+        let bytes = file.append(raw.iter().map(AsRef::as_ref))?;
+        self.budget.spilled(bytes);
+        docs.memory.clear();
+        Ok(())
+    }
+}
+
+/// A partition's documents in order: once it passed the budget, the first ones on disk, the
+/// rest in memory.
+pub(super) struct Docs {
+    file: Option<DocumentFile>,
+    memory: Vec<Document>,
+}
+
+impl Docs {
+    fn on_disk(&self) -> usize {
+        self.file.as_ref().map_or(0, DocumentFile::len)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.on_disk() + self.memory.len()
+    }
+
+    /// The document at `i` (read back if on disk).
+    pub(super) fn get(&self, i: usize) -> Result<Cow<'_, Document>> {
+        let on_disk = self.on_disk();
+        match &self.file {
+            Some(file) if i < on_disk => {
+                let raw = file.get(i)?;
+                Document::try_from(raw.as_ref())
+                    .map(Cow::Owned)
+                    .map_err(|e| Error::corrupt("spill file", e))
+            }
+            _ => self
+                .memory
+                .get(i - on_disk)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| Error::corrupt("partition", "a position past its documents")),
+        }
+    }
+
+    /// The documents at `range`, in order.
+    pub(super) fn range(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = Result<Cow<'_, Document>>> {
+        range.map(|i| self.get(i))
     }
 }
 
