@@ -227,27 +227,28 @@ impl DocumentFile {
         self.offsets.len()
     }
 
-    /// Appends `docs`; returns the bytes written.
-    pub(crate) fn append<'d>(
+    /// Appends the documents `docs` makes one at a time (each dropped once written); the
+    /// first error stops. Returns the bytes written.
+    pub(crate) fn append<D: AsRef<RawDocument>>(
         &mut self,
-        docs: impl IntoIterator<Item = &'d RawDocument>,
+        docs: impl Iterator<Item = Result<D>>,
     ) -> Result<u64> {
         let start = self.end;
-        let mut bytes = Vec::new();
-        let mut offsets = Vec::new();
+        let mut at = start;
+        let mut file = self.file.borrow_mut();
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| self.io_error(e))?;
+        let mut writer = BufWriter::with_capacity(1 << 16, &mut *file);
         for doc in docs {
-            offsets.push(start + bytes.len() as u64);
-            bytes.extend_from_slice(doc.as_bytes());
+            let doc = doc?;
+            let bytes = doc.as_ref().as_bytes();
+            writer.write_all(bytes).map_err(|e| self.io_error(e))?;
+            self.offsets.push(at);
+            at += bytes.len() as u64;
         }
-        let written = {
-            let mut file = self.file.borrow_mut();
-            file.seek(SeekFrom::Start(start))
-                .and_then(|_| file.write_all(&bytes))
-        };
-        written.map_err(|e| self.io_error(e))?;
-        self.offsets.extend(offsets);
-        self.end = start + bytes.len() as u64;
-        Ok(bytes.len() as u64)
+        writer.flush().map_err(|e| self.io_error(e))?;
+        self.end = at;
+        Ok(at - start)
     }
 
     /// The document at position `i`.

@@ -667,23 +667,24 @@ impl SetWindowFields {
         cx: Option<&Collation>,
         budget: &Budget,
     ) -> Result<Emitting> {
-        let mut produced = Produced {
-            used: 0,
-            held,
-            limit: budget.limit(),
-        };
-        let partition = self.partition(docs, cx, &mut produced)?;
-        let values = self
-            .outputs
-            .iter()
-            .map(|output| output.start(&partition, cx, &mut produced))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Emitting {
+        let (partition, sort_values) = self.partition(docs, cx)?;
+        let mut emitting = Emitting {
             partition,
-            values,
+            values: Vec::with_capacity(self.outputs.len()),
             at: 0,
-            produced,
-        })
+            produced: Produced {
+                used: 0,
+                held,
+                limit: budget.limit(),
+            },
+            budget: budget.clone(),
+        };
+        emitting.with_room(|_, produced, _| produced.add(sort_values))?;
+        for output in &self.outputs {
+            let made = emitting.with_room(|p, produced, _| output.start(p, cx, produced))?;
+            emitting.values.push(made);
+        }
+        Ok(emitting)
     }
 
     /// The next document of the partition with its outputs set.
@@ -691,9 +692,10 @@ impl SetWindowFields {
         let i = emitting.at;
         emitting.at += 1;
         let mut doc = emitting.partition.docs.get(i)?.into_owned();
-        for (output, values) in self.outputs.iter().zip(&mut emitting.values) {
-            let value =
-                output.next_value(&emitting.partition, i, values, cx, &emitting.produced)?;
+        for (j, output) in self.outputs.iter().enumerate() {
+            let value = emitting.with_room(|p, produced, values| {
+                output.next_value(p, i, &mut values[j], cx, produced)
+            })?;
             if let Some(value) = value {
                 set_output(&mut doc, &output.path, value);
             }
@@ -715,22 +717,19 @@ impl SetWindowFields {
         })
     }
 
-    /// A partition of documents in `sortBy` order, with their ties and sort values (counted
-    /// in `produced`).
-    fn partition(
-        &self,
-        docs: Docs,
-        cx: Option<&Collation>,
-        produced: &mut Produced,
-    ) -> Result<Partition> {
+    /// A partition of documents in `sortBy` order, with their ties and sort values, and about
+    /// how many bytes the sort values take.
+    fn partition(&self, docs: Docs, cx: Option<&Collation>) -> Result<(Partition, usize)> {
         let n = docs.len();
         let Some((sort, fields)) = &self.sort else {
-            return Ok(Partition {
+            let partition = Partition {
                 docs,
                 tied: vec![true; n],
-                values: vec![None; n],
-            });
+                values: Vec::new(),
+            };
+            return Ok((partition, 0));
         };
+        let mut bytes = 0usize;
         let first = self.reads_sort_values().then(|| Path::new(&fields[0]));
         let mut tied = Vec::with_capacity(n);
         let mut values = Vec::with_capacity(n);
@@ -752,11 +751,11 @@ impl SetWindowFields {
             previous = Some(keys);
             if let Some(first) = &first {
                 let value = first.get(&doc).cloned();
-                produced.add(value.as_ref().map_or(1, group::approximate_size))?;
+                bytes += value.as_ref().map_or(1, group::approximate_size);
                 values.push(value);
             }
         }
-        Ok(Partition { docs, tied, values })
+        Ok((Partition { docs, tied, values }, bytes))
     }
 }
 
@@ -768,6 +767,29 @@ struct Emitting {
     /// The next document to go out.
     at: usize,
     produced: Produced,
+    budget: Budget,
+}
+
+impl Emitting {
+    /// `make` over the partition. Past the budget, with disk use allowed, the documents the
+    /// partition holds in memory go to disk to make room (as MongoDB spills its cache when the
+    /// window functions need the memory) and `make` runs again; past it still, MongoDB's
+    /// 5414201.
+    fn with_room<T>(
+        &mut self,
+        mut make: impl FnMut(&Partition, &mut Produced, &mut Vec<Values>) -> Result<T>,
+    ) -> Result<T> {
+        let first = make(&self.partition, &mut self.produced, &mut self.values);
+        match &first {
+            Err(e) if e.code() == partitions::EXCEEDED && self.budget.allows_disk_use() => {}
+            _ => return first,
+        }
+        if !self.partition.docs.write_out(&self.budget)? {
+            return first;
+        }
+        self.produced.held = 0;
+        make(&self.partition, &mut self.produced, &mut self.values)
+    }
 }
 
 /// What a partition holds beside its documents, against the budget with them (past it,
@@ -785,11 +807,12 @@ struct Produced {
 impl Produced {
     /// Counts `bytes` more.
     fn add(&mut self, bytes: usize) -> Result<()> {
-        self.used = self.used.saturating_add(bytes);
-        let total = self.held.saturating_add(self.used);
+        let used = self.used.saturating_add(bytes);
+        let total = self.held.saturating_add(used);
         if total > self.limit {
             return Err(partitions::exceeded(total, self.limit));
         }
+        self.used = used;
         Ok(())
     }
 

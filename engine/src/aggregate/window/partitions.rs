@@ -103,19 +103,7 @@ impl<'a> Partitions<'a> {
                 ),
             ));
         }
-        let raw = docs
-            .memory
-            .iter()
-            .map(|d| RawDocumentBuf::try_from(d).map_err(|e| fail(ErrorCode::BAD_VALUE, e)))
-            .collect::<Result<Vec<_>>>()?;
-        let file = match &mut docs.file {
-            Some(file) => file,
-            None => docs.file.insert(DocumentFile::create(self.budget.dir())?),
-        };
-        let bytes = file.append(raw.iter().map(AsRef::as_ref))?;
-        self.budget.spilled(bytes);
-        docs.memory.clear();
-        Ok(())
+        docs.write_out(&self.budget).map(|_| ())
     }
 }
 
@@ -127,6 +115,26 @@ pub(super) struct Docs {
 }
 
 impl Docs {
+    /// Writes the documents held in memory to the partition's file (a spill of `budget`'s
+    /// stage); returns whether there were any.
+    pub(super) fn write_out(&mut self, budget: &Budget) -> Result<bool> {
+        if self.memory.is_empty() {
+            return Ok(false);
+        }
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(DocumentFile::create(budget.dir())?),
+        };
+        let bytes = file.append(
+            self.memory
+                .drain(..)
+                .map(|d| RawDocumentBuf::try_from(&d).map_err(|e| fail(ErrorCode::BAD_VALUE, e))),
+        )?;
+        budget.spilled(bytes);
+        self.memory.shrink_to_fit();
+        Ok(true)
+    }
+
     fn on_disk(&self) -> usize {
         self.file.as_ref().map_or(0, DocumentFile::len)
     }
@@ -162,10 +170,13 @@ impl Docs {
     }
 }
 
+/// The code of [`exceeded`].
+pub(super) const EXCEEDED: i32 = 5_414_201;
+
 /// MongoDB's error of the stage past its memory limit with nothing more it can spill (5414201).
 pub(super) fn exceeded(used: usize, limit: usize) -> Error {
     fail(
-        ErrorCode::location(5_414_201),
+        ErrorCode::location(EXCEEDED),
         format!(
             "Exceeded memory limit in DocumentSourceSetWindowFields, used {used} bytes but max allowed is {limit}"
         ),
