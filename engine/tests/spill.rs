@@ -646,6 +646,15 @@ fn a_window_partition_past_the_budget_spills_or_is_mongodbs_error() {
             .contains("Max allowed memory: 4096 bytes. Set 'allowDiskUse: true' to spill to disk"),
         "{err}"
     );
+    // A partition within the budget whose outputs, made ahead, pass it: its documents go to
+    // disk to make room (without disk use, MongoDB's 5414201).
+    let ranked = [
+        doc! { "$setWindowFields": { "sortBy": { "_id": 1 }, "output": { "rank": { "$rank": {} } } } },
+    ];
+    let in_memory = run(&db, &ranked, &AggregateOptions::default()).unwrap();
+    assert_eq!(run(&db, &ranked, &budget(50_000, None)).unwrap(), in_memory);
+    let err = run(&db, &ranked, &budget(50_000, Some(false))).unwrap_err();
+    assert_eq!(err.code(), 5_414_201, "{err}");
     // An accumulator's state counts while it is computed, and cannot spill: the 300 values of
     // a `$push` over the whole partition (each document gets a copy as it goes out) fit 20 KB,
     // not 8 KB.
