@@ -9,7 +9,8 @@
 //! The partition being computed is held, counted against the budget. Past it, with disk use
 //! allowed, the documents held so far are written to a temporary file (`spill::DocumentFile`)
 //! and read back by position as the windows need them (a spill, reported in explain); without
-//! disk use it fails with MongoDB's 5643011.
+//! disk use it fails with MongoDB's 5643011. When what the outputs make passes the budget, the
+//! documents still in memory go to disk as well, to make room (`Emitting::with_room`).
 
 use std::borrow::Cow;
 use std::sync::Arc;
