@@ -1,4 +1,5 @@
-//! `bench spill`: `$sort` and `$group` over 1 GB of documents the pipeline generates (a
+//! `bench spill`: `$sort`, `$group`, `$bucketAuto`, `$sample` (of half the documents) and
+//! `$setWindowFields` (1,000 partitions) over 1 GB of documents the pipeline generates (a
 //! million documents of about 1 KiB), three ways each: spilling past the 100 MiB budget
 //! (`allowDiskUse`, the default), refused without disk use (MongoDB's 292, timed until the
 //! error), and in memory with the budget raised past the data. Each row gives the wall time,
@@ -93,11 +94,25 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         docs as f64 * 1_040.0 / 1e9,
         crate::report::build()
     );
+    let sample = i64::try_from(docs / 2).unwrap_or(i64::MAX);
     let stages = [
         ("$sort", doc! { "$sort": { "k": 1 } }),
         (
             "$group",
             doc! { "$group": { "_id": "$k", "n": { "$sum": 1 }, "pads": { "$push": "$pad" } } },
+        ),
+        (
+            "$bucketAuto",
+            doc! { "$bucketAuto": { "groupBy": "$k", "buckets": 100 } },
+        ),
+        ("$sample", doc! { "$sample": { "size": sample } }),
+        (
+            "$setWindowFields",
+            doc! { "$setWindowFields": {
+                "partitionBy": { "$mod": ["$k", 1000] },
+                "sortBy": { "i": 1 },
+                "output": { "rank": { "$rank": {} } },
+            } },
         ),
     ];
     let ways = [
@@ -118,14 +133,14 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         ),
     ];
     println!(
-        "{:<8} {:<26} {:>10} {:>14}  result",
+        "{:<17} {:<26} {:>10} {:>14}  result",
         "stage", "run", "seconds", "peak RSS MiB"
     );
     for (name, stage) in &stages {
         for (way, aggregate_options) in &ways {
             let outcome = measure(&db, stage, docs, aggregate_options);
             println!(
-                "{name:<8} {way:<26} {:>10.2} {:>14}  {}",
+                "{name:<17} {way:<26} {:>10.2} {:>14}  {}",
                 outcome.seconds,
                 outcome
                     .peak
