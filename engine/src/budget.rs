@@ -17,7 +17,9 @@
 //! Temporary files live in a folder of their own: beside the database's file (`<file>-spill`),
 //! or under the system's temporary folder for a database in memory. Each file is removed when
 //! the stage that wrote it is dropped (finished, failed or abandoned), and the folder of a
-//! file-backed database is emptied when the database opens, removing what a crash left.
+//! file-backed database is emptied when the database opens, removing what a crash left; the
+//! folders of databases in memory are named with their process's id, and those of processes
+//! that have ended are removed when a process first opens a database in memory.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -111,15 +113,56 @@ struct SpillStats {
     bytes: AtomicU64,
 }
 
+/// How the temporary folder of a process's databases in memory begins; the process's id
+/// follows.
+const TEMPORARY_PREFIX: &str = "odm-spill-";
+
+/// Removes from `parent` the temporary folders of processes that no longer run: what a crashed
+/// process spilled for its databases in memory, which nothing else would ever remove. A folder
+/// is removed only when its process is known to be gone (Linux's `/proc` says so); this
+/// process's own folder goes too, since the sweep runs before this process spills anything.
+/// Elsewhere nothing is removed, as nothing can tell a live process from a dead one.
+fn sweep_orphans(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(TEMPORARY_PREFIX))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || process_is_gone(pid) {
+            // A folder another sweep removes first, or one that cannot be removed, is left.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether no process `pid` runs, as far as this system can tell (only Linux can).
+fn process_is_gone(pid: u32) -> bool {
+    cfg!(target_os = "linux")
+        && Path::new("/proc").exists()
+        && !Path::new("/proc").join(pid.to_string()).exists()
+}
+
 /// The folder temporary files are written into.
 #[derive(Debug, Clone)]
 pub(crate) struct SpillDir(Arc<PathBuf>);
 
 impl SpillDir {
-    /// The folder of a database in memory: one per process under the system's temporary folder.
+    /// The folder of a database in memory: one per process under the system's temporary
+    /// folder, named with the process's id. The first such folder a process asks for sweeps
+    /// away the folders of processes that are gone (see [`sweep_orphans`]).
     pub(crate) fn temporary() -> SpillDir {
-        let name = format!("odm-spill-{}", std::process::id());
-        SpillDir(Arc::new(std::env::temp_dir().join(name)))
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        let parent = std::env::temp_dir();
+        SWEPT.call_once(|| sweep_orphans(&parent));
+        let name = format!("{TEMPORARY_PREFIX}{}", std::process::id());
+        SpillDir(Arc::new(parent.join(name)))
     }
 
     /// The folder of the database file at `file`: `<file>-spill` beside it. What it holds was
@@ -147,5 +190,39 @@ impl SpillDir {
     /// Removes the folder if nothing is in it (a database file closing).
     pub(crate) fn remove_if_empty(&self) {
         let _ = std::fs::remove_dir(self.path());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_sweep_removes_the_folders_of_ended_processes_and_keeps_the_rest() {
+        let parent = std::env::temp_dir().join(format!("odm-sweep-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&parent);
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let ended = child.id();
+        child.wait().expect("wait");
+        let folder = |name: String| {
+            let dir = parent.join(name);
+            std::fs::create_dir_all(&dir).expect("create");
+            std::fs::write(dir.join("run"), b"spilled").expect("write");
+            dir
+        };
+        let orphan = folder(format!("{TEMPORARY_PREFIX}{ended}"));
+        let own = folder(format!("{TEMPORARY_PREFIX}{}", std::process::id()));
+        let running = folder(format!("{TEMPORARY_PREFIX}1"));
+        let unrelated = folder(format!("{TEMPORARY_PREFIX}x"));
+        let other = folder("elsewhere".to_owned());
+
+        sweep_orphans(&parent);
+
+        assert!(!orphan.exists(), "an ended process's folder is removed");
+        assert!(!own.exists(), "this process's own leftover is removed");
+        assert!(running.exists(), "a running process's folder stays");
+        assert!(unrelated.exists() && other.exists(), "other folders stay");
+        std::fs::remove_dir_all(&parent).expect("clean up");
     }
 }
