@@ -12,10 +12,19 @@
 //!   hold), so that the bound is the memory a value really takes; past it,
 //!   `ExceededMemoryLimit` (146). A `$range` of about 2.3 million numbers fits.
 //!
+//! - what one evaluation holds at once: [`MAX_HELD_BYTES`], counted over the values held while
+//!   the evaluation goes on (the evaluated arguments of every call under way, `$let`'s
+//!   variables, the inputs `$map`, `$filter`, `$reduce`, `$zip` and `$sortArray` iterate,
+//!   `$reduce`'s value so far, and every container being built); past it,
+//!   `ExceededMemoryLimit` (146). Without it, each of a hundred arguments could hold a container
+//!   just under the bound before the call refused the sum.
+//!
 //! Every builder of a container (`[...]`, `{...}`, `$map`, `$concatArrays`, `$setUnion`,
 //! `$zip`, `$range`, `$objectToArray`, `$arrayToObject`, `$mergeObjects`, `$setField`) adds its
 //! elements through a [`Built`], which measures each element once, as it joins, and refuses the
 //! element that would pass a bound; string builders check their length before they allocate.
+//! What an evaluation holds is counted per thread (an evaluation runs on one) by [`Held`]
+//! guards, each giving back what it counted when it is dropped.
 //! Measuring walks a value with an explicit stack, never by recursion.
 
 use bson::Bson;
@@ -33,6 +42,74 @@ pub(crate) const MAX_STRING_BYTES: usize = 16 * 1024 * 1024;
 /// MongoDB's limit for one `$range` (`internalQueryMaxRangeBytes`, 64 MiB), since a value here
 /// takes about seven times the 16 bytes a MongoDB `Value` takes.
 pub(crate) const MAX_CONTAINER_BYTES: usize = 256 * 1024 * 1024;
+
+/// The most the values one evaluation holds at once may take: 1 GiB, four containers at their
+/// bound. A value is counted once per holder: the arguments a call holds, and the container it
+/// builds from them, both count.
+pub(crate) const MAX_HELD_BYTES: usize = 4 * MAX_CONTAINER_BYTES;
+
+thread_local! {
+    /// What the evaluation running on this thread holds now (see [`Held`]).
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Values an evaluation step holds while the evaluation goes on, counted in what its thread
+/// holds and given back when the guard is dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    op: &'static str,
+    bytes: usize,
+}
+
+impl Held {
+    pub(crate) fn new(op: &'static str) -> Held {
+        Held { op, bytes: 0 }
+    }
+
+    /// Counts `value` as held; refuses it when the thread would hold more than
+    /// [`MAX_HELD_BYTES`]. A number or another fixed-size value is not counted: only values
+    /// that hold memory of their own (strings, binaries, arrays, documents) can add up.
+    pub(crate) fn hold(&mut self, value: &Bson) -> Result<(), ExprError> {
+        if !matches!(
+            value,
+            Bson::String(_) | Bson::Binary(_) | Bson::Array(_) | Bson::Document(_)
+        ) {
+            return Ok(());
+        }
+        let left = MAX_HELD_BYTES.saturating_sub(HELD.get());
+        let measure =
+            measure_within(value, usize::MAX, left).map_err(|_| holds_too_much(self.op))?;
+        self.charge(measure.bytes)
+    }
+
+    /// Counts the elements of an array being iterated as held, each as a value of its own.
+    pub(crate) fn hold_all(&mut self, items: &[Bson]) -> Result<(), ExprError> {
+        for item in items {
+            let left = MAX_HELD_BYTES.saturating_sub(HELD.get());
+            let measure =
+                measure_within(item, usize::MAX, left).map_err(|_| holds_too_much(self.op))?;
+            self.charge(measure.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Counts `bytes` more as held.
+    fn charge(&mut self, bytes: usize) -> Result<(), ExprError> {
+        let held = HELD.get().saturating_add(bytes);
+        if held > MAX_HELD_BYTES {
+            return Err(holds_too_much(self.op));
+        }
+        HELD.set(held);
+        self.bytes += bytes;
+        Ok(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.set(HELD.get().saturating_sub(self.bytes));
+    }
+}
 
 /// What one value takes whatever it holds.
 const VALUE_BYTES: usize = std::mem::size_of::<Bson>();
@@ -126,6 +203,8 @@ pub(crate) struct Built {
     op: &'static str,
     bytes: usize,
     depth: usize,
+    /// The elements joined so far, as the evaluation holds them.
+    held: Held,
 }
 
 impl Built {
@@ -134,6 +213,7 @@ impl Built {
             op,
             bytes: VALUE_BYTES,
             depth: 1,
+            held: Held::new(op),
         }
     }
 
@@ -151,7 +231,7 @@ impl Built {
         if self.bytes > MAX_CONTAINER_BYTES {
             return Err(too_large(self.op));
         }
-        Ok(())
+        self.held.charge(field + measure.bytes)
     }
 
     /// Counts every element of `items`, at the next positions.
@@ -218,6 +298,17 @@ fn too_large(op: &str) -> ExprError {
         format!(
             "the value it computes would take more than {MAX_CONTAINER_BYTES} bytes of memory, \
              the most one computed value may take"
+        ),
+    )
+    .with_code(ErrorCode::EXCEEDED_MEMORY_LIMIT)
+}
+
+fn holds_too_much(op: &str) -> ExprError {
+    error(
+        op,
+        format!(
+            "the values its evaluation holds at once would take more than {MAX_HELD_BYTES} \
+             bytes of memory"
         ),
     )
     .with_code(ErrorCode::EXCEEDED_MEMORY_LIMIT)
@@ -290,5 +381,37 @@ mod tests {
             10334
         );
         assert!(check_string_len("$concat", MAX_STRING_BYTES).is_ok());
+    }
+
+    #[test]
+    fn what_an_evaluation_holds_stops_at_its_bound_and_is_given_back() {
+        let held_now = || HELD.get();
+        let start = held_now();
+        // One string of 16 MiB, held again and again: counting needs no more memory than it.
+        let chunk = Bson::String("x".repeat(MAX_STRING_BYTES));
+        let each = VALUE_BYTES + MAX_STRING_BYTES;
+        let mut outer = Held::new("$let");
+        let mut inner = Held::new("$concatArrays");
+        let mut counted = 0;
+        let refused = loop {
+            let holder = if counted % 2 == 0 {
+                &mut outer
+            } else {
+                &mut inner
+            };
+            match holder.hold(&chunk) {
+                Ok(()) => counted += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(counted, MAX_HELD_BYTES / each, "holders count together");
+        assert_eq!(refused.code.code, 146);
+        assert_eq!(held_now(), start + counted * each);
+        drop(inner);
+        assert_eq!(held_now(), start + counted.div_ceil(2) * each);
+        // Numbers are not counted.
+        outer.hold(&Bson::Int64(1)).unwrap();
+        drop(outer);
+        assert_eq!(held_now(), start, "everything is given back");
     }
 }

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use bson::{Bson, Document};
 
-use super::bounds::Built;
+use super::bounds::{Built, Held};
 use super::{Expr, ExprError, error};
 use crate::collation::Collation;
 use crate::number::Number;
@@ -257,8 +257,12 @@ fn switch(
 fn let_in(vars: &[(String, Expr)], body: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprError> {
     let mut bound = Vec::with_capacity(vars.len());
     let mut current = None;
+    let mut held = Held::new("$let");
     for (name, value) in vars {
         let value = eval_in(value, env)?;
+        if let Some(value) = &value {
+            held.hold(value)?;
+        }
         if name == "CURRENT" {
             current = Some(value);
         } else {
@@ -280,6 +284,8 @@ fn map(input: &Expr, name: &str, body: &Expr, env: &Env<'_>) -> Result<Option<Bs
     let Some(items) = array_input("$map", eval_in(input, env)?)? else {
         return Ok(Some(Bson::Null));
     };
+    let mut held = Held::new("$map");
+    held.hold_all(&items)?;
     let mut out = Vec::with_capacity(items.len());
     let mut built = Built::new("$map");
     for item in items {
@@ -309,6 +315,8 @@ fn filter(
     let Some(items) = array_input("$filter", eval_in(input, env)?)? else {
         return Ok(Some(Bson::Null));
     };
+    let mut held = Held::new("$filter");
+    held.hold_all(&items)?;
     let limit = match limit {
         None => None,
         Some(l) => filter_limit(eval_in(l, env)?)?,
@@ -349,9 +357,16 @@ fn reduce(
     let Some(items) = array_input("$reduce", eval_in(input, env)?)? else {
         return Ok(Some(Bson::Null));
     };
+    let mut held = Held::new("$reduce");
+    held.hold_all(&items)?;
     let mut value = eval_in(initial, env)?;
     for item in items {
         crate::interrupt::check()?;
+        // The value so far is held while the next one is computed from it.
+        let mut held_value = Held::new("$reduce");
+        if let Some(value) = &value {
+            held_value.hold(value)?;
+        }
         let inner = env.with([("this".to_owned(), Some(item)), ("value".to_owned(), value)]);
         value = eval_in(body, &inner)?;
     }
@@ -386,7 +401,13 @@ fn set_field(
         "$unsetField"
     };
     let name = field_name(field, env)?;
-    let mut doc = match eval_in(input, env)? {
+    // The input is held while the value is evaluated.
+    let input = eval_in(input, env)?;
+    let mut held = Held::new(operator);
+    if let Some(input) = &input {
+        held.hold(input)?;
+    }
+    let mut doc = match input {
         Some(Bson::Document(d)) => d,
         None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
         Some(_) => {
@@ -423,7 +444,8 @@ fn zip(
     defaults: &[Expr],
     env: &Env<'_>,
 ) -> Result<Option<Bson>, ExprError> {
-    let Some(arrays) = zip_inputs(inputs, env)? else {
+    let mut held = Held::new("$zip");
+    let Some(arrays) = zip_inputs(inputs, env, &mut held)? else {
         return Ok(Some(Bson::Null));
     };
     let lengths = arrays.iter().map(Vec::len);
@@ -462,12 +484,19 @@ fn zip(
 
 /// The arrays `$zip` reads, in order: `None` at the first null or missing input (the result
 /// is null, and later inputs are not evaluated); any other non-array is MongoDB's 34468.
-fn zip_inputs(inputs: &[Expr], env: &Env<'_>) -> Result<Option<Vec<Vec<Bson>>>, ExprError> {
+fn zip_inputs(
+    inputs: &[Expr],
+    env: &Env<'_>,
+    held: &mut Held,
+) -> Result<Option<Vec<Vec<Bson>>>, ExprError> {
     let mut arrays = Vec::with_capacity(inputs.len());
     for input in inputs {
         match eval_in(input, env)? {
             None | Some(Bson::Null | Bson::Undefined) => return Ok(None),
-            Some(Bson::Array(items)) => arrays.push(items),
+            Some(Bson::Array(items)) => {
+                held.hold_all(&items)?;
+                arrays.push(items);
+            }
             Some(other) => {
                 return Err(error(
                     "$zip",

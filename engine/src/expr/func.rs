@@ -308,10 +308,16 @@ impl Func {
             }
             _ => {}
         }
-        let values: Vec<Option<Bson>> = args
-            .iter()
-            .map(|a| eval_in(a, env))
-            .collect::<Result<_, _>>()?;
+        // The arguments are held while the later ones are evaluated and while the call runs.
+        let mut held = super::bounds::Held::new(self.name());
+        let mut values = Vec::with_capacity(args.len());
+        for a in args {
+            let value = eval_in(a, env)?;
+            if let Some(value) = &value {
+                held.hold(value)?;
+            }
+            values.push(value);
+        }
         self.apply(values, env.collation)
     }
 
