@@ -269,10 +269,91 @@ fn kill_sessions_closes_the_sessions_cursors() {
     // killAllSessions with no user kills every session's cursors.
     assert_eq!(admin.code(&doc! {"killAllSessions": [], "$db": "admin"}), 0);
     assert_eq!(conn.code(&more(other)), 43);
-    assert_eq!(
-        admin.code(&doc! {"killAllSessionsByPattern": [{"roles": []}], "$db": "admin"}),
-        238
+    let malformed = [
+        (doc! {"roles": "readWrite"}, 14),
+        (doc! {"roles": [{"role": "readWrite"}]}, 40414),
+        (doc! {"uid": "ann"}, 14),
+        (
+            doc! {"uid": bson::Binary { subtype: bson::spec::BinarySubtype::Generic,
+            bytes: vec![0; 5] }},
+            2,
+        ),
+        (doc! {"owner": 1}, 40414),
+    ];
+    for (pattern, code) in malformed {
+        let command = doc! {"killAllSessionsByPattern": [pattern.clone()], "$db": "admin"};
+        assert_eq!(admin.code(&command), code, "{pattern}");
+    }
+}
+
+#[test]
+fn kill_all_sessions_by_pattern_selects_by_role_and_by_owner_digest() {
+    use sha2::Digest as _;
+    let storage = Storage::in_memory();
+    odm_server::auth::put_user(&storage, "admin", "ann", "pw").unwrap();
+    let config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        auth: true,
+        ..Config::default()
+    };
+    let server = Server::bind(storage, config).expect("binds").spawn();
+    let client = |login: &str, source: &str| {
+        let uri = format!(
+            "mongodb://{login}@{}/?directConnection=true&authSource={source}",
+            server.addr()
+        );
+        mongodb::sync::Client::with_uri_str(uri).unwrap()
+    };
+    let ann = client("ann:pw", "admin");
+    ann.database("u")
+        .run_command(doc! {"createUser": "bo", "pwd": "pw",
+        "roles": [{"role": "readWrite", "db": "u"}]})
+        .run()
+        .unwrap();
+    let bo = client("bo:pw", "u");
+    let c = ann.database("u").collection::<Document>("c");
+    c.insert_many((0..10).map(|i| doc! {"_id": i}))
+        .run()
+        .unwrap();
+    let open = |client: &mongodb::sync::Client| {
+        let coll = client.database("u").collection::<Document>("c");
+        let mut cursor = coll.find(doc! {}).batch_size(1).run().unwrap();
+        assert!(cursor.next().unwrap().is_ok());
+        cursor
+    };
+    let alive = |cursor: &mut mongodb::sync::Cursor<Document>| match cursor.next() {
+        Some(Ok(_)) => true,
+        Some(Err(e)) => match e.kind.as_ref() {
+            mongodb::error::ErrorKind::Command(c) if c.code == 43 => false,
+            _ => panic!("{e}"),
+        },
+        None => panic!("the cursor ended"),
+    };
+    let kill = |pattern: Document| {
+        ann.database("admin")
+            .run_command(doc! {"killAllSessionsByPattern": [pattern]})
+            .run()
+            .unwrap();
+    };
+    let (mut of_ann, mut of_bo) = (open(&ann), open(&bo));
+    kill(doc! {"roles": [{"role": "read", "db": "u"}]});
+    assert!(
+        alive(&mut of_ann) && alive(&mut of_bo),
+        "no one holds read on u"
     );
+    kill(doc! {"roles": [{"role": "readWrite", "db": "u"}]});
+    assert!(!alive(&mut of_bo), "bo holds readWrite on u");
+    assert!(alive(&mut of_ann), "ann does not");
+
+    let (mut of_ann, mut of_bo) = (open(&ann), open(&bo));
+    let digest = sha2::Sha256::digest(b"ann@admin").to_vec();
+    let uid = bson::Binary {
+        subtype: bson::spec::BinarySubtype::Generic,
+        bytes: digest,
+    };
+    kill(doc! {"uid": uid});
+    assert!(!alive(&mut of_ann), "the digest of ann@admin is ann's");
+    assert!(alive(&mut of_bo), "not bo's");
 }
 
 #[test]
@@ -382,9 +463,6 @@ fn current_op_lists_idle_sessions_and_cursors_and_kill_sessions_aborts_the_trans
     assert_eq!(cursors.len(), 1, "{cursors:?}");
     let listed_cursor = cursors[0].get_document("cursor").unwrap();
     assert_eq!(listed_cursor.get_i64("cursorId").unwrap(), cursor);
-    let refused = doc! {"aggregate": 1, "pipeline": [{"$currentOp": {"idleConnections": true}}],
-    "cursor": {}, "$db": "admin"};
-    assert_eq!(conn.code(&refused), 238);
 
     assert_eq!(
         conn.code(&doc! {"killSessions": [lsid(5)], "$db": "admin"}),
@@ -394,6 +472,81 @@ fn current_op_lists_idle_sessions_and_cursors_and_kill_sessions_aborts_the_trans
     let commit = doc! {"commitTransaction": 1, "lsid": lsid(5), "txnNumber": 1_i64,
     "autocommit": false, "$db": "admin"};
     assert_eq!(conn.code(&commit), 251, "the transaction was aborted");
+}
+
+/// The `inprog` entries of `currentOp` (with `query`'s fields) that are not active.
+fn inactive(conn: &mut RawConnection, query: Document) -> Vec<Document> {
+    let mut command = doc! {"currentOp": 1, "$db": "admin"};
+    command.extend(query);
+    let reply = conn.command(&command);
+    reply
+        .get_array("inprog")
+        .unwrap()
+        .iter()
+        .map(|d| d.as_document().unwrap().clone())
+        .filter(|d| matches!(d.get_bool("active"), Ok(false)))
+        .collect()
+}
+
+#[test]
+fn current_op_with_all_lists_idle_connections_until_they_close() {
+    let server = start_with(Config::default());
+    let mut asker = RawConnection::open(&server);
+    let mut named = RawConnection::open(&server);
+    let hello = doc! {"hello": 1, "client": {"application": {"name": "idle-app"}}, "$db": "admin"};
+    let named_id = named.command(&hello).get_i64("connectionId").unwrap();
+    let mut silent = RawConnection::open(&server);
+    let silent_id = silent
+        .command(&doc! {"hello": 1, "$db": "admin"})
+        .get_i64("connectionId")
+        .unwrap();
+    drop(silent);
+    let unnamed = RawConnection::open(&server);
+
+    assert!(inactive(&mut asker, doc! {}).is_empty(), "without $all");
+    // The closed connection leaves the list once the server has read its end.
+    let started = Instant::now();
+    let idle = loop {
+        let idle = inactive(&mut asker, doc! {"$all": true});
+        let ids: Vec<i64> = idle
+            .iter()
+            .map(|d| d.get_i64("connectionId").unwrap())
+            .collect();
+        if !ids.contains(&silent_id) || started.elapsed() > Duration::from_secs(10) {
+            break idle;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        idle.len(),
+        2,
+        "the named and the unnamed, not the asker: {idle:?}"
+    );
+    let of_named = idle
+        .iter()
+        .find(|d| d.get_i64("connectionId").ok() == Some(named_id))
+        .expect("the named connection is listed");
+    assert_eq!(of_named.get_str("appName").ok(), Some("idle-app"));
+    assert_eq!(of_named.get_str("desc").unwrap(), format!("conn{named_id}"));
+    assert!(
+        of_named
+            .get_str("client")
+            .unwrap()
+            .starts_with("127.0.0.1:")
+    );
+
+    let filtered = inactive(&mut asker, doc! {"$all": true, "appName": "idle-app"});
+    assert_eq!(filtered.len(), 1, "{filtered:?}");
+    let stage = asker.command(&doc! {"aggregate": 1, "pipeline": [
+    {"$currentOp": {"idleConnections": true, "idleSessions": false}},
+    {"$match": {"active": false}}], "cursor": {}, "$db": "admin"});
+    let batch = stage
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(batch.len(), 2, "{batch:?}");
+    drop((named, unnamed));
 }
 
 #[test]

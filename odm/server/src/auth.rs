@@ -12,6 +12,8 @@
 //! no user exists, create the first user from the loopback address (MongoDB's localhost
 //! exception).
 
+use std::collections::HashMap;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bson::spec::BinarySubtype;
@@ -290,8 +292,57 @@ pub fn users_info(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     Ok(doc! {"users": users}.into())
 }
 
+/// Every user's roles, as `(role, db)` pairs by `(db, user)`.
+pub type Roles = HashMap<(String, String), Vec<(String, String)>>;
+
+/// The roles of every user; a role given by its name alone is one of the user's database, as
+/// `createUser` reads it.
+pub fn roles_by_user(storage: &Storage) -> Result<Roles, CommandError> {
+    let mut roles = HashMap::new();
+    let Some(admin) = storage.get(USERS_DB)? else {
+        return Ok(roles);
+    };
+    let txn = admin.read()?;
+    let Some(coll) = txn.collection(USERS_COLLECTION)? else {
+        return Ok(roles);
+    };
+    for stored in coll.scan()? {
+        let doc = Document::try_from(stored?.as_raw()?)
+            .map_err(|e| CommandError::new(ErrorCode::INTERNAL_ERROR, e.to_string()))?;
+        let (Ok(db), Ok(user)) = (doc.get_str("db"), doc.get_str("user")) else {
+            continue;
+        };
+        let granted = doc
+            .get_array("roles")
+            .map(|granted| granted.iter().filter_map(|r| role_of(r, db)).collect())
+            .unwrap_or_default();
+        roles.insert((db.to_owned(), user.to_owned()), granted);
+    }
+    Ok(roles)
+}
+
+/// A granted role as `(role, db)`: a name alone, or `{role, db}`.
+fn role_of(granted: &Bson, user_db: &str) -> Option<(String, String)> {
+    match granted {
+        Bson::String(role) => Some((role.clone(), user_db.to_owned())),
+        Bson::Document(d) => Some((
+            d.get_str("role").ok()?.to_owned(),
+            d.get_str("db").ok()?.to_owned(),
+        )),
+        _ => None,
+    }
+}
+
+/// The digest by which MongoDB names a session's owner (a session pattern's `uid`): SHA-256 of
+/// `user@db`, and of nothing for sessions without a user.
+pub fn user_digest(user: Option<&(String, String)>) -> [u8; 32] {
+    let name = user.map_or_else(String::new, |(db, user)| format!("{user}@{db}"));
+    Sha256::digest(name.as_bytes()).into()
+}
+
 pub fn logout(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
     ctx.conn.user = None;
+    ctx.server.connections.describe(ctx.conn);
     Ok(Document::new().into())
 }
 
@@ -403,6 +454,7 @@ pub fn sasl_continue(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     if conversation.verified {
         // The client's empty last message, without skipEmptyExchange.
         ctx.conn.user = Some((conversation.db, conversation.user));
+        ctx.server.connections.describe(ctx.conn);
         return Ok(doc! {"conversationId": 1, "done": true, "payload": binary(Vec::new())}.into());
     }
     let message = std::str::from_utf8(&payload).map_err(|_| failed())?;
@@ -434,6 +486,7 @@ pub fn sasl_continue(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let reply_payload = binary(format!("v={}", BASE64.encode(server_signature)));
     if conversation.skip_empty || skips_empty_exchange(&args) {
         ctx.conn.user = Some((conversation.db, conversation.user));
+        ctx.server.connections.describe(ctx.conn);
         return Ok(doc! {"conversationId": 1, "done": true, "payload": reply_payload}.into());
     }
     ctx.conn.scram = Some(Box::new(Conversation {

@@ -28,6 +28,7 @@
 //! | `compression` | zstd, zlib and snappy, negotiated in `hello` |
 //! | `listener` | the event loop: its runtime, the accept loop, the connection cap |
 //! | `connection` | one client's connection: read, dispatch, reply; its negotiated state |
+//! | `connections` | the open connections, as `currentOp` lists the idle ones |
 //! | `parking` | quiet connections kept without a task, their sockets watched by epoll |
 //! | `shutdown` | stopping: the request, the grace period, the order of the steps |
 //! | `command` | the command table, arguments, replies and errors; one submodule per group |
@@ -45,6 +46,7 @@ pub mod clock;
 pub mod command;
 pub mod compression;
 mod connection;
+pub mod connections;
 pub mod cursors;
 pub mod failpoint;
 mod listener;
@@ -162,6 +164,8 @@ pub struct Shared {
     pub sessions: session::Sessions,
     /// The commands running now (`currentOp`, `killOp`).
     pub operations: operations::Operations,
+    /// The open connections (`currentOp` with `$all`).
+    pub connections: connections::Connections,
     pub stats: Stats,
     /// The cluster time replies carry in replica-set mode.
     pub clock: clock::ClusterClock,
@@ -232,6 +236,7 @@ impl Server {
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),
             operations: operations::Operations::default(),
+            connections: connections::Connections::default(),
             sessions: session::Sessions::new(
                 config.max_sessions,
                 config.max_sessions_per_connection,

@@ -17,6 +17,7 @@
 //! - **Running out of file descriptors does not spin**: accept errors that mean exhaustion wait
 //!   a little before the next try.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -63,15 +64,18 @@ pub(super) fn runtime(max_connections: usize) -> std::io::Result<tokio::runtime:
         .build()
 }
 
-/// A place among the connections the cap allows; held for the connection's life.
+/// A place among the connections the cap allows, and the connection's entry among the open
+/// ones (`connections`); held for the connection's life.
 #[derive(Debug)]
 pub(crate) struct Slot {
     shared: Arc<Shared>,
+    id: u64,
 }
 
 impl Slot {
-    /// A place, unless the server already serves as many connections as it allows.
-    fn take(shared: &Arc<Shared>) -> Option<Slot> {
+    /// A place for connection `id` from `client`, unless the server already serves as many
+    /// connections as it allows.
+    fn take(shared: &Arc<Shared>, id: u64, client: SocketAddr) -> Option<Slot> {
         let max = shared.config.max_connections as u64;
         let current = &shared.stats.connections_current;
         current
@@ -80,14 +84,17 @@ impl Slot {
             })
             .ok()?;
         Stats::add(&shared.stats.connections_total, 1);
+        shared.connections.open(id, client.to_string());
         Some(Slot {
             shared: shared.clone(),
+            id,
         })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        self.shared.connections.close(self.id);
         self.shared
             .stats
             .connections_current
@@ -119,7 +126,7 @@ pub(super) async fn accept(
             }
         };
         // Over the cap: closed at once, as MongoDB does past `net.maxIncomingConnections`.
-        let Some(slot) = Slot::take(&shared) else {
+        let Some(slot) = Slot::take(&shared, next_id, peer) else {
             drop(stream);
             continue;
         };

@@ -30,6 +30,7 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .and_then(|a| a.get_str("name"))
     {
         ctx.conn.app_name = Some(app.to_owned());
+        ctx.server.connections.describe(ctx.conn);
     }
     let mut reply = Document::new();
     if args.flag("helloOk")? {
