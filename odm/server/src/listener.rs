@@ -84,7 +84,7 @@ impl Slot {
             })
             .ok()?;
         Stats::add(&shared.stats.connections_total, 1);
-        shared.connections.open(id, client.to_string());
+        shared.connections.open(id, client);
         Some(Slot {
             shared: shared.clone(),
             id,
