@@ -286,9 +286,8 @@ fn kill_sessions_closes_the_sessions_cursors() {
     }
 }
 
-#[test]
-fn kill_all_sessions_by_pattern_selects_by_role_and_by_owner_digest() {
-    use sha2::Digest as _;
+/// A server with authentication on and one user, `ann` (password `pw`, root, on `admin`).
+fn start_with_ann() -> ServerHandle {
     let storage = Storage::in_memory();
     odm_server::auth::put_user(&storage, "admin", "ann", "pw").unwrap();
     let config = Config {
@@ -297,6 +296,13 @@ fn kill_all_sessions_by_pattern_selects_by_role_and_by_owner_digest() {
         ..Config::default()
     };
     let server = Server::bind(storage, config).expect("binds").spawn();
+    server
+}
+
+#[test]
+fn kill_all_sessions_by_pattern_selects_by_role_and_by_owner_digest() {
+    use sha2::Digest as _;
+    let server = start_with_ann();
     let client = |login: &str, source: &str| {
         let uri = format!(
             "mongodb://{login}@{}/?directConnection=true&authSource={source}",
@@ -592,14 +598,7 @@ fn kill_op_ends_a_change_streams_awaiting_get_more() {
 
 #[test]
 fn kill_all_sessions_kills_the_sessions_of_the_users_it_names() {
-    let storage = Storage::in_memory();
-    odm_server::auth::put_user(&storage, "admin", "ann", "pw").unwrap();
-    let config = Config {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        auth: true,
-        ..Config::default()
-    };
-    let server = Server::bind(storage, config).expect("binds").spawn();
+    let server = start_with_ann();
     let uri = format!("mongodb://ann:pw@{}/?directConnection=true", server.addr());
     let client = mongodb::sync::Client::with_uri_str(uri).unwrap();
     let c = client.database("u").collection::<Document>("c");
