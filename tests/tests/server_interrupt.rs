@@ -295,8 +295,7 @@ fn start_with_ann() -> ServerHandle {
         auth: true,
         ..Config::default()
     };
-    let server = Server::bind(storage, config).expect("binds").spawn();
-    server
+    Server::bind(storage, config).expect("binds").spawn()
 }
 
 #[test]
