@@ -1419,3 +1419,77 @@ fn the_fail_point_fails_what_it_names_and_only_with_test_commands() {
         .unwrap();
     items.insert_one(doc! {"_id": 3}).run().unwrap();
 }
+
+/// One message read whole: its request id, the id it answers, its flags and its body.
+fn read_message(stream: &mut TcpStream) -> (i32, i32, u32, Document) {
+    let mut header = [0u8; 16];
+    stream.read_exact(&mut header).unwrap();
+    let field = |i: usize| i32::from_le_bytes(header[i * 4..i * 4 + 4].try_into().unwrap());
+    let mut rest = vec![0u8; field(0) as usize - 16];
+    stream.read_exact(&mut rest).unwrap();
+    let flags = u32::from_le_bytes(rest[..4].try_into().unwrap());
+    (
+        field(1),
+        field(2),
+        flags,
+        Document::from_reader(&rest[5..]).unwrap(),
+    )
+}
+
+#[test]
+fn a_streaming_hello_answers_after_each_wait_each_reply_answering_the_last() {
+    // The server monitoring specification's awaitable `hello`: with `exhaustAllowed`, each
+    // reply is flagged `moreToCome` and answers the reply before it, one per `maxAwaitTimeMS`.
+    let server = start();
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(&op_msg(&doc! {"hello": 1, "$db": "admin"}, 0))
+        .unwrap();
+    let (_, _, flags, first) = read_message(&mut stream);
+    assert_eq!(
+        flags & odm_server::wire::MORE_TO_COME,
+        0,
+        "a plain hello answers once"
+    );
+    let known = first.get_document("topologyVersion").unwrap().clone();
+    let awaitable =
+        doc! {"hello": 1, "$db": "admin", "topologyVersion": known, "maxAwaitTimeMS": 200};
+    // Without exhaust, the awaitable hello waits, then answers once.
+    let started = Instant::now();
+    stream.write_all(&op_msg(&awaitable, 0)).unwrap();
+    let (_, _, flags, _) = read_message(&mut stream);
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(flags & odm_server::wire::MORE_TO_COME, 0);
+    // With exhaust, it streams.
+    stream
+        .write_all(&op_msg(&awaitable, odm_server::wire::EXHAUST_ALLOWED))
+        .unwrap();
+    let mut answered = 1; // op_msg's request id
+    let started = Instant::now();
+    for n in 1..=4u32 {
+        let (id, response_to, flags, reply) = read_message(&mut stream);
+        assert_eq!(
+            response_to, answered,
+            "reply {n} answers the message before it"
+        );
+        assert_ne!(
+            flags & odm_server::wire::MORE_TO_COME,
+            0,
+            "reply {n} flags more to come"
+        );
+        assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)));
+        assert!(reply.get_bool("isWritablePrimary").unwrap());
+        assert!(
+            started.elapsed() >= Duration::from_millis(200) * n,
+            "reply {n} came early"
+        );
+        answered = id;
+    }
+    // A client that closes its end ends the stream; the server serves on.
+    drop(stream);
+    let mut conn = RawConnection::open(&server);
+    assert_eq!(conn.code(&doc! {"ping": 1, "$db": "admin"}), 0);
+}

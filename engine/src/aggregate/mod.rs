@@ -366,7 +366,15 @@ fn from_documents<'a>(
 
 /// Parses `pipeline`'s stages without running them: a malformed stage fails now.
 pub(crate) fn check_stages(pipeline: &[Document]) -> Result<()> {
-    parse_pipeline(pipeline, &AggregateOptions::default()).map(drop)
+    AggregateOptions::default().check(pipeline)
+}
+
+impl AggregateOptions {
+    /// Parses `pipeline` under these options without running it: a malformed stage fails now,
+    /// even where there is no collection to read.
+    pub fn check(&self, pipeline: &[Document]) -> Result<()> {
+        parse_pipeline(pipeline, self).map(drop)
+    }
 }
 
 impl ReadTxn {
@@ -473,6 +481,29 @@ fn hold(held: &mut usize, doc: &Document, budget: &Budget, stage: &str) -> Resul
     }
     Ok(())
 }
+
+/// MongoDB's stages that this engine does not run (the server runs some of them itself):
+/// refused by name, where any other unknown name is MongoDB's 40324.
+const MONGODB_STAGES: [&str; 18] = [
+    "$changeStream",
+    "$changeStreamSplitLargeEvent",
+    "$currentOp",
+    "$geoNear",
+    "$listClusterCatalog",
+    "$listLocalSessions",
+    "$listSampledQueries",
+    "$listSearchIndexes",
+    "$listSessions",
+    "$planCacheStats",
+    "$queryStats",
+    "$querySettings",
+    "$rankFusion",
+    "$scoreFusion",
+    "$search",
+    "$searchMeta",
+    "$shardedDataDistribution",
+    "$vectorSearch",
+];
 
 /// A pipeline's stages, parsed with its `let` variables and collation.
 struct Parsed {
@@ -691,6 +722,14 @@ impl Stage {
             "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
             "$collStats" => stats::parse_coll_stats(arg)?,
             "$indexStats" => stats::parse_index_stats(arg)?,
+            other if !MONGODB_STAGES.contains(&other) => {
+                return Err(error(
+                    other,
+                    format!("Unrecognized pipeline stage name: '{other}'"),
+                )
+                .with_code(ErrorCode::location(40324))
+                .into());
+            }
             other => {
                 return Err(stage_error(
                     other,

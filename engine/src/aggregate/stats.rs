@@ -110,10 +110,15 @@ impl CollStats {
         if let Some(scale) = self.storage {
             let stats = coll.snapshot().collection_stats(coll.meta())?;
             let index_bytes: u64 = stats.indexes.iter().map(|i| i.storage_bytes).sum();
-            let sizes: Document = stats
-                .indexes
-                .iter()
-                .map(|i| (i.name.clone(), long(i.storage_bytes / scale)))
+            // The `_id` index is the documents' table itself: MongoDB counts and lists it, and
+            // its pages are the collection's `storageSize`, so it adds no bytes of its own.
+            let sizes: Document = std::iter::once((crate::ID_INDEX_NAME.to_owned(), long(0)))
+                .chain(
+                    stats
+                        .indexes
+                        .iter()
+                        .map(|i| (i.name.clone(), long(i.storage_bytes / scale))),
+                )
                 .collect();
             let average = stats.data_bytes.checked_div(stats.documents).unwrap_or(0);
             out.insert(
@@ -125,7 +130,7 @@ impl CollStats {
                     "storageSize": long(stats.storage_bytes / scale),
                     "freeStorageSize": 0_i64,
                     "capped": false,
-                    "nindexes": i32::try_from(stats.indexes.len()).unwrap_or(i32::MAX),
+                    "nindexes": i32::try_from(stats.indexes.len() + 1).unwrap_or(i32::MAX),
                     "indexBuilds": [],
                     "totalIndexSize": long(index_bytes / scale),
                     "totalSize": long((stats.storage_bytes + index_bytes) / scale),

@@ -160,6 +160,7 @@ mod tag {
     pub const TYPE: u8 = 20;
     pub const MOD: u8 = 21;
     pub const VALUE: u8 = 22;
+    pub const BITS: u8 = 23;
 }
 
 fn filter_shape(filter: &Filter, out: &mut Vec<u8>) {
@@ -257,5 +258,6 @@ fn predicate_shape(predicate: &Predicate, out: &mut Vec<u8>) {
         Predicate::Exists => out.push(tag::EXISTS),
         Predicate::Type(_) => out.push(tag::TYPE),
         Predicate::Mod { .. } => out.push(tag::MOD),
+        Predicate::Bits(_) => out.push(tag::BITS),
     }
 }

@@ -48,6 +48,13 @@ pub struct FindOptions {
 }
 
 impl FindOptions {
+    /// Parses `filter` with these options (projection, sort, collation, hint, `let`) without
+    /// running them: a malformed query fails now, even where there is no collection to read, as
+    /// MongoDB parses a command before it looks the collection up.
+    pub fn check(&self, filter: &Document) -> Result<()> {
+        Query::parse(filter, self.query_options()).map(drop)
+    }
+
     /// The options as a query reads them.
     pub(crate) fn query_options(&self) -> QueryOptions<'_> {
         QueryOptions {

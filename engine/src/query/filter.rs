@@ -22,6 +22,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use bson::{Bson, Document, RawBson};
 
+use super::bits::{BitTest, Bits};
 use crate::error::FilterError;
 use crate::expr::{Expr, Scope};
 use crate::path::Path;
@@ -62,6 +63,8 @@ pub enum Predicate {
     },
     Regex(QueryRegex),
     ElemMatch(Box<ElemMatch>),
+    /// `$bitsAllSet` and its three siblings.
+    Bits(Bits),
     /// None of the field's values satisfies all of the predicates together.
     Not(Vec<Predicate>),
 }
@@ -109,7 +112,7 @@ fn raw(path: &str, operator: &str, value: &Bson) -> Result<RawBson, FilterError>
 }
 
 /// Top-level operators that take a list of filters.
-const LOGICAL: [&str; 3] = ["$and", "$or", "$nor"];
+pub(crate) const LOGICAL: [&str; 3] = ["$and", "$or", "$nor"];
 
 impl Filter {
     /// Parses a filter document; see the module documentation for the grammar.
@@ -191,9 +194,20 @@ fn parse_top_level(
 
 fn is_operator_document(value: &Bson) -> Option<&Document> {
     match value {
-        Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => Some(d),
+        Bson::Document(d) if starts_with_operator(d) => Some(d),
         _ => None,
     }
+}
+
+/// Whether a document's first key names an operator. A `DBRef` (`{$ref, $id}`, with an optional
+/// `$db` and fields after them) is a value, as MongoDB reads it.
+fn starts_with_operator(d: &Document) -> bool {
+    d.keys().next().is_some_and(|k| k.starts_with('$')) && !is_dbref(d)
+}
+
+fn is_dbref(d: &Document) -> bool {
+    let mut keys = d.keys();
+    keys.next().is_some_and(|k| k == "$ref") && keys.next().is_some_and(|k| k == "$id")
 }
 
 fn parse_field(path: &str, value: &Bson, out: &mut Vec<Filter>) -> Result<(), FilterError> {
@@ -274,9 +288,12 @@ fn parse_operator(
         "$regex" => parse_regex(path, arg, options)?,
         "$not" => Predicate::Not(parse_not(path, arg)?),
         "$elemMatch" => Predicate::ElemMatch(Box::new(parse_elem_match(path, arg)?)),
-        "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects" | "$within" | "$bitsAllSet"
-        | "$bitsAnySet" | "$bitsAllClear" | "$bitsAnyClear" | "$jsonSchema" | "$expr"
-        | "$where" | "$text" => {
+        "$bitsAllSet" | "$bitsAnySet" | "$bitsAllClear" | "$bitsAnyClear" => {
+            let test = BitTest::from_operator(op).unwrap_or(BitTest::AllSet);
+            Predicate::Bits(Bits::parse(path, op, test, arg)?)
+        }
+        "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects" | "$within" | "$jsonSchema"
+        | "$expr" | "$where" | "$text" => {
             return Err(error(path, op, "is not supported by this engine"));
         }
         _ => return Err(error(path, op, "unknown operator")),
@@ -334,7 +351,7 @@ fn parse_patterns(path: &str, op: &str, arg: &Bson) -> Result<Vec<Pattern>, Filt
                 };
                 Ok(Pattern::ElemMatch(Box::new(parse_elem_match(path, inner)?)))
             }
-            Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+            Bson::Document(d) if starts_with_operator(d) => {
                 Err(error(path, op, "cannot hold operator documents"))
             }
             other => Ok(Pattern::Value(raw(path, op, other)?)),

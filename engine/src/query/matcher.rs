@@ -149,6 +149,16 @@ fn field_matches(
             .iter()
             .all(|p| field_matches(cx, root, segments, p).is_some()))
         .then_some(None),
+        // `$all` is the `$and` of one condition per pattern: through an array of documents on
+        // the path, each pattern may be met by a different element. The last position wins.
+        Predicate::All(patterns) if segments.len() > 1 && patterns.len() > 1 => {
+            let mut position = None;
+            for pattern in patterns {
+                let one = Predicate::All(vec![pattern.clone()]);
+                position = walk(cx, root, segments, &one, true)?.or(position);
+            }
+            Some(position)
+        }
         _ => walk(cx, root, segments, predicate, true),
     }
 }
@@ -324,6 +334,7 @@ fn single(cx: Option<&Collation>, v: RawBsonRef<'_>, predicate: &Predicate) -> b
         Predicate::Exists => true,
         Predicate::Type(types) => types.iter().any(|t| has_type(v, *t)),
         Predicate::Mod { divisor, remainder } => modulo(v, *divisor) == Some(*remainder),
+        Predicate::Bits(bits) => bits.matches(v),
         Predicate::Regex(r) => regex_matches(v, r),
         Predicate::ElemMatch(em) => elem_match(cx, v, em).is_some(),
         Predicate::Not(inner) => !inner.iter().all(|p| single(cx, v, p)),

@@ -18,6 +18,7 @@
 //! - `routing`: whether a query on a sharded collection would reach one shard, some or all.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
+mod bits;
 mod cache;
 mod candidates;
 mod covered;
@@ -35,6 +36,7 @@ mod sort;
 mod source;
 
 pub use crate::error::FilterError;
+pub use bits::{BitTest, Bits};
 pub(crate) use cache::{ID_INDEX_USES, PlanCache};
 pub use candidates::WalkStats;
 pub(crate) use cursor::Decode;
@@ -42,6 +44,7 @@ pub use cursor::{Cursor, SORT_MEMORY_LIMIT, Spill};
 pub use exec::FindOptions;
 pub(crate) use exec::choose_plan;
 pub use explain::Explain;
+pub(crate) use filter::LOGICAL;
 pub use filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
 pub(crate) use plan::id_lookup_plan;
 pub use plan::{Access, FieldBounds, IndexScan, KeyRange, Plan, Rank};

@@ -338,6 +338,7 @@ fn mentions_strings(predicate: &Predicate) -> bool {
         | Predicate::Exists
         | Predicate::Type(_)
         | Predicate::Mod { .. }
+        | Predicate::Bits(_)
         | Predicate::Regex(_) => false,
     }
 }

@@ -171,6 +171,7 @@ impl Projection {
         let mut tree = Tree::new();
         let mut mode: Option<bool> = None;
         let mut exclude_id = false;
+        let mut include_id = false;
         let mut positional: Option<String> = None;
         let mut elem_match = false;
         for (path, value) in &entries {
@@ -230,7 +231,7 @@ impl Projection {
             if path == "_id" {
                 match node {
                     Node::Exclude => exclude_id = true,
-                    Node::Include => {}
+                    Node::Include => include_id = true,
                     _ => insert(&mut tree, path, node)?,
                 }
                 continue;
@@ -249,8 +250,9 @@ impl Projection {
             }
             insert(&mut tree, path, node)?;
         }
-        // `$elemMatch` alone returns `_id` and the field, like an inclusion.
-        let inclusive = mode.unwrap_or(elem_match);
+        // `$elemMatch` alone returns `_id` and the field, like an inclusion; so does `_id: 1`
+        // alone, which returns nothing but `_id`.
+        let inclusive = mode.unwrap_or(elem_match || include_id);
         Ok(Projection {
             tree,
             inclusive,

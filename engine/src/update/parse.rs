@@ -662,8 +662,15 @@ pub(crate) const PULL_FIELD: &str = "element";
 fn parse_pull(path: &str, value: &Bson) -> Result<PullCondition, UpdateError> {
     let filter_error =
         |e: FilterError| error(path, "$pull", format!("{} ({})", e.reason, e.operator));
+    // A condition led by a logical operator (`{$or: [...]}`) is a query on subdocument
+    // elements, as one led by a field name is; any other operator tests the element itself.
+    let element_operators = |d: &Document| {
+        d.keys()
+            .next()
+            .is_some_and(|k| k.starts_with('$') && !crate::query::LOGICAL.contains(&k.as_str()))
+    };
     match value {
-        Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+        Bson::Document(d) if element_operators(d) => {
             let mut wrapped = Document::new();
             wrapped.insert(PULL_FIELD, Bson::Document(d.clone()));
             Filter::parse(&wrapped)

@@ -50,9 +50,29 @@ pub struct ConnectionState {
     pub app_name: Option<String>,
     /// Close the connection without replying (a fail point's `closeConnection`, `shutdown`).
     pub close: bool,
+    /// The `hello` running continues a monitor's stream: its wait was done on the event loop.
+    pub streamed: bool,
+    /// A monitor's streaming `hello`, answered again after each wait (boxed: rare).
+    streaming: Option<Box<Streaming>>,
     /// The id the next reply carries.
     next_request_id: i32,
 }
+
+/// A streaming `hello`, as the server monitoring specification describes it: a client that
+/// allows exhaust and names its topology version and `maxAwaitTimeMS` gets a reply flagged
+/// `moreToCome` after each wait (or topology change), each answering the one before, until it
+/// closes the connection.
+#[derive(Debug)]
+struct Streaming {
+    /// The `hello` to answer again, its request id set to the last reply's.
+    request: Request,
+    wait: std::time::Duration,
+}
+
+/// The shortest wait between streamed replies: a `maxAwaitTimeMS` of 0 must not spin.
+const MIN_STREAM_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+/// The longest, as a `hello`'s own await is capped.
+const MAX_STREAM_WAIT: std::time::Duration = std::time::Duration::from_mins(1);
 
 /// A connection's byte stream: the socket, or a TLS session over it.
 enum Transport {
@@ -139,6 +159,8 @@ pub(super) async fn serve(
         scram: None,
         app_name: None,
         close: false,
+        streamed: false,
+        streaming: None,
         next_request_id: 1,
     };
     Box::pin(converse(shared, stream, state, slot, deadline)).await;
@@ -167,25 +189,35 @@ async fn converse(
 ) {
     let mut stop = shared.shutdown.subscribe();
     loop {
-        if deadline.is_none()
-            && let Transport::Plain(socket) = &stream
-        {
-            match Box::pin(quiet(&shared, socket, &mut stop)).await {
-                Quiet::Readable => {}
-                Quiet::Closed => break,
-                Quiet::Long => {
-                    if let Transport::Plain(socket) = stream {
-                        shared.parking.park(&shared, socket, state, slot);
+        let served = if let Some(streaming) = state.streaming.take() {
+            match Box::pin(pause(&stream, &mut stop, streaming.wait)).await {
+                Pause::Elapsed => Box::pin(run_streamed(&shared, state, *streaming)).await,
+                Pause::Closed => break,
+                // A client that speaks ends the stream: its message is read as any other.
+                Pause::Spoke => continue,
+            }
+        } else {
+            if deadline.is_none()
+                && let Transport::Plain(socket) = &stream
+            {
+                match Box::pin(quiet(&shared, socket, &mut stop)).await {
+                    Quiet::Readable => {}
+                    Quiet::Closed => break,
+                    Quiet::Long => {
+                        if let Transport::Plain(socket) = stream {
+                            shared.parking.park(&shared, socket, state, slot);
+                        }
+                        return;
                     }
-                    return;
                 }
             }
-        }
-        let next = Box::pin(next_message(&mut stream, &mut stop, deadline)).await;
-        let Some((header, body)) = next else {
-            break;
+            let next = Box::pin(next_message(&mut stream, &mut stop, deadline)).await;
+            let Some((header, body)) = next else {
+                break;
+            };
+            Box::pin(run_blocking(&shared, state, header, body)).await
         };
-        let Ok(Ok(served)) = Box::pin(run_blocking(&shared, state, header, body)).await else {
+        let Ok(Ok(served)) = served else {
             break;
         };
         let reply;
@@ -208,6 +240,58 @@ async fn converse(
     }
     drop(stream);
     drop(slot);
+}
+
+/// How the wait before a streamed reply ended.
+enum Pause {
+    Elapsed,
+    /// The client closed the connection, or the server is stopping.
+    Closed,
+    /// The client sent bytes.
+    Spoke,
+}
+
+/// Waits `wait` before the next streamed reply, watching for the client's close.
+async fn pause(
+    stream: &Transport,
+    stop: &mut watch::Receiver<bool>,
+    wait: std::time::Duration,
+) -> Pause {
+    let elapsed = tokio::time::sleep(wait);
+    let Transport::Plain(socket) = stream else {
+        // A TLS session cannot be peeked: a closed client shows when the reply is written.
+        return tokio::select! {
+            biased;
+            () = super::shutdown::requested(stop) => Pause::Closed,
+            () = elapsed => Pause::Elapsed,
+        };
+    };
+    let mut byte = [0u8; 1];
+    tokio::select! {
+        biased;
+        () = super::shutdown::requested(stop) => Pause::Closed,
+        peeked = socket.peek(&mut byte) => match peeked {
+            Ok(0) | Err(_) => Pause::Closed,
+            Ok(_) => Pause::Spoke,
+        },
+        () = elapsed => Pause::Elapsed,
+    }
+}
+
+/// Answers a streaming `hello` again, on a blocking thread as every command runs.
+async fn run_streamed(
+    shared: &Arc<Shared>,
+    mut state: ConnectionState,
+    streaming: Streaming,
+) -> Result<Result<(ConnectionState, Option<Vec<u8>>), Closed>, tokio::task::JoinError> {
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        state.streamed = true;
+        let reply = respond(&shared, &mut state, streaming.request);
+        state.streamed = false;
+        Ok((state, reply))
+    })
+    .await
 }
 
 /// How an idle connection's wait ended.
@@ -379,18 +463,57 @@ fn encode(
     compressor: Option<Compressor>,
     next_request_id: &mut i32,
 ) -> Vec<u8> {
+    encode_flagged(body, response_to, legacy, 0, compressor, next_request_id)
+}
+
+/// [`encode`] with `OP_MSG` flags (a streamed reply's `moreToCome`).
+fn encode_flagged(
+    body: &RawDocumentBuf,
+    response_to: i32,
+    legacy: bool,
+    flags: u32,
+    compressor: Option<Compressor>,
+    next_request_id: &mut i32,
+) -> Vec<u8> {
     let request_id = *next_request_id;
     *next_request_id = next_request_id.wrapping_add(1);
     if legacy {
         wire::encode_reply(request_id, response_to, body, compressor)
     } else {
-        wire::encode_msg(request_id, response_to, body, 0, compressor)
+        wire::encode_msg(request_id, response_to, body, flags, compressor)
     }
+}
+
+/// The stream a `hello` opens, if it opens one: the client allows exhaust (`request`, kept
+/// only then) and names its topology version and how long it may wait, and the reply is a
+/// success.
+fn streaming_of(
+    request: Option<Request>,
+    name: &str,
+    command: &Document,
+    body: &RawDocumentBuf,
+) -> Option<Box<Streaming>> {
+    let request = request?;
+    let hello = matches!(name, "hello" | "isMaster" | "ismaster");
+    let wait = match command.get("maxAwaitTimeMS") {
+        Some(Bson::Int32(ms)) => i64::from(*ms),
+        Some(Bson::Int64(ms)) => *ms,
+        _ => return None,
+    };
+    let ok = body.get("ok").ok().flatten().and_then(bson::RawBsonRef::as_f64) == Some(1.0);
+    if !hello || !ok || !command.contains_key("topologyVersion") {
+        return None;
+    }
+    let wait = std::time::Duration::from_millis(u64::try_from(wait).unwrap_or(0))
+        .clamp(MIN_STREAM_WAIT, MAX_STREAM_WAIT);
+    Some(Box::new(Streaming { request, wait }))
 }
 
 /// Runs a request's command; the encoded reply, or `None` when the client asked for none.
 fn respond(shared: &Shared, state: &mut ConnectionState, request: Request) -> Option<Vec<u8>> {
     let more_to_come = request.more_to_come();
+    let exhaust = matches!(request.kind, RequestKind::Msg { flags, .. } if flags & wire::EXHAUST_ALLOWED != 0);
+    let kept = exhaust.then(|| request.clone());
     let (command, db, legacy) = match request.kind {
         RequestKind::Msg { command, .. } => {
             let db = match command.get("$db") {
@@ -432,10 +555,22 @@ fn respond(shared: &Shared, state: &mut ConnectionState, request: Request) -> Op
     let compressor = request
         .compressor
         .filter(|c| state.compressors.contains(c) && !spec.is_some_and(|s| s.uncompressed));
-    Some(encode(
+    let mut streaming = streaming_of(kept, &name, &command, &body);
+    let flags = if streaming.is_some() {
+        wire::MORE_TO_COME
+    } else {
+        0
+    };
+    if let Some(s) = &mut streaming {
+        // The next streamed reply answers this one.
+        s.request.request_id = state.next_request_id;
+    }
+    state.streaming = streaming;
+    Some(encode_flagged(
         &body,
         request.request_id,
         legacy,
+        flags,
         compressor,
         &mut state.next_request_id,
     ))

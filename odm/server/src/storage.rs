@@ -5,7 +5,7 @@
 //! change streams see the drop and can resume across it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -169,6 +169,25 @@ impl Storage {
         }
         names.sort();
         Ok(names)
+    }
+
+    /// The bytes used and the bytes in all of the filesystem that holds a database's folder,
+    /// as `dbStats` reports them; (0, 0) in memory or when the filesystem cannot be read.
+    pub fn filesystem(&self, name: &str) -> (u64, u64) {
+        let Some(folder) = self
+            .path_of(name)
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+        else {
+            return (0, 0);
+        };
+        match rustix::fs::statvfs(&folder) {
+            Ok(fs) => {
+                let total = fs.f_blocks.saturating_mul(fs.f_frsize);
+                let free = fs.f_bfree.saturating_mul(fs.f_frsize);
+                (total.saturating_sub(free), total)
+            }
+            Err(_) => (0, 0),
+        }
     }
 
     /// The size of a database's file in bytes (0 in memory).

@@ -178,6 +178,27 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
     }
     let txn = db.read().map_err(|e| e.to_string())?;
     let Some(coll) = txn.collection(COLLECTION).map_err(|e| e.to_string())? else {
+        // No collection: the query is still parsed, and a malformed one is an error.
+        let checked = if op == "aggregate" {
+            AggregateOptions {
+                let_vars: case.get("let").map(document).transpose()?,
+                collation: case.get("collation").map(document).transpose()?,
+                ..AggregateOptions::default()
+            }
+            .check(&pipeline)
+        } else {
+            FindOptions {
+                sort: sort.clone(),
+                projection: case.get("projection").map(document).transpose()?,
+                let_vars: case.get("let").map(document).transpose()?,
+                collation: case.get("collation").map(document).transpose()?,
+                ..FindOptions::default()
+            }
+            .check(&filter)
+        };
+        if let Err(e) = checked {
+            return Ok(Actual::Error(e.to_string(), e.code(), e.code_name()));
+        }
         return Ok(match op {
             "count" => Actual::Count(0),
             "distinct" => Actual::Values(Vec::new()),

@@ -434,35 +434,65 @@ pub fn coll_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     Ok(reply.into())
 }
 
-pub fn db_stats(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
+/// `dbStats`: the sums of the collections' `collStats`, in units of `scale` bytes, and the
+/// figures of the filesystem that holds the database's file (0 in memory).
+pub fn db_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let scale = db_stats_scale(command.get("scale"))?;
     let names = match ctx.server.storage.get(&ctx.db)? {
         Some(db) => db.list_collections(),
         None => Vec::new(),
     };
-    let (mut objects, mut data, mut indexes) = (0i64, 0i64, 0i64);
+    let mut sums = [0i64; 5];
     for name in &names {
         let stats = collection_stats(ctx, name)?;
-        objects += stats.get_i64("count").unwrap_or(0);
-        data += stats.get_i64("size").unwrap_or(0);
-        indexes += i64::from(stats.get_i32("nindexes").unwrap_or(0));
+        let fields = ["count", "size", "nindexes", "storageSize", "totalIndexSize"];
+        for (sum, field) in sums.iter_mut().zip(fields) {
+            *sum += match stats.get(field) {
+                Some(Bson::Int32(n)) => i64::from(*n),
+                Some(Bson::Int64(n)) => *n,
+                _ => 0,
+            };
+        }
     }
-    let file = ctx.server.storage.size_on_disk(&ctx.db) as i64;
+    let [objects, data, indexes, storage, index_size] = sums;
+    let (fs_used, fs_total) = ctx.server.storage.filesystem(&ctx.db);
+    let scaled = |n: i64| n as f64 / scale as f64;
     Ok(doc! {
         "db": ctx.db.clone(),
         "collections": names.len() as i64,
         "views": 0i64,
         "objects": objects,
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
-        "dataSize": data as f64,
-        "storageSize": file as f64,
+        "dataSize": scaled(data),
+        "storageSize": scaled(storage),
         "indexes": indexes,
-        "indexSize": 0.0,
-        "totalSize": file as f64,
-        "scaleFactor": 1,
-        "fsUsedSize": file as f64,
-        "fsTotalSize": file as f64,
+        "indexSize": scaled(index_size),
+        "totalSize": scaled(storage + index_size),
+        "scaleFactor": scale,
+        "fsUsedSize": fs_used as f64 / scale as f64,
+        "fsTotalSize": fs_total as f64 / scale as f64,
     }
     .into())
+}
+
+/// `dbStats`'s `scale`: a positive number, fractions truncated (MongoDB's rules).
+fn db_stats_scale(value: Option<&Bson>) -> Result<i64, CommandError> {
+    let n = match value {
+        None => return Ok(1),
+        Some(Bson::Int32(n)) => f64::from(*n),
+        Some(Bson::Int64(n)) => *n as f64,
+        Some(Bson::Double(d)) => *d,
+        Some(other) => {
+            return Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                format!("scale has to be a number, not {other}"),
+            ));
+        }
+    };
+    if n.is_nan() || n < 1.0 {
+        return Err(CommandError::bad_value("scale has to be >= 1"));
+    }
+    Ok(n.trunc().min(i64::MAX as f64) as i64)
 }
 
 /// `validate`: the engine's `verify` of the collection's database (every index recomputed

@@ -101,6 +101,9 @@ pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 /// wait: as MongoDB does while nothing changes, the reply waits that long (drivers would
 /// otherwise ask again at once, in a loop). The topology of one server never changes.
 fn await_topology_change(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<(), super::CommandError> {
+    if ctx.conn.streamed {
+        return Ok(());
+    }
     let (Some(known), Some(wait)) = (args.doc("topologyVersion")?, args.i64("maxAwaitTimeMS")?)
     else {
         return Ok(());

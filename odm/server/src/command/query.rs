@@ -155,6 +155,9 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "find")?.to_owned();
     let filter = args.doc("filter")?.cloned().unwrap_or_default();
     let options = find_options(&args)?;
+    // Parsed before the collection is looked up: a malformed query is an error on a
+    // collection that does not exist too.
+    options.check(&filter)?;
     let first = batch_size(&args)?.unwrap_or(DEFAULT_FIRST_BATCH);
     let single = args.flag("singleBatch")?;
     let ns = format!("{}.{collection}", ctx.db);
@@ -301,6 +304,8 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         _ => collection_name(command, "aggregate")?.to_owned(),
     };
     let (pipeline, options) = pipeline_of(&args)?;
+    // As find's query, the pipeline is parsed before the collection is looked up.
+    options.check(&pipeline)?;
     let ns = format!("{}.{collection}", ctx.db);
     if args.flag("explain")? {
         return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
@@ -532,15 +537,23 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     )? {
         return Ok(doc! {"n": n as i64}.into());
     }
+    let absent = || -> Result<u64, CommandError> {
+        let options = FindOptions {
+            collation: collation.cloned(),
+            ..FindOptions::default()
+        };
+        options.check(&filter)?;
+        Ok(0)
+    };
     let n = match ctx.server.storage.get(&ctx.db)? {
         Some(db) => {
             let txn = db.read()?;
             match txn.collection(collection)? {
                 Some(c) => c.count_matching_with(&filter, skip, limit, collation)?,
-                None => 0,
+                None => absent()?,
             }
         }
-        None => 0,
+        None => absent()?,
     };
     Ok(doc! {"n": n as i64}.into())
 }
@@ -561,15 +574,23 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     super::analyze::sample(ctx, collection, SampledCommand::Distinct, |_| {
         read_command(&filter, collation, None)
     });
+    let absent = || -> Result<Vec<Bson>, CommandError> {
+        let options = FindOptions {
+            collation: collation.cloned(),
+            ..FindOptions::default()
+        };
+        options.check(&filter)?;
+        Ok(Vec::new())
+    };
     let values = match ctx.server.storage.get(&ctx.db)? {
         Some(db) => {
             let txn = db.read()?;
             match txn.collection(collection)? {
                 Some(c) => c.distinct_with(key, &filter, collation)?,
-                None => Vec::new(),
+                None => absent()?,
             }
         }
-        None => Vec::new(),
+        None => absent()?,
     };
     Ok(doc! {"values": values}.into())
 }
