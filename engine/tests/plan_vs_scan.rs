@@ -72,8 +72,9 @@ fn document() -> BoxedStrategy<Document> {
         maybe(scalar()),
         maybe(scalar()),
         any::<bool>(),
+        maybe(subdocuments()),
     )
-        .prop_map(|(a, b, d, tags, e, g, e_first)| {
+        .prop_map(|(a, b, d, tags, e, g, e_first, s)| {
             let mut doc = Document::new();
             // Field order varies, so covered results (in index order) meet both orders.
             if e_first && let Some(e) = &e {
@@ -93,9 +94,29 @@ fn document() -> BoxedStrategy<Document> {
             if let Some(g) = g {
                 doc.insert("n", doc! { "g": g });
             }
+            if let Some(s) = s {
+                doc.insert("s", s);
+            }
             doc
         })
         .boxed()
+}
+
+/// An array of subdocuments `{n: ...}` (scalars or arrays of them), or one subdocument: the
+/// path `s.n` reaches values in several elements, which `$all` may draw from separately.
+fn subdocuments() -> impl Strategy<Value = Bson> {
+    let n = prop_oneof![
+        3 => scalar(),
+        1 => prop::collection::vec(scalar(), 0..3).prop_map(Bson::Array),
+    ];
+    let element = prop_oneof![
+        4 => n.prop_map(|n| Bson::Document(doc! { "n": n })),
+        1 => Just(Bson::Document(Document::new())),
+    ];
+    prop_oneof![
+        4 => prop::collection::vec(element.clone(), 0..4).prop_map(Bson::Array),
+        1 => element,
+    ]
 }
 
 /// A document as text with its fields in name order: equal for equal results whatever order a
@@ -111,8 +132,8 @@ fn texts(docs: &[Document]) -> Vec<String> {
     docs.iter().map(text).collect()
 }
 
-const PATHS: [&str; 11] = [
-    "a", "b", "c.d", "tags", "_id", "e", "n.g", "a.x", "a.0", "a.0.x", "tags.1",
+const PATHS: [&str; 13] = [
+    "a", "b", "c.d", "tags", "_id", "e", "n.g", "a.x", "a.0", "a.0.x", "tags.1", "s.n", "s.0.n",
 ];
 
 /// Paths of the never-multikey index `{b: 1, e: -1}`: filters on them alone can be covered.
@@ -158,6 +179,7 @@ fn condition_on(paths: &[&'static str]) -> BoxedStrategy<Document> {
         (scalar(), scalar())
             .prop_map(|(lo, hi)| Bson::Document(doc! { "$elemMatch": { "$gte": lo, "$lt": hi } })),
         scalar().prop_map(|v| Bson::Document(doc! { "$elemMatch": { "x": v } })),
+        prop::collection::vec(scalar(), 1..4).prop_map(|v| Bson::Document(doc! { "$all": v })),
         (scalar(), scalar()).prop_map(|(lo, hi)| Bson::Document(
             doc! { "$elemMatch": { "x": { "$gt": lo, "$lte": hi } } }
         )),
@@ -242,6 +264,7 @@ fn indexes() -> Vec<IndexSpec> {
         IndexSpec::new([("b", Asc)]).unwrap(),
         IndexSpec::new([("a.x", Desc)]).unwrap(),
         IndexSpec::new([("a.0", Asc)]).unwrap(),
+        IndexSpec::new([("s.n", Asc)]).unwrap(),
         // Never multikey (`b`, `e` and `n.g` are never arrays): these can cover queries.
         IndexSpec::new([("b", Asc), ("e", Desc)]).unwrap(),
         IndexSpec::new([("n.g", Asc), ("e", Asc)]).unwrap(),
@@ -760,4 +783,41 @@ fn conditions_for_an_update_by_id_may_not_name_the_id() {
     let malformed =
         odm_engine::update::IdConditions::parse(&doc! { "a": { "$bogus": 1 } }).unwrap_err();
     assert!(malformed.to_string().contains("$bogus"), "{malformed}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// MongoDB's definition of `$all`: the `$and` of one equality per value. Through an array of
+    /// subdocuments (`s.n`), each value may be met by a different element; with and without
+    /// indexes, the two filters return the same documents.
+    #[test]
+    fn all_returns_what_the_and_of_its_values_returns(
+        docs in prop::collection::vec(document(), 0..30),
+        path in prop::sample::select(PATHS.to_vec()),
+        values in prop::collection::vec(scalar(), 1..4),
+    ) {
+        let (plain, indexed) = databases(&docs, None);
+        let mut all = Document::new();
+        all.insert(path, doc! { "$all": values.clone() });
+        let parts: Vec<Document> = values
+            .into_iter()
+            .map(|v| {
+                let mut part = Document::new();
+                // A regex in `$all` matches as a pattern, as a regex condition does; any other
+                // value is an equality.
+                match v {
+                    Bson::RegularExpression(_) => part.insert(path, v),
+                    v => part.insert(path, doc! { "$eq": v }),
+                };
+                part
+            })
+            .collect();
+        let and = doc! { "$and": parts };
+        let options = FindOptions { sort: Some(doc! { "_id": 1 }), ..FindOptions::default() };
+        for db in [&plain, &indexed] {
+            let (a, b) = (run(db, &all, &options), run(db, &and, &options));
+            prop_assert_eq!(a.map(|d| texts(&d)), b.map(|d| texts(&d)), "{} against {}", all, and);
+        }
+    }
 }

@@ -500,7 +500,12 @@ fn streaming_of(
         Some(Bson::Int64(ms)) => *ms,
         _ => return None,
     };
-    let ok = body.get("ok").ok().flatten().and_then(bson::RawBsonRef::as_f64) == Some(1.0);
+    let ok = body
+        .get("ok")
+        .ok()
+        .flatten()
+        .and_then(bson::RawBsonRef::as_f64)
+        == Some(1.0);
     if !hello || !ok || !command.contains_key("topologyVersion") {
         return None;
     }
