@@ -75,5 +75,5 @@ pub use path::Path;
 pub use read::{IndexPrefixScan, ReadCollection, StoredDocument};
 pub use schema::id_index_spec;
 pub use stats::{CollectionStats, DatabaseStats, IndexStats};
-pub use ttl::{TtlMonitor, TtlStats};
+pub use ttl::{EXPIRY_BATCH, Expiry, TtlMonitor, TtlStats};
 pub use verify::VerifyReport;

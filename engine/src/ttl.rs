@@ -20,10 +20,28 @@ use crate::index_store::IndexTablesMut;
 use crate::keys::{self, Direction};
 use crate::order::Bracket;
 
+/// The most documents one expiry transaction deletes: a pass over many expired documents
+/// commits in batches, so that it never holds the one writer for long.
+pub const EXPIRY_BATCH: usize = 1_000;
+
 impl Database {
-    /// Deletes every document whose TTL has passed at `now`; returns how many.
+    /// Deletes every document whose TTL has passed at `now`, [`EXPIRY_BATCH`] at a time, each
+    /// batch in a transaction of its own; returns how many.
     pub fn expire(&self, now: DateTime) -> Result<u64> {
-        self.write(|txn| txn.expire(now))
+        Ok(self.expire_in_batches(now)?.deleted)
+    }
+
+    /// [`Database::expire`], with how many batches it took.
+    pub fn expire_in_batches(&self, now: DateTime) -> Result<Expiry> {
+        let mut expiry = Expiry::default();
+        loop {
+            let (found, deleted) = self.write(|txn| txn.expire_at_most(now, EXPIRY_BATCH))?;
+            expiry.batches += 1;
+            expiry.deleted += deleted;
+            if found < EXPIRY_BATCH {
+                return Ok(expiry);
+            }
+        }
     }
 
     /// Starts a background thread that runs [`Database::expire`] every `interval` (MongoDB's
@@ -80,12 +98,30 @@ impl Database {
     }
 }
 
+/// What one expiry pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    pub deleted: u64,
+    /// The transactions it took (MongoDB's TTL `subPasses`).
+    pub batches: u64,
+}
+
 impl WriteTxn<'_> {
-    /// One expiry pass inside this transaction.
+    /// One whole expiry pass inside this transaction.
     pub fn expire(&mut self, now: DateTime) -> Result<u64> {
+        Ok(self.expire_at_most(now, usize::MAX)?.1)
+    }
+
+    /// Deletes up to `limit` of the documents whose TTL has passed at `now`: how many expired
+    /// documents it found (at most `limit`) and how many it deleted.
+    fn expire_at_most(&mut self, now: DateTime, limit: usize) -> Result<(usize, u64)> {
         self.flush_index_writes()?;
         let mut doomed: Vec<(String, BTreeSet<Vec<u8>>)> = Vec::new();
+        let mut found = 0;
         for meta in self.catalog.collections.values() {
+            if found >= limit {
+                break;
+            }
             let mut ids = BTreeSet::new();
             for index in &meta.indexes {
                 let Some(after) = index.spec.ttl() else {
@@ -103,6 +139,9 @@ impl WriteTxn<'_> {
                     upper.as_ref().map(Vec::as_slice),
                 )?;
                 for row in range {
+                    if found + ids.len() >= limit {
+                        break;
+                    }
                     let (key, value) = row?;
                     let id = crate::read::entry_id(index, key.value(), value.value(), 0, 0)
                         .ok_or_else(|| {
@@ -116,6 +155,7 @@ impl WriteTxn<'_> {
                 tables.put_back(&self.tables);
             }
             if !ids.is_empty() {
+                found += ids.len();
                 doomed.push((meta.name.clone(), ids));
             }
         }
@@ -127,7 +167,7 @@ impl WriteTxn<'_> {
                 }
             }
         }
-        Ok(expired)
+        Ok((found, expired))
     }
 }
 

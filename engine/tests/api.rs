@@ -964,6 +964,27 @@ fn ttl_works_on_descending_and_unique_indexes() {
 }
 
 #[test]
+fn ttl_expiry_commits_in_batches_of_bounded_size() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(asc("at").expire_after(Duration::from_secs(1)))
+        .unwrap();
+    let n = odm_engine::EXPIRY_BATCH * 2 + 500;
+    c.insert_many((0..n).map(|i| doc! { "_id": i as i64, "at": at(0) }), true)
+        .unwrap();
+    c.insert_one(doc! { "_id": -1, "at": at(1_000_000) })
+        .unwrap();
+    let expiry = db.expire_in_batches(DateTime::from_millis(10_000)).unwrap();
+    assert_eq!(expiry.deleted, n as u64);
+    assert_eq!(expiry.batches, 3, "two full batches and the rest");
+    assert_eq!(c.count().unwrap(), 1);
+    assert!(db.verify().unwrap().is_clean());
+    // A pass with nothing to expire is one empty batch.
+    let idle = db.expire_in_batches(DateTime::from_millis(10_000)).unwrap();
+    assert_eq!((idle.deleted, idle.batches), (0, 1));
+}
+
+#[test]
 fn ttl_monitor_expires_in_the_background_and_stops_on_drop() {
     let db = Database::in_memory().unwrap();
     let c = db.collection("c");

@@ -1493,3 +1493,84 @@ fn a_streaming_hello_answers_after_each_wait_each_reply_answering_the_last() {
     let mut conn = RawConnection::open(&server);
     assert_eq!(conn.code(&doc! {"ping": 1, "$db": "admin"}), 0);
 }
+
+#[test]
+fn the_ttl_monitor_expires_what_wire_clients_index_and_obeys_set_parameter() {
+    let server = start();
+    let client = client(&server);
+    let admin = client.database("admin");
+    let db = client.database("ttl");
+    let c = db.collection::<Document>("sessions");
+    let past = bson::DateTime::from_millis(0);
+    let future = bson::DateTime::from_millis(i64::MAX / 2);
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! {"at": 1})
+            .options(
+                IndexOptions::builder()
+                    .expire_after(Duration::from_secs(5))
+                    .build(),
+            )
+            .build(),
+    )
+    .run()
+    .unwrap();
+    // Off first: nothing expires however often the monitor wakes.
+    let was = command_reply(&admin, doc! {"setParameter": 1, "ttlMonitorEnabled": false});
+    assert!(was.get_bool("was").unwrap());
+    let was = command_reply(&admin, doc! {"setParameter": 1, "ttlMonitorSleepSecs": 1});
+    assert_eq!(was.get_i32("was").unwrap(), 60);
+    c.insert_many((0..10).map(|i| doc! {"_id": i, "at": past}))
+        .run()
+        .unwrap();
+    c.insert_one(doc! {"_id": 10, "at": future}).run().unwrap();
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert_eq!(
+        c.count_documents(doc! {}).run().unwrap(),
+        11,
+        "the monitor is off"
+    );
+    // On: the expired ten go within a few seconds; the future one stays.
+    command_reply(&admin, doc! {"setParameter": 1, "ttlMonitorEnabled": true});
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.count_documents(doc! {}).run().unwrap() > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(c.count_documents(doc! {}).run().unwrap(), 1);
+    let status = command_reply(&admin, doc! {"serverStatus": 1});
+    let ttl = status
+        .get_document("metrics")
+        .unwrap()
+        .get_document("ttl")
+        .unwrap();
+    assert_eq!(ttl.get_i64("deletedDocuments").unwrap(), 10, "{ttl}");
+    assert!(ttl.get_i64("passes").unwrap() >= 1, "{ttl}");
+    assert!(ttl.get_i64("subPasses").unwrap() >= 1, "{ttl}");
+    let params = command_reply(
+        &admin,
+        doc! {"getParameter": 1, "ttlMonitorEnabled": 1, "ttlMonitorSleepSecs": 1},
+    );
+    assert!(params.get_bool("ttlMonitorEnabled").unwrap());
+    assert_eq!(params.get_i32("ttlMonitorSleepSecs").unwrap(), 1);
+    // What cannot be set is refused by name, and a refusal changes nothing.
+    for refused in [
+        doc! {"setParameter": 1, "cursorTimeoutMillis": 5},
+        doc! {"setParameter": 1, "notAParameter": 5},
+        doc! {"setParameter": 1, "ttlMonitorSleepSecs": 0},
+        doc! {"setParameter": 1, "ttlMonitorEnabled": "yes"},
+        doc! {"setParameter": 1, "ttlMonitorSleepSecs": 7, "notAParameter": 5},
+    ] {
+        assert!(
+            admin.run_command(refused.clone()).run().is_err(),
+            "{refused}"
+        );
+    }
+    assert!(
+        db.run_command(doc! {"setParameter": 1, "ttlMonitorSleepSecs": 7})
+            .run()
+            .is_err(),
+        "admin only"
+    );
+    let params = command_reply(&admin, doc! {"getParameter": 1, "ttlMonitorSleepSecs": 1});
+    assert_eq!(params.get_i32("ttlMonitorSleepSecs").unwrap(), 1);
+}

@@ -56,6 +56,7 @@ pub mod session;
 pub mod shutdown;
 pub mod storage;
 pub mod tls;
+pub mod ttl;
 pub mod wire;
 
 use std::net::{SocketAddr, TcpListener};
@@ -180,6 +181,8 @@ pub struct Shared {
     pub shutdown: shutdown::Shutdown,
     /// Quiet connections without a task (see `parking`).
     pub parking: parking::Parking,
+    /// The TTL monitor's settings and counters (see `ttl`).
+    pub ttl: ttl::Ttl,
 }
 
 /// Counters `serverStatus` reports.
@@ -249,6 +252,7 @@ impl Server {
             address,
             shutdown: shutdown::Shutdown::default(),
             parking: parking::Parking::new().map_err(ServeError::Runtime)?,
+            ttl: ttl::Ttl::default(),
             storage,
             config,
         });
@@ -305,6 +309,7 @@ impl Server {
             stopping.parking.stop();
         });
         let sample_writer = cursors::start_sample_writer(&shared);
+        let ttl_monitor = ttl::start(&shared);
         let tls = tls.map(tokio_rustls::TlsAcceptor::from);
         runtime.block_on(async {
             let accepting = listener
@@ -327,6 +332,9 @@ impl Server {
         }
         drop(reaper);
         drop(sample_writer);
+        if let Some(monitor) = ttl_monitor {
+            let _ = monitor.join();
+        }
         shared.cursors.close_all();
         shared.sessions.end_all();
         shared.storage.close(CLOSE_WAIT);

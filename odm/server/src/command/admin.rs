@@ -155,21 +155,8 @@ fn pre_and_post_images(command: &Document) -> Result<Option<bool>, CommandError>
 pub fn coll_mod(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "collMod")?.to_owned();
     for (option, _) in command.iter().skip(1) {
-        let generic = matches!(
-            option.as_str(),
-            "changeStreamPreAndPostImages"
-                | "lsid"
-                | "txnNumber"
-                | "$db"
-                | "$clusterTime"
-                | "$readPreference"
-                | "writeConcern"
-                | "comment"
-                | "maxTimeMS"
-                | "apiVersion"
-                | "apiStrict"
-                | "apiDeprecationErrors"
-        );
+        let generic =
+            option == "changeStreamPreAndPostImages" || super::args::is_generic_argument(option);
         if !generic {
             return Err(CommandError::new(
                 ErrorCode::NOT_IMPLEMENTED,

@@ -9,6 +9,33 @@ use super::CommandError;
 /// MongoDB's names for types and its rule for whole numbers, as the engine has them.
 pub use odm_engine::expr::{type_name, whole_number};
 
+/// The generic arguments any command may carry (MongoDB's `generic_argument.idl`, those
+/// drivers and tools send): a command that checks its fields accepts these beside its own.
+pub const GENERIC_ARGUMENTS: [&str; 17] = [
+    "$db",
+    "lsid",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
+    "stmtId",
+    "$clusterTime",
+    "$readPreference",
+    "readConcern",
+    "writeConcern",
+    "comment",
+    "maxTimeMS",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "txnRetryCounter",
+    "$audit",
+];
+
+/// Whether `name` is one of the [`GENERIC_ARGUMENTS`].
+pub fn is_generic_argument(name: &str) -> bool {
+    GENERIC_ARGUMENTS.contains(&name)
+}
+
 /// A command's document, read argument by argument.
 #[derive(Debug, Clone, Copy)]
 pub struct Args<'d> {

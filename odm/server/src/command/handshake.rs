@@ -172,7 +172,78 @@ fn parameters(ctx: &Ctx<'_>) -> Document {
         "maxBSONDepth": odm_engine::MAX_STORED_DEPTH as i32,
         "internalQueryMaxBlockingSortMemoryUsageBytes": odm_engine::query::SORT_MEMORY_LIMIT as i64,
         "requireApiVersion": false,
+        "ttlMonitorEnabled": ctx.server.ttl.enabled(),
+        "ttlMonitorSleepSecs": i32::try_from(ctx.server.ttl.sleep_secs()).unwrap_or(i32::MAX),
     }
+}
+
+/// `setParameter` on `admin`: the parameters this server can change while it runs (the TTL
+/// monitor's); any other is refused by name, and nothing changes when one is refused.
+pub fn set_parameter(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    if ctx.db != "admin" {
+        return Err(super::CommandError::new(
+            odm_engine::ErrorCode::UNAUTHORIZED,
+            "setParameter may only be run against the admin database.",
+        ));
+    }
+    let known = parameters(ctx);
+    let mut changes: Vec<(&str, &Bson)> = Vec::new();
+    for (name, value) in command.iter().skip(1) {
+        if super::args::is_generic_argument(name) {
+            continue;
+        }
+        let settable = matches!(name.as_str(), "ttlMonitorEnabled" | "ttlMonitorSleepSecs");
+        if !settable {
+            let reason = if known.contains_key(name) {
+                format!("parameter `{name}` cannot be set at runtime by this server")
+            } else {
+                format!(
+                    "attempted to set unrecognized parameter [{name}], use help:true to see options"
+                )
+            };
+            return Err(super::CommandError::new(
+                odm_engine::ErrorCode::INVALID_OPTIONS,
+                reason,
+            ));
+        }
+        changes.push((name.as_str(), value));
+    }
+    if changes.is_empty() {
+        return Err(super::CommandError::new(
+            odm_engine::ErrorCode::INVALID_OPTIONS,
+            "no option found to set, use help:true to see options",
+        ));
+    }
+    let ttl = &ctx.server.ttl;
+    let mut reply = Document::new();
+    let mut apply: Vec<Box<dyn FnOnce()>> = Vec::new();
+    for (name, value) in changes {
+        if name == "ttlMonitorEnabled" {
+            let Bson::Boolean(on) = value else {
+                return Err(super::CommandError::bad_value(
+                    "ttlMonitorEnabled must be a boolean",
+                ));
+            };
+            reply.insert("was", ttl.enabled());
+            let on = *on;
+            apply.push(Box::new(move || ttl.set_enabled(on)));
+        } else {
+            let secs = super::args::whole_number(value)
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|&n| (1..=i64::from(i32::MAX) as u64).contains(&n))
+                .ok_or_else(|| {
+                    super::CommandError::bad_value(
+                        "ttlMonitorSleepSecs must be a whole number of seconds, at least 1",
+                    )
+                })?;
+            reply.insert("was", i32::try_from(ttl.sleep_secs()).unwrap_or(i32::MAX));
+            apply.push(Box::new(move || ttl.set_sleep_secs(secs)));
+        }
+    }
+    for change in apply {
+        change();
+    }
+    Ok(reply.into())
 }
 
 pub fn get_parameter(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -216,7 +287,10 @@ pub fn server_status(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
             "insert": n(&s.op_insert), "query": n(&s.op_query), "update": n(&s.op_update),
             "delete": n(&s.op_delete), "getmore": n(&s.op_getmore), "command": n(&s.op_command),
         },
-        "metrics": {"cursor": {"open": {"total": ctx.server.cursors.open_count() as i64}}},
+        "metrics": {
+            "cursor": {"open": {"total": ctx.server.cursors.open_count() as i64}},
+            "ttl": ctx.server.ttl.metrics(),
+        },
         "storageEngine": {"name": "odm", "supportsCommittedReads": true, "persistent": true},
     };
     if let Some(name) = &ctx.server.config.replica_set {

@@ -266,6 +266,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("connectionStatus", handshake::connection_status),
     cmd("getCmdLineOpts", handshake::get_cmd_line_opts),
     cmd("getParameter", handshake::get_parameter),
+    cmd("setParameter", handshake::set_parameter),
     cmd("serverStatus", handshake::server_status),
     cmd("hostInfo", handshake::host_info),
     cmd("whatsmyuri", handshake::whatsmyuri),
