@@ -44,6 +44,7 @@ pub mod path;
 pub mod query;
 mod raw;
 mod read;
+pub mod retryable;
 pub mod sampling;
 mod schema;
 mod spill;

@@ -11,6 +11,8 @@
 //!   record (see [`crate::changes`]), split between a main table and a small head of the
 //!   newest records, with the log's options and trim point under the meta keys `change_log`
 //!   and `change_log_trimmed`;
+//! - `odm.retryable_writes`: a session's id -> its latest retryable write's number and reply
+//!   (see [`crate::retryable`]);
 //! - `odm.undo`: inside one write transaction only, never committed: the documents an
 //!   all-or-nothing `update_many` has replaced, so that it can put them back without holding
 //!   them in memory.
@@ -46,6 +48,10 @@ pub(crate) const CHANGES: TableDefinition<'static, (u64, u32), &'static [u8]> =
 /// The change log's newest records, moved to `odm.changes` in bulk (see `changes::log`).
 pub(crate) const CHANGES_HEAD: TableDefinition<'static, (u64, u32), &'static [u8]> =
     TableDefinition::new("odm.changes.head");
+
+/// Session id (the bytes of its `lsid.id`) -> a BSON record `{txnNumber, at, reply}`.
+pub(crate) const RETRYABLE: TableDefinition<'static, &'static [u8], &'static [u8]> =
+    TableDefinition::new("odm.retryable_writes");
 
 /// See the module documentation; deleted before the transaction that creates it ends.
 pub(crate) const UNDO: Bytes<'static> = TableDefinition::new("odm.undo");

@@ -1574,3 +1574,82 @@ fn the_ttl_monitor_expires_what_wire_clients_index_and_obeys_set_parameter() {
     let params = command_reply(&admin, doc! {"getParameter": 1, "ttlMonitorSleepSecs": 1});
     assert_eq!(params.get_i32("ttlMonitorSleepSecs").unwrap(), 1);
 }
+
+#[test]
+fn a_retried_write_is_answered_from_its_record_across_a_restart_and_applied_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let replica = || Config {
+        replica_set: Some("rs0".into()),
+        ..Config::default()
+    };
+    let mut server = start_with(Storage::in_folder(dir.path().to_path_buf()), replica());
+    let mut conn = RawConnection::open(&server);
+    let session = lsid(42);
+    let insert = doc! {
+        "insert": "c", "documents": [{"_id": 1, "n": 0}], "$db": "retry",
+        "lsid": session.clone(), "txnNumber": 1_i64,
+    };
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 1);
+    // The same statement again: the first reply, not a duplicate key error.
+    let again = conn.command(&insert);
+    assert_eq!(again.get_i32("n").unwrap(), 1, "{again}");
+    assert!(!again.contains_key("writeErrors"), "{again}");
+    let inc = doc! {
+        "findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"n": 1}}, "new": true,
+        "$db": "retry", "lsid": session.clone(), "txnNumber": 2_i64,
+    };
+    let first = conn.command(&inc);
+    assert_eq!(
+        first.get_document("value").unwrap().get_i32("n").unwrap(),
+        1
+    );
+    let update = doc! {
+        "update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 10}}}],
+        "$db": "retry", "lsid": session.clone(), "txnNumber": 3_i64,
+    };
+    assert_eq!(conn.command(&update).get_i32("nModified").unwrap(), 1);
+    // Across a restart, the latest write's retry is answered from its record.
+    drop(conn);
+    server.stop();
+    let server = start_with(Storage::in_folder(dir.path().to_path_buf()), replica());
+    let mut conn = RawConnection::open(&server);
+    let retried = conn.command(&update);
+    assert_eq!(retried.get_i32("nModified").unwrap(), 1, "{retried}");
+    // An older number of the session is refused, and applies nothing.
+    assert_eq!(conn.code(&inc), 225);
+    let find = doc! {"find": "c", "filter": {}, "$db": "retry"};
+    let docs = conn.command(&find);
+    let batch = docs
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(
+        batch,
+        &vec![Bson::Document(doc! {"_id": 1, "n": 11})],
+        "applied once each"
+    );
+    // A new number applies again; a delete's retry too is answered from its record.
+    let delete = doc! {
+        "delete": "c", "deletes": [{"q": {}, "limit": 0}], "$db": "retry",
+        "lsid": session.clone(), "txnNumber": 4_i64,
+    };
+    assert_eq!(conn.command(&delete).get_i32("n").unwrap(), 1);
+    assert_eq!(conn.command(&delete).get_i32("n").unwrap(), 1);
+    // A transaction number outside a write, or without a session, is refused.
+    let read = doc! {"find": "c", "$db": "retry", "lsid": session.clone(), "txnNumber": 5_i64};
+    assert_eq!(conn.code(&read), 72);
+    let sessionless = doc! {"insert": "c", "documents": [{}], "$db": "retry", "txnNumber": 6_i64};
+    assert_eq!(conn.code(&sessionless), 72);
+}
+
+#[test]
+fn transaction_numbers_need_a_replica_set() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let insert = doc! {
+        "insert": "c", "documents": [{"_id": 1}], "$db": "retry",
+        "lsid": lsid(1), "txnNumber": 1_i64,
+    };
+    assert_eq!(conn.code(&insert), 20);
+}

@@ -634,6 +634,7 @@ fn run(
             db,
             txn: None,
             session: None,
+            retry: None,
         };
         // A panic in a command is a bug; it fails that command, not the server.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

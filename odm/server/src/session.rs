@@ -641,6 +641,7 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
                 ),
             ));
         }
+        ctx.retry = retry_key(ctx, spec.name, command, session)?;
         return (spec.run)(ctx, command);
     };
     if !ctx.server.is_replica_set() {
@@ -790,6 +791,115 @@ pub fn in_transaction(ctx: &Ctx<'_>) -> bool {
 
 /// Runs `f` in a write transaction of the command's database: the command's transaction, or
 /// one of its own (created with the database if needed), committed when `f` succeeds.
+/// A retryable write's session and transaction number (outside a transaction).
+#[derive(Debug, Clone, Copy)]
+pub struct RetryKey {
+    session: SessionId,
+    number: i64,
+}
+
+/// The commands whose writes are retryable (the retryable writes specification's list).
+const RETRYABLE: [&str; 6] = [
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "findandmodify",
+    "bulkWrite",
+];
+
+/// The retry key of a command that carries `txnNumber` outside a transaction. As MongoDB: a
+/// transaction number needs a session and a replica set, and only writes take one.
+fn retry_key(
+    ctx: &Ctx<'_>,
+    name: &str,
+    command: &Document,
+    session: Option<SessionId>,
+) -> Result<Option<RetryKey>, CommandError> {
+    let number = match command.get("txnNumber") {
+        None => return Ok(None),
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(other) => {
+            return Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                format!(
+                    "txnNumber must be a long, not {}",
+                    odm_engine::expr::type_name(other)
+                ),
+            ));
+        }
+    };
+    if !ctx.server.is_replica_set() {
+        return Err(CommandError::new(
+            ErrorCode::ILLEGAL_OPERATION,
+            "Transaction numbers are only allowed on a replica set member or mongos (start the server with --replica-set)",
+        ));
+    }
+    let session = session.ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "Transaction number requires a session ID to also be specified",
+        )
+    })?;
+    if !RETRYABLE.contains(&name) {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            format!(
+                "txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and {name} is not a retryable write command."
+            ),
+        ));
+    }
+    Ok(Some(RetryKey { session, number }))
+}
+
+/// What a write command did and its reply; for a retry of a recorded write, the recorded reply
+/// alone (nothing was applied).
+#[derive(Debug)]
+pub enum Recorded<R> {
+    Fresh(R, Document),
+    Retried(Document),
+}
+
+/// [`write`] for a write command that may be retried: `work` and, from what it did, `reply`
+/// (`None`: nothing to record, the command fails after its commit) run in one engine
+/// transaction with the record of a retryable write, so that the record and the write commit
+/// together. A retry of the session's latest write returns that write's reply unapplied; an
+/// older number is `TransactionTooOld` (225).
+pub fn write_recorded<R: Send + 'static>(
+    ctx: &Ctx<'_>,
+    work: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, CommandError> + Send + 'static,
+    reply: impl FnOnce(&R) -> Option<Document> + Send + 'static,
+) -> Result<Recorded<R>, CommandError> {
+    let key = ctx.retry;
+    write(ctx, move |t| {
+        if let Some(key) = key
+            && let Some(record) = t.retryable_write(&key.session.0)?
+        {
+            if record.txn_number == key.number {
+                return Ok(Recorded::Retried(record.reply));
+            }
+            if record.txn_number > key.number {
+                return Err(CommandError::new(
+                    ErrorCode::TRANSACTION_TOO_OLD,
+                    format!(
+                        "Retryable write with txnNumber {} is prohibited on session because a newer retryable write with txnNumber {} has already started on this session.",
+                        key.number, record.txn_number
+                    ),
+                ));
+            }
+        }
+        let done = work(t)?;
+        let Some(doc) = reply(&done) else {
+            return Ok(Recorded::Fresh(done, Document::new()));
+        };
+        if let Some(key) = key {
+            t.record_retryable_write(&key.session.0, key.number, &doc)?;
+        }
+        Ok(Recorded::Fresh(done, doc))
+    })
+}
+
 pub fn write<R: Send + 'static>(
     ctx: &Ctx<'_>,
     f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, CommandError> + Send + 'static,

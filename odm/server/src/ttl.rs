@@ -3,7 +3,8 @@
 //! at most [`odm_engine::EXPIRY_BATCH`] documents, so that a pass over many expired documents
 //! never holds a database's one writer for long. `setParameter` changes the interval and
 //! turns the monitor off and on (`ttlMonitorEnabled`); `serverStatus.metrics.ttl` counts its
-//! passes, sub-passes (batches) and deleted documents.
+//! passes, sub-passes (batches) and deleted documents. Each pass also drops the records of
+//! retryable writes older than a session lives (see `odm_engine::retryable`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,6 +16,10 @@ use super::Shared;
 
 /// MongoDB's default `ttlMonitorSleepSecs`.
 pub const DEFAULT_SLEEP_SECS: u64 = 60;
+
+/// How long a retryable write's record is kept: a session unused this long has ended
+/// (MongoDB's `logicalSessionTimeoutMinutes`, 30).
+const RETRY_RECORD_LIFETIME_MS: i64 = 30 * 60 * 1000;
 
 /// How often the monitor looks at the stop request and its settings while it sleeps.
 const LOOK_EVERY: Duration = Duration::from_millis(200);
@@ -115,6 +120,10 @@ fn pass(shared: &Shared) {
                 .deleted
                 .fetch_add(expiry.deleted, Ordering::Relaxed);
         }
+        // Retryable writes' records outlive their sessions by no more than a session lives.
+        let cutoff =
+            DateTime::from_millis(DateTime::now().timestamp_millis() - RETRY_RECORD_LIFETIME_MS);
+        let _ = db.write(|t| t.forget_retryable_writes(cutoff));
     }
     shared.ttl.passes.fetch_add(1, Ordering::Relaxed);
 }

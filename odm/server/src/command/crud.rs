@@ -34,21 +34,52 @@ fn write_error(index: usize, e: &odm_engine::Error) -> Document {
     CommandError::from_engine(e).to_write_error(index)
 }
 
-/// Runs write operations on one collection of the command's database; the bulk result.
+/// Runs write operations on one collection of the command's database, with their reply made
+/// by `reply` in the same transaction (see [`session::write_recorded`]). `positions`: the
+/// index of the statement each operation came from, which the result's indexes are mapped
+/// back to. An interruption fails the command after its commit, and is not recorded.
 fn run_ops(
     ctx: &mut Ctx<'_>,
     collection: &str,
-    ops: Vec<WriteOp>,
+    (ops, positions): (Vec<WriteOp>, Vec<usize>),
     ordered: bool,
     let_vars: Option<Document>,
-) -> Result<BulkResult, CommandError> {
+    reply: impl FnOnce(&BulkResult) -> Document + Send + 'static,
+) -> Result<session::Recorded<BulkResult>, CommandError> {
     let collection = collection.to_owned();
-    let result = session::write(ctx, move |t| {
-        let ops = ops.into_iter().map(|op| (collection.clone(), op)).collect();
-        Ok(t.bulk_write_across(ops, ordered, let_vars.as_ref())?)
-    })?;
-    interrupted(&result)?;
-    Ok(result)
+    let recorded = session::write_recorded(
+        ctx,
+        move |t| {
+            let ops = ops.into_iter().map(|op| (collection.clone(), op)).collect();
+            let mut result = t.bulk_write_across(ops, ordered, let_vars.as_ref())?;
+            for (i, _) in &mut result.upserted_ids {
+                *i = positions[*i];
+            }
+            for (i, _) in &mut result.results {
+                *i = positions[*i];
+            }
+            for (i, _) in &mut result.failures {
+                *i = positions[*i];
+            }
+            Ok(result)
+        },
+        move |result| interrupted(result).is_ok().then(|| reply(result)),
+    )?;
+    if let session::Recorded::Fresh(result, _) = &recorded {
+        interrupted(result)?;
+    }
+    Ok(recorded)
+}
+
+/// A command's reply document from its recorded outcome.
+fn reply_of<R>(recorded: session::Recorded<R>, count: impl FnOnce(&R)) -> Reply {
+    match recorded {
+        session::Recorded::Fresh(done, reply) => {
+            count(&done);
+            reply.into()
+        }
+        session::Recorded::Retried(reply) => reply.into(),
+    }
 }
 
 fn is_interruption(e: &CommandError) -> bool {
@@ -66,11 +97,11 @@ fn interrupted(result: &BulkResult) -> Result<(), CommandError> {
     }
 }
 
-fn with_write_errors(mut reply: Document, errors: Vec<Document>) -> Reply {
+fn with_write_errors(mut reply: Document, errors: Vec<Document>) -> Document {
     if !errors.is_empty() {
         reply.insert("writeErrors", errors);
     }
-    reply.into()
+    reply
 }
 
 pub fn insert(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -81,21 +112,29 @@ pub fn insert(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .ok_or_else(|| args.missing("documents"))?;
     check_batch(documents.len(), "ops")?;
     let ordered = args.bool("ordered")?.unwrap_or(true);
-    let ops = documents
+    let ops: Vec<WriteOp> = documents
         .into_iter()
         .map(|d| WriteOp::InsertOne(d.clone()))
         .collect();
-    let result = run_ops(ctx, &collection, ops, ordered, None)?;
-    Stats::add(&ctx.server.stats.op_insert, result.inserted);
-    let errors = result
-        .failures
-        .iter()
-        .map(|(i, e)| write_error(*i, e))
-        .collect();
-    Ok(with_write_errors(
-        doc! {"n": result.inserted as i32},
-        errors,
-    ))
+    let positions = (0..ops.len()).collect();
+    let recorded = run_ops(
+        ctx,
+        &collection,
+        (ops, positions),
+        ordered,
+        None,
+        |result| {
+            let errors = result
+                .failures
+                .iter()
+                .map(|(i, e)| write_error(*i, e))
+                .collect();
+            with_write_errors(doc! {"n": result.inserted as i32}, errors)
+        },
+    )?;
+    Ok(reply_of(recorded, |result| {
+        Stats::add(&ctx.server.stats.op_insert, result.inserted);
+    }))
 }
 
 /// An update's `u`: operators or a replacement document, or a pipeline.
@@ -219,23 +258,24 @@ fn parse_statements(
     (ops, positions, errors)
 }
 
-/// Runs the statements of an `update` or `delete` command (`field`: `updates` or `deletes`);
-/// the result with positions mapped back to statement indexes, and every write error, parse
-/// errors included, in index order (only the first in an ordered command).
+/// Runs the statements of an `update` or `delete` command (`field`: `updates` or `deletes`),
+/// its reply made by `finish` from the result (indexes mapped back to statements) and every
+/// write error, parse errors included, in index order (only the first in an ordered command).
 fn run_statements(
     ctx: &mut Ctx<'_>,
     command: &Document,
     name: &'static str,
     field: &str,
     parse: fn(&Document) -> Result<WriteOp, CommandError>,
-) -> Result<(BulkResult, Vec<Document>), CommandError> {
+    finish: fn(&BulkResult, Vec<Document>) -> Document,
+) -> Result<session::Recorded<BulkResult>, CommandError> {
     let args = Args::new(command, name);
     let collection = collection_name(command, name)?.to_owned();
     let statements = args.documents(field)?.ok_or_else(|| args.missing(field))?;
     check_batch(statements.len(), "ops")?;
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let let_vars = args.doc("let")?.cloned();
-    let (ops, positions, mut errors) = parse_statements(statements.clone(), ordered, parse);
+    let (ops, positions, parse_errors) = parse_statements(statements.clone(), ordered, parse);
     // Each statement that parsed is offered to the query analyzer on its own, as MongoDB
     // samples them.
     let sampled = if name == "update" {
@@ -256,57 +296,66 @@ fn run_statements(
             cmd
         });
     }
-    // An ordered command runs the statements before the first that does not parse.
-    let result = if ops.is_empty() {
-        BulkResult::default()
-    } else {
-        let mut result = run_ops(ctx, &collection, ops, ordered, let_vars)?;
-        for (i, _) in &mut result.upserted_ids {
-            *i = positions[*i];
+    let reply = move |result: &BulkResult| {
+        let mut errors = parse_errors;
+        errors.extend(result.failures.iter().map(|(i, e)| write_error(*i, e)));
+        errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
+        if ordered {
+            errors.truncate(1);
         }
-        for (i, _) in &mut result.results {
-            *i = positions[*i];
-        }
-        errors.extend(
-            result
-                .failures
-                .iter()
-                .map(|(i, e)| write_error(positions[*i], e)),
-        );
-        result
+        finish(result, errors)
     };
-    errors.sort_by_key(|e| e.get_i32("index").unwrap_or(i32::MAX));
-    if ordered {
-        errors.truncate(1);
+    // An ordered command runs the statements before the first that does not parse.
+    if ops.is_empty() {
+        let reply = reply(&BulkResult::default());
+        return Ok(session::Recorded::Fresh(BulkResult::default(), reply));
     }
-    Ok((result, errors))
+    run_ops(ctx, &collection, (ops, positions), ordered, let_vars, reply)
 }
 
 pub fn update(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    let (result, errors) = run_statements(ctx, command, "update", "updates", update_op)?;
-    Stats::add(
-        &ctx.server.stats.op_update,
-        result.matched + result.upserted,
-    );
-    let mut reply = doc! {
-        "n": (result.matched + result.upserted) as i32,
-        "nModified": result.modified as i32,
-    };
-    if !result.upserted_ids.is_empty() {
-        let upserted: Vec<Document> = result
-            .upserted_ids
-            .iter()
-            .map(|(i, id)| doc! {"index": *i as i32, "_id": id.clone()})
-            .collect();
-        reply.insert("upserted", upserted);
-    }
-    Ok(with_write_errors(reply, errors))
+    let recorded = run_statements(
+        ctx,
+        command,
+        "update",
+        "updates",
+        update_op,
+        |result, errors| {
+            let mut reply = doc! {
+                "n": (result.matched + result.upserted) as i32,
+                "nModified": result.modified as i32,
+            };
+            if !result.upserted_ids.is_empty() {
+                let upserted: Vec<Document> = result
+                    .upserted_ids
+                    .iter()
+                    .map(|(i, id)| doc! {"index": *i as i32, "_id": id.clone()})
+                    .collect();
+                reply.insert("upserted", upserted);
+            }
+            with_write_errors(reply, errors)
+        },
+    )?;
+    Ok(reply_of(recorded, |result| {
+        Stats::add(
+            &ctx.server.stats.op_update,
+            result.matched + result.upserted,
+        );
+    }))
 }
 
 pub fn delete(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    let (result, errors) = run_statements(ctx, command, "delete", "deletes", delete_op)?;
-    Stats::add(&ctx.server.stats.op_delete, result.deleted);
-    Ok(with_write_errors(doc! {"n": result.deleted as i32}, errors))
+    let recorded = run_statements(
+        ctx,
+        command,
+        "delete",
+        "deletes",
+        delete_op,
+        |result, errors| with_write_errors(doc! {"n": result.deleted as i32}, errors),
+    )?;
+    Ok(reply_of(recorded, |result| {
+        Stats::add(&ctx.server.stats.op_delete, result.deleted);
+    }))
 }
 
 pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -370,28 +419,33 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         cmd
     });
     let is_delete = matches!(action, Modify::Delete);
-    let modified = session::write(ctx, move |t| {
-        Ok(t.find_and_modify(&collection, &filter, action, &options)?)
-    })?;
-    let counter = if is_delete {
-        &ctx.server.stats.op_delete
-    } else {
-        &ctx.server.stats.op_update
-    };
-    Stats::add(counter, 1);
-    let n = i32::from(modified.matched || modified.upserted_id.is_some());
-    let mut last_error = doc! {"n": n};
-    if !is_delete {
-        last_error.insert("updatedExisting", modified.matched);
-    }
-    if let Some(id) = modified.upserted_id {
-        last_error.insert("upserted", id);
-    }
-    Ok(doc! {
-        "lastErrorObject": last_error,
-        "value": modified.value.map_or(Bson::Null, Bson::Document),
-    }
-    .into())
+    let recorded = session::write_recorded(
+        ctx,
+        move |t| Ok(t.find_and_modify(&collection, &filter, action, &options)?),
+        move |modified| {
+            let n = i32::from(modified.matched || modified.upserted_id.is_some());
+            let mut last_error = doc! {"n": n};
+            if !is_delete {
+                last_error.insert("updatedExisting", modified.matched);
+            }
+            if let Some(id) = &modified.upserted_id {
+                last_error.insert("upserted", id.clone());
+            }
+            // The image a retry returns is recorded with the write.
+            Some(doc! {
+                "lastErrorObject": last_error,
+                "value": modified.value.clone().map_or(Bson::Null, Bson::Document),
+            })
+        },
+    )?;
+    Ok(reply_of(recorded, |_| {
+        let counter = if is_delete {
+            &ctx.server.stats.op_delete
+        } else {
+            &ctx.server.stats.op_update
+        };
+        Stats::add(counter, 1);
+    }))
 }
 
 /// 8.0's client-level `bulkWrite` on `admin`: operations on any collections of any databases
@@ -420,6 +474,10 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             Ok((db.to_owned(), coll.to_owned()))
         })
         .collect::<Result<Vec<_>, CommandError>>()?;
+    // Its operations commit one by one, in the transactions of their databases: no one
+    // transaction could hold a retry's record with them all, so none is kept, and a retried
+    // bulkWrite runs again (a known gap).
+    ctx.retry = None;
     let mut results: Vec<Document> = Vec::new();
     let mut counts = BulkResult::default();
     let mut n_errors = 0usize;
@@ -430,7 +488,17 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         let outcome = bulk_op(op, &namespaces).and_then(|(ns, op)| {
             let (db, collection) = &namespaces[ns];
             ctx.db.clone_from(db);
-            let result = run_ops(ctx, collection, vec![op], true, let_vars.clone())?;
+            let recorded = run_ops(
+                ctx,
+                collection,
+                (vec![op], vec![0]),
+                true,
+                let_vars.clone(),
+                |_| Document::new(),
+            )?;
+            let session::Recorded::Fresh(result, _) = recorded else {
+                unreachable!("bulkWrite records no retryable write");
+            };
             match result.failures.first() {
                 Some((_, e)) => Err(CommandError::from_engine(e)),
                 None => Ok(result),

@@ -198,6 +198,9 @@ pub struct Ctx<'a> {
     /// The session the command names in its `lsid` (set by `session`), which owns the cursors
     /// it opens.
     pub session: Option<super::session::SessionId>,
+    /// A retryable write's session and number (set by `session`): its result is recorded
+    /// with it, and a retry answered from the record.
+    pub retry: Option<super::session::RetryKey>,
 }
 
 /// Who may run a command.
