@@ -1,15 +1,20 @@
-"""pymongo's test suite against `odm serve`: reads the suite's JUnit reports and compares them
-with the expected-results file (tests/wire/pymongo-expected.txt).
+"""A client's own test suite against `odm serve` (pymongo's, MongoEngine's): reads the suite's
+JUnit reports and compares them with the expected-results file
+(tests/wire/pymongo-expected.txt, tests/wire/mongoengine-expected.txt).
 
-    pymongo_results.py check EXPECTED REPORT.xml...   exit 1 when a result differs
-    pymongo_results.py write EXPECTED REPORT.xml...   rewrite EXPECTED from the reports
+    pymongo_results.py [--suite NAME] check EXPECTED REPORT.xml...   exit 1 when one differs
+    pymongo_results.py [--suite NAME] write EXPECTED REPORT.xml...   rewrite EXPECTED from them
+
+NAME names the suite in the messages (`pymongo` unless given).
 
 The expected-results file has one entry a line, `OUTCOME ID  # reason`:
-  - OUTCOME is `pass`, `fail` (a known failure), `skip` (pymongo skips it: the reason is
-    pymongo's), `exclude` (not run at all; pymongo.sh deselects it) or `ignore` (run, any
-    result accepted: for a test whose result depends on timing).
-  - ID is a test (`test/test_x.py::Class::test_y`), a class or a file: a test takes the entry
-    of its longest listed prefix. Every test must be covered by some entry.
+  - OUTCOME is `pass`, `fail` (a known failure), `skip` (the suite skips it: the reason is
+    the suite's), `exclude` (not run at all; the suite's script, pymongo.sh or mongoengine.sh,
+    deselects it) or `ignore` (run, any result accepted: for a test whose result depends on
+    timing).
+  - ID is a test (`test/test_x.py::Class::test_y`, `tests/document/test_x.py::Class::test_y`),
+    a class or a file: a test takes the entry of its longest listed prefix. Every test must be
+    covered by some entry.
   - A `fail` or `skip` carries its reason; `write` keeps reasons already written by hand for
     the same entry and fills new ones from the failure or skip message.
 
@@ -27,8 +32,10 @@ OUTCOMES = ("pass", "fail", "skip", "exclude", "ignore")
 
 
 def test_id(classname, name):
-    """`test.test_x.Class` and `test_y` as `test/test_x.py::Class::test_y`; a module skipped
-    whole when collected (no class name, the module as the name) as `test/test_x.py`."""
+    """`test.test_x.Class` and `test_y` as `test/test_x.py::Class::test_y`, the module being
+    the first part named `test_*` (`tests.document.test_x.Class`: `tests/document/test_x.py`
+    and its class); a module skipped whole when collected (no class name, the module as the
+    name) as `test/test_x.py`."""
     if not classname:
         return name.replace(".", "/") + ".py"
     parts = classname.split(".")
@@ -105,7 +112,7 @@ def entry_for(entries, tid):
     return None, None
 
 
-def check(expected_path, reports):
+def check(expected_path, reports, suite):
     entries = read_expected(expected_path)
     results = read_reports(reports)
     counts = collections.Counter(outcome for outcome, _ in results.values())
@@ -126,14 +133,14 @@ def check(expected_path, reports):
             stale.append(f"{tid}: listed as `{expected}` ({entry[1]}) but {actual}")
     total = sum(counts.values())
     print(
-        f"pymongo suite: {total} tests: {counts['pass']} passed, {counts['fail']} failed, "
+        f"{suite} suite: {total} tests: {counts['pass']} passed, {counts['fail']} failed, "
         f"{counts['skip']} skipped; {sum(1 for o, _ in entries.values() if o == 'exclude')} "
         "entries excluded from the run"
     )
     by_reason = collections.Counter(
         message for outcome, message in results.values() if outcome == "skip"
     )
-    print("skips by reason (pymongo's own messages):")
+    print(f"skips by reason ({suite}'s own messages):")
     for reason, n in by_reason.most_common():
         print(f"  {n:5}  {reason}")
     for title, items in (
@@ -212,10 +219,13 @@ def write(expected_path, reports):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("check", "write"):
+    args, suite = sys.argv[1:], "pymongo"
+    if len(args) >= 2 and args[0] == "--suite":
+        suite, args = args[1], args[2:]
+    if len(args) < 3 or args[0] not in ("check", "write"):
         sys.exit(__doc__)
-    command, expected, reports = sys.argv[1], sys.argv[2], sys.argv[3:]
-    sys.exit(check(expected, reports) if command == "check" else write(expected, reports))
+    command, expected, reports = args[0], args[1], args[2:]
+    sys.exit(check(expected, reports, suite) if command == "check" else write(expected, reports))
 
 
 if __name__ == "__main__":
