@@ -182,3 +182,23 @@ fn output_stages_are_refused_where_they_cannot_write() {
     );
     assert_eq!(all(&db, "x"), Vec::<Document>::new());
 }
+
+#[test]
+fn a_check_accepts_a_final_output_stage_and_refuses_one_elsewhere() {
+    let options = AggregateOptions::default();
+    assert!(options.check(&[doc! { "$out": "x" }]).is_ok());
+    assert!(
+        options
+            .check(&[doc! { "$match": {} }, doc! { "$merge": { "into": "x" } }])
+            .is_ok()
+    );
+    assert!(
+        options
+            .check(&[doc! { "$out": "x" }, doc! { "$match": {} }])
+            .is_err()
+    );
+    assert!(
+        options.check(&[doc! { "$out": 5 }]).is_err(),
+        "a malformed $out"
+    );
+}

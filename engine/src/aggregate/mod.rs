@@ -371,9 +371,14 @@ pub(crate) fn check_stages(pipeline: &[Document]) -> Result<()> {
 
 impl AggregateOptions {
     /// Parses `pipeline` under these options without running it: a malformed stage fails now,
-    /// even where there is no collection to read.
+    /// even where there is no collection to read. A final `$out` or `$merge` is checked as
+    /// [`Database::aggregate`](crate::Database::aggregate) reads it.
     pub fn check(&self, pipeline: &[Document]) -> Result<()> {
-        parse_pipeline(pipeline, self).map(drop)
+        let stages = match pipeline.split_last() {
+            Some((last, rest)) if output::is_output(last)? => rest,
+            _ => pipeline,
+        };
+        parse_pipeline(stages, self).map(drop)
     }
 }
 
