@@ -178,6 +178,16 @@ impl IndexSpec {
             None => return Err(IndexSpecError::MissingKey),
         };
         let mut spec = IndexSpec::from_keys_document(key)?;
+        // The `_id` index takes no options (MongoDB: any field but these is refused, `false`
+        // values and `background` too).
+        if spec.keys.len() == 1 && spec.keys[0] == (Path::new("_id"), Direction::Ascending) {
+            let allowed = ["key", "name", "v", "ns", "collation"];
+            if let Some(field) = index.keys().find(|k| !allowed.contains(&k.as_str())) {
+                return Err(IndexSpecError::IdIndexOption {
+                    field: field.clone(),
+                });
+            }
+        }
         match index.get("name") {
             None => {}
             Some(Bson::String(name)) => spec = spec.named(name),
@@ -325,14 +335,18 @@ impl IndexSpec {
         if self.keys.len() == 1 && self.keys[0].0.as_str() == "_id" {
             if self.expire_after.is_some() {
                 return Err(IndexSpecError::IdIndexOption {
-                    what: "a TTL index",
+                    field: "expireAfterSeconds".into(),
                 });
             }
             if self.unique {
-                return Err(IndexSpecError::IdIndexOption { what: "unique" });
+                return Err(IndexSpecError::IdIndexOption {
+                    field: "unique".into(),
+                });
             }
             if self.sparse {
-                return Err(IndexSpecError::IdIndexOption { what: "sparse" });
+                return Err(IndexSpecError::IdIndexOption {
+                    field: "sparse".into(),
+                });
             }
         }
         Ok(())

@@ -321,7 +321,7 @@ fn a_write_inside_a_write_is_an_error_not_a_deadlock() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid index specification: the `_id` index cannot be a TTL index"
+        "invalid index specification: The field 'expireAfterSeconds' is not valid for an _id index specification"
     );
 }
 
@@ -1636,4 +1636,26 @@ fn a_file_open_elsewhere_is_refused_as_locked() {
     assert!(err.to_string().contains("open in another process"), "{err}");
     drop(db);
     Database::open(&path).unwrap();
+}
+
+#[test]
+fn the_id_index_takes_no_options_as_mongodb_words_it() {
+    for field in ["unique", "sparse", "background", "expireAfterSeconds"] {
+        let mut spec = doc! { "key": { "_id": 1 }, "name": "_id_" };
+        spec.insert(field, false);
+        if field == "expireAfterSeconds" {
+            spec.insert(field, 5);
+        }
+        let err = IndexSpec::from_document(&spec).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("The field '{field}' is not valid for an _id index specification"),
+        );
+        assert_eq!(err.code().code, 197);
+    }
+    let plain = doc! { "key": { "_id": 1 }, "name": "_id_", "v": 2 };
+    assert!(IndexSpec::from_document(&plain).is_ok());
+    // A descending `_id` index is an ordinary index, with options.
+    let descending = doc! { "key": { "_id": -1 }, "unique": true };
+    assert!(IndexSpec::from_document(&descending).is_ok());
 }

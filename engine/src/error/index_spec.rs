@@ -18,8 +18,9 @@ pub enum IndexSpecError {
     DollarPath { path: String },
     #[error("a TTL index must have exactly one key field, index `{name}` has {fields}")]
     TtlCompound { name: String, fields: usize },
-    #[error("the `_id` index cannot be {what}")]
-    IdIndexOption { what: &'static str },
+    /// MongoDB's words, which drivers' and ODMs' tests match.
+    #[error("The field '{field}' is not valid for an _id index specification")]
+    IdIndexOption { field: String },
     #[error("invalid partial filter: {reason}")]
     InvalidPartialFilter { reason: String },
     #[error("index name `{name}` is reserved or empty")]
