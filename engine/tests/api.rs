@@ -1659,3 +1659,29 @@ fn the_id_index_takes_no_options_as_mongodb_words_it() {
     let descending = doc! { "key": { "_id": -1 }, "unique": true };
     assert!(IndexSpec::from_document(&descending).is_ok());
 }
+
+#[test]
+fn a_natural_hint_scans_in_storage_order_either_way() {
+    use odm_engine::query::FindOptions;
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.insert_many(
+        [doc! { "_id": 2 }, doc! { "_id": 3 }, doc! { "_id": 1 }],
+        true,
+    )
+    .unwrap();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    for (direction, expected) in [(1, [1, 2, 3]), (-1, [3, 2, 1])] {
+        let options = FindOptions {
+            hint: Some(Bson::Document(doc! { "$natural": direction })),
+            ..FindOptions::default()
+        };
+        let ids: Vec<i32> = coll
+            .find(&doc! {}, &options)
+            .unwrap()
+            .map(|d| d.unwrap().get_i32("_id").unwrap())
+            .collect();
+        assert_eq!(ids, expected, "hint $natural: {direction}");
+    }
+}

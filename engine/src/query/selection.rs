@@ -80,8 +80,19 @@ impl Query {
     pub(crate) fn parse(filter: &Document, options: QueryOptions<'_>) -> Result<Query> {
         let collation = parse_collation(options.collation)?;
         let filter = Filter::parse_with(filter, &Scope::with_let(options.let_vars)?)?;
+        // A `{$natural: -1}` hint asks for the reverse of storage order (`_id` order here).
+        let natural_reverse = bson::doc! { "$natural": -1 };
+        let reverse_hint = match options.hint {
+            Some(Bson::Document(h))
+                if h.get("$natural").and_then(crate::expr::as_i64) == Some(-1) =>
+            {
+                Some(&natural_reverse)
+            }
+            _ => None,
+        };
         let sort = options
             .sort
+            .or(reverse_hint)
             .map(Sort::parse)
             .transpose()?
             .filter(|s| !s.is_empty())

@@ -54,6 +54,18 @@ impl Sort {
                         .with_code(ErrorCode::location(code)));
                 }
             };
+            if path == "$natural" {
+                // Natural order is a collection's storage order, here its `_id` order: this
+                // engine keeps no insertion sequence (see ARCHITECTURE.md).
+                if spec.len() > 1 {
+                    return Err(
+                        bad(path, "a $natural sort cannot be combined with other keys")
+                            .with_code(ErrorCode::BAD_VALUE),
+                    );
+                }
+                fields.push((Path::new("_id"), direction));
+                continue;
+            }
             let parsed = Path::parse(path).map_err(|e| bad(path, &e.to_string()))?;
             fields.push((parsed, direction));
         }
