@@ -361,12 +361,24 @@ fn idle_cursors_time_out_and_killed_cursors_are_gone() {
         .unwrap();
     let id = first.get_document("cursor").unwrap().get_i64("id").unwrap();
     assert_ne!(id, 0);
+    let kept = db
+        .run_command(doc! {"find": "c", "batchSize": 2, "noCursorTimeout": true})
+        .run()
+        .unwrap();
+    let kept = kept.get_document("cursor").unwrap().get_i64("id").unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let e = db
         .run_command(doc! {"getMore": id, "collection": "c"})
         .run()
         .unwrap_err();
     assert_eq!(code_of(&e), Some(43));
+    // A `noCursorTimeout` cursor outlives the idle timeout.
+    let more = db
+        .run_command(doc! {"getMore": kept, "collection": "c", "batchSize": 2})
+        .run()
+        .unwrap();
+    let batch = more.get_document("cursor").unwrap().get_array("nextBatch").unwrap();
+    assert_eq!(batch.len(), 2);
     let second = db
         .run_command(doc! {"find": "c", "batchSize": 2})
         .run()

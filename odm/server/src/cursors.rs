@@ -86,6 +86,9 @@ struct Entry {
     /// What the opening command's `maxTimeMS` left: each `getMore` runs within it and
     /// leaves the rest, so that the limit covers the cursor's whole work, as in MongoDB.
     time_left: Option<Duration>,
+    /// Opened with `noCursorTimeout`: the idle timeout does not close it (its session's end,
+    /// `killCursors` and the bound on open cursors still do).
+    no_timeout: bool,
 }
 
 #[derive(Debug)]
@@ -200,9 +203,17 @@ impl Cursors {
                 source,
                 session,
                 time_left,
+                no_timeout: false,
             },
         );
         Ok(id)
+    }
+
+    /// Exempts cursor `id` from the idle timeout (a find's `noCursorTimeout`).
+    pub fn keep_without_timeout(&self, id: i64) {
+        if let Some(entry) = self.lock().get_mut(&id) {
+            entry.no_timeout = true;
+        }
     }
 
     /// Keeps results computed in advance (inside a transaction); the first batch is taken from
@@ -496,7 +507,7 @@ impl Cursors {
             let mut open = self.lock();
             let ids: Vec<i64> = open
                 .iter()
-                .filter(|(_, e)| now.duration_since(e.last_used) > self.timeout)
+                .filter(|(_, e)| !e.no_timeout && now.duration_since(e.last_used) > self.timeout)
                 .map(|(id, _)| *id)
                 .collect();
             ids.iter().filter_map(|id| open.remove(id)).collect()

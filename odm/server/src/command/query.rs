@@ -160,6 +160,7 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     options.check(&filter)?;
     let first = batch_size(&args)?.unwrap_or(DEFAULT_FIRST_BATCH);
     let single = args.flag("singleBatch")?;
+    let no_timeout = args.flag("noCursorTimeout")?;
     let ns = format!("{}.{collection}", ctx.db);
     Stats::add(&ctx.server.stats.op_query, 1);
     super::analyze::sample(ctx, &collection, SampledCommand::Find, |_| {
@@ -194,6 +195,9 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             .cursors
             .live(db, ns.clone(), collection, open, first, ctx.session)?
     };
+    if no_timeout && id != 0 {
+        ctx.server.cursors.keep_without_timeout(id);
+    }
     Ok(cursor_reply(id, &ns, true, batch))
 }
 
