@@ -377,7 +377,11 @@ fn idle_cursors_time_out_and_killed_cursors_are_gone() {
         .run_command(doc! {"getMore": kept, "collection": "c", "batchSize": 2})
         .run()
         .unwrap();
-    let batch = more.get_document("cursor").unwrap().get_array("nextBatch").unwrap();
+    let batch = more
+        .get_document("cursor")
+        .unwrap()
+        .get_array("nextBatch")
+        .unwrap();
     assert_eq!(batch.len(), 2);
     let second = db
         .run_command(doc! {"find": "c", "batchSize": 2})
@@ -1664,4 +1668,66 @@ fn transaction_numbers_need_a_replica_set() {
         "lsid": lsid(1), "txnNumber": 1_i64,
     };
     assert_eq!(conn.code(&insert), 20);
+}
+
+#[test]
+fn database_level_aggregations_read_documents_and_sessions() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let insert = doc! {"insert": "books", "documents": [{"_id": 1, "title": "Dune"}], "$db": "lib"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 1);
+    let documents = doc! {
+        "aggregate": 1, "$db": "lib", "cursor": {},
+        "pipeline": [
+            {"$documents": [{"book": 1}, {"book": 2}]},
+            {"$lookup": {"from": "books", "localField": "book", "foreignField": "_id", "as": "found"}},
+            {"$project": {"_id": 0, "book": 1, "n": {"$size": "$found"}}},
+        ],
+    };
+    let reply = conn.command(&documents);
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(
+        batch,
+        &vec![
+            Bson::Document(doc! {"book": 1, "n": 1}),
+            Bson::Document(doc! {"book": 2, "n": 0})
+        ],
+        "{reply}"
+    );
+    // A session used once is listed, with its id and last use.
+    let ping = doc! {"ping": 1, "$db": "admin", "lsid": lsid(7)};
+    assert_eq!(conn.code(&ping), 0);
+    let sessions = doc! {
+        "aggregate": 1, "$db": "admin", "cursor": {},
+        "pipeline": [{"$listLocalSessions": {"allUsers": true}}, {"$match": {"_id.id": lsid(7).get("id").unwrap().clone()}}],
+    };
+    let reply = conn.command(&sessions);
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(batch.len(), 1, "{reply}");
+    let listed = batch[0].as_document().unwrap();
+    assert!(listed.get_datetime("lastUse").is_ok(), "{listed}");
+    assert!(
+        listed
+            .get_document("_id")
+            .unwrap()
+            .get_binary_generic("uid")
+            .is_ok(),
+        "{listed}"
+    );
+    // A pipeline that reads a collection needs one; a database that does not exist is not made.
+    let reads = doc! {"aggregate": 1, "$db": "nowhere", "cursor": {}, "pipeline": [{"$match": {}}]};
+    assert_eq!(conn.code(&reads), 40602);
+    let empty =
+        doc! {"aggregate": 1, "$db": "nowhere", "cursor": {}, "pipeline": [{"$documents": []}]};
+    assert_eq!(conn.code(&empty), 0);
+    let list = conn.command(&doc! {"listDatabases": 1, "$db": "admin", "nameOnly": true});
+    assert!(!list.to_string().contains("nowhere"), "{list}");
 }

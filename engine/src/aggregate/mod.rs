@@ -400,6 +400,22 @@ impl ReadTxn {
     }
 }
 
+impl ReadTxn {
+    /// Runs a pipeline that reads no collection, one that starts with `$documents` (MongoDB's
+    /// `{aggregate: 1}`), in this snapshot (which its `$lookup`s read).
+    pub fn aggregate_without_collection(
+        &self,
+        pipeline: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<Vec<Document>> {
+        let _entered = options.interrupt.as_ref().map(Interrupt::enter);
+        let Parsed {
+            stages, collation, ..
+        } = parse_pipeline(pipeline, options)?;
+        from_documents(self, stages, options, collation)?.collect()
+    }
+}
+
 /// Runs `pipeline` over given documents (a change stream's events), in `snapshot`.
 pub(crate) fn over_documents(
     snapshot: &ReadTxn,

@@ -492,6 +492,43 @@ impl Sessions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// `$listLocalSessions`' documents: each session's id (its `lsid` and its user's digest)
+    /// and last use, those of `users` only when given ((database, name) pairs; `None`: all).
+    pub fn local_sessions(&self, users: Option<&[(String, String)]>) -> Vec<Document> {
+        let now = Instant::now();
+        let table = self.lock();
+        let mut out: Vec<Document> = table
+            .by_id
+            .iter()
+            .filter(|(_, s)| {
+                users.is_none_or(|users| s.user.as_ref().is_some_and(|u| users.contains(u)))
+            })
+            .map(|(id, s)| {
+                let mut lsid = id.to_lsid();
+                let digest = crate::auth::user_digest(s.user.as_ref());
+                lsid.insert(
+                    "uid",
+                    bson::Binary {
+                        subtype: bson::spec::BinarySubtype::Generic,
+                        bytes: digest.to_vec(),
+                    },
+                );
+                let idle = now.duration_since(s.last_used);
+                let last_use = bson::DateTime::from_millis(
+                    bson::DateTime::now().timestamp_millis()
+                        - i64::try_from(idle.as_millis()).unwrap_or(i64::MAX),
+                );
+                bson::doc! {"_id": lsid, "lastUse": last_use}
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            a.get_datetime("lastUse")
+                .ok()
+                .cmp(&b.get_datetime("lastUse").ok())
+        });
+        out
+    }
+
     /// How many sessions the table holds.
     pub fn len(&self) -> usize {
         self.lock().by_id.len()

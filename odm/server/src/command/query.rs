@@ -300,10 +300,7 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         }
         _ if lists_samples => return Err(super::analyze::list_sampled_queries_misplaced()),
         Some(Bson::Int32(1) | Bson::Int64(1)) => {
-            return Err(CommandError::new(
-                ErrorCode::NOT_IMPLEMENTED,
-                "database-level aggregation ({aggregate: 1}) is not supported by this server",
-            ));
+            return database_aggregate(ctx, &args, &pipeline_docs);
         }
         _ => collection_name(command, "aggregate")?.to_owned(),
     };
@@ -394,6 +391,84 @@ fn current_op_pipeline(
         None => DEFAULT_FIRST_BATCH,
     };
     buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &docs, first)
+}
+
+/// `{aggregate: 1}` whose pipeline starts with a stage that reads no collection: `$documents`,
+/// or `$listLocalSessions` (this server's sessions). Its `$lookup`s read the command's
+/// database, as it is now; a database that does not exist reads as empty and is not created.
+fn database_aggregate(ctx: &Ctx<'_>, args: &Args<'_>, pipeline: &[Document]) -> CommandResult {
+    let (_, options) = pipeline_of(args)?;
+    let first = first_batch(args.doc("cursor")?.and_then(|c| c.get("batchSize")))?;
+    let db = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => db,
+        None => std::sync::Arc::new(odm_engine::Database::in_memory()?),
+    };
+    let txn = db.read()?;
+    let docs = match pipeline.first().map(stage_name) {
+        Some("$documents") => txn.aggregate_without_collection(pipeline, &options)?,
+        Some("$listLocalSessions") => {
+            let spec = pipeline[0]
+                .get("$listLocalSessions")
+                .cloned()
+                .unwrap_or(Bson::Null);
+            let sessions = local_sessions(ctx, &spec)?;
+            txn.aggregate_documents(sessions, &pipeline[1..], &options)?
+        }
+        _ => {
+            return Err(CommandError::new(
+                ErrorCode::location(40602),
+                "{aggregate: 1} is only valid for a pipeline whose first stage reads no collection ($documents, $currentOp, $listLocalSessions, $changeStream)",
+            ));
+        }
+    };
+    buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &docs, first)
+}
+
+/// `$listLocalSessions`' documents: `{}` for the current user's sessions, `{allUsers: true}`
+/// for everyone's, `{users: [{user, db}]}` for those users'.
+fn local_sessions(ctx: &Ctx<'_>, spec: &Bson) -> Result<Vec<Document>, CommandError> {
+    let Bson::Document(spec) = spec else {
+        return Err(CommandError::new(
+            ErrorCode::TYPE_MISMATCH,
+            "$listLocalSessions takes an object",
+        ));
+    };
+    let mut users: Option<Vec<(String, String)>> = Some(ctx.conn.user.iter().cloned().collect());
+    for (field, value) in spec {
+        match (field.as_str(), value) {
+            ("allUsers", Bson::Boolean(true)) => users = None,
+            ("allUsers", Bson::Boolean(false)) => {}
+            ("users", Bson::Array(list)) => {
+                let named = list
+                    .iter()
+                    .map(|u| match u {
+                        Bson::Document(u) => match (u.get_str("db"), u.get_str("user")) {
+                            (Ok(db), Ok(user)) => Ok((db.to_owned(), user.to_owned())),
+                            _ => Err(CommandError::bad_value(
+                                "each of users names a user and a db",
+                            )),
+                        },
+                        _ => Err(CommandError::bad_value(
+                            "each of users names a user and a db",
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                users = Some(named);
+            }
+            _ => {
+                return Err(CommandError::new(
+                    ErrorCode::location(40415),
+                    format!("unknown field `{field}` (or a wrong type) in $listLocalSessions"),
+                ));
+            }
+        }
+    }
+    // Without authentication, sessions have no user: `{}` lists them all, as MongoDB does
+    // for the unauthenticated.
+    if users.as_ref().is_some_and(Vec::is_empty) {
+        users = None;
+    }
+    Ok(ctx.server.sessions.local_sessions(users.as_deref()))
 }
 
 /// `cursor.batchSize`: the size of an aggregation's first batch, a whole non-negative number.
