@@ -983,11 +983,12 @@ fn what_the_server_does_not_do_is_refused_by_name() {
         .insert_one(doc! {})
         .run()
         .unwrap();
+    // With no capped collection, a tailable cursor gets MongoDB's answer for one not capped.
     let e = db
         .run_command(doc! {"find": "c", "tailable": true})
         .run()
         .unwrap_err();
-    assert_eq!(code_of(&e), Some(238), "{e}");
+    assert_eq!(code_of(&e), Some(2), "{e}");
     let e = client
         .database("admin")
         .run_command(doc! {"renameCollection": "d.c", "to": "other.c"})
@@ -1730,4 +1731,62 @@ fn database_level_aggregations_read_documents_and_sessions() {
     assert_eq!(conn.code(&empty), 0);
     let list = conn.command(&doc! {"listDatabases": 1, "$db": "admin", "nameOnly": true});
     assert!(!list.to_string().contains("nowhere"), "{list}");
+}
+
+#[test]
+fn commands_refuse_fields_they_do_not_know_and_those_they_do_not_implement() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let insert = doc! {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}], "$db": "d"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 2);
+    // A misspelt filter returns no documents: it is an error naming the field.
+    let misspelt = doc! {"find": "c", "fliter": {"_id": 1}, "$db": "d"};
+    let reply = conn.command(&misspelt);
+    assert_eq!(reply.get_i32("code").unwrap(), 40415, "{reply}");
+    assert!(
+        reply.get_str("errmsg").unwrap().contains("find.fliter"),
+        "{reply}"
+    );
+    for (command, code) in [
+        (
+            doc! {"insert": "c", "documents": [{}], "orderd": false, "$db": "d"},
+            40415,
+        ),
+        (
+            doc! {"update": "c", "updates": [], "upsert": true, "$db": "d"},
+            40415,
+        ),
+        (doc! {"count": "c", "filter": {}, "$db": "d"}, 40415),
+        (
+            doc! {"aggregate": "c", "pipeline": [], "cursor": {}, "batchSize": 1, "$db": "d"},
+            40415,
+        ),
+        (doc! {"find": "c", "tailable": true, "$db": "d"}, 2),
+        (doc! {"find": "c", "awaitData": true, "$db": "d"}, 9),
+        (doc! {"find": "c", "min": {"_id": 1}, "$db": "d"}, 238),
+        (doc! {"find": "c", "returnKey": true, "$db": "d"}, 238),
+        (doc! {"count": "c", "hint": "_id_", "$db": "d"}, 238),
+        (
+            doc! {"distinct": "c", "key": "a", "hint": "_id_", "$db": "d"},
+            238,
+        ),
+    ] {
+        assert_eq!(conn.code(&command), code, "{command}");
+    }
+    // Generic arguments and fields that do nothing on one node pass.
+    let generic = doc! {
+        "find": "c", "filter": {}, "$db": "d", "lsid": lsid(3), "comment": "x", "maxTimeMS": 1000,
+        "$readPreference": {"mode": "primaryPreferred"}, "readConcern": {"level": "local"},
+        "allowPartialResults": true, "oplogReplay": true, "min": {}, "returnKey": false,
+    };
+    let reply = conn.command(&generic);
+    assert!(!reply.contains_key("code"), "{reply}");
+    assert_eq!(
+        conn.command(&insert)
+            .get_array("writeErrors")
+            .unwrap()
+            .len(),
+        1,
+        "nothing was written twice"
+    );
 }

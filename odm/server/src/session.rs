@@ -658,6 +658,7 @@ fn txn_fields(
 
 /// Runs a command, inside its transaction when it names one.
 pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> CommandResult {
+    super::command::fields::check(spec.name, command)?;
     let session = SessionId::of_command(command)?;
     if let Some(id) = session {
         let sessions = &ctx.server.sessions;

@@ -13,6 +13,7 @@ mod args;
 pub(crate) mod change_stream;
 #[allow(clippy::unnecessary_wraps)]
 mod crud;
+pub mod fields;
 #[allow(clippy::unnecessary_wraps)]
 pub(crate) mod handshake;
 #[allow(clippy::unnecessary_wraps)]

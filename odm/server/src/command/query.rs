@@ -106,24 +106,7 @@ fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
         Some(0) | None => None,
         Some(n) => Some(n as u64),
     };
-    for unsupported in [
-        "tailable",
-        "awaitData",
-        "returnKey",
-        "showRecordId",
-        "min",
-        "max",
-    ] {
-        if args
-            .get(unsupported)
-            .is_some_and(|v| v != &Bson::Boolean(false))
-        {
-            return Err(CommandError::new(
-                ErrorCode::NOT_IMPLEMENTED,
-                format!("find option `{unsupported}` is not supported by this server"),
-            ));
-        }
-    }
+    refuse_unsupported_find_fields(args)?;
     Ok(FindOptions {
         sort: args.doc("sort")?.cloned().filter(|s| !s.is_empty()),
         projection: args.doc("projection")?.cloned().filter(|p| !p.is_empty()),
@@ -199,6 +182,40 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         ctx.server.cursors.keep_without_timeout(id);
     }
     Ok(cursor_reply(id, &ns, true, batch))
+}
+
+/// Find's fields MongoDB takes and this server does not implement, refused by name rather
+/// than ignored. A tailable cursor needs a capped collection, which this server does not have:
+/// MongoDB's answer for a collection that is not capped.
+fn refuse_unsupported_find_fields(args: &Args<'_>) -> Result<(), CommandError> {
+    if args.flag("awaitData")? && !args.flag("tailable")? {
+        return Err(CommandError::new(
+            ErrorCode::FAILED_TO_PARSE,
+            "Cannot set 'awaitData' without also setting 'tailable'",
+        ));
+    }
+    if args.flag("tailable")? {
+        return Err(CommandError::bad_value(
+            "error processing query: tailable cursor requested on non capped collection",
+        ));
+    }
+    for field in ["min", "max"] {
+        if args.doc(field)?.is_some_and(|d| !d.is_empty()) {
+            return Err(CommandError::new(
+                ErrorCode::NOT_IMPLEMENTED,
+                format!("find's `{field}` is not supported by this server"),
+            ));
+        }
+    }
+    for field in ["returnKey", "showRecordId"] {
+        if args.flag(field)? {
+            return Err(CommandError::new(
+                ErrorCode::NOT_IMPLEMENTED,
+                format!("find's `{field}` is not supported by this server"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -599,6 +616,12 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     // A negative limit counts as its absolute value, as in MongoDB.
     let limit = args.i64("limit")?.map_or(0, i64::unsigned_abs);
     let collation = args.doc("collation")?;
+    if args.get("hint").is_some_and(|h| !matches!(h, Bson::Null)) {
+        return Err(CommandError::new(
+            ErrorCode::NOT_IMPLEMENTED,
+            "count's `hint` is not supported by this server (countDocuments' aggregation takes one)",
+        ));
+    }
     Stats::add(&ctx.server.stats.op_query, 1);
     super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
         read_command(&filter, collation, None)
@@ -643,6 +666,12 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let key = args.required_str("key")?;
     let filter = args.doc("query")?.cloned().unwrap_or_default();
     let collation = args.doc("collation")?;
+    if args.get("hint").is_some_and(|h| !matches!(h, Bson::Null)) {
+        return Err(CommandError::new(
+            ErrorCode::NOT_IMPLEMENTED,
+            "distinct's `hint` is not supported by this server",
+        ));
+    }
     if crate::session::in_transaction(ctx) {
         return Err(CommandError::new(
             ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
