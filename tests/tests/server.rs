@@ -1765,10 +1765,10 @@ fn commands_refuse_fields_they_do_not_know_and_those_they_do_not_implement() {
         (doc! {"find": "c", "awaitData": true, "$db": "d"}, 9),
         (doc! {"find": "c", "min": {"_id": 1}, "$db": "d"}, 238),
         (doc! {"find": "c", "returnKey": true, "$db": "d"}, 238),
-        (doc! {"count": "c", "hint": "_id_", "$db": "d"}, 238),
+        (doc! {"count": "c", "hint": "noSuchIndex", "$db": "d"}, 2),
         (
-            doc! {"distinct": "c", "key": "a", "hint": "_id_", "$db": "d"},
-            238,
+            doc! {"distinct": "c", "key": "a", "hint": {"nope": 1}, "$db": "d"},
+            2,
         ),
     ] {
         assert_eq!(conn.code(&command), code, "{command}");
@@ -1781,6 +1781,13 @@ fn commands_refuse_fields_they_do_not_know_and_those_they_do_not_implement() {
     };
     let reply = conn.command(&generic);
     assert!(!reply.contains_key("code"), "{reply}");
+    // Count's and distinct's hints force their plan.
+    let count = conn
+        .command(&doc! {"count": "c", "query": {"_id": {"$gt": 1}}, "hint": "_id_", "$db": "d"});
+    assert_eq!(count.get_i64("n").unwrap(), 1, "{count}");
+    let distinct =
+        conn.command(&doc! {"distinct": "c", "key": "_id", "hint": {"$natural": 1}, "$db": "d"});
+    assert_eq!(distinct.get_array("values").unwrap().len(), 2, "{distinct}");
     assert_eq!(
         conn.command(&insert)
             .get_array("writeErrors")

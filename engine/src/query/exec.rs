@@ -176,20 +176,33 @@ impl ReadCollection<'_> {
         limit: u64,
         collation: Option<&Document>,
     ) -> Result<u64> {
+        self.count_matching_hinted(filter, skip, limit, collation, None)
+    }
+
+    /// [`ReadCollection::count_matching_with`] through the plan `hint` forces, when given.
+    pub fn count_matching_hinted(
+        &self,
+        filter: &Document,
+        skip: u64,
+        limit: u64,
+        collation: Option<&Document>,
+        hint: Option<&Bson>,
+    ) -> Result<u64> {
         let mut query = Query::parse(
             filter,
             QueryOptions {
                 collation,
                 skip,
                 limit: Some(limit),
+                hint,
                 ..QueryOptions::default()
             },
         )?;
-        let n = if matches!(&*query.filter, Filter::And(parts) if parts.is_empty()) {
+        let empty = matches!(&*query.filter, Filter::And(parts) if parts.is_empty());
+        let n = if empty && hint.is_none() {
             self.len()?
         } else {
-            let plan = self.best_plan(&query);
-            self.plan_cache().used(self.meta(), &plan);
+            let plan = choose_plan(self.meta(), self.plan_cache(), &query)?;
             query.run_under(&plan, self.meta());
             let covering =
                 covered::covering(self.meta(), &plan, &query.filter, None, Output::Count);
@@ -220,10 +233,23 @@ impl ReadCollection<'_> {
         filter: &Document,
         collation: Option<&Document>,
     ) -> Result<Vec<Bson>> {
+        self.distinct_hinted(key, filter, collation, None)
+    }
+
+    /// [`ReadCollection::distinct_with`] through the plan `hint` forces (an index's name or key
+    /// pattern, or `{$natural: 1}`), when given.
+    pub fn distinct_hinted(
+        &self,
+        key: &str,
+        filter: &Document,
+        collation: Option<&Document>,
+        hint: Option<&Bson>,
+    ) -> Result<Vec<Bson>> {
         let query = Query::parse(
             filter,
             QueryOptions {
                 collation,
+                hint,
                 ..QueryOptions::default()
             },
         )?;
@@ -232,8 +258,7 @@ impl ReadCollection<'_> {
         // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
         let mut seen = crate::value_set::ValueIndex::default();
         let mut values: Vec<bson::RawBson> = Vec::new();
-        let plan = self.best_plan(&query);
-        self.plan_cache().used(self.meta(), &plan);
+        let plan = choose_plan(self.meta(), self.plan_cache(), &query)?;
         for candidate in Candidates::new(self, &plan, None)? {
             let candidate = candidate?;
             let raw = candidate.raw(self.name())?;

@@ -261,8 +261,9 @@ pub fn configure_fail_point(ctx: &mut Ctx<'_>, command: &Document) -> CommandRes
 }
 
 /// Codes whose errors a driver may retry a write after (MongoDB's `RetryableWriteError`).
-const RETRYABLE_CODES: [i32; 13] = [
-    6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 64,
+/// A write concern's timeout (64) is not among them: the write happened.
+const RETRYABLE_CODES: [i32; 12] = [
+    6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436,
 ];
 
 /// Codes after which a change stream resumes (the change-stream specification's list), which

@@ -616,12 +616,7 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     // A negative limit counts as its absolute value, as in MongoDB.
     let limit = args.i64("limit")?.map_or(0, i64::unsigned_abs);
     let collation = args.doc("collation")?;
-    if args.get("hint").is_some_and(|h| !matches!(h, Bson::Null)) {
-        return Err(CommandError::new(
-            ErrorCode::NOT_IMPLEMENTED,
-            "count's `hint` is not supported by this server (countDocuments' aggregation takes one)",
-        ));
-    }
+    let hint = hint(&args)?;
     Stats::add(&ctx.server.stats.op_query, 1);
     super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
         read_command(&filter, collation, None)
@@ -634,6 +629,7 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             collation: collation.cloned(),
             skip,
             limit: Some(limit).filter(|&l| l > 0),
+            hint: hint.clone(),
             ..FindOptions::default()
         },
     )? {
@@ -651,7 +647,9 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         Some(db) => {
             let txn = db.read()?;
             match txn.collection(collection)? {
-                Some(c) => c.count_matching_with(&filter, skip, limit, collation)?,
+                Some(c) => {
+                    c.count_matching_hinted(&filter, skip, limit, collation, hint.as_ref())?
+                }
                 None => absent()?,
             }
         }
@@ -666,12 +664,7 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let key = args.required_str("key")?;
     let filter = args.doc("query")?.cloned().unwrap_or_default();
     let collation = args.doc("collation")?;
-    if args.get("hint").is_some_and(|h| !matches!(h, Bson::Null)) {
-        return Err(CommandError::new(
-            ErrorCode::NOT_IMPLEMENTED,
-            "distinct's `hint` is not supported by this server",
-        ));
-    }
+    let hint = hint(&args)?;
     if crate::session::in_transaction(ctx) {
         return Err(CommandError::new(
             ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
@@ -694,7 +687,7 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         Some(db) => {
             let txn = db.read()?;
             match txn.collection(collection)? {
-                Some(c) => c.distinct_with(key, &filter, collation)?,
+                Some(c) => c.distinct_hinted(key, &filter, collation, hint.as_ref())?,
                 None => absent()?,
             }
         }
