@@ -1,6 +1,6 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill|natural [--docs N] [--runs R]`
 //! and `bench load [--clients C] [--seconds S] [--idle I] [--slow W]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
@@ -8,6 +8,7 @@
 
 mod changes;
 mod core;
+mod natural;
 mod odm;
 #[cfg(feature = "peers")]
 mod peers;
@@ -48,6 +49,7 @@ fn main() {
         "load" => wire::run_load(&options).map_err(Into::into),
         "tools" => tools::run(&options),
         "spill" => spill::run(&options),
+        "natural" => natural::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -58,7 +60,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|changes|wire|tools|spill [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
+        "usage: bench core|query|update|odm|changes|wire|tools|spill|natural [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
     );
     std::process::exit(2);
 }
