@@ -2,19 +2,20 @@
 //! collection its natural order) would cost this engine, measured on the engine itself.
 //!
 //! Today a collection's documents live in one table keyed by `_id`, so its storage ("natural")
-//! order is `_id` order. MongoDB's non-clustered collections store documents by record id
-//! (insertion order) and find them by `_id` through an index. This benchmark models that layout
-//! with the engine's own parts, on documents whose `_id`s arrive in random order (strings, as
-//! in the ODM suites whose natural-order tests fail):
+//! order is `_id` order. Two layouts would keep insertion order, and the engine's own parts
+//! model both, on documents whose `_id`s arrive in random order (strings, as in the ODM suites
+//! whose natural-order tests fail); `seq` is an insertion counter with an ascending index:
 //!
-//! - writes: inserting with an ascending index on an insertion counter `seq` (the sequence
-//!   table a record id needs) against inserting without it;
+//! - writes: inserting with the `seq` index (a sequence entry per document, which either
+//!   layout writes) against inserting without it;
 //! - point reads: by `_id` (one lookup in the documents' table) against by `seq` (an index
-//!   lookup, then the fetch: the two lookups of a read through MongoDB's `_id` index);
-//! - scans: the whole collection in `_id` order (the documents' table) against in `seq` order
-//!   (the index walked, each document fetched).
+//!   lookup, then the fetch: what a read by `_id` costs in MongoDB's layout, documents keyed by
+//!   record id and found through the `_id` index);
+//! - scans: the whole collection in `_id` order against in `seq` order (the index walked, each
+//!   document fetched: what a natural-order scan costs if documents stay keyed by `_id` and a
+//!   sequence table is kept beside them).
 //!
-//! Ends with one `ratio` line per phase: sequence layout / today's.
+//! Ends with one `ratio` line per phase: sequence / today's.
 
 use bson::{Bson, doc};
 use odm_engine::query::FindOptions;
