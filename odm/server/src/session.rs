@@ -633,16 +633,12 @@ fn txn_fields(
             "a transaction needs a session (lsid)",
         )
     })?;
-    let number = match command.get("txnNumber") {
-        Some(Bson::Int64(n)) => *n,
-        Some(Bson::Int32(n)) => i64::from(*n),
-        _ => {
-            return Err(CommandError::new(
-                ErrorCode::INVALID_OPTIONS,
-                "a transaction needs a txnNumber",
-            ));
-        }
-    };
+    let number = txn_number(command)?.ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "a transaction needs a txnNumber",
+        )
+    })?;
     let start = command.get("startTransaction") == Some(&Bson::Boolean(true));
     let change_context = bson::doc! {
         "lsid": command.get("lsid").cloned().unwrap_or(Bson::Null),
@@ -829,6 +825,22 @@ pub fn in_transaction(ctx: &Ctx<'_>) -> bool {
 
 /// Runs `f` in a write transaction of the command's database: the command's transaction, or
 /// one of its own (created with the database if needed), committed when `f` succeeds.
+/// A command's `txnNumber`, a whole number, when it has one.
+fn txn_number(command: &Document) -> Result<Option<i64>, CommandError> {
+    match command.get("txnNumber") {
+        None => Ok(None),
+        Some(Bson::Int64(n)) => Ok(Some(*n)),
+        Some(Bson::Int32(n)) => Ok(Some(i64::from(*n))),
+        Some(other) => Err(CommandError::new(
+            ErrorCode::TYPE_MISMATCH,
+            format!(
+                "txnNumber must be a long, not {}",
+                odm_engine::expr::type_name(other)
+            ),
+        )),
+    }
+}
+
 /// A retryable write's session and transaction number (outside a transaction).
 #[derive(Debug, Clone, Copy)]
 pub struct RetryKey {
@@ -854,19 +866,8 @@ fn retry_key(
     command: &Document,
     session: Option<SessionId>,
 ) -> Result<Option<RetryKey>, CommandError> {
-    let number = match command.get("txnNumber") {
-        None => return Ok(None),
-        Some(Bson::Int64(n)) => *n,
-        Some(Bson::Int32(n)) => i64::from(*n),
-        Some(other) => {
-            return Err(CommandError::new(
-                ErrorCode::TYPE_MISMATCH,
-                format!(
-                    "txnNumber must be a long, not {}",
-                    odm_engine::expr::type_name(other)
-                ),
-            ));
-        }
+    let Some(number) = txn_number(command)? else {
+        return Ok(None);
     };
     if !ctx.server.is_replica_set() {
         return Err(CommandError::new(
