@@ -900,7 +900,7 @@ pub enum Recorded<R> {
     Retried(Document),
 }
 
-/// [`write`] for a write command that may be retried: `work` and, from what it did, `reply`
+/// [`write()`] for a write command that may be retried: `work` and, from what it did, `reply`
 /// (`None`: nothing to record, the command fails after its commit) run in one engine
 /// transaction with the record of a retryable write, so that the record and the write commit
 /// together. A retry of the session's latest write returns that write's reply unapplied; an

@@ -1,6 +1,6 @@
 //! The fields each command takes, as MongoDB's IDL declares them: a command carrying a field
 //! that is neither its own nor a generic argument (`lsid`, `$db`, `$clusterTime`, `comment`,
-//! ...; see [`super::args::GENERIC_ARGUMENTS`]) is refused with 40415, naming the field, so
+//! ...; see `args::GENERIC_ARGUMENTS`) is refused with 40415, naming the field, so
 //! that a misspelt option (`{find: "c", fliter: {...}}`) fails instead of being ignored.
 //!
 //! A field listed here is one MongoDB accepts; a handler refuses by name those it does not
