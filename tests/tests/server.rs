@@ -1797,3 +1797,59 @@ fn commands_refuse_fields_they_do_not_know_and_those_they_do_not_implement() {
         "nothing was written twice"
     );
 }
+
+#[test]
+fn db_stats_and_coll_stats_sum_what_the_collections_hold_in_their_scale() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let payload = "x".repeat(1000);
+    let docs: Vec<Document> = (0..50)
+        .map(|i| doc! {"_id": i, "p": payload.clone()})
+        .collect();
+    let insert = doc! {"insert": "a", "documents": docs, "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 50);
+    let insert = doc! {"insert": "b", "documents": [{"_id": 1}], "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 1);
+    let index =
+        doc! {"createIndexes": "a", "indexes": [{"key": {"p": 1}, "name": "p_1"}], "$db": "s"};
+    assert_eq!(conn.code(&index), 0);
+    let stats = conn.command(&doc! {"dbStats": 1, "$db": "s"});
+    assert_eq!(stats.get_i64("collections").unwrap(), 2, "{stats}");
+    assert_eq!(stats.get_i64("objects").unwrap(), 51, "{stats}");
+    assert_eq!(
+        stats.get_i64("indexes").unwrap(),
+        3,
+        "two _id indexes and p_1: {stats}"
+    );
+    let data = stats.get_f64("dataSize").unwrap();
+    assert!(data > 50_000.0, "{stats}");
+    assert!(stats.get_f64("indexSize").unwrap() > 0.0, "{stats}");
+    let scaled = conn.command(&doc! {"dbStats": 1, "scale": 1024, "$db": "s"});
+    assert!(
+        (scaled.get_f64("dataSize").unwrap() - data / 1024.0).abs() < 1e-9,
+        "{scaled}"
+    );
+    assert_eq!(scaled.get_i64("scaleFactor").unwrap(), 1024);
+    assert_eq!(conn.code(&doc! {"dbStats": 1, "scale": 0, "$db": "s"}), 2);
+    let coll = conn.command(&doc! {"collStats": "a", "$db": "s"});
+    assert_eq!(coll.get_i32("nindexes").unwrap(), 2, "{coll}");
+    let size = coll.get_i64("size").unwrap();
+    let kb = conn.command(&doc! {"collStats": "a", "scale": 1024, "$db": "s"});
+    assert_eq!(kb.get_i64("size").unwrap(), size / 1024, "{kb}");
+    let stage = doc! {
+        "aggregate": "a", "cursor": {}, "$db": "s",
+        "pipeline": [{"$collStats": {"storageStats": {"scale": 1024}}}],
+    };
+    let reply = conn.command(&stage);
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let storage = batch[0]
+        .as_document()
+        .unwrap()
+        .get_document("storageStats")
+        .unwrap();
+    assert_eq!(storage.get_i64("size").unwrap(), size / 1024, "{reply}");
+}

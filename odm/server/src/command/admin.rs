@@ -379,15 +379,24 @@ pub fn shard_collection(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
 }
 
 /// The statistics of one collection, as `collStats` and `$collStats` give them: the engine's
-/// `$collStats` storage statistics (zeros for a collection that does not exist).
-pub fn collection_stats(ctx: &Ctx<'_>, collection: &str) -> Result<Document, CommandError> {
+/// `$collStats` storage statistics in units of `scale` bytes (`None`: 1), zeros for a
+/// collection that does not exist.
+pub fn collection_stats(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    scale: Option<&Bson>,
+) -> Result<Document, CommandError> {
     let collection = collection.to_owned();
+    let mut options = Document::new();
+    if let Some(scale) = scale {
+        options.insert("scale", scale.clone());
+    }
     let stats = session::read(ctx, move |txn| {
         let Some(c) = txn.collection(&collection)? else {
             return Ok(None);
         };
         let report = c.aggregate(
-            &[doc! {"$collStats": {"storageStats": {}}}],
+            &[doc! {"$collStats": {"storageStats": options}}],
             &odm_engine::aggregate::AggregateOptions::default(),
         )?;
         Ok(report
@@ -415,7 +424,7 @@ pub fn collection_stats(ctx: &Ctx<'_>, collection: &str) -> Result<Document, Com
 
 pub fn coll_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "collStats")?;
-    let mut stats = collection_stats(ctx, collection)?;
+    let mut stats = collection_stats(ctx, collection, command.get("scale"))?;
     let mut reply = doc! {"ns": format!("{}.{collection}", ctx.db)};
     reply.extend(std::mem::take(&mut stats));
     Ok(reply.into())
@@ -431,7 +440,7 @@ pub fn db_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     };
     let mut sums = [0i64; 5];
     for name in &names {
-        let stats = collection_stats(ctx, name)?;
+        let stats = collection_stats(ctx, name, None)?;
         let fields = ["count", "size", "nindexes", "storageSize", "totalIndexSize"];
         for (sum, field) in sums.iter_mut().zip(fields) {
             *sum += match stats.get(field) {

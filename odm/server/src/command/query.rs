@@ -528,16 +528,27 @@ fn list_sampled_queries(ctx: &mut Ctx<'_>, args: &Args<'_>) -> CommandResult {
     super::analyze::list_sampled_queries(ctx, &pipeline, &options, first)
 }
 
-/// `[{$collStats: {...}}]`: the collection's statistics, as the `collStats` command gives them.
+/// `[{$collStats: {storageStats: {...}}}]`: the collection's statistics, as the `collStats`
+/// command gives them (zeros for a collection that does not exist), in the stage's `scale`.
 fn coll_stats_stage(
     ctx: &mut Ctx<'_>,
     collection: &str,
     pipeline: &[Document],
 ) -> Result<Option<Document>, CommandError> {
+    let storage_only = |stage: &Document| match stage.get("$collStats") {
+        Some(Bson::Document(spec)) => spec.len() == 1 && spec.contains_key("storageStats"),
+        _ => false,
+    };
     match pipeline.first() {
-        // A longer pipeline runs in the engine, whose `$collStats` reports the same sizes.
-        Some(stage) if stage_name(stage) == "$collStats" && pipeline.len() == 1 => {
-            let stats = super::admin::collection_stats(ctx, collection)?;
+        // A longer pipeline, or other statistics (`count`), run in the engine, whose
+        // `$collStats` reports the same sizes.
+        Some(stage) if pipeline.len() == 1 && storage_only(stage) => {
+            let scale = stage
+                .get_document("$collStats")
+                .and_then(|spec| spec.get_document("storageStats"))
+                .ok()
+                .and_then(|options| options.get("scale"));
+            let stats = super::admin::collection_stats(ctx, collection, scale)?;
             Ok(Some(doc! {
                 "ns": format!("{}.{collection}", ctx.db),
                 "host": ctx.server.address.clone(),
