@@ -74,36 +74,36 @@ impl Bits {
 
     /// Whether one value (not an array's elements) passes.
     pub(crate) fn matches(&self, value: RawBsonRef<'_>) -> bool {
-        let held = match value {
-            RawBsonRef::Binary(b) => Held::Bytes(b.bytes),
+        let field = match value {
+            RawBsonRef::Binary(b) => FieldBits::Bytes(b.bytes),
             other => match integer(other) {
-                Some(n) => Held::Integer(n),
+                Some(n) => FieldBits::Integer(n),
                 None => return false,
             },
         };
         let mut positions = self.positions.iter().copied();
         match self.test {
-            BitTest::AllSet => positions.all(|p| held.bit(p)),
-            BitTest::AnySet => positions.any(|p| held.bit(p)),
-            BitTest::AllClear => positions.all(|p| !held.bit(p)),
-            BitTest::AnyClear => positions.any(|p| !held.bit(p)),
+            BitTest::AllSet => positions.all(|p| field.bit(p)),
+            BitTest::AnySet => positions.any(|p| field.bit(p)),
+            BitTest::AllClear => positions.all(|p| !field.bit(p)),
+            BitTest::AnyClear => positions.any(|p| !field.bit(p)),
         }
     }
 }
 
 /// The bits a field's value offers.
-enum Held<'a> {
+enum FieldBits<'a> {
     Bytes(&'a [u8]),
     Integer(i64),
 }
 
-impl Held<'_> {
+impl FieldBits<'_> {
     fn bit(&self, p: u32) -> bool {
         match self {
-            Held::Bytes(bytes) => bytes
+            FieldBits::Bytes(bytes) => bytes
                 .get((p / 8) as usize)
                 .is_some_and(|byte| byte >> (p % 8) & 1 == 1),
-            Held::Integer(n) => {
+            FieldBits::Integer(n) => {
                 if p >= 64 {
                     *n < 0
                 } else {
