@@ -40,10 +40,14 @@ use crate::sampling::QueryAnalyzer;
 /// `odm.changes` in bulk (see [`crate::changes`]). An older build would not see the newest
 /// records, which are in the head, and would append its own before them; so it must refuse the
 /// file. A version 6 file is a version 7 file with an empty head.
-pub const FORMAT_VERSION: u32 = 7;
+///
+/// Version 8 added capped collections (see [`crate::capped`]), whose natural-order tables every
+/// write keeps in step. An older build would write them without those tables; so it must refuse
+/// the file. A version 7 file is a version 8 file without capped collections.
+pub const FORMAT_VERSION: u32 = 8;
 
 /// The earlier versions this build upgrades in place when it opens them (see `upgrade`).
-pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6];
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6, 7];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

@@ -64,6 +64,7 @@ impl ErrorCode {
     pub const OPERATION_FAILED: ErrorCode = ErrorCode::named(96, "OperationFailed");
     pub const INVALID_INDEX_SPECIFICATION_OPTION: ErrorCode =
         ErrorCode::named(197, "InvalidIndexSpecificationOption");
+    pub const CAPPED_POSITION_LOST: ErrorCode = ErrorCode::named(136, "CappedPositionLost");
     pub const EXCEEDED_MEMORY_LIMIT: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
     pub const INVALID_PIPELINE_OPERATOR: ErrorCode =
         ErrorCode::named(168, "InvalidPipelineOperator");

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use bson::{Bson, RawBson, RawDocument, RawDocumentBuf};
 use redb::{ReadableTable, Table};
 
+use crate::capped::{CappedError, Natural};
 use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
 use crate::changes::record::{Recorder, Rewrite};
 use crate::db::{PendingIndexWrites, WriteTxn};
@@ -195,6 +196,9 @@ impl<'db> WriteTxn<'db> {
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
         self.tables.with(&tables::docs_name(id), |_| Ok(()))?;
+        if meta.options.capped.is_some() {
+            Natural::open(&self.tables, id)?.put_back(&self.tables);
+        }
         self.record_ddl("create", name, bson::doc! {})?;
         Ok(meta)
     }
@@ -204,11 +208,13 @@ impl<'db> WriteTxn<'db> {
             .collection_meta(collection, create)?
             .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
         let docs = self.tables.take(&tables::docs_name(meta.id))?;
+        let natural = natural_of(&self.tables, &meta)?;
         Ok(Writer {
             pool: &self.tables,
             pending: &mut self.pending,
             meta,
             docs,
+            natural,
             index_tables: BTreeMap::new(),
             newly_multikey: BTreeSet::new(),
             recorder: Recorder::new(self.txn, &mut self.changes),
@@ -239,6 +245,14 @@ impl<'db> WriteTxn<'db> {
             }
         }
     }
+}
+
+/// A capped collection's order tables, for a writer of `meta`.
+fn natural_of<'db>(pool: &TablePool<'db>, meta: &CollectionMeta) -> Result<Option<Natural<'db>>> {
+    meta.options
+        .capped
+        .map(|_| Natural::open(pool, meta.id))
+        .transpose()
 }
 
 fn invalid(collection: &str, source: DocumentError) -> Error {
@@ -288,6 +302,8 @@ pub(crate) struct Writer<'t, 'db> {
     pending: &'t mut PendingIndexWrites,
     meta: Arc<CollectionMeta>,
     docs: BytesTable<'db>,
+    /// A capped collection's insertion order (see [`crate::capped`]).
+    natural: Option<Natural<'db>>,
     /// Index tables opened for lookups (unique checks), by index id.
     index_tables: BTreeMap<u64, IndexTablesMut<'db>>,
     newly_multikey: BTreeSet<u64>,
@@ -306,17 +322,19 @@ impl<'t, 'db> Writer<'t, 'db> {
         pool: &'t TablePool<'db>,
         pending: &'t mut PendingIndexWrites,
         changes: &'t mut crate::changes::TxnChanges,
-    ) -> Self {
-        let (meta, docs, index_tables) = view.into_parts();
-        Writer {
+    ) -> Result<Self> {
+        let (meta, docs, index_tables) = view.into_parts(pool);
+        let natural = natural_of(pool, &meta)?;
+        Ok(Writer {
             pool,
             pending,
             meta,
             docs,
+            natural,
             index_tables,
             newly_multikey: BTreeSet::new(),
             recorder: Recorder::new(pool.txn(), changes),
-        }
+        })
     }
 
     /// The change log's position now: work undone later is cut back to it
@@ -333,6 +351,9 @@ impl<'t, 'db> Writer<'t, 'db> {
     /// Puts the writer's tables back in the pool; returns the indexes it made multikey.
     pub(crate) fn finish(self) -> BTreeSet<u64> {
         self.pool.put(self.docs);
+        if let Some(natural) = self.natural {
+            natural.put_back(self.pool);
+        }
         for tables in self.index_tables.into_values() {
             tables.put_back(self.pool);
         }
@@ -364,6 +385,7 @@ impl<'t, 'db> Writer<'t, 'db> {
     }
 
     fn insert(&mut self, prepared: &Prepared) -> Result<Bson> {
+        self.check_fits(&prepared.raw)?;
         let id_key = keys::encode(prepared.id());
         let keys = self.index_keys(&prepared.raw)?;
         let meta = self.meta.clone();
@@ -397,6 +419,10 @@ impl<'t, 'db> Writer<'t, 'db> {
             }
         }
         self.recorder.inserted(&meta, &prepared.raw)?;
+        if let Some(natural) = &mut self.natural {
+            natural.appended(&id_key, prepared.raw.as_bytes().len())?;
+            self.remove_oldest_past_limits(Some(&id_key))?;
+        }
         Bson::try_from(prepared.id()).map_err(|e| Error::corrupt("generated _id", e))
     }
 
@@ -536,7 +562,13 @@ impl<'t, 'db> Writer<'t, 'db> {
             }
             changes.push((index, removed, added, new_keys));
         }
+        if self.natural.is_some() {
+            self.check_fits(new)?;
+        }
         self.docs.insert(id_key, new.as_bytes())?;
+        if let Some(natural) = &mut self.natural {
+            natural.resized(id_key, new.as_bytes().len())?;
+        }
         for (index, removed, added, new_keys) in changes {
             if let Some(keys) = &new_keys {
                 self.note_multikey(index, keys);
@@ -558,6 +590,9 @@ impl<'t, 'db> Writer<'t, 'db> {
             return Ok(None);
         };
         let old = stored_document(&collection, &old)?;
+        if let Some(natural) = &mut self.natural {
+            natural.removed(id_key)?;
+        }
         let old_keys = self.stored_index_keys(&old)?;
         let meta = self.meta.clone();
         for (index, keys) in meta.indexes.iter().zip(old_keys) {
@@ -567,6 +602,40 @@ impl<'t, 'db> Writer<'t, 'db> {
         }
         self.recorder.deleted(&meta, &old)?;
         Ok(Some(old))
+    }
+
+    /// Refuses a document larger than a capped collection's whole size.
+    fn check_fits(&self, doc: &RawDocument) -> Result<()> {
+        let Some(capped) = self.meta.options.capped else {
+            return Ok(());
+        };
+        let size = doc.as_bytes().len() as u64;
+        if size > capped.size {
+            return Err(Error::Capped(CappedError::DocumentTooLarge {
+                collection: self.meta.name.clone(),
+                size,
+                capped: capped.size,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Removes a capped collection's oldest documents while it is over its limits, never
+    /// `newest`, the document just written.
+    pub(crate) fn remove_oldest_past_limits(&mut self, newest: Option<&[u8]>) -> Result<()> {
+        let Some(capped) = self.meta.options.capped else {
+            return Ok(());
+        };
+        while let Some(oldest) = match &self.natural {
+            Some(natural) => natural.oldest_over(capped)?,
+            None => None,
+        } {
+            if Some(oldest.as_slice()) == newest {
+                break;
+            }
+            self.delete(&oldest)?;
+        }
+        Ok(())
     }
 
     /// The keys of a new document for every index, in catalog order.

@@ -18,6 +18,7 @@ pub mod aggregate;
 mod autocommit;
 mod budget;
 pub mod calendar;
+pub mod capped;
 mod catalog;
 pub mod changes;
 mod code;

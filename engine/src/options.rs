@@ -8,6 +8,7 @@
 
 use bson::{Bson, Document};
 
+use crate::capped::Capped;
 use crate::error::IndexSpecError;
 use crate::keys::Direction;
 use crate::path::Path;
@@ -21,6 +22,8 @@ pub struct CollectionOptions {
     /// document's image before the change (and an update's after it), for change streams'
     /// `fullDocumentBeforeChange` and `fullDocument: "whenAvailable" | "required"`.
     pub change_stream_pre_and_post_images: bool,
+    /// A capped collection's limits (see [`crate::capped`]).
+    pub capped: Option<Capped>,
 }
 
 impl CollectionOptions {
@@ -36,8 +39,17 @@ impl CollectionOptions {
         self
     }
 
+    #[must_use]
+    pub fn with_capped(mut self, capped: Capped) -> Self {
+        self.capped = Some(capped);
+        self
+    }
+
     pub(crate) fn to_document(&self) -> Document {
         let mut d = Document::new();
+        if let Some(capped) = self.capped {
+            d.insert("capped", capped.to_document());
+        }
         if let Some(key) = &self.shard_key {
             d.insert("shardKey", key.to_document());
         }
@@ -57,6 +69,17 @@ impl CollectionOptions {
             change_stream_pre_and_post_images: d
                 .get_bool("changeStreamPreAndPostImages")
                 .unwrap_or(false),
+            capped: match d.get_document("capped") {
+                Ok(c) => {
+                    Some(
+                        Capped::from_document(c).ok_or_else(|| IndexSpecError::BadOption {
+                            option: "capped".into(),
+                            reason: format!("{c} is not a capped collection's limits"),
+                        })?,
+                    )
+                }
+                Err(_) => None,
+            },
         })
     }
 }

@@ -36,6 +36,7 @@ impl ReadTxn {
         Ok(Some(ReadCollection {
             txn: self,
             index_tables: meta.indexes.iter().map(|_| OnceLock::new()).collect(),
+            natural: OnceLock::new(),
             meta: meta.clone(),
             docs,
         }))
@@ -50,6 +51,8 @@ pub struct ReadCollection<'t> {
     /// Each index's two tables (main and delta), by position in `meta.indexes`, opened by the
     /// first scan that reads them: a handle running many queries opens them once.
     index_tables: Vec<OnceLock<(BytesTable, BytesTable)>>,
+    /// A capped collection's insertion order, opened by the first walk in that order.
+    natural: OnceLock<BytesTable>,
 }
 
 impl std::fmt::Debug for ReadCollection<'_> {
@@ -70,6 +73,21 @@ impl<'t> ReadCollection<'t> {
 impl ReadCollection<'_> {
     pub fn name(&self) -> &str {
         &self.meta.name
+    }
+
+    /// A capped collection's insertion-order table (see [`crate::capped`]).
+    pub(crate) fn natural_order(&self) -> Result<&BytesTable> {
+        if self.meta.options.capped.is_none() {
+            return Err(crate::capped::not_capped(&self.meta.name));
+        }
+        if let Some(table) = self.natural.get() {
+            return Ok(table);
+        }
+        let table = self
+            .txn
+            .txn
+            .open_table(tables::bytes(&tables::natural_name(self.meta.id)))?;
+        Ok(self.natural.get_or_init(|| table))
     }
 
     /// The document with this `_id`.

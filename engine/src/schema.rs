@@ -106,11 +106,42 @@ impl WriteTxn<'_> {
         self.tables.close_all();
         self.txn
             .delete_table(tables::bytes(&tables::docs_name(meta.id)))?;
+        if meta.options.capped.is_some() {
+            crate::capped::delete_tables(self.txn, meta.id)?;
+        }
         for index in &meta.indexes {
             index_store::delete(self.txn, meta.id, index.id)?;
         }
         self.record_ddl("drop", name, bson::doc! {})?;
         Ok(true)
+    }
+
+    /// MongoDB's `convertToCapped`: makes a collection capped with these limits. Its documents
+    /// keep their natural order (insertion order for a capped one, `_id` order for others) as
+    /// their insertion order; the oldest are removed while the limits are exceeded; its other
+    /// indexes are dropped, as MongoDB keeps only `_id`'s.
+    pub fn convert_to_capped(&mut self, name: &str, limits: crate::capped::Capped) -> Result<()> {
+        let meta = self
+            .catalog
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::CollectionNotFound(name.to_owned()))?;
+        for index in &meta.indexes {
+            self.drop_index(name, index.spec.name())?;
+        }
+        let order = crate::capped::natural_order_of(&self.tables, &meta)?;
+        if meta.options.capped.is_some() {
+            self.tables.close_all();
+            crate::capped::delete_tables(self.txn, meta.id)?;
+        }
+        if let Some(meta) = self.catalog_mut().collections.get_mut(name) {
+            Arc::make_mut(meta).options.capped = Some(limits);
+        }
+        crate::capped::record_order(&self.tables, meta.id, &order)?;
+        let mut writer = self.writer(name, false)?;
+        let trimmed = writer.remove_oldest_past_limits(None);
+        writer.finish();
+        trimmed
     }
 
     /// Keeps (or stops keeping) a collection's images before and after each change in the

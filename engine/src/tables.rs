@@ -5,6 +5,8 @@
 //! - `odm.c{collection}.i{index}` and `odm.c{collection}.i{index}.delta`: the entries of an index
 //!   (see [`crate::index`]), split between a main table and a small delta of recent entries (see
 //!   `index_store`);
+//! - `odm.c{collection}.natural` and `odm.c{collection}.natural_ids`: a capped collection's
+//!   insertion order, sequence number -> encoded `_id` and back (see [`crate::capped`]);
 //! - `odm.sampled_queries`: sample number -> a sampled query (see [`crate::sampling`]), with
 //!   their total size under the meta key `sampled_queries_bytes`;
 //! - `odm.changes` and `odm.changes.head`: (commit time, position in the commit) -> a change
@@ -94,6 +96,16 @@ pub(crate) fn docs_name(collection: u64) -> String {
 /// new keys (see [`crate::upgrade`]), renamed to [`docs_name`] before the transaction ends.
 pub(crate) fn docs_rekeyed_name(collection: u64) -> String {
     table_name(collection, None, ".docs.rekeyed")
+}
+
+/// A capped collection's insertion order: sequence number (8 bytes, big-endian) -> encoded `_id`.
+pub(crate) fn natural_name(collection: u64) -> String {
+    table_name(collection, None, ".natural")
+}
+
+/// A capped collection's encoded `_id` -> its sequence number and size (see [`crate::capped`]).
+pub(crate) fn natural_ids_name(collection: u64) -> String {
+    table_name(collection, None, ".natural_ids")
 }
 
 pub(crate) fn index_name(collection: u64, index: u64) -> String {

@@ -71,8 +71,13 @@ fn verify_collection(
         .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
     let mut expected: Vec<Entries> = vec![Entries::new(); meta.indexes.len()];
     let mut multikey = vec![false; meta.indexes.len()];
+    // A capped collection's documents' sizes by encoded `_id`, checked against its order.
+    let mut sizes = BTreeMap::new();
     for row in docs.iter()? {
         let (key, bytes) = row?;
+        if meta.options.capped.is_some() {
+            sizes.insert(key.value().to_vec(), bytes.value().len() as u64);
+        }
         report.documents += 1;
         checked(report.documents);
         let Ok(doc) = RawDocument::from_bytes(bytes.value()) else {
@@ -111,6 +116,9 @@ fn verify_collection(
                 )),
             }
         }
+    }
+    if meta.options.capped.is_some() {
+        crate::capped::verify(&txn.txn, meta, &sizes, &mut report.problems)?;
     }
     for ((index, expected), multikey) in meta.indexes.iter().zip(expected).zip(multikey) {
         if multikey && !index.multikey {

@@ -10,6 +10,7 @@
 //! wrap a parser's error without this module depending on the parser; each parser re-exports
 //! its own (`odm_engine::expr::ExprError`).
 
+mod capped;
 mod collation;
 mod document;
 mod expr;
@@ -19,6 +20,7 @@ mod interrupted;
 mod operation;
 mod update;
 
+pub use capped::CappedError;
 pub use collation::CollationError;
 pub use document::DocumentError;
 pub use expr::ExprError;

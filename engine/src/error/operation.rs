@@ -5,7 +5,8 @@ use bson::Document;
 use thiserror::Error;
 
 use super::{
-    CollationError, DocumentError, ExprError, FilterError, IndexSpecError, Interrupted, UpdateError,
+    CappedError, CollationError, DocumentError, ExprError, FilterError, IndexSpecError,
+    Interrupted, UpdateError,
 };
 use crate::code::ErrorCode;
 
@@ -113,6 +114,9 @@ pub enum Error {
     ResultTooLarge { size: usize, max: usize },
     #[error("invalid index specification: {0}")]
     InvalidIndexSpec(#[from] IndexSpecError),
+    /// A capped collection's limits, or an operation they refuse.
+    #[error("{0}")]
+    Capped(#[from] CappedError),
     /// An index with this name or these keys exists with other options.
     #[error("index `{existing}` conflicts with the requested index `{requested}`: {reason}")]
     IndexConflict {
@@ -297,6 +301,7 @@ impl Error {
                 ErrorCode::QUERY_EXCEEDED_MEMORY_LIMIT
             }
             Error::InvalidIndexSpec(e) => e.code(),
+            Error::Capped(e) => e.code(),
             Error::IndexConflict {
                 same_name: true, ..
             } => ErrorCode::INDEX_KEY_SPECS_CONFLICT,

@@ -17,7 +17,7 @@ use bson::{RawDocument, RawDocumentBuf};
 
 use super::covered::Covering;
 use super::plan::{Access, KeyRange, Plan};
-use super::source::{DocumentRange, DocumentRows, Guard, Source as Collection};
+use super::source::{DocumentRange, DocumentRows, Guard, NaturalIds, Source as Collection};
 use crate::catalog::IndexMeta;
 use crate::error::{Error, Result};
 use crate::index_store::MergedRange;
@@ -60,6 +60,8 @@ pub(crate) struct Candidates<'c> {
 enum Source<'c> {
     Done,
     Scan(Box<DocumentRows<'c>>),
+    /// A capped collection's encoded `_id`s in insertion order (see [`crate::capped`]).
+    Natural(NaturalIds<'c>),
     Ids(std::vec::IntoIter<Vec<u8>>),
     /// Ranges of the documents table (the `_id_` index), interval by interval.
     IdRanges {
@@ -115,6 +117,7 @@ fn source<'c>(
 ) -> Result<Source<'c>> {
     Ok(match &plan.access {
         Access::CollectionScan => Source::Scan(Box::new(collection.documents()?)),
+        Access::NaturalScan { reverse } => Source::Natural(collection.natural(*reverse, None)?),
         Access::IdLookup { ids } => {
             let mut id_keys: Vec<Vec<u8>> = ids
                 .iter()
@@ -199,6 +202,20 @@ impl<'c> Source<'c> {
                     row.map(|(_, value)| Candidate::Stored(value))
                         .map_err(Error::from),
                 )
+            }
+            Source::Natural(ids) => {
+                let id = match ids.next()? {
+                    Ok((_, id)) => id,
+                    Err(e) => return Some(Err(e)),
+                };
+                stats.docs_examined += 1;
+                match collection.document(&id) {
+                    Ok(Some(doc)) => Some(Ok(Candidate::Stored(doc))),
+                    Ok(None) => Some(Err(collection.corrupt(
+                        "insertion order names a document the collection does not hold",
+                    ))),
+                    Err(e) => Some(Err(e)),
+                }
             }
             Source::Ids(ids) => loop {
                 let id = ids.next()?;

@@ -297,6 +297,11 @@ impl ReadCollection<'_> {
 
 /// The plan a query runs: the hinted one, or the best-ranked candidate.
 pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Result<Plan> {
+    if meta.options.capped.is_some()
+        && let Some(natural) = query.natural
+    {
+        return Ok(Plan::natural_scan(natural.reverse, natural.is_sort));
+    }
     let plan = match &query.hint {
         Some(hint) => hinted(
             hint,
@@ -309,6 +314,10 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
         None => best_plan(meta, cache, query),
     };
     cache.used(meta, &plan);
+    if meta.options.capped.is_some() && matches!(plan.access, Access::CollectionScan) {
+        // A capped collection scans in insertion order, as MongoDB's do.
+        return Ok(Plan::natural_scan(false, false));
+    }
     Ok(plan)
 }
 

@@ -135,7 +135,12 @@ fn stage(
         }
     };
     let mut tree = match &plan.access {
-        Access::CollectionScan => doc! { "stage": "COLLSCAN", "direction": "forward" },
+        Access::CollectionScan | Access::NaturalScan { reverse: false } => {
+            doc! { "stage": "COLLSCAN", "direction": "forward" }
+        }
+        Access::NaturalScan { reverse: true } => {
+            doc! { "stage": "COLLSCAN", "direction": "backward" }
+        }
         Access::IdLookup { ids } => doc! { "stage": "IDHACK", "keys": ids.len() as i64 },
         Access::Or(branches) => {
             let inputs: Vec<bson::Bson> = branches
@@ -321,6 +326,10 @@ impl fmt::Display for Explain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let describe = |p: &Plan| match &p.access {
             Access::CollectionScan => "collection scan".to_owned(),
+            Access::NaturalScan { reverse } => {
+                let order = if *reverse { "newest" } else { "oldest" };
+                format!("collection scan in insertion order, {order} first")
+            }
             Access::IdLookup { ids } => format!("_id lookup of {} value(s)", ids.len()),
             Access::Or(branches) => format!("union of {} plans ($or)", branches.len()),
             Access::IndexScan(scan) => {

@@ -34,6 +34,7 @@ mod routing;
 mod selection;
 mod sort;
 mod source;
+mod tail;
 
 pub use crate::error::FilterError;
 pub use bits::{BitTest, Bits};
@@ -53,3 +54,4 @@ pub use routing::{Routing, route_filter, target_filter};
 pub(crate) use selection::{Query, QueryOptions, parse_collation};
 pub use sort::Sort;
 pub(crate) use source::{Source, WriteView};
+pub use tail::Tail;

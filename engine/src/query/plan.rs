@@ -35,6 +35,11 @@ use crate::path::Path;
 #[derive(Debug, Clone)]
 pub enum Access {
     CollectionScan,
+    /// A capped collection's documents in insertion order, backward when `reverse` (see
+    /// [`crate::capped`]).
+    NaturalScan {
+        reverse: bool,
+    },
     /// Documents fetched by `_id`.
     IdLookup {
         ids: Vec<RawBson>,
@@ -86,7 +91,7 @@ impl Plan {
                     }
                     return;
                 }
-                Access::CollectionScan => return,
+                Access::CollectionScan | Access::NaturalScan { .. } => return,
             };
             if !out.contains(&name) {
                 out.push(name);
@@ -126,6 +131,14 @@ impl Plan {
     /// The scan of the documents table in `_id` order, the plan of last resort.
     pub(crate) fn collection_scan() -> Plan {
         Plan::unordered(Access::CollectionScan, i64::MIN)
+    }
+
+    /// A capped collection's scan in insertion order; `sorted` when that order is the sort
+    /// the query asked for (`{$natural: 1}` or `-1`).
+    pub(crate) fn natural_scan(reverse: bool, sorted: bool) -> Plan {
+        let mut plan = Plan::unordered(Access::NaturalScan { reverse }, i64::MIN);
+        plan.provides_sort = sorted;
+        plan
     }
 }
 
@@ -879,7 +892,10 @@ fn or_plan(filter: &Filter, collated: bool, indexes: &[IndexMeta]) -> Option<Pla
     let mut plans = Vec::with_capacity(branches.len());
     for branch in branches {
         let best = candidates(branch, collated, None, indexes).swap_remove(0);
-        if matches!(best.access, Access::CollectionScan) {
+        if matches!(
+            best.access,
+            Access::CollectionScan | Access::NaturalScan { .. }
+        ) {
             return None;
         }
         plans.push(best);

@@ -42,6 +42,23 @@ pub(crate) struct Query {
     pub(crate) residual: Option<Filter>,
     /// The blocking sort's memory limit (`None`: MongoDB's) and whether it may spill.
     pub(crate) memory: Memory,
+    /// The natural order a `$natural` sort, or else hint, asks for, and whether it is the
+    /// sort: insertion order on a capped collection, `_id` order on others (`sort` then holds
+    /// the `_id` sort).
+    pub(crate) natural: Option<Natural>,
+}
+
+/// See [`Query::natural`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Natural {
+    pub(crate) reverse: bool,
+    pub(crate) is_sort: bool,
+}
+
+/// The direction of a `{$natural: 1 | -1}` document: `Some(reverse)`.
+fn natural_direction(spec: &Document) -> Option<bool> {
+    let direction = spec.get("$natural").and_then(crate::expr::as_i64)?;
+    (spec.len() == 1).then_some(direction < 0)
 }
 
 /// An operation's memory options: see [`crate::budget`].
@@ -90,6 +107,17 @@ impl Query {
             }
             _ => None,
         };
+        let sorted_naturally = options.sort.and_then(natural_direction);
+        let hinted_naturally = match options.hint {
+            Some(Bson::Document(h)) => natural_direction(h),
+            _ => None,
+        };
+        let natural = sorted_naturally
+            .or(hinted_naturally)
+            .map(|reverse| Natural {
+                reverse,
+                is_sort: sorted_naturally == Some(reverse) || options.sort.is_none(),
+            });
         let sort = options
             .sort
             .or(reverse_hint)
@@ -107,6 +135,7 @@ impl Query {
             limit: options.limit.filter(|&l| l > 0),
             residual: None,
             memory: options.memory,
+            natural,
         })
     }
 
@@ -123,6 +152,7 @@ impl Query {
             limit: None,
             residual: None,
             memory: Memory::default(),
+            natural: None,
         }
     }
 

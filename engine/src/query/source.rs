@@ -40,6 +40,10 @@ fn directed<'a>(range: DocumentRows<'a>, reverse: bool) -> DocumentRange<'a> {
     }
 }
 
+/// A capped collection's encoded `_id`s with their sequence numbers, in insertion order or its
+/// reverse (see [`crate::capped::walk`]).
+pub(crate) type NaturalIds<'a> = Box<dyn Iterator<Item = Result<(u64, Vec<u8>)>> + 'a>;
+
 /// A collection as a query reads it; see the module documentation.
 pub(crate) trait Source {
     fn meta(&self) -> &CollectionMeta;
@@ -55,6 +59,10 @@ pub(crate) trait Source {
 
     /// The document stored under an encoded `_id`.
     fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>>;
+
+    /// A capped collection's documents' `_id`s in insertion order (reversed when `reverse`),
+    /// from past the sequence number `after`; an error on any other collection.
+    fn natural(&self, reverse: bool, after: Option<u64>) -> Result<NaturalIds<'_>>;
 
     /// The documents whose encoded `_id` lies within bounds, in `_id` order (descending when
     /// `reverse`).
@@ -101,6 +109,10 @@ impl Source for ReadCollection<'_> {
         self.document_guard(id_key)
     }
 
+    fn natural(&self, reverse: bool, after: Option<u64>) -> Result<NaturalIds<'_>> {
+        crate::capped::walk(self.natural_order()?, reverse, after)
+    }
+
     fn documents_between(
         &self,
         lower: Bound<&[u8]>,
@@ -125,19 +137,26 @@ impl Source for ReadCollection<'_> {
 pub(crate) struct WriteView<'t> {
     meta: std::sync::Arc<CollectionMeta>,
     docs: Table<'t, &'static [u8], &'static [u8]>,
+    /// A capped collection's insertion order (`odm.c{id}.natural`).
+    natural: Option<Table<'t, &'static [u8], &'static [u8]>>,
     indexes: BTreeMap<u64, IndexTablesMut<'t>>,
 }
 
 impl<'t> WriteView<'t> {
     /// The open tables: the collection, its documents table, its index tables by index id.
+    /// The insertion order table goes back to `pool`, for a writer to take with its pair.
     #[allow(clippy::type_complexity)]
     pub(crate) fn into_parts(
         self,
+        pool: &TablePool<'t>,
     ) -> (
         std::sync::Arc<CollectionMeta>,
         Table<'t, &'static [u8], &'static [u8]>,
         BTreeMap<u64, IndexTablesMut<'t>>,
     ) {
+        if let Some(natural) = self.natural {
+            pool.put(natural);
+        }
         (self.meta, self.docs, self.indexes)
     }
 
@@ -151,6 +170,10 @@ impl<'t> WriteView<'t> {
         plan: &super::Plan,
     ) -> Result<Self> {
         let docs = pool.take(&tables::docs_name(meta.id))?;
+        let natural = match meta.options.capped {
+            Some(_) => Some(pool.take(&tables::natural_name(meta.id))?),
+            None => None,
+        };
         let mut indexes = BTreeMap::new();
         for name in plan.indexes() {
             if let Some(index) = meta.index(name) {
@@ -160,6 +183,7 @@ impl<'t> WriteView<'t> {
         Ok(WriteView {
             meta,
             docs,
+            natural,
             indexes,
         })
     }
@@ -167,6 +191,9 @@ impl<'t> WriteView<'t> {
     /// Puts every table back in the pool.
     pub(crate) fn put_back(self, pool: &TablePool<'t>) {
         pool.put(self.docs);
+        if let Some(natural) = self.natural {
+            pool.put(natural);
+        }
         for tables in self.indexes.into_values() {
             tables.put_back(pool);
         }
@@ -184,6 +211,14 @@ impl Source for WriteView<'_> {
 
     fn document(&self, id_key: &[u8]) -> Result<Option<Guard<'_>>> {
         Ok(self.docs.get(id_key)?)
+    }
+
+    fn natural(&self, reverse: bool, after: Option<u64>) -> Result<NaturalIds<'_>> {
+        let order = self
+            .natural
+            .as_ref()
+            .ok_or_else(|| crate::capped::not_capped(&self.meta.name))?;
+        crate::capped::walk(order, reverse, after)
     }
 
     fn documents_between(
