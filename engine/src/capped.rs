@@ -306,13 +306,13 @@ fn corrupt(reason: &str) -> Error {
     Error::corrupt("a capped collection's natural order", reason)
 }
 
+/// A capped collection's encoded `_id`s with their sequence numbers, in insertion order or its
+/// reverse.
+pub(crate) type NaturalIds<'a> = Box<dyn Iterator<Item = Result<(u64, Vec<u8>)>> + 'a>;
+
 /// A capped collection's encoded `_id`s in natural order (reversed when `reverse`), with their
 /// sequence numbers, starting past `after` in the walk's direction.
-pub(crate) fn walk<'a, T>(
-    order: &'a T,
-    reverse: bool,
-    after: Option<u64>,
-) -> Result<Box<dyn Iterator<Item = Result<(u64, Vec<u8>)>> + 'a>>
+pub(crate) fn walk<T>(order: &T, reverse: bool, after: Option<u64>) -> Result<NaturalIds<'_>>
 where
     T: ReadableTable<&'static [u8], &'static [u8]>,
 {

@@ -1853,3 +1853,195 @@ fn db_stats_and_coll_stats_sum_what_the_collections_hold_in_their_scale() {
         .unwrap();
     assert_eq!(storage.get_i64("size").unwrap(), size / 1024, "{reply}");
 }
+
+fn ids_of(batch: &[Bson]) -> Vec<i32> {
+    batch
+        .iter()
+        .map(|d| d.as_document().unwrap().get_i32("_id").unwrap())
+        .collect()
+}
+
+fn cursor_of(reply: &Document) -> (i64, Vec<i32>) {
+    let cursor = reply
+        .get_document("cursor")
+        .unwrap_or_else(|_| panic!("{reply}"));
+    let batch = cursor
+        .get_array("firstBatch")
+        .or_else(|_| cursor.get_array("nextBatch"))
+        .unwrap();
+    (cursor.get_i64("id").unwrap(), ids_of(batch))
+}
+
+#[test]
+fn capped_collections_keep_the_newest_in_insertion_order_and_say_so() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let create = doc! {"create": "log", "capped": true, "size": 4000, "max": 3, "$db": "s"};
+    assert_eq!(conn.code(&create), 0);
+    for (bad, code) in [
+        (doc! {"create": "a", "capped": true}, 72),
+        (doc! {"create": "a", "size": 4096}, 72),
+        (doc! {"create": "a", "capped": false, "max": 5}, 72),
+        (doc! {"create": "a", "capped": true, "size": 0}, 51024),
+        (doc! {"create": "a", "capped": true, "size": "big"}, 14),
+        (
+            doc! {"create": "a", "capped": true, "size": 4096, "sise": 1},
+            40415,
+        ),
+    ] {
+        let mut bad = bad;
+        bad.insert("$db", "s");
+        assert_eq!(conn.code(&bad), code, "{bad}");
+    }
+    let docs: Vec<Document> = [5, 1, 4, 2, 3].iter().map(|i| doc! {"_id": i}).collect();
+    let insert = doc! {"insert": "log", "documents": docs, "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 5);
+    let find = doc! {"find": "log", "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&find)).1, [4, 2, 3]);
+    let newest_first = doc! {"find": "log", "sort": {"$natural": -1}, "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&newest_first)).1, [3, 2, 4]);
+    let listed = conn.command(&doc! {"listCollections": 1, "$db": "s"});
+    let first = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let options = first[0]
+        .as_document()
+        .unwrap()
+        .get_document("options")
+        .unwrap();
+    assert_eq!(
+        options,
+        &doc! {"capped": true, "size": 4096_i64, "max": 3_i64}
+    );
+    let stats = conn.command(&doc! {"collStats": "log", "$db": "s"});
+    assert!(stats.get_bool("capped").unwrap(), "{stats}");
+    assert_eq!(stats.get_i64("max").unwrap(), 3, "{stats}");
+    assert_eq!(stats.get_i64("maxSize").unwrap(), 4096, "{stats}");
+    let too_big = doc! {"insert": "log", "documents": [{"p": "x".repeat(5000)}], "$db": "s"};
+    let reply = conn.command(&too_big);
+    let error = reply.get_array("writeErrors").unwrap()[0]
+        .as_document()
+        .unwrap();
+    assert_eq!(error.get_i32("code").unwrap(), 2, "{reply}");
+    assert_eq!(cursor_of(&conn.command(&find)).1, [4, 2, 3]);
+}
+
+#[test]
+fn tailable_cursors_follow_inserts_wait_for_them_and_lose_their_place_when_it_is_removed() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let mut writer = RawConnection::open(&server);
+    let create = doc! {"create": "log", "capped": true, "size": 100_000, "max": 4, "$db": "s"};
+    assert_eq!(conn.code(&create), 0);
+    let empty = doc! {"find": "log", "tailable": true, "$db": "s"};
+    assert_eq!(
+        cursor_of(&conn.command(&empty)),
+        (0, vec![]),
+        "no place to resume from"
+    );
+    let insert = |conn: &mut RawConnection, ids: &[i32]| {
+        let docs: Vec<Document> = ids.iter().map(|i| doc! {"_id": i}).collect();
+        let insert = doc! {"insert": "log", "documents": docs, "$db": "s"};
+        assert_eq!(
+            conn.command(&insert).get_i32("n").unwrap(),
+            ids.len() as i32
+        );
+    };
+    insert(&mut writer, &[1, 2, 3]);
+    let tail = doc! {
+        "find": "log", "tailable": true, "awaitData": true, "batchSize": 2, "$db": "s",
+    };
+    let (id, batch) = cursor_of(&conn.command(&tail));
+    assert_ne!(id, 0);
+    assert_eq!(batch, [1, 2]);
+    let more =
+        move |ms: i64| doc! {"getMore": id, "collection": "log", "maxTimeMS": ms, "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&more(100))), (id, vec![3]));
+    let started = Instant::now();
+    assert_eq!(cursor_of(&conn.command(&more(300))), (id, vec![]));
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "awaited its maxTimeMS"
+    );
+    // An insert while a getMore waits ends the wait.
+    let waiting = std::thread::spawn(move || {
+        let started = Instant::now();
+        let reply = conn.command(&more(5_000));
+        (cursor_of(&reply), started.elapsed(), conn)
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    insert(&mut writer, &[4]);
+    let ((same, batch), waited, mut conn) = waiting.join().unwrap();
+    assert_eq!((same, batch), (id, vec![4]));
+    assert!(
+        waited < Duration::from_secs(4),
+        "woke on the insert: {waited:?}"
+    );
+    // Four inserts push document 4, the cursor's place, out of the collection.
+    insert(&mut writer, &[5, 6, 7, 8]);
+    let lost = doc! {"getMore": id, "collection": "log", "$db": "s"};
+    assert_eq!(conn.code(&lost), 136);
+    for (bad, code) in [
+        (doc! {"find": "plain", "tailable": true}, 2),
+        (
+            doc! {"find": "log", "tailable": true, "sort": {"_id": 1}},
+            2,
+        ),
+        (
+            doc! {"find": "log", "tailable": true, "singleBatch": true},
+            2,
+        ),
+        (doc! {"find": "log", "awaitData": true}, 9),
+    ] {
+        let mut bad = bad;
+        bad.insert("$db", "s");
+        if bad.get_str("find").is_ok_and(|f| f == "plain") {
+            insert_plain(&mut writer);
+        }
+        assert_eq!(conn.code(&bad), code, "{bad}");
+    }
+    // A tailable cursor that does not await takes no maxTimeMS on getMore.
+    let (id, _) = cursor_of(&conn.command(&doc! {"find": "log", "tailable": true, "$db": "s"}));
+    let timed = doc! {"getMore": id, "collection": "log", "maxTimeMS": 10, "$db": "s"};
+    assert_eq!(conn.code(&timed), 2);
+}
+
+fn insert_plain(conn: &mut RawConnection) {
+    let insert = doc! {"insert": "plain", "documents": [{"_id": 1}], "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 1);
+}
+
+#[test]
+fn convert_to_capped_keeps_the_newest_and_only_the_id_index() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let docs: Vec<Document> = (0..20)
+        .map(|i| doc! {"_id": i, "p": "x".repeat(200)})
+        .collect();
+    let insert = doc! {"insert": "c", "documents": docs, "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 20);
+    let index =
+        doc! {"createIndexes": "c", "indexes": [{"key": {"p": 1}, "name": "p_1"}], "$db": "s"};
+    assert_eq!(conn.code(&index), 0);
+    let convert = doc! {"convertToCapped": "c", "size": 1000, "$db": "s"};
+    assert_eq!(conn.code(&convert), 0);
+    let (_, held) = cursor_of(&conn.command(&doc! {"find": "c", "$db": "s"}));
+    assert_eq!(
+        held,
+        (16..20).collect::<Vec<_>>(),
+        "four documents of 228 bytes in 1,024"
+    );
+    let indexes = conn.command(&doc! {"listIndexes": "c", "$db": "s"});
+    let listed = indexes
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(listed.len(), 1, "{indexes}");
+    let missing = doc! {"convertToCapped": "none", "size": 1000, "$db": "s"};
+    assert_eq!(conn.code(&missing), 26);
+    let no_size = doc! {"convertToCapped": "c", "$db": "s"};
+    assert_ne!(conn.code(&no_size), 0);
+}

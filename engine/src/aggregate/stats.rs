@@ -121,23 +121,29 @@ impl CollStats {
                 )
                 .collect();
             let average = stats.data_bytes.checked_div(stats.documents).unwrap_or(0);
-            out.insert(
-                "storageStats",
-                doc! {
+            let capped = coll.meta().options.capped;
+            let mut storage = doc! {
                     "size": long(stats.data_bytes / scale),
                     "count": long(stats.documents),
                     "avgObjSize": long(average),
                     "storageSize": long(stats.storage_bytes / scale),
                     "freeStorageSize": 0_i64,
-                    "capped": false,
+                    "capped": capped.is_some(),
+            };
+            // A capped collection's limits: MongoDB reports `max` 0 for no limit.
+            if let Some(capped) = capped {
+                storage.insert("max", long(capped.max.unwrap_or(0)));
+                storage.insert("maxSize", long(capped.size / scale));
+            }
+            storage.extend(doc! {
                     "nindexes": i32::try_from(stats.indexes.len() + 1).unwrap_or(i32::MAX),
                     "indexBuilds": [],
                     "totalIndexSize": long(index_bytes / scale),
                     "totalSize": long((stats.storage_bytes + index_bytes) / scale),
                     "indexSizes": sizes,
                     "scaleFactor": long(scale),
-                },
-            );
+            });
+            out.insert("storageStats", storage);
         }
         if self.count {
             out.insert("count", doc! {"count": long(coll.len()?)});

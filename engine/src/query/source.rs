@@ -40,9 +40,7 @@ fn directed<'a>(range: DocumentRows<'a>, reverse: bool) -> DocumentRange<'a> {
     }
 }
 
-/// A capped collection's encoded `_id`s with their sequence numbers, in insertion order or its
-/// reverse (see [`crate::capped::walk`]).
-pub(crate) type NaturalIds<'a> = Box<dyn Iterator<Item = Result<(u64, Vec<u8>)>> + 'a>;
+pub(crate) use crate::capped::NaturalIds;
 
 /// A collection as a query reads it; see the module documentation.
 pub(crate) trait Source {

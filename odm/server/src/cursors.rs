@@ -34,6 +34,7 @@ use odm_engine::{Database, ErrorCode, ReadCollection};
 
 use super::command::CommandError;
 use super::command::change_stream::StreamCursor;
+use super::command::tailable::TailCursor;
 use super::session::SessionId;
 use super::storage::Storage;
 use super::{Config, Shared};
@@ -99,6 +100,19 @@ enum Source {
     },
     Live(Live),
     Stream(Box<StreamCursor>),
+    /// A tailable cursor over a capped collection (see `command::tailable`).
+    Tail(Box<TailCursor>),
+}
+
+impl Source {
+    /// Whether a `getMore` may wait for results (and so take a `maxTimeMS`).
+    fn awaits(&self) -> bool {
+        match self {
+            Source::Stream(_) => true,
+            Source::Tail(tail) => tail.awaits(),
+            Source::Buffered { .. } | Source::Live(_) => false,
+        }
+    }
 }
 
 /// What `getMore` answers: a batch, whether the cursor is done, and a change stream's
@@ -189,10 +203,10 @@ impl Cursors {
                 break id;
             }
         };
-        // A change stream's `getMore` waits its own `maxTimeMS`; the opening command's limit
-        // is not the stream's.
+        // A change stream's or tailable cursor's `getMore` waits its own `maxTimeMS`; the
+        // opening command's limit is not the cursor's.
         let time_left = match source {
-            Source::Stream(_) => None,
+            Source::Stream(_) | Source::Tail(_) => None,
             _ => Interrupt::current().and_then(|i| i.remaining()),
         };
         open.insert(
@@ -289,10 +303,21 @@ impl Cursors {
         Ok((first, id))
     }
 
-    /// The next batch of cursor `id`, which must belong to `ns`; a change stream waits up to
-    /// `wait` for its first event, reading the databases of `storage`. Only a change stream
-    /// awaits data: `wait` for another cursor is `BadValue`, as MongoDB refuses a `getMore`'s
-    /// `maxTimeMS` on a cursor that does not await.
+    /// Keeps a tailable cursor (whose first batch was read) under a new cursor id.
+    pub fn tail(
+        &self,
+        ns: String,
+        tail: TailCursor,
+        session: Option<SessionId>,
+    ) -> Result<i64, CommandError> {
+        self.check_room(0)?;
+        self.insert(ns, Source::Tail(Box::new(tail)), session)
+    }
+
+    /// The next batch of cursor `id`, which must belong to `ns`; a change stream or an
+    /// `awaitData` tailable cursor waits up to `wait` for its first result, reading the
+    /// databases of `storage`. Only those await data: `wait` for another cursor is `BadValue`,
+    /// as MongoDB refuses a `getMore`'s `maxTimeMS` on a cursor that does not await.
     pub fn get_more(
         &self,
         id: i64,
@@ -322,7 +347,7 @@ impl Cursors {
                         ),
                     ));
                 }
-                Some(entry) if wait.is_some() && !matches!(entry.source, Source::Stream(_)) => {
+                Some(entry) if wait.is_some() && !entry.source.awaits() => {
                     return Err(CommandError::bad_value(
                         "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
                     ));
@@ -397,6 +422,10 @@ impl Cursors {
                     .map_err(|_| thread_gone())?;
                 let batch = live.batches.recv().map_err(|_| thread_gone())??;
                 (batch.docs, batch.exhausted)
+            }
+            Source::Tail(tail) => {
+                let docs = tail.next_batch(storage, limit, wait, killed)?;
+                (docs, tail.is_done())
             }
             Source::Stream(stream) => {
                 // An error ends the stream's cursor, as in MongoDB (the driver resumes).

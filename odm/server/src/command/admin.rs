@@ -1,7 +1,10 @@
 //! Databases and collections: `listDatabases`, `listCollections`, `create`, `drop`,
 //! `dropDatabase`, `renameCollection`, `collStats`, `dbStats`, `validate`; and `shutdown`.
 
+use std::collections::HashMap;
+
 use bson::{Bson, Document, doc};
+use odm_engine::capped::Capped;
 use odm_engine::query::Filter;
 use odm_engine::{ErrorCode, IndexSpec};
 
@@ -63,9 +66,17 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
     let args = Args::new(command, "listCollections");
     let name_only = args.flag("nameOnly")?;
     let ns = format!("{}.$cmd.listCollections", ctx.db);
-    let names = match ctx.server.storage.get(&ctx.db)? {
-        Some(db) => db.list_collections(),
-        None => Vec::new(),
+    let (names, options) = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => {
+            let txn = db.read()?;
+            let names = txn.list_collections();
+            let options: HashMap<String, odm_engine::CollectionOptions> = names
+                .iter()
+                .filter_map(|n| Some((n.clone(), txn.collection_options(n)?)))
+                .collect();
+            (names, options)
+        }
+        None => (Vec::new(), HashMap::new()),
     };
     let docs: Vec<Document> = names
         .into_iter()
@@ -74,9 +85,9 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
                 doc! {"name": name, "type": "collection"}
             } else {
                 doc! {
-                    "name": name,
+                    "name": &name,
                     "type": "collection",
-                    "options": {},
+                    "options": listed_options(options.get(&name)),
                     "info": {"readOnly": false},
                     "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
                 }
@@ -92,16 +103,42 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
     super::query::buffered_reply(ctx, &ns, &docs, first)
 }
 
+/// A collection's options as `listCollections` shows them (MongoDB's `create` fields).
+fn listed_options(options: Option<&odm_engine::CollectionOptions>) -> Document {
+    let mut out = Document::new();
+    let Some(options) = options else {
+        return out;
+    };
+    if let Some(capped) = options.capped {
+        out.insert("capped", true);
+        out.insert("size", i64::try_from(capped.size).unwrap_or(i64::MAX));
+        if let Some(max) = capped.max {
+            out.insert("max", i64::try_from(max).unwrap_or(i64::MAX));
+        }
+    }
+    if options.change_stream_pre_and_post_images {
+        out.insert("changeStreamPreAndPostImages", doc! {"enabled": true});
+    }
+    out
+}
+
 /// `create` options this server does not implement: refused rather than ignored.
-const UNSUPPORTED_CREATE_OPTIONS: [&str; 8] = [
-    "capped",
+const UNSUPPORTED_CREATE_OPTIONS: [&str; 15] = [
     "viewOn",
+    "pipeline",
     "timeseries",
     "validator",
+    "validationLevel",
+    "validationAction",
     "clusteredIndex",
     "encryptedFields",
     "expireAfterSeconds",
     "storageEngine",
+    "collation",
+    "idIndex",
+    "indexOptionDefaults",
+    "temp",
+    "recordPreImages",
 ];
 
 pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -117,9 +154,17 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             ));
         }
     }
+    if matches!(command.get("autoIndexId"), Some(Bson::Boolean(false))) {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "The autoIndexId option is no longer supported: every collection has an _id index",
+        ));
+    }
     let images = pre_and_post_images(command)?.unwrap_or(false);
+    let capped = capped_options(&Args::new(command, "create"))?;
     session::write(ctx, move |t| {
-        let options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
+        let mut options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
+        options.capped = capped;
         t.create_collection_with(&collection, options)
             .map_err(|e| match e {
                 odm_engine::Error::CollectionExists(name) => CommandError::new(
@@ -129,6 +174,92 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 other => other.into(),
             })
     })?;
+    Ok(Document::new().into())
+}
+
+/// `create`'s `capped`, `size` and `max`, by MongoDB's rules: `size` is required with `capped`
+/// and both need it.
+fn capped_options(args: &Args<'_>) -> Result<Option<Capped>, CommandError> {
+    let capped = args.bool("capped")?.unwrap_or(false);
+    let size = args.get("size").filter(|v| !matches!(v, Bson::Null));
+    let max = args.get("max").filter(|v| !matches!(v, Bson::Null));
+    if !capped {
+        if size.is_some() || max.is_some() {
+            return Err(CommandError::new(
+                ErrorCode::INVALID_OPTIONS,
+                "the 'capped' field needs to be true when either the 'size' or 'max' fields are present",
+            ));
+        }
+        return Ok(None);
+    }
+    if size.is_none() {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "the 'size' field is required when 'capped' is true",
+        ));
+    }
+    let size = capped_number(args, "size")?.unwrap_or(0);
+    let max = capped_number(args, "max")?;
+    Capped::new(size, max)
+        .map(Some)
+        .map_err(|e| odm_engine::Error::from(e).into())
+}
+
+/// A capped collection's `size` or `max`: a number, its fraction dropped, as MongoDB reads it.
+fn capped_number(args: &Args<'_>, field: &str) -> Result<Option<i64>, CommandError> {
+    match args.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Int32(n)) => Ok(Some(i64::from(*n))),
+        Some(Bson::Int64(n)) => Ok(Some(*n)),
+        // Saturating: a size past 1 PiB is refused by `Capped::new`.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(Bson::Double(d)) if d.is_finite() => Ok(Some(*d as i64)),
+        Some(Bson::Decimal128(d)) => d
+            .to_string()
+            .parse::<f64>()
+            .ok()
+            .filter(|d| d.is_finite())
+            .map(|d| Some(d as i64))
+            .ok_or_else(|| CommandError::bad_value(format!("'{field}' is not a finite number"))),
+        Some(other) => Err(CommandError::new(
+            ErrorCode::TYPE_MISMATCH,
+            format!(
+                "BSON field 'create.{field}' is the wrong type '{}', expected types '[long, int, decimal, double]'",
+                super::args::type_name(other)
+            ),
+        )),
+    }
+}
+
+/// `convertToCapped`: makes a collection capped with `size` (MongoDB takes no `max` here); its
+/// secondary indexes are dropped, as MongoDB keeps only `_id`'s.
+pub fn convert_to_capped(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let collection = collection_name(command, "convertToCapped")?.to_owned();
+    let args = Args::new(command, "convertToCapped");
+    if args.get("size").is_none() {
+        return Err(args.missing("size"));
+    }
+    let size = capped_number(&args, "size")?.unwrap_or(0);
+    let limits = Capped::new(size, None).map_err(|e| CommandError::bad_value(e.to_string()))?;
+    if ctx.server.storage.get(&ctx.db)?.is_none() {
+        return Err(CommandError::new(
+            ErrorCode::NAMESPACE_NOT_FOUND,
+            format!("database {} not found", ctx.db),
+        ));
+    }
+    let ns = format!("{}.{collection}", ctx.db);
+    let source = ns.clone();
+    session::write(ctx, move |t| {
+        t.convert_to_capped(&collection, limits)
+            .map_err(|e| match e {
+                odm_engine::Error::CollectionNotFound(_) => CommandError::new(
+                    ErrorCode::NAMESPACE_NOT_FOUND,
+                    format!("source collection {source} does not exist"),
+                ),
+                other => other.into(),
+            })
+    })?;
+    ctx.server.cursors.kill_namespace(&ns);
     Ok(Document::new().into())
 }
 

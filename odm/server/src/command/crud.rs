@@ -46,6 +46,7 @@ fn run_ops(
     let_vars: Option<Document>,
     reply: impl FnOnce(&BulkResult) -> Document + Send + 'static,
 ) -> Result<session::Recorded<BulkResult>, CommandError> {
+    refuse_capped_in_transaction(ctx, collection)?;
     let collection = collection.to_owned();
     let recorded = session::write_recorded(
         ctx,
@@ -69,6 +70,30 @@ fn run_ops(
         interrupted(result)?;
     }
     Ok(recorded)
+}
+
+/// MongoDB refuses every write to a capped collection inside a transaction (263).
+fn refuse_capped_in_transaction(ctx: &Ctx<'_>, collection: &str) -> Result<(), CommandError> {
+    if !session::in_transaction(ctx) {
+        return Ok(());
+    }
+    let Some(db) = ctx.server.storage.get(&ctx.db)? else {
+        return Ok(());
+    };
+    if db
+        .read()?
+        .collection_options(collection)
+        .is_some_and(|o| o.capped.is_some())
+    {
+        return Err(CommandError::new(
+            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+            format!(
+                "Collection '{}.{collection}' is a capped collection. Writes in transactions are not allowed on capped collections.",
+                ctx.db
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A command's reply document from its recorded outcome.
@@ -365,6 +390,7 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .map_or("findAndModify", String::as_str);
     let args = Args::new(command, "findAndModify");
     let collection = collection_name(command, name)?.to_owned();
+    refuse_capped_in_transaction(ctx, &collection)?;
     let filter = args.doc("query")?.cloned().unwrap_or_default();
     let remove = args.flag("remove")?;
     let action = match (remove, args.get("update")) {

@@ -5,7 +5,7 @@
 //!
 //! A field listed here is one MongoDB accepts; a handler refuses by name those it does not
 //! implement (find's `min`, say), so that every field is read or refused, never ignored. A
-//! command not listed here checks its own fields (`create`, `collMod`, `setParameter`) or
+//! command not listed here checks its own fields (`collMod`, `setParameter`) or
 //! takes none that change what it does (`ping`, `hello`'s driver metadata).
 
 use bson::Document;
@@ -122,6 +122,34 @@ const FIELDS: &[(&str, &[&str])] = &[
         "listDatabases",
         &["filter", "nameOnly", "authorizedDatabases"],
     ),
+    (
+        "create",
+        &[
+            "capped",
+            "size",
+            "max",
+            "autoIndexId",
+            "idIndex",
+            "storageEngine",
+            "validator",
+            "validationLevel",
+            "validationAction",
+            "indexOptionDefaults",
+            "viewOn",
+            "pipeline",
+            "collation",
+            "timeseries",
+            "expireAfterSeconds",
+            "clusteredIndex",
+            "changeStreamPreAndPostImages",
+            "encryptedFields",
+            "flags",
+            "temp",
+            "recordPreImages",
+        ],
+    ),
+    ("convertToCapped", &["size"]),
+    ("cloneCollectionAsCapped", &["toCollection", "size"]),
     ("drop", &[]),
     ("dropDatabase", &[]),
     ("dbStats", &["scale", "freeStorage"]),

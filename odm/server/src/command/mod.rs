@@ -22,6 +22,7 @@ mod indexes;
 mod operations;
 #[allow(clippy::unnecessary_wraps)]
 mod query;
+pub(crate) mod tailable;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
@@ -297,6 +298,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("configureQueryAnalyzer", analyze::configure_query_analyzer),
     cmd("analyzeShardKey", analyze::analyze_shard_key_command),
     cmd("collStats", admin::coll_stats),
+    cmd("convertToCapped", admin::convert_to_capped),
     cmd("dbStats", admin::db_stats),
     cmd("validate", admin::validate),
     cmd("createUser", super::auth::create_user),

@@ -146,6 +146,16 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let no_timeout = args.flag("noCursorTimeout")?;
     let ns = format!("{}.{collection}", ctx.db);
     Stats::add(&ctx.server.stats.op_query, 1);
+    let in_transaction = crate::session::in_transaction(ctx);
+    if let Some(await_data) = super::tailable::requested(&args, in_transaction)? {
+        let (batch, tail) =
+            super::tailable::open(ctx, &collection, &filter, &args, await_data, first)?;
+        let id = match tail {
+            Some(tail) => ctx.server.cursors.tail(ns.clone(), tail, ctx.session)?,
+            None => 0,
+        };
+        return Ok(cursor_reply(id, &ns, true, batch));
+    }
     super::analyze::sample(ctx, &collection, SampledCommand::Find, |_| {
         read_command(
             &filter,
@@ -185,20 +195,8 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 }
 
 /// Find's fields MongoDB takes and this server does not implement, refused by name rather
-/// than ignored. A tailable cursor needs a capped collection, which this server does not have:
-/// MongoDB's answer for a collection that is not capped.
+/// than ignored.
 fn refuse_unsupported_find_fields(args: &Args<'_>) -> Result<(), CommandError> {
-    if args.flag("awaitData")? && !args.flag("tailable")? {
-        return Err(CommandError::new(
-            ErrorCode::FAILED_TO_PARSE,
-            "Cannot set 'awaitData' without also setting 'tailable'",
-        ));
-    }
-    if args.flag("tailable")? {
-        return Err(CommandError::bad_value(
-            "error processing query: tailable cursor requested on non capped collection",
-        ));
-    }
     for field in ["min", "max"] {
         if args.doc(field)?.is_some_and(|d| !d.is_empty()) {
             return Err(CommandError::new(
