@@ -21,11 +21,16 @@
 //! every loop of the thread, so nested loops still reach a real check within a period of inner
 //! steps. A thread with no interrupt entered is never interrupted. A failed check leaves
 //! nothing behind: a write fails inside its transaction, which is then aborted.
+//!
+//! An interrupt also counts the operation's work for whoever reports on it (the profiler,
+//! `currentOp`): the index keys and documents its query plans examined ([`note_examined`], at
+//! each candidate) and the summary of the last plan it chose ([`note_plan`]). Work done with no
+//! interrupt entered is counted by nobody.
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub use crate::error::Interrupted;
@@ -46,11 +51,21 @@ pub const LOOK_EVERY: Duration = Duration::from_millis(10);
 /// The state's value once killed (0 while running).
 const KILLED: u8 = 1;
 
-/// One operation's deadline and kill flag; clones share the flag.
+/// One operation's deadline and kill flag; clones share the flag and the counts of work.
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
     deadline: Option<Instant>,
-    state: Arc<AtomicU8>,
+    state: Arc<State>,
+}
+
+/// What clones of an interrupt share.
+#[derive(Debug, Default)]
+struct State {
+    /// 0 while running, [`KILLED`] once killed.
+    flag: AtomicU8,
+    keys_examined: AtomicU64,
+    docs_examined: AtomicU64,
+    plan: Mutex<Option<String>>,
 }
 
 impl Interrupt {
@@ -100,11 +115,28 @@ impl Interrupt {
 
     /// Marks the operation killed: its next real check fails with [`Interrupted::Killed`].
     pub fn kill(&self) {
-        self.state.store(KILLED, Ordering::Release);
+        self.state.flag.store(KILLED, Ordering::Release);
     }
 
     pub fn is_killed(&self) -> bool {
-        self.state.load(Ordering::Acquire) == KILLED
+        self.state.flag.load(Ordering::Acquire) == KILLED
+    }
+
+    /// The index keys and the documents the operation's plans have examined so far.
+    pub fn examined(&self) -> (u64, u64) {
+        (
+            self.state.keys_examined.load(Ordering::Relaxed),
+            self.state.docs_examined.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The summary of the last plan the operation chose (`COLLSCAN`, `IXSCAN { a: 1 }`).
+    pub fn plan_summary(&self) -> Option<String> {
+        self.state
+            .plan
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Whether the operation must stop now, looking at the flag and the clock.
@@ -185,6 +217,35 @@ pub fn check() -> Result<(), Interrupted> {
 /// interrupted, or between batches).
 pub fn check_now() -> Result<(), Interrupted> {
     CURRENT.with_borrow(|c| c.as_ref().map_or(Ok(()), Interrupt::status))
+}
+
+/// Adds to the current operation's counts of examined index keys and documents.
+pub(crate) fn note_examined(keys: u64, docs: u64) {
+    CURRENT.with_borrow(|c| {
+        if let Some(interrupt) = c {
+            interrupt
+                .state
+                .keys_examined
+                .fetch_add(keys, Ordering::Relaxed);
+            interrupt
+                .state
+                .docs_examined
+                .fetch_add(docs, Ordering::Relaxed);
+        }
+    });
+}
+
+/// Records the plan the current operation chose; `summary` runs only when there is one.
+pub(crate) fn note_plan(summary: impl FnOnce() -> String) {
+    CURRENT.with_borrow(|c| {
+        if let Some(interrupt) = c {
+            *interrupt
+                .state
+                .plan
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(summary());
+        }
+    });
 }
 
 /// An iterator whose every pull runs with `interrupt` entered, and that fails (once, then

@@ -2045,3 +2045,137 @@ fn convert_to_capped_keeps_the_newest_and_only_the_id_index() {
     let no_size = doc! {"convertToCapped": "c", "$db": "s"};
     assert_ne!(conn.code(&no_size), 0);
 }
+
+/// The entries of `system.profile` in `s` matching `filter`, in insertion order.
+fn profile_entries(conn: &mut RawConnection, filter: Document) -> Vec<Document> {
+    let find = doc! {"find": "system.profile", "filter": filter, "batchSize": 1000, "$db": "s"};
+    let reply = conn.command(&find);
+    let cursor = reply
+        .get_document("cursor")
+        .unwrap_or_else(|_| panic!("{reply}"));
+    cursor
+        .get_array("firstBatch")
+        .unwrap()
+        .iter()
+        .map(|d| d.as_document().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn the_profiler_keeps_each_operation_its_level_asks_for_in_mongodbs_shape() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let read = conn.command(&doc! {"profile": -1, "$db": "s"});
+    assert_eq!(read.get_i32("was").unwrap(), 0, "{read}");
+    assert_eq!(read.get_i64("slowms").unwrap(), 100, "{read}");
+    assert!(
+        (read.get_f64("sampleRate").unwrap() - 1.0).abs() < 1e-9,
+        "{read}"
+    );
+    for (bad, code) in [
+        (doc! {"profile": 1, "sampleRate": 2.0}, 2),
+        (doc! {"profile": 1, "filter": 5}, 2),
+        (doc! {"profile": 1, "slowMS": 5}, 40415),
+    ] {
+        let mut bad = bad;
+        bad.insert("$db", "s");
+        assert_eq!(conn.code(&bad), code, "{bad}");
+    }
+    assert_eq!(conn.code(&doc! {"profile": 2, "$db": "s"}), 0);
+    let docs: Vec<Document> = (0..5).map(|i| doc! {"_id": i, "a": i % 2}).collect();
+    let insert = doc! {"insert": "c", "documents": docs, "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 5);
+    let find = doc! {"find": "c", "filter": {"a": 1}, "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&find)).1, [1, 3]);
+    let (id, _) = cursor_of(&conn.command(&doc! {"find": "c", "batchSize": 2, "$db": "s"}));
+    let more = doc! {"getMore": id, "collection": "c", "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&more)).1, [2, 3, 4]);
+    let update = doc! {"update": "c", "updates": [{"q": {"a": 0}, "u": {"$set": {"b": 1}}, "multi": true}], "$db": "s"};
+    assert_eq!(conn.command(&update).get_i32("nModified").unwrap(), 3);
+    let entries = profile_entries(&mut conn, doc! {});
+    let ops: Vec<&str> = entries.iter().map(|e| e.get_str("op").unwrap()).collect();
+    assert_eq!(
+        ops,
+        ["insert", "query", "query", "getmore", "update"],
+        "{entries:?}"
+    );
+    let [inserted, query, _, getmore, updated] = &entries[..] else {
+        unreachable!()
+    };
+    assert_eq!(inserted.get_str("ns").unwrap(), "s.c");
+    assert_eq!(inserted.get_i64("ninserted").unwrap(), 5);
+    assert!(
+        !inserted
+            .get_document("command")
+            .unwrap()
+            .contains_key("documents")
+    );
+    assert_eq!(query.get_i64("nreturned").unwrap(), 2, "{query}");
+    assert_eq!(query.get_i64("docsExamined").unwrap(), 5, "{query}");
+    assert_eq!(query.get_str("planSummary").unwrap(), "COLLSCAN", "{query}");
+    assert!(query.get_bool("cursorExhausted").unwrap(), "{query}");
+    assert_eq!(
+        query
+            .get_document("command")
+            .unwrap()
+            .get_str("find")
+            .unwrap(),
+        "c"
+    );
+    for field in ["millis", "responseLength"] {
+        assert!(query.get_i64(field).is_ok(), "{field}: {query}");
+    }
+    assert!(
+        query.get_datetime("ts").is_ok() && query.get_str("client").is_ok(),
+        "{query}"
+    );
+    assert_eq!(
+        getmore.get_i64("cursorid").unwrap_or(0),
+        0,
+        "exhausted: {getmore}"
+    );
+    assert_eq!(getmore.get_i64("nreturned").unwrap(), 3, "{getmore}");
+    let origin = getmore.get_document("originatingCommand").unwrap();
+    assert_eq!(origin.get_i32("batchSize").unwrap(), 2, "{getmore}");
+    assert_eq!(updated.get_i64("nMatched").unwrap(), 3, "{updated}");
+    assert_eq!(updated.get_i64("nModified").unwrap(), 3, "{updated}");
+    assert!(
+        updated.get_document("command").unwrap().contains_key("q"),
+        "{updated}"
+    );
+    // Reading system.profile is itself profiled.
+    assert_eq!(profile_entries(&mut conn, doc! {}).len(), 6);
+    let write = doc! {"insert": "system.profile", "documents": [{}], "$db": "s"};
+    assert_ne!(conn.code(&write), 0);
+    // Level 1 keeps what its filter matches, and nothing else.
+    let level_one = doc! {"profile": 1, "filter": {"op": "update"}, "$db": "s"};
+    let previous = conn.command(&level_one);
+    assert_eq!(previous.get_i32("was").unwrap(), 2, "{previous}");
+    let before = profile_entries(&mut conn, doc! {}).len();
+    assert_eq!(cursor_of(&conn.command(&find)).1, [1, 3]);
+    assert_eq!(conn.command(&update).get_i32("n").unwrap(), 3);
+    let after = profile_entries(&mut conn, doc! {});
+    assert_eq!(
+        after.len(),
+        before + 1,
+        "only the update: {:?}",
+        after.last()
+    );
+    let off = conn.command(&doc! {"profile": 0, "filter": "unset", "$db": "s"});
+    assert_eq!(off.get_i32("was").unwrap(), 1, "{off}");
+    assert_eq!(off.get_document("filter").unwrap(), &doc! {"op": "update"});
+    let listed = conn
+        .command(&doc! {"listCollections": 1, "filter": {"name": "system.profile"}, "$db": "s"});
+    let first = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let options = first[0]
+        .as_document()
+        .unwrap()
+        .get_document("options")
+        .unwrap();
+    assert_eq!(options, &doc! {"capped": true, "size": 1_048_576_i64});
+    assert_eq!(conn.code(&doc! {"drop": "system.profile", "$db": "s"}), 0);
+}

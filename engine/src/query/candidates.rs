@@ -175,10 +175,16 @@ impl<'c> Iterator for Candidates<'c> {
     type Item = Result<Candidate<'c>>;
 
     fn next(&mut self) -> Option<Result<Candidate<'c>>> {
+        let before = self.stats;
         let next = match crate::interrupt::check() {
             Ok(()) => self.source.next(self.collection, &mut self.stats),
             Err(stopped) => Some(Err(stopped.into())),
         };
+        let keys = self.stats.keys_examined - before.keys_examined;
+        let docs = self.stats.docs_examined - before.docs_examined;
+        if keys + docs > 0 {
+            crate::interrupt::note_examined(keys, docs);
+        }
         if matches!(next, Some(Err(_))) {
             // After an error, nothing more: a cursor never skips what it could not read.
             self.source = Source::Done;

@@ -117,6 +117,7 @@ impl<'c, T> Cursor<'c, T> {
         decode: Decode<T>,
     ) -> Result<Self> {
         query.run_under(&plan, collection.meta());
+        crate::interrupt::note_plan(|| plan.summary(collection.meta()));
         let output = match &query.projection {
             Some(p) => Output::Projected(p),
             None => Output::Documents,

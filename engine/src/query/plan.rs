@@ -104,6 +104,36 @@ impl Plan {
 }
 
 impl Plan {
+    /// MongoDB's `planSummary`: `COLLSCAN`, `IDHACK`, `IXSCAN { a: 1, b: -1 }`, the branches of
+    /// an `$or` joined by `, `.
+    pub(crate) fn summary(&self, meta: &crate::catalog::CollectionMeta) -> String {
+        match &self.access {
+            Access::CollectionScan | Access::NaturalScan { .. } => "COLLSCAN".to_owned(),
+            Access::IdLookup { .. } => "IDHACK".to_owned(),
+            Access::IndexScan(scan) => {
+                let pattern = if scan.index == crate::index::ID_INDEX_NAME {
+                    "_id: 1".to_owned()
+                } else {
+                    meta.index(&scan.index).map_or_else(String::new, |index| {
+                        index
+                            .spec
+                            .keys_document()
+                            .iter()
+                            .map(|(path, direction)| format!("{path}: {direction}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                };
+                format!("IXSCAN {{ {pattern} }}")
+            }
+            Access::Or(branches) => branches
+                .iter()
+                .map(|b| b.summary(meta))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+
     /// The one `_id` a lookup by `_id` reads, when it reads one.
     pub(crate) fn single_id(&self) -> Option<&RawBson> {
         match &self.access {

@@ -591,6 +591,11 @@ fn run(
     command: &Document,
 ) -> RawDocumentBuf {
     Stats::add(&shared.stats.op_command, 1);
+    // The profiler's level as the command starts decides whether it is kept.
+    let watch = spec.and_then(|s| shared.profiler.watch(&db, s.name));
+    let started = std::time::Instant::now();
+    let profiled_db = watch.as_ref().map(|_| db.clone());
+    let mut ran_under = None;
     // The fail point exists only with test commands: without them no command takes its lock.
     let firing = shared
         .config
@@ -626,6 +631,7 @@ fn run(
         }
         super::storage::check_name(&db)?;
         let (interrupt, operation) = operation(state, spec.name, &db, command)?;
+        ran_under = Some(interrupt.clone());
         let _registered = shared.operations.register(operation);
         let _entered = interrupt.enter();
         let mut ctx = Ctx {
@@ -647,6 +653,10 @@ fn run(
             ))
         })
     })();
+    let failure = match &result {
+        Err(e) if watch.is_some() => Some(e.clone()),
+        _ => None,
+    };
     let mut reply = match result {
         Ok(reply) => {
             let mut raw = reply.finish();
@@ -684,6 +694,22 @@ fn run(
             bson::raw::cstr!("$clusterTime"),
             super::clock::ClusterClock::gossip(time),
         );
+    }
+    if let (Some(watch), Some(db), Some(spec)) = (watch, profiled_db, spec) {
+        let interrupt = ran_under.unwrap_or_default();
+        let finished = super::profiler::Finished {
+            db: &db,
+            name: spec.name,
+            command,
+            reply: &reply,
+            error: failure.as_ref(),
+            elapsed: started.elapsed(),
+            interrupt: &interrupt,
+            client: &state.peer,
+            app_name: state.app_name.as_deref(),
+            user: state.user.as_ref(),
+        };
+        shared.profiler.record(&shared.storage, &watch, &finished);
     }
     reply
 }

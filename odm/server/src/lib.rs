@@ -52,6 +52,7 @@ pub mod failpoint;
 mod listener;
 pub mod operations;
 pub mod parking;
+pub mod profiler;
 pub mod session;
 pub mod shutdown;
 pub mod storage;
@@ -183,6 +184,8 @@ pub struct Shared {
     pub parking: parking::Parking,
     /// The TTL monitor's settings and counters (see `ttl`).
     pub ttl: ttl::Ttl,
+    /// The database profiler's settings and pending entries (see `profiler`).
+    pub profiler: profiler::Profiler,
 }
 
 /// Counters `serverStatus` reports.
@@ -253,6 +256,7 @@ impl Server {
             shutdown: shutdown::Shutdown::default(),
             parking: parking::Parking::new().map_err(ServeError::Runtime)?,
             ttl: ttl::Ttl::default(),
+            profiler: profiler::Profiler::default(),
             storage,
             config,
         });

@@ -316,6 +316,12 @@ pub fn coll_mod(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 
 pub fn drop(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "drop")?.to_owned();
+    if collection == crate::profiler::PROFILE_COLLECTION && ctx.server.profiler.is_on(&ctx.db) {
+        return Err(CommandError::new(
+            ErrorCode::ILLEGAL_OPERATION,
+            "turn the profiler off before dropping system.profile",
+        ));
+    }
     let ns = format!("{}.{collection}", ctx.db);
     if ctx.server.storage.get(&ctx.db)?.is_none() {
         // Dropping what does not exist succeeds, as in MongoDB 7.0 and later.
@@ -342,6 +348,7 @@ pub fn drop_database(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
         ));
     }
     ctx.server.cursors.kill_namespace(&format!("{}.", ctx.db));
+    ctx.server.profiler.forget(&ctx.db);
     // The file stays, emptied, for its change log: streams see a `drop` per collection and
     // then `dropDatabase`, as from MongoDB.
     if let Some(db) = ctx.server.storage.get(&ctx.db)? {

@@ -149,6 +149,7 @@ const FIELDS: &[(&str, &[&str])] = &[
         ],
     ),
     ("convertToCapped", &["size"]),
+    ("profile", &["slowms", "sampleRate", "filter"]),
     ("cloneCollectionAsCapped", &["toCollection", "size"]),
     ("drop", &[]),
     ("dropDatabase", &[]),

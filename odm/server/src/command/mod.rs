@@ -20,6 +20,7 @@ pub(crate) mod handshake;
 mod indexes;
 #[allow(clippy::unnecessary_wraps)]
 mod operations;
+mod profile;
 #[allow(clippy::unnecessary_wraps)]
 mod query;
 pub(crate) mod tailable;
@@ -299,6 +300,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("analyzeShardKey", analyze::analyze_shard_key_command),
     cmd("collStats", admin::coll_stats),
     cmd("convertToCapped", admin::convert_to_capped),
+    cmd("profile", profile::profile),
     cmd("dbStats", admin::db_stats),
     cmd("validate", admin::validate),
     cmd("createUser", super::auth::create_user),
