@@ -460,7 +460,35 @@ fn transactions_commit_whole_and_abort_without_trace() {
         .run()
         .unwrap();
     assert_eq!(counted.get_i64("n").unwrap(), 2);
-    session.abort_transaction().run().unwrap();
+    // Aggregate and distinct read the transaction's own writes too.
+    let totals: Vec<Document> = c
+        .aggregate(vec![
+            doc! {"$match": {"v": {"$gte": 1}}},
+            doc! {"$group": {"_id": null, "n": {"$sum": 1}, "v": {"$sum": "$v"}}},
+        ])
+        .session(&mut session)
+        .run()
+        .unwrap()
+        .iter(&mut session)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(totals, [doc! {"_id": null, "n": 3, "v": 101}]);
+    let values = c
+        .distinct("v", doc! {})
+        .session(&mut session)
+        .run()
+        .unwrap();
+    assert_eq!(values, [bson!(1), bson!(30), bson!(70)]);
+    let lookup = c
+        .aggregate(vec![
+            doc! {"$lookup": {"from": "x", "pipeline": [], "as": "x"}},
+        ])
+        .session(&mut session)
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&lookup), Some(263), "{lookup}");
+    session.start_transaction().run().ok();
+    session.abort_transaction().run().ok();
     assert_eq!(c.count_documents(doc! {}).run().unwrap(), 2);
 }
 

@@ -253,35 +253,8 @@ impl ReadCollection<'_> {
                 ..QueryOptions::default()
             },
         )?;
-        let collation = query.collation();
-        let key = crate::path::Path::new(key);
-        // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
-        let mut seen = crate::value_set::ValueIndex::default();
-        let mut values: Vec<bson::RawBson> = Vec::new();
         let plan = choose_plan(self.meta(), self.plan_cache(), &query)?;
-        for candidate in Candidates::new(self, &plan, None)? {
-            let candidate = candidate?;
-            let raw = candidate.raw(self.name())?;
-            if !query.matches(raw)? {
-                continue;
-            }
-            for v in key.elements_raw(raw) {
-                let owned = bson::RawBson::from(v);
-                let value = Bson::try_from(owned.clone())
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e))?;
-                if seen.position(&value, values.len(), collation).1 {
-                    values.push(owned);
-                }
-            }
-        }
-        values.sort_by(|a, b| compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), collation));
-        values
-            .into_iter()
-            .map(|v| {
-                Bson::try_from(v)
-                    .map_err(|e| Error::corrupt(format!("collection `{}`", self.name()), e))
-            })
-            .collect()
+        distinct_values(self, &plan, &query, key)
     }
 
     /// The plan the executor runs: the hinted one, or the best-ranked candidate.
@@ -293,6 +266,42 @@ impl ReadCollection<'_> {
     pub(crate) fn best_plan(&self, query: &Query) -> Plan {
         best_plan(self.meta(), self.plan_cache(), query)
     }
+}
+
+/// The distinct values of `key` among the documents of `source` that `query` matches, read
+/// through `plan`: arrays count element by element, values equal under MongoDB's comparison
+/// (or the query's collation) count once, in sort order.
+pub(crate) fn distinct_values(
+    source: &dyn super::source::Source,
+    plan: &Plan,
+    query: &Query,
+    key: &str,
+) -> Result<Vec<Bson>> {
+    let collation = query.collation();
+    let key = crate::path::Path::new(key);
+    // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
+    let mut seen = crate::value_set::ValueIndex::default();
+    let mut values: Vec<bson::RawBson> = Vec::new();
+    for candidate in Candidates::new(source, plan, None)? {
+        let candidate = candidate?;
+        let raw = candidate.raw(source.name())?;
+        if !query.matches(raw)? {
+            continue;
+        }
+        for v in key.elements_raw(raw) {
+            let owned = bson::RawBson::from(v);
+            let value =
+                Bson::try_from(owned.clone()).map_err(|e| source.corrupt(&e.to_string()))?;
+            if seen.position(&value, values.len(), collation).1 {
+                values.push(owned);
+            }
+        }
+    }
+    values.sort_by(|a, b| compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), collation));
+    values
+        .into_iter()
+        .map(|v| Bson::try_from(v).map_err(|e| source.corrupt(&e.to_string())))
+        .collect()
 }
 
 /// The plan a query runs: the hinted one, or the best-ranked candidate.

@@ -43,7 +43,7 @@ pub use candidates::WalkStats;
 pub(crate) use cursor::Decode;
 pub use cursor::{Cursor, SORT_MEMORY_LIMIT, Spill};
 pub use exec::FindOptions;
-pub(crate) use exec::choose_plan;
+pub(crate) use exec::{choose_plan, distinct_values};
 pub use explain::Explain;
 pub(crate) use filter::LOGICAL;
 pub use filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};

@@ -523,6 +523,27 @@ impl WriteTxn<'_> {
         found
     }
 
+    /// MongoDB's `distinct` inside this transaction: the distinct values of `key` among the
+    /// documents matching `filter`, the transaction's own writes included (see
+    /// [`ReadCollection::distinct_hinted`](crate::ReadCollection::distinct_hinted)).
+    pub fn distinct_within(
+        &mut self,
+        collection: &str,
+        key: &str,
+        filter: &Document,
+        options: &crate::query::FindOptions,
+    ) -> Result<Vec<Bson>> {
+        let query = Query::parse(filter, options.query_options())?;
+        let Some(meta) = self.collection_meta(collection, false)? else {
+            return Ok(Vec::new());
+        };
+        let plan = self.plan_over_own_writes(&meta, &query)?;
+        let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
+        let values = crate::query::distinct_values(&view, &plan, &query, key);
+        view.put_back(&self.tables);
+        values
+    }
+
     /// [`WriteTxn::find_with`] holding at most `max_bytes` of results: past them it stops
     /// reading and fails with MongoDB's 146 (`ExceededMemoryLimit`), so a find inside a
     /// transaction never gathers more than its caller can keep.

@@ -42,8 +42,10 @@ use super::command::{CommandError, CommandResult, Ctx, Reply, Spec};
 const SESSION_TIMEOUT: Duration = Duration::from_mins(30);
 
 /// The commands that may run inside a transaction.
-const IN_TRANSACTION: [&str; 13] = [
+const IN_TRANSACTION: [&str; 15] = [
     "find",
+    "aggregate",
+    "distinct",
     "getMore",
     "killCursors",
     "insert",
@@ -974,6 +976,23 @@ pub fn count_in_transaction(
     };
     let (collection, filter, options) = (collection.to_owned(), filter.clone(), options.clone());
     txn.run(move |t| Ok(t.count_with(&collection, &filter, &options)?))
+        .map(Some)
+}
+
+/// Inside a transaction, `distinct` over the transaction's own writes; `None` outside one.
+pub fn distinct_in_transaction(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    key: &str,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<Option<Vec<Bson>>, CommandError> {
+    let Some(txn) = &ctx.txn else {
+        return Ok(None);
+    };
+    let (collection, key) = (collection.to_owned(), key.to_owned());
+    let (filter, options) = (filter.clone(), options.clone());
+    txn.run(move |t| Ok(t.distinct_within(&collection, &key, &filter, &options)?))
         .map(Some)
 }
 

@@ -340,22 +340,16 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         )
     })?;
     let first = first_batch(cursor.get("batchSize"))?;
+    if crate::session::in_transaction(ctx) {
+        let docs = aggregate_in_transaction(ctx, &collection, &pipeline, &options)?;
+        return buffered_reply(ctx, &ns, &docs, first);
+    }
     if let Some(stats) = coll_stats_stage(ctx, &collection, &pipeline)? {
         return Ok(cursor_reply(0, &ns, true, vec![encode(&stats)?]));
     }
     let writes = pipeline
         .last()
         .is_some_and(|s| matches!(stage_name(s), "$out" | "$merge"));
-    if crate::session::in_transaction(ctx) {
-        return Err(CommandError::new(
-            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-            if writes {
-                "$out and $merge cannot run in a transaction"
-            } else {
-                "aggregate is not supported in a transaction by this server"
-            },
-        ));
-    }
     if writes {
         let db = ctx.server.storage.get_or_create(&ctx.db)?;
         db.aggregate(&collection, &pipeline, &options)?;
@@ -376,6 +370,70 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             .cursors
             .live(db, ns.clone(), collection, open, first, ctx.session)?;
     Ok(cursor_reply(id, &ns, true, batch))
+}
+
+/// Stages an aggregation inside a transaction cannot run here: MongoDB refuses the first
+/// group in transactions; this server also refuses the stages that read other collections,
+/// whose reads would not see the transaction's own writes.
+const NOT_IN_TRANSACTION: [&str; 11] = [
+    "$out",
+    "$merge",
+    "$collStats",
+    "$indexStats",
+    "$planCacheStats",
+    "$listSessions",
+    "$currentOp",
+    "$lookup",
+    "$graphLookup",
+    "$unionWith",
+    "$listSampledQueries",
+];
+
+/// An aggregation inside the command's transaction: its documents read from the
+/// transaction's own writes (through a leading `$match` as their filter), then the rest of the
+/// pipeline over them, within the room open cursors have left.
+fn aggregate_in_transaction(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    pipeline: &[Document],
+    options: &odm_engine::aggregate::AggregateOptions,
+) -> Result<Vec<Document>, CommandError> {
+    if let Some(stage) = pipeline
+        .iter()
+        .map(stage_name)
+        .find(|name| NOT_IN_TRANSACTION.contains(name))
+    {
+        return Err(CommandError::new(
+            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+            format!("{stage} is not supported in a transaction by this server"),
+        ));
+    }
+    let (filter, rest) = match pipeline.first().map(|s| (stage_name(s), s)) {
+        Some(("$match", stage)) => match stage.get("$match") {
+            Some(Bson::Document(filter)) => (filter.clone(), &pipeline[1..]),
+            _ => (Document::new(), pipeline),
+        },
+        _ => (Document::new(), pipeline),
+    };
+    let find = FindOptions {
+        collation: options.collation.clone(),
+        let_vars: options.let_vars.clone(),
+        ..FindOptions::default()
+    };
+    let docs = crate::session::find_in_transaction(ctx, collection, &filter, &find)?
+        .unwrap_or_default()
+        .iter()
+        .map(|raw| Document::try_from(raw.as_ref()).map_err(|e| encode_error(&e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let db = ctx.server.storage.get_or_create(&ctx.db)?;
+    Ok(db.read()?.aggregate_documents(docs, rest, options)?)
+}
+
+fn encode_error(e: &dyn std::fmt::Display) -> CommandError {
+    CommandError::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("cannot read a result: {e}"),
+    )
 }
 
 /// `{aggregate: 1, pipeline: [{$currentOp: {...}}, ...]}` on `admin`: the running operations
@@ -674,13 +732,17 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let filter = args.doc("query")?.cloned().unwrap_or_default();
     let collation = args.doc("collation")?;
     let hint = hint(&args)?;
-    if crate::session::in_transaction(ctx) {
-        return Err(CommandError::new(
-            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-            "distinct is not supported in a transaction by this server",
-        ));
-    }
     Stats::add(&ctx.server.stats.op_query, 1);
+    let in_transaction = FindOptions {
+        collation: collation.cloned(),
+        hint: hint.clone(),
+        ..FindOptions::default()
+    };
+    if let Some(values) =
+        crate::session::distinct_in_transaction(ctx, collection, key, &filter, &in_transaction)?
+    {
+        return Ok(doc! {"values": values}.into());
+    }
     super::analyze::sample(ctx, collection, SampledCommand::Distinct, |_| {
         read_command(&filter, collation, None)
     });
