@@ -657,10 +657,38 @@ fn run(
         Err(e) if watch.is_some() => Some(e.clone()),
         _ => None,
     };
+    let reply = encode_reply(shared, command, result, firing.write_concern_error);
+    if let (Some(watch), Some(db), Some(spec)) = (watch, profiled_db, spec) {
+        let interrupt = ran_under.unwrap_or_default();
+        let finished = super::profiler::Finished {
+            db: &db,
+            name: spec.name,
+            command,
+            reply: &reply,
+            error: failure.as_ref(),
+            elapsed: started.elapsed(),
+            interrupt: &interrupt,
+            client: &state.peer,
+            app_name: state.app_name.as_deref(),
+            user: state.user.as_ref(),
+        };
+        shared.profiler.record(&shared.storage, &watch, &finished);
+    }
+    reply
+}
+
+/// A command's outcome as the bytes sent back: the reply with a fail point's write concern
+/// error, or the error reply; in replica-set mode, with the cluster time.
+fn encode_reply(
+    shared: &Shared,
+    command: &Document,
+    result: command::CommandResult,
+    write_concern_error: Option<(Document, Vec<String>)>,
+) -> RawDocumentBuf {
     let mut reply = match result {
         Ok(reply) => {
             let mut raw = reply.finish();
-            if let Some((error, labels)) = firing.write_concern_error {
+            if let Some((error, labels)) = write_concern_error {
                 if let Ok(error) = RawDocumentBuf::try_from(&error) {
                     raw.append(bson::raw::cstr!("writeConcernError"), error);
                 }
@@ -694,22 +722,6 @@ fn run(
             bson::raw::cstr!("$clusterTime"),
             super::clock::ClusterClock::gossip(time),
         );
-    }
-    if let (Some(watch), Some(db), Some(spec)) = (watch, profiled_db, spec) {
-        let interrupt = ran_under.unwrap_or_default();
-        let finished = super::profiler::Finished {
-            db: &db,
-            name: spec.name,
-            command,
-            reply: &reply,
-            error: failure.as_ref(),
-            elapsed: started.elapsed(),
-            interrupt: &interrupt,
-            client: &state.peer,
-            app_name: state.app_name.as_deref(),
-            user: state.user.as_ref(),
-        };
-        shared.profiler.record(&shared.storage, &watch, &finished);
     }
     reply
 }
