@@ -1003,7 +1003,7 @@ fn what_the_server_does_not_do_is_refused_by_name() {
     let client = client(&server);
     let db = client.database("d");
     let e = db
-        .run_command(doc! {"create": "capped", "capped": true, "size": 4096})
+        .run_command(doc! {"create": "t", "timeseries": {"timeField": "at"}})
         .run()
         .unwrap_err();
     assert_eq!(code_of(&e), Some(238), "{e}");
@@ -1011,7 +1011,7 @@ fn what_the_server_does_not_do_is_refused_by_name() {
         .insert_one(doc! {})
         .run()
         .unwrap();
-    // With no capped collection, a tailable cursor gets MongoDB's answer for one not capped.
+    // A tailable cursor on a collection that is not capped gets MongoDB's answer.
     let e = db
         .run_command(doc! {"find": "c", "tailable": true})
         .run()
