@@ -64,6 +64,14 @@ impl ErrorCode {
     pub const OPERATION_FAILED: ErrorCode = ErrorCode::named(96, "OperationFailed");
     pub const INVALID_INDEX_SPECIFICATION_OPTION: ErrorCode =
         ErrorCode::named(197, "InvalidIndexSpecificationOption");
+    pub const GRAPH_CONTAINS_CYCLE: ErrorCode = ErrorCode::named(145, "GraphContainsCycle");
+    pub const VIEW_DEPTH_LIMIT_EXCEEDED: ErrorCode =
+        ErrorCode::named(150, "ViewDepthLimitExceeded");
+    pub const COMMAND_NOT_SUPPORTED_ON_VIEW: ErrorCode =
+        ErrorCode::named(166, "CommandNotSupportedOnView");
+    pub const OPTION_NOT_SUPPORTED_ON_VIEW: ErrorCode =
+        ErrorCode::named(167, "OptionNotSupportedOnView");
+    pub const INVALID_VIEW_DEFINITION: ErrorCode = ErrorCode::named(182, "InvalidViewDefinition");
     pub const CAPPED_POSITION_LOST: ErrorCode = ErrorCode::named(136, "CappedPositionLost");
     pub const EXCEEDED_MEMORY_LIMIT: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
     pub const INVALID_PIPELINE_OPERATOR: ErrorCode =

@@ -2207,3 +2207,115 @@ fn the_profiler_keeps_each_operation_its_level_asks_for_in_mongodbs_shape() {
     assert_eq!(options, &doc! {"capped": true, "size": 1_048_576_i64});
     assert_eq!(conn.code(&doc! {"drop": "system.profile", "$db": "s"}), 0);
 }
+
+#[test]
+fn views_read_through_their_pipelines_and_refuse_writes() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let docs: Vec<Document> = (1..=6)
+        .map(|i| doc! {"_id": i, "n": i, "tags": ["a", format!("t{}", i % 3)]})
+        .collect();
+    let insert = doc! {"insert": "c", "documents": docs, "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 6);
+    let even = doc! {"create": "even", "viewOn": "c", "pipeline": [{"$match": {"n": {"$mod": [2, 0]}}}], "$db": "s"};
+    assert_eq!(conn.code(&even), 0);
+    // A view on a view: its pipeline runs after the inner one's.
+    let big = doc! {"create": "bigEven", "viewOn": "even", "pipeline": [{"$match": {"n": {"$gt": 2}}}], "$db": "s"};
+    assert_eq!(conn.code(&big), 0);
+    let find = doc! {"find": "even", "filter": {"n": {"$gt": 0}}, "sort": {"n": -1}, "skip": 1, "limit": 5, "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&find)).1, [4, 2]);
+    let (id, first) =
+        cursor_of(&conn.command(&doc! {"find": "bigEven", "batchSize": 1, "$db": "s"}));
+    assert_eq!(first, [4]);
+    let more = doc! {"getMore": id, "collection": "bigEven", "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&more)).1, [6]);
+    let count = conn.command(&doc! {"count": "even", "query": {"n": {"$lt": 6}}, "$db": "s"});
+    assert_eq!(count.get_i64("n").unwrap(), 2, "{count}");
+    let distinct = conn.command(&doc! {"distinct": "even", "key": "tags", "$db": "s"});
+    assert_eq!(
+        distinct.get_array("values").unwrap(),
+        &vec![bson!("a"), bson!("t0"), bson!("t1"), bson!("t2")]
+    );
+    let aggregate = doc! {"aggregate": "bigEven", "pipeline": [{"$group": {"_id": null, "s": {"$sum": "$n"}}}], "cursor": {}, "$db": "s"};
+    let reply = conn.command(&aggregate);
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(
+        batch[0].as_document().unwrap().get_i32("s").unwrap(),
+        10,
+        "{reply}"
+    );
+    for write in [
+        doc! {"insert": "even", "documents": [{"n": 8}]},
+        doc! {"update": "even", "updates": [{"q": {}, "u": {"$set": {"x": 1}}}]},
+        doc! {"delete": "even", "deletes": [{"q": {}, "limit": 0}]},
+        doc! {"findAndModify": "even", "query": {}, "remove": true},
+        doc! {"createIndexes": "even", "indexes": [{"key": {"n": 1}, "name": "n_1"}]},
+        doc! {"collStats": "even"},
+    ] {
+        let mut write = write;
+        write.insert("$db", "s");
+        assert_eq!(conn.code(&write), 166, "{write}");
+    }
+    for (bad, code) in [
+        (doc! {"create": "even", "viewOn": "c"}, 48),
+        (doc! {"create": "c", "viewOn": "even"}, 48),
+        (
+            doc! {"create": "w", "viewOn": "c", "pipeline": [{"$out": "x"}]},
+            167,
+        ),
+        (
+            doc! {"create": "w", "viewOn": "c", "pipeline": [{"$fake": 1}]},
+            40324,
+        ),
+        (doc! {"create": "w", "pipeline": []}, 72),
+    ] {
+        let mut bad = bad;
+        bad.insert("$db", "s");
+        assert_eq!(conn.code(&bad), code, "{bad}");
+    }
+    // A cycle through a view's source is refused and leaves nothing behind.
+    assert_eq!(
+        conn.code(&doc! {"create": "loopA", "viewOn": "loopB", "$db": "s"}),
+        0
+    );
+    assert_eq!(
+        conn.code(&doc! {"create": "loopB", "viewOn": "loopA", "$db": "s"}),
+        145
+    );
+    let listed = conn.command(&doc! {"listCollections": 1, "filter": {"type": "view"}, "$db": "s"});
+    let views = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let names: Vec<&str> = views
+        .iter()
+        .map(|v| v.as_document().unwrap().get_str("name").unwrap())
+        .collect();
+    assert_eq!(names, ["bigEven", "even", "loopA"]);
+    let even_listed = views[1].as_document().unwrap();
+    assert_eq!(
+        even_listed
+            .get_document("options")
+            .unwrap()
+            .get_str("viewOn")
+            .unwrap(),
+        "c"
+    );
+    assert!(
+        even_listed
+            .get_document("info")
+            .unwrap()
+            .get_bool("readOnly")
+            .unwrap()
+    );
+    assert_eq!(conn.code(&doc! {"drop": "even", "$db": "s"}), 0);
+    let gone = conn.command(&doc! {"find": "even", "$db": "s"});
+    assert_eq!(cursor_of(&gone).1, Vec::<i32>::new());
+    let stats = conn.command(&doc! {"dbStats": 1, "$db": "s"});
+    assert_eq!(stats.get_i64("views").unwrap(), 2, "{stats}");
+}

@@ -17,7 +17,6 @@ use super::selection::{Query, QueryOptions};
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, FilterError, Result};
 use crate::interrupt::Interrupt;
-use crate::order::compare_in;
 use crate::read::ReadCollection;
 
 /// The options of a find, as in MongoDB: sort, projection, skip and limit (0 or `None`: no
@@ -277,31 +276,15 @@ pub(crate) fn distinct_values(
     query: &Query,
     key: &str,
 ) -> Result<Vec<Bson>> {
-    let collation = query.collation();
-    let key = crate::path::Path::new(key);
-    // Distinct by MongoDB's equality: a hash of the key encoding, or the collator.
-    let mut seen = crate::value_set::ValueIndex::default();
-    let mut values: Vec<bson::RawBson> = Vec::new();
+    let mut distinct = super::distinct::Distinct::with(key, query.collation.clone());
     for candidate in Candidates::new(source, plan, None)? {
         let candidate = candidate?;
         let raw = candidate.raw(source.name())?;
-        if !query.matches(raw)? {
-            continue;
-        }
-        for v in key.elements_raw(raw) {
-            let owned = bson::RawBson::from(v);
-            let value =
-                Bson::try_from(owned.clone()).map_err(|e| source.corrupt(&e.to_string()))?;
-            if seen.position(&value, values.len(), collation).1 {
-                values.push(owned);
-            }
+        if query.matches(raw)? {
+            distinct.add(raw)?;
         }
     }
-    values.sort_by(|a, b| compare_in(a.as_raw_bson_ref(), b.as_raw_bson_ref(), collation));
-    values
-        .into_iter()
-        .map(|v| Bson::try_from(v).map_err(|e| source.corrupt(&e.to_string())))
-        .collect()
+    distinct.finish()
 }
 
 /// The plan a query runs: the hinted one, or the best-ranked candidate.

@@ -66,7 +66,7 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
     let args = Args::new(command, "listCollections");
     let name_only = args.flag("nameOnly")?;
     let ns = format!("{}.$cmd.listCollections", ctx.db);
-    let (names, options) = match ctx.server.storage.get(&ctx.db)? {
+    let (names, options, views) = match ctx.server.storage.get(&ctx.db)? {
         Some(db) => {
             let txn = db.read()?;
             let names = txn.list_collections();
@@ -74,9 +74,9 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
                 .iter()
                 .filter_map(|n| Some((n.clone(), txn.collection_options(n)?)))
                 .collect();
-            (names, options)
+            (names, options, super::views::list(&db, &ctx.db)?)
         }
-        None => (Vec::new(), HashMap::new()),
+        None => (Vec::new(), HashMap::new(), Vec::new()),
     };
     let docs: Vec<Document> = names
         .into_iter()
@@ -93,6 +93,18 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
                 }
             }
         })
+        .chain(views.into_iter().map(|view| {
+            if name_only {
+                doc! {"name": view.name, "type": "view"}
+            } else {
+                doc! {
+                    "name": view.name,
+                    "type": "view",
+                    "options": {"viewOn": view.view_on, "pipeline": view.pipeline},
+                    "info": {"readOnly": true},
+                }
+            }
+        }))
         .collect();
     let docs = filtered(docs, args.doc("filter")?)?;
     let first = args
@@ -123,9 +135,7 @@ fn listed_options(options: Option<&odm_engine::CollectionOptions>) -> Document {
 }
 
 /// `create` options this server does not implement: refused rather than ignored.
-const UNSUPPORTED_CREATE_OPTIONS: [&str; 15] = [
-    "viewOn",
-    "pipeline",
+const UNSUPPORTED_CREATE_OPTIONS: [&str; 13] = [
     "timeseries",
     "validator",
     "validationLevel",
@@ -160,6 +170,21 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             "The autoIndexId option is no longer supported: every collection has an _id index",
         ));
     }
+    if command.contains_key("viewOn") {
+        return create_view(ctx, &collection, command);
+    }
+    if command.contains_key("pipeline") {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "'pipeline' requires 'viewOn' to also be specified",
+        ));
+    }
+    super::views::refuse_view(ctx, &collection).map_err(|_| {
+        CommandError::new(
+            ErrorCode::NAMESPACE_EXISTS,
+            format!("Collection {}.{collection} already exists.", ctx.db),
+        )
+    })?;
     let images = pre_and_post_images(command)?.unwrap_or(false);
     let capped = capped_options(&Args::new(command, "create"))?;
     session::write(ctx, move |t| {
@@ -174,6 +199,26 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 other => other.into(),
             })
     })?;
+    Ok(Document::new().into())
+}
+
+/// `create` with `viewOn`: a view takes none of a collection's options.
+fn create_view(ctx: &Ctx<'_>, name: &str, command: &Document) -> CommandResult {
+    for option in ["capped", "size", "max", "changeStreamPreAndPostImages"] {
+        if command.contains_key(option) {
+            return Err(CommandError::new(
+                ErrorCode::INVALID_OPTIONS,
+                format!("option '{option}' is not supported for views"),
+            ));
+        }
+    }
+    if session::in_transaction(ctx) {
+        return Err(CommandError::new(
+            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+            "Cannot create a view in a multi-document transaction.",
+        ));
+    }
+    super::views::create(ctx, name, command)?;
     Ok(Document::new().into())
 }
 
@@ -245,6 +290,15 @@ pub fn convert_to_capped(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult
         return Err(CommandError::new(
             ErrorCode::NAMESPACE_NOT_FOUND,
             format!("database {} not found", ctx.db),
+        ));
+    }
+    if super::views::refuse_view(ctx, &collection).is_err() {
+        return Err(CommandError::new(
+            ErrorCode::COMMAND_NOT_SUPPORTED_ON_VIEW,
+            format!(
+                "cloneCollectionAsCapped not supported for views: {}.{collection}",
+                ctx.db
+            ),
         ));
     }
     let ns = format!("{}.{collection}", ctx.db);
@@ -325,6 +379,11 @@ pub fn drop(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let ns = format!("{}.{collection}", ctx.db);
     if ctx.server.storage.get(&ctx.db)?.is_none() {
         // Dropping what does not exist succeeds, as in MongoDB 7.0 and later.
+        return Ok(doc! {"ns": ns}.into());
+    }
+    if let Some(db) = ctx.server.storage.get(&ctx.db)?
+        && super::views::drop(&db, &ctx.db, &collection)?
+    {
         return Ok(doc! {"ns": ns}.into());
     }
     let was = session::write(ctx, move |t| {
@@ -562,6 +621,7 @@ pub fn collection_stats(
 
 pub fn coll_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "collStats")?;
+    super::views::refuse_view(ctx, collection)?;
     let mut stats = collection_stats(ctx, collection, command.get("scale"))?;
     let mut reply = doc! {"ns": format!("{}.{collection}", ctx.db)};
     reply.extend(std::mem::take(&mut stats));
@@ -589,12 +649,16 @@ pub fn db_stats(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         }
     }
     let [objects, data, indexes, storage, index_size] = sums;
+    let views = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => i64::try_from(super::views::list(&db, &ctx.db)?.len()).unwrap_or(i64::MAX),
+        None => 0,
+    };
     let (fs_used, fs_total) = ctx.server.storage.filesystem(&ctx.db);
     let scaled = |n: i64| n as f64 / scale as f64;
     Ok(doc! {
         "db": ctx.db.clone(),
         "collections": names.len() as i64,
-        "views": 0i64,
+        "views": views,
         "objects": objects,
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
         "dataSize": scaled(data),

@@ -47,6 +47,7 @@ fn run_ops(
     reply: impl FnOnce(&BulkResult) -> Document + Send + 'static,
 ) -> Result<session::Recorded<BulkResult>, CommandError> {
     super::profile::refuse_profile_writes(collection)?;
+    super::views::refuse_view(ctx, collection)?;
     refuse_capped_in_transaction(ctx, collection)?;
     let collection = collection.to_owned();
     let recorded = session::write_recorded(
@@ -392,6 +393,7 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "findAndModify");
     let collection = collection_name(command, name)?.to_owned();
     super::profile::refuse_profile_writes(&collection)?;
+    super::views::refuse_view(ctx, &collection)?;
     refuse_capped_in_transaction(ctx, &collection)?;
     let filter = args.doc("query")?.cloned().unwrap_or_default();
     let remove = args.flag("remove")?;

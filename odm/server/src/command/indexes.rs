@@ -17,6 +17,7 @@ pub fn spec_from_document(index: &Document) -> Result<IndexSpec, CommandError> {
 pub fn create_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "createIndexes");
     let collection = collection_name(command, "createIndexes")?.to_owned();
+    super::views::refuse_view(ctx, &collection)?;
     let indexes = args
         .documents("indexes")?
         .ok_or_else(|| args.missing("indexes"))?;

@@ -24,6 +24,7 @@ mod profile;
 #[allow(clippy::unnecessary_wraps)]
 mod query;
 pub(crate) mod tailable;
+mod views;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;

@@ -146,6 +146,9 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let no_timeout = args.flag("noCursorTimeout")?;
     let ns = format!("{}.{collection}", ctx.db);
     Stats::add(&ctx.server.stats.op_query, 1);
+    if let Some(view) = super::views::resolve(ctx, &collection)? {
+        return find_on_view(ctx, &ns, view, &filter, &options, first, single);
+    }
     let in_transaction = crate::session::in_transaction(ctx);
     if let Some(await_data) = super::tailable::requested(&args, in_transaction)? {
         let (batch, tail) =
@@ -192,6 +195,44 @@ pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         ctx.server.cursors.keep_without_timeout(id);
     }
     Ok(cursor_reply(id, &ns, true, batch))
+}
+
+/// A find on a view: the view's pipeline, then the find as stages, on a cursor of the view's
+/// namespace.
+fn find_on_view(
+    ctx: &Ctx<'_>,
+    ns: &str,
+    view: super::views::Resolved,
+    filter: &Document,
+    options: &FindOptions,
+    first: usize,
+    single: bool,
+) -> CommandResult {
+    if options.hint.is_some() {
+        return Err(CommandError::new(
+            ErrorCode::OPTION_NOT_SUPPORTED_ON_VIEW,
+            "a find on a view takes no hint",
+        ));
+    }
+    let mut pipeline = view.pipeline;
+    pipeline.extend(super::views::find_stages(options, filter));
+    let aggregate = AggregateOptions {
+        let_vars: options.let_vars.clone(),
+        collation: options.collation.clone(),
+        allow_disk_use: options.allow_disk_use,
+        ..AggregateOptions::default()
+    };
+    if single || crate::session::in_transaction(ctx) {
+        let docs = view_results(ctx, &view.collection, &pipeline, &aggregate)?;
+        let (batch, id) = ctx.server.cursors.buffered(
+            ns.to_owned(),
+            docs.iter().map(encode).collect::<Result<_, _>>()?,
+            if single { usize::MAX } else { first },
+            ctx.session,
+        )?;
+        return Ok(cursor_reply(id, ns, true, batch));
+    }
+    run_pipeline(ctx, ns, view.collection, pipeline, aggregate, first)
 }
 
 /// Find's fields MongoDB takes and this server does not implement, refused by name rather
@@ -323,6 +364,15 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     // As find's query, the pipeline is parsed before the collection is looked up.
     options.check(&pipeline)?;
     let ns = format!("{}.{collection}", ctx.db);
+    // A view's pipeline runs first, on the collection at the bottom of its chain.
+    let (collection, pipeline) = match super::views::resolve(ctx, &collection)? {
+        Some(view) => {
+            let mut full = view.pipeline;
+            full.extend(pipeline);
+            (view.collection, full)
+        }
+        None => (collection, pipeline),
+    };
     if args.flag("explain")? {
         return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
     }
@@ -355,8 +405,21 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         db.aggregate(&collection, &pipeline, &options)?;
         return Ok(cursor_reply(0, &ns, true, Vec::new()));
     }
+    run_pipeline(ctx, &ns, collection, pipeline, options, first)
+}
+
+/// Runs a pipeline over `collection` on a cursor whose namespace is `ns` (a view's, when the
+/// pipeline reads one).
+fn run_pipeline(
+    ctx: &Ctx<'_>,
+    ns: &str,
+    collection: String,
+    pipeline: Vec<Document>,
+    options: AggregateOptions,
+    first: usize,
+) -> CommandResult {
     let Some(db) = ctx.server.storage.get(&ctx.db)? else {
-        return Ok(cursor_reply(0, &ns, true, Vec::new()));
+        return Ok(cursor_reply(0, ns, true, Vec::new()));
     };
     let open: Open = Box::new(move |c| {
         let results = c.aggregate_iter(&pipeline, &options)?;
@@ -368,8 +431,8 @@ pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let (batch, id) =
         ctx.server
             .cursors
-            .live(db, ns.clone(), collection, open, first, ctx.session)?;
-    Ok(cursor_reply(id, &ns, true, batch))
+            .live(db, ns.to_owned(), collection, open, first, ctx.session)?;
+    Ok(cursor_reply(id, ns, true, batch))
 }
 
 /// Stages an aggregation inside a transaction cannot run here: MongoDB refuses the first
@@ -427,6 +490,23 @@ fn aggregate_in_transaction(
         .collect::<Result<Vec<_>, _>>()?;
     let db = ctx.server.storage.get_or_create(&ctx.db)?;
     Ok(db.read()?.aggregate_documents(docs, rest, options)?)
+}
+
+/// Every result of a pipeline over a view's collection, for `count` and `distinct`, inside the
+/// command's transaction when it has one.
+fn view_results(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    pipeline: &[Document],
+    options: &AggregateOptions,
+) -> Result<Vec<Document>, CommandError> {
+    if crate::session::in_transaction(ctx) {
+        return aggregate_in_transaction(ctx, collection, pipeline, options);
+    }
+    match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => Ok(db.aggregate(collection, pipeline, options)?),
+        None => Ok(Vec::new()),
+    }
 }
 
 fn encode_error(e: &dyn std::fmt::Display) -> CommandError {
@@ -685,6 +765,25 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collation = args.doc("collation")?;
     let hint = hint(&args)?;
     Stats::add(&ctx.server.stats.op_query, 1);
+    if let Some(view) = super::views::resolve(ctx, collection)? {
+        let mut pipeline = view.pipeline;
+        let options = FindOptions {
+            skip,
+            limit: Some(limit).filter(|&l| l > 0),
+            ..FindOptions::default()
+        };
+        pipeline.extend(super::views::find_stages(&options, &filter));
+        pipeline.push(doc! {"$count": "n"});
+        let options = AggregateOptions {
+            collation: collation.cloned(),
+            ..AggregateOptions::default()
+        };
+        let n = view_results(ctx, &view.collection, &pipeline, &options)?
+            .first()
+            .and_then(|d| d.get("n").and_then(super::args::whole_number))
+            .unwrap_or(0);
+        return Ok(doc! {"n": n}.into());
+    }
     super::analyze::sample(ctx, collection, SampledCommand::Count, |_| {
         read_command(&filter, collation, None)
     });
@@ -733,6 +832,19 @@ pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collation = args.doc("collation")?;
     let hint = hint(&args)?;
     Stats::add(&ctx.server.stats.op_query, 1);
+    if let Some(view) = super::views::resolve(ctx, collection)? {
+        let mut pipeline = view.pipeline;
+        pipeline.extend(super::views::find_stages(&FindOptions::default(), &filter));
+        let mut distinct = odm_engine::query::Distinct::new(key, collation)?;
+        let options = AggregateOptions {
+            collation: collation.cloned(),
+            ..AggregateOptions::default()
+        };
+        for doc in view_results(ctx, &view.collection, &pipeline, &options)? {
+            distinct.add(&encode(&doc)?)?;
+        }
+        return Ok(doc! {"values": distinct.finish()?}.into());
+    }
     let in_transaction = FindOptions {
         collation: collation.cloned(),
         hint: hint.clone(),
