@@ -2175,37 +2175,6 @@ fn the_profiler_keeps_each_operation_its_level_asks_for_in_mongodbs_shape() {
     assert_eq!(profile_entries(&mut conn, doc! {}).len(), 6);
     let write = doc! {"insert": "system.profile", "documents": [{}], "$db": "s"};
     assert_ne!(conn.code(&write), 0);
-    // Level 1 keeps what its filter matches, and nothing else.
-    let level_one = doc! {"profile": 1, "filter": {"op": "update"}, "$db": "s"};
-    let previous = conn.command(&level_one);
-    assert_eq!(previous.get_i32("was").unwrap(), 2, "{previous}");
-    let before = profile_entries(&mut conn, doc! {}).len();
-    assert_eq!(cursor_of(&conn.command(&find)).1, [1, 3]);
-    assert_eq!(conn.command(&update).get_i32("n").unwrap(), 3);
-    let after = profile_entries(&mut conn, doc! {});
-    assert_eq!(
-        after.len(),
-        before + 1,
-        "only the update: {:?}",
-        after.last()
-    );
-    let off = conn.command(&doc! {"profile": 0, "filter": "unset", "$db": "s"});
-    assert_eq!(off.get_i32("was").unwrap(), 1, "{off}");
-    assert_eq!(off.get_document("filter").unwrap(), &doc! {"op": "update"});
-    let listed = conn
-        .command(&doc! {"listCollections": 1, "filter": {"name": "system.profile"}, "$db": "s"});
-    let first = listed
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    let options = first[0]
-        .as_document()
-        .unwrap()
-        .get_document("options")
-        .unwrap();
-    assert_eq!(options, &doc! {"capped": true, "size": 1_048_576_i64});
-    assert_eq!(conn.code(&doc! {"drop": "system.profile", "$db": "s"}), 0);
 }
 
 #[test]
@@ -2260,6 +2229,23 @@ fn views_read_through_their_pipelines_and_refuse_writes() {
         write.insert("$db", "s");
         assert_eq!(conn.code(&write), 166, "{write}");
     }
+    assert_eq!(conn.code(&doc! {"drop": "even", "$db": "s"}), 0);
+    let gone = conn.command(&doc! {"find": "even", "$db": "s"});
+    assert_eq!(cursor_of(&gone).1, Vec::<i32>::new());
+    let stats = conn.command(&doc! {"dbStats": 1, "$db": "s"});
+    assert_eq!(stats.get_i64("views").unwrap(), 1, "{stats}");
+}
+
+#[test]
+fn view_definitions_are_checked_listed_and_never_cycle() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let insert = doc! {"insert": "c", "documents": [{"_id": 1}], "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 1);
+    let even = doc! {"create": "even", "viewOn": "c", "pipeline": [{"$match": {"n": {"$mod": [2, 0]}}}], "$db": "s"};
+    assert_eq!(conn.code(&even), 0);
+    let big = doc! {"create": "bigEven", "viewOn": "even", "pipeline": [{"$match": {"n": {"$gt": 2}}}], "$db": "s"};
+    assert_eq!(conn.code(&big), 0);
     for (bad, code) in [
         (doc! {"create": "even", "viewOn": "c"}, 48),
         (doc! {"create": "c", "viewOn": "even"}, 48),
@@ -2313,9 +2299,47 @@ fn views_read_through_their_pipelines_and_refuse_writes() {
             .get_bool("readOnly")
             .unwrap()
     );
-    assert_eq!(conn.code(&doc! {"drop": "even", "$db": "s"}), 0);
-    let gone = conn.command(&doc! {"find": "even", "$db": "s"});
-    assert_eq!(cursor_of(&gone).1, Vec::<i32>::new());
-    let stats = conn.command(&doc! {"dbStats": 1, "$db": "s"});
-    assert_eq!(stats.get_i64("views").unwrap(), 2, "{stats}");
+}
+
+#[test]
+fn the_profilers_level_one_keeps_what_its_filter_matches_and_level_zero_nothing() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    assert_eq!(conn.code(&doc! {"profile": 2, "$db": "s"}), 0);
+    let docs: Vec<Document> = (0..5).map(|i| doc! {"_id": i, "a": i % 2}).collect();
+    let insert = doc! {"insert": "c", "documents": docs, "$db": "s"};
+    assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 5);
+    let find = doc! {"find": "c", "filter": {"a": 1}, "$db": "s"};
+    let update = doc! {"update": "c", "updates": [{"q": {"a": 0}, "u": {"$set": {"b": 1}}, "multi": true}], "$db": "s"};
+    // Level 1 keeps what its filter matches, and nothing else.
+    let level_one = doc! {"profile": 1, "filter": {"op": "update"}, "$db": "s"};
+    let previous = conn.command(&level_one);
+    assert_eq!(previous.get_i32("was").unwrap(), 2, "{previous}");
+    let before = profile_entries(&mut conn, doc! {}).len();
+    assert_eq!(cursor_of(&conn.command(&find)).1, [1, 3]);
+    assert_eq!(conn.command(&update).get_i32("n").unwrap(), 3);
+    let after = profile_entries(&mut conn, doc! {});
+    assert_eq!(
+        after.len(),
+        before + 1,
+        "only the update: {:?}",
+        after.last()
+    );
+    let off = conn.command(&doc! {"profile": 0, "filter": "unset", "$db": "s"});
+    assert_eq!(off.get_i32("was").unwrap(), 1, "{off}");
+    assert_eq!(off.get_document("filter").unwrap(), &doc! {"op": "update"});
+    let listed = conn
+        .command(&doc! {"listCollections": 1, "filter": {"name": "system.profile"}, "$db": "s"});
+    let first = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let options = first[0]
+        .as_document()
+        .unwrap()
+        .get_document("options")
+        .unwrap();
+    assert_eq!(options, &doc! {"capped": true, "size": 1_048_576_i64});
+    assert_eq!(conn.code(&doc! {"drop": "system.profile", "$db": "s"}), 0);
 }
