@@ -42,8 +42,9 @@ use crate::sampling::QueryAnalyzer;
 /// file. A version 6 file is a version 7 file with an empty head.
 ///
 /// Version 8 added capped collections (see [`crate::capped`]), whose natural-order tables every
-/// write keeps in step. An older build would write them without those tables; so it must refuse
-/// the file. A version 7 file is a version 8 file without capped collections.
+/// write keeps in step, and validators (see [`crate::validation`]). An older build would write
+/// capped collections without those tables and past validators; so it must refuse the file. A
+/// version 7 file is a version 8 file without either.
 pub const FORMAT_VERSION: u32 = 8;
 
 /// The earlier versions this build upgrades in place when it opens them (see `upgrade`).

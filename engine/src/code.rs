@@ -64,6 +64,10 @@ impl ErrorCode {
     pub const OPERATION_FAILED: ErrorCode = ErrorCode::named(96, "OperationFailed");
     pub const INVALID_INDEX_SPECIFICATION_OPTION: ErrorCode =
         ErrorCode::named(197, "InvalidIndexSpecificationOption");
+    pub const DOCUMENT_VALIDATION_FAILURE: ErrorCode =
+        ErrorCode::named(121, "DocumentValidationFailure");
+    pub const QUERY_FEATURE_NOT_ALLOWED: ErrorCode =
+        ErrorCode::named(224, "QueryFeatureNotAllowed");
     pub const GRAPH_CONTAINS_CYCLE: ErrorCode = ErrorCode::named(145, "GraphContainsCycle");
     pub const VIEW_DEPTH_LIMIT_EXCEEDED: ErrorCode =
         ErrorCode::named(150, "ViewDepthLimitExceeded");

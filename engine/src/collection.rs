@@ -215,6 +215,7 @@ impl<'db> WriteTxn<'db> {
             meta,
             docs,
             natural,
+            validate: !self.bypass_validation,
             index_tables: BTreeMap::new(),
             newly_multikey: BTreeSet::new(),
             recorder: Recorder::new(self.txn, &mut self.changes),
@@ -304,6 +305,8 @@ pub(crate) struct Writer<'t, 'db> {
     docs: BytesTable<'db>,
     /// A capped collection's insertion order (see [`crate::capped`]).
     natural: Option<Natural<'db>>,
+    /// Whether writes meet the collection's validator (not `bypassDocumentValidation`).
+    validate: bool,
     /// Index tables opened for lookups (unique checks), by index id.
     index_tables: BTreeMap<u64, IndexTablesMut<'db>>,
     newly_multikey: BTreeSet<u64>,
@@ -322,6 +325,7 @@ impl<'t, 'db> Writer<'t, 'db> {
         pool: &'t TablePool<'db>,
         pending: &'t mut PendingIndexWrites,
         changes: &'t mut crate::changes::TxnChanges,
+        validate: bool,
     ) -> Result<Self> {
         let (meta, docs, index_tables) = view.into_parts(pool);
         let natural = natural_of(pool, &meta)?;
@@ -331,6 +335,7 @@ impl<'t, 'db> Writer<'t, 'db> {
             meta,
             docs,
             natural,
+            validate,
             index_tables,
             newly_multikey: BTreeSet::new(),
             recorder: Recorder::new(pool.txn(), changes),
@@ -386,6 +391,7 @@ impl<'t, 'db> Writer<'t, 'db> {
 
     fn insert(&mut self, prepared: &Prepared) -> Result<Bson> {
         self.check_fits(&prepared.raw)?;
+        self.check_valid(&prepared.raw, None)?;
         let id_key = keys::encode(prepared.id());
         let keys = self.index_keys(&prepared.raw)?;
         let meta = self.meta.clone();
@@ -565,6 +571,7 @@ impl<'t, 'db> Writer<'t, 'db> {
         if self.natural.is_some() {
             self.check_fits(new)?;
         }
+        self.check_valid(new, Some(old))?;
         self.docs.insert(id_key, new.as_bytes())?;
         if let Some(natural) = &mut self.natural {
             natural.resized(id_key, new.as_bytes().len())?;
@@ -602,6 +609,32 @@ impl<'t, 'db> Writer<'t, 'db> {
         }
         self.recorder.deleted(&meta, &old)?;
         Ok(Some(old))
+    }
+
+    /// Refuses a write the collection's validator refuses (see [`crate::validation`]).
+    fn check_valid(&self, new: &RawDocument, old: Option<&RawDocument>) -> Result<()> {
+        let Some(validation) = self
+            .meta
+            .options
+            .validation
+            .as_ref()
+            .filter(|_| self.validate)
+        else {
+            return Ok(());
+        };
+        validation.judge(new, old).map_err(|details| {
+            let id = new
+                .get("_id")
+                .ok()
+                .flatten()
+                .and_then(|id| Bson::try_from(RawBson::from(id)).ok())
+                .unwrap_or(Bson::Null);
+            Error::DocumentValidation {
+                collection: self.meta.name.clone(),
+                id: Box::new(id),
+                details: Box::new(details),
+            }
+        })
     }
 
     /// Refuses a document larger than a capped collection's whole size.

@@ -419,6 +419,7 @@ impl Database {
                 pending: BTreeMap::new(),
                 changes: TxnChanges::new(self.change_log()),
                 durability,
+                bypass_validation: false,
             };
             f(&mut write).map(|value| (value, write.prepare_commit()))
         }));
@@ -577,6 +578,8 @@ pub struct WriteTxn<'db> {
     pub(crate) changes: TxnChanges,
     /// What the caller asked for; a contended immediate commit joins a group.
     durability: Durability,
+    /// Writes skip collections' validators (`bypassDocumentValidation`).
+    pub(crate) bypass_validation: bool,
 }
 
 impl std::fmt::Debug for WriteTxn<'_> {
@@ -592,6 +595,12 @@ impl<'db> WriteTxn<'db> {
     /// The database this transaction writes.
     pub fn database(&self) -> &'db Database {
         self.db
+    }
+
+    /// Makes the writes that follow skip (or check again) collections' validators, as
+    /// MongoDB's `bypassDocumentValidation` does for one command.
+    pub fn bypass_document_validation(&mut self, bypass: bool) {
+        self.bypass_validation = bypass;
     }
 
     /// Fields every change this transaction records carries: `odm serve` gives a

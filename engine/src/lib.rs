@@ -56,6 +56,7 @@ mod ttl;
 mod turn;
 pub mod update;
 mod upgrade;
+pub mod validation;
 mod value_set;
 mod verify;
 pub mod wal;

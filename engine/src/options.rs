@@ -12,6 +12,7 @@ use crate::capped::Capped;
 use crate::error::IndexSpecError;
 use crate::keys::Direction;
 use crate::path::Path;
+use crate::validation::Validation;
 
 /// How a collection was declared; see the module documentation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub struct CollectionOptions {
     pub change_stream_pre_and_post_images: bool,
     /// A capped collection's limits (see [`crate::capped`]).
     pub capped: Option<Capped>,
+    /// Its validator, level and action (see [`crate::validation`]).
+    pub validation: Option<Validation>,
 }
 
 impl CollectionOptions {
@@ -40,6 +43,12 @@ impl CollectionOptions {
     }
 
     #[must_use]
+    pub fn with_validation(mut self, validation: Validation) -> Self {
+        self.validation = Some(validation);
+        self
+    }
+
+    #[must_use]
     pub fn with_capped(mut self, capped: Capped) -> Self {
         self.capped = Some(capped);
         self
@@ -49,6 +58,9 @@ impl CollectionOptions {
         let mut d = Document::new();
         if let Some(capped) = self.capped {
             d.insert("capped", capped.to_document());
+        }
+        if let Some(validation) = &self.validation {
+            d.insert("validation", validation.to_document());
         }
         if let Some(key) = &self.shard_key {
             d.insert("shardKey", key.to_document());
@@ -75,6 +87,17 @@ impl CollectionOptions {
                         Capped::from_document(c).ok_or_else(|| IndexSpecError::BadOption {
                             option: "capped".into(),
                             reason: format!("{c} is not a capped collection's limits"),
+                        })?,
+                    )
+                }
+                Err(_) => None,
+            },
+            validation: match d.get_document("validation") {
+                Ok(v) => {
+                    Some(
+                        Validation::from_document(v).ok_or_else(|| IndexSpecError::BadOption {
+                            option: "validation".into(),
+                            reason: format!("{v} is not a collection's validator"),
                         })?,
                     )
                 }

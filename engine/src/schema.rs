@@ -144,6 +144,31 @@ impl WriteTxn<'_> {
         trimmed
     }
 
+    /// MongoDB's `collMod` of `validator`, `validationLevel` and `validationAction`: the
+    /// collection's validation from now on (`None` removes it); the documents it holds are not
+    /// checked, as in MongoDB. Records a `modify` change.
+    pub fn set_validation(
+        &mut self,
+        collection: &str,
+        validation: Option<crate::validation::Validation>,
+    ) -> Result<()> {
+        let catalog = self.catalog_mut();
+        let meta = catalog
+            .collections
+            .get_mut(collection)
+            .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
+        let description = validation.as_ref().map_or_else(
+            bson::Document::new,
+            crate::validation::Validation::to_document,
+        );
+        Arc::make_mut(meta).options.validation = validation;
+        self.record_ddl(
+            "modify",
+            collection,
+            bson::doc! { "operationDescription": description },
+        )
+    }
+
     /// Keeps (or stops keeping) a collection's images before and after each change in the
     /// change log, as MongoDB's `changeStreamPreAndPostImages` option does.
     pub fn set_pre_and_post_images(&mut self, collection: &str, enabled: bool) -> Result<()> {

@@ -2343,3 +2343,80 @@ fn the_profilers_level_one_keeps_what_its_filter_matches_and_level_zero_nothing(
     assert_eq!(options, &doc! {"capped": true, "size": 1_048_576_i64});
     assert_eq!(conn.code(&doc! {"drop": "system.profile", "$db": "s"}), 0);
 }
+
+#[test]
+fn validators_refuse_writes_with_errinfo_unless_bypassed_and_collmod_changes_them() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let schema = doc! {"$jsonSchema": {"required": ["name"], "properties": {"name": {"bsonType": "string"}}}};
+    let create = doc! {"create": "people", "validator": schema.clone(), "$db": "s"};
+    assert_eq!(conn.code(&create), 0);
+    let insert = doc! {"insert": "people", "documents": [{"_id": 1, "name": "ann"}, {"_id": 2}], "ordered": false, "$db": "s"};
+    let reply = conn.command(&insert);
+    assert_eq!(reply.get_i32("n").unwrap(), 1, "{reply}");
+    let error = reply.get_array("writeErrors").unwrap()[0]
+        .as_document()
+        .unwrap();
+    assert_eq!(error.get_i32("code").unwrap(), 121, "{reply}");
+    let info = error.get_document("errInfo").unwrap();
+    assert_eq!(info.get_i32("failingDocumentId").unwrap(), 2, "{info}");
+    assert_eq!(
+        info.get_document("details")
+            .unwrap()
+            .get_str("operatorName")
+            .unwrap(),
+        "$jsonSchema"
+    );
+    let bypass = doc! {"insert": "people", "documents": [{"_id": 3}], "bypassDocumentValidation": true, "$db": "s"};
+    assert_eq!(conn.command(&bypass).get_i32("n").unwrap(), 1);
+    let update = doc! {"update": "people", "updates": [{"q": {"_id": 1}, "u": {"$unset": {"name": 1}}}], "$db": "s"};
+    let reply = conn.command(&update);
+    assert_eq!(
+        reply.get_array("writeErrors").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        121
+    );
+    let modify = doc! {"findAndModify": "people", "query": {"_id": 1}, "update": {"$set": {"name": 5}}, "$db": "s"};
+    assert_eq!(conn.code(&modify), 121);
+    let listed =
+        conn.command(&doc! {"listCollections": 1, "filter": {"name": "people"}, "$db": "s"});
+    let options = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .get_document("options")
+        .unwrap()
+        .clone();
+    assert_eq!(options.get_document("validator").unwrap(), &schema);
+    assert_eq!(options.get_str("validationLevel").unwrap(), "strict");
+    assert_eq!(options.get_str("validationAction").unwrap(), "error");
+    // collMod to warn: the same write goes through.
+    let warn = doc! {"collMod": "people", "validationAction": "warn", "$db": "s"};
+    assert_eq!(conn.code(&warn), 0);
+    assert_eq!(conn.code(&modify), 0);
+    // A $jsonSchema query finds the documents that fail the schema.
+    let invalid = doc! {"find": "people", "filter": {"$nor": [schema.clone()]}, "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&invalid)).1, [1, 3]);
+    for (bad, code) in [
+        (
+            doc! {"create": "x", "validator": {"$jsonSchema": {"bsonType": "strung"}}},
+            9,
+        ),
+        (doc! {"create": "x", "validator": {"$where": "1"}}, 224),
+        (
+            doc! {"create": "x", "validator": {"a": 1}, "validationLevel": "lax"},
+            2,
+        ),
+        (doc! {"collMod": "people", "validationAction": "shout"}, 2),
+    ] {
+        let mut bad = bad;
+        bad.insert("$db", "s");
+        assert_eq!(conn.code(&bad), code, "{bad}");
+    }
+}

@@ -91,6 +91,9 @@ pub struct AggregateOptions {
     /// `$setWindowFields`) past their memory limit may write temporary files (MongoDB's
     /// `allowDiskUse`); `None` allows it, as MongoDB 6.0+ does by default.
     pub allow_disk_use: Option<bool>,
+    /// Whether `$out` and `$merge` write past the target collection's validator (MongoDB's
+    /// `bypassDocumentValidation`).
+    pub bypass_document_validation: bool,
     /// The memory limit of each blocking stage, in bytes (`None`: MongoDB's 100 MiB). For
     /// tests, which spill without 100 MiB of data.
     #[doc(hidden)]

@@ -190,23 +190,30 @@ impl Database {
         let Some(output) = output else {
             return Ok(results);
         };
-        self.write(|t| match &output {
-            Output::Replace(into) => {
-                t.delete_many(into, &Document::new())?;
-                if results.is_empty() {
-                    return t.create_collection(into).or_else(|e| match e {
-                        Error::CollectionExists(_) => Ok(()),
-                        other => Err(other),
-                    });
-                }
-                for doc in &results {
-                    t.insert_one(into, doc)?;
-                }
-                Ok(())
+        self.write(|t| {
+            t.bypass_document_validation(options.bypass_document_validation);
+            write_output(t, &output, &results)
+        })
+        .map(|()| Vec::new())
+    }
+}
+
+fn write_output(t: &mut WriteTxn<'_>, output: &Output, results: &[Document]) -> Result<()> {
+    match output {
+        Output::Replace(into) => {
+            t.delete_many(into, &Document::new())?;
+            if results.is_empty() {
+                return t.create_collection(into).or_else(|e| match e {
+                    Error::CollectionExists(_) => Ok(()),
+                    other => Err(other),
+                });
             }
-            Output::Merge(merge) => merge.write(t, &results),
-        })?;
-        Ok(Vec::new())
+            for doc in results {
+                t.insert_one(into, doc)?;
+            }
+            Ok(())
+        }
+        Output::Merge(merge) => merge.write(t, results),
     }
 }
 

@@ -114,6 +114,14 @@ pub enum Error {
     ResultTooLarge { size: usize, max: usize },
     #[error("invalid index specification: {0}")]
     InvalidIndexSpec(#[from] IndexSpecError),
+    /// A write the collection's validator refuses (see [`crate::validation`]); `details` are
+    /// MongoDB's `errInfo.details`.
+    #[error("Document failed validation")]
+    DocumentValidation {
+        collection: String,
+        id: Box<bson::Bson>,
+        details: Box<Document>,
+    },
     /// A capped collection's limits, or an operation they refuse.
     #[error("{0}")]
     Capped(#[from] CappedError),
@@ -302,6 +310,7 @@ impl Error {
             }
             Error::InvalidIndexSpec(e) => e.code(),
             Error::Capped(e) => e.code(),
+            Error::DocumentValidation { .. } => ErrorCode::DOCUMENT_VALIDATION_FAILURE,
             Error::IndexConflict {
                 same_name: true, ..
             } => ErrorCode::INDEX_KEY_SPECS_CONFLICT,

@@ -174,8 +174,8 @@ fn filter_shape(filter: &Filter, out: &mut Vec<u8>) {
             predicate_shape(predicate, out);
             return;
         }
-        // No index serves an expression, so every one has the same plans.
-        Filter::Expr(_) => {
+        // No index serves an expression or a schema, so every one has the same plans.
+        Filter::Expr(_) | Filter::JsonSchema(_) => {
             out.push(tag::EXPR);
             return;
         }

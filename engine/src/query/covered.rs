@@ -122,7 +122,7 @@ fn filter_paths_of(filter: &Filter, out: &mut Vec<Path>) {
         }
         Filter::Field(path, _) => out.push(path.clone()),
         // An expression may read any field: the empty path, which no index covers.
-        Filter::Expr(_) => out.push(Path::empty()),
+        Filter::Expr(_) | Filter::JsonSchema(_) => out.push(Path::empty()),
     }
 }
 

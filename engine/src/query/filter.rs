@@ -40,6 +40,8 @@ pub enum Filter {
     Field(Path, Predicate),
     /// `$expr`: an aggregation expression over the whole document is true.
     Expr(Box<Expr>),
+    /// `$jsonSchema`: the document meets a JSON schema (see `json_schema`).
+    JsonSchema(std::sync::Arc<super::json_schema::JsonSchema>),
 }
 
 /// A condition on the value(s) found at a path.
@@ -185,9 +187,10 @@ fn parse_top_level(
                 let code = e.code;
                 error("", &op, e).with_code(code)
             }),
-        "where" | "text" | "jsonSchema" | "sampleRate" => {
-            Err(error("", &op, "is not supported by this engine"))
-        }
+        "jsonSchema" => Ok(Some(Filter::JsonSchema(std::sync::Arc::new(
+            super::json_schema::JsonSchema::parse(value)?,
+        )))),
+        "where" | "text" | "sampleRate" => Err(error("", &op, "is not supported by this engine")),
         _ => Err(error("", &op, "unknown top-level operator")),
     }
 }
@@ -383,7 +386,7 @@ fn parse_types(path: &str, arg: &Bson) -> Result<Vec<TypeSpec>, FilterError> {
     }
 }
 
-fn type_alias(alias: &str) -> Option<TypeSpec> {
+pub(crate) fn type_alias(alias: &str) -> Option<TypeSpec> {
     let code = match alias {
         "number" => return Some(TypeSpec::Number),
         "double" => 1,

@@ -111,6 +111,7 @@ impl Filter {
                 })?;
                 truthy(expr.evaluate_collated(&decoded, cx)?.as_ref()).then_some(None)
             }
+            Filter::JsonSchema(schema) => schema.matches(doc).then_some(None),
         })
     }
 }
@@ -394,7 +395,7 @@ fn compare_op(
     }
 }
 
-fn type_code(v: RawBsonRef<'_>) -> i32 {
+pub(crate) fn type_code(v: RawBsonRef<'_>) -> i32 {
     match v {
         RawBsonRef::Double(_) => 1,
         RawBsonRef::String(_) => 2,
@@ -420,7 +421,7 @@ fn type_code(v: RawBsonRef<'_>) -> i32 {
     }
 }
 
-fn has_type(v: RawBsonRef<'_>, spec: TypeSpec) -> bool {
+pub(crate) fn has_type(v: RawBsonRef<'_>, spec: TypeSpec) -> bool {
     match spec {
         TypeSpec::Number => bracket(&v) == Bracket::Number,
         TypeSpec::Code(code) => type_code(v) == code,

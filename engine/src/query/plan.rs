@@ -355,7 +355,7 @@ fn field_conditions<'f>(filter: &'f Filter, out: &mut Vec<(&'f Path, &'f Predica
     match filter {
         Filter::And(parts) => parts.iter().for_each(|p| field_conditions(p, out)),
         Filter::Field(path, predicate) => out.push((path, predicate)),
-        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => {}
+        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) | Filter::JsonSchema(_) => {}
     }
 }
 
@@ -991,7 +991,7 @@ fn strict_conditions(filter: &Filter) -> Option<Vec<(&Path, &Predicate)>> {
             Some(out)
         }
         Filter::Field(path, predicate) => Some(vec![(path, predicate)]),
-        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) => None,
+        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) | Filter::JsonSchema(_) => None,
     }
 }
 

@@ -775,8 +775,13 @@ impl WriteTxn<'_> {
             }
         }
         let delta_min = self.db.merge_threshold();
-        let mut writer =
-            Writer::from_view(view, &self.tables, &mut self.pending, &mut self.changes)?;
+        let mut writer = Writer::from_view(
+            view,
+            &self.tables,
+            &mut self.pending,
+            &mut self.changes,
+            !self.bypass_validation,
+        )?;
         let result = work(&mut writer, selected);
         let applied = writer.apply_staged_to_open_indexes(delta_min);
         let newly_multikey = writer.finish();

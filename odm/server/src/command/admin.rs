@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use bson::{Bson, Document, doc};
 use odm_engine::capped::Capped;
 use odm_engine::query::Filter;
+use odm_engine::validation::{Validation, ValidationAction, ValidationLevel};
 use odm_engine::{ErrorCode, IndexSpec};
 
 use super::{Args, CommandError, CommandResult, Ctx, collection_name};
@@ -128,6 +129,11 @@ fn listed_options(options: Option<&odm_engine::CollectionOptions>) -> Document {
             out.insert("max", i64::try_from(max).unwrap_or(i64::MAX));
         }
     }
+    if let Some(validation) = &options.validation {
+        out.insert("validator", validation.validator().clone());
+        out.insert("validationLevel", validation.level().name());
+        out.insert("validationAction", validation.action().name());
+    }
     if options.change_stream_pre_and_post_images {
         out.insert("changeStreamPreAndPostImages", doc! {"enabled": true});
     }
@@ -135,11 +141,8 @@ fn listed_options(options: Option<&odm_engine::CollectionOptions>) -> Document {
 }
 
 /// `create` options this server does not implement: refused rather than ignored.
-const UNSUPPORTED_CREATE_OPTIONS: [&str; 13] = [
+const UNSUPPORTED_CREATE_OPTIONS: [&str; 10] = [
     "timeseries",
-    "validator",
-    "validationLevel",
-    "validationAction",
     "clusteredIndex",
     "encryptedFields",
     "expireAfterSeconds",
@@ -187,9 +190,11 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     })?;
     let images = pre_and_post_images(command)?.unwrap_or(false);
     let capped = capped_options(&Args::new(command, "create"))?;
+    let validation = validation_options(&Args::new(command, "create"), None)?;
     session::write(ctx, move |t| {
         let mut options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
         options.capped = capped;
+        options.validation = validation;
         t.create_collection_with(&collection, options)
             .map_err(|e| match e {
                 odm_engine::Error::CollectionExists(name) => CommandError::new(
@@ -200,6 +205,60 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             })
     })?;
     Ok(Document::new().into())
+}
+
+/// `validator`, `validationLevel` and `validationAction` (of `create`, or of `collMod` over
+/// the collection's `current` validation); `None` when none is given and none was set.
+fn validation_options(
+    args: &Args<'_>,
+    current: Option<Validation>,
+) -> Result<Option<Validation>, CommandError> {
+    let validator = args.doc("validator")?.cloned();
+    let level = match args.str("validationLevel")? {
+        Some(name) => Some(ValidationLevel::parse(name).ok_or_else(|| {
+            CommandError::bad_value(format!(
+                "Enumeration value '{name}' for field 'validationLevel' is not a valid value."
+            ))
+        })?),
+        None => None,
+    };
+    let action = match args.str("validationAction")? {
+        Some(name) => Some(ValidationAction::parse(name).ok_or_else(|| {
+            CommandError::bad_value(format!(
+                "Enumeration value '{name}' for field 'validationAction' is not a valid value."
+            ))
+        })?),
+        None => None,
+    };
+    if validator.is_none() && level.is_none() && action.is_none() {
+        return Ok(current);
+    }
+    let (validator, old_level, old_action) = match (validator, current) {
+        (Some(v), current) => (
+            v,
+            current.as_ref().map(Validation::level),
+            current.as_ref().map(Validation::action),
+        ),
+        (None, Some(current)) => (
+            current.validator().clone(),
+            Some(current.level()),
+            Some(current.action()),
+        ),
+        (None, None) => (Document::new(), None, None),
+    };
+    let validation = Validation::new(
+        validator,
+        level.or(old_level).unwrap_or_default(),
+        action.or(old_action).unwrap_or_default(),
+    )
+    .map_err(|e| {
+        let e = odm_engine::Error::from(e);
+        CommandError::new(
+            e.error_code(),
+            format!("Parsing of collection validator failed :: caused by :: {e}"),
+        )
+    })?;
+    Ok(Some(validation))
 }
 
 /// `create` with `viewOn`: a view takes none of a collection's options.
@@ -340,8 +399,10 @@ fn pre_and_post_images(command: &Document) -> Result<Option<bool>, CommandError>
 pub fn coll_mod(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "collMod")?.to_owned();
     for (option, _) in command.iter().skip(1) {
-        let generic =
-            option == "changeStreamPreAndPostImages" || super::args::is_generic_argument(option);
+        let generic = matches!(
+            option.as_str(),
+            "changeStreamPreAndPostImages" | "validator" | "validationLevel" | "validationAction"
+        ) || super::args::is_generic_argument(option);
         if !generic {
             return Err(CommandError::new(
                 ErrorCode::NOT_IMPLEMENTED,
@@ -356,14 +417,26 @@ pub fn coll_mod(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             format!("ns does not exist: {}.{collection}", ctx.db),
         ));
     }
+    let validates = ["validator", "validationLevel", "validationAction"]
+        .iter()
+        .any(|f| command.contains_key(*f));
+    let command = command.clone();
     session::write(ctx, move |t| {
-        if t.collection_options(&collection).is_none() {
+        let Some(options) = t.collection_options(&collection) else {
             return Err(CommandError::new(
                 ErrorCode::NAMESPACE_NOT_FOUND,
                 format!("ns does not exist: {collection}"),
             ));
+        };
+        if validates {
+            let args = Args::new(&command, "collMod");
+            let validation = validation_options(&args, options.validation)?;
+            t.set_validation(&collection, validation)?;
         }
-        Ok(t.modify_collection(&collection, images)?)
+        if images.is_some() || !validates {
+            t.modify_collection(&collection, images)?;
+        }
+        Ok(())
     })?;
     Ok(Document::new().into())
 }

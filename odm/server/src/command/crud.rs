@@ -44,6 +44,7 @@ fn run_ops(
     (ops, positions): (Vec<WriteOp>, Vec<usize>),
     ordered: bool,
     let_vars: Option<Document>,
+    bypass: bool,
     reply: impl FnOnce(&BulkResult) -> Document + Send + 'static,
 ) -> Result<session::Recorded<BulkResult>, CommandError> {
     super::profile::refuse_profile_writes(collection)?;
@@ -53,6 +54,7 @@ fn run_ops(
     let recorded = session::write_recorded(
         ctx,
         move |t| {
+            t.bypass_document_validation(bypass);
             let ops = ops.into_iter().map(|op| (collection.clone(), op)).collect();
             let mut result = t.bulk_write_across(ops, ordered, let_vars.as_ref())?;
             for (i, _) in &mut result.upserted_ids {
@@ -150,6 +152,7 @@ pub fn insert(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         (ops, positions),
         ordered,
         None,
+        args.flag("bypassDocumentValidation")?,
         |result| {
             let errors = result
                 .failures
@@ -337,7 +340,16 @@ fn run_statements(
         let reply = reply(&BulkResult::default());
         return Ok(session::Recorded::Fresh(BulkResult::default(), reply));
     }
-    run_ops(ctx, &collection, (ops, positions), ordered, let_vars, reply)
+    let bypass = args.flag("bypassDocumentValidation")?;
+    run_ops(
+        ctx,
+        &collection,
+        (ops, positions),
+        ordered,
+        let_vars,
+        bypass,
+        reply,
+    )
 }
 
 pub fn update(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
@@ -449,9 +461,13 @@ pub fn find_and_modify(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         cmd
     });
     let is_delete = matches!(action, Modify::Delete);
+    let bypass = args.flag("bypassDocumentValidation")?;
     let recorded = session::write_recorded(
         ctx,
-        move |t| Ok(t.find_and_modify(&collection, &filter, action, &options)?),
+        move |t| {
+            t.bypass_document_validation(bypass);
+            Ok(t.find_and_modify(&collection, &filter, action, &options)?)
+        },
         move |modified| {
             let n = i32::from(modified.matched || modified.upserted_id.is_some());
             let mut last_error = doc! {"n": n};
@@ -496,6 +512,7 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let ordered = args.bool("ordered")?.unwrap_or(true);
     let errors_only = args.flag("errorsOnly")?;
     let let_vars = args.doc("let")?.cloned();
+    let bypass = args.flag("bypassDocumentValidation")?;
     let namespaces = ns_info
         .iter()
         .map(|info| {
@@ -524,6 +541,7 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 (vec![op], vec![0]),
                 true,
                 let_vars.clone(),
+                bypass,
                 |_| Document::new(),
             )?;
             let session::Recorded::Fresh(result, _) = recorded else {

@@ -153,6 +153,12 @@ impl CommandError {
                     "keyValue": (**key_value).clone(),
                 })),
             ),
+            odm_engine::Error::DocumentValidation { id, details, .. } => (
+                e.to_string(),
+                Some(Box::new(bson::doc! {
+                    "errInfo": {"failingDocumentId": (**id).clone(), "details": (**details).clone()},
+                })),
+            ),
             other => (other.to_string(), None),
         };
         // A change stream cannot resume after these, and MongoDB says so to drivers.

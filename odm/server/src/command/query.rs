@@ -74,6 +74,7 @@ fn pipeline_of(args: &Args<'_>) -> Result<(Vec<Document>, AggregateOptions), Com
         // The command's own, entered on the thread that runs it (see `operations`).
         interrupt: None,
         allow_disk_use: args.bool("allowDiskUse")?,
+        bypass_document_validation: args.flag("bypassDocumentValidation")?,
         ..AggregateOptions::default()
     };
     Ok((pipeline, options))
