@@ -76,6 +76,7 @@ impl ErrorCode {
     pub const OPTION_NOT_SUPPORTED_ON_VIEW: ErrorCode =
         ErrorCode::named(167, "OptionNotSupportedOnView");
     pub const INVALID_VIEW_DEFINITION: ErrorCode = ErrorCode::named(182, "InvalidViewDefinition");
+    pub const SNAPSHOT_TOO_OLD: ErrorCode = ErrorCode::named(239, "SnapshotTooOld");
     pub const CAPPED_POSITION_LOST: ErrorCode = ErrorCode::named(136, "CappedPositionLost");
     pub const EXCEEDED_MEMORY_LIMIT: ErrorCode = ErrorCode::named(146, "ExceededMemoryLimit");
     pub const INVALID_PIPELINE_OPERATOR: ErrorCode =

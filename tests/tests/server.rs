@@ -2420,3 +2420,89 @@ fn validators_refuse_writes_with_errinfo_unless_bypassed_and_collmod_changes_the
         assert_eq!(conn.code(&bad), code, "{bad}");
     }
 }
+
+#[test]
+fn snapshot_reads_name_their_time_and_never_read_later_data() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let mut conn = RawConnection::open(&server);
+    let insert = |conn: &mut RawConnection, id: i32| {
+        let insert = doc! {"insert": "c", "documents": [{"_id": id}], "$db": "s"};
+        assert_eq!(conn.command(&insert).get_i32("n").unwrap(), 1);
+    };
+    insert(&mut conn, 1);
+    let snapshot = doc! {"find": "c", "readConcern": {"level": "snapshot"}, "$db": "s"};
+    let reply = conn.command(&snapshot);
+    let at = *reply
+        .get_document("cursor")
+        .unwrap()
+        .get_timestamp("atClusterTime")
+        .as_ref()
+        .unwrap_or_else(|_| panic!("{reply}"));
+    assert_eq!(cursor_of(&reply).1, [1]);
+    let at_time = |command: &str| {
+        let mut d = doc! {command: "c", "readConcern": {"level": "snapshot", "atClusterTime": at}, "$db": "s"};
+        if command == "distinct" {
+            d.insert("key", "_id");
+        }
+        if command == "aggregate" {
+            d.insert("pipeline", Vec::<Bson>::new());
+            d.insert("cursor", Document::new());
+        }
+        d
+    };
+    assert_eq!(cursor_of(&conn.command(&at_time("find"))).1, [1]);
+    let distinct = conn.command(&at_time("distinct"));
+    assert_eq!(
+        distinct.get_timestamp("atClusterTime").unwrap(),
+        at,
+        "{distinct}"
+    );
+    // After a commit the state at `at` is gone: refused, never answered with later data.
+    insert(&mut conn, 2);
+    for command in ["find", "aggregate", "distinct"] {
+        assert_eq!(conn.code(&at_time(command)), 239, "{command}");
+    }
+    let local =
+        doc! {"find": "c", "readConcern": {"level": "local", "afterClusterTime": at}, "$db": "s"};
+    assert_eq!(cursor_of(&conn.command(&local)).1, [1, 2]);
+    let future = bson::Timestamp {
+        time: at.time + 3600,
+        increment: 0,
+    };
+    for (bad, code) in [
+        (
+            doc! {"find": "c", "readConcern": {"level": "local", "atClusterTime": at}},
+            72,
+        ),
+        (
+            doc! {"find": "c", "readConcern": {"level": "snapshot", "atClusterTime": future}},
+            72,
+        ),
+        (
+            doc! {"find": "c", "readConcern": {"level": "available", "afterClusterTime": at}},
+            72,
+        ),
+        (
+            doc! {"count": "c", "readConcern": {"level": "snapshot"}},
+            72,
+        ),
+        (doc! {"find": "c", "readConcern": {"level": "strong"}}, 2),
+        (
+            doc! {"find": "c", "readConcern": {"level": "local", "when": 1}},
+            40415,
+        ),
+    ] {
+        let mut bad = bad;
+        bad.insert("$db", "s");
+        assert_eq!(conn.code(&bad), code, "{bad}");
+    }
+    let standalone = start();
+    let mut alone = RawConnection::open(&standalone);
+    assert_eq!(alone.code(&snapshot), 20);
+}

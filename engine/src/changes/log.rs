@@ -528,6 +528,18 @@ fn append_all<'r>(
     Ok(())
 }
 
+impl crate::db::ReadTxn {
+    /// The cluster time of the last commit this snapshot's change log recorded; `None` when no
+    /// commit has recorded changes. A commit made while the log was off left no time: callers
+    /// that need every commit's time check [`crate::Database::change_log`] first.
+    pub fn last_commit_time(&self) -> Result<Option<bson::Timestamp>> {
+        let log = Log::read(&self.txn)?;
+        Ok(log
+            .last()?
+            .map(|(time, _)| super::clock::to_timestamp(time)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -641,6 +641,7 @@ fn run(
             txn: None,
             session: None,
             retry: None,
+            read_concern: None,
         };
         // A panic in a command is a bug; it fails that command, not the server.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

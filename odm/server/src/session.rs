@@ -657,6 +657,14 @@ fn txn_fields(
 /// Runs a command, inside its transaction when it names one.
 pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> CommandResult {
     super::command::fields::check(spec.name, command)?;
+    ctx.read_concern = super::command::read_concern::parse(ctx, command, spec.name)?;
+    if let Some(at) = ctx.read_concern.and_then(|c| c.at_cluster_time)
+        && command.get("startTransaction") == Some(&Bson::Boolean(true))
+    {
+        // A snapshot transaction at a past time reads the state of now: only if nothing
+        // has been committed since.
+        super::command::read_concern::unchanged_since(ctx, at)?;
+    }
     let session = SessionId::of_command(command)?;
     if let Some(id) = session {
         let sessions = &ctx.server.sessions;

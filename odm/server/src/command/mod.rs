@@ -23,6 +23,7 @@ mod operations;
 mod profile;
 #[allow(clippy::unnecessary_wraps)]
 mod query;
+pub(crate) mod read_concern;
 pub(crate) mod tailable;
 mod views;
 
@@ -51,6 +52,14 @@ impl From<Document> for Reply {
 }
 
 impl Reply {
+    /// The reply's fields as bytes, before `ok`.
+    pub fn finish_without_ok(self) -> RawDocumentBuf {
+        match self {
+            Reply::Doc(doc) => super::wire::to_raw(&doc),
+            Reply::Raw(raw) => raw,
+        }
+    }
+
     /// The reply as sent: the command's fields, then `ok: 1`.
     pub fn finish(self) -> RawDocumentBuf {
         let mut raw = match self {
@@ -211,6 +220,8 @@ pub struct Ctx<'a> {
     /// A retryable write's session and number (set by `session`): its result is recorded
     /// with it, and a retry answered from the record.
     pub retry: Option<super::session::RetryKey>,
+    /// The command's `readConcern`, checked (set by `session`).
+    pub read_concern: Option<read_concern::ReadConcern>,
 }
 
 /// Who may run a command.

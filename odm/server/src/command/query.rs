@@ -51,6 +51,28 @@ pub fn cursor_reply_with_token(
     Reply::Raw(reply)
 }
 
+/// A cursor reply naming the time a snapshot read read at (`cursor.atClusterTime`).
+pub fn at_cluster_time(reply: Reply, at: bson::Timestamp) -> Reply {
+    let raw = reply.finish_without_ok();
+    let Ok(cursor) = raw.get_document("cursor") else {
+        return Reply::Raw(raw);
+    };
+    let mut with_time = RawDocumentBuf::new();
+    for (key, value) in cursor.into_iter().flatten() {
+        with_time.append(key, value);
+    }
+    with_time.append(cstr!("atClusterTime"), at);
+    let mut out = RawDocumentBuf::new();
+    for (key, value) in raw.into_iter().flatten() {
+        if key.as_str() == "cursor" {
+            out.append(key, with_time.clone());
+        } else {
+            out.append(key, value);
+        }
+    }
+    Reply::Raw(out)
+}
+
 /// A cursor over documents computed in advance (listings, `bulkWrite`'s results): its first
 /// batch, the rest kept for `getMore`.
 pub fn buffered_reply(ctx: &Ctx<'_>, ns: &str, docs: &[Document], first: usize) -> CommandResult {
@@ -135,6 +157,45 @@ fn batch_size(args: &Args<'_>) -> Result<Option<usize>, CommandError> {
 }
 
 pub fn find(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let at = snapshot_read(ctx)?;
+    let reply = find_now(ctx, command)?;
+    snapshot_reply(ctx, reply, at)
+}
+
+/// The time a snapshot read outside a transaction reads at (see `read_concern`).
+fn snapshot_read(ctx: &Ctx<'_>) -> Result<Option<bson::Timestamp>, CommandError> {
+    match &ctx.read_concern {
+        Some(concern) if !crate::session::in_transaction(ctx) => {
+            super::read_concern::snapshot_time(ctx, concern)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A snapshot read's reply, naming its time; `SnapshotTooOld` (and its cursor closed) when the
+/// database changed before its snapshot was taken.
+fn snapshot_reply(ctx: &Ctx<'_>, reply: Reply, at: Option<bson::Timestamp>) -> CommandResult {
+    let Some(at) = at else {
+        return Ok(reply);
+    };
+    let raw = reply.finish_without_ok();
+    if let Err(e) = super::read_concern::unchanged_since(ctx, at) {
+        if let Ok(cursor) = raw.get_document("cursor")
+            && let (Ok(id), Ok(ns)) = (cursor.get_i64("id"), cursor.get_str("ns"))
+        {
+            ctx.server.cursors.kill(id, ns);
+        }
+        return Err(e);
+    }
+    if raw.get_document("cursor").is_ok() {
+        return Ok(at_cluster_time(Reply::Raw(raw), at));
+    }
+    let mut raw = raw;
+    raw.append(cstr!("atClusterTime"), at);
+    Ok(Reply::Raw(raw))
+}
+
+fn find_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "find");
     let collection = collection_name(command, "find")?.to_owned();
     let filter = args.doc("filter")?.cloned().unwrap_or_default();
@@ -336,6 +397,12 @@ fn stage_name(stage: &Document) -> &str {
 }
 
 pub fn aggregate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let at = snapshot_read(ctx)?;
+    let reply = aggregate_now(ctx, command)?;
+    snapshot_reply(ctx, reply, at)
+}
+
+fn aggregate_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "aggregate");
     let lists_samples = args
         .array("pipeline")
@@ -826,6 +893,12 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
 }
 
 pub fn distinct(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    let at = snapshot_read(ctx)?;
+    let reply = distinct_now(ctx, command)?;
+    snapshot_reply(ctx, reply, at)
+}
+
+fn distinct_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "distinct");
     let collection = collection_name(command, "distinct")?;
     let key = args.required_str("key")?;
