@@ -190,6 +190,9 @@ fn index_doc(i: &IndexMeta) -> Document {
     if let Some(partial) = i.spec.partial_filter() {
         d.insert("partialFilterExpression", partial.document().clone());
     }
+    if let Some(background) = i.spec.background() {
+        d.insert("background", background);
+    }
     d
 }
 
@@ -221,6 +224,7 @@ fn index_from_doc(d: &Document) -> Result<IndexMeta> {
     if let Ok(secs) = d.get_i64("expireAfterSeconds") {
         spec = spec.expire_after(Duration::from_secs(secs as u64));
     }
+    spec = spec.with_background(d.get_bool("background").ok());
     Ok(IndexMeta {
         id,
         spec,

@@ -38,8 +38,8 @@ pub const ID_INDEX_NAME: &str = "_id_";
 pub const MAX_KEYS_PER_DOCUMENT: usize = 100_000;
 
 /// What an index is: its key fields and options. Two specs are the same index when they are
-/// equal; the name defaults to MongoDB's (`a_1_b_-1`).
-#[derive(Debug, Clone, PartialEq)]
+/// equal, `background` aside; the name defaults to MongoDB's (`a_1_b_-1`).
+#[derive(Debug, Clone)]
 pub struct IndexSpec {
     name: String,
     keys: Vec<(Path, Direction)>,
@@ -50,6 +50,22 @@ pub struct IndexSpec {
     /// The position in `keys` of the one hashed field, if any: its key is MongoDB's hash of the
     /// value ([`crate::hashed`]), stored ascending, which serves equality and `$in` only.
     hashed: Option<usize>,
+    /// `background` as the index was created with it: MongoDB builds every index the same way
+    /// since 4.2 and ignores the flag, but keeps it and lists it, and so does this engine. It
+    /// is no part of the index's identity.
+    background: Option<bool>,
+}
+
+impl PartialEq for IndexSpec {
+    fn eq(&self, other: &IndexSpec) -> bool {
+        self.name == other.name
+            && self.keys == other.keys
+            && self.unique == other.unique
+            && self.sparse == other.sparse
+            && self.expire_after == other.expire_after
+            && self.partial == other.partial
+            && self.hashed == other.hashed
+    }
 }
 
 /// A partial index's filter: only documents it matches are indexed.
@@ -102,6 +118,7 @@ impl IndexSpec {
             expire_after: None,
             partial: None,
             hashed: None,
+            background: None,
         })
     }
 
@@ -199,6 +216,9 @@ impl IndexSpec {
         if option_flag(index, "sparse")? {
             spec = spec.sparse();
         }
+        if index.contains_key("background") {
+            spec.background = Some(option_flag(index, "background")?);
+        }
         if let Some(value) = index.get("expireAfterSeconds") {
             spec = spec.expire_after(expire_after_seconds(value)?);
         }
@@ -272,6 +292,18 @@ impl IndexSpec {
         self.sparse
     }
 
+    /// `background` as given when the index was created (see the field).
+    pub fn background(&self) -> Option<bool> {
+        self.background
+    }
+
+    /// This index with `background` recorded as given.
+    #[must_use]
+    pub fn with_background(mut self, background: Option<bool>) -> Self {
+        self.background = background;
+        self
+    }
+
     pub fn ttl(&self) -> Option<Duration> {
         self.expire_after
     }
@@ -297,6 +329,9 @@ impl IndexSpec {
         }
         if let Some(partial) = self.partial_filter() {
             doc.insert("partialFilterExpression", partial.document().clone());
+        }
+        if let Some(background) = self.background {
+            doc.insert("background", background);
         }
         doc
     }

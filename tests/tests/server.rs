@@ -2506,3 +2506,24 @@ fn snapshot_reads_name_their_time_and_never_read_later_data() {
     let mut alone = RawConnection::open(&standalone);
     assert_eq!(alone.code(&snapshot), 20);
 }
+
+#[test]
+fn an_index_keeps_the_background_flag_it_was_created_with_and_it_is_no_part_of_its_identity() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let create = doc! {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1", "background": false}], "$db": "s"};
+    assert_eq!(conn.code(&create), 0);
+    let again =
+        doc! {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}], "$db": "s"};
+    assert_eq!(conn.code(&again), 0);
+    let listed = conn.command(&doc! {"listIndexes": "c", "$db": "s"});
+    let indexes = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let a = indexes[1].as_document().unwrap();
+    assert!(!a.get_bool("background").unwrap(), "{a}");
+    let bad = doc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1", "background": "no"}], "$db": "s"};
+    assert_eq!(conn.code(&bad), 14);
+}
