@@ -2527,3 +2527,52 @@ fn an_index_keeps_the_background_flag_it_was_created_with_and_it_is_no_part_of_i
     let bad = doc! {"createIndexes": "c", "indexes": [{"key": {"b": 1}, "name": "b_1", "background": "no"}], "$db": "s"};
     assert_eq!(conn.code(&bad), 14);
 }
+
+#[test]
+fn on_primary_transactional_write_drops_the_reply_of_a_committed_write_and_its_retry_is_answered() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            test_commands: true,
+            ..Config::default()
+        },
+    );
+    let mut admin = RawConnection::open(&server);
+    let point = |data: Document, times: i32| {
+        doc! {"configureFailPoint": "onPrimaryTransactionalWrite", "mode": {"times": times}, "data": data, "$db": "admin"}
+    };
+    let insert = |id: i32, txn: i64| {
+        doc! {"insert": "c", "documents": [{"_id": id}], "lsid": lsid(7), "txnNumber": txn, "$db": "s"}
+    };
+    let dropped = |command: &Document| {
+        let mut conn = RawConnection::open(&server);
+        conn.0.write_all(&op_msg(command, 0)).unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            conn.0.read(&mut byte).unwrap_or(0),
+            0,
+            "the connection closes without a reply"
+        );
+    };
+    // Committed, reply lost: the retry is answered from the record, the write applied once.
+    assert_eq!(admin.code(&point(doc! {}, 1)), 0);
+    dropped(&insert(1, 1));
+    let retry = RawConnection::open(&server).command(&insert(1, 1));
+    assert_eq!(retry.get_i32("n").unwrap(), 1, "{retry}");
+    // Failing before its commit: nothing written; the retry writes it.
+    assert_eq!(
+        admin.code(&point(doc! {"failBeforeCommitExceptionCode": 1}, 1)),
+        0
+    );
+    dropped(&insert(2, 2));
+    let count = doc! {"count": "c", "$db": "s"};
+    assert_eq!(admin.command(&count).get_i64("n").unwrap(), 1);
+    let retry = RawConnection::open(&server).command(&insert(2, 2));
+    assert_eq!(retry.get_i32("n").unwrap(), 1, "{retry}");
+    assert_eq!(admin.command(&count).get_i64("n").unwrap(), 2);
+    // A write outside a session is not a retryable write: the point does not fire.
+    assert_eq!(admin.code(&point(doc! {}, 1)), 0);
+    let plain = doc! {"insert": "c", "documents": [{"_id": 3}], "$db": "s"};
+    assert_eq!(admin.command(&plain).get_i32("n").unwrap(), 1);
+}

@@ -658,6 +658,11 @@ fn run(
         Err(e) if watch.is_some() => Some(e.clone()),
         _ => None,
     };
+    if firing.close_after {
+        // The fail point drops the reply of a command that ran.
+        state.close = true;
+        return RawDocumentBuf::new();
+    }
     let reply = encode_reply(shared, command, result, firing.write_concern_error);
     if let (Some(watch), Some(db), Some(spec)) = (watch, profiled_db, spec) {
         let interrupt = ran_under.unwrap_or_default();

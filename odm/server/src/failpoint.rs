@@ -18,6 +18,12 @@
 //! `failGetMoreAfterCursorCheckout` (`data: {errorCode}`) fails `getMore` with that code, as
 //! the change-stream specification's tests use it; a code a change stream resumes after
 //! carries `ResumableChangeStreamError`, as MongoDB 4.4 and later label it.
+//!
+//! `onPrimaryTransactionalWrite` fires on retryable writes (`txnNumber` outside a transaction),
+//! as the retryable-writes specification's tests use it: the write commits, with its retry
+//! record, and the connection closes before the reply, so the driver retries and gets the
+//! recorded reply; with `data.failBeforeCommitExceptionCode` the connection closes before the
+//! write runs, so nothing is written.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -34,6 +40,7 @@ use crate::command::{CommandError, CommandResult, Ctx};
 pub struct FailPoints {
     fail_command: Mutex<Option<FailCommand>>,
     fail_get_more: Mutex<Option<FailCommand>>,
+    transactional_write: Mutex<Option<FailCommand>>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,7 +69,10 @@ enum Mode {
 #[derive(Debug, Clone, Default)]
 pub struct Firing {
     pub block: Option<Duration>,
+    /// Close the connection before the command runs.
     pub close_connection: bool,
+    /// Run the command, then close the connection without its reply.
+    pub close_after: bool,
     /// Fail the command, before it runs, with this error.
     pub error: Option<CommandError>,
     /// Run the command, then add this `writeConcernError` (and these labels).
@@ -75,6 +85,16 @@ impl FailPoints {
     pub fn fire(&self, name: &str, command: &Document, app_name: Option<&str>) -> Option<Firing> {
         Self::fire_slot(&self.fail_command, name, command, app_name)
             .or_else(|| Self::fire_slot(&self.fail_get_more, name, command, app_name))
+            .or_else(|| {
+                if !is_retryable_write(name, command) || command.contains_key("autocommit") {
+                    return None;
+                }
+                let mut firing =
+                    Self::fire_slot(&self.transactional_write, name, command, app_name)?;
+                // Without an error the write commits and the reply is lost.
+                firing.close_after = !firing.close_connection;
+                Some(firing)
+            })
     }
 
     fn fire_slot(
@@ -134,6 +154,7 @@ impl FailPoints {
         Some(Firing {
             block: point.block,
             close_connection: point.close_connection,
+            close_after: false,
             error,
             write_concern_error,
         })
@@ -147,9 +168,12 @@ impl FailPoints {
                 "configureFailPoint takes the fail point's name as a string",
             )
         })?;
-        if name != "failCommand" && name != "failGetMoreAfterCursorCheckout" {
+        if !matches!(
+            name,
+            "failCommand" | "failGetMoreAfterCursorCheckout" | "onPrimaryTransactionalWrite"
+        ) {
             return Err(CommandError::bad_value(format!(
-                "Cannot find failpoint with name {name}: this server has failCommand and failGetMoreAfterCursorCheckout"
+                "Cannot find failpoint with name {name}: this server has failCommand, failGetMoreAfterCursorCheckout and onPrimaryTransactionalWrite"
             )));
         }
         let mode = match command.get("mode") {
@@ -180,8 +204,21 @@ impl FailPoints {
             Some(_) => return Err(CommandError::bad_value("data must be a document")),
         };
         let get_more = name == "failGetMoreAfterCursorCheckout";
+        let transactional = name == "onPrimaryTransactionalWrite";
         let point = match mode {
             None | Some(Mode::Times(0)) => None,
+            Some(mode) if transactional => Some(FailCommand {
+                mode,
+                commands: RETRYABLE_WRITES.iter().map(|c| (*c).to_owned()).collect(),
+                app_name: None,
+                block: None,
+                // Before the write runs when it is to fail before its commit.
+                close_connection: data.contains_key("failBeforeCommitExceptionCode"),
+                error_code: None,
+                error_labels: None,
+                write_concern_error: None,
+                change_stream_labels: false,
+            }),
             Some(mode) if get_more => Some(FailCommand {
                 mode,
                 commands: vec!["getMore".to_owned()],
@@ -201,6 +238,8 @@ impl FailPoints {
         };
         let slot = if get_more {
             &self.fail_get_more
+        } else if transactional {
+            &self.transactional_write
         } else {
             &self.fail_command
         };
@@ -270,6 +309,16 @@ const RETRYABLE_CODES: [i32; 12] = [
 /// MongoDB labels `ResumableChangeStreamError` on a `getMore`.
 const RESUMABLE_CHANGE_STREAM_CODES: [i32; 17] = [
     6, 7, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436, 63,
+];
+
+/// The commands that can be retryable writes.
+const RETRYABLE_WRITES: [&str; 6] = [
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "findandmodify",
+    "bulkWrite",
 ];
 
 /// A write a driver retries: one carrying `txnNumber` outside a transaction, or the end of a
