@@ -50,6 +50,9 @@ pub struct ConnectionState {
     pub app_name: Option<String>,
     /// Close the connection without replying (a fail point's `closeConnection`, `shutdown`).
     pub close: bool,
+    /// The command running applied a retryable write (not answered from its record): the
+    /// `onPrimaryTransactionalWrite` fail point drops such a reply (see `failpoint`).
+    pub wrote_fresh: std::cell::Cell<bool>,
     /// The `hello` running continues a monitor's stream: its wait was done on the event loop.
     pub streamed: bool,
     /// A monitor's streaming `hello`, answered again after each wait (boxed: rare).
@@ -159,6 +162,7 @@ pub(super) async fn serve(
         scram: None,
         app_name: None,
         close: false,
+        wrote_fresh: std::cell::Cell::new(false),
         streamed: false,
         streaming: None,
         next_request_id: 1,
@@ -658,8 +662,9 @@ fn run(
         Err(e) if watch.is_some() => Some(e.clone()),
         _ => None,
     };
-    if firing.close_after {
-        // The fail point drops the reply of a command that ran.
+    if firing.close_after && state.wrote_fresh.replace(false) {
+        // The fail point drops the reply of a write that was applied (a retry answered from
+        // its record is not).
         state.close = true;
         return RawDocumentBuf::new();
     }

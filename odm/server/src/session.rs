@@ -921,7 +921,7 @@ pub fn write_recorded<R: Send + 'static>(
     reply: impl FnOnce(&R) -> Option<Document> + Send + 'static,
 ) -> Result<Recorded<R>, CommandError> {
     let key = ctx.retry;
-    write(ctx, move |t| {
+    let recorded = write(ctx, move |t| {
         if let Some(key) = key
             && let Some(record) = t.retryable_write(&key.session.0)?
         {
@@ -946,7 +946,11 @@ pub fn write_recorded<R: Send + 'static>(
             t.record_retryable_write(&key.session.0, key.number, &doc)?;
         }
         Ok(Recorded::Fresh(done, doc))
-    })
+    })?;
+    if key.is_some() && matches!(recorded, Recorded::Fresh(..)) {
+        ctx.conn.wrote_fresh.set(true);
+    }
+    Ok(recorded)
 }
 
 pub fn write<R: Send + 'static>(
