@@ -23,8 +23,8 @@
 //! nothing behind: a write fails inside its transaction, which is then aborted.
 //!
 //! An interrupt also counts the operation's work for whoever reports on it (the profiler,
-//! `currentOp`): the index keys and documents its query plans examined ([`note_examined`], at
-//! each candidate) and the summary of the last plan it chose ([`note_plan`]). Work done with no
+//! `currentOp`): the index keys and documents its query plans examined (`note_examined`, at
+//! each candidate) and the summary of the last plan it chose (`note_plan`). Work done with no
 //! interrupt entered is counted by nobody.
 
 use std::cell::{Cell, RefCell};

@@ -573,6 +573,34 @@ impl BatchBytes {
     }
 }
 
+/// How an awaiting cursor (a change stream's, a tailable `awaitData` one) waits for results:
+/// `poll` until it gives some, `done` says the cursor is over, `killed` is set or `wait` has
+/// passed, sleeping between polls until a commit; a `killOp` of the `getMore` ends the wait
+/// with `Interrupted`.
+pub fn await_results(
+    wait: Duration,
+    killed: &AtomicBool,
+    mut poll: impl FnMut() -> Result<Vec<RawDocumentBuf>, CommandError>,
+    done: impl Fn() -> bool,
+) -> Result<Vec<RawDocumentBuf>, CommandError> {
+    use odm_engine::changes::clock;
+    let deadline = Instant::now() + wait;
+    loop {
+        let seen = clock::commits();
+        let batch = poll()?;
+        if !batch.is_empty() || done() || killed.load(Ordering::Acquire) {
+            return Ok(batch);
+        }
+        odm_engine::interrupt::check_now()
+            .map_err(|stopped| CommandError::from(odm_engine::Error::from(stopped)))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(batch);
+        }
+        clock::wait_for_commit(seen, left.min(Duration::from_millis(250)));
+    }
+}
+
 /// Takes a batch from buffered documents.
 fn take_batch(docs: &mut VecDeque<RawDocumentBuf>, limit: usize) -> Vec<RawDocumentBuf> {
     let mut batch = Vec::new();

@@ -16,7 +16,7 @@
 //! events in token order and advances one resume point for all: so a deployment stream's
 //! token resumes every file, and no event is returned twice or skipped.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
@@ -303,25 +303,17 @@ impl StreamCursor {
         wait: Duration,
         killed: &std::sync::atomic::AtomicBool,
     ) -> Result<Vec<RawDocumentBuf>, CommandError> {
-        let deadline = Instant::now() + wait;
-        loop {
-            let seen = clock::commits();
-            let batch = self.poll(storage, max)?;
-            if !batch.is_empty()
-                || self.closed
-                || max == 0
-                || killed.load(std::sync::atomic::Ordering::Acquire)
-            {
-                return Ok(batch);
-            }
-            odm_engine::interrupt::check_now()
-                .map_err(|stopped| CommandError::from(odm_engine::Error::from(stopped)))?;
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(batch);
-            }
-            clock::wait_for_commit(seen, left.min(Duration::from_millis(250)));
-        }
+        let closed = std::cell::Cell::new(self.closed);
+        crate::cursors::await_results(
+            wait,
+            killed,
+            || {
+                let batch = self.poll(storage, max);
+                closed.set(self.closed);
+                batch
+            },
+            || closed.get() || max == 0,
+        )
     }
 
     /// Up to `max` events committed after the stream's position, without waiting; see the

@@ -12,12 +12,11 @@
 //! Each batch reads a new snapshot (see `odm_engine::query::Tail`), so a cursor holds no
 //! snapshot between batches, and reads each database by name, so a dropped database ends it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use bson::{Bson, Document, RawDocumentBuf};
 use odm_engine::ErrorCode;
-use odm_engine::changes::clock;
 use odm_engine::query::Tail;
 
 use super::args::Args;
@@ -61,21 +60,17 @@ impl TailCursor {
         } else {
             Duration::ZERO
         };
-        let deadline = Instant::now() + wait;
-        loop {
-            let seen = clock::commits();
-            let batch = self.poll(storage, max)?;
-            if !batch.is_empty() || self.is_done() || killed.load(Ordering::Acquire) {
-                return Ok(batch);
-            }
-            odm_engine::interrupt::check_now()
-                .map_err(|stopped| CommandError::from(odm_engine::Error::from(stopped)))?;
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(batch);
-            }
-            clock::wait_for_commit(seen, left.min(Duration::from_millis(250)));
-        }
+        let done = std::cell::Cell::new(self.is_done());
+        crate::cursors::await_results(
+            wait,
+            killed,
+            || {
+                let batch = self.poll(storage, max);
+                done.set(self.is_done());
+                batch
+            },
+            || done.get(),
+        )
     }
 
     fn poll(&mut self, storage: &Storage, max: usize) -> Result<Vec<RawDocumentBuf>, CommandError> {
