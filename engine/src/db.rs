@@ -351,6 +351,12 @@ impl Database {
             .clone()
     }
 
+    /// Whether a collection of this name exists now (the latest committed catalog, without a
+    /// read snapshot).
+    pub fn has_collection(&self, name: &str) -> bool {
+        self.catalog().get(name).is_some()
+    }
+
     /// A read snapshot: sees every transaction committed before this call and nothing after.
     pub fn read(&self) -> Result<ReadTxn> {
         let guard = self

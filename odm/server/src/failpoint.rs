@@ -209,7 +209,10 @@ impl FailPoints {
             None | Some(Mode::Times(0)) => None,
             Some(mode) if transactional => Some(FailCommand {
                 mode,
-                commands: RETRYABLE_WRITES.iter().map(|c| (*c).to_owned()).collect(),
+                commands: crate::session::RETRYABLE
+                    .iter()
+                    .map(|c| (*c).to_owned())
+                    .collect(),
                 app_name: None,
                 block: None,
                 // Before the write runs when it is to fail before its commit.
@@ -309,16 +312,6 @@ const RETRYABLE_CODES: [i32; 12] = [
 /// MongoDB labels `ResumableChangeStreamError` on a `getMore`.
 const RESUMABLE_CHANGE_STREAM_CODES: [i32; 17] = [
     6, 7, 89, 91, 133, 150, 189, 234, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436, 63,
-];
-
-/// The commands that can be retryable writes.
-const RETRYABLE_WRITES: [&str; 6] = [
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "findandmodify",
-    "bulkWrite",
 ];
 
 /// A write a driver retries: one carrying `txnNumber` outside a transaction, or the end of a

@@ -859,7 +859,7 @@ pub struct RetryKey {
 }
 
 /// The commands whose writes are retryable (the retryable writes specification's list).
-const RETRYABLE: [&str; 6] = [
+pub(crate) const RETRYABLE: [&str; 6] = [
     "insert",
     "update",
     "delete",

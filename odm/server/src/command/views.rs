@@ -52,6 +52,10 @@ pub fn definition(
     db_name: &str,
     name: &str,
 ) -> Result<Option<Definition>, CommandError> {
+    // Most commands name a collection, or a database without views: no snapshot for them.
+    if !db.has_collection(VIEWS_COLLECTION) || db.has_collection(name) {
+        return Ok(None);
+    }
     let txn = db.read()?;
     if txn.collection_options(name).is_some() {
         return Ok(None);
