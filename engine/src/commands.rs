@@ -48,6 +48,18 @@ pub fn find(collection: &str, filter: &Document, options: &FindOptions) -> Docum
     put(&mut command, "let", options.let_vars.clone());
     put_max_time(&mut command, options.interrupt.as_ref());
     put(&mut command, "allowDiskUse", options.allow_disk_use);
+    put(&mut command, "min", options.keys.min.clone());
+    put(&mut command, "max", options.keys.max.clone());
+    put(
+        &mut command,
+        "returnKey",
+        options.keys.return_key.then_some(true),
+    );
+    put(
+        &mut command,
+        "showRecordId",
+        options.keys.show_record_id.then_some(true),
+    );
     command
 }
 
@@ -232,6 +244,12 @@ mod tests {
             interrupt: None,
             allow_disk_use: Some(false),
             memory_limit: None,
+            keys: crate::query::KeyOptions {
+                min: Some(doc! { "b": 1 }),
+                max: Some(doc! { "b": 9 }),
+                return_key: true,
+                show_record_id: true,
+            },
         };
         assert_eq!(
             find("c", &doc! {}, &options),
@@ -239,7 +257,8 @@ mod tests {
                 "find": "c", "filter": {}, "sort": { "b": -1 }, "projection": { "b": 1 },
                 "skip": 5_i64, "limit": 10_i64, "hint": "b_-1",
                 "collation": { "locale": "en", "strength": 2 }, "let": { "x": 1 },
-                "allowDiskUse": false,
+                "allowDiskUse": false, "min": { "b": 1 }, "max": { "b": 9 },
+                "returnKey": true, "showRecordId": true,
             }
         );
     }

@@ -440,6 +440,42 @@ impl IndexSpec {
         }))
     }
 
+    /// Each index key of one document with the values it holds, as `returnKey` shows them: a
+    /// document of the key pattern's field names (a hashed field's hash as its value).
+    pub(crate) fn key_entries(
+        &self,
+        doc: &RawDocument,
+    ) -> Result<Vec<(Vec<u8>, Document)>, KeyError> {
+        let mut per_field: Vec<KeyValues<'_>> = Vec::with_capacity(self.keys.len());
+        for (path, _) in &self.keys {
+            per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
+        }
+        self.check_parallel_arrays(&per_field)?;
+        if let Some(hashed) = self.hashed {
+            hash_field(&self.keys, &mut per_field, hashed)?;
+        }
+        let mut entries = vec![(Vec::new(), Document::new())];
+        for ((path, direction), field) in self.keys.iter().zip(&per_field) {
+            if entries.len().saturating_mul(field.values.len()) > MAX_KEYS_PER_DOCUMENT {
+                return Err(KeyError::TooManyKeys {
+                    limit: MAX_KEYS_PER_DOCUMENT,
+                });
+            }
+            let mut next = Vec::with_capacity(entries.len() * field.values.len());
+            for (key, values) in &entries {
+                for value in &field.values {
+                    let (mut key, mut values) = (key.clone(), values.clone());
+                    keys::encode_into(&mut key, *value, *direction);
+                    let value = Bson::try_from(value.to_owned()).unwrap_or(Bson::Null);
+                    values.insert(path.as_str(), value);
+                    next.push((key, values));
+                }
+            }
+            entries = next;
+        }
+        Ok(entries)
+    }
+
     fn product(
         &self,
         fields: &[KeyValues<'_>],

@@ -811,6 +811,8 @@ impl<T: Document, S> Find<T, S> {
             interrupt: self.interrupt,
             allow_disk_use: self.allow_disk_use,
             memory_limit: None,
+            // A typed find returns whole documents of `T`: no key-shaped results.
+            keys: odm_engine::query::KeyOptions::default(),
         };
         Ok((self.source, filter, options))
     }

@@ -13,6 +13,7 @@ use bson::{Document, RawDocument, RawDocumentBuf};
 
 use super::candidates::{Candidate, Candidates, WalkStats};
 use super::covered::{self, Output};
+use super::key_output::KeyOutput;
 use super::plan::Plan;
 use super::selection::Query;
 use super::sort::Sort;
@@ -38,6 +39,8 @@ pub struct Cursor<'c, T = Document> {
     remaining: Option<u64>,
     covered: bool,
     in_memory_sort: bool,
+    /// Results made of index keys or carrying record ids (`returnKey`, `showRecordId`).
+    key_output: Option<KeyOutput>,
     decode: Decode<T>,
     /// Entered at each pull (see [`crate::interrupt`]).
     interrupt: Option<Interrupt>,
@@ -130,6 +133,7 @@ impl<'c, T> Cursor<'c, T> {
             output,
         );
         let covered = covering.is_some();
+        let key_output = KeyOutput::new(&query.keys, &plan, collection.meta());
         let candidates = Candidates::new(collection, &plan, covering)?;
         let in_memory_sort = query.sort.is_some() && !plan.provides_sort;
         let results = match query.sort.as_ref().filter(|_| in_memory_sort) {
@@ -148,6 +152,7 @@ impl<'c, T> Cursor<'c, T> {
             results,
             covered,
             in_memory_sort,
+            key_output,
             decode,
             interrupt: None,
         })
@@ -191,6 +196,11 @@ impl<'c, T> Cursor<'c, T> {
     }
 
     fn output(&self, raw: &RawDocument) -> Result<T> {
+        if let Some(keys) = &self.key_output {
+            let name = self.collection.name();
+            let doc = keys.apply(name, raw, || self.projected(raw))?;
+            return (self.decode.projected)(name, doc, self.decode.id_field);
+        }
         match &self.query.projection {
             Some(p) => {
                 let projected = p
@@ -199,6 +209,19 @@ impl<'c, T> Cursor<'c, T> {
                 (self.decode.projected)(self.collection.name(), projected, self.decode.id_field)
             }
             None => (self.decode.raw)(self.collection.name(), raw, self.decode.id_field),
+        }
+    }
+}
+
+impl<T> Cursor<'_, T> {
+    /// The result's document: projected, or the stored one.
+    fn projected(&self, raw: &RawDocument) -> Result<Document> {
+        match &self.query.projection {
+            Some(p) => p
+                .apply(raw, &self.query)
+                .map_err(|e| e.into_error(self.collection.name())),
+            None => Document::try_from(raw)
+                .map_err(|e| Error::corrupt(format!("collection `{}`", self.collection.name()), e)),
         }
     }
 }

@@ -13,7 +13,7 @@ use super::covered::{self, Output};
 use super::cursor::{Cursor, Decode};
 use super::filter::Filter;
 use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
-use super::selection::{Query, QueryOptions};
+use super::selection::{KeyOptions, Query, QueryOptions};
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, FilterError, Result};
 use crate::interrupt::Interrupt;
@@ -44,6 +44,9 @@ pub struct FindOptions {
     /// which spill without 100 MiB of data.
     #[doc(hidden)]
     pub memory_limit: Option<usize>,
+    /// Where a walk of the hinted index starts and stops (MongoDB's `min` and `max`), and
+    /// whether results are index keys (`returnKey`) or carry `$recordId` (`showRecordId`).
+    pub keys: KeyOptions,
 }
 
 impl FindOptions {
@@ -64,6 +67,7 @@ impl FindOptions {
             hint: self.hint.as_ref(),
             skip: self.skip,
             limit: self.limit,
+            keys: Some(&self.keys),
             memory: super::selection::Memory {
                 limit: self.memory_limit,
                 allow_disk_use: self.allow_disk_use,
@@ -294,7 +298,17 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
     {
         return Ok(Plan::natural_scan(natural.reverse, natural.is_sort));
     }
+    let (min, max) = (query.keys.min.as_ref(), query.keys.max.as_ref());
     let plan = match &query.hint {
+        _ if min.is_some() || max.is_some() => super::min_max::plan(
+            query.hint.as_ref(),
+            min,
+            max,
+            query.collation.is_some(),
+            query.sort.as_ref(),
+            &meta.indexes,
+        )
+        .map_err(Error::InvalidFilter)?,
         Some(hint) => hinted(
             hint,
             &query.filter,

@@ -16,6 +16,9 @@
 //!   projection, hint, skip, limit) that every selecting operation builds the same way.
 //! - `exec`: find (match, sort, skip, limit, project), counts and distinct values.
 //! - `routing`: whether a query on a sharded collection would reach one shard, some or all.
+//! - `min_max`: find's `min` and `max`, a walk of the hinted index between two keys.
+//! - `key_output`: find's `returnKey` and `showRecordId`, results made of index keys and
+//!   record ids.
 //! - `projection`: inclusion, exclusion, `$slice`, `$elemMatch` and positional projections.
 
 mod bits;
@@ -28,7 +31,9 @@ mod exec;
 mod explain;
 mod filter;
 mod json_schema;
+mod key_output;
 mod matcher;
+mod min_max;
 mod plan;
 mod projection;
 mod residual;
@@ -55,6 +60,7 @@ pub(crate) use plan::id_lookup_plan;
 pub use plan::{Access, FieldBounds, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
 pub use routing::{Routing, route_filter, target_filter};
+pub use selection::KeyOptions;
 pub(crate) use selection::{Query, QueryOptions, parse_collation};
 pub use sort::Sort;
 pub(crate) use source::{Source, WriteView};

@@ -143,7 +143,7 @@ impl Plan {
     }
 
     /// A plan that gives no sort order and ranks by a fixed `narrower` alone.
-    fn unordered(access: Access, narrower: i64) -> Plan {
+    pub(crate) fn unordered(access: Access, narrower: i64) -> Plan {
         Plan {
             access,
             provides_sort: false,
@@ -166,9 +166,13 @@ impl Plan {
     /// A capped collection's scan in insertion order; `sorted` when that order is the sort
     /// the query asked for (`{$natural: 1}` or `-1`).
     pub(crate) fn natural_scan(reverse: bool, sorted: bool) -> Plan {
-        let mut plan = Plan::unordered(Access::NaturalScan { reverse }, i64::MIN);
-        plan.provides_sort = sorted;
-        plan
+        Plan::unordered(Access::NaturalScan { reverse }, i64::MIN).providing_sort(sorted)
+    }
+
+    /// The plan, marked as giving the query's sort (or not).
+    pub(crate) fn providing_sort(mut self, sorted: bool) -> Plan {
+        self.provides_sort = sorted;
+        self
     }
 }
 
@@ -786,7 +790,7 @@ pub(crate) fn id_index() -> IndexMeta {
 }
 
 /// Whether walking one interval of the index gives the sort's order, and in which direction.
-fn sort_order(
+pub(crate) fn sort_order(
     index: &IndexMeta,
     point_fields: usize,
     intervals: usize,
@@ -942,20 +946,37 @@ pub(crate) fn hinted(
     sort: Option<&Sort>,
     indexes: &[IndexMeta],
 ) -> Result<Plan, HintError> {
-    let index = match hint {
+    match hint {
         bson::Bson::String(name) if name == crate::index::ID_INDEX_NAME => {
             return Ok(Plan::collection_scan());
         }
         bson::Bson::Document(d) if d.contains_key("$natural") || *d == bson::doc! { "_id": 1 } => {
             return Ok(Plan::collection_scan());
         }
+        _ => {}
+    }
+    let index = hinted_index(hint, indexes).ok_or_else(|| HintError::NoSuchIndex(hint.clone()))?;
+    index_plan(true, &index, &bound_conditions(filter, collated), sort)
+        .ok_or_else(|| HintError::Unusable(hint.clone()))
+}
+
+/// The index a hint names, by name or key pattern; the `_id_` index (the documents table) too.
+pub(crate) fn hinted_index(hint: &bson::Bson, indexes: &[IndexMeta]) -> Option<IndexMeta> {
+    let id = id_index();
+    let is_id = match hint {
+        bson::Bson::String(name) => name == id.spec.name(),
+        bson::Bson::Document(keys) => *keys == id.spec.keys_document(),
+        _ => false,
+    };
+    if is_id {
+        return Some(id);
+    }
+    match hint {
         bson::Bson::String(name) => indexes.iter().find(|i| i.spec.name() == name),
         bson::Bson::Document(keys) => indexes.iter().find(|i| i.spec.keys_document() == *keys),
         _ => None,
-    };
-    let index = index.ok_or_else(|| HintError::NoSuchIndex(hint.clone()))?;
-    index_plan(true, index, &bound_conditions(filter, collated), sort)
-        .ok_or_else(|| HintError::Unusable(hint.clone()))
+    }
+    .cloned()
 }
 
 /// Why a query's hint cannot be followed; the hint as given.

@@ -46,6 +46,22 @@ pub(crate) struct Query {
     /// sort: insertion order on a capped collection, `_id` order on others (`sort` then holds
     /// the `_id` sort).
     pub(crate) natural: Option<Natural>,
+    /// find's `min`, `max`, `returnKey` and `showRecordId` (see [`super::min_max`] and
+    /// [`super::key_output`]).
+    pub(crate) keys: KeyOptions,
+}
+
+/// find's options that read or return index keys and record ids.
+#[derive(Debug, Clone, Default)]
+pub struct KeyOptions {
+    /// The key the hinted index's walk starts at (inclusive).
+    pub min: Option<Document>,
+    /// The key the hinted index's walk stops before.
+    pub max: Option<Document>,
+    /// Each result is the index key it was found through (`{}` without an index).
+    pub return_key: bool,
+    /// Each result carries its record id as `$recordId`.
+    pub show_record_id: bool,
 }
 
 /// See [`Query::natural`].
@@ -89,6 +105,7 @@ pub(crate) struct QueryOptions<'a> {
     pub(crate) skip: u64,
     pub(crate) limit: Option<u64>,
     pub(crate) memory: Memory,
+    pub(crate) keys: Option<&'a KeyOptions>,
 }
 
 impl Query {
@@ -96,6 +113,8 @@ impl Query {
     /// anything runs.
     pub(crate) fn parse(filter: &Document, options: QueryOptions<'_>) -> Result<Query> {
         let collation = parse_collation(options.collation)?;
+        let keys = options.keys.cloned().unwrap_or_default();
+        super::min_max::check(keys.min.as_ref(), keys.max.as_ref())?;
         let filter = Filter::parse_with(filter, &Scope::with_let(options.let_vars)?)?;
         // A `{$natural: -1}` hint asks for the reverse of storage order (`_id` order here).
         let natural_reverse = bson::doc! { "$natural": -1 };
@@ -136,6 +155,7 @@ impl Query {
             residual: None,
             memory: options.memory,
             natural,
+            keys,
         })
     }
 
@@ -153,6 +173,7 @@ impl Query {
             residual: None,
             memory: Memory::default(),
             natural: None,
+            keys: KeyOptions::default(),
         }
     }
 

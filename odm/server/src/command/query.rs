@@ -6,7 +6,7 @@ use bson::raw::cstr;
 use bson::{Bson, Document, RawArrayBuf, RawDocumentBuf, doc};
 use odm_engine::ErrorCode;
 use odm_engine::aggregate::AggregateOptions;
-use odm_engine::query::FindOptions;
+use odm_engine::query::{FindOptions, KeyOptions};
 use odm_engine::sampling::{SampledCommand, aggregate_command, read_command};
 
 use super::{Args, CommandError, CommandResult, Ctx, Reply, collection_name, encode};
@@ -129,7 +129,6 @@ fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
         Some(0) | None => None,
         Some(n) => Some(n as u64),
     };
-    refuse_unsupported_find_fields(args)?;
     Ok(FindOptions {
         sort: args.doc("sort")?.cloned().filter(|s| !s.is_empty()),
         projection: args.doc("projection")?.cloned().filter(|p| !p.is_empty()),
@@ -141,6 +140,12 @@ fn find_options(args: &Args<'_>) -> Result<FindOptions, CommandError> {
         // The command's own, entered on the thread that runs it (see `operations`).
         interrupt: None,
         allow_disk_use: args.bool("allowDiskUse")?,
+        keys: KeyOptions {
+            min: args.doc("min")?.cloned().filter(|d| !d.is_empty()),
+            max: args.doc("max")?.cloned().filter(|d| !d.is_empty()),
+            return_key: args.flag("returnKey")?,
+            show_record_id: args.flag("showRecordId")?,
+        },
         ..FindOptions::default()
     })
 }
@@ -270,10 +275,18 @@ fn find_on_view(
     first: usize,
     single: bool,
 ) -> CommandResult {
-    if options.hint.is_some() {
+    let keys = &options.keys;
+    let refused = [
+        ("hint", options.hint.is_some()),
+        ("min", keys.min.is_some()),
+        ("max", keys.max.is_some()),
+        ("returnKey", keys.return_key),
+        ("showRecordId", keys.show_record_id),
+    ];
+    if let Some((option, _)) = refused.iter().find(|(_, given)| *given) {
         return Err(CommandError::new(
             ErrorCode::OPTION_NOT_SUPPORTED_ON_VIEW,
-            "a find on a view takes no hint",
+            format!("a find on a view takes no `{option}`"),
         ));
     }
     let mut pipeline = view.pipeline;
@@ -295,28 +308,6 @@ fn find_on_view(
         return Ok(cursor_reply(id, ns, true, batch));
     }
     run_pipeline(ctx, ns, view.collection, pipeline, aggregate, first)
-}
-
-/// Find's fields MongoDB takes and this server does not implement, refused by name rather
-/// than ignored.
-fn refuse_unsupported_find_fields(args: &Args<'_>) -> Result<(), CommandError> {
-    for field in ["min", "max"] {
-        if args.doc(field)?.is_some_and(|d| !d.is_empty()) {
-            return Err(CommandError::new(
-                ErrorCode::NOT_IMPLEMENTED,
-                format!("find's `{field}` is not supported by this server"),
-            ));
-        }
-    }
-    for field in ["returnKey", "showRecordId"] {
-        if args.flag(field)? {
-            return Err(CommandError::new(
-                ErrorCode::NOT_IMPLEMENTED,
-                format!("find's `{field}` is not supported by this server"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 pub fn get_more(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
