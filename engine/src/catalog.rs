@@ -45,10 +45,15 @@ use crate::sampling::QueryAnalyzer;
 /// write keeps in step, and validators (see [`crate::validation`]). An older build would write
 /// capped collections without those tables and past validators; so it must refuse the file. A
 /// version 7 file is a version 8 file without either.
-pub const FORMAT_VERSION: u32 = 8;
+///
+/// Version 9 added indexes with a collation, whose string keys are sort keys (see
+/// [`crate::keys::encode_collated_into`]), and collections with a default collation. An older
+/// build would read such an index as one of binary strings and answer from it wrongly; so it
+/// must refuse the file. A version 8 file is a version 9 file without either.
+pub const FORMAT_VERSION: u32 = 9;
 
 /// The earlier versions this build upgrades in place when it opens them (see `upgrade`).
-pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6, 7];
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6, 7, 8];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,6 +198,9 @@ fn index_doc(i: &IndexMeta) -> Document {
     if let Some(background) = i.spec.background() {
         d.insert("background", background);
     }
+    if let Some(collation) = i.spec.collation() {
+        d.insert("collation", collation.normalized().clone());
+    }
     d
 }
 
@@ -225,6 +233,11 @@ fn index_from_doc(d: &Document) -> Result<IndexMeta> {
         spec = spec.expire_after(Duration::from_secs(secs as u64));
     }
     spec = spec.with_background(d.get_bool("background").ok());
+    if let Ok(collation) = d.get_document("collation") {
+        spec = spec
+            .collated(collation)
+            .map_err(|e| bad(format!("index `{name}`: {e}")))?;
+    }
     Ok(IndexMeta {
         id,
         spec,

@@ -43,6 +43,8 @@ impl ErrorCode {
     pub const ILLEGAL_OPERATION: ErrorCode = ErrorCode::named(20, "IllegalOperation");
     pub const NAMESPACE_NOT_FOUND: ErrorCode = ErrorCode::named(26, "NamespaceNotFound");
     pub const INDEX_NOT_FOUND: ErrorCode = ErrorCode::named(27, "IndexNotFound");
+    pub const AMBIGUOUS_INDEX_KEY_PATTERN: ErrorCode =
+        ErrorCode::named(386, "AmbiguousIndexKeyPattern");
     pub const PATH_NOT_VIABLE: ErrorCode = ErrorCode::named(28, "PathNotViable");
     pub const CANNOT_INDEX_PARALLEL_ARRAYS: ErrorCode =
         ErrorCode::named(171, "CannotIndexParallelArrays");

@@ -17,8 +17,10 @@
 //! compares as the root collation; a locale MongoDB does not list is refused, as MongoDB
 //! refuses it.
 //!
-//! Indexes hold binary strings, so under a collation the planner bounds an index only by
-//! conditions whose values hold no string, and a sort on strings is done in memory.
+//! An index holds binary strings, or, when created with a collation, each string's sort key
+//! under it (see [`crate::keys::encode_collated_into`]). The planner bounds an index by
+//! conditions on strings, and takes a sort on strings from it, only when the query compares
+//! strings under the index's collation; other conditions bound any index.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -36,6 +38,8 @@ pub use crate::error::CollationError;
 /// A parsed collation; see the module documentation.
 pub struct Collation {
     spec: Document,
+    /// See [`Collation::normalized`].
+    normalized: Document,
     collator: CollatorBorrowed<'static>,
 }
 
@@ -75,6 +79,7 @@ impl Collation {
         }
         Ok(Some(Arc::new(Collation {
             spec: spec.clone(),
+            normalized: normalize(spec),
             collator: collator(locale, prefs, options)?,
         })))
     }
@@ -84,17 +89,55 @@ impl Collation {
         &self.spec
     }
 
+    /// The collation with every field MongoDB reports, defaults filled in, as `listIndexes`
+    /// and `listCollections` show a collation: two collations that compare alike have the
+    /// same one.
+    pub fn normalized(&self) -> &Document {
+        &self.normalized
+    }
+
+    /// Whether two collations (`None`: the simple, binary one) compare strings alike.
+    pub fn same(a: Option<&Collation>, b: Option<&Collation>) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.normalized() == b.normalized(),
+            _ => false,
+        }
+    }
+
     /// Compares two strings under this collation.
     pub fn compare_strings(&self, a: &str, b: &str) -> Ordering {
         self.collator.compare(a, b)
     }
 
-    /// The string's sort key: strings equal under this collation have equal keys.
+    /// The string's sort key: strings equal under this collation have equal keys, and keys
+    /// compare bytewise as their strings compare under it.
     pub(crate) fn sort_key(&self, s: &str) -> Vec<u8> {
         let mut key = Vec::new();
         // Writing into a Vec cannot fail.
         let _ = self.collator.write_sort_key_to(s, &mut key);
         key
+    }
+}
+
+/// See [`Collation::normalized`]; `spec` already checked.
+fn normalize(spec: &Document) -> Document {
+    let field = |name: &str, default: Bson| spec.get(name).cloned().unwrap_or(default);
+    let strength = spec
+        .get("strength")
+        .and_then(crate::number::as_i64)
+        .map_or(3, |n| n as i32);
+    bson::doc! {
+        "locale": field("locale", Bson::Null),
+        "caseLevel": field("caseLevel", Bson::Boolean(false)),
+        "caseFirst": field("caseFirst", Bson::String("off".into())),
+        "strength": strength,
+        "numericOrdering": field("numericOrdering", Bson::Boolean(false)),
+        "alternate": field("alternate", Bson::String("non-ignorable".into())),
+        "maxVariable": field("maxVariable", Bson::String("punct".into())),
+        "normalization": field("normalization", Bson::Boolean(false)),
+        "backwards": false,
+        "version": "57.1",
     }
 }
 

@@ -26,6 +26,7 @@ use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use crate::query::Filter;
 
+use crate::collation::Collation;
 use crate::decode::render;
 use crate::error::IndexSpecError;
 use crate::keys::{self, Direction};
@@ -54,6 +55,9 @@ pub struct IndexSpec {
     /// since 4.2 and ignores the flag, but keeps it and lists it, and so does this engine. It
     /// is no part of the index's identity.
     background: Option<bool>,
+    /// The collation its string keys are sort keys under (see [`crate::collation`]); `None`
+    /// for binary strings.
+    collation: Option<Arc<Collation>>,
 }
 
 impl PartialEq for IndexSpec {
@@ -65,6 +69,7 @@ impl PartialEq for IndexSpec {
             && self.expire_after == other.expire_after
             && self.partial == other.partial
             && self.hashed == other.hashed
+            && Collation::same(self.collation.as_deref(), other.collation.as_deref())
     }
 }
 
@@ -119,6 +124,7 @@ impl IndexSpec {
             partial: None,
             hashed: None,
             background: None,
+            collation: None,
         })
     }
 
@@ -183,9 +189,9 @@ impl IndexSpec {
 
     /// Reads an index as MongoDB describes one (`createIndexes`' `indexes` entries,
     /// `listIndexes`' output): `key`, and `name`, `unique`, `sparse`, `expireAfterSeconds`,
-    /// `partialFilterExpression` when present. The bookkeeping fields MongoDB adds (`v`, `ns`,
-    /// `background`) and the deprecated `dropDups` are ignored; an option this engine does not
-    /// build (`collation`, `hidden`, ...) is [`IndexSpecError::UnsupportedOption`], never
+    /// `partialFilterExpression`, `collation` when present. The bookkeeping fields MongoDB adds
+    /// (`v`, `ns`, `background`) and the deprecated `dropDups` are ignored; an option this
+    /// engine does not build (`hidden`, `weights`, ...) is [`IndexSpecError::UnsupportedOption`], never
     /// silently dropped: an index read back without it would be another index. A field
     /// MongoDB does not know is [`IndexSpecError::UnknownOption`], as MongoDB refuses it.
     pub fn from_document(index: &Document) -> Result<IndexSpec, IndexSpecError> {
@@ -227,10 +233,47 @@ impl IndexSpec {
             Some(Bson::Document(filter)) => spec = spec.partial(filter.clone())?,
             Some(other) => return Err(wrong_type("partialFilterExpression", "an object", other)),
         }
+        match index.get("collation") {
+            None => {}
+            Some(Bson::Document(collation)) => spec = spec.collated(collation)?,
+            Some(other) => return Err(wrong_type("collation", "an object", other)),
+        }
         for (option, _) in index {
             check_option_name(option)?;
         }
         Ok(spec)
+    }
+
+    /// The index with its strings keyed under `collation` (MongoDB's `collation` index
+    /// option); the `simple` locale keeps binary strings. Refused on the `_id` index, which is
+    /// the documents table and keys `_id`s by their bytes, and on a hashed index, whose hashes
+    /// are of values.
+    pub fn collated(mut self, collation: &Document) -> Result<Self, IndexSpecError> {
+        let collation =
+            Collation::parse(collation).map_err(|e| bad_option("collation", e.to_string()))?;
+        if collation.is_some() && self.is_id_index() {
+            return Err(bad_option(
+                "collation",
+                "the `_id` index keys `_id`s by their bytes in this engine".into(),
+            ));
+        }
+        if collation.is_some() && self.hashed.is_some() {
+            return Err(bad_option(
+                "collation",
+                "a hashed index hashes values, not sort keys, in this engine".into(),
+            ));
+        }
+        self.collation = collation;
+        Ok(self)
+    }
+
+    /// The collation its string keys are under, if any.
+    pub fn collation(&self) -> Option<&Arc<Collation>> {
+        self.collation.as_ref()
+    }
+
+    fn is_id_index(&self) -> bool {
+        self.keys.len() == 1 && self.keys[0] == (Path::new("_id"), Direction::Ascending)
     }
 
     #[must_use]
@@ -332,6 +375,9 @@ impl IndexSpec {
         }
         if let Some(background) = self.background {
             doc.insert("background", background);
+        }
+        if let Some(collation) = &self.collation {
+            doc.insert("collation", collation.normalized().clone());
         }
         doc
     }
@@ -465,7 +511,8 @@ impl IndexSpec {
             for (key, values) in &entries {
                 for value in &field.values {
                     let (mut key, mut values) = (key.clone(), values.clone());
-                    keys::encode_into(&mut key, *value, *direction);
+                    let collation = self.collation.as_deref();
+                    keys::encode_collated_into(&mut key, *value, *direction, collation);
                     let value = Bson::try_from(value.to_owned()).unwrap_or(Bson::Null);
                     values.insert(path.as_str(), value);
                     next.push((key, values));
@@ -490,7 +537,7 @@ impl IndexSpec {
         let direction = self.keys[at].1;
         for value in &fields[at].values {
             let len = prefix.len();
-            keys::encode_into(prefix, *value, direction);
+            keys::encode_collated_into(prefix, *value, direction, self.collation.as_deref());
             self.product(fields, at + 1, prefix, out);
             prefix.truncate(len);
         }
@@ -627,11 +674,11 @@ const INDEX_OPTIONS: &[&str] = &[
     "ns",
     "background",
     "dropDups",
+    "collation",
 ];
 
 /// The options of index documents MongoDB builds and this engine does not.
 const UNSUPPORTED_OPTIONS: &[&str] = &[
-    "collation",
     "hidden",
     "wildcardProjection",
     "weights",

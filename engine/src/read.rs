@@ -121,7 +121,8 @@ impl ReadCollection<'_> {
     }
 
     /// The documents whose first `values.len()` key fields in index `index` equal `values`
-    /// (compared as index keys: `1` equals `1.0`), in index order. A multikey index yields each
+    /// (compared as index keys: `1` equals `1.0`, and strings equal under the index's
+    /// collation are equal), in index order. A multikey index yields each
     /// document once.
     pub fn index_prefix(&self, index: &str, values: &[Bson]) -> Result<IndexPrefixScan<'_>> {
         let spec = self.meta.index(index).ok_or_else(|| Error::IndexNotFound {
@@ -129,15 +130,24 @@ impl ReadCollection<'_> {
             index: index.to_owned(),
         })?;
         let mut prefix = Vec::new();
+        let malformed = |e: bson::error::Error| Error::InvalidDocument {
+            collection: self.meta.name.clone(),
+            source: DocumentError::Malformed {
+                reason: e.to_string(),
+            },
+        };
         for (value, (_, direction)) in values.iter().zip(spec.spec.keys()) {
-            keys::encode_bson_into(&mut prefix, value, *direction).map_err(|e| {
-                Error::InvalidDocument {
-                    collection: self.meta.name.clone(),
-                    source: DocumentError::Malformed {
-                        reason: e.to_string(),
-                    },
+            match spec.spec.collation() {
+                // Strings as the index keys them: sort keys under its collation.
+                Some(collation) => {
+                    let raw = bson::RawBson::try_from(value.clone()).map_err(malformed)?;
+                    let cx = Some(&**collation);
+                    keys::encode_collated_into(&mut prefix, raw.as_raw_bson_ref(), *direction, cx);
                 }
-            })?;
+                None => {
+                    keys::encode_bson_into(&mut prefix, value, *direction).map_err(malformed)?;
+                }
+            }
         }
         let upper = keys::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
         let range = self.index_range(

@@ -1,7 +1,8 @@
 //! Collections and indexes: create, list, rename and drop, inside a write transaction.
 //!
 //! Index creation follows MongoDB: creating an index that exists with the same definition is a
-//! no-op; the same name or the same keys with another definition is [`Error::IndexConflict`].
+//! no-op; the same name or the same keys (under the same collation) with another definition is
+//! [`Error::IndexConflict`].
 //! Building an index over existing documents computes every entry first, so a uniqueness
 //! violation or an unindexable document fails the call with nothing written.
 
@@ -12,6 +13,7 @@ use bson::RawDocumentBuf;
 use redb::ReadableTable;
 
 use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
+use crate::collation::Collation;
 use crate::collection::{key_error, stored_document};
 use crate::db::{ReadTxn, WriteTxn};
 use crate::error::{Error, Result};
@@ -399,7 +401,12 @@ fn list_indexes(meta: Option<&Arc<CollectionMeta>>) -> Vec<IndexSpec> {
 fn conflicting_index(meta: &CollectionMeta, spec: &IndexSpec) -> Result<Option<String>> {
     for existing in &meta.indexes {
         let same_name = existing.spec.name() == spec.name();
-        let same_keys = existing.spec.keys_document() == spec.keys_document();
+        // Indexes on the same keys under different collations are different indexes.
+        let same_keys = existing.spec.keys_document() == spec.keys_document()
+            && Collation::same(
+                existing.spec.collation().map(|c| &**c),
+                spec.collation().map(|c| &**c),
+            );
         if existing.spec == *spec {
             return Ok(Some(existing.spec.name().to_owned()));
         }

@@ -42,7 +42,7 @@ impl ValueIndex {
             return (next, true);
         };
         let (Some(bucket), Ok(raw)) = (
-            encoding(&with_sort_keys(value, c)),
+            collated_encoding(value, c),
             RawBson::try_from(value.clone()),
         ) else {
             return (next, true);
@@ -66,7 +66,7 @@ impl ValueIndex {
             return encoding(value).is_some_and(|e| self.by_encoding.contains_key(&e));
         };
         let (Some(bucket), Ok(raw)) = (
-            encoding(&with_sort_keys(value, c)),
+            collated_encoding(value, c),
             RawBson::try_from(value.clone()),
         ) else {
             return false;
@@ -101,23 +101,19 @@ fn encoding(value: &Bson) -> Option<Vec<u8>> {
     Some(encoded)
 }
 
-/// `value` with every string, at any depth, replaced by its sort key under `collation`.
-fn with_sort_keys(value: &Bson, collation: &Collation) -> Bson {
-    match value {
-        Bson::String(s) => Bson::Binary(bson::Binary {
-            subtype: bson::spec::BinarySubtype::Generic,
-            bytes: collation.sort_key(s),
-        }),
-        Bson::Array(items) => {
-            Bson::Array(items.iter().map(|v| with_sort_keys(v, collation)).collect())
-        }
-        Bson::Document(d) => Bson::Document(
-            d.iter()
-                .map(|(k, v)| (k.clone(), with_sort_keys(v, collation)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+/// The key encoding of a value with its strings and symbols, at any depth, as sort keys under
+/// `collation`: values equal under it share one (and values that differ may too, which the
+/// bucket's comparison then tells apart).
+fn collated_encoding(value: &Bson, collation: &Collation) -> Option<Vec<u8>> {
+    let raw = RawBson::try_from(value.clone()).ok()?;
+    let mut encoded = Vec::new();
+    keys::encode_collated_into(
+        &mut encoded,
+        raw.as_raw_bson_ref(),
+        Direction::Ascending,
+        Some(collation),
+    );
+    Some(encoded)
 }
 
 /// Distinct values in the order first seen.

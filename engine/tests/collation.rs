@@ -1,6 +1,11 @@
-//! Collations and the planner: indexes hold binary strings, so under a collation a string
-//! condition never bounds an index scan and a sort on strings is done in memory, while
-//! conditions without strings still use their index. Results equal those without indexes.
+//! Collations and the planner: an index holds binary strings unless created with a collation,
+//! so under a collation a string condition never bounds a binary index scan and a sort on
+//! strings is done in memory, while conditions without strings still use their index. An index
+//! created with a collation holds sort keys: it serves string conditions and sorts of queries
+//! under that collation, and its unique keys are unique under it. Results equal those without
+//! indexes.
+
+mod common;
 
 use bson::{Document, doc};
 use odm_engine::query::FindOptions;
@@ -123,4 +128,155 @@ fn icu_style_locale_variants_are_understood() {
         };
         assert!(coll.find(&doc! {}, &options).is_ok(), "{locale}");
     }
+}
+
+fn with_collated_index() -> Database {
+    let db = database(false);
+    let spec = IndexSpec::ascending("s")
+        .unwrap()
+        .named("s_en2")
+        .collated(&doc! { "locale": "en", "strength": 2 })
+        .unwrap();
+    db.collection("c").create_index(spec).unwrap();
+    db
+}
+
+#[test]
+fn a_collated_index_serves_string_conditions_and_sorts_under_its_collation_only() {
+    let db = with_collated_index();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    let filter = doc! { "s": "cafe" };
+    let explain = coll.explain(&filter, &collated(None)).unwrap();
+    assert_eq!(explain.index_used(), Some("s_en2"), "{explain}");
+    assert_eq!(ids(&db, &filter, &collated(None)), [1, 3]);
+    // A range, and a sort on strings, from the index.
+    let range = doc! { "s": { "$gte": "a", "$lt": "C" } };
+    let sorted = collated(Some(doc! { "s": 1 }));
+    let explain = coll.explain(&range, &sorted).unwrap();
+    assert_eq!(explain.index_used(), Some("s_en2"), "{explain}");
+    assert!(!explain.in_memory_sort, "{explain}");
+    assert_eq!(ids(&db, &range, &sorted), [5, 6, 4, 7]);
+    // Without the collation (binary strings), or under another, strings do not bound it.
+    let plain = coll.explain(&filter, &FindOptions::default()).unwrap();
+    assert_eq!(plain.index_used(), None, "{plain}");
+    assert_eq!(ids(&db, &filter, &FindOptions::default()), [1]);
+    let primary = FindOptions {
+        collation: Some(doc! { "locale": "en", "strength": 1 }),
+        ..FindOptions::default()
+    };
+    assert_eq!(coll.explain(&filter, &primary).unwrap().index_used(), None);
+    assert_eq!(ids(&db, &filter, &primary), [1, 2, 3]);
+    // A regex reads bytes, which the index's sort keys are not in order of.
+    let regex = doc! { "s": { "$regex": "^ca" } };
+    assert_eq!(
+        coll.explain(&regex, &collated(None)).unwrap().index_used(),
+        None
+    );
+    assert_eq!(ids(&db, &regex, &collated(None)), [1]);
+}
+
+#[test]
+fn a_unique_collated_index_refuses_strings_equal_under_its_collation() {
+    let db = database(false);
+    let spec = IndexSpec::ascending("s")
+        .unwrap()
+        .unique()
+        .collated(&doc! { "locale": "en", "strength": 2 })
+        .unwrap();
+    // "cafe" and "CAFE" are one key at strength 2: the index cannot be built.
+    let err = db.collection("c").create_index(spec).unwrap_err();
+    assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("c");
+    c.create_index(
+        IndexSpec::ascending("s")
+            .unwrap()
+            .unique()
+            .collated(&doc! { "locale": "en", "strength": 2 })
+            .unwrap(),
+    )
+    .unwrap();
+    c.insert_one(&doc! { "_id": 1, "s": "cafe" }).unwrap();
+    let err = c.insert_one(&doc! { "_id": 2, "s": "CAFE" }).unwrap_err();
+    assert!(matches!(err, Error::DuplicateKey { .. }), "{err}");
+    // An accent is a secondary difference: another key at strength 2.
+    c.insert_one(&doc! { "_id": 3, "s": "café" }).unwrap();
+}
+
+#[test]
+fn indexes_on_one_key_under_two_collations_are_two_indexes_and_survive_a_reopen() {
+    let path = common::temp_path("collated-indexes");
+    {
+        let db = Database::open(&path).unwrap();
+        let c = db.collection("c");
+        c.create_index(IndexSpec::ascending("s").unwrap()).unwrap();
+        c.create_index(with_locale("fr")).unwrap();
+        // The same definition again changes nothing; the same name under another collation
+        // conflicts.
+        c.create_index(with_locale("fr")).unwrap();
+        let other = IndexSpec::ascending("s")
+            .unwrap()
+            .named("s_fr")
+            .collated(&doc! { "locale": "de" })
+            .unwrap();
+        assert!(matches!(
+            c.create_index(other).unwrap_err(),
+            Error::IndexConflict { .. }
+        ));
+        c.insert_one(&doc! { "_id": 1, "s": "Cote" }).unwrap();
+    }
+    let db = Database::open(&path).unwrap();
+    let listed: Vec<Document> = db
+        .collection("c")
+        .list_indexes()
+        .unwrap()
+        .iter()
+        .map(IndexSpec::to_document)
+        .collect();
+    let txn = db.read().unwrap();
+    let coll = txn.collection("c").unwrap().unwrap();
+    let fr = listed
+        .iter()
+        .find(|d| d.get_str("name").ok() == Some("s_fr"))
+        .unwrap();
+    let collation = fr.get_document("collation").unwrap();
+    assert_eq!(collation.get_str("locale").ok(), Some("fr"));
+    assert_eq!(collation.get_i32("strength").ok(), Some(3));
+    assert_eq!(
+        coll.index_prefix("s_fr", &[bson::Bson::from("Cote")])
+            .unwrap()
+            .count(),
+        1
+    );
+    assert!(db.verify().unwrap().is_clean());
+}
+
+fn with_locale(locale: &str) -> IndexSpec {
+    IndexSpec::ascending("s")
+        .unwrap()
+        .named("s_fr")
+        .collated(&doc! { "locale": locale })
+        .unwrap()
+}
+
+#[test]
+fn collations_the_engine_cannot_key_are_refused_on_an_index() {
+    let en = doc! { "locale": "en" };
+    let hashed = IndexSpec::hashed("s").unwrap().collated(&en);
+    assert!(hashed.is_err());
+    let id = IndexSpec::from_document(
+        &doc! { "key": { "_id": 1 }, "name": "_id_", "collation": en.clone() },
+    );
+    assert!(id.is_err());
+    // The simple collation is binary strings: accepted, and no collation at all.
+    let simple = IndexSpec::ascending("s")
+        .unwrap()
+        .collated(&doc! { "locale": "simple" })
+        .unwrap();
+    assert!(simple.collation().is_none());
+    let bad = IndexSpec::ascending("s")
+        .unwrap()
+        .collated(&doc! { "locale": "en", "strength": 9 });
+    assert!(bad.is_err());
 }

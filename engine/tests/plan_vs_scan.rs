@@ -282,11 +282,30 @@ fn indexes() -> Vec<IndexSpec> {
             .unwrap()
             .partial(doc! { "a": { "$exists": true }, "b": { "$lt": 4 } })
             .unwrap(),
+        // Collated, under the collations queries draw (strings keyed as sort keys): string
+        // conditions bound them, and they give sorts on strings, only for queries under the
+        // same collation.
+        IndexSpec::new([("b", Asc)])
+            .unwrap()
+            .named("b_1_en2")
+            .collated(&doc! { "locale": "en", "strength": 2 })
+            .unwrap(),
+        IndexSpec::new([("a", Desc), ("b", Asc)])
+            .unwrap()
+            .named("a_-1_b_1_en1")
+            .collated(&doc! { "locale": "en", "strength": 1 })
+            .unwrap(),
+        IndexSpec::new([("tags", Asc)])
+            .unwrap()
+            .named("tags_1_en2")
+            .collated(&doc! { "locale": "en", "strength": 2 })
+            .unwrap(),
     ]
 }
 
 /// No collation (binary strings), or English at strength 2 (case-insensitive) or 1 (base
-/// letters only): under a collation indexes may bound only string-free conditions.
+/// letters only): under a collation, indexes of binary strings may bound only string-free
+/// conditions, and those of the same collation any but regexes.
 fn collation() -> impl Strategy<Value = Option<Document>> {
     prop_oneof![
         4 => Just(None),

@@ -25,6 +25,7 @@ pub use types::{UNDECODABLE, decode as decode_with_types, types_of};
 
 use bson::{Bson, RawArray, RawBson, RawBsonRef, RawDocument};
 
+use crate::collation::Collation;
 use crate::order::{Bracket, bracket, db_pointer_parts};
 
 /// The sort direction of one index field.
@@ -85,8 +86,21 @@ pub fn bracket_tag(b: Bracket) -> u8 {
 
 /// Appends the encoding of one value in the given direction.
 pub fn encode_into(out: &mut Vec<u8>, v: RawBsonRef<'_>, direction: Direction) {
+    encode_collated_into(out, v, direction, None);
+}
+
+/// Appends the encoding of one value in the given direction, its strings (and symbols, at any
+/// depth) as their sort keys under `collation`: the keys of an index created with one, which
+/// order as the collation orders strings and are equal for strings it holds equal. A sort key
+/// cannot be read back into its string.
+pub fn encode_collated_into(
+    out: &mut Vec<u8>,
+    v: RawBsonRef<'_>,
+    direction: Direction,
+    collation: Option<&Collation>,
+) {
     let start = out.len();
-    encode_value(out, v);
+    encode_value(out, v, collation);
     if direction == Direction::Descending {
         invert(&mut out[start..]);
     }
@@ -144,7 +158,7 @@ pub fn encode_string_prefix(out: &mut Vec<u8>, prefix: &str, direction: Directio
 /// The ascending encoding of one value, as used for `_id`s.
 pub fn encode(v: RawBsonRef<'_>) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
-    encode_value(&mut out, v);
+    encode_value(&mut out, v, None);
     out
 }
 
@@ -154,20 +168,22 @@ fn invert(bytes: &mut [u8]) {
     }
 }
 
-fn encode_value(out: &mut Vec<u8>, v: RawBsonRef<'_>) {
+fn encode_value(out: &mut Vec<u8>, v: RawBsonRef<'_>, cx: Option<&Collation>) {
     let b = bracket(&v);
     out.push(tag(b));
-    encode_payload(out, v, b);
+    encode_payload(out, v, b, cx);
 }
 
-fn encode_payload(out: &mut Vec<u8>, v: RawBsonRef<'_>, b: Bracket) {
+fn encode_payload(out: &mut Vec<u8>, v: RawBsonRef<'_>, b: Bracket, cx: Option<&Collation>) {
     match v {
         _ if b == Bracket::Number => number::encode(out, v),
-        RawBsonRef::String(s) | RawBsonRef::Symbol(s) | RawBsonRef::JavaScriptCode(s) => {
-            encode_bytes(out, s.as_bytes());
-        }
-        RawBsonRef::Document(d) => encode_document(out, d),
-        RawBsonRef::Array(a) => encode_array(out, a),
+        RawBsonRef::String(s) | RawBsonRef::Symbol(s) => match cx {
+            Some(collation) => encode_bytes(out, &collation.sort_key(s)),
+            None => encode_bytes(out, s.as_bytes()),
+        },
+        RawBsonRef::JavaScriptCode(s) => encode_bytes(out, s.as_bytes()),
+        RawBsonRef::Document(d) => encode_document(out, d, cx),
+        RawBsonRef::Array(a) => encode_array(out, a, cx),
         RawBsonRef::Binary(bin) => {
             out.extend_from_slice(&(bin.bytes.len() as u32).to_be_bytes());
             out.push(u8::from(bin.subtype));
@@ -193,7 +209,7 @@ fn encode_payload(out: &mut Vec<u8>, v: RawBsonRef<'_>, b: Bracket) {
         }
         RawBsonRef::JavaScriptCodeWithScope(c) => {
             encode_bytes(out, c.code.as_bytes());
-            encode_document(out, c.scope);
+            encode_document(out, c.scope, None);
         }
         // MinKey, MaxKey, null and undefined: the tag is the whole value.
         _ => {}
@@ -210,20 +226,20 @@ fn encode_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&[0, 0]);
 }
 
-fn encode_document(out: &mut Vec<u8>, d: &RawDocument) {
+fn encode_document(out: &mut Vec<u8>, d: &RawDocument, cx: Option<&Collation>) {
     // A malformed element ends the document, as in `order::compare_documents`.
     for (name, value) in d.iter().map_while(Result::ok) {
         let b = bracket(&value);
         out.push(tag(b));
         encode_bytes(out, name.as_str().as_bytes());
-        encode_payload(out, value, b);
+        encode_payload(out, value, b, cx);
     }
     out.push(END);
 }
 
-fn encode_array(out: &mut Vec<u8>, a: &RawArray) {
+fn encode_array(out: &mut Vec<u8>, a: &RawArray, cx: Option<&Collation>) {
     for value in a.into_iter().map_while(Result::ok) {
-        encode_value(out, value);
+        encode_value(out, value, cx);
     }
     out.push(END);
 }

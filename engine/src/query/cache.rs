@@ -17,6 +17,7 @@ use std::sync::{Mutex, PoisonError};
 use super::filter::{ElemMatch, Filter, Pattern, Predicate};
 use super::sort::Sort;
 use crate::catalog::CollectionMeta;
+use crate::collation::Collation;
 use crate::order::bracket;
 
 /// The most entries kept before the cache starts over.
@@ -100,13 +101,13 @@ impl PlanCache {
     }
 }
 
-/// The cache key of a query on a collection; `collated`: whether it has a collation (which
-/// keeps string conditions from bounding indexes, so it plans otherwise). Built as bytes, every
-/// name and pattern with its length before it, so two shapes never share a key.
+/// The cache key of a query on a collection; `collation`: the one it compares strings under
+/// (which decides which indexes string conditions may bound, so it plans otherwise). Built as
+/// bytes, every name and pattern with its length before it, so two shapes never share a key.
 pub(crate) fn key(
     meta: &CollectionMeta,
     filter: &Filter,
-    collated: bool,
+    collation: Option<&Collation>,
     sort: Option<&Sort>,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
@@ -116,7 +117,13 @@ pub(crate) fn key(
         out.extend_from_slice(&index.id.to_le_bytes());
         out.push(u8::from(index.multikey));
     }
-    out.push(u8::from(collated));
+    match collation {
+        None => out.push(0),
+        Some(collation) => {
+            out.push(1);
+            push_text(&mut out, &collation.normalized().to_string());
+        }
+    }
     filter_shape(filter, &mut out);
     if let Some(sort) = sort {
         for (path, direction) in sort.fields() {

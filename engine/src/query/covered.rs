@@ -5,7 +5,8 @@
 //! from them a document holding just those paths, and the matcher, the sort and the projection
 //! then run on it as on the stored document. That gives the same answers exactly when
 //! everything they read lies inside an indexed path. So a query is covered when:
-//! - the plan scans an index that has never been multikey (one key per document), none of whose
+//! - the plan scans an index without a collation (whose strings are sort keys) that has never
+//!   been multikey (one key per document), none of whose
 //!   paths has a numeric segment and no two of whose paths nest (`a` and `a.b`);
 //! - every path of the filter and of an in-memory sort lies at or under an indexed path;
 //! - it returns a pure inclusion projection (no `$slice`, `$elemMatch` or positional `$`) whose
@@ -55,8 +56,13 @@ pub(crate) fn covering(
         return None;
     }
     let index = meta.index(&scan.index)?;
-    // A hashed index's keys hold hashes, not the values a covered query would return.
-    if index.multikey || scan.multikey || index.spec.hashed_field().is_some() {
+    // A hashed index's keys hold hashes, and a collated one's strings sort keys, not the
+    // values a covered query would return.
+    if index.multikey
+        || scan.multikey
+        || index.spec.hashed_field().is_some()
+        || index.spec.collation().is_some()
+    {
         return None;
     }
     let paths: Vec<Path> = index.spec.keys().iter().map(|(p, _)| p.clone()).collect();

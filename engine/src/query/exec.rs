@@ -312,7 +312,7 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
         Some(hint) => hinted(
             hint,
             &query.filter,
-            query.collation.is_some(),
+            query.collation(),
             query.sort.as_ref(),
             &meta.indexes,
         )
@@ -331,23 +331,19 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
 /// so none is ranked), otherwise through the plan cache: a query of a cached shape goes
 /// straight to the index chosen before.
 pub(crate) fn best_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Plan {
-    let (filter, collated, sort) = (
-        &query.filter,
-        query.collation.is_some(),
-        query.sort.as_ref(),
-    );
-    if let Some(plan) = super::plan::id_plan(filter, collated) {
+    let (filter, collation, sort) = (&query.filter, query.collation(), query.sort.as_ref());
+    if let Some(plan) = super::plan::id_plan(filter, collation.is_some()) {
         return plan;
     }
-    let key = cache::key(meta, filter, collated, sort);
+    let key = cache::key(meta, filter, collation, sort);
     if let Some(Choice::Index(name)) = cache.get(&key)
         && let Some(index) = meta.index(&name)
-        && let Some(mut plan) = index_plan_for(index, filter, collated, sort)
+        && let Some(mut plan) = index_plan_for(index, filter, collation, sort)
     {
         plan.from_cache = true;
         return plan;
     }
-    let plan = candidates(filter, collated, sort, &meta.indexes).swap_remove(0);
+    let plan = candidates(filter, collation, sort, &meta.indexes).swap_remove(0);
     let choice = match &plan.access {
         Access::IndexScan(scan) => Choice::Index(scan.index.clone()),
         _ => Choice::Other,

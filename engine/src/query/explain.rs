@@ -40,7 +40,7 @@ pub struct Explain {
 fn all_plans(query: &Query, collection: &ReadCollection<'_>) -> Vec<super::plan::Plan> {
     candidates(
         &query.filter,
-        query.collation.is_some(),
+        query.collation(),
         query.sort.as_ref(),
         &collection.meta().indexes,
     )

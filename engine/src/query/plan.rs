@@ -27,6 +27,7 @@ use bson::{RawBson, RawBsonRef};
 use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex};
 use super::sort::Sort;
 use crate::catalog::IndexMeta;
+use crate::collation::Collation;
 use crate::keys::{self, Direction};
 use crate::order::{Bracket, bracket, compare, is_nan};
 use crate::path::Path;
@@ -564,11 +565,13 @@ fn hashed_points(predicates: &[&Predicate], sparse: bool) -> Option<Vec<ValueInt
     None
 }
 
-fn encoded(prefix: &[u8], v: &RawBson, direction: Direction) -> Vec<u8> {
+/// `prefix` and `v` encoded as the index encodes keys (strings as sort keys under the
+/// index's collation `cx`, if any).
+fn encoded(prefix: &[u8], v: &RawBson, direction: Direction, cx: Option<&Collation>) -> Vec<u8> {
     // Room for a typical key: a tag and a few bytes, or a short string.
     let mut out = Vec::with_capacity(prefix.len() + 32);
     out.extend_from_slice(prefix);
-    keys::encode_into(&mut out, v.as_raw_bson_ref(), direction);
+    keys::encode_collated_into(&mut out, v.as_raw_bson_ref(), direction, cx);
     out
 }
 
@@ -581,7 +584,13 @@ fn after_included(bytes: Vec<u8>) -> Option<Bound<Vec<u8>>> {
 }
 
 /// The byte range of keys that start with `prefix` and whose next field lies in `iv`.
-fn byte_interval(prefix: &[u8], iv: &ValueInterval, direction: Direction) -> Option<KeyRange> {
+fn byte_interval(
+    prefix: &[u8],
+    iv: &ValueInterval,
+    direction: Direction,
+    cx: Option<&Collation>,
+) -> Option<KeyRange> {
+    let encoded = |prefix: &[u8], v: &RawBson, direction| encoded(prefix, v, direction, cx);
     let with = |extra: &[u8]| [prefix, extra].concat();
     let tag = |b: Bracket, inverted: bool| {
         let t = keys::bracket_tag(b);
@@ -647,6 +656,7 @@ fn index_plan(
     if !partial_covers(index, conds) {
         return None;
     }
+    let cx = spec.collation().map(|c| &**c);
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut intervals: Option<Vec<KeyRange>> = None;
     let mut bounds = Vec::new();
@@ -665,7 +675,7 @@ fn index_plan(
                 .iter()
                 .flat_map(|p| ivs.iter().map(move |iv| (p, iv)))
                 .filter_map(|(p, iv)| match &iv.lo {
-                    Edge::Value(v, _) => Some(encoded(p, v, *direction)),
+                    Edge::Value(v, _) => Some(encoded(p, v, *direction, cx)),
                     _ => None,
                 })
                 .collect();
@@ -678,7 +688,7 @@ fn index_plan(
             .iter()
             .flat_map(|p| {
                 ivs.iter()
-                    .filter_map(move |iv| byte_interval(p, iv, *direction))
+                    .filter_map(move |iv| byte_interval(p, iv, *direction, cx))
             })
             .collect();
         out.sort_by_key(|a| bound_key(&a.0));
@@ -796,7 +806,11 @@ pub(crate) fn sort_order(
     intervals: usize,
     sort: Option<&Sort>,
 ) -> (bool, bool) {
-    let Some(sort) = sort.filter(|s| !s.is_empty() && !s.is_collated()) else {
+    // An index gives a sort on strings only when it keys them as the sort compares them.
+    let index_collation = index.spec.collation().map(|c| &**c);
+    let Some(sort) =
+        sort.filter(|s| !s.is_empty() && Collation::same(s.collation(), index_collation))
+    else {
         return (false, false);
     };
     // Several intervals on the first field, walked in key order, give that field's order (the
@@ -864,25 +878,30 @@ fn id_lookup(conds: &[(&Path, &Predicate)]) -> Option<Vec<RawBson>> {
 
 /// Every candidate plan, best first; the last is always the collection scan.
 ///
-/// `collated`: whether the query compares strings under a collation.
+/// `collation`: the one the query compares strings under.
 pub(crate) fn candidates(
     filter: &Filter,
-    collated: bool,
+    collation: Option<&Collation>,
     sort: Option<&Sort>,
     indexes: &[IndexMeta],
 ) -> Vec<Plan> {
-    let conds = bound_conditions(filter, collated);
     let mut plans = Vec::new();
-    plans.extend(id_plan(filter, collated));
+    plans.extend(id_plan(filter, collation.is_some()));
     plans.extend(
         indexes
             .iter()
-            .filter_map(|i| index_plan(false, i, &conds, sort)),
+            .filter_map(|i| index_plan(false, i, &index_conditions(filter, collation, i), sort)),
     );
     // The documents table is the `_id` index: ranges of `_id` (an anchored regex, a range) and
     // sorts on `_id` walk it directly.
-    plans.extend(index_plan(false, &id_index(), &conds, sort));
-    if let Some(or) = or_plan(filter, collated, indexes) {
+    let id = id_index();
+    plans.extend(index_plan(
+        false,
+        &id,
+        &index_conditions(filter, collation, &id),
+        sort,
+    ));
+    if let Some(or) = or_plan(filter, collation, indexes) {
         plans.push(or);
     }
     plans.sort_by_key(|p| std::cmp::Reverse(p.rank));
@@ -914,7 +933,7 @@ pub(crate) fn id_lookup_plan(ids: Vec<RawBson>) -> Plan {
 
 /// A plan per `$or` branch when every branch can use an index (or `_id`); the other top-level
 /// conditions are left to the matcher.
-fn or_plan(filter: &Filter, collated: bool, indexes: &[IndexMeta]) -> Option<Plan> {
+fn or_plan(filter: &Filter, collation: Option<&Collation>, indexes: &[IndexMeta]) -> Option<Plan> {
     let branches = match filter {
         Filter::Or(branches) => branches,
         Filter::And(parts) => parts.iter().find_map(|p| match p {
@@ -925,7 +944,7 @@ fn or_plan(filter: &Filter, collated: bool, indexes: &[IndexMeta]) -> Option<Pla
     };
     let mut plans = Vec::with_capacity(branches.len());
     for branch in branches {
-        let best = candidates(branch, collated, None, indexes).swap_remove(0);
+        let best = candidates(branch, collation, None, indexes).swap_remove(0);
         if matches!(
             best.access,
             Access::CollectionScan | Access::NaturalScan { .. }
@@ -942,7 +961,7 @@ fn or_plan(filter: &Filter, collated: bool, indexes: &[IndexMeta]) -> Option<Pla
 pub(crate) fn hinted(
     hint: &bson::Bson,
     filter: &Filter,
-    collated: bool,
+    collation: Option<&Collation>,
     sort: Option<&Sort>,
     indexes: &[IndexMeta],
 ) -> Result<Plan, HintError> {
@@ -956,8 +975,13 @@ pub(crate) fn hinted(
         _ => {}
     }
     let index = hinted_index(hint, indexes).ok_or_else(|| HintError::NoSuchIndex(hint.clone()))?;
-    index_plan(true, &index, &bound_conditions(filter, collated), sort)
-        .ok_or_else(|| HintError::Unusable(hint.clone()))
+    index_plan(
+        true,
+        &index,
+        &index_conditions(filter, collation, &index),
+        sort,
+    )
+    .ok_or_else(|| HintError::Unusable(hint.clone()))
 }
 
 /// The index a hint names, by name or key pattern; the `_id_` index (the documents table) too.
@@ -1055,8 +1079,51 @@ fn predicate_implies(have: &Predicate, need: &Predicate) -> bool {
 pub(crate) fn index_plan_for(
     index: &IndexMeta,
     filter: &Filter,
+    collation: Option<&Collation>,
+    sort: Option<&Sort>,
+) -> Option<Plan> {
+    index_plan(
+        false,
+        index,
+        &index_conditions(filter, collation, index),
+        sort,
+    )
+}
+
+/// [`index_plan_for`] on an index of binary strings (a shard key seen as an index), for a
+/// query that compares strings under some collation (`collated`) or none.
+pub(crate) fn binary_index_plan_for(
+    index: &IndexMeta,
+    filter: &Filter,
     collated: bool,
     sort: Option<&Sort>,
 ) -> Option<Plan> {
     index_plan(false, index, &bound_conditions(filter, collated), sort)
+}
+
+/// The conditions that may bound `index` for a query comparing strings under `collation`: all
+/// of them when the index keys strings as the query compares them, those without strings
+/// otherwise; and never a regex on an index of sort keys, whose strings are not in byte order.
+/// (Of two bounds on one side, the planner keeps one, chosen in byte order: either alone is a
+/// true bound, so a collation that orders them otherwise widens the walk, never misses.)
+pub(crate) fn index_conditions<'f>(
+    filter: &'f Filter,
+    collation: Option<&Collation>,
+    index: &IndexMeta,
+) -> Vec<Cond<'f>> {
+    let index_collation = index.spec.collation().map(|c| &**c);
+    let same = Collation::same(collation, index_collation);
+    let mut conds = bound_conditions(filter, !same);
+    if index_collation.is_some() {
+        conds.retain(|c| !reads_regex(c.predicate));
+    }
+    conds
+}
+
+fn reads_regex(predicate: &Predicate) -> bool {
+    match predicate {
+        Predicate::Regex(_) => true,
+        Predicate::In(patterns) => patterns.iter().any(|p| matches!(p, Pattern::Regex(_))),
+        _ => false,
+    }
 }

@@ -5,7 +5,7 @@
 //! them satisfies the conditions and every document that satisfies them has an entry inside.
 //! Checking those conditions again on each fetched document is then wasted work, so the
 //! matcher gets the rest of the filter. The rule is kept narrow, every part of it needed:
-//! - no collation (the index holds binary strings);
+//! - no collation, of the query or of the index (which holds binary strings then);
 //! - an index scan over an index that is not multikey (a field holding one value, so the value
 //!   the entry holds is the value the matcher would read), not sparse, not partial, not hashed;
 //! - per bounded field, its conditions (top-level, through `$and`) are either one equality, or
@@ -41,6 +41,7 @@ pub(crate) fn residual(
     let index = meta.index(&scan.index)?;
     let spec = &index.spec;
     if collated
+        || spec.collation().is_some()
         || index.multikey
         || spec.is_sparse()
         || spec.partial_filter().is_some()

@@ -19,7 +19,7 @@ use std::fmt;
 use bson::RawBsonRef;
 
 use super::filter::{Filter, Pattern, Predicate};
-use super::plan::{Access, KeyRange, conditions, index_plan_for};
+use super::plan::{Access, KeyRange, binary_index_plan_for, conditions};
 use crate::catalog::IndexMeta;
 use crate::index::IndexSpec;
 use crate::options::ShardKey;
@@ -99,7 +99,7 @@ fn key_ranges(key: &ShardKey, filter: &Filter, collated: bool) -> Option<Vec<Key
         spec: IndexSpec::from_keys_document(&key.to_document()).ok()?,
         multikey: false,
     };
-    match index_plan_for(&index, filter, collated, None)?.access {
+    match binary_index_plan_for(&index, filter, collated, None)?.access {
         Access::IndexScan(scan) => Some(scan.intervals),
         _ => None,
     }

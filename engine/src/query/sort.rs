@@ -82,9 +82,9 @@ impl Sort {
         self
     }
 
-    /// Whether strings sort under a collation (which no index, holding binary strings, gives).
-    pub fn is_collated(&self) -> bool {
-        self.collation.is_some()
+    /// The collation its strings compare under, if any.
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_deref()
     }
 
     pub fn fields(&self) -> &[(Path, Direction)] {

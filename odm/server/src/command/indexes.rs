@@ -112,16 +112,27 @@ pub fn drop_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
                 })
                 .collect::<Result<_, _>>()?,
             Bson::Document(key) => {
-                let found = specs
-                    .iter()
-                    .find(|s| &s.keys_document() == key)
-                    .ok_or_else(|| {
-                        CommandError::new(
+                // Indexes on one key pattern under several collations: a name must choose.
+                let found: Vec<_> = specs.iter().filter(|s| &s.keys_document() == key).collect();
+                match found.as_slice() {
+                    [] => {
+                        return Err(CommandError::new(
                             ErrorCode::INDEX_NOT_FOUND,
                             format!("can't find index with key: {key}"),
-                        )
-                    })?;
-                vec![found.name().to_owned()]
+                        ));
+                    }
+                    [one] => vec![one.name().to_owned()],
+                    several => {
+                        let names: Vec<&str> = several.iter().map(|s| s.name()).collect();
+                        return Err(CommandError::new(
+                            ErrorCode::AMBIGUOUS_INDEX_KEY_PATTERN,
+                            format!(
+                                "{key} matches more than one index ({}); drop one by name",
+                                names.join(", ")
+                            ),
+                        ));
+                    }
+                }
             }
             other => {
                 return Err(CommandError::new(
