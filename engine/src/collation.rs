@@ -43,6 +43,15 @@ pub struct Collation {
     collator: CollatorBorrowed<'static>,
 }
 
+/// Two collations are equal when they compare strings alike (their normalized documents).
+impl PartialEq for Collation {
+    fn eq(&self, other: &Collation) -> bool {
+        self.normalized == other.normalized
+    }
+}
+
+impl Eq for Collation {}
+
 impl fmt::Debug for Collation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Collation({})", self.spec)
@@ -100,7 +109,7 @@ impl Collation {
     pub fn same(a: Option<&Collation>, b: Option<&Collation>) -> bool {
         match (a, b) {
             (None, None) => true,
-            (Some(a), Some(b)) => a.normalized() == b.normalized(),
+            (Some(a), Some(b)) => a == b,
             _ => false,
         }
     }

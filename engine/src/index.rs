@@ -58,6 +58,9 @@ pub struct IndexSpec {
     /// The collation its string keys are sort keys under (see [`crate::collation`]); `None`
     /// for binary strings.
     collation: Option<Arc<Collation>>,
+    /// Whether it was created with the `simple` collation named, which keeps binary strings on
+    /// a collection with a default collation (see [`IndexSpec::inheriting`]).
+    simple_collation: bool,
 }
 
 impl PartialEq for IndexSpec {
@@ -125,6 +128,7 @@ impl IndexSpec {
             hashed: None,
             background: None,
             collation: None,
+            simple_collation: false,
         })
     }
 
@@ -263,8 +267,20 @@ impl IndexSpec {
                 "a hashed index hashes values, not sort keys, in this engine".into(),
             ));
         }
+        self.simple_collation = collation.is_none();
         self.collation = collation;
         Ok(self)
+    }
+
+    /// The index as created on a collection whose default collation is `default`: with that
+    /// collation when it names none, as MongoDB creates it. An index that cannot hold one
+    /// (hashed) stays binary; so does one created with the `simple` collation named.
+    #[must_use]
+    pub fn inheriting(mut self, default: Option<&Arc<Collation>>) -> Self {
+        if self.collation.is_none() && !self.simple_collation && self.hashed.is_none() {
+            self.collation = default.cloned();
+        }
+        self
     }
 
     /// The collation its string keys are under, if any.

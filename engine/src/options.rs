@@ -6,9 +6,12 @@
 //! query would be routed to one shard or broadcast, and so that the same model can be sharded
 //! when it moves to MongoDB.
 
+use std::sync::Arc;
+
 use bson::{Bson, Document};
 
 use crate::capped::Capped;
+use crate::collation::{Collation, CollationError};
 use crate::error::IndexSpecError;
 use crate::keys::Direction;
 use crate::path::Path;
@@ -27,6 +30,10 @@ pub struct CollectionOptions {
     pub capped: Option<Capped>,
     /// Its validator, level and action (see [`crate::validation`]).
     pub validation: Option<Validation>,
+    /// Its default collation: every operation on it that names no collation of its own runs
+    /// under this one, and every index created on it without one is created with it, as in
+    /// MongoDB. (The `_id` index, which is the documents table, keys `_id`s by their bytes.)
+    pub collation: Option<Arc<Collation>>,
 }
 
 impl CollectionOptions {
@@ -48,6 +55,12 @@ impl CollectionOptions {
         self
     }
 
+    /// The collection with a default collation; the `simple` locale is none.
+    pub fn with_collation(mut self, collation: &Document) -> Result<Self, CollationError> {
+        self.collation = Collation::parse(collation)?;
+        Ok(self)
+    }
+
     #[must_use]
     pub fn with_capped(mut self, capped: Capped) -> Self {
         self.capped = Some(capped);
@@ -67,6 +80,9 @@ impl CollectionOptions {
         }
         if self.change_stream_pre_and_post_images {
             d.insert("changeStreamPreAndPostImages", true);
+        }
+        if let Some(collation) = &self.collation {
+            d.insert("collation", collation.normalized().clone());
         }
         d
     }
@@ -101,6 +117,13 @@ impl CollectionOptions {
                         })?,
                     )
                 }
+                Err(_) => None,
+            },
+            collation: match d.get_document("collation") {
+                Ok(c) => Collation::parse(c).map_err(|e| IndexSpecError::BadOption {
+                    option: "collation".into(),
+                    reason: e.to_string(),
+                })?,
                 Err(_) => None,
             },
         })

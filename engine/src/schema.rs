@@ -245,6 +245,7 @@ impl WriteTxn<'_> {
         let meta = self
             .collection_meta(collection, true)?
             .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
+        let spec = spec.inheriting(meta.options.collation.as_ref());
         if let Some(existing) = conflicting_index(&meta, &spec)? {
             return Ok(existing);
         }

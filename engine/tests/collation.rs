@@ -9,7 +9,7 @@ mod common;
 
 use bson::{Document, doc};
 use odm_engine::query::FindOptions;
-use odm_engine::{Database, Error, IndexSpec};
+use odm_engine::{CollectionOptions, Database, Error, IndexSpec};
 
 fn ids(db: &Database, filter: &Document, options: &FindOptions) -> Vec<i32> {
     let txn = db.read().unwrap();
@@ -279,4 +279,105 @@ fn collations_the_engine_cannot_key_are_refused_on_an_index() {
         .unwrap()
         .collated(&doc! { "locale": "en", "strength": 9 });
     assert!(bad.is_err());
+}
+
+/// The words of [`database`] in a collection created with a case-insensitive default
+/// collation, and an index on `s` created without one (which takes the collection's).
+fn with_default_collation(path: Option<&std::path::Path>) -> Database {
+    let db = match path {
+        Some(path) => Database::open(path).unwrap(),
+        None => Database::in_memory().unwrap(),
+    };
+    let options = CollectionOptions::default()
+        .with_collation(&doc! { "locale": "en", "strength": 2 })
+        .unwrap();
+    db.write(|t| t.create_collection_with("c", options))
+        .unwrap();
+    let c = db.collection("c");
+    c.create_index(IndexSpec::ascending("s").unwrap()).unwrap();
+    c.create_index(
+        IndexSpec::ascending("n")
+            .unwrap()
+            .collated(&doc! { "locale": "simple" })
+            .unwrap(),
+    )
+    .unwrap();
+    let words = ["cafe", "Café", "CAFE", "b", "A", "a", "B"];
+    for (i, w) in words.iter().enumerate() {
+        let i = i32::try_from(i).unwrap() + 1;
+        c.insert_one(&doc! { "_id": i, "s": *w, "n": i % 3 })
+            .unwrap();
+    }
+    db
+}
+
+#[test]
+fn a_default_collation_governs_every_operation_that_names_none() {
+    let db = with_default_collation(None);
+    let plain = FindOptions::default();
+    let binary = FindOptions {
+        collation: Some(doc! { "locale": "simple" }),
+        ..FindOptions::default()
+    };
+    let cafe = doc! { "s": "cafe" };
+    assert_eq!(ids(&db, &cafe, &plain), [1, 3]);
+    assert_eq!(ids(&db, &cafe, &binary), [1]);
+    let sorted = FindOptions {
+        sort: Some(doc! { "s": 1, "_id": 1 }),
+        ..FindOptions::default()
+    };
+    assert_eq!(ids(&db, &doc! {}, &sorted), [5, 6, 4, 7, 1, 3, 2]);
+    {
+        let txn = db.read().unwrap();
+        let c = txn.collection("c").unwrap().unwrap();
+        // The index took the collection's collation, and serves it.
+        let explain = c.explain(&cafe, &plain).unwrap();
+        assert_eq!(explain.index_used(), Some("s_1"), "{explain}");
+        assert_eq!(c.count_matching(&doc! { "s": "B" }, 0, 0).unwrap(), 2);
+        assert_eq!(c.distinct("s", &doc! { "n": 1 }).unwrap().len(), 2);
+        let grouped = c
+            .aggregate(
+                &[doc! { "$group": { "_id": "$s", "n": { "$sum": 1 } } }],
+                &odm_engine::aggregate::AggregateOptions::default(),
+            )
+            .unwrap();
+        assert_eq!(grouped.len(), 4, "{grouped:?}");
+    }
+    let listed = db.collection("c").list_indexes().unwrap();
+    let s = listed.iter().find(|i| i.name() == "s_1").unwrap();
+    assert_eq!(
+        s.collation()
+            .map(|c| c.normalized().get_i32("strength").ok()),
+        Some(Some(2))
+    );
+    let n = listed.iter().find(|i| i.name() == "n_1").unwrap();
+    assert!(n.collation().is_none());
+    // Writes select under it too.
+    let updated = db
+        .collection("c")
+        .update_many(
+            &doc! { "s": "a" },
+            doc! { "$set": { "seen": true } },
+            &odm_engine::update::UpdateOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(updated.matched, 2);
+    assert_eq!(
+        db.collection("c")
+            .delete_many(&doc! { "s": "CAFÉ" })
+            .unwrap(),
+        1
+    );
+}
+
+#[test]
+fn a_default_collation_survives_a_reopen() {
+    let path = common::temp_path("default-collation");
+    drop(with_default_collation(Some(&path)));
+    let db = Database::open(&path).unwrap();
+    assert_eq!(
+        ids(&db, &doc! { "s": "CAFE" }, &FindOptions::default()),
+        [1, 3]
+    );
+    assert!(db.verify().unwrap().is_clean());
 }

@@ -252,6 +252,16 @@ fn indexes_are_created_listed_used_and_dropped() {
             .unwrap(),
         "a_1"
     );
+    // executionStats carries the stage tree with what each stage examined, and the time.
+    let stats = explain.get_document("executionStats").unwrap();
+    assert!(stats.contains_key("executionTimeMillis"), "{stats}");
+    let fetch = stats.get_document("executionStages").unwrap();
+    assert_eq!(fetch.get_str("stage").unwrap(), "FETCH", "{fetch}");
+    assert_eq!(fetch.get_i32("nReturned").unwrap(), 1, "{fetch}");
+    assert_eq!(fetch.get_i32("docsExamined").unwrap(), 1, "{fetch}");
+    let scan = fetch.get_document("inputStage").unwrap();
+    assert_eq!(scan.get_str("stage").unwrap(), "IXSCAN", "{scan}");
+    assert_eq!(scan.get_i32("keysExamined").unwrap(), 1, "{scan}");
     assert_eq!(
         code_of(&c.insert_one(doc! {"a": 5}).run().unwrap_err()),
         Some(11000)
@@ -490,6 +500,31 @@ fn transactions_commit_whole_and_abort_without_trace() {
     session.start_transaction().run().ok();
     session.abort_transaction().run().ok();
     assert_eq!(c.count_documents(doc! {}).run().unwrap(), 2);
+    // serverStatus counts them: two begun, one committed, one aborted, none open.
+    let transactions = transaction_status_once_none_is_open(&client);
+    for (field, n) in [
+        ("totalStarted", 2),
+        ("totalCommitted", 1),
+        ("totalAborted", 1),
+        ("currentOpen", 0),
+    ] {
+        assert_eq!(transactions.get_i64(field).unwrap(), n, "{transactions}");
+    }
+}
+
+/// `serverStatus.transactions` once no transaction is open (an abort ends its transaction's
+/// thread a moment after the reply), or after five seconds.
+fn transaction_status_once_none_is_open(client: &Client) -> Document {
+    let admin = client.database("admin");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let status = command_reply(&admin, doc! {"serverStatus": 1});
+        let t = status.get_document("transactions").unwrap().clone();
+        if t.get_i64("currentOpen").unwrap() == 0 || Instant::now() > deadline {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -1791,8 +1826,12 @@ fn commands_refuse_fields_they_do_not_know_and_those_they_do_not_implement() {
         ),
         (doc! {"find": "c", "tailable": true, "$db": "d"}, 2),
         (doc! {"find": "c", "awaitData": true, "$db": "d"}, 9),
-        (doc! {"find": "c", "min": {"_id": 1}, "$db": "d"}, 238),
-        (doc! {"find": "c", "returnKey": true, "$db": "d"}, 238),
+        // `min` and `max` walk a hinted index between keys of its fields.
+        (doc! {"find": "c", "min": {"_id": 1}, "$db": "d"}, 51173),
+        (
+            doc! {"find": "c", "min": {"_id": 1}, "max": {"a": 2}, "hint": "_id_", "$db": "d"},
+            51176,
+        ),
         (doc! {"count": "c", "hint": "noSuchIndex", "$db": "d"}, 2),
         (
             doc! {"distinct": "c", "key": "a", "hint": {"nope": 1}, "$db": "d"},
@@ -2581,4 +2620,59 @@ fn on_primary_transactional_write_drops_the_reply_of_a_committed_write_and_its_r
     // A write outside a session is not a retryable write: the point does not fire.
     let plain = doc! {"insert": "c", "documents": [{"_id": 3}], "$db": "s"};
     assert_eq!(admin.command(&plain).get_i32("n").unwrap(), 1);
+}
+
+#[test]
+fn get_log_serves_the_servers_own_lines_in_mongodb_json() {
+    let server = start();
+    let client = client(&server);
+    let admin = client.database("admin");
+    command_reply(&admin, doc! {"ping": 1});
+    let names = command_reply(&admin, doc! {"getLog": "*"});
+    assert_eq!(
+        names.get_array("names").unwrap(),
+        &vec![bson!("global"), bson!("startupWarnings")]
+    );
+    // In memory and without access control: both startup warnings.
+    let warnings = command_reply(&admin, doc! {"getLog": "startupWarnings"});
+    let lines = warnings.get_array("log").unwrap();
+    assert_eq!(lines.len(), 2, "{warnings}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.as_str().unwrap().contains(r#""s":"W","c":"CONTROL""#))
+    );
+    // Every command slower than slowms is logged: -1 makes every one slow.
+    command_reply(&admin, doc! {"profile": 0, "slowms": -1});
+    command_reply(&admin, doc! {"ping": 1});
+    let global = command_reply(&admin, doc! {"getLog": "global"});
+    let lines: Vec<&str> = global
+        .get_array("log")
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let written = global.get_i64("totalLinesWritten").unwrap();
+    assert!(written >= lines.len() as i64, "{global}");
+    for (id, text) in [
+        (23016, "Waiting for connections"),
+        (22943, "Connection accepted"),
+        (51803, "Slow query"),
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(&format!(r#""id":{id},"#)) && l.contains(text)),
+            "{text} missing from {lines:#?}"
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains(r#""command":"ping""#)),
+        "{lines:#?}"
+    );
+    let refused = admin
+        .run_command(doc! {"getLog": "nope"})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&refused), Some(2), "{refused}");
 }

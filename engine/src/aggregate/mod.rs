@@ -155,6 +155,8 @@ impl ReadCollection<'_> {
                 max: crate::MAX_INPUT_DEPTH,
             });
         }
+        let defaulted = self.under_default_collation(options);
+        let options = defaulted.as_ref().unwrap_or(options);
         let Parsed {
             stages,
             specs,
@@ -241,6 +243,16 @@ impl ReadCollection<'_> {
             options: find,
         };
         Ok(planned(Source::Find(Box::new(head)), rest))
+    }
+
+    /// The options with the collection's default collation, when they name none (see
+    /// [`crate::options::CollectionOptions::collation`]); `None` when they stand as given.
+    pub fn under_default_collation(&self, options: &AggregateOptions) -> Option<AggregateOptions> {
+        let default = self.meta().options.collation.as_ref()?;
+        options.collation.is_none().then(|| AggregateOptions {
+            collation: Some(default.normalized().clone()),
+            ..options.clone()
+        })
     }
 
     /// Whether the find's best plan gives its sort by scanning an index that is not multikey

@@ -150,7 +150,7 @@ impl ReadCollection<'_> {
         decode: Decode<T>,
     ) -> Result<Cursor<'c, T>> {
         let _entered = options.interrupt.as_ref().map(Interrupt::enter);
-        let query = Query::parse(filter, options.query_options())?;
+        let query = Query::parse(filter, options.query_options())?.under(self.meta());
         let plan = self.choose_plan(&query)?;
         Ok(Cursor::new(self, plan, query, decode)?.interrupted_by(options.interrupt.clone()))
     }
@@ -200,7 +200,8 @@ impl ReadCollection<'_> {
                 hint,
                 ..QueryOptions::default()
             },
-        )?;
+        )?
+        .under(self.meta());
         let empty = matches!(&*query.filter, Filter::And(parts) if parts.is_empty());
         let n = if empty && hint.is_none() {
             self.len()?
@@ -255,7 +256,8 @@ impl ReadCollection<'_> {
                 hint,
                 ..QueryOptions::default()
             },
-        )?;
+        )?
+        .under(self.meta());
         let plan = choose_plan(self.meta(), self.plan_cache(), &query)?;
         distinct_values(self, &plan, &query, key)
     }

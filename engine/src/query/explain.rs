@@ -34,6 +34,8 @@ pub struct Explain {
     pub keys_examined: u64,
     pub docs_examined: u64,
     pub returned: u64,
+    /// Wall time of the run, in whole milliseconds (MongoDB's `executionTimeMillis`).
+    pub execution_millis: u64,
 }
 
 /// Every candidate plan of a query on a collection, best first.
@@ -50,7 +52,7 @@ impl ReadCollection<'_> {
     /// Plans and runs a find, reporting the plans and what the run examined. The run is the
     /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
-        let query = Query::parse(filter, options.query_options())?;
+        let query = Query::parse(filter, options.query_options())?.under(self.meta());
         let winning = if query.hint.is_some() {
             self.choose_plan(&query)?
         } else {
@@ -61,13 +63,17 @@ impl ReadCollection<'_> {
                 all_plans(&query, self).swap_remove(0)
             }
         };
+        let started = std::time::Instant::now();
         let mut cursor = self.cursor_with_plan(winning, query)?;
         let mut returned = 0u64;
         for result in cursor.by_ref() {
             result?;
             returned += 1;
         }
-        self.explained(filter, options, &cursor, returned)
+        let mut explained = self.explained(filter, options, &cursor, returned)?;
+        explained.execution_millis =
+            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Ok(explained)
     }
 
     /// The explanation of a find whose cursor has run (as far as its reader pulled it),
@@ -79,7 +85,7 @@ impl ReadCollection<'_> {
         cursor: &Cursor<'_, T>,
         returned: u64,
     ) -> Result<Explain> {
-        let query = Query::parse(filter, options.query_options())?;
+        let query = Query::parse(filter, options.query_options())?.under(self.meta());
         let winning = cursor.plan().clone();
         let rejected = all_plans(&query, self)
             .into_iter()
@@ -107,7 +113,32 @@ impl ReadCollection<'_> {
             keys_examined,
             docs_examined,
             returned,
+            execution_millis: 0,
         })
+    }
+}
+
+/// Puts the keys and documents examined on the stages that examined them, down the tree's
+/// `inputStage` chain (an `OR`'s branches share the totals, so they stay on the `OR`).
+fn annotate_stages(stage: &mut Document, keys: u64, docs: u64, depth: usize) {
+    let count = |n: u64| crate::number::int_or_long(i64::try_from(n).unwrap_or(i64::MAX));
+    match stage.get_str("stage").unwrap_or_default() {
+        "IXSCAN" => {
+            stage.insert("keysExamined", count(keys));
+        }
+        "FETCH" | "COLLSCAN" | "IDHACK" => {
+            stage.insert("docsExamined", count(docs));
+        }
+        "OR" => {
+            stage.insert("keysExamined", count(keys));
+            return;
+        }
+        _ => {}
+    }
+    if depth < 8
+        && let Ok(input) = stage.get_document_mut("inputStage")
+    {
+        annotate_stages(input, keys, docs, depth + 1);
     }
 }
 
@@ -189,14 +220,28 @@ impl Explain {
             .iter()
             .map(|p| bson::Bson::Document(stage(p, false, false, None)))
             .collect();
+        let winning = stage(
+            &self.winning,
+            self.in_memory_sort,
+            self.covered,
+            self.projection.as_ref(),
+        );
+        let mut stats = doc! {
+            "executionSuccess": true,
+            "nReturned": crate::number::int_or_long(self.returned as i64),
+            "executionTimeMillis": crate::number::int_or_long(self.execution_millis as i64),
+            "totalKeysExamined": crate::number::int_or_long(self.keys_examined as i64),
+            "totalDocsExamined": crate::number::int_or_long(self.docs_examined as i64),
+            "executionStages": self.execution_stages(winning.clone()),
+            "inMemorySort": self.in_memory_sort,
+            "covered": self.covered,
+        };
+        if self.in_memory_sort {
+            crate::aggregate::insert_spill(&mut stats, self.spill);
+        }
         let mut planner = doc! {
             "namespace": &self.collection,
-            "winningPlan": stage(
-                &self.winning,
-                self.in_memory_sort,
-                self.covered,
-                self.projection.as_ref(),
-            ),
+            "winningPlan": winning,
             "fromPlanCache": self.winning.from_cache,
             "rejectedPlans": rejected,
         };
@@ -206,17 +251,19 @@ impl Explain {
                 doc! { "shardKey": key.to_document(), "routing": routing.as_str() },
             );
         }
-        let mut stats = doc! {
-            "nReturned": crate::number::int_or_long(self.returned as i64),
-            "totalKeysExamined": crate::number::int_or_long(self.keys_examined as i64),
-            "totalDocsExamined": crate::number::int_or_long(self.docs_examined as i64),
-            "inMemorySort": self.in_memory_sort,
-            "covered": self.covered,
-        };
-        if self.in_memory_sort {
-            crate::aggregate::insert_spill(&mut stats, self.spill);
-        }
         doc! { "queryPlanner": planner, "executionStats": stats }
+    }
+
+    /// The winning plan's stage tree with what the run counted, where it counted it: the
+    /// results at the root, the keys at the index scan, the documents where they were read
+    /// (the fetch, or the collection scan). Counts the run did not keep per stage (what an
+    /// inner stage passed up) are not given, rather than guessed.
+    fn execution_stages(&self, mut tree: Document) -> Document {
+        let count = |n: u64| crate::number::int_or_long(i64::try_from(n).unwrap_or(i64::MAX));
+        tree.insert("nReturned", count(self.returned));
+        tree.insert("executionTimeMillisEstimate", count(self.execution_millis));
+        annotate_stages(&mut tree, self.keys_examined, self.docs_examined, 0);
+        tree
     }
 
     /// Reads an explain document in MongoDB's shape back into the typed form: this engine's
@@ -310,6 +357,7 @@ impl Explain {
             keys_examined: count("totalKeysExamined"),
             docs_examined: count("totalDocsExamined"),
             returned: count("nReturned"),
+            execution_millis: count("executionTimeMillis"),
         }
     }
 

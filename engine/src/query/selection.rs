@@ -30,6 +30,9 @@ pub(crate) struct Query {
     /// again (the positional `$`, an upsert's seed).
     pub(crate) filter: Arc<Filter>,
     pub(crate) collation: Option<Arc<Collation>>,
+    /// Whether the operation named a collation (the `simple` one included); one that did
+    /// not runs under its collection's default (see [`Query::under`]).
+    pub(crate) collation_given: bool,
     /// `None` for no sort or an empty one; compares strings under the collation.
     pub(crate) sort: Option<Sort>,
     pub(crate) projection: Option<Projection>,
@@ -147,6 +150,7 @@ impl Query {
         Ok(Query {
             filter: Arc::new(filter),
             collation,
+            collation_given: options.collation.is_some(),
             sort,
             projection: options.projection.map(Projection::parse).transpose()?,
             hint: options.hint.cloned(),
@@ -165,6 +169,7 @@ impl Query {
         Query {
             filter: Arc::new(filter),
             collation: None,
+            collation_given: false,
             sort: None,
             projection: None,
             hint: None,
@@ -175,6 +180,24 @@ impl Query {
             natural: None,
             keys: KeyOptions::default(),
         }
+    }
+
+    /// The query as it runs on the collection `meta`: under the collection's default
+    /// collation when the operation named none (MongoDB's rule; `{locale: "simple"}` names
+    /// binary strings).
+    #[must_use]
+    pub(crate) fn under(mut self, meta: &CollectionMeta) -> Query {
+        if let Some(default) = meta
+            .options
+            .collation
+            .as_ref()
+            .filter(|_| !self.collation_given)
+        {
+            self.collation = Some(default.clone());
+            self.sort = self.sort.map(|s| s.collated(Some(default.clone())));
+            self.collation_given = true;
+        }
+        self
     }
 
     /// The collation strings compare under, if any.

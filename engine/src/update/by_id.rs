@@ -109,11 +109,16 @@ impl WriteTxn<'_> {
         update: &Update,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        // A collection's default collation may equate `_id`s whose keys differ.
+        let collated = self
+            .collection_meta(collection, false)?
+            .is_some_and(|meta| meta.options.collation.is_some());
         let plain = !options.upsert
             && options.hint.is_none()
             && options.sort.is_none()
             && options.let_vars.is_none()
-            && options.collation.is_none();
+            && options.collation.is_none()
+            && !collated;
         let key = key_value(id).filter(|_| plain);
         let Some(key) = key else {
             return self.update_one_parsed(collection, &conditions.filter(id), update, options);

@@ -488,6 +488,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
+        let query = query.under(&meta);
         let found = self.with_selection(&meta, &query, keep_all, |_, selected| Ok(selected))?;
         found
             .into_iter()
@@ -515,6 +516,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
+        let query = query.under(&meta);
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let found: Result<Vec<RawDocumentBuf>> =
@@ -537,6 +539,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
+        let query = query.under(&meta);
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let values = crate::query::distinct_values(&view, &plan, &query, key);
@@ -558,6 +561,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
+        let query = query.under(&meta);
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let gather = |cursor: Cursor<'_, RawDocumentBuf>| {
@@ -598,6 +602,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
+        let query = query.under(&meta);
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let decode = Decode {
@@ -822,7 +827,12 @@ impl WriteTxn<'_> {
             .into());
         }
         let bounded = limit.is_none() && !options.stop_at_first_error;
-        let matched = match self.collection_meta(collection, false)? {
+        let meta = self.collection_meta(collection, false)?;
+        let query = match &meta {
+            Some(meta) => query.under(meta),
+            None => query,
+        };
+        let matched = match meta {
             // Several documents, all or nothing: the selection keeps their ids alone.
             Some(meta) if bounded => self.with_selection(
                 &meta,
@@ -869,6 +879,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
+        let query = query.under(&meta);
         let ids_only = |key, _| key;
         self.with_selection(&meta, &query, ids_only, |writer, selected| {
             let mut deleted = 0;
@@ -889,7 +900,12 @@ impl WriteTxn<'_> {
         options: &FindAndModify,
     ) -> Result<Modified> {
         let query = Query::parse(filter, options.query_options())?;
-        let found = match self.collection_meta(collection, false)? {
+        let meta = self.collection_meta(collection, false)?;
+        let query = match &meta {
+            Some(meta) => query.under(meta),
+            None => query,
+        };
+        let found = match meta {
             Some(meta) => self.with_selection(&meta, &query, keep_all, |writer, selected| {
                 let Some((key, original)) = selected.into_iter().next() else {
                     return Ok(None);

@@ -599,6 +599,7 @@ fn run(
     let watch = spec.and_then(|s| shared.profiler.watch(&db, s.name));
     let started = std::time::Instant::now();
     let profiled_db = watch.as_ref().map(|_| db.clone());
+    let db_name = db.clone();
     let mut ran_under = None;
     // The fail point exists only with test commands: without them no command takes its lock.
     let firing = shared
@@ -669,6 +670,7 @@ fn run(
         return RawDocumentBuf::new();
     }
     let reply = encode_reply(shared, command, result, firing.write_concern_error);
+    log_if_slow(shared, spec, &db_name, started.elapsed());
     if let (Some(watch), Some(db), Some(spec)) = (watch, profiled_db, spec) {
         let interrupt = ran_under.unwrap_or_default();
         let finished = super::profiler::Finished {
@@ -686,6 +688,39 @@ fn run(
         shared.profiler.record(&shared.storage, &watch, &finished);
     }
     reply
+}
+
+/// Logs a command slower than the profiler's `slowms` (MongoDB's "Slow query", whatever the
+/// profiling level). A `getMore` waits for data on purpose (tailable and change stream
+/// cursors), so it is not logged as slow.
+fn log_if_slow(
+    shared: &Shared,
+    spec: Option<&'static command::Spec>,
+    db: &str,
+    elapsed: std::time::Duration,
+) {
+    let Some(spec) = spec else { return };
+    if spec.name == "getMore" || super::profiler::Profiler::never_watched(spec.name) {
+        return;
+    }
+    let millis = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+    if millis <= shared.profiler.slow_ms() {
+        return;
+    }
+    shared.log.info(
+        super::log::Event {
+            component: "COMMAND",
+            id: 51803,
+            context: "conn",
+            message: "Slow query",
+        },
+        bson::doc! {
+            "type": "command",
+            "ns": format!("{db}.$cmd"),
+            "command": spec.name,
+            "durationMillis": millis,
+        },
+    );
 }
 
 /// A command's outcome as the bytes sent back: the reply with a fail point's write concern

@@ -50,6 +50,7 @@ pub mod connections;
 pub mod cursors;
 pub mod failpoint;
 mod listener;
+pub mod log;
 pub mod operations;
 pub mod parking;
 pub mod profiler;
@@ -186,6 +187,8 @@ pub struct Shared {
     pub ttl: ttl::Ttl,
     /// The database profiler's settings and pending entries (see `profiler`).
     pub profiler: profiler::Profiler,
+    /// The lines `getLog` serves (see `log`).
+    pub log: log::Log,
 }
 
 /// Counters `serverStatus` reports.
@@ -202,12 +205,77 @@ pub struct Stats {
     pub op_delete: AtomicU64,
     pub op_getmore: AtomicU64,
     pub op_command: AtomicU64,
+    /// Shared with each transaction's thread, which counts how it ends.
+    pub transactions: Arc<TransactionStats>,
+}
+
+/// `serverStatus.transactions`: multi-document transactions begun, open, committed and
+/// aborted (a lifetime expiry included), and retryable writes answered from their record.
+#[derive(Debug, Default)]
+pub struct TransactionStats {
+    pub started: AtomicU64,
+    pub open: AtomicU64,
+    pub committed: AtomicU64,
+    pub aborted: AtomicU64,
+    pub retried_commands: AtomicU64,
+}
+
+impl TransactionStats {
+    /// The section as MongoDB reports it. Nothing is prepared on one node, and each
+    /// transaction open here is active (it holds its database's writer).
+    pub fn to_document(&self) -> bson::Document {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed) as i64;
+        let open = n(&self.open);
+        bson::doc! {
+            "retriedCommandsCount": n(&self.retried_commands),
+            "retriedStatementsCount": n(&self.retried_commands),
+            "transactionsCollectionWriteCount": 0_i64,
+            "currentActive": open,
+            "currentInactive": 0_i64,
+            "currentOpen": open,
+            "totalAborted": n(&self.aborted),
+            "totalCommitted": n(&self.committed),
+            "totalStarted": n(&self.started),
+            "totalPrepared": 0_i64,
+            "totalPreparedThenCommitted": 0_i64,
+            "totalPreparedThenAborted": 0_i64,
+            "currentPrepared": 0_i64,
+        }
+    }
 }
 
 impl Stats {
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// The log as a server starts: its startup warnings, as MongoDB's `CONTROL` component gives
+/// them.
+fn startup_log(storage: &Storage, config: &Config) -> log::Log {
+    let log = log::Log::default();
+    let warn = |id, message| log::Event {
+        component: "CONTROL",
+        id,
+        context: "initandlisten",
+        message,
+    };
+    if !config.auth {
+        log.startup_warning(
+            warn(22120, "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted"),
+            bson::Document::new(),
+        );
+    }
+    if storage.is_in_memory() {
+        log.startup_warning(
+            warn(
+                22123,
+                "This server holds its databases in memory only: they are gone when it stops",
+            ),
+            bson::Document::new(),
+        );
+    }
+    log
 }
 
 /// A server bound to its address, not yet accepting.
@@ -257,6 +325,7 @@ impl Server {
             parking: parking::Parking::new().map_err(ServeError::Runtime)?,
             ttl: ttl::Ttl::default(),
             profiler: profiler::Profiler::default(),
+            log: startup_log(&storage, &config),
             storage,
             config,
         });

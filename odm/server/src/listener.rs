@@ -70,6 +70,7 @@ pub(super) fn runtime(max_connections: usize) -> std::io::Result<tokio::runtime:
 pub(crate) struct Slot {
     shared: Arc<Shared>,
     id: u64,
+    client: SocketAddr,
 }
 
 impl Slot {
@@ -85,9 +86,11 @@ impl Slot {
             .ok()?;
         Stats::add(&shared.stats.connections_total, 1);
         shared.connections.open(id, client);
+        log_connection(shared, NETWORK_ACCEPTED, client, id);
         Some(Slot {
             shared: shared.clone(),
             id,
+            client,
         })
     }
 }
@@ -99,7 +102,29 @@ impl Drop for Slot {
             .stats
             .connections_current
             .fetch_sub(1, Ordering::AcqRel);
+        log_connection(&self.shared, NETWORK_ENDED, self.client, self.id);
     }
+}
+
+const NETWORK_ACCEPTED: (i32, &str) = (22943, "Connection accepted");
+const NETWORK_ENDED: (i32, &str) = (22944, "Connection ended");
+
+/// A connection's opening or closing in the log, as MongoDB's `NETWORK` component logs it.
+fn log_connection(shared: &Shared, (id, message): (i32, &str), client: SocketAddr, conn: u64) {
+    let count = shared.stats.connections_current.load(Ordering::Acquire);
+    shared.log.info(
+        super::log::Event {
+            component: "NETWORK",
+            id,
+            context: "listener",
+            message,
+        },
+        bson::doc! {
+            "remote": client.to_string(),
+            "connectionId": i64::try_from(conn).unwrap_or(i64::MAX),
+            "connectionCount": i64::try_from(count).unwrap_or(i64::MAX),
+        },
+    );
 }
 
 /// Accepts connections until a stop is requested, a task each; then closes the listener.
@@ -110,6 +135,17 @@ pub(super) async fn accept(
 ) {
     let mut stop = shared.shutdown.subscribe();
     let mut next_id = 1u64;
+    if let Ok(local) = listener.local_addr() {
+        shared.log.info(
+            super::log::Event {
+                component: "NETWORK",
+                id: 23016,
+                context: "listener",
+                message: "Waiting for connections",
+            },
+            bson::doc! { "port": i32::from(local.port()), "ssl": if tls.is_some() { "on" } else { "off" } },
+        );
+    }
     loop {
         let accepted = tokio::select! {
             biased;

@@ -150,6 +150,18 @@ impl Profiler {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The threshold of a slow operation, in milliseconds (`slowms`): slower ones are logged
+    /// whatever the profiling level (see [`crate::log`]).
+    pub fn slow_ms(&self) -> i64 {
+        self.lock().slow_ms
+    }
+
+    /// Whether a command named `name` is one the profiler never keeps (nor the log as slow):
+    /// handshakes, whose awaitable form waits on purpose, authentication, and the like.
+    pub fn never_watched(name: &str) -> bool {
+        NEVER.contains(&name)
+    }
+
     /// The profiling of `db` as a command named `name` starts; `None` when it is not kept.
     pub fn watch(&self, db: &str, name: &str) -> Option<Watch> {
         if !self.any.load(Ordering::Relaxed) || NEVER.contains(&name) {

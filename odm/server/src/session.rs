@@ -37,6 +37,7 @@ use odm_engine::query::FindOptions;
 use odm_engine::{Database, ErrorCode, ReadTxn, WriteTxn};
 
 use super::command::{CommandError, CommandResult, Ctx, Reply, Spec};
+use super::{Stats, TransactionStats};
 
 /// A session unused this long is forgotten (MongoDB's `logicalSessionTimeoutMinutes`: 30).
 const SESSION_TIMEOUT: Duration = Duration::from_mins(30);
@@ -162,13 +163,29 @@ impl Transaction {
         name: String,
         lifetime: Duration,
         change_context: Document,
+        stats: Arc<TransactionStats>,
     ) -> Result<Arc<Transaction>, CommandError> {
         let (jobs, incoming) = sync_channel::<Message>(1);
         let deadline = Instant::now() + lifetime;
         std::thread::Builder::new()
             .name("odm-transaction".into())
             .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
-            .spawn(move || transaction_thread(&db, &incoming, deadline, &change_context))
+            .spawn(move || {
+                Stats::add(&stats.started, 1);
+                Stats::add(&stats.open, 1);
+                let committed = transaction_thread(&db, &incoming, deadline, &change_context);
+                stats
+                    .open
+                    .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                Stats::add(
+                    if committed {
+                        &stats.committed
+                    } else {
+                        &stats.aborted
+                    },
+                    1,
+                );
+            })
             .map_err(|e| {
                 CommandError::new(
                     ErrorCode::INTERNAL_ERROR,
@@ -246,13 +263,13 @@ impl Transaction {
 }
 
 /// Holds the engine transaction: runs jobs until told to commit or abort, or until the
-/// deadline passes (then it aborts).
+/// deadline passes (then it aborts). Whether it committed.
 fn transaction_thread(
     db: &Database,
     incoming: &Receiver<Message>,
     deadline: Instant,
     change_context: &Document,
-) {
+) -> bool {
     let mut commit_reply = None;
     let outcome: Result<(), CommandError> = db.write(|t| {
         t.set_change_context(change_context)?;
@@ -279,9 +296,11 @@ fn transaction_thread(
             }
         }
     });
+    let committed = outcome.is_ok();
     if let Some(reply) = commit_reply {
         let _ = reply.send(outcome);
     }
+    committed
 }
 
 fn no_such_transaction(why: &str) -> CommandError {
@@ -776,6 +795,7 @@ fn enter(
             ctx.db.clone(),
             ctx.server.config.transaction_lifetime,
             fields.change_context.clone(),
+            ctx.server.stats.transactions.clone(),
         )?;
         session.txn_number = fields.number;
         session.state = State::Active(txn.clone());
@@ -947,8 +967,10 @@ pub fn write_recorded<R: Send + 'static>(
         }
         Ok(Recorded::Fresh(done, doc))
     })?;
-    if key.is_some() && matches!(recorded, Recorded::Fresh(..)) {
-        ctx.conn.wrote_fresh.set(true);
+    match recorded {
+        Recorded::Fresh(..) if key.is_some() => ctx.conn.wrote_fresh.set(true),
+        Recorded::Retried(_) => Stats::add(&ctx.server.stats.transactions.retried_commands, 1),
+        Recorded::Fresh(..) => {}
     }
     Ok(recorded)
 }

@@ -47,6 +47,11 @@ impl Storage {
         }
     }
 
+    /// Whether databases live in memory only.
+    pub fn is_in_memory(&self) -> bool {
+        self.root.is_none()
+    }
+
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Arc<Database>>> {
         // A panic while the map was locked left it consistent: every change is one insert or
         // remove.

@@ -137,17 +137,19 @@ fn listed_options(options: Option<&odm_engine::CollectionOptions>) -> Document {
     if options.change_stream_pre_and_post_images {
         out.insert("changeStreamPreAndPostImages", doc! {"enabled": true});
     }
+    if let Some(collation) = &options.collation {
+        out.insert("collation", collation.normalized().clone());
+    }
     out
 }
 
 /// `create` options this server does not implement: refused rather than ignored.
-const UNSUPPORTED_CREATE_OPTIONS: [&str; 10] = [
+const UNSUPPORTED_CREATE_OPTIONS: [&str; 9] = [
     "timeseries",
     "clusteredIndex",
     "encryptedFields",
     "expireAfterSeconds",
     "storageEngine",
-    "collation",
     "idIndex",
     "indexOptionDefaults",
     "temp",
@@ -191,8 +193,15 @@ pub fn create(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let images = pre_and_post_images(command)?.unwrap_or(false);
     let capped = capped_options(&Args::new(command, "create"))?;
     let validation = validation_options(&Args::new(command, "create"), None)?;
+    // Parsed before anything is written: a malformed collation changes nothing.
+    let mut options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
+    if let Some(collation) = Args::new(command, "create").doc("collation")? {
+        options = options
+            .with_collation(collation)
+            .map_err(odm_engine::Error::from)?;
+    }
     session::write(ctx, move |t| {
-        let mut options = odm_engine::CollectionOptions::default().with_pre_and_post_images(images);
+        let mut options = options;
         options.capped = capped;
         options.validation = validation;
         t.create_collection_with(&collection, options)
@@ -263,6 +272,12 @@ fn validation_options(
 
 /// `create` with `viewOn`: a view takes none of a collection's options.
 fn create_view(ctx: &Ctx<'_>, name: &str, command: &Document) -> CommandResult {
+    if command.contains_key("collation") {
+        return Err(CommandError::new(
+            ErrorCode::NOT_IMPLEMENTED,
+            "a view's default collation is not supported by this server",
+        ));
+    }
     for option in ["capped", "size", "max", "changeStreamPreAndPostImages"] {
         if command.contains_key(option) {
             return Err(CommandError::new(

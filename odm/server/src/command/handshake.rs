@@ -292,6 +292,7 @@ pub fn server_status(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
             "ttl": ctx.server.ttl.metrics(),
         },
         "storageEngine": {"name": "odm", "supportsCommittedReads": true, "persistent": true},
+        "transactions": s.transactions.to_document(),
     };
     if let Some(name) = &ctx.server.config.replica_set {
         reply.insert("repl", doc! {"setName": name, "isWritablePrimary": true, "hosts": [ctx.server.address.clone()]});
@@ -337,12 +338,22 @@ pub fn connection_status(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
     Ok(doc! {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": roles}}.into())
 }
 
-pub fn get_log(_: &mut Ctx<'_>, command: &Document) -> CommandResult {
+/// `getLog`: the log names (`"*"`), or a log's lines (see [`crate::log`]).
+pub fn get_log(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     match command.get("getLog") {
         Some(Bson::String(s)) if s == "*" => {
             Ok(doc! {"names": ["global", "startupWarnings"]}.into())
         }
-        Some(Bson::String(_)) => Ok(doc! {"totalLinesWritten": 0, "log": []}.into()),
+        Some(Bson::String(name)) => match ctx.server.log.get(name) {
+            Some((written, lines)) => Ok(doc! {
+                "totalLinesWritten": i64::try_from(written).unwrap_or(i64::MAX),
+                "log": lines,
+            }
+            .into()),
+            None => Err(super::CommandError::bad_value(format!(
+                "No log named '{name}'"
+            ))),
+        },
         _ => Err(super::CommandError::bad_value(
             "getLog takes a log name or \"*\"",
         )),

@@ -548,7 +548,14 @@ fn aggregate_in_transaction(
         .map(|raw| Document::try_from(raw.as_ref()).map_err(|e| encode_error(&e)))
         .collect::<Result<Vec<_>, _>>()?;
     let db = ctx.server.storage.get_or_create(&ctx.db)?;
-    Ok(db.read()?.aggregate_documents(docs, rest, options)?)
+    let snapshot = db.read()?;
+    // The stages after the find run under the collection's default collation too.
+    let defaulted = match snapshot.collection(collection)? {
+        Some(c) => c.under_default_collation(options),
+        None => None,
+    };
+    let options = defaulted.as_ref().unwrap_or(options);
+    Ok(snapshot.aggregate_documents(docs, rest, options)?)
 }
 
 /// Every result of a pipeline over a view's collection, for `count` and `distinct`, inside the
