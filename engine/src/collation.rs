@@ -67,8 +67,12 @@ fn error(field: &str, reason: impl fmt::Display) -> CollationError {
 }
 
 impl Collation {
-    /// Parses a collation document; `None` for the `simple` locale (binary comparison).
+    /// Parses a collation document; `None` for the `simple` locale (binary comparison) and for
+    /// an empty document, which MongoDB reads as no collation given.
     pub fn parse(spec: &Document) -> Result<Option<Arc<Collation>>, CollationError> {
+        if spec.is_empty() {
+            return Ok(None);
+        }
         let Some(locale) = spec.get("locale") else {
             // The IDL parser's refusal of a missing required field.
             return Err(error("locale", "is required").with_code(ErrorCode::IDL_FAILED_TO_PARSE));

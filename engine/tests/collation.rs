@@ -322,6 +322,12 @@ fn a_default_collation_governs_every_operation_that_names_none() {
     let cafe = doc! { "s": "cafe" };
     assert_eq!(ids(&db, &cafe, &plain), [1, 3]);
     assert_eq!(ids(&db, &cafe, &binary), [1]);
+    // An empty collation is none given, as MongoDB reads it: the default applies.
+    let empty = FindOptions {
+        collation: Some(doc! {}),
+        ..FindOptions::default()
+    };
+    assert_eq!(ids(&db, &cafe, &empty), [1, 3]);
     let sorted = FindOptions {
         sort: Some(doc! { "s": 1, "_id": 1 }),
         ..FindOptions::default()

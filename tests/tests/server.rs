@@ -2676,3 +2676,35 @@ fn get_log_serves_the_servers_own_lines_in_mongodb_json() {
         .unwrap_err();
     assert_eq!(code_of(&refused), Some(2), "{refused}");
 }
+
+#[test]
+fn fsync_commits_every_open_database_durably_and_refuses_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(
+        Storage::in_folder(dir.path().to_path_buf()),
+        Config::default(),
+    );
+    let client = client(&server);
+    for name in ["a", "b"] {
+        client
+            .database(name)
+            .collection::<Document>("c")
+            .insert_one(doc! {"x": 1})
+            .run()
+            .unwrap();
+    }
+    let admin = client.database("admin");
+    let reply = command_reply(&admin, doc! {"fsync": 1});
+    assert!(reply.get_i32("numFiles").unwrap() >= 2, "{reply}");
+    let locked = admin
+        .run_command(doc! {"fsync": 1, "lock": true})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&locked), Some(238), "{locked}");
+    let elsewhere = client
+        .database("a")
+        .run_command(doc! {"fsync": 1})
+        .run()
+        .unwrap_err();
+    assert_eq!(code_of(&elsewhere), Some(13), "{elsewhere}");
+}

@@ -249,10 +249,14 @@ impl ReadCollection<'_> {
     /// [`crate::options::CollectionOptions::collation`]); `None` when they stand as given.
     pub fn under_default_collation(&self, options: &AggregateOptions) -> Option<AggregateOptions> {
         let default = self.meta().options.collation.as_ref()?;
-        options.collation.is_none().then(|| AggregateOptions {
-            collation: Some(default.normalized().clone()),
-            ..options.clone()
-        })
+        options
+            .collation
+            .as_ref()
+            .is_none_or(Document::is_empty)
+            .then(|| AggregateOptions {
+                collation: Some(default.normalized().clone()),
+                ..options.clone()
+            })
     }
 
     /// Whether the find's best plan gives its sort by scanning an index that is not multikey

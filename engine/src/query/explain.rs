@@ -188,8 +188,12 @@ fn stage(
                 .collect();
             fetch(doc! {
                 "stage": "IXSCAN",
+                "keyPattern": scan.described.key_pattern.clone(),
                 "indexName": &scan.index,
                 "isMultiKey": scan.multikey,
+                "isUnique": scan.described.unique,
+                "isSparse": scan.described.sparse,
+                "isPartial": scan.described.partial,
                 "direction": if scan.reverse { "backward" } else { "forward" },
                 "indexBounds": bounds,
                 "intervals": scan.intervals.len() as i64,
@@ -519,6 +523,15 @@ impl Walked {
                     reverse: stage.get_str("direction").is_ok_and(|d| d == "backward"),
                     bounds,
                     multikey: stage.get_bool("isMultiKey").unwrap_or(false),
+                    described: super::plan::IndexDescription {
+                        key_pattern: stage
+                            .get_document("keyPattern")
+                            .cloned()
+                            .unwrap_or_default(),
+                        partial: stage.get_bool("isPartial").unwrap_or(false),
+                        sparse: stage.get_bool("isSparse").unwrap_or(false),
+                        unique: stage.get_bool("isUnique").unwrap_or(false),
+                    },
                 });
             }
             "OR" => {

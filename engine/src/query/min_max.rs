@@ -67,13 +67,7 @@ pub(crate) fn plan(
     );
     let (provides_sort, reverse) = super::plan::sort_order(&index, 0, 1, sort);
     Ok(Plan::unordered(
-        Access::IndexScan(IndexScan {
-            index: index.spec.name().to_owned(),
-            intervals: vec![interval],
-            reverse,
-            bounds: Vec::new(),
-            multikey: index.multikey,
-        }),
+        Access::IndexScan(IndexScan::of(&index, vec![interval], reverse, Vec::new())),
         0,
     )
     .providing_sort(provides_sort))

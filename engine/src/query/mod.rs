@@ -57,7 +57,7 @@ pub(crate) use filter::LOGICAL;
 pub use filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec};
 pub use json_schema::JsonSchema;
 pub(crate) use plan::id_lookup_plan;
-pub use plan::{Access, FieldBounds, IndexScan, KeyRange, Plan, Rank};
+pub use plan::{Access, FieldBounds, IndexDescription, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
 pub use routing::{Routing, route_filter, target_filter};
 pub use selection::KeyOptions;

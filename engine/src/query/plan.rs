@@ -65,6 +65,43 @@ pub struct IndexScan {
     /// The bounds of each index field, shown by explain.
     pub bounds: Vec<(String, FieldBounds)>,
     pub multikey: bool,
+    /// What explain tells of the index.
+    pub described: IndexDescription,
+}
+
+/// What explain tells of an index beside its name: its key pattern, and whether it is partial,
+/// sparse, unique.
+#[derive(Debug, Clone, Default)]
+pub struct IndexDescription {
+    pub key_pattern: bson::Document,
+    pub partial: bool,
+    pub sparse: bool,
+    pub unique: bool,
+}
+
+impl IndexScan {
+    /// A walk of `index` over `intervals`, with what explain tells of the index.
+    pub(crate) fn of(
+        index: &IndexMeta,
+        intervals: Vec<KeyRange>,
+        reverse: bool,
+        bounds: Vec<(String, FieldBounds)>,
+    ) -> IndexScan {
+        let spec = &index.spec;
+        IndexScan {
+            index: spec.name().to_owned(),
+            intervals,
+            reverse,
+            bounds,
+            multikey: index.multikey,
+            described: IndexDescription {
+                key_pattern: spec.keys_document(),
+                partial: spec.partial_filter().is_some(),
+                sparse: spec.is_sparse(),
+                unique: spec.is_unique(),
+            },
+        }
+    }
 }
 
 /// A candidate plan and how it ranks.
@@ -706,13 +743,7 @@ fn index_plan(
         return None;
     }
     Some(Plan {
-        access: Access::IndexScan(IndexScan {
-            index: spec.name().to_owned(),
-            intervals,
-            reverse,
-            bounds,
-            multikey: index.multikey,
-        }),
+        access: Access::IndexScan(IndexScan::of(index, intervals, reverse, bounds)),
         provides_sort,
         from_cache: false,
         rank: Rank {

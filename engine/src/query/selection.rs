@@ -150,7 +150,7 @@ impl Query {
         Ok(Query {
             filter: Arc::new(filter),
             collation,
-            collation_given: options.collation.is_some(),
+            collation_given: options.collation.is_some_and(|c| !c.is_empty()),
             sort,
             projection: options.projection.map(Projection::parse).transpose()?,
             hint: options.hint.cloned(),

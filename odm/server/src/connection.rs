@@ -602,7 +602,7 @@ fn run(
     let db_name = db.clone();
     let mut ran_under = None;
     // The fail point exists only with test commands: without them no command takes its lock.
-    let firing = shared
+    let mut firing = shared
         .config
         .test_commands
         .then(|| {
@@ -612,6 +612,16 @@ fn run(
         })
         .flatten()
         .unwrap_or_default();
+    if shared.config.test_commands
+        && firing.error.is_none()
+        && time_limited(shared, name, command)
+        && shared.fail_points.max_time_fires()
+    {
+        firing.error = Some(CommandError::new(
+            ErrorCode::MAX_TIME_MS_EXPIRED,
+            "operation exceeded time limit",
+        ));
+    }
     if let Some(pause) = firing.block {
         std::thread::sleep(pause);
     }
@@ -688,6 +698,18 @@ fn run(
         shared.profiler.record(&shared.storage, &watch, &finished);
     }
     reply
+}
+
+/// Whether a command runs under a time limit: it carries a positive `maxTimeMS`, or it is a
+/// `getMore` of a cursor opened with one (see `maxTimeAlwaysTimeOut` in `failpoint`).
+fn time_limited(shared: &Shared, name: &str, command: &Document) -> bool {
+    let positive = command
+        .get("maxTimeMS")
+        .and_then(odm_engine::expr::whole_number)
+        .is_some_and(|ms| ms > 0);
+    positive
+        || (name == "getMore"
+            && matches!(command.get("getMore"), Some(Bson::Int64(id)) if shared.cursors.time_limited(*id)))
 }
 
 /// Logs a command slower than the profiler's `slowms` (MongoDB's "Slow query", whatever the

@@ -318,6 +318,11 @@ impl Cursors {
     /// `awaitData` tailable cursor waits up to `wait` for its first result, reading the
     /// databases of `storage`. Only those await data: `wait` for another cursor is `BadValue`,
     /// as MongoDB refuses a `getMore`'s `maxTimeMS` on a cursor that does not await.
+    /// Whether cursor `id` runs under its opening command's `maxTimeMS`.
+    pub fn time_limited(&self, id: i64) -> bool {
+        self.lock().get(&id).is_some_and(|e| e.time_left.is_some())
+    }
+
     pub fn get_more(
         &self,
         id: i64,

@@ -19,6 +19,10 @@
 //! the change-stream specification's tests use it; a code a change stream resumes after
 //! carries `ResumableChangeStreamError`, as MongoDB 4.4 and later label it.
 //!
+//! `maxTimeAlwaysTimeOut` fails every command that runs under a time limit with
+//! `MaxTimeMSExpired` (50), as if the limit had passed: a command carrying a positive
+//! `maxTimeMS`, and a `getMore` of a cursor opened with one (whose limit covers it).
+//!
 //! `onPrimaryTransactionalWrite` fires on retryable writes (`txnNumber` outside a transaction),
 //! as the retryable-writes specification's tests use it: the write commits, with its retry
 //! record, and the connection closes before the reply, so the driver retries and gets the
@@ -41,6 +45,7 @@ pub struct FailPoints {
     fail_command: Mutex<Option<FailCommand>>,
     fail_get_more: Mutex<Option<FailCommand>>,
     transactional_write: Mutex<Option<FailCommand>>,
+    max_time: Mutex<Option<Mode>>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +100,31 @@ impl FailPoints {
                 firing.close_after = !firing.close_connection;
                 Some(firing)
             })
+    }
+
+    /// Whether `maxTimeAlwaysTimeOut` fails a command that runs under a time limit now (its
+    /// mode counted down).
+    pub fn max_time_fires(&self) -> bool {
+        let mut slot = self
+            .max_time
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fires = match slot.as_mut() {
+            None => false,
+            Some(Mode::Times(n)) => {
+                *n -= 1;
+                true
+            }
+            Some(Mode::Skip(n)) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            Some(Mode::AlwaysOn | Mode::Skip(_)) => true,
+        };
+        if matches!(*slot, Some(Mode::Times(n)) if n <= 0) {
+            *slot = None;
+        }
+        fires
     }
 
     fn fire_slot(
@@ -170,10 +200,13 @@ impl FailPoints {
         })?;
         if !matches!(
             name,
-            "failCommand" | "failGetMoreAfterCursorCheckout" | "onPrimaryTransactionalWrite"
+            "failCommand"
+                | "failGetMoreAfterCursorCheckout"
+                | "onPrimaryTransactionalWrite"
+                | "maxTimeAlwaysTimeOut"
         ) {
             return Err(CommandError::bad_value(format!(
-                "Cannot find failpoint with name {name}: this server has failCommand, failGetMoreAfterCursorCheckout and onPrimaryTransactionalWrite"
+                "Cannot find failpoint with name {name}: this server has failCommand, failGetMoreAfterCursorCheckout, onPrimaryTransactionalWrite and maxTimeAlwaysTimeOut"
             )));
         }
         let mode = match command.get("mode") {
@@ -203,6 +236,14 @@ impl FailPoints {
             None => Document::new(),
             Some(_) => return Err(CommandError::bad_value("data must be a document")),
         };
+        if name == "maxTimeAlwaysTimeOut" {
+            *self
+                .max_time
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                mode.filter(|m| !matches!(m, Mode::Times(0)));
+            return Ok(doc! { "count": 0_i64 }.into());
+        }
         let get_more = name == "failGetMoreAfterCursorCheckout";
         let transactional = name == "onPrimaryTransactionalWrite";
         let point = match mode {
@@ -443,6 +484,25 @@ mod tests {
             .error
             .unwrap();
         assert!(error.labels.is_empty());
+    }
+
+    #[test]
+    fn max_time_always_time_out_fires_in_its_mode() {
+        let points = configured(doc! {
+            "configureFailPoint": "maxTimeAlwaysTimeOut", "mode": {"times": 2},
+        });
+        assert!(points.max_time_fires());
+        assert!(points.max_time_fires());
+        assert!(!points.max_time_fires());
+        let points = configured(doc! {
+            "configureFailPoint": "maxTimeAlwaysTimeOut", "mode": {"skip": 1},
+        });
+        assert!(!points.max_time_fires());
+        assert!(points.max_time_fires());
+        points
+            .configure(&doc! {"configureFailPoint": "maxTimeAlwaysTimeOut", "mode": "off"})
+            .unwrap();
+        assert!(!points.max_time_fires());
     }
 
     #[test]

@@ -151,6 +151,11 @@ impl Storage {
         busy
     }
 
+    /// The databases open now.
+    pub fn open_databases(&self) -> Vec<Arc<Database>> {
+        self.lock().values().cloned().collect()
+    }
+
     /// The names of the databases, in order.
     pub fn names(&self) -> Result<Vec<String>, CommandError> {
         let mut names: Vec<String> = self.lock().keys().cloned().collect();

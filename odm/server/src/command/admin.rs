@@ -830,6 +830,30 @@ const SHUTDOWN_TIMEOUT_SECS: u64 = 15;
 /// commands finish for `timeoutSecs` (15 by default), or none with `force`. On `admin` only;
 /// without authentication on the server, only from a loopback address, as MongoDB requires.
 /// The connection closes unanswered, as MongoDB's does.
+/// `fsync` (on `admin`): every open database's commits on disk, by a durable commit of each
+/// (which makes the eventual ones before it durable too); `numFiles` counts them. `lock`, which
+/// would hold every writer until `fsyncUnlock`, is refused.
+pub fn fsync(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    if ctx.db != "admin" {
+        return Err(CommandError::new(
+            ErrorCode::UNAUTHORIZED,
+            "fsync may only be run against the admin database.",
+        ));
+    }
+    if Args::new(command, "fsync").flag("lock")? {
+        return Err(CommandError::new(
+            ErrorCode::NOT_IMPLEMENTED,
+            "fsync with lock is not supported by this server",
+        ));
+    }
+    let databases = ctx.server.storage.open_databases();
+    for db in &databases {
+        db.write(|_| Ok::<_, odm_engine::Error>(()))?;
+    }
+    let files = i32::try_from(databases.len()).unwrap_or(i32::MAX);
+    Ok(doc! { "numFiles": files }.into())
+}
+
 pub fn shutdown(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     if ctx.db != "admin" {
         return Err(CommandError::new(

@@ -19,6 +19,7 @@ use super::CommandError;
 /// query stats), `commitQuorum` (one member), `authorizedCollections` and
 /// `authorizedDatabases` (what a user sees, which without roles is everything).
 const FIELDS: &[(&str, &[&str])] = &[
+    ("fsync", &["lock", "forBackup"]),
     (
         "find",
         &[

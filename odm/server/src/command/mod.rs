@@ -345,6 +345,7 @@ pub static COMMANDS: &[Spec] = &[
     cmd("abortTransaction", super::session::abort_transaction),
     cmd("configureFailPoint", super::failpoint::configure_fail_point),
     cmd("shutdown", admin::shutdown),
+    cmd("fsync", admin::fsync),
 ];
 
 /// The table entry for a command name.
