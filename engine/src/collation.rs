@@ -73,6 +73,9 @@ impl Collation {
         if spec.is_empty() {
             return Ok(None);
         }
+        // The fields first: MongoDB's IDL parser refuses an unknown field as it meets it, before
+        // it checks for the required ones.
+        let (prefs, options) = settings(spec)?;
         let Some(locale) = spec.get("locale") else {
             // The IDL parser's refusal of a missing required field.
             return Err(error("locale", "is required").with_code(ErrorCode::IDL_FAILED_TO_PARSE));
@@ -80,7 +83,6 @@ impl Collation {
         let Bson::String(locale) = locale else {
             return Err(error("locale", "must be a string"));
         };
-        let (prefs, options) = settings(spec)?;
         if locale == "simple" {
             if spec.len() > 1 {
                 return Err(error(
@@ -188,7 +190,11 @@ fn settings(spec: &Document) -> Result<(CollatorPreferences, CollatorOptions), C
                     return Err(error(key, "is not supported by this engine"));
                 }
             }
-            other => return Err(error(other, "unknown collation field")),
+            other => {
+                return Err(
+                    error(other, "is an unknown field").with_code(ErrorCode::location(40415))
+                );
+            }
         }
     }
     Ok((prefs, options))

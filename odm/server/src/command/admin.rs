@@ -785,6 +785,15 @@ fn db_stats_scale(value: Option<&Bson>) -> Result<i64, CommandError> {
 /// from the documents).
 pub fn validate(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let collection = collection_name(command, "validate")?;
+    // Every check here reads the whole collection in one snapshot, so `full` and `background`
+    // change nothing; their one rule is MongoDB's: they do not go together.
+    let args = Args::new(command, "validate");
+    if args.flag("full")? && args.flag("background")? {
+        return Err(CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "Running the validate command with { background: true } cannot be done with { full: true }",
+        ));
+    }
     let ns = format!("{}.{collection}", ctx.db);
     let Some(db) = ctx.server.storage.get(&ctx.db)? else {
         return Err(CommandError::new(
