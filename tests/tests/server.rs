@@ -1797,6 +1797,32 @@ fn database_level_aggregations_read_documents_and_sessions() {
 }
 
 #[test]
+fn database_level_aggregations_write_through_out_and_merge() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let out = doc! {
+        "aggregate": 1, "$db": "made", "cursor": {},
+        "pipeline": [{"$documents": [{"_id": 1}, {"_id": 2}]}, {"$out": "c"}],
+    };
+    assert_eq!(conn.code(&out), 0);
+    let count = doc! {"count": "c", "$db": "made"};
+    assert_eq!(conn.command(&count).get_i64("n").unwrap(), 2);
+    // A `$merge` that meets an existing `_id` under `whenMatched: "fail"` writes nothing and
+    // answers the duplicate key with its pattern, as MongoDB does.
+    let merge = doc! {
+        "aggregate": 1, "$db": "made", "cursor": {},
+        "pipeline": [
+            {"$documents": [{"_id": 3}, {"_id": 1}]},
+            {"$merge": {"into": "c", "whenMatched": "fail"}},
+        ],
+    };
+    let reply = conn.command(&merge);
+    assert_eq!(reply.get_i32("code").unwrap(), 11000, "{reply}");
+    assert!(reply.get_document("keyPattern").is_ok(), "{reply}");
+    assert_eq!(conn.command(&count).get_i64("n").unwrap(), 2);
+}
+
+#[test]
 fn commands_refuse_fields_they_do_not_know_and_those_they_do_not_implement() {
     let server = start();
     let mut conn = RawConnection::open(&server);
@@ -2529,6 +2555,10 @@ fn snapshot_reads_name_their_time_and_never_read_later_data() {
         ),
         (
             doc! {"count": "c", "readConcern": {"level": "snapshot"}},
+            72,
+        ),
+        (
+            doc! {"aggregate": "c", "pipeline": [{"$out": "d"}], "cursor": {}, "readConcern": {"level": "linearizable"}},
             72,
         ),
         (doc! {"find": "c", "readConcern": {"level": "strong"}}, 2),

@@ -196,6 +196,25 @@ impl Database {
         })
         .map(|()| Vec::new())
     }
+
+    /// Writes `results` as a pipeline's last stage, `$out` or `$merge`, says, all or nothing,
+    /// for a pipeline whose earlier stages read no collection (MongoDB's `{aggregate: 1}`
+    /// starting with `$documents`); `Ok(false)` when `stage` is neither, which writes nothing.
+    pub fn write_aggregate_output(
+        &self,
+        stage: &Document,
+        results: &[Document],
+        options: &AggregateOptions,
+    ) -> Result<bool> {
+        let Some(output) = parse_output(stage)? else {
+            return Ok(false);
+        };
+        self.write(|t| {
+            t.bypass_document_validation(options.bypass_document_validation);
+            write_output(t, &output, results)
+        })?;
+        Ok(true)
+    }
 }
 
 fn write_output(t: &mut WriteTxn<'_>, output: &Output, results: &[Document]) -> Result<()> {
@@ -266,10 +285,32 @@ impl Merge {
                     ));
                 }
                 ([_], WhenMatched::Fail, _) => {
-                    return Err(stage_error(
-                        stage,
-                        format!("a document of `{}` already matches {filter}", self.into),
-                    ));
+                    // MongoDB's answer: the duplicate key on the `on` fields' unique index.
+                    let pattern: Document =
+                        filter.keys().map(|k| (k.clone(), Bson::Int32(1))).collect();
+                    let index = if filter.len() == 1 && filter.contains_key("_id") {
+                        crate::ID_INDEX_NAME.to_owned()
+                    } else {
+                        filter
+                            .keys()
+                            .map(|k| format!("{k}_1"))
+                            .collect::<Vec<_>>()
+                            .join("_")
+                    };
+                    return Err(Error::DuplicateKey {
+                        collection: self.into.clone(),
+                        index,
+                        key: format!(
+                            "{{ {} }}",
+                            filter
+                                .iter()
+                                .map(|(k, v)| format!("{k}: {v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        key_pattern: Box::new(pattern),
+                        key_value: Box::new(filter.clone()),
+                    });
                 }
                 ([existing], WhenMatched::Replace, _) => {
                     let id = existing.get("_id").cloned().unwrap_or(Bson::Null);

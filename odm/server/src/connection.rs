@@ -661,6 +661,7 @@ fn run(
         // A panic in a command is a bug; it fails that command, not the server.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             super::session::run_command(&mut ctx, spec, command)
+                .map_err(|e| super::session::with_transient_label(command, e))
         }));
         ran.unwrap_or_else(|_| {
             Err(CommandError::new(

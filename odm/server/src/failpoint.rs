@@ -170,12 +170,20 @@ impl FailPoints {
             }
             None => Vec::new(),
         };
-        let error = point.error_code.map(|code| CommandError {
-            code,
-            code_name: code_name(code),
-            message: "Failing command via 'failCommand' failpoint".to_owned(),
-            labels: labels_for(code),
-            extra: None,
+        let error = point.error_code.map(|code| {
+            let error = CommandError {
+                code,
+                code_name: code_name(code),
+                message: "Failing command via 'failCommand' failpoint".to_owned(),
+                labels: labels_for(code),
+                extra: None,
+            };
+            // Labels given are the labels; without them, MongoDB's own apply.
+            if point.error_labels.is_some() {
+                error
+            } else {
+                crate::session::with_transient_label(command, error)
+            }
         });
         let write_concern_error = point.write_concern_error.map(|wce| {
             let code = wce.get("code").and_then(whole_number).unwrap_or(0) as i32;
@@ -480,6 +488,40 @@ mod tests {
         });
         let error = points
             .fire("insert", &retryable, None)
+            .unwrap()
+            .error
+            .unwrap();
+        assert!(error.labels.is_empty());
+    }
+
+    #[test]
+    fn transaction_errors_get_the_transient_label_unless_labels_are_given() {
+        let in_transaction = doc! {"insert": "c", "txnNumber": 1_i64, "autocommit": false};
+        for (code, transient) in [(251, true), (112, true), (239, true), (11000, false)] {
+            let points = configured(doc! {
+                "configureFailPoint": "failCommand", "mode": "alwaysOn",
+                "data": {"failCommands": ["insert", "commitTransaction"], "errorCode": code},
+            });
+            let error = points
+                .fire("insert", &in_transaction, None)
+                .unwrap()
+                .error
+                .unwrap();
+            let labelled = error
+                .labels
+                .iter()
+                .any(|l| l == "TransientTransactionError");
+            assert_eq!(labelled, transient, "{code}: {:?}", error.labels);
+            // Outside a transaction no code is transient.
+            let alone = points.fire("insert", &doc! {"insert": "c"}, None).unwrap();
+            assert!(alone.error.unwrap().labels.is_empty());
+        }
+        let points = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": "alwaysOn",
+            "data": {"failCommands": ["insert"], "errorCode": 251, "errorLabels": []},
+        });
+        let error = points
+            .fire("insert", &in_transaction, None)
             .unwrap()
             .error
             .unwrap();

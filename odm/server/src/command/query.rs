@@ -618,9 +618,22 @@ fn current_op_pipeline(
 fn database_aggregate(ctx: &Ctx<'_>, args: &Args<'_>, pipeline: &[Document]) -> CommandResult {
     let (_, options) = pipeline_of(args)?;
     let first = first_batch(args.doc("cursor")?.and_then(|c| c.get("batchSize")))?;
-    let db = match ctx.server.storage.get(&ctx.db)? {
-        Some(db) => db,
-        None => std::sync::Arc::new(odm_engine::Database::in_memory()?),
+    // A final `$out` or `$merge` writes what the stages before it give, into this database.
+    let output = pipeline
+        .last()
+        .filter(|s| matches!(stage_name(s), "$out" | "$merge"));
+    let (pipeline, db) = match output {
+        Some(_) => (
+            &pipeline[..pipeline.len() - 1],
+            ctx.server.storage.get_or_create(&ctx.db)?,
+        ),
+        None => match ctx.server.storage.get(&ctx.db)? {
+            Some(db) => (pipeline, db),
+            None => (
+                pipeline,
+                std::sync::Arc::new(odm_engine::Database::in_memory()?),
+            ),
+        },
     };
     let txn = db.read()?;
     let docs = match pipeline.first().map(stage_name) {
@@ -640,6 +653,11 @@ fn database_aggregate(ctx: &Ctx<'_>, args: &Args<'_>, pipeline: &[Document]) -> 
             ));
         }
     };
+    drop(txn);
+    if let Some(stage) = output {
+        db.write_aggregate_output(stage, &docs, &options)?;
+        return buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &[], first);
+    }
     buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &docs, first)
 }
 

@@ -88,6 +88,16 @@ pub fn parse(
     Ok(Some(concern))
 }
 
+/// Whether an aggregation's pipeline ends by writing (`$out`, `$merge`).
+fn writes_output(command: &Document) -> bool {
+    let last = command
+        .get_array("pipeline")
+        .ok()
+        .and_then(|p| p.last())
+        .and_then(Bson::as_document);
+    last.is_some_and(|stage| stage.contains_key("$out") || stage.contains_key("$merge"))
+}
+
 fn level_of(level: &str) -> Result<Level, CommandError> {
     Ok(match level {
         "local" => Level::Local,
@@ -109,6 +119,11 @@ fn check(
     name: &str,
     concern: ReadConcern,
 ) -> Result<(), CommandError> {
+    if concern.level == Level::Linearizable && name == "aggregate" && writes_output(command) {
+        return Err(invalid(
+            "cannot specify readConcern level linearizable with an aggregation that writes ($out or $merge)",
+        ));
+    }
     let in_transaction = command.get("autocommit") == Some(&Bson::Boolean(false));
     if in_transaction && command.get("startTransaction") != Some(&Bson::Boolean(true)) {
         return Err(invalid(
