@@ -43,7 +43,8 @@ pub struct Collation {
     collator: CollatorBorrowed<'static>,
 }
 
-/// Two collations are equal when they compare strings alike (their normalized documents).
+/// Two collations are equal when they compare strings alike (their normalized documents); as
+/// `Option<&Collation>`, `None` is the simple (binary) one.
 impl PartialEq for Collation {
     fn eq(&self, other: &Collation) -> bool {
         self.normalized == other.normalized
@@ -109,15 +110,6 @@ impl Collation {
     /// same one.
     pub fn normalized(&self) -> &Document {
         &self.normalized
-    }
-
-    /// Whether two collations (`None`: the simple, binary one) compare strings alike.
-    pub fn same(a: Option<&Collation>, b: Option<&Collation>) -> bool {
-        match (a, b) {
-            (None, None) => true,
-            (Some(a), Some(b)) => a == b,
-            _ => false,
-        }
     }
 
     /// Compares two strings under this collation.

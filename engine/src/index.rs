@@ -72,7 +72,7 @@ impl PartialEq for IndexSpec {
             && self.expire_after == other.expire_after
             && self.partial == other.partial
             && self.hashed == other.hashed
-            && Collation::same(self.collation.as_deref(), other.collation.as_deref())
+            && self.collation.as_deref() == other.collation.as_deref()
     }
 }
 

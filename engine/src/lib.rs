@@ -36,6 +36,7 @@ pub mod hashed;
 mod index;
 mod index_store;
 pub mod interrupt;
+pub mod json;
 pub mod keys;
 mod nesting;
 mod number;

@@ -13,7 +13,6 @@ use bson::RawDocumentBuf;
 use redb::ReadableTable;
 
 use crate::catalog::{CollectionMeta, IndexMeta, check_collection_name};
-use crate::collation::Collation;
 use crate::collection::{key_error, stored_document};
 use crate::db::{ReadTxn, WriteTxn};
 use crate::error::{Error, Result};
@@ -404,10 +403,7 @@ fn conflicting_index(meta: &CollectionMeta, spec: &IndexSpec) -> Result<Option<S
         let same_name = existing.spec.name() == spec.name();
         // Indexes on the same keys under different collations are different indexes.
         let same_keys = existing.spec.keys_document() == spec.keys_document()
-            && Collation::same(
-                existing.spec.collation().map(|c| &**c),
-                spec.collation().map(|c| &**c),
-            );
+            && existing.spec.collation().map(|c| &**c) == spec.collation().map(|c| &**c);
         if existing.spec == *spec {
             return Ok(Some(existing.spec.name().to_owned()));
         }

@@ -2323,11 +2323,30 @@ fn view_definitions_are_checked_listed_and_never_cycle() {
             40324,
         ),
         (doc! {"create": "w", "pipeline": []}, 72),
+        // A view's default collation is not implemented; a malformed one is refused by name.
+        (
+            doc! {"create": "w", "viewOn": "c", "collation": {"locale": "en"}},
+            238,
+        ),
+        (
+            doc! {"create": "w", "collation": {"locale": "en", "strength": 9}},
+            2,
+        ),
+        // Finds on a view take none of the options that read an index.
+        (
+            doc! {"find": "even", "min": {"n": 1}, "hint": {"n": 1}},
+            167,
+        ),
+        (doc! {"find": "even", "returnKey": true}, 167),
+        (doc! {"find": "even", "showRecordId": true}, 167),
     ] {
         let mut bad = bad;
         bad.insert("$db", "s");
         assert_eq!(conn.code(&bad), code, "{bad}");
     }
+    // Nothing was made by the refused creations.
+    let names = conn.command(&doc! {"listCollections": 1, "filter": {"name": "w"}, "$db": "s"});
+    assert!(!names.to_string().contains("\"w\""), "{names}");
     // A cycle through a view's source is refused and leaves nothing behind.
     assert_eq!(
         conn.code(&doc! {"create": "loopA", "viewOn": "loopB", "$db": "s"}),

@@ -202,10 +202,8 @@ impl<'c, T> Cursor<'c, T> {
             return (self.decode.projected)(name, doc, self.decode.id_field);
         }
         match &self.query.projection {
-            Some(p) => {
-                let projected = p
-                    .apply(raw, &self.query)
-                    .map_err(|e| e.into_error(self.collection.name()))?;
+            Some(_) => {
+                let projected = self.projected(raw)?;
                 (self.decode.projected)(self.collection.name(), projected, self.decode.id_field)
             }
             None => (self.decode.raw)(self.collection.name(), raw, self.decode.id_field),

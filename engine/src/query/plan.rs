@@ -839,9 +839,7 @@ pub(crate) fn sort_order(
 ) -> (bool, bool) {
     // An index gives a sort on strings only when it keys them as the sort compares them.
     let index_collation = index.spec.collation().map(|c| &**c);
-    let Some(sort) =
-        sort.filter(|s| !s.is_empty() && Collation::same(s.collation(), index_collation))
-    else {
+    let Some(sort) = sort.filter(|s| !s.is_empty() && s.collation() == index_collation) else {
         return (false, false);
     };
     // Several intervals on the first field, walked in key order, give that field's order (the
@@ -1143,7 +1141,7 @@ pub(crate) fn index_conditions<'f>(
     index: &IndexMeta,
 ) -> Vec<Cond<'f>> {
     let index_collation = index.spec.collation().map(|c| &**c);
-    let same = Collation::same(collation, index_collation);
+    let same = collation == index_collation;
     let mut conds = bound_conditions(filter, !same);
     if index_collation.is_some() {
         conds.retain(|c| !reads_regex(c.predicate));

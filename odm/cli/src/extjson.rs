@@ -241,26 +241,8 @@ fn double_text(f: f64) -> String {
     }
 }
 
-/// A JSON string literal.
-pub fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+/// A JSON string literal (the engine's, which the server's log writes too).
+pub use odm_engine::json::string;
 
 /// Why text did not read as Extended JSON, and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -11,14 +11,16 @@
 //! only; access control off). The lines are not written anywhere else: the log is for clients
 //! that ask, as drivers' and tools' tests do.
 //!
-//! The JSON is written here (a few lines for the value types log events hold) rather than by a
-//! JSON library the server would otherwise not need.
+//! The JSON is written here (a few lines for the value types log events hold, its strings by
+//! [`odm_engine::json::string`]) rather than by a JSON library the server would otherwise not
+//! need.
 
 use std::collections::VecDeque;
 use std::fmt::Write;
 use std::sync::{Mutex, PoisonError};
 
 use bson::{Bson, Document};
+use odm_engine::json::string;
 
 /// How many of the newest lines `global` keeps (MongoDB's in-memory log keeps 1,024).
 pub const KEPT_LINES: usize = 1024;
@@ -152,25 +154,6 @@ fn json(out: &mut String, value: &Bson, depth: usize) {
         }
         other => string(out, &other.to_string()),
     }
-}
-
-/// A JSON string: quoted, with `"`, `\` and control characters escaped.
-fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
