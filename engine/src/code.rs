@@ -125,6 +125,107 @@ impl ErrorCode {
     pub const INTERRUPTED: ErrorCode = ErrorCode::named(11601, "Interrupted");
     pub const TOO_MANY_LOGICAL_SESSIONS: ErrorCode =
         ErrorCode::named(261, "TooManyLogicalSessions");
+
+    /// Every named code above, and the others a client may ask a fail point to raise, for
+    /// [`ErrorCode::of`].
+    const NAMED: &'static [ErrorCode] = &[
+        ErrorCode::INTERNAL_ERROR,
+        ErrorCode::BAD_VALUE,
+        ErrorCode::NO_SUCH_KEY,
+        ErrorCode::FAILED_TO_PARSE,
+        ErrorCode::TYPE_MISMATCH,
+        ErrorCode::OVERFLOW,
+        ErrorCode::CANNOT_BACKFILL_ARRAY,
+        ErrorCode::ILLEGAL_OPERATION,
+        ErrorCode::NAMESPACE_NOT_FOUND,
+        ErrorCode::INDEX_NOT_FOUND,
+        ErrorCode::AMBIGUOUS_INDEX_KEY_PATTERN,
+        ErrorCode::PATH_NOT_VIABLE,
+        ErrorCode::CANNOT_INDEX_PARALLEL_ARRAYS,
+        ErrorCode::CONFLICTING_UPDATE_OPERATORS,
+        ErrorCode::NAMESPACE_EXISTS,
+        ErrorCode::DOLLAR_PREFIXED_FIELD_NAME,
+        ErrorCode::INVALID_ID_FIELD,
+        ErrorCode::NOT_SINGLE_VALUE_FIELD,
+        ErrorCode::EMPTY_FIELD_NAME,
+        ErrorCode::IMMUTABLE_FIELD,
+        ErrorCode::CANNOT_CREATE_INDEX,
+        ErrorCode::INVALID_OPTIONS,
+        ErrorCode::INVALID_NAMESPACE,
+        ErrorCode::NOT_EXACT_VALUE_FIELD,
+        ErrorCode::INDEX_OPTIONS_CONFLICT,
+        ErrorCode::INDEX_KEY_SPECS_CONFLICT,
+        ErrorCode::OPERATION_FAILED,
+        ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION,
+        ErrorCode::DOCUMENT_VALIDATION_FAILURE,
+        ErrorCode::QUERY_FEATURE_NOT_ALLOWED,
+        ErrorCode::GRAPH_CONTAINS_CYCLE,
+        ErrorCode::VIEW_DEPTH_LIMIT_EXCEEDED,
+        ErrorCode::COMMAND_NOT_SUPPORTED_ON_VIEW,
+        ErrorCode::OPTION_NOT_SUPPORTED_ON_VIEW,
+        ErrorCode::INVALID_VIEW_DEFINITION,
+        ErrorCode::SNAPSHOT_TOO_OLD,
+        ErrorCode::CAPPED_POSITION_LOST,
+        ErrorCode::EXCEEDED_MEMORY_LIMIT,
+        ErrorCode::INVALID_PIPELINE_OPERATOR,
+        ErrorCode::QUERY_EXCEEDED_MEMORY_LIMIT,
+        ErrorCode::CONVERSION_FAILURE,
+        ErrorCode::IDL_FAILED_TO_PARSE,
+        ErrorCode::INVALID_BSON,
+        ErrorCode::INVALID_LENGTH,
+        ErrorCode::USER_NOT_FOUND,
+        ErrorCode::UNAUTHORIZED,
+        ErrorCode::AUTHENTICATION_FAILED,
+        ErrorCode::CURSOR_NOT_FOUND,
+        ErrorCode::COMMAND_NOT_FOUND,
+        ErrorCode::ALREADY_INITIALIZED,
+        ErrorCode::NOT_IMPLEMENTED,
+        ErrorCode::TRANSACTION_TOO_OLD,
+        ErrorCode::NO_SUCH_TRANSACTION,
+        ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+        ErrorCode::TRANSACTION_EXCEEDED_LIFETIME_LIMIT,
+        ErrorCode::UNKNOWN_REPL_WRITE_CONCERN,
+        ErrorCode::UNSATISFIABLE_WRITE_CONCERN,
+        ErrorCode::NOT_WRITABLE_PRIMARY,
+        ErrorCode::SHUTDOWN_IN_PROGRESS,
+        ErrorCode::BSON_OBJECT_TOO_LARGE,
+        ErrorCode::NO_MATCHING_DOCUMENT,
+        ErrorCode::INVALID_RESUME_TOKEN,
+        ErrorCode::CHANGE_STREAM_FATAL_ERROR,
+        ErrorCode::CHANGE_STREAM_HISTORY_LOST,
+        ErrorCode::CURSOR_KILLED,
+        ErrorCode::DUPLICATE_KEY,
+        ErrorCode::INVALID_UUID,
+        ErrorCode::MAX_TIME_MS_EXPIRED,
+        ErrorCode::INTERRUPTED,
+        ErrorCode::TOO_MANY_LOGICAL_SESSIONS,
+        ErrorCode::named(6, "HostUnreachable"),
+        ErrorCode::named(7, "HostNotFound"),
+        ErrorCode::named(8, "UnknownError"),
+        ErrorCode::named(24, "LockTimeout"),
+        ErrorCode::named(64, "WriteConcernFailed"),
+        ErrorCode::named(89, "NetworkTimeout"),
+        ErrorCode::named(112, "WriteConflict"),
+        ErrorCode::named(134, "ReadConcernMajorityNotAvailableYet"),
+        ErrorCode::named(175, "QueryPlanKilled"),
+        ErrorCode::named(189, "PrimarySteppedDown"),
+        ErrorCode::named(262, "ExceededTimeLimit"),
+        ErrorCode::named(462, "IngressRequestRateLimitExceeded"),
+        ErrorCode::named(9001, "SocketException"),
+        ErrorCode::named(11600, "InterruptedAtShutdown"),
+        ErrorCode::named(11602, "InterruptedDueToReplStateChange"),
+        ErrorCode::named(13435, "NotPrimaryNoSecondaryOk"),
+        ErrorCode::named(13436, "NotPrimaryOrSecondary"),
+    ];
+
+    /// The code with its MongoDB name; `Location<code>` for a code without one.
+    pub fn of(code: i32) -> ErrorCode {
+        ErrorCode::NAMED
+            .iter()
+            .copied()
+            .find(|known| known.code == code)
+            .unwrap_or(ErrorCode::location(code))
+    }
 }
 
 impl fmt::Display for ErrorCode {
@@ -142,5 +243,8 @@ mod tests {
         assert_eq!(ErrorCode::location(16766).name(), "Location16766");
         assert_eq!(ErrorCode::DUPLICATE_KEY.name(), "DuplicateKey");
         assert_eq!(ErrorCode::DUPLICATE_KEY.to_string(), "11000 (DuplicateKey)");
+        assert_eq!(ErrorCode::of(11601).name(), "Interrupted");
+        assert_eq!(ErrorCode::of(9001).name(), "SocketException");
+        assert_eq!(ErrorCode::of(12345).name(), "Location12345");
     }
 }

@@ -61,6 +61,13 @@ impl WriteTxn<'_> {
         self.catalog.get(name).map(|m| m.options.clone())
     }
 
+    /// Whether a collection existed before this transaction began: the latest committed
+    /// catalog, which no other writer changes while this transaction holds the writer. MongoDB
+    /// lets a transaction create indexes only on a collection it created itself.
+    pub fn existed_before(&self, name: &str) -> bool {
+        self.db.has_collection(name)
+    }
+
     /// The names of the collections, in order, as this transaction sees them.
     pub fn list_collection_names(&self) -> Vec<String> {
         self.catalog.collections.keys().cloned().collect()

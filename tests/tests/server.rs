@@ -287,9 +287,10 @@ fn databases_are_files_listed_and_dropped() {
         .insert_one(doc! {"x": 2})
         .run()
         .unwrap();
+    // `admin` holds `system.version` from the start, as on MongoDB.
     assert_eq!(
         client.list_database_names().run().unwrap(),
-        vec!["one", "two"]
+        vec!["admin", "one", "two"]
     );
     assert!(dir.path().join("one.odm").exists());
     client.database("one").drop().run().unwrap();
@@ -302,7 +303,10 @@ fn databases_are_files_listed_and_dropped() {
             .unwrap()
             .is_empty()
     );
-    assert_eq!(client.list_database_names().run().unwrap(), vec!["two"]);
+    assert_eq!(
+        client.list_database_names().run().unwrap(),
+        vec!["admin", "two"]
+    );
     // Reading a database that does not exist creates nothing.
     assert_eq!(
         client
@@ -1075,7 +1079,10 @@ fn what_the_server_does_not_do_is_refused_by_name() {
     assert_eq!(code_of(&e), Some(13), "{e}");
     // Nothing was created by the refusals.
     assert_eq!(db.list_collection_names().run().unwrap(), vec!["c"]);
-    assert_eq!(client.list_database_names().run().unwrap(), vec!["d"]);
+    assert_eq!(
+        client.list_database_names().run().unwrap(),
+        vec!["admin", "d"]
+    );
 }
 
 #[test]
@@ -2756,4 +2763,252 @@ fn fsync_commits_every_open_database_durably_and_refuses_lock() {
         .run()
         .unwrap_err();
     assert_eq!(code_of(&elsewhere), Some(13), "{elsewhere}");
+}
+
+#[test]
+fn admin_holds_the_feature_compatibility_version_and_cannot_be_dropped() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let list =
+        conn.command(&doc! {"listDatabases": 1, "$db": "admin", "filter": {"name": "admin"}});
+    let names = list.get_array("databases").unwrap();
+    assert_eq!(names.len(), 1, "{list}");
+    let fcv = conn.command(&doc! {"find": "system.version", "$db": "admin"});
+    let first = fcv
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(
+        first,
+        &vec![Bson::from(
+            doc! {"_id": "featureCompatibilityVersion", "version": "8.0"}
+        )]
+    );
+    assert_eq!(conn.code(&doc! {"dropDatabase": 1, "$db": "admin"}), 20);
+    assert_eq!(
+        conn.code(&doc! {"count": "system.version", "$db": "admin"}),
+        0
+    );
+}
+
+/// `$out: {db, coll}` and `$merge: {into: {db, coll}}` write into the database they name, from
+/// a collection's pipeline and from `{aggregate: 1}`.
+#[test]
+fn a_pipeline_writes_into_the_database_its_output_stage_names() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let insert = doc! {"insert": "c", "$db": "src", "documents": [{"_id": 1}, {"_id": 2}]};
+    assert_eq!(conn.code(&insert), 0);
+    let out = doc! {
+        "aggregate": "c", "$db": "src", "cursor": {},
+        "pipeline": [{"$out": {"db": "dst", "coll": "copy"}}],
+    };
+    assert_eq!(conn.code(&out), 0);
+    let merge = doc! {
+        "aggregate": 1, "$db": "admin", "cursor": {},
+        "pipeline": [
+            {"$documents": [{"_id": 2, "m": true}, {"_id": 3, "m": true}]},
+            {"$merge": {"into": {"db": "dst", "coll": "copy"}}},
+        ],
+    };
+    assert_eq!(conn.code(&merge), 0);
+    let find = doc! {"find": "copy", "$db": "dst", "sort": {"_id": 1}};
+    let found = conn.command(&find);
+    let docs = found
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(
+        docs,
+        &vec![
+            Bson::from(doc! {"_id": 1}),
+            Bson::from(doc! {"_id": 2, "m": true}),
+            Bson::from(doc! {"_id": 3, "m": true}),
+        ]
+    );
+    // The source is unchanged and the admin database got nothing.
+    let count = conn.command(&doc! {"count": "c", "$db": "src"});
+    assert_eq!(count.get("n").and_then(Bson::as_i64), Some(2), "{count}");
+    let admin = conn.command(&doc! {"listCollections": 1, "$db": "admin", "nameOnly": true});
+    assert!(!admin.to_string().contains("copy"), "{admin}");
+    let bad = doc! {
+        "aggregate": "c", "$db": "src", "cursor": {},
+        "pipeline": [{"$out": {"db": 1, "coll": "x"}}],
+    };
+    assert_eq!(conn.code(&bad), 14);
+}
+
+#[test]
+fn transactions_refuse_a_write_concern_and_new_indexes_on_existing_collections() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let mut conn = RawConnection::open(&server);
+    assert_eq!(
+        conn.code(&doc! {"insert": "old", "$db": "t", "documents": [{}]}),
+        0
+    );
+    let in_txn = |mut command: Document, txn: i64, start: bool| {
+        command.insert("lsid", lsid(7));
+        command.insert("txnNumber", txn);
+        command.insert("autocommit", false);
+        if start {
+            command.insert("startTransaction", true);
+        }
+        command
+    };
+    let with_concern =
+        doc! {"insert": "old", "$db": "t", "documents": [{}], "writeConcern": {"w": 1}};
+    assert_eq!(conn.code(&in_txn(with_concern, 1, true)), 72);
+    let index =
+        doc! {"createIndexes": "old", "$db": "t", "indexes": [{"key": {"a": 1}, "name": "a_1"}]};
+    assert_eq!(conn.code(&in_txn(index, 2, true)), 263);
+    // A collection the transaction creates takes indexes.
+    let new =
+        doc! {"createIndexes": "new", "$db": "t", "indexes": [{"key": {"a": 1}, "name": "a_1"}]};
+    assert_eq!(conn.code(&in_txn(new, 3, true)), 0);
+    let commit = doc! {"commitTransaction": 1, "$db": "admin", "writeConcern": {"w": 1}};
+    assert_eq!(conn.code(&in_txn(commit, 3, false)), 0);
+    let indexes = conn.command(&doc! {"listIndexes": "new", "$db": "t"});
+    assert!(indexes.to_string().contains("a_1"), "{indexes}");
+}
+
+#[test]
+fn read_concerns_follow_the_cursor_and_change_streams_read_majority() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let mut conn = RawConnection::open(&server);
+    let insert = doc! {"insert": "c", "$db": "r", "documents": [{"_id": 1}, {"_id": 2}]};
+    assert_eq!(conn.code(&insert), 0);
+    let find = doc! {
+        "find": "c", "$db": "r", "batchSize": 1, "lsid": lsid(8),
+        "readConcern": {"level": "snapshot"},
+    };
+    let first = conn.command(&find);
+    let cursor = first.get_document("cursor").unwrap();
+    let at = cursor.get_timestamp("atClusterTime").unwrap();
+    // A driver repeats the session's read concern on getMore; the cursor's own applies.
+    let more = doc! {
+        "getMore": cursor.get_i64("id").unwrap(), "collection": "c", "$db": "r",
+        "lsid": lsid(8), "readConcern": {"level": "snapshot", "atClusterTime": at},
+    };
+    let next = conn.command(&more);
+    let batch = next
+        .get_document("cursor")
+        .unwrap()
+        .get_array("nextBatch")
+        .unwrap();
+    assert_eq!(batch, &vec![Bson::from(doc! {"_id": 2})], "{next}");
+    let watch = |level: &str| {
+        doc! {
+            "aggregate": "c", "$db": "r", "cursor": {}, "pipeline": [{"$changeStream": {}}],
+            "readConcern": {"level": level},
+        }
+    };
+    let local = conn.command(&watch("local"));
+    assert_eq!(local.get_i32("code").unwrap(), 72, "{local}");
+    assert!(local.get_str("errmsg").unwrap().contains("'majority'"));
+    assert_eq!(conn.code(&watch("majority")), 0);
+}
+
+#[test]
+fn an_update_pipeline_naming_an_unknown_stage_fails_the_whole_command() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    assert_eq!(
+        conn.code(&doc! {"insert": "c", "$db": "u", "documents": [{"x": 1}]}),
+        0
+    );
+    let unknown = doc! {
+        "update": "c", "$db": "u",
+        "updates": [{"q": {}, "u": {"$set": {"y": 1}}}, {"q": {}, "u": [{"$invalidOperator": true}]}],
+    };
+    let reply = conn.command(&unknown);
+    assert_eq!(reply.get_i32("code").unwrap(), 40324, "{reply}");
+    // Not even the first statement ran.
+    let found = conn.command(&doc! {"find": "c", "$db": "u", "filter": {"y": 1}});
+    assert!(
+        found
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .is_empty()
+    );
+    // A known stage that updates may not use is the statement's write error, as on MongoDB.
+    let misplaced =
+        doc! {"update": "c", "$db": "u", "updates": [{"q": {}, "u": [{"$group": {"_id": 1}}]}]};
+    let reply = conn.command(&misplaced);
+    assert_eq!(reply.get("ok"), Some(&Bson::Double(1.0)), "{reply}");
+    assert!(reply.contains_key("writeErrors"), "{reply}");
+}
+
+#[test]
+fn a_failed_command_still_reports_an_unsatisfiable_write_concern() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let mut conn = RawConnection::open(&server);
+    let create = doc! {"create": "c", "$db": "w", "writeConcern": {"w": 2, "wtimeout": 1}};
+    let created = conn.command(&create);
+    assert_eq!(created.get("ok"), Some(&Bson::Double(1.0)), "{created}");
+    assert_eq!(
+        created
+            .get_document("writeConcernError")
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        100
+    );
+    let again = conn.command(&create);
+    assert_eq!(again.get_i32("code").unwrap(), 48, "{again}");
+    assert_eq!(
+        again
+            .get_document("writeConcernError")
+            .unwrap()
+            .get_i32("code")
+            .unwrap(),
+        100
+    );
+}
+
+/// A `failCommand` limited to an application fires on the `hello` that names it, the first
+/// command of a connection, before the connection knows its name.
+#[test]
+fn the_fail_point_knows_the_application_of_the_hello_that_names_it() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            test_commands: true,
+            ..Config::default()
+        },
+    );
+    let mut admin = RawConnection::open(&server);
+    let configure = doc! {
+        "configureFailPoint": "failCommand", "mode": "alwaysOn", "$db": "admin",
+        "data": {"failCommands": ["hello"], "appName": "slowApp", "errorCode": 2},
+    };
+    assert_eq!(admin.code(&configure), 0);
+    let hello = |app: &str| {
+        doc! {"hello": 1, "$db": "admin", "client": {"application": {"name": app}}}
+    };
+    assert_eq!(RawConnection::open(&server).code(&hello("slowApp")), 2);
+    assert_eq!(RawConnection::open(&server).code(&hello("other")), 0);
+    let off = doc! {"configureFailPoint": "failCommand", "mode": "off", "$db": "admin"};
+    assert_eq!(admin.code(&off), 0);
 }

@@ -522,28 +522,64 @@ fn hold(held: &mut usize, doc: &Document, budget: &Budget, stage: &str) -> Resul
     Ok(())
 }
 
-/// MongoDB's stages that this engine does not run (the server runs some of them itself):
-/// refused by name, where any other unknown name is MongoDB's 40324.
-const MONGODB_STAGES: [&str; 18] = [
+/// Every stage name MongoDB knows. A name outside this list is unknown (MongoDB's 40324,
+/// answered even where pipelines are only checked, as an update's); one inside it that a
+/// context does not run is refused by name.
+const MONGODB_STAGES: &[&str] = &[
+    "$addFields",
+    "$bucket",
+    "$bucketAuto",
     "$changeStream",
     "$changeStreamSplitLargeEvent",
+    "$collStats",
+    "$count",
     "$currentOp",
+    "$densify",
+    "$documents",
+    "$facet",
+    "$fill",
     "$geoNear",
+    "$graphLookup",
+    "$group",
+    "$indexStats",
+    "$limit",
     "$listClusterCatalog",
     "$listLocalSessions",
     "$listSampledQueries",
     "$listSearchIndexes",
     "$listSessions",
+    "$lookup",
+    "$match",
+    "$merge",
+    "$out",
     "$planCacheStats",
-    "$queryStats",
+    "$project",
     "$querySettings",
+    "$queryStats",
     "$rankFusion",
+    "$redact",
+    "$replaceRoot",
+    "$replaceWith",
+    "$sample",
     "$scoreFusion",
     "$search",
     "$searchMeta",
+    "$set",
+    "$setWindowFields",
     "$shardedDataDistribution",
+    "$skip",
+    "$sort",
+    "$sortByCount",
+    "$unionWith",
+    "$unset",
+    "$unwind",
     "$vectorSearch",
 ];
+
+/// Whether MongoDB knows a stage of this name.
+pub fn is_stage_name(name: &str) -> bool {
+    MONGODB_STAGES.contains(&name)
+}
 
 /// A pipeline's stages, parsed with its `let` variables and collation.
 struct Parsed {
@@ -762,7 +798,7 @@ impl Stage {
             "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
             "$collStats" => stats::parse_coll_stats(arg)?,
             "$indexStats" => stats::parse_index_stats(arg)?,
-            other if !MONGODB_STAGES.contains(&other) => {
+            other if !is_stage_name(other) => {
                 return Err(error(
                     other,
                     format!("Unrecognized pipeline stage name: '{other}'"),

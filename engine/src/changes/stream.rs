@@ -101,55 +101,6 @@ const ALLOWED_STAGES: &[&str] = &[
     "$redact",
 ];
 
-/// MongoDB's aggregation stages: a name outside this list is unknown (40324), one inside it
-/// but not allowed in a change stream is an illegal operation (20), as MongoDB tells them apart.
-const MONGODB_STAGES: &[&str] = &[
-    "$addFields",
-    "$bucket",
-    "$bucketAuto",
-    "$changeStream",
-    "$changeStreamSplitLargeEvent",
-    "$collStats",
-    "$count",
-    "$currentOp",
-    "$densify",
-    "$documents",
-    "$facet",
-    "$fill",
-    "$geoNear",
-    "$graphLookup",
-    "$group",
-    "$indexStats",
-    "$limit",
-    "$listLocalSessions",
-    "$listSampledQueries",
-    "$listSearchIndexes",
-    "$listSessions",
-    "$lookup",
-    "$match",
-    "$merge",
-    "$out",
-    "$planCacheStats",
-    "$project",
-    "$querySettings",
-    "$redact",
-    "$replaceRoot",
-    "$replaceWith",
-    "$sample",
-    "$search",
-    "$searchMeta",
-    "$set",
-    "$setWindowFields",
-    "$shardedDataDistribution",
-    "$skip",
-    "$sort",
-    "$sortByCount",
-    "$unionWith",
-    "$unset",
-    "$unwind",
-    "$vectorSearch",
-];
-
 /// How many records one batch reads at most, matching or not, so that a call on a long log
 /// whose records all fail the scope or the pipeline still returns promptly.
 const SCAN_LIMIT: usize = 10_000;
@@ -522,7 +473,7 @@ pub fn check_pipeline(pipeline: &[Document]) -> Result<()> {
     for stage in pipeline {
         let name = stage.keys().next().map(String::as_str).unwrap_or_default();
         if stage.len() != 1 || !ALLOWED_STAGES.contains(&name) {
-            if !MONGODB_STAGES.contains(&name) {
+            if !crate::aggregate::is_stage_name(name) {
                 return Err(option_error(
                     ErrorCode::location(40324),
                     format!("Unrecognized pipeline stage name: '{name}'"),

@@ -602,14 +602,15 @@ fn run(
     let db_name = db.clone();
     let mut ran_under = None;
     // The fail point exists only with test commands: without them no command takes its lock.
+    // A connection's first `hello` names its application before the connection knows it.
+    let app_name = state
+        .app_name
+        .as_deref()
+        .or_else(|| command::handshake::app_name(command));
     let mut firing = shared
         .config
         .test_commands
-        .then(|| {
-            shared
-                .fail_points
-                .fire(name, command, state.app_name.as_deref())
-        })
+        .then(|| shared.fail_points.fire(name, command, app_name))
         .flatten()
         .unwrap_or_default();
     if shared.config.test_commands
@@ -781,7 +782,13 @@ fn encode_reply(
             if STATE_CHANGE_CODES.contains(&error.code) {
                 reply.insert("topologyVersion", shared.topology_version());
             }
-            wire::to_raw(&reply)
+            let mut raw = wire::to_raw(&reply);
+            // MongoDB waits for the write concern after a failure too (for the client's
+            // earlier writes), and reports it beside the error.
+            if let Some(error) = unsatisfiable_write_concern(command) {
+                raw.append(bson::raw::cstr!("writeConcernError"), error);
+            }
+            raw
         }
     };
     if shared.config.replica_set.is_some() {

@@ -173,7 +173,7 @@ impl FailPoints {
         let error = point.error_code.map(|code| {
             let error = CommandError {
                 code,
-                code_name: code_name(code),
+                code_name: ErrorCode::of(code).name(),
                 message: "Failing command via 'failCommand' failpoint".to_owned(),
                 labels: labels_for(code),
                 extra: None,
@@ -373,49 +373,6 @@ fn is_retryable_write(name: &str, command: &Document) -> bool {
         }
         _ => false,
     }
-}
-
-/// MongoDB's name for a code a fail point may raise; `Location<code>` for the others, as
-/// MongoDB spells an unnamed code.
-fn code_name(code: i32) -> String {
-    let name = match code {
-        1 => "InternalError",
-        2 => "BadValue",
-        6 => "HostUnreachable",
-        7 => "HostNotFound",
-        8 => "UnknownError",
-        11 => "UserNotFound",
-        13 => "Unauthorized",
-        18 => "AuthenticationFailed",
-        20 => "IllegalOperation",
-        24 => "LockTimeout",
-        43 => "CursorNotFound",
-        50 => "MaxTimeMSExpired",
-        59 => "CommandNotFound",
-        64 => "WriteConcernFailed",
-        79 => "UnknownReplWriteConcern",
-        89 => "NetworkTimeout",
-        91 => "ShutdownInProgress",
-        100 => "UnsatisfiableWriteConcern",
-        112 => "WriteConflict",
-        121 => "DocumentValidationFailure",
-        134 => "ReadConcernMajorityNotAvailableYet",
-        175 => "QueryPlanKilled",
-        189 => "PrimarySteppedDown",
-        237 => "CursorKilled",
-        251 => "NoSuchTransaction",
-        262 => "ExceededTimeLimit",
-        462 => "IngressRequestRateLimitExceeded",
-        9001 => "SocketException",
-        10107 => "NotWritablePrimary",
-        11000 => "DuplicateKey",
-        11600 => "InterruptedAtShutdown",
-        11602 => "InterruptedDueToReplStateChange",
-        13435 => "NotPrimaryNoSecondaryOk",
-        13436 => "NotPrimaryOrSecondary",
-        _ => return format!("Location{code}"),
-    };
-    name.to_owned()
 }
 
 #[cfg(test)]

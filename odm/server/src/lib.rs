@@ -152,6 +152,8 @@ pub enum ServeError {
     Tls(#[from] tls::TlsError),
     #[error("cannot start the event loop: {0}")]
     Runtime(std::io::Error),
+    #[error("cannot write the admin database: {0}")]
+    Admin(String),
 }
 
 /// How long a stopping server waits for a database still in use by a command past the grace
@@ -306,6 +308,9 @@ impl Server {
             source,
         })?;
         let address = format!("{}:{}", local.ip(), local.port());
+        storage
+            .record_feature_compatibility_version()
+            .map_err(|e| ServeError::Admin(e.to_string()))?;
         let runtime = listener::runtime(config.max_connections).map_err(ServeError::Runtime)?;
         let shared = Arc::new(Shared {
             cursors: cursors::Cursors::new(&config),

@@ -743,12 +743,20 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
             ),
         ));
     }
+    let ends = matches!(spec.name, "commitTransaction" | "abortTransaction");
+    if !ends && command.contains_key("writeConcern") {
+        // A transaction's write concern is its commit's.
+        return Err(CommandError::new(
+            ErrorCode::INVALID_OPTIONS,
+            "Cannot set write concern after starting a transaction.",
+        ));
+    }
     let txn = enter(ctx, &fields, spec.name)?;
     let Some(txn) = txn else {
         // A commit repeated after it succeeded.
         return Ok(Document::new().into());
     };
-    if txn.db != ctx.db && !matches!(spec.name, "commitTransaction" | "abortTransaction") {
+    if txn.db != ctx.db && !ends {
         return Err(CommandError::new(
             ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
             format!(
@@ -765,7 +773,7 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
         Ok(Reply::Doc(d)) => d.contains_key("writeErrors"),
         Ok(Reply::Raw(r)) => r.get("writeErrors").ok().flatten().is_some(),
     };
-    if failed && !matches!(spec.name, "commitTransaction" | "abortTransaction") {
+    if failed && !ends {
         // Any failure inside a transaction aborts it, as in MongoDB.
         txn.abort();
         set_state(ctx, fields.key, State::Aborted);
@@ -874,8 +882,6 @@ pub fn in_transaction(ctx: &Ctx<'_>) -> bool {
     ctx.txn.is_some()
 }
 
-/// Runs `f` in a write transaction of the command's database: the command's transaction, or
-/// one of its own (created with the database if needed), committed when `f` succeeds.
 /// A command's `txnNumber`, a whole number, when it has one.
 fn txn_number(command: &Document) -> Result<Option<i64>, CommandError> {
     match command.get("txnNumber") {
@@ -996,6 +1002,8 @@ pub fn write_recorded<R: Send + 'static>(
     Ok(recorded)
 }
 
+/// Runs `f` in a write transaction of the command's database: the command's transaction, or
+/// one of its own (created with the database if needed), committed when `f` succeeds.
 pub fn write<R: Send + 'static>(
     ctx: &Ctx<'_>,
     f: impl FnOnce(&mut WriteTxn<'_>) -> Result<R, CommandError> + Send + 'static,

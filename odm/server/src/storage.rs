@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use bson::{Bson, doc};
 use odm_engine::Database;
 
 use super::command::CommandError;
@@ -17,6 +18,13 @@ use odm_engine::ErrorCode;
 
 /// The extension of a database file.
 pub const EXTENSION: &str = "odm";
+
+/// The MongoDB release whose features the server offers (`featureCompatibilityVersion`).
+pub const FEATURE_COMPATIBILITY_VERSION: &str = "8.0";
+
+/// The `admin` collection holding it, under this `_id`.
+const SYSTEM_VERSION: &str = "system.version";
+const FCV_DOCUMENT_ID: &str = "featureCompatibilityVersion";
 
 /// The databases of a server.
 #[derive(Debug)]
@@ -102,6 +110,23 @@ impl Storage {
         let db = Arc::new(db);
         open.insert(name.to_owned(), db.clone());
         Ok(db)
+    }
+
+    /// Writes MongoDB's `admin.system.version`, holding the feature compatibility version,
+    /// unless it is there: a MongoDB server always has it, so `admin` is always listed, and
+    /// tools read the version from it.
+    pub fn record_feature_compatibility_version(&self) -> Result<(), CommandError> {
+        let admin = self.get_or_create("admin")?;
+        let id = Bson::from(FCV_DOCUMENT_ID);
+        admin.write(|t| -> Result<(), CommandError> {
+            if t.get(SYSTEM_VERSION, &id)?.is_none() {
+                t.insert_one(
+                    SYSTEM_VERSION,
+                    &doc! {"_id": FCV_DOCUMENT_ID, "version": FEATURE_COMPATIBILITY_VERSION},
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Writes the sampled queries waiting in memory of every open database; a database that

@@ -494,6 +494,12 @@ pub fn drop_database(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
             "dropDatabase cannot run in a transaction",
         ));
     }
+    if ctx.db == "admin" {
+        return Err(CommandError::new(
+            ErrorCode::ILLEGAL_OPERATION,
+            "Dropping the 'admin' database is prohibited.",
+        ));
+    }
     ctx.server.cursors.kill_namespace(&format!("{}.", ctx.db));
     ctx.server.profiler.forget(&ctx.db);
     // The file stays, emptied, for its change log: streams see a `drop` per collection and

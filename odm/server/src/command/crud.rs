@@ -352,7 +352,32 @@ fn run_statements(
     )
 }
 
+/// Refuses the command when a statement's pipeline names a stage MongoDB does not know: MongoDB
+/// reads every pipeline's stage names while parsing the command (to check what it may do), so
+/// this fails the whole command, where any other fault of a statement is its write error.
+fn check_stage_names(command: &Document) -> Result<(), CommandError> {
+    let Ok(statements) = command.get_array("updates") else {
+        return Ok(());
+    };
+    let pipelines = statements
+        .iter()
+        .filter_map(Bson::as_document)
+        .filter_map(|statement| statement.get_array("u").ok());
+    for stage in pipelines.flatten().filter_map(Bson::as_document) {
+        if let Some(name) = stage.keys().next()
+            && !odm_engine::aggregate::is_stage_name(name)
+        {
+            return Err(CommandError::new(
+                ErrorCode::location(40324),
+                format!("Unrecognized pipeline stage name: '{name}'"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn update(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
+    check_stage_names(command)?;
     let recorded = run_statements(
         ctx,
         command,

@@ -20,15 +20,20 @@ pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
 /// MongoDB's `logicalSessionTimeoutMinutes`.
 pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
 
+/// The application name a handshake's `client` metadata gives.
+pub fn app_name(command: &Document) -> Option<&str> {
+    command
+        .get_document("client")
+        .and_then(|c| c.get_document("application"))
+        .and_then(|a| a.get_str("name"))
+        .ok()
+}
+
 pub fn hello(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let args = Args::new(command, "hello");
     let legacy = !command.contains_key("hello");
     await_topology_change(ctx, &args)?;
-    if let Ok(app) = command
-        .get_document("client")
-        .and_then(|c| c.get_document("application"))
-        .and_then(|a| a.get_str("name"))
-    {
+    if let Some(app) = app_name(command) {
         ctx.conn.app_name = Some(app.to_owned());
         ctx.server.connections.describe(ctx.conn);
     }
@@ -164,7 +169,7 @@ pub fn get_cmd_line_opts(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
 /// The parameters `getParameter` knows, with their values.
 fn parameters(ctx: &Ctx<'_>) -> Document {
     doc! {
-        "featureCompatibilityVersion": {"version": "8.0"},
+        "featureCompatibilityVersion": {"version": crate::storage::FEATURE_COMPATIBILITY_VERSION},
         "authenticationMechanisms": ["SCRAM-SHA-256"],
         "enableTestCommands": ctx.server.config.test_commands,
         "transactionLifetimeLimitSeconds": ctx.server.config.transaction_lifetime.as_secs() as i32,

@@ -30,7 +30,17 @@ pub fn create_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         .into_iter()
         .map(spec_from_document)
         .collect::<Result<Vec<_>, _>>()?;
+    let in_transaction = session::in_transaction(ctx);
+    let ns = format!("{}.{collection}", ctx.db);
     let (before, after, created_collection) = session::write(ctx, move |t| {
+        if in_transaction && t.existed_before(&collection) {
+            return Err(CommandError::new(
+                ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+                format!(
+                    "Cannot create new indexes on existing collection {ns} in a multi-document transaction."
+                ),
+            ));
+        }
         let existed = t.collection_options(&collection).is_some();
         let before = if existed {
             t.list_indexes(&collection).len()

@@ -20,6 +20,7 @@ pub(crate) mod handshake;
 mod indexes;
 #[allow(clippy::unnecessary_wraps)]
 mod operations;
+mod output;
 mod profile;
 #[allow(clippy::unnecessary_wraps)]
 mod query;

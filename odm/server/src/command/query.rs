@@ -419,7 +419,8 @@ fn aggregate_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         }
         _ => collection_name(command, "aggregate")?.to_owned(),
     };
-    let (pipeline, options) = pipeline_of(&args)?;
+    let (mut pipeline, options) = pipeline_of(&args)?;
+    let output = super::output::take_database(&mut pipeline, &ctx.db)?;
     // As find's query, the pipeline is parsed before the collection is looked up.
     options.check(&pipeline)?;
     let ns = format!("{}.{collection}", ctx.db);
@@ -456,15 +457,38 @@ fn aggregate_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     if let Some(stats) = coll_stats_stage(ctx, &collection, &pipeline)? {
         return Ok(cursor_reply(0, &ns, true, vec![encode(&stats)?]));
     }
-    let writes = pipeline
-        .last()
-        .is_some_and(|s| matches!(stage_name(s), "$out" | "$merge"));
-    if writes {
-        let db = ctx.server.storage.get_or_create(&ctx.db)?;
-        db.aggregate(&collection, &pipeline, &options)?;
+    if let Some(output) = output {
+        write_output(ctx, &collection, &pipeline, &output, &options)?;
         return Ok(cursor_reply(0, &ns, true, Vec::new()));
     }
     run_pipeline(ctx, &ns, collection, pipeline, options, first)
+}
+
+/// Runs a pipeline ending in `$out` or `$merge` that writes `database`. Into the command's
+/// database, the engine reads and writes in one call; into another, the stages before it run
+/// on a snapshot of this one and their results are written there in one transaction.
+fn write_output(
+    ctx: &Ctx<'_>,
+    collection: &str,
+    pipeline: &[Document],
+    database: &str,
+    options: &AggregateOptions,
+) -> Result<(), CommandError> {
+    if database == ctx.db {
+        let db = ctx.server.storage.get_or_create(&ctx.db)?;
+        db.aggregate(collection, pipeline, options)?;
+        return Ok(());
+    }
+    let Some((stage, stages)) = pipeline.split_last() else {
+        return Ok(());
+    };
+    let results = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => db.aggregate(collection, stages, options)?,
+        None => Vec::new(),
+    };
+    let target = ctx.server.storage.get_or_create(database)?;
+    target.write_aggregate_output(stage, &results, options)?;
+    Ok(())
 }
 
 /// Runs a pipeline over `collection` on a cursor whose namespace is `ns` (a view's, when the
@@ -618,22 +642,17 @@ fn current_op_pipeline(
 fn database_aggregate(ctx: &Ctx<'_>, args: &Args<'_>, pipeline: &[Document]) -> CommandResult {
     let (_, options) = pipeline_of(args)?;
     let first = first_batch(args.doc("cursor")?.and_then(|c| c.get("batchSize")))?;
-    // A final `$out` or `$merge` writes what the stages before it give, into this database.
-    let output = pipeline
-        .last()
-        .filter(|s| matches!(stage_name(s), "$out" | "$merge"));
-    let (pipeline, db) = match output {
-        Some(_) => (
-            &pipeline[..pipeline.len() - 1],
-            ctx.server.storage.get_or_create(&ctx.db)?,
-        ),
-        None => match ctx.server.storage.get(&ctx.db)? {
-            Some(db) => (pipeline, db),
-            None => (
-                pipeline,
-                std::sync::Arc::new(odm_engine::Database::in_memory()?),
-            ),
-        },
+    // A final `$out` or `$merge` writes what the stages before it give, into the database it
+    // names (this one when it names none).
+    let mut pipeline = pipeline.to_vec();
+    let output = super::output::take_database(&mut pipeline, &ctx.db)?;
+    let (pipeline, output) = match (output, pipeline.split_last()) {
+        (Some(database), Some((stage, stages))) => (stages, Some((database, stage))),
+        _ => (pipeline.as_slice(), None),
+    };
+    let db = match ctx.server.storage.get(&ctx.db)? {
+        Some(db) => db,
+        None => std::sync::Arc::new(odm_engine::Database::in_memory()?),
     };
     let txn = db.read()?;
     let docs = match pipeline.first().map(stage_name) {
@@ -654,8 +673,9 @@ fn database_aggregate(ctx: &Ctx<'_>, args: &Args<'_>, pipeline: &[Document]) -> 
         }
     };
     drop(txn);
-    if let Some(stage) = output {
-        db.write_aggregate_output(stage, &docs, &options)?;
+    if let Some((database, stage)) = output {
+        let target = ctx.server.storage.get_or_create(&database)?;
+        target.write_aggregate_output(stage, &docs, &options)?;
         return buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &[], first);
     }
     buffered_reply(ctx, &format!("{}.$cmd.aggregate", ctx.db), &docs, first)

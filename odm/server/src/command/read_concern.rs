@@ -63,9 +63,13 @@ pub fn parse(
         at_cluster_time: None,
         after_cluster_time: None,
     };
+    let mut level_given = false;
     for (field, value) in spec {
         match (field.as_str(), value) {
-            ("level", Bson::String(level)) => concern.level = level_of(level)?,
+            ("level", Bson::String(level)) => {
+                concern.level = level_of(level)?;
+                level_given = true;
+            }
             ("atClusterTime", Bson::Timestamp(t)) => concern.at_cluster_time = Some(*t),
             ("afterClusterTime", Bson::Timestamp(t)) => concern.after_cluster_time = Some(*t),
             ("level" | "atClusterTime" | "afterClusterTime", _) => {
@@ -84,8 +88,44 @@ pub fn parse(
             }
         }
     }
+    if matches!(name, "getMore" | "killCursors") {
+        // A cursor reads under the concern of the command that opened it. MongoDB accepts any
+        // here, and drivers repeat a snapshot session's on `getMore`.
+        return Ok(None);
+    }
+    if level_given
+        && concern.level != Level::Majority
+        && name == "aggregate"
+        && opens_change_stream(command)
+    {
+        return Err(invalid(format!(
+            "Aggregation stage $changeStream cannot run with a readConcern other than 'majority'. Current readConcern: {}",
+            level_name(concern.level)
+        )));
+    }
     check(ctx, command, name, concern)?;
     Ok(Some(concern))
+}
+
+/// Whether an aggregation's pipeline starts with `$changeStream`.
+fn opens_change_stream(command: &Document) -> bool {
+    let first = command
+        .get_array("pipeline")
+        .ok()
+        .and_then(|p| p.first())
+        .and_then(Bson::as_document);
+    first.is_some_and(|stage| stage.contains_key("$changeStream"))
+}
+
+/// A level as MongoDB spells it.
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Local => "local",
+        Level::Majority => "majority",
+        Level::Available => "available",
+        Level::Linearizable => "linearizable",
+        Level::Snapshot => "snapshot",
+    }
 }
 
 /// Whether an aggregation's pipeline ends by writing (`$out`, `$merge`).
@@ -143,8 +183,8 @@ fn check(
         }
         if matches!(concern.level, Level::Available | Level::Linearizable) {
             return Err(invalid(format!(
-                "readConcern.afterClusterTime is not allowed with level {:?}",
-                concern.level
+                "readConcern.afterClusterTime is not allowed with level {}",
+                level_name(concern.level)
             )));
         }
     }
@@ -155,8 +195,8 @@ fn check(
         )
     {
         return Err(invalid(format!(
-            "The readConcern level {:?} is not allowed in a transaction",
-            concern.level
+            "The readConcern level {} is not allowed in a transaction",
+            level_name(concern.level)
         )));
     }
     if concern.level == Level::Snapshot {
