@@ -125,6 +125,9 @@ impl ErrorCode {
     pub const INTERRUPTED: ErrorCode = ErrorCode::named(11601, "Interrupted");
     pub const TOO_MANY_LOGICAL_SESSIONS: ErrorCode =
         ErrorCode::named(261, "TooManyLogicalSessions");
+    pub const API_VERSION_ERROR: ErrorCode = ErrorCode::named(322, "APIVersionError");
+    pub const API_STRICT_ERROR: ErrorCode = ErrorCode::named(323, "APIStrictError");
+    pub const API_DEPRECATION_ERROR: ErrorCode = ErrorCode::named(324, "APIDeprecationError");
 
     /// Every named code above, and the others a client may ask a fail point to raise, for
     /// [`ErrorCode::of`].
@@ -199,6 +202,9 @@ impl ErrorCode {
         ErrorCode::MAX_TIME_MS_EXPIRED,
         ErrorCode::INTERRUPTED,
         ErrorCode::TOO_MANY_LOGICAL_SESSIONS,
+        ErrorCode::API_VERSION_ERROR,
+        ErrorCode::API_STRICT_ERROR,
+        ErrorCode::API_DEPRECATION_ERROR,
         ErrorCode::named(6, "HostUnreachable"),
         ErrorCode::named(7, "HostNotFound"),
         ErrorCode::named(8, "UnknownError"),

@@ -3012,3 +3012,49 @@ fn the_fail_point_knows_the_application_of_the_hello_that_names_it() {
     let off = doc! {"configureFailPoint": "failCommand", "mode": "off", "$db": "admin"};
     assert_eq!(admin.code(&off), 0);
 }
+
+/// The Stable API: a strict declaration keeps a command to version 1, and the commands that
+/// test the API exist with test commands only.
+#[test]
+fn a_strict_api_declaration_refuses_what_version_1_does_not_hold() {
+    let plain = start();
+    let mut conn = RawConnection::open(&plain);
+    let strict = |command: Document| {
+        let mut command = command;
+        command.insert("$db", "api");
+        command.insert("apiVersion", "1");
+        command.insert("apiStrict", true);
+        command
+    };
+    assert_eq!(
+        conn.code(&strict(doc! {"insert": "c", "documents": [{"x": 1}]})),
+        0
+    );
+    let distinct = conn.command(&strict(doc! {"distinct": "c", "key": "x"}));
+    assert_eq!(distinct.get_str("codeName").unwrap(), "APIStrictError");
+    assert!(
+        distinct
+            .get_str("errmsg")
+            .unwrap()
+            .contains("command distinct is not in API Version 1")
+    );
+    assert_eq!(
+        conn.code(&doc! {"distinct": "c", "key": "x", "$db": "api", "apiVersion": "1"}),
+        0
+    );
+    assert_eq!(
+        conn.code(&doc! {"ping": 1, "$db": "api", "apiVersion": "2"}),
+        322
+    );
+    assert_eq!(conn.code(&strict(doc! {"testVersion2": 1})), 59);
+    let tests = start_with(
+        Storage::in_memory(),
+        Config {
+            test_commands: true,
+            ..Config::default()
+        },
+    );
+    let mut conn = RawConnection::open(&tests);
+    assert_eq!(conn.code(&strict(doc! {"testVersion2": 1})), 323);
+    assert_eq!(conn.code(&strict(doc! {"testVersions1And2": 1})), 0);
+}

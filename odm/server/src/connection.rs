@@ -553,7 +553,7 @@ fn respond(shared: &Shared, state: &mut ConnectionState, request: Request) -> Op
         }
     };
     let name = command.keys().next().cloned().unwrap_or_default();
-    let spec = command::lookup(&name);
+    let spec = command::lookup(&name, shared.config.test_commands);
     let body = match db {
         Ok(db) => run(shared, state, &name, spec, db, &command),
         Err(e) => wire::to_raw(&e.to_document()),
@@ -635,6 +635,7 @@ fn run(
             return Err(error);
         }
         let spec = spec.ok_or_else(|| command::not_found(name))?;
+        command::api::check(spec.name, command)?;
         if shared.config.auth
             && spec.access == Access::Authenticated
             && state.user.is_none()

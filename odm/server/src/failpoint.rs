@@ -345,9 +345,6 @@ fn parse_data(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> 
 }
 
 pub fn configure_fail_point(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
-    if !ctx.server.config.test_commands {
-        return Err(crate::command::not_found("configureFailPoint"));
-    }
     ctx.server.fail_points.configure(command)
 }
 

@@ -365,9 +365,13 @@ pub fn get_log(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     }
 }
 
-pub fn list_commands(_: &mut Ctx<'_>, _: &Document) -> CommandResult {
+pub fn list_commands(ctx: &mut Ctx<'_>, _: &Document) -> CommandResult {
     let mut commands = Document::new();
-    for spec in COMMANDS {
+    let test_commands = ctx.server.config.test_commands;
+    let available = COMMANDS
+        .iter()
+        .filter(|spec| super::lookup(spec.name, test_commands).is_some());
+    for spec in available {
         commands.insert(
             spec.name,
             doc! {"help": "", "requiresAuth": spec.access == super::Access::Authenticated},

@@ -9,6 +9,7 @@
 #[allow(clippy::unnecessary_wraps)]
 mod admin;
 mod analyze;
+pub(crate) mod api;
 mod args;
 pub(crate) mod change_stream;
 #[allow(clippy::unnecessary_wraps)]
@@ -345,13 +346,27 @@ pub static COMMANDS: &[Spec] = &[
     cmd("commitTransaction", super::session::commit_transaction),
     cmd("abortTransaction", super::session::abort_transaction),
     cmd("configureFailPoint", super::failpoint::configure_fail_point),
+    cmd("testVersion2", api::test_command),
+    cmd("testVersions1And2", api::test_command),
+    cmd("testDeprecation", api::test_command),
     cmd("shutdown", admin::shutdown),
     cmd("fsync", admin::fsync),
 ];
 
-/// The table entry for a command name.
-pub fn lookup(name: &str) -> Option<&'static Spec> {
-    COMMANDS.iter().find(|spec| spec.name == name)
+/// The commands that exist only when the server runs with test commands on.
+const TEST_COMMANDS: [&str; 4] = [
+    "configureFailPoint",
+    "testVersion2",
+    "testVersions1And2",
+    "testDeprecation",
+];
+
+/// The table entry for a command name; `test_commands`: whether test commands exist.
+pub fn lookup(name: &str, test_commands: bool) -> Option<&'static Spec> {
+    COMMANDS
+        .iter()
+        .find(|spec| spec.name == name)
+        .filter(|spec| test_commands || !TEST_COMMANDS.contains(&spec.name))
 }
 
 /// The error for a name not in the table.
