@@ -601,28 +601,7 @@ fn run(
     let profiled_db = watch.as_ref().map(|_| db.clone());
     let db_name = db.clone();
     let mut ran_under = None;
-    // The fail point exists only with test commands: without them no command takes its lock.
-    // A connection's first `hello` names its application before the connection knows it.
-    let app_name = state
-        .app_name
-        .as_deref()
-        .or_else(|| command::handshake::app_name(command));
-    let mut firing = shared
-        .config
-        .test_commands
-        .then(|| shared.fail_points.fire(name, command, app_name))
-        .flatten()
-        .unwrap_or_default();
-    if shared.config.test_commands
-        && firing.error.is_none()
-        && time_limited(shared, name, command)
-        && shared.fail_points.max_time_fires()
-    {
-        firing.error = Some(CommandError::new(
-            ErrorCode::MAX_TIME_MS_EXPIRED,
-            "operation exceeded time limit",
-        ));
-    }
+    let firing = fire_fail_points(shared, state, name, command);
     if let Some(pause) = firing.block {
         std::thread::sleep(pause);
     }
@@ -701,6 +680,38 @@ fn run(
         shared.profiler.record(&shared.storage, &watch, &finished);
     }
     reply
+}
+
+/// What the fail points do to this command. They exist only with test commands: without them
+/// no command takes their lock.
+fn fire_fail_points(
+    shared: &Shared,
+    state: &ConnectionState,
+    name: &str,
+    command: &Document,
+) -> super::failpoint::Firing {
+    if !shared.config.test_commands {
+        return super::failpoint::Firing::default();
+    }
+    // A connection's first `hello` names its application before the connection knows it.
+    let app_name = state
+        .app_name
+        .as_deref()
+        .or_else(|| command::handshake::app_name(command));
+    let mut firing = shared
+        .fail_points
+        .fire(name, command, app_name)
+        .unwrap_or_default();
+    if firing.error.is_none()
+        && time_limited(shared, name, command)
+        && shared.fail_points.max_time_fires()
+    {
+        firing.error = Some(CommandError::new(
+            ErrorCode::MAX_TIME_MS_EXPIRED,
+            "operation exceeded time limit",
+        ));
+    }
+    firing
 }
 
 /// Whether a command runs under a time limit: it carries a positive `maxTimeMS`, or it is a

@@ -9,6 +9,7 @@
 #[allow(clippy::unnecessary_wraps)]
 mod admin;
 mod analyze;
+#[allow(clippy::unnecessary_wraps)]
 pub(crate) mod api;
 mod args;
 pub(crate) mod change_stream;
