@@ -3058,3 +3058,49 @@ fn a_strict_api_declaration_refuses_what_version_1_does_not_hold() {
     assert_eq!(conn.code(&strict(doc! {"testVersion2": 1})), 323);
     assert_eq!(conn.code(&strict(doc! {"testVersions1And2": 1})), 0);
 }
+
+/// An exhaust cursor: a `getMore` sent with `exhaustAllowed` is answered batch after batch,
+/// each reply flagged `moreToCome` and answering the one before, until the cursor closes.
+#[test]
+fn an_exhaust_get_more_streams_every_batch_until_the_cursor_closes() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let docs: Vec<Document> = (0..10).map(|i| doc! {"_id": i}).collect();
+    assert_eq!(
+        conn.code(&doc! {"insert": "c", "$db": "x", "documents": docs}),
+        0
+    );
+    let first = conn.command(&doc! {"find": "c", "$db": "x", "batchSize": 3});
+    let id = first.get_document("cursor").unwrap().get_i64("id").unwrap();
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let more = doc! {"getMore": id, "collection": "c", "$db": "x", "batchSize": 3};
+    stream
+        .write_all(&op_msg(&more, odm_server::wire::EXHAUST_ALLOWED))
+        .unwrap();
+    let mut answered = 1; // op_msg's request id
+    let mut seen = Vec::new();
+    loop {
+        let (reply_id, response_to, flags, reply) = read_message(&mut stream);
+        assert_eq!(response_to, answered, "{reply}");
+        let cursor = reply.get_document("cursor").unwrap();
+        for doc in cursor.get_array("nextBatch").unwrap() {
+            seen.push(doc.as_document().unwrap().get_i32("_id").unwrap());
+        }
+        let open = cursor.get_i64("id").unwrap() != 0;
+        assert_eq!(flags & odm_server::wire::MORE_TO_COME != 0, open, "{reply}");
+        if !open {
+            break;
+        }
+        answered = reply_id;
+    }
+    assert_eq!(seen, (3..10).collect::<Vec<_>>());
+    // The stream over, the connection serves the next command.
+    stream
+        .write_all(&op_msg(&doc! {"ping": 1, "$db": "x"}, 0))
+        .unwrap();
+    let (_, _, flags, reply) = read_message(&mut stream);
+    assert_eq!((flags, reply.get("ok")), (0, Some(&Bson::Double(1.0))));
+}

@@ -55,16 +55,17 @@ pub struct ConnectionState {
     pub wrote_fresh: std::cell::Cell<bool>,
     /// The `hello` running continues a monitor's stream: its wait was done on the event loop.
     pub streamed: bool,
-    /// A monitor's streaming `hello`, answered again after each wait (boxed: rare).
+    /// A streamed `hello` or `getMore`, answered again after each wait (boxed: rare).
     streaming: Option<Box<Streaming>>,
     /// The id the next reply carries.
     next_request_id: i32,
 }
 
-/// A streaming `hello`, as the server monitoring specification describes it: a client that
-/// allows exhaust and names its topology version and `maxAwaitTimeMS` gets a reply flagged
-/// `moreToCome` after each wait (or topology change), each answering the one before, until it
-/// closes the connection.
+/// A streamed command, each reply flagged `moreToCome` and answering the one before: a
+/// monitor's `hello`, as the server monitoring specification describes it (a client that
+/// allows exhaust and names its topology version and `maxAwaitTimeMS` gets a reply after each
+/// wait or topology change, until it closes the connection), or an exhaust cursor's `getMore`
+/// (the next batch at once, until the cursor closes).
 #[derive(Debug)]
 struct Streaming {
     /// The `hello` to answer again, its request id set to the last reply's.
@@ -282,7 +283,7 @@ async fn pause(
     }
 }
 
-/// Answers a streaming `hello` again, on a blocking thread as every command runs.
+/// Answers a streamed command again, on a blocking thread as every command runs.
 async fn run_streamed(
     shared: &Arc<Shared>,
     mut state: ConnectionState,
@@ -488,9 +489,10 @@ fn encode_flagged(
     }
 }
 
-/// The stream a `hello` opens, if it opens one: the client allows exhaust (`request`, kept
-/// only then) and names its topology version and how long it may wait, and the reply is a
-/// success.
+/// The stream a command opens, if it opens one, when the client allows exhaust (`request`,
+/// kept only then) and the reply is a success: a `hello` that names its topology version and
+/// how long it may wait is answered again after that wait; a `getMore` whose cursor stays open
+/// after a batch of documents is run again at once (an exhaust cursor).
 fn streaming_of(
     request: Option<Request>,
     name: &str,
@@ -498,19 +500,39 @@ fn streaming_of(
     body: &RawDocumentBuf,
 ) -> Option<Box<Streaming>> {
     let request = request?;
-    let hello = matches!(name, "hello" | "isMaster" | "ismaster");
-    let wait = match command.get("maxAwaitTimeMS") {
-        Some(Bson::Int32(ms)) => i64::from(*ms),
-        Some(Bson::Int64(ms)) => *ms,
-        _ => return None,
-    };
     let ok = body
         .get("ok")
         .ok()
         .flatten()
         .and_then(bson::RawBsonRef::as_f64)
         == Some(1.0);
-    if !hello || !ok || !command.contains_key("topologyVersion") {
+    if !ok {
+        return None;
+    }
+    if name == "getMore" {
+        // A batch that came back empty ends the stream, so that a tailable cursor with nothing
+        // new does not spin: the driver's next `getMore` waits as it chooses.
+        let cursor = body.get_document("cursor").ok();
+        let open = cursor
+            .and_then(|c| c.get_i64("id").ok())
+            .is_some_and(|id| id != 0);
+        let filled = cursor
+            .and_then(|c| c.get_array("nextBatch").ok())
+            .is_some_and(|batch| batch.into_iter().next().is_some());
+        return (open && filled).then(|| {
+            Box::new(Streaming {
+                request,
+                wait: std::time::Duration::ZERO,
+            })
+        });
+    }
+    let hello = matches!(name, "hello" | "isMaster" | "ismaster");
+    let wait = match command.get("maxAwaitTimeMS") {
+        Some(Bson::Int32(ms)) => i64::from(*ms),
+        Some(Bson::Int64(ms)) => *ms,
+        _ => return None,
+    };
+    if !hello || !command.contains_key("topologyVersion") {
         return None;
     }
     let wait = std::time::Duration::from_millis(u64::try_from(wait).unwrap_or(0))
