@@ -43,6 +43,7 @@ mod number;
 mod options;
 pub mod order;
 pub mod path;
+mod pcre;
 pub mod query;
 mod raw;
 mod read;

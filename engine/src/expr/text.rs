@@ -4,11 +4,11 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
-use regex::{Regex, RegexBuilder};
 
 use super::named::{Args, Named};
 use super::{ExprError, error};
 use crate::code::ErrorCode;
+use crate::pcre::{CompileError, Compiled, Groups, MatchLimitExceeded};
 
 /// The named arguments of an operator, refusing unknown ones.
 fn named(op: &str, v: Bson, known: &[&str]) -> Result<Document, ExprError> {
@@ -95,12 +95,22 @@ pub(crate) fn regex(op: Named, args: &Args) -> Result<Option<Bson>, ExprError> {
             _ => Bson::Null,
         }));
     };
+    let limit = |MatchLimitExceeded| {
+        error(
+            name,
+            "Error occurred while executing the regular expression: it passed its backtracking limit",
+        )
+        .with_code(ErrorCode::location(51156))
+    };
     Ok(Some(match op {
-        Named::RegexMatch => Bson::Boolean(compiled.is_match(&input)),
-        Named::RegexFind => compiled.captures(&input).map_or(Bson::Null, |m| {
-            found(&m, &input, &mut CodePoints::new(&input))
-        }),
-        _ => Bson::Array(find_all(&compiled, &input)),
+        Named::RegexMatch => Bson::Boolean(compiled.is_match(&input).map_err(limit)?),
+        Named::RegexFind => compiled
+            .captures_at(&input, 0)
+            .map_err(limit)?
+            .map_or(Bson::Null, |m| {
+                found(&m, &input, &mut CodePoints::new(&input))
+            }),
+        _ => Bson::Array(find_all(&compiled, &input).map_err(limit)?),
     }))
 }
 
@@ -154,26 +164,19 @@ fn pattern_and_options(args: &Args) -> Result<(Option<String>, String), ExprErro
     Ok((pattern, flags))
 }
 
-/// A setting of a pattern's compilation, given whether it is on.
-type Setting = fn(&mut RegexBuilder, bool) -> &mut RegexBuilder;
-
-/// The options a pattern takes, and the setting each turns on.
-const FLAGS: &[(char, Setting)] = &[
-    ('i', RegexBuilder::case_insensitive),
-    ('m', RegexBuilder::multi_line),
-    ('s', RegexBuilder::dot_matches_new_line),
-    ('x', RegexBuilder::ignore_whitespace),
-];
+/// The options a pattern takes.
+const FLAGS: [char; 4] = ['i', 'm', 's', 'x'];
 
 /// The pattern compiled with its options, or `None` without a pattern. The options are
 /// checked even then (51108); then a null character in the pattern (51109) and the pattern
 /// itself (51111).
-fn compile(name: &str, pattern: Option<String>, flags: &str) -> Result<Option<Regex>, ExprError> {
+fn compile(
+    name: &str,
+    pattern: Option<String>,
+    flags: &str,
+) -> Result<Option<Compiled>, ExprError> {
     let c = |n: i32| ErrorCode::location(n);
-    if let Some(bad) = flags
-        .chars()
-        .find(|f| !FLAGS.iter().any(|(flag, _)| flag == f))
-    {
+    if let Some(bad) = flags.chars().find(|f| !FLAGS.contains(f)) {
         return Err(
             error(name, format!("invalid flag in regex options: {bad}")).with_code(c(51108))
         );
@@ -188,16 +191,20 @@ fn compile(name: &str, pattern: Option<String>, flags: &str) -> Result<Option<Re
         )
         .with_code(c(51109)));
     }
-    let mut builder = RegexBuilder::new(&pattern);
-    for (flag, turn_on) in FLAGS {
-        if flags.contains(*flag) {
-            turn_on(&mut builder, true);
-        }
-    }
-    let compiled = builder.build().map_err(|e| {
+    let on: String = FLAGS.iter().filter(|f| flags.contains(**f)).collect();
+    let source = if on.is_empty() {
+        pattern.clone()
+    } else {
+        format!("(?{on}){pattern}")
+    };
+    let compiled = Compiled::new(&source, None).map_err(|e| {
+        let why = match e {
+            CompileError::TooBig => "the compiled pattern is too big".to_owned(),
+            CompileError::Invalid(why) => why,
+        };
         error(
             name,
-            format!("`{pattern}` is not a supported regular expression: {e}"),
+            format!("`{pattern}` is not a supported regular expression: {why}"),
         )
         .with_code(c(51111))
     })?;
@@ -207,15 +214,15 @@ fn compile(name: &str, pattern: Option<String>, flags: &str) -> Result<Option<Re
 /// `$regexFindAll`'s matches: each searched from the end of the last, or one code point
 /// further after an empty one; a match starts before the end of the input (an empty input
 /// has its one match).
-fn find_all(compiled: &Regex, input: &str) -> Vec<Bson> {
+fn find_all(compiled: &Compiled, input: &str) -> Result<Vec<Bson>, MatchLimitExceeded> {
     let mut code_points = CodePoints::new(input);
     let mut all = Vec::new();
     let mut at = 0;
     while at < input.len() || (at == 0 && input.is_empty()) {
-        let Some(m) = compiled.captures_at(input, at) else {
+        let Some(m) = compiled.captures_at(input, at)? else {
             break;
         };
-        let whole = m.get(0).map_or(at..at, |g| g.range());
+        let whole = m.first().cloned().flatten().unwrap_or(at..at);
         all.push(found(&m, input, &mut code_points));
         at = if whole.is_empty() {
             whole.end + input[whole.end..].chars().next().map_or(1, char::len_utf8)
@@ -223,16 +230,18 @@ fn find_all(compiled: &Regex, input: &str) -> Vec<Bson> {
             whole.end
         };
     }
-    all
+    Ok(all)
 }
 
 /// A match as `$regexFind` gives it: `{match, idx, captures}`.
-fn found(m: &regex::Captures<'_>, input: &str, code_points: &mut CodePoints<'_>) -> Bson {
-    let whole = m.get(0).map_or(0..0, |g| g.range());
-    let captures = (1..m.len())
-        .map(|i| {
-            m.get(i)
-                .map_or(Bson::Null, |g| Bson::String(g.as_str().to_owned()))
+fn found(m: &Groups, input: &str, code_points: &mut CodePoints<'_>) -> Bson {
+    let whole = m.first().cloned().flatten().unwrap_or(0..0);
+    let captures = m
+        .iter()
+        .skip(1)
+        .map(|g| {
+            g.clone()
+                .map_or(Bson::Null, |g| Bson::String(input[g].to_owned()))
         })
         .collect();
     let mut d = Document::new();

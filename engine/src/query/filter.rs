@@ -26,6 +26,7 @@ use super::bits::{BitTest, Bits};
 use crate::error::FilterError;
 use crate::expr::{Expr, Scope};
 use crate::path::Path;
+use crate::pcre::{CompileError, Compiled};
 
 /// A parsed filter; see the module documentation.
 #[derive(Debug, Clone)]
@@ -102,7 +103,7 @@ pub enum TypeSpec {
 pub struct QueryRegex {
     pub pattern: String,
     pub options: String,
-    pub(crate) compiled: regex::Regex,
+    pub(crate) compiled: Compiled,
 }
 
 fn error(path: &str, operator: &str, reason: impl fmt::Display) -> FilterError {
@@ -464,8 +465,7 @@ fn parse_regex(path: &str, arg: &Bson, options: Option<&str>) -> Result<Predicat
     )?))
 }
 
-/// Compiles a MongoDB (PCRE) pattern with its options `i`, `m`, `s`, `x`; syntax the regex
-/// engine does not support (look-around, back-references) is refused.
+/// Compiles a MongoDB (PCRE) pattern with its options `i`, `m`, `s`, `x` (see [`crate::pcre`]).
 pub(crate) fn compile(
     path: &str,
     op: &str,
@@ -485,11 +485,11 @@ pub(crate) fn compile(
     } else {
         format!("(?{flags}){pattern}")
     };
-    let compiled = compiled(&source).map_err(|e| {
+    let compiled = compiled(&source).map_err(|why| {
         error(
             path,
             op,
-            format!("invalid or unsupported regular expression: {e}"),
+            format!("invalid or unsupported regular expression: {why}"),
         )
     })?;
     let mut sorted: Vec<char> = options.chars().collect();
@@ -509,16 +509,21 @@ const CACHED_COMPILED_MAX: usize = 256 << 10;
 /// The most compiled patterns kept before the cache starts over.
 const CACHED_PATTERNS: usize = 256;
 
-static REGEX_CACHE: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
+static REGEX_CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
 
 /// `source` compiled, from a process-wide cache of short, small patterns: a query shape run
 /// again with the same regex (a prefix search, a page of results) does not compile it again,
 /// which costs more than matching it against hundreds of strings. A clone shares the compiled
 /// program (each keeps its own scratch space for matching), so a cached one behaves as a
-/// fresh one.
-fn compiled(source: &str) -> std::result::Result<regex::Regex, regex::Error> {
+/// fresh one. The error says why the pattern does not compile.
+fn compiled(source: &str) -> std::result::Result<Compiled, String> {
+    let uncached = |source: &str| match Compiled::new(source, None) {
+        Ok(compiled) => Ok(compiled),
+        Err(CompileError::TooBig) => Err("the compiled pattern is too big".to_owned()),
+        Err(CompileError::Invalid(why)) => Err(why),
+    };
     if source.len() > CACHED_PATTERN_MAX {
-        return regex::Regex::new(source);
+        return uncached(source);
     }
     let cache = REGEX_CACHE.get_or_init(Mutex::default);
     if let Some(hit) = cache
@@ -528,14 +533,11 @@ fn compiled(source: &str) -> std::result::Result<regex::Regex, regex::Error> {
     {
         return Ok(hit.clone());
     }
-    let fresh = match regex::RegexBuilder::new(source)
-        .size_limit(CACHED_COMPILED_MAX)
-        .build()
-    {
+    let fresh = match Compiled::new(source, Some(CACHED_COMPILED_MAX)) {
         Ok(small) => small,
         // Too big to keep: compiled again under the default limit, and not cached.
-        Err(regex::Error::CompiledTooBig(_)) => return regex::Regex::new(source),
-        Err(e) => return Err(e),
+        Err(CompileError::TooBig) => return uncached(source),
+        Err(CompileError::Invalid(why)) => return Err(why),
     };
     let mut entries = cache.lock().unwrap_or_else(PoisonError::into_inner);
     if entries.len() >= CACHED_PATTERNS {
@@ -610,22 +612,20 @@ mod tests {
         };
         assert!(kept("^cache-test-a"));
         let again = compiled("^cache-test-a").unwrap();
-        assert!(first.is_match("cache-test-abc") && again.is_match("cache-test-abc"));
-        assert!(!again.is_match("x-cache-test-a"));
+        assert_eq!(first.is_match("cache-test-abc"), Ok(true));
+        assert_eq!(again.is_match("cache-test-abc"), Ok(true));
+        assert_eq!(again.is_match("x-cache-test-a"), Ok(false));
         let long = format!("^{}", "b".repeat(CACHED_PATTERN_MAX));
-        assert!(compiled(&long).unwrap().is_match(&long[1..]));
+        assert_eq!(compiled(&long).unwrap().is_match(&long[1..]), Ok(true));
         // Short but large once compiled: it still compiles, and is not kept.
         let large = r"^\w{20}$";
-        assert!(compiled(large).unwrap().is_match(&"q".repeat(20)));
+        assert_eq!(compiled(large).unwrap().is_match(&"q".repeat(20)), Ok(true));
         assert!(!kept(large));
         assert!(compiled("(unclosed").is_err());
         for i in 0..CACHED_PATTERNS + 10 {
             let source = format!("^cache-test-{i}$");
-            assert!(
-                compiled(&source)
-                    .unwrap()
-                    .is_match(&source[1..source.len() - 1])
-            );
+            let compiled = compiled(&source).unwrap();
+            assert_eq!(compiled.is_match(&source[1..source.len() - 1]), Ok(true));
         }
         let entries = REGEX_CACHE.get().unwrap().lock().unwrap();
         assert!(entries.len() <= CACHED_PATTERNS);

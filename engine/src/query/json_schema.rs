@@ -500,7 +500,9 @@ impl Rule {
             }),
             (Rule::MinLength(min), RawBsonRef::String(s)) => s.chars().count() as u64 >= *min,
             (Rule::MaxLength(max), RawBsonRef::String(s)) => s.chars().count() as u64 <= *max,
-            (Rule::Pattern(regex), RawBsonRef::String(s)) => regex.compiled.is_match(s),
+            (Rule::Pattern(regex), RawBsonRef::String(s)) => {
+                regex.compiled.is_match(s).unwrap_or(false)
+            }
             (Rule::Required(names), RawBsonRef::Document(d)) => {
                 names.iter().all(|n| d.get(n).ok().flatten().is_some())
             }
@@ -511,7 +513,7 @@ impl Rule {
                 fields(d).all(|(name, v)| {
                     props
                         .iter()
-                        .filter(|(p, _)| p.compiled.is_match(name))
+                        .filter(|(p, _)| p.compiled.is_match(name).unwrap_or(false))
                         .all(|(_, node)| node.holds(v))
                 })
             }
@@ -572,7 +574,9 @@ impl Rule {
         fields(d)
             .filter(|(name, _)| {
                 !known.iter().any(|k| k == name)
-                    && !patterns.iter().any(|p| p.compiled.is_match(name))
+                    && !patterns
+                        .iter()
+                        .any(|p| p.compiled.is_match(name).unwrap_or(false))
             })
             .filter(|(_, v)| !extra.allows(*v))
             .map(|(name, _)| name)

@@ -448,7 +448,9 @@ fn modulo(v: RawBsonRef<'_>, divisor: i64) -> Option<i64> {
 
 fn regex_matches(v: RawBsonRef<'_>, r: &QueryRegex) -> bool {
     match v {
-        RawBsonRef::String(s) | RawBsonRef::Symbol(s) => r.compiled.is_match(s),
+        // A match stopped at its backtracking limit does not match, as past MongoDB's PCRE
+        // match limit.
+        RawBsonRef::String(s) | RawBsonRef::Symbol(s) => r.compiled.is_match(s).unwrap_or(false),
         RawBsonRef::RegularExpression(stored) => {
             let mut options: Vec<char> = stored.options.as_str().chars().collect();
             options.sort_unstable();
