@@ -3104,3 +3104,70 @@ fn an_exhaust_get_more_streams_every_batch_until_the_cursor_closes() {
     let (_, _, flags, reply) = read_message(&mut stream);
     assert_eq!((flags, reply.get("ok")), (0, Some(&Bson::Double(1.0))));
 }
+
+/// A client `bulkWrite` inside a transaction writes in it (its one database), commits or aborts
+/// with it, and answers through a cursor that `getMore` reads inside it.
+#[test]
+fn a_client_bulk_write_runs_inside_a_transaction_on_its_one_database() {
+    let server = start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    );
+    let mut conn = RawConnection::open(&server);
+    let in_txn = |mut command: Document, txn: i64, start: bool| {
+        command.insert("lsid", lsid(9));
+        command.insert("txnNumber", txn);
+        command.insert("autocommit", false);
+        if start {
+            command.insert("startTransaction", true);
+        }
+        command
+    };
+    let bulk = |ids: [i32; 3]| {
+        doc! {
+            "bulkWrite": 1, "$db": "admin", "nsInfo": [{"ns": "b.c"}], "cursor": {"batchSize": 1},
+            "ops": ids.iter().map(|id| doc! {"insert": 0, "document": {"_id": id}}).collect::<Vec<_>>(),
+        }
+    };
+    let written = conn.command(&in_txn(bulk([1, 2, 3]), 1, true));
+    assert_eq!(written.get_i32("nInserted").unwrap(), 3, "{written}");
+    let cursor = written.get_document("cursor").unwrap();
+    let more = doc! {"getMore": cursor.get_i64("id").unwrap(), "collection": "$cmd.bulkWrite", "$db": "admin"};
+    let rest = conn.command(&in_txn(more, 1, false));
+    let batch = rest
+        .get_document("cursor")
+        .unwrap_or_else(|_| panic!("{rest}"))
+        .get_array("nextBatch")
+        .unwrap();
+    assert_eq!(batch.len(), 2, "{rest}");
+    // Not visible outside before the commit, visible after.
+    let count = doc! {"count": "c", "$db": "b"};
+    assert_eq!(
+        conn.command(&count).get("n").and_then(Bson::as_i64),
+        Some(0)
+    );
+    let commit = doc! {"commitTransaction": 1, "$db": "admin"};
+    assert_eq!(conn.code(&in_txn(commit, 1, false)), 0);
+    assert_eq!(
+        conn.command(&count).get("n").and_then(Bson::as_i64),
+        Some(3)
+    );
+    // A failed operation aborts the transaction: nothing of it stays.
+    let failing = conn.command(&in_txn(bulk([4, 1, 5]), 2, true));
+    assert_eq!(failing.get_i32("nErrors").unwrap(), 1, "{failing}");
+    let commit = doc! {"commitTransaction": 1, "$db": "admin"};
+    assert_eq!(conn.code(&in_txn(commit, 2, false)), 251);
+    assert_eq!(
+        conn.command(&count).get("n").and_then(Bson::as_i64),
+        Some(3)
+    );
+    // Two databases in one transaction are refused before anything is written.
+    let two = doc! {
+        "bulkWrite": 1, "$db": "admin", "nsInfo": [{"ns": "b.c"}, {"ns": "other.c"}],
+        "ops": [{"insert": 0, "document": {"_id": 9}}, {"insert": 1, "document": {"_id": 9}}],
+    };
+    assert_eq!(conn.code(&in_txn(two, 3, true)), 263);
+}

@@ -43,7 +43,7 @@ use super::{Stats, TransactionStats};
 const SESSION_TIMEOUT: Duration = Duration::from_mins(30);
 
 /// The commands that may run inside a transaction.
-const IN_TRANSACTION: [&str; 15] = [
+const IN_TRANSACTION: [&str; 16] = [
     "find",
     "aggregate",
     "distinct",
@@ -59,6 +59,7 @@ const IN_TRANSACTION: [&str; 15] = [
     "abortTransaction",
     "create",
     "createIndexes",
+    "bulkWrite",
 ];
 
 type Job = Box<dyn FnOnce(&mut WriteTxn<'_>) + Send>;
@@ -751,19 +752,16 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
             "Cannot set write concern after starting a transaction.",
         ));
     }
-    let txn = enter(ctx, &fields, spec.name)?;
+    let db = database_written(ctx, spec.name, command)?;
+    let txn = enter(ctx, &fields, spec.name, &db)?;
     let Some(txn) = txn else {
         // A commit repeated after it succeeded.
         return Ok(Document::new().into());
     };
-    if txn.db != ctx.db && !ends {
-        return Err(CommandError::new(
-            ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-            format!(
-                "this transaction writes database '{}': a transaction spans one database here",
-                txn.db
-            ),
-        ));
+    // A cursor's commands read only their cursor, which may be a client bulkWrite's on `admin`.
+    let of_cursor = matches!(spec.name, "getMore" | "killCursors");
+    if txn.db != db && !ends && !of_cursor {
+        return Err(spans_databases(&txn.db, &db));
     }
     ctx.txn = Some(txn.clone());
     let result = (spec.run)(ctx, command);
@@ -771,7 +769,10 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
     let failed = match &result {
         Err(_) => true,
         Ok(Reply::Doc(d)) => d.contains_key("writeErrors"),
-        Ok(Reply::Raw(r)) => r.get("writeErrors").ok().flatten().is_some(),
+        Ok(Reply::Raw(r)) => {
+            r.get("writeErrors").ok().flatten().is_some()
+                || r.get_i32("nErrors").is_ok_and(|n| n > 0)
+        }
     };
     if failed && !ends {
         // Any failure inside a transaction aborts it, as in MongoDB.
@@ -779,6 +780,38 @@ pub fn run_command(ctx: &mut Ctx<'_>, spec: &Spec, command: &Document) -> Comman
         set_state(ctx, fields.key, State::Aborted);
     }
     result
+}
+
+/// The database a command in a transaction works on: its own, or for a client `bulkWrite`
+/// (run on `admin`) the one database its namespaces name.
+fn database_written(ctx: &Ctx<'_>, name: &str, command: &Document) -> Result<String, CommandError> {
+    if name != "bulkWrite" {
+        return Ok(ctx.db.clone());
+    }
+    let mut named: Option<&str> = None;
+    let namespaces = command
+        .get_array("nsInfo")
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for info in namespaces.iter().filter_map(Bson::as_document) {
+        let Ok(ns) = info.get_str("ns") else { continue };
+        let (db, _) = super::command::split_namespace(ns)?;
+        match named {
+            Some(first) if first != db => return Err(spans_databases(first, db)),
+            _ => named = Some(db),
+        }
+    }
+    Ok(named.map_or_else(|| ctx.db.clone(), str::to_owned))
+}
+
+/// A transaction here holds one database's writer: a second database is refused.
+fn spans_databases(held: &str, other: &str) -> CommandError {
+    CommandError::new(
+        ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+        format!(
+            "this transaction writes database '{held}', not '{other}': a transaction spans one database here"
+        ),
+    )
 }
 
 fn set_state(ctx: &Ctx<'_>, key: SessionId, state: State) {
@@ -792,6 +825,7 @@ fn enter(
     ctx: &Ctx<'_>,
     fields: &TxnFields,
     command: &str,
+    db_name: &str,
 ) -> Result<Option<Arc<Transaction>>, CommandError> {
     let sessions = &ctx.server.sessions;
     let mut table = sessions.lock();
@@ -818,10 +852,10 @@ fn enter(
         if let State::Active(old) = &session.state {
             old.abort();
         }
-        let db = ctx.server.storage.get_or_create(&ctx.db)?;
+        let db = ctx.server.storage.get_or_create(db_name)?;
         let txn = Transaction::start(
             db,
-            ctx.db.clone(),
+            db_name.to_owned(),
             ctx.server.config.transaction_lifetime,
             fields.change_context.clone(),
             ctx.server.stats.transactions.clone(),

@@ -538,6 +538,11 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let errors_only = args.flag("errorsOnly")?;
     let let_vars = args.doc("let")?.cloned();
     let bypass = args.flag("bypassDocumentValidation")?;
+    // Every result in the first batch unless `cursor.batchSize` asks for fewer.
+    let first = match args.doc("cursor")?.and_then(|c| c.get("batchSize")) {
+        Some(size) => super::query::first_batch(Some(size))?,
+        None => usize::MAX,
+    };
     let namespaces = ns_info
         .iter()
         .map(|info| {
@@ -546,9 +551,10 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             Ok((db.to_owned(), coll.to_owned()))
         })
         .collect::<Result<Vec<_>, CommandError>>()?;
-    // Its operations commit one by one, in the transactions of their databases: no one
-    // transaction could hold a retry's record with them all, so none is kept, and a retried
-    // bulkWrite runs again (a known gap).
+    // Outside a transaction its operations commit one by one, in the transactions of their
+    // databases: no one transaction could hold a retry's record with them all, so none is
+    // kept, and a retried bulkWrite runs again (a known gap). Inside one, they all run in it
+    // (its one database, checked as it started).
     ctx.retry = None;
     let mut results: Vec<Document> = Vec::new();
     let mut counts = BulkResult::default();
@@ -603,7 +609,7 @@ pub fn bulk_write(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     }
     ctx.db = saved_db;
     let Reply::Raw(mut reply) =
-        super::query::buffered_reply(ctx, "admin.$cmd.bulkWrite", &results, usize::MAX)?
+        super::query::buffered_reply(ctx, "admin.$cmd.bulkWrite", &results, first)?
     else {
         unreachable!("cursor replies are raw")
     };

@@ -729,7 +729,7 @@ fn local_sessions(ctx: &Ctx<'_>, spec: &Bson) -> Result<Vec<Document>, CommandEr
 }
 
 /// `cursor.batchSize`: the size of an aggregation's first batch, a whole non-negative number.
-fn first_batch(batch_size: Option<&Bson>) -> Result<usize, CommandError> {
+pub(super) fn first_batch(batch_size: Option<&Bson>) -> Result<usize, CommandError> {
     match batch_size {
         None => Ok(DEFAULT_FIRST_BATCH),
         Some(v) => super::args::whole_number(v)
