@@ -2330,10 +2330,10 @@ fn view_definitions_are_checked_listed_and_never_cycle() {
             40324,
         ),
         (doc! {"create": "w", "pipeline": []}, 72),
-        // A view's default collation is not implemented; a malformed one is refused by name.
+        // A view on a view keeps its collation; a malformed one is refused by name.
         (
-            doc! {"create": "w", "viewOn": "c", "collation": {"locale": "en"}},
-            238,
+            doc! {"create": "w", "viewOn": "even", "collation": {"locale": "en"}},
+            167,
         ),
         (
             doc! {"create": "w", "collation": {"locale": "en", "strength": 9}},
@@ -3170,4 +3170,102 @@ fn a_client_bulk_write_runs_inside_a_transaction_on_its_one_database() {
         "ops": [{"insert": 0, "document": {"_id": 9}}, {"insert": 1, "document": {"_id": 9}}],
     };
     assert_eq!(conn.code(&in_txn(two, 3, true)), 263);
+}
+
+/// A view's default collation: its pipeline and every read of it run under it (not under its
+/// collection's), a read may name it again but not another, and a view on it keeps it.
+#[test]
+fn a_view_reads_under_its_own_default_collation() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let words = |db: &str| {
+        doc! {"insert": "words", "$db": db, "documents": [
+            {"_id": 1, "w": "apple"}, {"_id": 2, "w": "Apple"}, {"_id": 3, "w": "banana"},
+        ]}
+    };
+    assert_eq!(conn.code(&words("v")), 0);
+    let strength_2 = doc! {"locale": "en", "strength": 2};
+    let create =
+        doc! {"create": "ci", "viewOn": "words", "collation": strength_2.clone(), "$db": "v"};
+    assert_eq!(conn.code(&create), 0);
+    let ids = |reply: &Document| -> Vec<i32> {
+        let cursor = reply
+            .get_document("cursor")
+            .unwrap_or_else(|_| panic!("{reply}"));
+        let batch = cursor.get_array("firstBatch").unwrap();
+        batch
+            .iter()
+            .map(|d| d.as_document().unwrap().get_i32("_id").unwrap())
+            .collect()
+    };
+    let find = doc! {"find": "ci", "filter": {"w": "APPLE"}, "sort": {"_id": 1}, "$db": "v"};
+    assert_eq!(ids(&conn.command(&find)), [1, 2]);
+    let mut same = find.clone();
+    same.insert("collation", strength_2.clone());
+    assert_eq!(ids(&conn.command(&same)), [1, 2]);
+    let mut other = find.clone();
+    other.insert("collation", doc! {"locale": "fr"});
+    assert_eq!(conn.code(&other), 167);
+    let count = doc! {"count": "ci", "query": {"w": "apple"}, "$db": "v"};
+    assert_eq!(
+        conn.command(&count).get("n").and_then(Bson::as_i64),
+        Some(2)
+    );
+    let distinct = conn.command(&doc! {"distinct": "ci", "key": "w", "$db": "v"});
+    assert_eq!(distinct.get_array("values").unwrap().len(), 2, "{distinct}");
+    let grouped = doc! {
+        "aggregate": "ci", "cursor": {}, "$db": "v",
+        "pipeline": [{"$group": {"_id": "$w", "n": {"$sum": 1}}}, {"$sort": {"n": -1}}],
+    };
+    let groups = conn.command(&grouped);
+    let first = groups
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .clone();
+    assert_eq!(
+        first.as_document().unwrap().get_i32("n").unwrap(),
+        2,
+        "{groups}"
+    );
+    // A view without a collation compares binary strings, whatever its collection's default.
+    let defaulted = doc! {"create": "words", "collation": strength_2.clone(), "$db": "d"};
+    assert_eq!(conn.code(&defaulted), 0);
+    assert_eq!(conn.code(&words("d")), 0);
+    assert_eq!(
+        conn.code(&doc! {"create": "plain", "viewOn": "words", "$db": "d"}),
+        0
+    );
+    let plain = doc! {"find": "plain", "filter": {"w": "APPLE"}, "$db": "d"};
+    assert!(ids(&conn.command(&plain)).is_empty());
+    let through_collection = doc! {"find": "words", "filter": {"w": "APPLE"}, "$db": "d"};
+    assert_eq!(ids(&conn.command(&through_collection)).len(), 2);
+    // A view on the view keeps its collation.
+    let on_view = |collation: Document| {
+        doc! {"create": "ci2", "viewOn": "ci", "collation": collation, "$db": "v"}
+    };
+    assert_eq!(conn.code(&on_view(doc! {"locale": "fr"})), 167);
+    assert_eq!(conn.code(&on_view(strength_2)), 0);
+    let listed = conn.command(&doc! {"listCollections": 1, "filter": {"name": "ci"}, "$db": "v"});
+    let listed = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .clone();
+    let options = listed
+        .as_document()
+        .unwrap()
+        .get_document("options")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        options
+            .get_document("collation")
+            .unwrap()
+            .get_str("locale")
+            .unwrap(),
+        "en"
+    );
 }

@@ -98,10 +98,14 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
             if name_only {
                 doc! {"name": view.name, "type": "view"}
             } else {
+                let mut options = doc! {"viewOn": view.view_on, "pipeline": view.pipeline};
+                if let Some(collation) = view.collation {
+                    options.insert("collation", collation);
+                }
                 doc! {
                     "name": view.name,
                     "type": "view",
-                    "options": {"viewOn": view.view_on, "pipeline": view.pipeline},
+                    "options": options,
                     "info": {"readOnly": true},
                 }
             }
@@ -272,12 +276,6 @@ fn validation_options(
 
 /// `create` with `viewOn`: a view takes none of a collection's options.
 fn create_view(ctx: &Ctx<'_>, name: &str, command: &Document) -> CommandResult {
-    if command.contains_key("collation") {
-        return Err(CommandError::new(
-            ErrorCode::NOT_IMPLEMENTED,
-            "a view's default collation is not supported by this server",
-        ));
-    }
     for option in ["capped", "size", "max", "changeStreamPreAndPostImages"] {
         if command.contains_key(option) {
             return Err(CommandError::new(

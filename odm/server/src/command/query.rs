@@ -289,11 +289,12 @@ fn find_on_view(
             format!("a find on a view takes no `{option}`"),
         ));
     }
+    let collation = super::views::read_collation(&view, options.collation.as_ref())?;
     let mut pipeline = view.pipeline;
     pipeline.extend(super::views::find_stages(options, filter));
     let aggregate = AggregateOptions {
         let_vars: options.let_vars.clone(),
-        collation: options.collation.clone(),
+        collation: Some(collation),
         allow_disk_use: options.allow_disk_use,
         ..AggregateOptions::default()
     };
@@ -425,13 +426,18 @@ fn aggregate_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     options.check(&pipeline)?;
     let ns = format!("{}.{collection}", ctx.db);
     // A view's pipeline runs first, on the collection at the bottom of its chain.
-    let (collection, pipeline) = match super::views::resolve(ctx, &collection)? {
+    let (collection, pipeline, options) = match super::views::resolve(ctx, &collection)? {
         Some(view) => {
+            let collation = super::views::read_collation(&view, options.collation.as_ref())?;
             let mut full = view.pipeline;
             full.extend(pipeline);
-            (view.collection, full)
+            let options = AggregateOptions {
+                collation: Some(collation),
+                ..options
+            };
+            (view.collection, full, options)
         }
-        None => (collection, pipeline),
+        None => (collection, pipeline, options),
     };
     if args.flag("explain")? {
         return Ok(explain_pipeline(ctx, &collection, &pipeline, &options)?.into());
@@ -870,6 +876,7 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let hint = hint(&args)?;
     Stats::add(&ctx.server.stats.op_query, 1);
     if let Some(view) = super::views::resolve(ctx, collection)? {
+        let collation = super::views::read_collation(&view, collation)?;
         let mut pipeline = view.pipeline;
         let options = FindOptions {
             skip,
@@ -879,7 +886,7 @@ pub fn count(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
         pipeline.extend(super::views::find_stages(&options, &filter));
         pipeline.push(doc! {"$count": "n"});
         let options = AggregateOptions {
-            collation: collation.cloned(),
+            collation: Some(collation),
             ..AggregateOptions::default()
         };
         let n = view_results(ctx, &view.collection, &pipeline, &options)?
@@ -943,11 +950,12 @@ fn distinct_now(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let hint = hint(&args)?;
     Stats::add(&ctx.server.stats.op_query, 1);
     if let Some(view) = super::views::resolve(ctx, collection)? {
+        let collation = super::views::read_collation(&view, collation)?;
         let mut pipeline = view.pipeline;
         pipeline.extend(super::views::find_stages(&FindOptions::default(), &filter));
-        let mut distinct = odm_engine::query::Distinct::new(key, collation)?;
+        let mut distinct = odm_engine::query::Distinct::new(key, Some(&collation))?;
         let options = AggregateOptions {
-            collation: collation.cloned(),
+            collation: Some(collation),
             ..AggregateOptions::default()
         };
         for doc in view_results(ctx, &view.collection, &pipeline, &options)? {

@@ -1,6 +1,6 @@
 //! Views, as MongoDB keeps them: a read-only namespace defined by a source (`viewOn`, a
 //! collection or another view) and a pipeline, stored in the database's `system.views`
-//! collection as `{_id: "<db>.<view>", viewOn, pipeline}`.
+//! collection as `{_id: "<db>.<view>", viewOn, pipeline, collation}`.
 //!
 //! Rules, as MongoDB's:
 //! - A name is a collection's or a view's, never both (`create` answers 48).
@@ -13,13 +13,17 @@
 //! - A view takes no write and no index: 166 (`CommandNotSupportedOnView`).
 //! - A view's pipeline cannot hold `$out` or `$merge`.
 //!
-//! Left out: a view's default `collation` (refused by `create`), and views read by `$lookup`,
-//! `$graphLookup` or `$unionWith` inside another pipeline (they read a view's name as a
-//! collection that does not exist).
+//! - A view has a default collation, its `collation` or else binary strings (it does not take
+//!   its source collection's): its pipeline and every read of it run under it, a read that
+//!   names another is refused (167), and a view on a view has that view's.
+//!
+//! Left out: views read by `$lookup`, `$graphLookup` or `$unionWith` inside another pipeline
+//! (they read a view's name as a collection that does not exist).
 
 use std::sync::Arc;
 
 use bson::{Bson, Document, doc};
+use odm_engine::collation::Collation;
 use odm_engine::{Database, ErrorCode};
 
 use super::{CommandError, Ctx};
@@ -36,6 +40,8 @@ pub struct Resolved {
     pub collection: String,
     /// The views' pipelines, innermost first, as one.
     pub pipeline: Vec<Document>,
+    /// The view's default collation, as stored; `None`: binary strings.
+    pub collation: Option<Document>,
 }
 
 /// A view's definition as stored.
@@ -44,6 +50,27 @@ pub struct Definition {
     pub name: String,
     pub view_on: String,
     pub pipeline: Vec<Document>,
+    pub collation: Option<Document>,
+}
+
+/// The collation a read of `view` runs under: the view's (binary strings when it has none),
+/// which a read may name again but not replace (167).
+pub fn read_collation(
+    view: &Resolved,
+    requested: Option<&Document>,
+) -> Result<Document, CommandError> {
+    let own = view.collation.clone();
+    if let Some(requested) = requested.filter(|r| !r.is_empty()) {
+        let parse = |spec: &Document| Collation::parse(spec).map_err(odm_engine::Error::from);
+        let mine = own.as_ref().map(parse).transpose()?.flatten();
+        if parse(requested)? != mine {
+            return Err(CommandError::new(
+                ErrorCode::OPTION_NOT_SUPPORTED_ON_VIEW,
+                "Cannot override a view's default collation",
+            ));
+        }
+    }
+    Ok(own.unwrap_or_else(|| doc! {"locale": "simple"}))
 }
 
 /// The definition of view `name` of `db` (named `db_name`), if it is one.
@@ -86,10 +113,16 @@ fn parse(name: &str, stored: &Document) -> Result<Definition, CommandError> {
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(corrupt()),
     };
+    let collation = match stored.get("collation") {
+        None => None,
+        Some(Bson::Document(c)) => Some(c.clone()),
+        Some(_) => return Err(corrupt()),
+    };
     Ok(Definition {
         name: name.to_owned(),
         view_on,
         pipeline,
+        collation,
     })
 }
 
@@ -105,6 +138,7 @@ fn resolve_in(db: &Database, db_name: &str, name: &str) -> Result<Option<Resolve
     let Some(mut view) = definition(db, db_name, name)? else {
         return Ok(None);
     };
+    let collation = view.collation.clone();
     let mut pipelines = vec![view.pipeline.clone()];
     let mut seen = vec![name.to_owned()];
     loop {
@@ -138,6 +172,7 @@ fn resolve_in(db: &Database, db_name: &str, name: &str) -> Result<Option<Resolve
     Ok(Some(Resolved {
         collection: view.view_on,
         pipeline: pipelines.into_iter().rev().flatten().collect(),
+        collation,
     }))
 }
 
@@ -210,8 +245,12 @@ pub fn create(ctx: &Ctx<'_>, name: &str, command: &Document) -> Result<(), Comma
             format!("Collection {}.{name} already exists.", ctx.db),
         ));
     }
+    let collation = view_collation(&db, &ctx.db, &view_on, command)?;
     let id = format!("{}.{name}", ctx.db);
-    let stored = doc! {"_id": &id, "viewOn": &view_on, "pipeline": pipeline};
+    let mut stored = doc! {"_id": &id, "viewOn": &view_on, "pipeline": pipeline};
+    if let Some(collation) = collation {
+        stored.insert("collation", collation);
+    }
     db.write(|t| t.insert_one(VIEWS_COLLECTION, &stored).map(std::mem::drop))?;
     // A view that reaches itself is removed again and refused.
     if let Err(e) = resolve_in(&db, &ctx.db, name) {
@@ -222,6 +261,42 @@ pub fn create(ctx: &Ctx<'_>, name: &str, command: &Document) -> Result<(), Comma
         return Err(e);
     }
     Ok(())
+}
+
+/// The default collation a new view keeps (MongoDB's form of it, every field filled in;
+/// `None` for binary strings): the one `create` names, which must be that of the view it reads
+/// if it reads one (167).
+fn view_collation(
+    db: &Database,
+    db_name: &str,
+    view_on: &str,
+    command: &Document,
+) -> Result<Option<Document>, CommandError> {
+    let given = match command.get("collation") {
+        None => None,
+        Some(Bson::Document(spec)) => Collation::parse(spec).map_err(odm_engine::Error::from)?,
+        Some(_) => {
+            return Err(CommandError::new(
+                ErrorCode::TYPE_MISMATCH,
+                "BSON field 'collation' is the wrong type, expected type 'object'",
+            ));
+        }
+    };
+    if let Some(inner) = definition(db, db_name, view_on)? {
+        let theirs = match &inner.collation {
+            Some(spec) => Collation::parse(spec).map_err(odm_engine::Error::from)?,
+            None => None,
+        };
+        if theirs != given {
+            return Err(CommandError::new(
+                ErrorCode::OPTION_NOT_SUPPORTED_ON_VIEW,
+                format!(
+                    "View {db_name}.{view_on} has a different default collation than the view being created"
+                ),
+            ));
+        }
+    }
+    Ok(given.map(|c| c.normalized().clone()))
 }
 
 /// Drops view `name` of `db`; whether it was one.
