@@ -455,24 +455,9 @@ impl IndexSpec {
         &self,
         doc: &RawDocument,
     ) -> Result<Option<DocumentKeys>, KeyError> {
-        let mut per_field: Vec<KeyValues<'_>> = Vec::with_capacity(self.keys.len());
-        for (path, _) in &self.keys {
-            per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
-        }
-        if self.sparse && per_field.iter().all(|f| f.missing) {
+        let Some(per_field) = self.field_values(doc)? else {
             return Ok(None);
-        }
-        if self
-            .partial
-            .as_ref()
-            .is_some_and(|p| !p.filter.matches(doc))
-        {
-            return Ok(None);
-        }
-        self.check_parallel_arrays(&per_field)?;
-        if let Some(hashed) = self.hashed {
-            hash_field(&self.keys, &mut per_field, hashed)?;
-        }
+        };
         let multikey = per_field.iter().any(|f| !f.array_depths.is_empty());
         let count = per_field
             .iter()
@@ -508,14 +493,7 @@ impl IndexSpec {
         &self,
         doc: &RawDocument,
     ) -> Result<Vec<(Vec<u8>, Document)>, KeyError> {
-        let mut per_field: Vec<KeyValues<'_>> = Vec::with_capacity(self.keys.len());
-        for (path, _) in &self.keys {
-            per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
-        }
-        self.check_parallel_arrays(&per_field)?;
-        if let Some(hashed) = self.hashed {
-            hash_field(&self.keys, &mut per_field, hashed)?;
-        }
+        let per_field = self.field_values(doc)?.unwrap_or_default();
         let mut entries = vec![(Vec::new(), Document::new())];
         for ((path, direction), field) in self.keys.iter().zip(&per_field) {
             if entries.len().saturating_mul(field.values.len()) > MAX_KEYS_PER_DOCUMENT {
@@ -537,6 +515,34 @@ impl IndexSpec {
             entries = next;
         }
         Ok(entries)
+    }
+
+    /// The values each key field takes in `doc`, a hashed field's hashed, after the checks
+    /// every key of the document passes (no parallel arrays); `None` when a sparse or partial
+    /// index skips the document.
+    fn field_values<'d>(
+        &self,
+        doc: &'d RawDocument,
+    ) -> Result<Option<Vec<KeyValues<'d>>>, KeyError> {
+        let mut per_field: Vec<KeyValues<'d>> = Vec::with_capacity(self.keys.len());
+        for (path, _) in &self.keys {
+            per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
+        }
+        if self.sparse && per_field.iter().all(|f| f.missing) {
+            return Ok(None);
+        }
+        if self
+            .partial
+            .as_ref()
+            .is_some_and(|p| !p.filter.matches(doc))
+        {
+            return Ok(None);
+        }
+        self.check_parallel_arrays(&per_field)?;
+        if let Some(hashed) = self.hashed {
+            hash_field(&self.keys, &mut per_field, hashed)?;
+        }
+        Ok(Some(per_field))
     }
 
     fn product(
