@@ -25,6 +25,30 @@ fn start() -> ServerHandle {
     start_with(Storage::in_memory(), Config::default())
 }
 
+/// An in-memory server that is a one-member replica set (sessions' transactions, snapshot
+/// reads, write concerns).
+fn start_replica_set() -> ServerHandle {
+    start_with(
+        Storage::in_memory(),
+        Config {
+            replica_set: Some("rs0".into()),
+            ..Config::default()
+        },
+    )
+}
+
+/// `command` as a statement of transaction `txn` of session `lsid(session)`; the first
+/// statement starts it.
+fn in_transaction(mut command: Document, session: u32, txn: i64, start: bool) -> Document {
+    command.insert("lsid", lsid(session));
+    command.insert("txnNumber", txn);
+    command.insert("autocommit", false);
+    if start {
+        command.insert("startTransaction", true);
+    }
+    command
+}
+
 fn client(server: &ServerHandle) -> Client {
     client_at(&server.uri())
 }
@@ -420,13 +444,7 @@ fn idle_cursors_time_out_and_killed_cursors_are_gone() {
 
 #[test]
 fn transactions_commit_whole_and_abort_without_trace() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let client = client(&server);
     let c = client.database("bank").collection::<Document>("accounts");
     c.insert_many(vec![doc! {"_id": "a", "v": 100}, doc! {"_id": "b", "v": 0}])
@@ -1368,13 +1386,7 @@ fn sixty_four_clients_of_mixed_reads_and_writes_lose_nothing() {
 /// concern one member cannot satisfy is reported after the write, as MongoDB reports it.
 #[test]
 fn replica_set_replies_carry_cluster_time_and_report_unsatisfiable_write_concerns() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let db = client(&server).database("d");
     let time = |d: &Document| {
         let t = d.get_timestamp("operationTime").expect("operationTime");
@@ -2514,13 +2526,7 @@ fn validators_refuse_writes_with_errinfo_unless_bypassed_and_collmod_changes_the
 
 #[test]
 fn snapshot_reads_name_their_time_and_never_read_later_data() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let mut conn = RawConnection::open(&server);
     let insert = |conn: &mut RawConnection, id: i32| {
         let insert = doc! {"insert": "c", "documents": [{"_id": id}], "$db": "s"};
@@ -2842,27 +2848,13 @@ fn a_pipeline_writes_into_the_database_its_output_stage_names() {
 
 #[test]
 fn transactions_refuse_a_write_concern_and_new_indexes_on_existing_collections() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let mut conn = RawConnection::open(&server);
     assert_eq!(
         conn.code(&doc! {"insert": "old", "$db": "t", "documents": [{}]}),
         0
     );
-    let in_txn = |mut command: Document, txn: i64, start: bool| {
-        command.insert("lsid", lsid(7));
-        command.insert("txnNumber", txn);
-        command.insert("autocommit", false);
-        if start {
-            command.insert("startTransaction", true);
-        }
-        command
-    };
+    let in_txn = |command: Document, txn: i64, start: bool| in_transaction(command, 7, txn, start);
     let with_concern =
         doc! {"insert": "old", "$db": "t", "documents": [{}], "writeConcern": {"w": 1}};
     assert_eq!(conn.code(&in_txn(with_concern, 1, true)), 72);
@@ -2881,13 +2873,7 @@ fn transactions_refuse_a_write_concern_and_new_indexes_on_existing_collections()
 
 #[test]
 fn read_concerns_follow_the_cursor_and_change_streams_read_majority() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let mut conn = RawConnection::open(&server);
     let insert = doc! {"insert": "c", "$db": "r", "documents": [{"_id": 1}, {"_id": 2}]};
     assert_eq!(conn.code(&insert), 0);
@@ -2956,13 +2942,7 @@ fn an_update_pipeline_naming_an_unknown_stage_fails_the_whole_command() {
 
 #[test]
 fn a_failed_command_still_reports_an_unsatisfiable_write_concern() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let mut conn = RawConnection::open(&server);
     let create = doc! {"create": "c", "$db": "w", "writeConcern": {"w": 2, "wtimeout": 1}};
     let created = conn.command(&create);
@@ -3109,23 +3089,9 @@ fn an_exhaust_get_more_streams_every_batch_until_the_cursor_closes() {
 /// with it, and answers through a cursor that `getMore` reads inside it.
 #[test]
 fn a_client_bulk_write_runs_inside_a_transaction_on_its_one_database() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            replica_set: Some("rs0".into()),
-            ..Config::default()
-        },
-    );
+    let server = start_replica_set();
     let mut conn = RawConnection::open(&server);
-    let in_txn = |mut command: Document, txn: i64, start: bool| {
-        command.insert("lsid", lsid(9));
-        command.insert("txnNumber", txn);
-        command.insert("autocommit", false);
-        if start {
-            command.insert("startTransaction", true);
-        }
-        command
-    };
+    let in_txn = |command: Document, txn: i64, start: bool| in_transaction(command, 9, txn, start);
     let bulk = |ids: [i32; 3]| {
         doc! {
             "bulkWrite": 1, "$db": "admin", "nsInfo": [{"ns": "b.c"}], "cursor": {"batchSize": 1},

@@ -96,7 +96,7 @@ pub fn parse(
     if level_given
         && concern.level != Level::Majority
         && name == "aggregate"
-        && opens_change_stream(command)
+        && stage_is(command, false, &["$changeStream"])
     {
         return Err(invalid(format!(
             "Aggregation stage $changeStream cannot run with a readConcern other than 'majority'. Current readConcern: {}",
@@ -107,14 +107,17 @@ pub fn parse(
     Ok(Some(concern))
 }
 
-/// Whether an aggregation's pipeline starts with `$changeStream`.
-fn opens_change_stream(command: &Document) -> bool {
-    let first = command
+/// Whether an aggregation's first stage (or its last, when `last`) is one of `names`.
+fn stage_is(command: &Document, last: bool, names: &[&str]) -> bool {
+    let stages = command
         .get_array("pipeline")
-        .ok()
-        .and_then(|p| p.first())
-        .and_then(Bson::as_document);
-    first.is_some_and(|stage| stage.contains_key("$changeStream"))
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let stage = if last { stages.last() } else { stages.first() };
+    stage
+        .and_then(Bson::as_document)
+        .and_then(|s| s.keys().next())
+        .is_some_and(|name| names.contains(&name.as_str()))
 }
 
 /// A level as MongoDB spells it.
@@ -126,16 +129,6 @@ fn level_name(level: Level) -> &'static str {
         Level::Linearizable => "linearizable",
         Level::Snapshot => "snapshot",
     }
-}
-
-/// Whether an aggregation's pipeline ends by writing (`$out`, `$merge`).
-fn writes_output(command: &Document) -> bool {
-    let last = command
-        .get_array("pipeline")
-        .ok()
-        .and_then(|p| p.last())
-        .and_then(Bson::as_document);
-    last.is_some_and(|stage| stage.contains_key("$out") || stage.contains_key("$merge"))
 }
 
 fn level_of(level: &str) -> Result<Level, CommandError> {
@@ -159,7 +152,10 @@ fn check(
     name: &str,
     concern: ReadConcern,
 ) -> Result<(), CommandError> {
-    if concern.level == Level::Linearizable && name == "aggregate" && writes_output(command) {
+    if concern.level == Level::Linearizable
+        && name == "aggregate"
+        && stage_is(command, true, &["$out", "$merge"])
+    {
         return Err(invalid(
             "cannot specify readConcern level linearizable with an aggregation that writes ($out or $merge)",
         ));
