@@ -95,14 +95,13 @@ impl<D: Document> AttributeArray<D> {
         attrs: &Field<D, Vec<Attr>>,
     ) -> Result<Self, PatternError> {
         let a = Attr::fields();
-        db.transaction(|txn| {
-            record(txn, PATTERN, name, bson::doc! { "field": attrs.path() })?;
-            txn.collection_named::<D>(name)?
-                .create_index(Index::asc(&attrs.element(&a.k)).then_asc(&attrs.element(&a.v)))?;
-            Ok::<_, PatternError>(())
-        })?;
+        db.transaction(|txn| record(txn, PATTERN, name, bson::doc! { "field": attrs.path() }))?;
+        // After the transaction: MongoDB creates an index inside one only on a collection the
+        // transaction created, and the documents are often there first.
+        let docs: Collection<D> = db.collection_named(name)?;
+        docs.create_index(Index::asc(&attrs.element(&a.k)).then_asc(&attrs.element(&a.v)))?;
         Ok(AttributeArray {
-            docs: db.collection_named(name)?,
+            docs,
             attrs: attrs.clone(),
         })
     }

@@ -629,33 +629,30 @@ where
         }
         let counters = options.sequence.then(|| format!("{name}_counters"));
         let f = BucketDoc::<K, T>::fields();
-        db.transaction(|txn| {
-            record(txn, pattern, name, options.parameters())?;
-            let mut buckets = txn.collection_named::<BucketDoc<K, T>>(name)?;
-            // Indexes that depend on the options, so the model cannot declare them (kept as
-            // they are when they exist as asked).
-            if let Some(time) = &options.time {
-                if options.index_item_times {
-                    buckets.create_index(
-                        Index::asc(&f.owner)
-                            .then_asc(&f.items.element(time))
-                            .named(ITEM_TIMES),
-                    )?;
-                }
-                if let Some(retention) = options.retention {
-                    buckets.create_index(
-                        Index::asc(&f.control.latest)
-                            .named("retention")
-                            .expire_after(retention),
-                    )?;
-                }
-            }
-            if let Some(counters) = &counters {
-                txn.collection_named::<BucketCounter<K>>(counters)?;
-            }
-            Ok::<_, PatternError>(())
-        })?;
+        db.transaction(|txn| record(txn, pattern, name, options.parameters()))?;
         let buckets: Collection<BucketDoc<K, T>> = db.collection_named(name)?;
+        // Indexes that depend on the options, so the model cannot declare them (kept as they
+        // are when they exist as asked); after the transaction, as MongoDB creates an index
+        // inside one only on a collection the transaction created.
+        if let Some(time) = &options.time {
+            if options.index_item_times {
+                buckets.create_index(
+                    Index::asc(&f.owner)
+                        .then_asc(&f.items.element(time))
+                        .named(ITEM_TIMES),
+                )?;
+            }
+            if let Some(retention) = options.retention {
+                buckets.create_index(
+                    Index::asc(&f.control.latest)
+                        .named("retention")
+                        .expire_after(retention),
+                )?;
+            }
+        }
+        if let Some(counters) = &counters {
+            db.collection_named::<BucketCounter<K>>(counters)?;
+        }
         let room = match options.budget() {
             None if counters.is_none() => Some(Arc::new(buckets.prepare_conditions(with_room(
                 &f,

@@ -77,22 +77,18 @@ impl<N: Serialize + DeserializeOwned + 'static> Tree<N> {
         variant: TreeVariant,
     ) -> Result<Self, PatternError> {
         let by = variant.field();
-        db.transaction(|txn| {
-            record(txn, PATTERN, name, bson::doc! { "variant": by })?;
-            // The index that finds descendants depends on the variant chosen at run time, so
-            // it is made here rather than declared on the model.
-            let f = Node::<N>::fields();
-            let index = match variant {
-                TreeVariant::Ancestors => Index::asc(&f.ancestors),
-                TreeVariant::MaterializedPath => Index::asc(&f.path),
-            };
-            txn.collection_named::<Node<N>>(name)?.create_index(index)?;
-            Ok::<_, PatternError>(())
-        })?;
-        Ok(Tree {
-            nodes: db.collection_named(name)?,
-            variant,
-        })
+        db.transaction(|txn| record(txn, PATTERN, name, bson::doc! { "variant": by }))?;
+        // The index that finds descendants depends on the variant chosen at run time, so it is
+        // made here rather than declared on the model; after the transaction, as MongoDB
+        // creates an index inside one only on a collection the transaction created.
+        let f = Node::<N>::fields();
+        let index = match variant {
+            TreeVariant::Ancestors => Index::asc(&f.ancestors),
+            TreeVariant::MaterializedPath => Index::asc(&f.path),
+        };
+        let nodes: Collection<Node<N>> = db.collection_named(name)?;
+        nodes.create_index(index)?;
+        Ok(Tree { nodes, variant })
     }
 
     /// Adds a node under `parent` (a root without one).

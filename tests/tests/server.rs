@@ -2861,12 +2861,23 @@ fn transactions_refuse_a_write_concern_and_new_indexes_on_existing_collections()
     let index =
         doc! {"createIndexes": "old", "$db": "t", "indexes": [{"key": {"a": 1}, "name": "a_1"}]};
     assert_eq!(conn.code(&in_txn(index, 2, true)), 263);
+    // Indexes that exist may be asked for again.
+    let again =
+        doc! {"createIndexes": "old", "$db": "t", "indexes": [{"key": {"_id": 1}, "name": "_id_"}]};
+    let again = conn.command(&in_txn(again, 3, true));
+    assert_eq!(
+        again.get_str("note").unwrap_or_default(),
+        "all indexes already exist",
+        "{again}"
+    );
+    let abort = doc! {"abortTransaction": 1, "$db": "admin"};
+    assert_eq!(conn.code(&in_txn(abort, 3, false)), 0);
     // A collection the transaction creates takes indexes.
     let new =
         doc! {"createIndexes": "new", "$db": "t", "indexes": [{"key": {"a": 1}, "name": "a_1"}]};
-    assert_eq!(conn.code(&in_txn(new, 3, true)), 0);
+    assert_eq!(conn.code(&in_txn(new, 4, true)), 0);
     let commit = doc! {"commitTransaction": 1, "$db": "admin", "writeConcern": {"w": 1}};
-    assert_eq!(conn.code(&in_txn(commit, 3, false)), 0);
+    assert_eq!(conn.code(&in_txn(commit, 4, false)), 0);
     let indexes = conn.command(&doc! {"listIndexes": "new", "$db": "t"});
     assert!(indexes.to_string().contains("a_1"), "{indexes}");
 }

@@ -4,8 +4,8 @@
 //! only with `enableTestCommands`.
 //!
 //! Rules, as MongoDB applies them:
-//! - It fires on a command named in `data.failCommands`, from a connection whose application
-//!   name is `data.appName` when that is given.
+//! - It fires on a command named in `data.failCommands` (none when it is missing), from a
+//!   connection whose application name is `data.appName` when that is given.
 //! - `mode` decides how often: `"alwaysOn"`, `{times: n}` (the next n matches), `{skip: n}`
 //!   (every match after the first n), `"off"`.
 //! - When it fires it first waits `blockTimeMS` if `blockConnection`; then it closes the
@@ -27,7 +27,9 @@
 //! as the retryable-writes specification's tests use it: the write commits, with its retry
 //! record, and the connection closes before the reply, so the driver retries and gets the
 //! recorded reply; with `data.failBeforeCommitExceptionCode` the connection closes before the
-//! write runs, so nothing is written.
+//! write runs, so nothing is written. Its `skip` counts statements, as MongoDB counts them: a
+//! command whose statements go past the skip fires before any of them runs (MongoDB writes
+//! the skipped ones first).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -88,14 +90,20 @@ impl FailPoints {
     /// What the fail point does to `command` (named `name`) from a connection whose
     /// application is `app_name`; `None` when it does not fire.
     pub fn fire(&self, name: &str, command: &Document, app_name: Option<&str>) -> Option<Firing> {
-        Self::fire_slot(&self.fail_command, name, command, app_name)
-            .or_else(|| Self::fire_slot(&self.fail_get_more, name, command, app_name))
+        Self::fire_slot(&self.fail_command, name, command, app_name, 1)
+            .or_else(|| Self::fire_slot(&self.fail_get_more, name, command, app_name, 1))
             .or_else(|| {
                 if !is_retryable_write(name, command) || command.contains_key("autocommit") {
                     return None;
                 }
-                let mut firing =
-                    Self::fire_slot(&self.transactional_write, name, command, app_name)?;
+                let statements = statement_count(command);
+                let mut firing = Self::fire_slot(
+                    &self.transactional_write,
+                    name,
+                    command,
+                    app_name,
+                    statements,
+                )?;
                 // Without an error the write commits and the reply is lost.
                 firing.close_after = !firing.close_connection;
                 Some(firing)
@@ -127,11 +135,14 @@ impl FailPoints {
         fires
     }
 
+    /// Fires `slot`'s fail point on a command that counts as `weight` matches (its statements,
+    /// for `onPrimaryTransactionalWrite`, whose `skip` counts documents).
     fn fire_slot(
         slot: &Mutex<Option<FailCommand>>,
         name: &str,
         command: &Document,
         app_name: Option<&str>,
+        weight: i64,
     ) -> Option<Firing> {
         let mut slot = slot
             .lock()
@@ -149,11 +160,14 @@ impl FailPoints {
             Mode::Times(n) => {
                 *n -= 1;
             }
-            Mode::Skip(n) if *n > 0 => {
-                *n -= 1;
+            // A command whose matches all fall within the skip passes; one whose matches go
+            // past it fires (before any of them runs).
+            Mode::Skip(n) if *n >= weight => {
+                *n -= weight;
                 return None;
             }
-            Mode::AlwaysOn | Mode::Skip(_) => {}
+            Mode::Skip(n) => *n = 0,
+            Mode::AlwaysOn => {}
         }
         let point = point.clone();
         if matches!(point.mode, Mode::Times(n) if n <= 0) {
@@ -320,9 +334,8 @@ fn parse_data(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> 
             ))),
         }
     };
-    let commands = strings("failCommands")?.ok_or_else(|| {
-        CommandError::bad_value("failCommand needs data.failCommands, the commands to fail")
-    })?;
+    // Without `failCommands` the point is set and fires on no command.
+    let commands = strings("failCommands")?.unwrap_or_default();
     let flag = |key: &str| data.get(key).and_then(Bson::as_bool).unwrap_or(false);
     let block = flag("blockConnection").then(|| {
         let ms = data.get("blockTimeMS").and_then(whole_number).unwrap_or(0);
@@ -346,6 +359,14 @@ fn parse_data(mode: Mode, data: &Document) -> Result<FailCommand, CommandError> 
 
 pub fn configure_fail_point(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     ctx.server.fail_points.configure(command)
+}
+
+/// The statements of a write command: its documents, updates or deletes (one for any other).
+fn statement_count(command: &Document) -> i64 {
+    ["documents", "updates", "deletes"]
+        .iter()
+        .find_map(|field| command.get_array(field).ok())
+        .map_or(1, |statements| statements.len() as i64)
 }
 
 /// Codes whose errors a driver may retry a write after (MongoDB's `RetryableWriteError`).
@@ -515,9 +536,37 @@ mod tests {
             doc! {"configureFailPoint": "other", "mode": "alwaysOn"},
             doc! {"configureFailPoint": "failCommand", "mode": "sometimes"},
             doc! {"configureFailPoint": "failCommand", "mode": {"times": -1}, "data": {"failCommands": []}},
-            doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn", "data": {}},
+            doc! {"configureFailPoint": "failCommand", "mode": "alwaysOn", "data": {"failCommands": "ping"}},
         ] {
             assert!(points.configure(&bad).is_err(), "{bad}");
+        }
+        // Without `failCommands` the point is set and fails nothing.
+        let nothing = configured(doc! {
+            "configureFailPoint": "failCommand", "mode": "alwaysOn",
+            "data": {"closeConnection": true},
+        });
+        assert!(nothing.fire("find", &doc! {"find": "c"}, None).is_none());
+    }
+
+    /// `onPrimaryTransactionalWrite`'s `skip` counts statements: a batch inside the skip
+    /// passes, the first that goes past it fires, and every retry after.
+    #[test]
+    fn the_transactional_write_point_skips_statements() {
+        let points = configured(doc! {
+            "configureFailPoint": "onPrimaryTransactionalWrite", "mode": {"skip": 3},
+            "data": {"failBeforeCommitExceptionCode": 1},
+        });
+        let insert = |n: i32| {
+            let documents: Vec<Document> = (0..n).map(|i| doc! {"_id": i}).collect();
+            doc! {"insert": "c", "documents": documents, "lsid": {"id": 1}, "txnNumber": 1_i64}
+        };
+        assert!(points.fire("insert", &insert(2), None).is_none());
+        assert!(points.fire("insert", &insert(1), None).is_none());
+        for _ in 0..2 {
+            let firing = points
+                .fire("insert", &insert(1), None)
+                .expect("past the skip");
+            assert!(firing.close_connection);
         }
     }
 }

@@ -33,14 +33,6 @@ pub fn create_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
     let in_transaction = session::in_transaction(ctx);
     let ns = format!("{}.{collection}", ctx.db);
     let (before, after, created_collection) = session::write(ctx, move |t| {
-        if in_transaction && t.existed_before(&collection) {
-            return Err(CommandError::new(
-                ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
-                format!(
-                    "Cannot create new indexes on existing collection {ns} in a multi-document transaction."
-                ),
-            ));
-        }
         let existed = t.collection_options(&collection).is_some();
         let before = if existed {
             t.list_indexes(&collection).len()
@@ -51,6 +43,16 @@ pub fn create_indexes(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult {
             t.create_index(&collection, spec)?;
         }
         let after = t.list_indexes(&collection).len();
+        // Indexes that exist already may be asked for again; a new one only on a collection
+        // the transaction created (the failure aborts the transaction, this index with it).
+        if in_transaction && after > before && t.existed_before(&collection) {
+            return Err(CommandError::new(
+                ErrorCode::OPERATION_NOT_SUPPORTED_IN_TRANSACTION,
+                format!(
+                    "Cannot create new indexes on existing collection {ns} in a multi-document transaction."
+                ),
+            ));
+        }
         Ok((before.max(1), after, !existed))
     })?;
     let mut reply = doc! {
