@@ -25,6 +25,18 @@ fn start() -> ServerHandle {
     start_with(Storage::in_memory(), Config::default())
 }
 
+/// An in-memory server with test commands on (`configureFailPoint` and the API's test
+/// commands).
+fn start_with_test_commands() -> ServerHandle {
+    start_with(
+        Storage::in_memory(),
+        Config {
+            test_commands: true,
+            ..Config::default()
+        },
+    )
+}
+
 /// An in-memory server that is a one-member replica set (sessions' transactions, snapshot
 /// reads, write concerns).
 fn start_replica_set() -> ServerHandle {
@@ -1193,13 +1205,7 @@ fn the_shutdown_command_is_for_admin_only_and_lets_running_commands_answer() {
     assert_eq!(anonymous.code(&doc! {"shutdown": 1, "$db": "admin"}), 13);
     assert_eq!(anonymous.code(&doc! {"ping": 1, "$db": "admin"}), 0);
 
-    let mut server = start_with(
-        Storage::in_memory(),
-        Config {
-            test_commands: true,
-            ..Config::default()
-        },
-    );
+    let mut server = start_with_test_commands();
     let mut admin = RawConnection::open(&server);
     let refused = admin.command(&doc! {"shutdown": 1, "$db": "d"});
     assert_eq!(refused.get_i32("code").unwrap(), 13, "{refused}");
@@ -1454,13 +1460,7 @@ fn the_fail_point_fails_what_it_names_and_only_with_test_commands() {
     let e = admin.run_command(configure.clone()).run().unwrap_err();
     assert_eq!(code_of(&e), Some(59));
 
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            test_commands: true,
-            ..Config::default()
-        },
-    );
+    let server = start_with_test_commands();
     let client = client(&server);
     let admin = client.database("admin");
     let items = client.database("d").collection::<Document>("c");
@@ -2347,6 +2347,7 @@ fn view_definitions_are_checked_listed_and_never_cycle() {
             doc! {"create": "w", "viewOn": "even", "collation": {"locale": "en"}},
             167,
         ),
+        (doc! {"create": "w", "viewOn": "c", "collation": "en"}, 14),
         (
             doc! {"create": "w", "collation": {"locale": "en", "strength": 9}},
             2,
@@ -2982,13 +2983,7 @@ fn a_failed_command_still_reports_an_unsatisfiable_write_concern() {
 /// command of a connection, before the connection knows its name.
 #[test]
 fn the_fail_point_knows_the_application_of_the_hello_that_names_it() {
-    let server = start_with(
-        Storage::in_memory(),
-        Config {
-            test_commands: true,
-            ..Config::default()
-        },
-    );
+    let server = start_with_test_commands();
     let mut admin = RawConnection::open(&server);
     let configure = doc! {
         "configureFailPoint": "failCommand", "mode": "alwaysOn", "$db": "admin",
@@ -3038,13 +3033,7 @@ fn a_strict_api_declaration_refuses_what_version_1_does_not_hold() {
         322
     );
     assert_eq!(conn.code(&strict(doc! {"testVersion2": 1})), 59);
-    let tests = start_with(
-        Storage::in_memory(),
-        Config {
-            test_commands: true,
-            ..Config::default()
-        },
-    );
+    let tests = start_with_test_commands();
     let mut conn = RawConnection::open(&tests);
     assert_eq!(conn.code(&strict(doc! {"testVersion2": 1})), 323);
     assert_eq!(conn.code(&strict(doc! {"testVersions1And2": 1})), 0);

@@ -68,7 +68,7 @@ pub struct ConnectionState {
 /// (the next batch at once, until the cursor closes).
 #[derive(Debug)]
 struct Streaming {
-    /// The `hello` to answer again, its request id set to the last reply's.
+    /// The command to answer again, its request id set to the last reply's.
     request: Request,
     wait: std::time::Duration,
 }
