@@ -50,10 +50,15 @@ use crate::sampling::QueryAnalyzer;
 /// [`crate::keys::encode_collated_into`]), and collections with a default collation. An older
 /// build would read such an index as one of binary strings and answer from it wrongly; so it
 /// must refuse the file. A version 8 file is a version 9 file without either.
-pub const FORMAT_VERSION: u32 = 9;
+///
+/// Version 10 keeps the `_id`s of a collection with a default collation unique under it, by an
+/// index on `_id` under that collation (see [`crate::index::IndexSpec::collated_id`]). An older
+/// build would list that index as one of the user's, let it be dropped, and let `_id`s collide;
+/// so it must refuse the file. A version 9 file has the index built when opened.
+pub const FORMAT_VERSION: u32 = 10;
 
 /// The earlier versions this build upgrades in place when it opens them (see `upgrade`).
-pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6, 7, 8];
+pub const UPGRADABLE_FROM: &[u32] = &[2, 3, 4, 5, 6, 7, 8, 9];
 
 /// One secondary index of a collection.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,7 +30,9 @@ use crate::db::{PendingIndexWrites, WriteTxn};
 use crate::decode::render;
 use crate::document::{IntoRawDocument, Prepared, check_id, prepare};
 use crate::error::{DocumentError, Error, Result};
-use crate::index::{DocumentKeys, ID_INDEX_NAME, KeyError, describe_key, entry, unique_holder};
+use crate::index::{
+    DocumentKeys, ID_INDEX_NAME, IndexSpec, KeyError, describe_key, entry, unique_holder,
+};
 use crate::index_store::{self, Change, IndexTablesMut};
 use crate::keys;
 use crate::options::CollectionOptions;
@@ -187,15 +189,28 @@ impl<'db> WriteTxn<'db> {
         check_collection_name(name)?;
         let catalog = self.catalog_mut();
         let id = catalog.allocate_id();
+        let indexes = match &options.collation {
+            Some(collation) => vec![IndexMeta {
+                id: catalog.allocate_id(),
+                spec: IndexSpec::collated_id(collation.clone()),
+                multikey: false,
+            }],
+            None => Vec::new(),
+        };
         let meta = Arc::new(CollectionMeta {
             id,
             name: name.to_owned(),
-            indexes: Vec::new(),
+            indexes,
             options,
             query_analyzer: None,
         });
         catalog.collections.insert(name.to_owned(), meta.clone());
         self.tables.with(&tables::docs_name(id), |_| Ok(()))?;
+        for index in &meta.indexes {
+            let (main, delta) = index_store::table_names(id, index.id);
+            self.tables.with(&main, |_| Ok(()))?;
+            self.tables.with(&delta, |_| Ok(()))?;
+        }
         if meta.options.capped.is_some() {
             Natural::open(&self.tables, id)?.put_back(&self.tables);
         }
@@ -744,7 +759,7 @@ impl<'t, 'db> Writer<'t, 'db> {
                 let described = describe_key(&index.spec, doc, key);
                 Err(Error::DuplicateKey {
                     collection: self.meta.name.clone(),
-                    index: index.spec.name().to_owned(),
+                    index: index.spec.reported_name().to_owned(),
                     key: described.text,
                     key_pattern: Box::new(described.pattern),
                     key_value: Box::new(described.value),

@@ -286,6 +286,11 @@ impl Database {
         };
         if found < upgrade::COMPACT_NUMBERS {
             upgrade::rekey(&txn, &mut catalog)?;
+        }
+        if found < upgrade::COLLATED_IDS {
+            upgrade::index_collated_ids(&txn, &mut catalog)?;
+        }
+        if found < FORMAT_VERSION {
             let mut meta = txn.open_table(META)?;
             meta.insert(CATALOG_KEY, encode_catalog(&catalog)?.as_slice())?;
         }

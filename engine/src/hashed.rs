@@ -9,6 +9,8 @@
 //! value bytes as stored. The first eight digest bytes, little-endian, are the hash.
 
 use bson::{Bson, Decimal128, RawBsonRef, RawDocument, RawDocumentBuf};
+
+use crate::collation::Collation;
 use md5::{Digest, Md5};
 
 use crate::number::Number;
@@ -18,9 +20,16 @@ const SEED: i32 = 0;
 
 /// The hash of `value`, as MongoDB's hashed indexes store it.
 pub fn hash(value: RawBsonRef<'_>) -> i64 {
+    hash_collated(value, None)
+}
+
+/// The hash of `value` as a hashed index under `collation` stores it: as MongoDB's, it hashes
+/// each string (at any depth) as the string of its sort key, so strings equal under the
+/// collation hash alike.
+pub(crate) fn hash_collated(value: RawBsonRef<'_>, collation: Option<&Collation>) -> i64 {
     let mut md5 = Md5::new();
     md5.update(SEED.to_le_bytes());
-    feed(&mut md5, None, value);
+    feed(&mut md5, collation, None, value);
     let digest = md5.finalize();
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
@@ -38,37 +47,45 @@ pub fn hash_bson(value: &Bson) -> i64 {
 
 /// Feeds a value: its canonical type, its field name with the NUL (inside documents and
 /// arrays; a top-level value has none), then its payload.
-fn feed(md5: &mut Md5, name: Option<&str>, value: RawBsonRef<'_>) {
+fn feed(md5: &mut Md5, collation: Option<&Collation>, name: Option<&str>, value: RawBsonRef<'_>) {
     md5.update(canonical_type(value).to_le_bytes());
     if let Some(name) = name {
         md5.update(name.as_bytes());
         md5.update([0]);
     }
     match value {
+        RawBsonRef::String(s) if let Some(collation) = collation => {
+            // A string's payload: its length with the NUL, its bytes, the NUL.
+            let key = collation.sort_key(s);
+            let length = i32::try_from(key.len() + 1).unwrap_or(i32::MAX);
+            md5.update(length.to_le_bytes());
+            md5.update(&key);
+            md5.update([0]);
+        }
         RawBsonRef::Double(_)
         | RawBsonRef::Int32(_)
         | RawBsonRef::Int64(_)
         | RawBsonRef::Decimal128(_) => md5.update(number_for_hash(value).to_le_bytes()),
-        RawBsonRef::Document(d) => feed_children(md5, d),
+        RawBsonRef::Document(d) => feed_children(md5, collation, d),
         RawBsonRef::Array(a) => {
             // A malformed element ends the array; stored documents were checked whole.
             for (i, element) in a.into_iter().map_while(Result::ok).enumerate() {
-                feed(md5, Some(&i.to_string()), element);
+                feed(md5, collation, Some(&i.to_string()), element);
             }
             md5.update(0i32.to_le_bytes());
         }
         RawBsonRef::JavaScriptCodeWithScope(c) => {
             md5.update(c.code.as_bytes());
             md5.update([0]);
-            feed_children(md5, c.scope);
+            feed_children(md5, None, c.scope);
         }
         other => md5.update(value_bytes(other)),
     }
 }
 
-fn feed_children(md5: &mut Md5, doc: &RawDocument) {
+fn feed_children(md5: &mut Md5, collation: Option<&Collation>, doc: &RawDocument) {
     for (name, element) in doc.iter().map_while(Result::ok) {
-        feed(md5, Some(name.as_str()), element);
+        feed(md5, collation, Some(name.as_str()), element);
     }
     md5.update(0i32.to_le_bytes());
 }

@@ -35,6 +35,11 @@ use crate::path::{DamagedElement, KeyValues, Path, key_values};
 /// The name MongoDB gives the primary index.
 pub const ID_INDEX_NAME: &str = "_id_";
 
+/// The name of the index that keeps a collection's `_id`s unique under its default collation
+/// (see [`IndexSpec::collated_id`]). It is part of the `_id_` index as users see it: never
+/// listed, dropped or created by that name.
+pub(crate) const COLLATED_ID_INDEX_NAME: &str = "_id_collated";
+
 /// The most keys one document may give one index; a guard against cartesian blow-ups.
 pub const MAX_KEYS_PER_DOCUMENT: usize = 100_000;
 
@@ -249,35 +254,23 @@ impl IndexSpec {
     }
 
     /// The index with its strings keyed under `collation` (MongoDB's `collation` index
-    /// option); the `simple` locale keeps binary strings. Refused on the `_id` index, which is
-    /// the documents table and keys `_id`s by their bytes, and on a hashed index, whose hashes
-    /// are of values.
+    /// option); the `simple` locale keeps binary strings. A hashed index hashes strings' sort
+    /// keys. The `_id` index takes only its collection's collation (see
+    /// `WriteTxn::create_index`).
     pub fn collated(mut self, collation: &Document) -> Result<Self, IndexSpecError> {
         let collation =
             Collation::parse(collation).map_err(|e| bad_option("collation", e.to_string()))?;
-        if collation.is_some() && self.is_id_index() {
-            return Err(bad_option(
-                "collation",
-                "the `_id` index keys `_id`s by their bytes in this engine".into(),
-            ));
-        }
-        if collation.is_some() && self.hashed.is_some() {
-            return Err(bad_option(
-                "collation",
-                "a hashed index hashes values, not sort keys, in this engine".into(),
-            ));
-        }
         self.simple_collation = collation.is_none();
         self.collation = collation;
         Ok(self)
     }
 
     /// The index as created on a collection whose default collation is `default`: with that
-    /// collation when it names none, as MongoDB creates it. An index that cannot hold one
-    /// (hashed) stays binary; so does one created with the `simple` collation named.
+    /// collation when it names none, as MongoDB creates it. One created with the `simple`
+    /// collation named stays binary.
     #[must_use]
     pub fn inheriting(mut self, default: Option<&Arc<Collation>>) -> Self {
-        if self.collation.is_none() && !self.simple_collation && self.hashed.is_none() {
+        if self.collation.is_none() && !self.simple_collation {
             self.collation = default.cloned();
         }
         self
@@ -288,8 +281,42 @@ impl IndexSpec {
         self.collation.as_ref()
     }
 
-    fn is_id_index(&self) -> bool {
-        self.keys.len() == 1 && self.keys[0] == (Path::new("_id"), Direction::Ascending)
+    /// Whether it was created with a collation named, `simple` included: the `_id` index
+    /// asked for this way must name its collection's.
+    pub fn names_collation(&self) -> bool {
+        self.collation.is_some() || self.simple_collation
+    }
+
+    /// The `_id_` index as listed for a collection whose default collation is `collation`.
+    pub(crate) fn under_collection_collation(mut self, collation: Option<&Arc<Collation>>) -> Self {
+        self.collation = collation.cloned();
+        self
+    }
+
+    /// The index that keeps `_id`s unique under a collection's default collation. The
+    /// documents table keys `_id`s by their bytes, so `"a"` and `"A"` are two keys there;
+    /// MongoDB's `_id` index, which takes the collection's collation, holds them as one. This
+    /// unique index on `_id` under that collation refuses the second, and lets the planner
+    /// bound string `_id`s under it.
+    pub(crate) fn collated_id(collation: Arc<Collation>) -> IndexSpec {
+        let mut spec = crate::schema::id_index_spec().named(COLLATED_ID_INDEX_NAME);
+        spec.unique = true;
+        spec.collation = Some(collation);
+        spec
+    }
+
+    /// The name errors give it: `_id_` for the index that is part of it.
+    pub(crate) fn reported_name(&self) -> &str {
+        if self.is_collated_id() {
+            ID_INDEX_NAME
+        } else {
+            &self.name
+        }
+    }
+
+    /// Whether this is the index [`IndexSpec::collated_id`] makes.
+    pub(crate) fn is_collated_id(&self) -> bool {
+        self.name == COLLATED_ID_INDEX_NAME
     }
 
     #[must_use]
@@ -415,7 +442,7 @@ impl IndexSpec {
 
     /// Checks the rules that do not depend on data.
     pub(crate) fn validate(&self) -> Result<(), IndexSpecError> {
-        if self.name.is_empty() || self.name == ID_INDEX_NAME {
+        if self.name.is_empty() || self.name == ID_INDEX_NAME || self.is_collated_id() {
             return Err(IndexSpecError::BadName {
                 name: self.name.clone(),
             });
@@ -540,7 +567,12 @@ impl IndexSpec {
         }
         self.check_parallel_arrays(&per_field)?;
         if let Some(hashed) = self.hashed {
-            hash_field(&self.keys, &mut per_field, hashed)?;
+            hash_field(
+                &self.keys,
+                &mut per_field,
+                hashed,
+                self.collation.as_deref(),
+            )?;
         }
         Ok(Some(per_field))
     }
@@ -606,12 +638,14 @@ fn default_name(keys: &[(Path, Direction)], hashed: Option<usize>) -> String {
         .join("_")
 }
 
-/// Replaces the hashed field's value by its hash. A hashed index holds no arrays, on any of
-/// its fields, as in MongoDB: an array has no single hash to stand for its elements.
+/// Replaces the hashed field's value by its hash (under the index's collation, if any). A
+/// hashed index holds no arrays, on any of its fields, as in MongoDB: an array has no single
+/// hash to stand for its elements.
 fn hash_field(
     keys: &[(Path, Direction)],
     per_field: &mut [KeyValues<'_>],
     hashed: usize,
+    collation: Option<&Collation>,
 ) -> Result<(), KeyError> {
     for (field, (path, _)) in per_field.iter().zip(keys) {
         if let Some(&depth) = field.array_depths.first() {
@@ -622,7 +656,9 @@ fn hash_field(
     }
     let field = &mut per_field[hashed];
     let value = field.values.first().copied().unwrap_or(RawBsonRef::Null);
-    field.values = vec![RawBsonRef::Int64(crate::hashed::hash(value))];
+    field.values = vec![RawBsonRef::Int64(crate::hashed::hash_collated(
+        value, collation,
+    ))];
     Ok(())
 }
 

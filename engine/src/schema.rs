@@ -127,14 +127,14 @@ impl WriteTxn<'_> {
     /// MongoDB's `convertToCapped`: makes a collection capped with these limits. Its documents
     /// keep their natural order (insertion order for a capped one, `_id` order for others) as
     /// their insertion order; the oldest are removed while the limits are exceeded; its other
-    /// indexes are dropped, as MongoDB keeps only `_id`'s.
+    /// indexes are dropped, as MongoDB keeps only `_id`'s (with its collation, if any).
     pub fn convert_to_capped(&mut self, name: &str, limits: crate::capped::Capped) -> Result<()> {
         let meta = self
             .catalog
             .get(name)
             .cloned()
             .ok_or_else(|| Error::CollectionNotFound(name.to_owned()))?;
-        for index in &meta.indexes {
+        for index in meta.indexes.iter().filter(|i| !i.spec.is_collated_id()) {
             self.drop_index(name, index.spec.name())?;
         }
         let order = crate::capped::natural_order_of(&self.tables, &meta)?;
@@ -244,7 +244,10 @@ impl WriteTxn<'_> {
     /// Creates an index (and the collection, when needed) and returns its name.
     pub fn create_index(&mut self, collection: &str, spec: IndexSpec) -> Result<String> {
         if is_id_index(&spec) {
-            self.collection_meta(collection, true)?;
+            let meta = self
+                .collection_meta(collection, true)?
+                .ok_or_else(|| Error::CollectionNotFound(collection.to_owned()))?;
+            check_id_index_collation(&meta, &spec)?;
             return Ok(ID_INDEX_NAME.to_owned());
         }
         spec.validate()?;
@@ -285,6 +288,9 @@ impl WriteTxn<'_> {
         };
         if name == ID_INDEX_NAME {
             return Err(Error::IdIndexRequired);
+        }
+        if name == crate::index::COLLATED_ID_INDEX_NAME {
+            return Err(not_found());
         }
         let catalog = self.catalog_mut();
         let meta = catalog
@@ -362,7 +368,7 @@ fn build_entries(
                 let described = describe_key(&index.spec, &doc, key);
                 return Err(Error::DuplicateKey {
                     collection: meta.name.clone(),
-                    index: index.spec.name().to_owned(),
+                    index: index.spec.reported_name().to_owned(),
                     key: described.text,
                     key_pattern: Box::new(described.pattern),
                     key_value: Box::new(described.value),
@@ -394,13 +400,41 @@ impl ReadTxn {
     }
 }
 
+/// The indexes as users see them: `_id_` first, under the collection's collation, and the
+/// index that keeps `_id`s unique under it (part of `_id_`) not apart.
 fn list_indexes(meta: Option<&Arc<CollectionMeta>>) -> Vec<IndexSpec> {
     meta.map(|m| {
-        std::iter::once(id_index_spec())
-            .chain(m.indexes.iter().map(|i| i.spec.clone()))
+        let id = id_index_spec().under_collection_collation(m.options.collation.as_ref());
+        std::iter::once(id)
+            .chain(
+                m.indexes
+                    .iter()
+                    .filter(|i| !i.spec.is_collated_id())
+                    .map(|i| i.spec.clone()),
+            )
             .collect()
     })
     .unwrap_or_default()
+}
+
+/// MongoDB's rule for an `_id` index asked for by a `createIndexes`: it names no collation or
+/// its collection's (`simple` for a collection without one).
+fn check_id_index_collation(meta: &CollectionMeta, spec: &IndexSpec) -> Result<()> {
+    let collection = meta.options.collation.as_deref();
+    if !spec.names_collation() || spec.collation().map(|c| &**c) == collection {
+        return Ok(());
+    }
+    let describe = |c: Option<&crate::collation::Collation>| {
+        c.map_or_else(
+            || "{ locale: \"simple\" }".to_owned(),
+            |c| c.normalized().to_string(),
+        )
+    };
+    Err(crate::error::IndexSpecError::IdIndexCollation {
+        index: describe(spec.collation().map(|c| &**c)),
+        collection: describe(collection),
+    }
+    .into())
 }
 
 /// `Ok(Some(name))` when an identical index exists (creating it again is a no-op), an error when

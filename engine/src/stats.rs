@@ -42,6 +42,9 @@ pub struct CollectionStats {
     pub storage_bytes: u64,
     /// The secondary indexes (the `_id` index is the documents' table itself).
     pub indexes: Vec<IndexStats>,
+    /// The pages of the `_id` index apart from the documents' table: on a collection with a
+    /// default collation, the index that keeps `_id`s unique under it.
+    pub id_index_bytes: u64,
 }
 
 /// One secondary index in [`CollectionStats`].
@@ -55,7 +58,7 @@ pub struct IndexStats {
 impl CollectionStats {
     /// The bytes all of the collection's indexes occupy.
     pub fn index_bytes(&self) -> u64 {
-        self.indexes.iter().map(|i| i.storage_bytes).sum()
+        self.id_index_bytes + self.indexes.iter().map(|i| i.storage_bytes).sum::<u64>()
     }
 }
 
@@ -72,12 +75,17 @@ impl ReadTxn {
             .open_table(tables::bytes(&tables::docs_name(meta.id)))?;
         let table = docs.stats()?;
         let mut indexes = Vec::new();
+        let mut id_index_bytes = 0;
         for index in &meta.indexes {
             let (main, delta) = index_store::table_names(meta.id, index.id);
             let mut storage_bytes = 0;
             for name in [main, delta] {
                 let t = self.txn.open_table(tables::bytes(&name))?;
                 storage_bytes += pages_bytes(&t.stats()?, page_size);
+            }
+            if index.spec.is_collated_id() {
+                id_index_bytes = storage_bytes;
+                continue;
             }
             indexes.push(IndexStats {
                 name: index.spec.name().to_owned(),
@@ -90,6 +98,7 @@ impl ReadTxn {
             data_bytes: table.stored_bytes(),
             storage_bytes: pages_bytes(&table, page_size),
             indexes,
+            id_index_bytes,
         })
     }
 }

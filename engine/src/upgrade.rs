@@ -8,14 +8,18 @@
 //! collection's documents table rewritten under the new keys of their `_id`s and every index
 //! rebuilt from its documents. Both are recomputed from the documents alone, so rewriting keys
 //! that are already current changes nothing.
+//!
+//! Version 9 kept a collection's default collation but not its `_id`s unique under it; such a
+//! file has the index that does so built for each of those collections.
 
 use std::sync::Arc;
 
 use redb::{ReadableTable, WriteTransaction};
 
-use crate::catalog::{Catalog, CollectionMeta};
+use crate::catalog::{Catalog, CollectionMeta, IndexMeta};
 use crate::collection::stored_document;
 use crate::error::{Error, Result};
+use crate::index::IndexSpec;
 use crate::{index_store, keys, schema, tables};
 
 /// The first version whose keys this build writes: files of earlier versions are rekeyed.
@@ -34,6 +38,45 @@ pub(crate) fn rekey(txn: &WriteTransaction, catalog: &mut Catalog) -> Result<()>
             schema::build_index(txn, meta, index)?;
         }
         meta.indexes = indexes;
+    }
+    Ok(())
+}
+
+/// The first version whose collections with a default collation keep their `_id`s unique
+/// under it: files of earlier versions have that index built.
+pub(crate) const COLLATED_IDS: u32 = 10;
+
+/// Builds, for each collection with a default collation, the index that keeps its `_id`s
+/// unique under it. A collection whose `_id`s already collide under its collation (which
+/// version 9 allowed) is left without it, its documents untouched: refusing to open the file
+/// would keep every collection from its user, and removing a document would lose data.
+pub(crate) fn index_collated_ids(txn: &WriteTransaction, catalog: &mut Catalog) -> Result<()> {
+    let collated: Vec<String> = catalog
+        .collections
+        .values()
+        .filter(|m| {
+            m.options.collation.is_some() && !m.indexes.iter().any(|i| i.spec.is_collated_id())
+        })
+        .map(|m| m.name.clone())
+        .collect();
+    for name in collated {
+        let id = catalog.allocate_id();
+        let Some(meta) = catalog.collections.get_mut(&name) else {
+            continue;
+        };
+        let Some(collation) = meta.options.collation.clone() else {
+            continue;
+        };
+        let mut index = IndexMeta {
+            id,
+            spec: IndexSpec::collated_id(collation),
+            multikey: false,
+        };
+        match schema::build_index(txn, meta, &mut index) {
+            Ok(()) => Arc::make_mut(meta).indexes.push(index),
+            Err(Error::DuplicateKey { .. }) => index_store::delete(txn, meta.id, id)?,
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }

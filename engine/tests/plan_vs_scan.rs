@@ -300,6 +300,12 @@ fn indexes() -> Vec<IndexSpec> {
             .named("tags_1_en2")
             .collated(&doc! { "locale": "en", "strength": 2 })
             .unwrap(),
+        // A hashed index under a collation hashes strings' sort keys.
+        IndexSpec::hashed("b")
+            .unwrap()
+            .named("b_hashed_en1")
+            .collated(&doc! { "locale": "en", "strength": 1 })
+            .unwrap(),
     ]
 }
 

@@ -3235,3 +3235,71 @@ fn a_view_reads_under_its_own_default_collation() {
         "en"
     );
 }
+
+/// On a collection created with a case-insensitive default collation, `"a"` and `"A"` are one
+/// `_id`, as MongoDB's `_id` index under that collation holds them: the second insert is an
+/// `E11000` of `_id_`, and `listIndexes` and `listCollections` show `_id_` with the collation.
+#[test]
+fn a_collated_collection_refuses_ids_equal_under_its_collation() {
+    let server = start();
+    let mut conn = RawConnection::open(&server);
+    let strength_2 = doc! {"locale": "en", "strength": 2};
+    let create = doc! {"create": "ci", "collation": strength_2, "$db": "d"};
+    assert_eq!(conn.code(&create), 0);
+    let insert = |id: &str| doc! {"insert": "ci", "documents": [{"_id": id}], "$db": "d"};
+    assert_eq!(conn.code(&insert("a")), 0);
+    let refused = conn.command(&insert("A"));
+    let error = refused.get_array("writeErrors").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(error.get_i32("code").unwrap(), 11000, "{refused}");
+    assert!(
+        error
+            .get_str("errmsg")
+            .unwrap()
+            .contains("index: _id_ dup key"),
+        "{refused}"
+    );
+    let indexes = conn.command(&doc! {"listIndexes": "ci", "$db": "d"});
+    let batch = indexes
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(batch.len(), 1, "{indexes}");
+    let id = batch[0].as_document().unwrap();
+    assert_eq!(id.get_str("name").unwrap(), "_id_");
+    assert_eq!(
+        id.get_document("collation")
+            .unwrap()
+            .get_i32("strength")
+            .unwrap(),
+        2,
+        "{indexes}"
+    );
+    let listed = conn.command(&doc! {"listCollections": 1, "$db": "d"});
+    let info = listed
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    let id_index = info.get_document("idIndex").unwrap();
+    assert_eq!(
+        id_index
+            .get_document("collation")
+            .unwrap()
+            .get_str("locale")
+            .unwrap(),
+        "en",
+        "{listed}"
+    );
+    let other = doc! {
+        "createIndexes": "ci", "$db": "d",
+        "indexes": [{"key": {"_id": 1}, "name": "_id_", "collation": {"locale": "fr"}}],
+    };
+    assert_eq!(conn.code(&other), 2);
+}

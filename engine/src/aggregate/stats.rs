@@ -109,10 +109,12 @@ impl CollStats {
         };
         if let Some(scale) = self.storage {
             let stats = coll.snapshot().collection_stats(coll.meta())?;
-            let index_bytes: u64 = stats.indexes.iter().map(|i| i.storage_bytes).sum();
+            let index_bytes = stats.index_bytes();
             // The `_id` index is the documents' table itself: MongoDB counts and lists it, and
-            // its pages are the collection's `storageSize`, so it adds no bytes of its own.
-            let sizes: Document = std::iter::once((crate::ID_INDEX_NAME.to_owned(), long(0)))
+            // its pages are the collection's `storageSize`, so it adds no bytes of its own but
+            // those of the index keeping `_id`s unique under a default collation.
+            let id_size = long(stats.id_index_bytes / scale);
+            let sizes: Document = std::iter::once((crate::ID_INDEX_NAME.to_owned(), id_size))
                 .chain(
                     stats
                         .indexes
@@ -155,9 +157,15 @@ impl CollStats {
 /// The documents of `$indexStats` for `coll`, one per index, `_id_` first.
 pub(super) fn index_stats(coll: &ReadCollection<'_>) -> Vec<Document> {
     let meta = coll.meta();
-    let id_index = crate::schema::id_index_spec();
+    let id_index =
+        crate::schema::id_index_spec().under_collection_collation(meta.options.collation.as_ref());
     std::iter::once((&id_index, crate::query::ID_INDEX_USES))
-        .chain(meta.indexes.iter().map(|index| (&index.spec, index.id)))
+        .chain(
+            meta.indexes
+                .iter()
+                .filter(|index| !index.spec.is_collated_id())
+                .map(|index| (&index.spec, index.id)),
+        )
         .map(|(spec, id)| {
             let (ops, since) = coll.plan_cache().uses(meta.id, id);
             doc! {

@@ -21,6 +21,11 @@ pub enum IndexSpecError {
     /// MongoDB's words, which drivers' and ODMs' tests match.
     #[error("The field '{field}' is not valid for an _id index specification")]
     IdIndexOption { field: String },
+    /// MongoDB's words: the `_id` index takes its collection's collation and no other.
+    #[error(
+        "The _id index must have the same collation as the collection. Index collation: {index}, collection collation: {collection}"
+    )]
+    IdIndexCollation { index: String, collection: String },
     #[error("invalid partial filter: {reason}")]
     InvalidPartialFilter { reason: String },
     #[error("index name `{name}` is reserved or empty")]
@@ -67,6 +72,7 @@ impl IndexSpecError {
                 ErrorCode::INVALID_INDEX_SPECIFICATION_OPTION
             }
             IndexSpecError::HashedUnique => ErrorCode::location(16764),
+            IndexSpecError::IdIndexCollation { .. } => ErrorCode::BAD_VALUE,
             IndexSpecError::MissingKey => ErrorCode::FAILED_TO_PARSE,
             IndexSpecError::WrongType { .. } => ErrorCode::TYPE_MISMATCH,
             IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),

@@ -570,12 +570,19 @@ fn field_intervals(
     }])
 }
 
-/// The points a hashed field is bound to: the hashes of an equality's or an `$in`'s values.
-/// Ranges, regexes and arrays bound nothing: a hash keeps no order and no elements.
-fn hashed_points(predicates: &[&Predicate], sparse: bool) -> Option<Vec<ValueInterval>> {
+/// The points a hashed field is bound to: the hashes of an equality's or an `$in`'s values
+/// (under the index's collation). Ranges, regexes and arrays bound nothing: a hash keeps no
+/// order and no elements.
+fn hashed_points(
+    predicates: &[&Predicate],
+    sparse: bool,
+    collation: Option<&Collation>,
+) -> Option<Vec<ValueInterval>> {
     let point = |v: &RawBson| {
-        (usable_operand(v) && !(sparse && matches_null(v)))
-            .then(|| ValueInterval::point(RawBson::Int64(crate::hashed::hash(v.as_raw_bson_ref()))))
+        (usable_operand(v) && !(sparse && matches_null(v))).then(|| {
+            let hash = crate::hashed::hash_collated(v.as_raw_bson_ref(), collation);
+            ValueInterval::point(RawBson::Int64(hash))
+        })
     };
     for p in predicates {
         match p {
@@ -808,7 +815,11 @@ fn key_intervals(
     let predicates: Vec<&Predicate> = on_field.iter().map(|c| c.predicate).collect();
     let multikey = index.multikey && !one_element;
     if spec.hashed_field() == Some(position) {
-        hashed_points(&predicates, spec.is_sparse())
+        hashed_points(
+            &predicates,
+            spec.is_sparse(),
+            spec.collation().map(|c| &**c),
+        )
     } else {
         field_intervals(&predicates, multikey, spec.is_sparse())
     }

@@ -85,12 +85,18 @@ pub fn list_collections(ctx: &mut Ctx<'_>, command: &Document) -> CommandResult 
             if name_only {
                 doc! {"name": name, "type": "collection"}
             } else {
+                let collection = options.get(&name);
+                // The `_id` index takes the collection's collation, and is listed with it.
+                let mut id_index = doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"};
+                if let Some(collation) = collection.and_then(|o| o.collation.as_ref()) {
+                    id_index.insert("collation", collation.normalized().clone());
+                }
                 doc! {
                     "name": &name,
                     "type": "collection",
-                    "options": listed_options(options.get(&name)),
+                    "options": listed_options(collection),
                     "info": {"readOnly": false},
-                    "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+                    "idIndex": id_index,
                 }
             }
         })
