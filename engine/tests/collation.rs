@@ -277,15 +277,7 @@ fn collations_the_engine_cannot_key_are_refused_on_an_index() {
 /// The words of [`database`] in a collection created with a case-insensitive default
 /// collation, and an index on `s` created without one (which takes the collection's).
 fn with_default_collation(path: Option<&std::path::Path>) -> Database {
-    let db = match path {
-        Some(path) => Database::open(path).unwrap(),
-        None => Database::in_memory().unwrap(),
-    };
-    let options = CollectionOptions::default()
-        .with_collation(&doc! { "locale": "en", "strength": 2 })
-        .unwrap();
-    db.write(|t| t.create_collection_with("c", options))
-        .unwrap();
+    let db = case_insensitive(path);
     let c = db.collection("c");
     c.create_index(IndexSpec::ascending("s").unwrap()).unwrap();
     c.create_index(

@@ -1973,6 +1973,18 @@ fn ids_of(batch: &[Bson]) -> Vec<i32> {
         .collect()
 }
 
+/// The documents of a reply's first batch; panics, showing the reply, when it has none.
+fn first_batch(reply: &Document) -> Vec<Document> {
+    let batch = reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|_| panic!("{reply}"));
+    batch
+        .iter()
+        .filter_map(|d| d.as_document().cloned())
+        .collect()
+}
+
 fn cursor_of(reply: &Document) -> (i64, Vec<i32>) {
     let cursor = reply
         .get_document("cursor")
@@ -2146,12 +2158,7 @@ fn convert_to_capped_keeps_the_newest_and_only_the_id_index() {
         "four documents of 228 bytes in 1,024"
     );
     let indexes = conn.command(&doc! {"listIndexes": "c", "$db": "s"});
-    let listed = indexes
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
-    assert_eq!(listed.len(), 1, "{indexes}");
+    assert_eq!(first_batch(&indexes).len(), 1, "{indexes}");
     let missing = doc! {"convertToCapped": "none", "size": 1000, "$db": "s"};
     assert_eq!(conn.code(&missing), 26);
     let no_size = doc! {"convertToCapped": "c", "$db": "s"};
@@ -3262,13 +3269,9 @@ fn a_collated_collection_refuses_ids_equal_under_its_collation() {
         "{refused}"
     );
     let indexes = conn.command(&doc! {"listIndexes": "ci", "$db": "d"});
-    let batch = indexes
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap();
+    let batch = first_batch(&indexes);
     assert_eq!(batch.len(), 1, "{indexes}");
-    let id = batch[0].as_document().unwrap();
+    let id = &batch[0];
     assert_eq!(id.get_str("name").unwrap(), "_id_");
     assert_eq!(
         id.get_document("collation")
@@ -3279,14 +3282,7 @@ fn a_collated_collection_refuses_ids_equal_under_its_collation() {
         "{indexes}"
     );
     let listed = conn.command(&doc! {"listCollections": 1, "$db": "d"});
-    let info = listed
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()[0]
-        .as_document()
-        .unwrap()
-        .clone();
+    let info = first_batch(&listed).swap_remove(0);
     let id_index = info.get_document("idIndex").unwrap();
     assert_eq!(
         id_index
