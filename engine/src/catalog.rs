@@ -52,7 +52,7 @@ use crate::sampling::QueryAnalyzer;
 /// must refuse the file. A version 8 file is a version 9 file without either.
 ///
 /// Version 10 keeps the `_id`s of a collection with a default collation unique under it, by an
-/// index on `_id` under that collation (see [`crate::index::IndexSpec::collated_id`]). An older
+/// index on `_id` under that collation (`IndexSpec::collated_id`). An older
 /// build would list that index as one of the user's, let it be dropped, and let `_id`s collide;
 /// so it must refuse the file. A version 9 file has the index built when opened.
 pub const FORMAT_VERSION: u32 = 10;
