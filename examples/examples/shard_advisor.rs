@@ -208,7 +208,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if i % 2 == 0 {
             messages_of.update_one(f.id.eq(message.id), f.read.set(true))?;
         } else {
-            messages_of.save(&message)?;
+            messages_of.save(&mut message)?;
         }
     }
     let report = Advisor::new(SHARDS).analyze_collection(

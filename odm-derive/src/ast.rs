@@ -43,6 +43,28 @@ pub struct FieldModel<'a> {
     pub embedded: bool,
     /// Skipped or flattened by serde: not stored under its own name, so no handle.
     pub skipped: bool,
+    /// `created_at`, `updated_at` or `version`: a field the ODM writes itself, and its token.
+    pub kept: Option<(Kept, Span)>,
+}
+
+/// A field the ODM keeps on every write (see `odm::Document::CREATED_AT`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    CreatedAt,
+    UpdatedAt,
+    /// `#[odm(version)]`: the document's revision, for optimistic concurrency.
+    Revision,
+}
+
+impl Kept {
+    /// The attribute that declares it.
+    pub fn attribute(self) -> &'static str {
+        match self {
+            Kept::CreatedAt => "created_at",
+            Kept::UpdatedAt => "updated_at",
+            Kept::Revision => "version",
+        }
+    }
 }
 
 /// An index declaration (field-level ones have one key, the field).
@@ -98,6 +120,13 @@ impl<'a> Container<'a> {
             .type_params()
             .map(|p| &p.ident)
             .find(|p| *p == ident)
+    }
+
+    /// The field kept as `kept`, if the model declares one.
+    pub fn kept(&self, kept: Kept) -> Option<&FieldModel<'a>> {
+        self.fields
+            .iter()
+            .find(|f| f.kept.is_some_and(|(k, _)| k == kept))
     }
 
     /// Every index declaration, field-level ones included.

@@ -4,20 +4,20 @@
 //! sparse, name = "...", ttl = "30d", partial(status = "active"))`, `shard_key(a, b)` or
 //! `shard_key(hashed(a))`, `version = N` with `from = Previous` or `migrate = function`.
 //! Field: `id`, `embedded`, `index` or `index(unique, sparse, desc, name = "...",
-//! ttl = "365d")`. Anything else is an error pointing at it. From serde: `rename`,
+//! ttl = "365d")`, `created_at`, `updated_at`, `version`. Anything else is an error pointing at it. From serde: `rename`,
 //! `rename_all`, and `skip`, `skip_serializing` and `flatten`, whose fields get no handle.
 
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr, Token};
 
-use crate::ast::{Container, FieldModel, IndexDecl, KeyDecl, Kind, ShardDecl};
+use crate::ast::{Container, FieldModel, IndexDecl, Kept, KeyDecl, Kind, ShardDecl};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    COLLECTION, CRATE, DESC, EMBEDDED, FLATTEN, FROM, HASHED, ID, INDEX, KEYS, MIGRATE, NAME, ODM,
-    PARTIAL, RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TTL, UNIQUE,
-    VERSION,
+    COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, ID, INDEX, KEYS, MIGRATE,
+    NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TTL,
+    UNIQUE, UPDATED_AT, VERSION,
 };
 
 /// The model of `input`, or `None` when it is not a struct with named fields.
@@ -306,6 +306,7 @@ fn field_model<'a>(
         index: None,
         embedded: false,
         skipped: false,
+        kept: None,
     };
     for attr in &field.attrs {
         if attr.path().is_ident(SERDE) {
@@ -332,9 +333,23 @@ fn field_model<'a>(
                         span: ident.span(),
                     };
                     model.index = Some(index_decl(&meta, Some(key))?);
+                } else if let Some(kept) = kept_attribute(&meta.path) {
+                    if kind == Kind::Embedded {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            format!("`{}` belongs on a field of the #[derive(Document)] model, which the ODM writes", kept.attribute()),
+                        );
+                    }
+                    if let Some((earlier, _)) = model.kept {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            format!("this field is already `{}`; a field is kept as one thing", earlier.attribute()),
+                        );
+                    }
+                    model.kept = Some((kept, meta.path.span()));
                 } else {
                     return Err(meta.error(format!(
-                        "unknown odm field attribute `{}`; expected `id`, `index` or `embedded`",
+                        "unknown odm field attribute `{}`; expected `id`, `index`, `embedded`, `created_at`, `updated_at` or `version`",
                         path_text(&meta.path)
                     )));
                 }
@@ -346,6 +361,19 @@ fn field_model<'a>(
         }
     }
     Some(model)
+}
+
+/// `created_at`, `updated_at` or `version` on a field.
+fn kept_attribute(path: &syn::Path) -> Option<Kept> {
+    if path.is_ident(CREATED_AT) {
+        Some(Kept::CreatedAt)
+    } else if path.is_ident(UPDATED_AT) {
+        Some(Kept::UpdatedAt)
+    } else if path.is_ident(VERSION) {
+        Some(Kept::Revision)
+    } else {
+        None
+    }
 }
 
 fn serde_container(cx: &Ctxt, attr: &syn::Attribute, rename_all: &mut RenameRule) {

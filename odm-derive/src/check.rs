@@ -4,13 +4,14 @@
 //! go through `embedded` fields (the fields inside are checked by the compiler, through the
 //! generated handle accesses); TTL indexes have one top-level date field; no compound index
 //! spans two array fields; no two indexes have the same keys; a sharded model's unique indexes
-//! start with the shard key, and a hashed shard key is not unique; a model has one id field.
+//! start with the shard key, and a hashed shard key is not unique; a model has one id field,
+//! and at most one of each kept field (`created_at`, `updated_at`, `version`), none the id.
 //!
 //! Every check has a trybuild case named after the mistake in the odm crate's `tests/ui/derive`.
 
 use proc_macro2::Span;
 
-use crate::ast::{Container, IndexDecl, KeyDecl, Kind};
+use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind};
 use crate::case::distance;
 use crate::ctxt::Ctxt;
 use crate::types::{element, is_array, is_date};
@@ -18,6 +19,7 @@ use crate::types::{element, is_array, is_date};
 pub fn check(cx: &Ctxt, c: &Container<'_>) {
     if c.kind == Kind::Document {
         check_id(cx, c);
+        check_kept(cx, c);
     }
     for index in c.all_indexes() {
         for key in index
@@ -95,6 +97,45 @@ fn check_id(cx: &Ctxt, c: &Container<'_>) {
             second.id.unwrap_or_else(Span::call_site),
             "a model has one id field; this is the second",
         )),
+    }
+}
+
+/// Each kept field (`created_at`, `updated_at`, `version`) is declared once, on a stored field
+/// other than the id and not `embedded`. Its type is checked by the compiler, through the
+/// traits the generated code asks of it.
+fn check_kept(cx: &Ctxt, c: &Container<'_>) {
+    for kept in [Kept::CreatedAt, Kept::UpdatedAt, Kept::Revision] {
+        let mut declared = c.fields.iter().filter_map(|f| {
+            f.kept
+                .filter(|(k, _)| *k == kept)
+                .map(|(_, span)| (f, span))
+        });
+        if let Some((field, span)) = declared.next() {
+            let name = kept.attribute();
+            let refuse = |why: String| cx.syn_error(syn::Error::new(span, why));
+            if field.id.is_some() {
+                refuse(format!(
+                    "the id field cannot be `{name}`: a document's id never changes"
+                ));
+            } else if field.skipped {
+                refuse(format!(
+                    "the `{name}` field cannot be skipped or flattened by serde: it must be stored"
+                ));
+            } else if field.embedded {
+                refuse(format!(
+                    "the `{name}` field holds a value the ODM writes, not an embedded type"
+                ));
+            }
+        }
+        for (_, span) in declared {
+            cx.syn_error(syn::Error::new(
+                span,
+                format!(
+                    "a model has one `{}` field; this is the second",
+                    kept.attribute()
+                ),
+            ));
+        }
     }
 }
 

@@ -14,8 +14,9 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 
-use crate::ast::{Container, IndexDecl, KeyDecl, Kind};
+use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind};
 use crate::types::element;
 
 pub fn expand(c: &Container<'_>) -> TokenStream {
@@ -111,6 +112,7 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let shard_key = shard_key(c, krate);
     let version = c.version.map_or(0, |(n, _)| n);
     let upgrade = upgrade(c, krate);
+    let kept = kept(c, krate);
     let doc = format!("Field handles of [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -144,8 +146,71 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
                 }
 
                 #upgrade
+
+                #kept
             }
         };
+    }
+}
+
+/// The kept fields' names, and the methods that read the revision and bring the value up to
+/// what a write stored. Each field's type is named through `Timestamp` or `Revision` at the
+/// type's tokens, so a field of another type is a compile error there.
+fn kept(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
+    let name = |kept| {
+        c.kept(kept).map_or_else(
+            || quote!(::std::option::Option::None),
+            |field| {
+                let name = &field.bson_name;
+                quote!(::std::option::Option::Some(#name))
+            },
+        )
+    };
+    let (created, updated, revision) = (
+        name(Kept::CreatedAt),
+        name(Kept::UpdatedAt),
+        name(Kept::Revision),
+    );
+    let mut assignments = Vec::new();
+    for (kept, slot) in [
+        (Kept::CreatedAt, format_ident!("created_at")),
+        (Kept::UpdatedAt, format_ident!("updated_at")),
+    ] {
+        if let Some(field) = c.kept(kept) {
+            let (ident, ty) = (field.ident, field.ty);
+            assignments.push(quote_spanned! {ty.span()=>
+                if let ::std::option::Option::Some(date) = kept.#slot {
+                    self.#ident = <#ty as #krate::Timestamp>::from_date(date);
+                }
+            });
+        }
+    }
+    let read_revision = c.kept(Kept::Revision).map(|field| {
+        let (ident, ty) = (field.ident, field.ty);
+        assignments.push(quote_spanned! {ty.span()=>
+            if let ::std::option::Option::Some(n) = kept.revision {
+                self.#ident = <#ty as #krate::Revision>::from_revision(n);
+            }
+        });
+        quote_spanned! {ty.span()=>
+            fn revision(&self) -> i64 {
+                <#ty as #krate::Revision>::revision(&self.#ident)
+            }
+        }
+    });
+    let keep = (!assignments.is_empty()).then(|| {
+        quote! {
+            fn keep(&mut self, kept: &#krate::__private::Kept) {
+                #(#assignments)*
+            }
+        }
+    });
+    quote! {
+        const CREATED_AT: ::std::option::Option<&'static str> = #created;
+        const UPDATED_AT: ::std::option::Option<&'static str> = #updated;
+        const REVISION: ::std::option::Option<&'static str> = #revision;
+        #read_revision
+        #keep
     }
 }
 

@@ -24,3 +24,5 @@ pub const FLATTEN: &str = "flatten";
 pub const VERSION: &str = "version";
 pub const FROM: &str = "from";
 pub const MIGRATE: &str = "migrate";
+pub const CREATED_AT: &str = "created_at";
+pub const UPDATED_AT: &str = "updated_at";

@@ -355,7 +355,8 @@ impl<T: Document> Collection<T> {
 
     /// Stores `value` in place of the document with its `_id`, or inserts it; the filter is
     /// the document's identity (its `_id` and shard key values), so on a cluster the write
-    /// goes to one shard. See [`TxnCollection::save`].
+    /// goes to one shard. See [`TxnCollection::save`], which also tells how a model with kept
+    /// fields (timestamps, a revision) brings `value` up to date and makes the save conditional.
     ///
     /// ```
     /// use odm::{Database, Document, Filter};
@@ -373,16 +374,24 @@ impl<T: Document> Collection<T> {
     /// let db = Database::in_memory()?;
     /// let carts = db.collection::<Cart>()?;
     /// let mut cart = Cart { id: 1, user: "ann".into(), items: vec![] };
-    /// carts.save(&cart)?; // inserted
+    /// carts.save(&mut cart)?; // inserted
     /// cart.items.push("pen".into());
-    /// carts.save(&cart)?; // replaced, found by `{_id: 1, user: "ann"}`
+    /// carts.save(&mut cart)?; // replaced, found by `{_id: 1, user: "ann"}`
     /// assert_eq!(carts.get(1)?.unwrap().items, ["pen"]);
     /// assert_eq!(carts.delete_document(&cart)?, 1);
     /// assert_eq!(carts.count(Filter::all())?, 0);
     /// # Ok::<(), odm::Error>(())
     /// ```
-    pub fn save(&self, value: &T) -> Result<UpdateResult> {
+    pub fn save(&self, value: &mut T) -> Result<UpdateResult> {
         self.write(|c| c.save(value))
+    }
+
+    /// Applies `update` to the document `value` is; for a model with an `#[odm(version)]`
+    /// field, only if it is still at the revision `value` holds. See
+    /// [`TxnCollection::update_document`].
+    pub fn update_document(&self, value: &T, update: impl Into<Update<T>>) -> Result<UpdateResult> {
+        let update = update.into();
+        self.write(|c| c.update_document(value, update))
     }
 
     /// Deletes the document `value` is, found by its identity as [`Collection::save`] finds it.

@@ -80,6 +80,19 @@ pub enum Error {
     /// `analyzeShardKey` cannot answer (no supporting index, too few distinct values, ...).
     #[error("analyzeShardKey: {0}")]
     Analyze(#[from] crate::advisor::AnalyzeError),
+    /// A write of a known document of a model with an `#[odm(version)]` field found the
+    /// document at another revision than the value was read at, or removed: another writer got
+    /// there first. Read the document again and retry.
+    #[error(
+        "the document {id} of `{collection}` changed or was removed since it was read at version {revision}; read it again and retry"
+    )]
+    VersionConflict {
+        collection: String,
+        /// The document's `_id`, as extended JSON.
+        id: String,
+        /// The revision the value held.
+        revision: i64,
+    },
     /// A model without a declared shard key asked for its key's analysis.
     #[error("the model of collection `{0}` declares no shard key")]
     NoShardKey(String),

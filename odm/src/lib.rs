@@ -23,8 +23,9 @@
 //!   feature, a MongoDB deployment through the official driver (`Database::connect`); the same
 //!   typed calls, filters, updates and pipelines run on both, declared indexes and shard keys
 //!   deploy on both, and errors carry MongoDB's codes on both ([`Error::code`]).
-//! - [`Collection`]: `insert_one`, `insert_many`, `save` and `delete_document` (a known
-//!   document, found by its `_id` and shard key), `get`, `find` ([`Find`]: `sort`, `skip`,
+//! - [`Collection`]: `insert_one`, `insert_many`, `save`, `update_document` and
+//!   `delete_document` (a known document, found by its `_id` and shard key, and its revision
+//!   when the model keeps one), `get`, `find` ([`Find`]: `sort`, `skip`,
 //!   `limit`, `hint`, `collation`, `to_vec`, `iter` ([`Cursor`]), `first`, `project`, `explain`), `find_one`, `count`,
 //!   `distinct`, `aggregate` ([`Aggregate`]), `update_one`, `upsert_one`, `update_many`, `replace_one`, `delete_one`,
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
@@ -68,6 +69,7 @@ mod error;
 mod field;
 mod filter;
 mod indexes;
+mod kept;
 mod model;
 #[cfg(feature = "mongodb")]
 mod remote;
@@ -89,6 +91,7 @@ pub use error::{BuildError, Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::{Filter, PreparedConditions};
 pub use indexes::{Index, IndexPlan};
+pub use kept::{Revision, Timestamp};
 pub use model::{Document, Embedded};
 pub use odm_derive::{Document, Embedded};
 pub use odm_engine as engine;
@@ -107,6 +110,7 @@ pub use watch::{
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codec::{decode_versioned, migrate_with};
+    pub use crate::kept::Kept;
     pub use crate::model::join;
     pub use bson;
     pub use odm_engine::{Direction, IndexSpec, ShardKey};

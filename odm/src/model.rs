@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 ///   `migrate = function` for documents of earlier versions;
 /// - on a field: `id` (stored as `_id`; exactly one), `index` or `index(unique, sparse, desc,
 ///   ttl = "30d")`, `embedded` (a type deriving `Embedded`, or a `Vec` or `Option` of one, whose
-///   fields get handles).
+///   fields get handles); `created_at` and `updated_at` (a `bson::DateTime`, or an `Option` of
+///   one, the ODM sets on every write) and `version` (an `i32`, `i64` or `u32` revision that
+///   makes saves of a known document conditional); at most one of each.
 ///
 /// Mistakes in them (a misspelt field, a TTL on a compound or non-date index, a unique index
 /// a shard key does not prefix, ...) are compile errors naming the mistake.
@@ -68,7 +70,26 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     /// The schema version (`#[odm(version = N)]`); 0 for an unversioned model. Versioned
     /// models store it in each document as `_v`.
     const VERSION: u32 = 0;
+    /// Serde's name of the `#[odm(created_at)]` field: set to the time of the insert by every
+    /// insert and upsert, and kept by replacements (see [`crate::Timestamp`] for its types).
+    const CREATED_AT: Option<&'static str> = None;
+    /// Serde's name of the `#[odm(updated_at)]` field: set to the time of every write.
+    const UPDATED_AT: Option<&'static str> = None;
+    /// Serde's name of the `#[odm(version)]` field: the document's revision, incremented by
+    /// every update and replacement; `save`, `update_document` and `delete_document` are
+    /// conditional on it (see [`crate::Revision`] for its types and [`crate::Error::VersionConflict`]).
+    const REVISION: Option<&'static str> = None;
     fn fields() -> Self::Fields;
+    /// The revision the value holds (0 for a model without one).
+    #[doc(hidden)]
+    fn revision(&self) -> i64 {
+        0
+    }
+    /// Brings the value's kept fields up to what a write stored.
+    #[doc(hidden)]
+    fn keep(&mut self, kept: &crate::kept::Kept) {
+        let _ = kept;
+    }
     /// The indexes the model declares.
     fn indexes() -> Vec<IndexSpec>;
     /// The shard key the model declares, if any.

@@ -11,8 +11,8 @@ use std::marker::PhantomData;
 
 use bson::Bson;
 use odm_engine::update::{
-    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modify, UpdateOptions, UpdateResult,
-    WriteOp,
+    BulkResult, BulkWrite, DeleteOptions, FindAndModify, Modify, UpdateModifications,
+    UpdateOptions, UpdateResult, WriteOp,
 };
 
 use crate::codec::{from_raw, to_raw};
@@ -21,6 +21,7 @@ use crate::database::{Database, Synced};
 use crate::error::{BuildError, Error, Result};
 use crate::filter::{Filter, PreparedConditions};
 use crate::indexes::{Index, IndexPlan, sync};
+use crate::kept::{self, Kept};
 use crate::model::Document;
 use crate::update::{PreparedUpdate, Update};
 use crate::writer::Writer;
@@ -302,9 +303,10 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         self.name
     }
 
-    /// Inserts a model; returns its `_id`.
+    /// Inserts a model; returns its `_id`. Kept timestamps are set to now (see
+    /// [`Document::CREATED_AT`]).
     pub fn insert_one(&mut self, value: &T) -> Result<Bson> {
-        let raw = to_raw(value, self.name)?;
+        let raw = kept::inserted::<T>(to_raw(value, self.name)?, kept::now(), None, self.name)?;
         let mut ids = self.inner.insert(self.name, vec![raw])?;
         Ok(ids.pop().unwrap_or(Bson::Null))
     }
@@ -315,9 +317,10 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     where
         T: 'v,
     {
+        let now = kept::now();
         let raws = values
             .into_iter()
-            .map(|value| to_raw(value, self.name))
+            .map(|value| kept::inserted::<T>(to_raw(value, self.name)?, now, None, self.name))
             .collect::<Result<Vec<_>>>()?;
         self.inner.insert(self.name, raws)
     }
@@ -355,6 +358,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
+        let update = kept::updated::<T>(update, options.upsert, kept::now());
         self.inner
             .update(self.name, &filter, update, options, false)
     }
@@ -368,6 +372,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
+        let update = kept::updated::<T>(update, options.upsert, kept::now());
         self.inner.update(self.name, &filter, update, options, true)
     }
 
@@ -382,6 +387,11 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
+        if let Some(stamped) = stamped_per_call::<T>(update, options) {
+            return self
+                .inner
+                .update(self.name, &filter, stamped, options, false);
+        }
         self.inner
             .update_prepared(self.name, &filter, update, options, false)
     }
@@ -399,8 +409,15 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         update: &PreparedUpdate<T>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
+        let id = id.into();
+        if let Some(stamped) = stamped_per_call::<T>(update, options) {
+            let filter = conditions.parsed().filter(&id);
+            return self
+                .inner
+                .update(self.name, &filter, stamped, options, false);
+        }
         self.inner
-            .update_by_id_prepared(self.name, &id.into(), conditions, update, options)
+            .update_by_id_prepared(self.name, &id, conditions, update, options)
     }
 
     /// [`TxnCollection::update_many`] with an update prepared once; `options` must hold no
@@ -412,6 +429,11 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
+        if let Some(stamped) = stamped_per_call::<T>(update, options) {
+            return self
+                .inner
+                .update(self.name, &filter, stamped, options, true);
+        }
         self.inner
             .update_prepared(self.name, &filter, update, options, true)
     }
@@ -429,8 +451,14 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
             upsert,
             ..UpdateOptions::default()
         };
-        self.inner
-            .replace_one(self.name, &filter, &replacement, &options)
+        match kept::replacing::<T>(&replacement, kept::now()) {
+            Some(keeping) => self
+                .inner
+                .update(self.name, &filter, keeping, &options, false),
+            None => self
+                .inner
+                .replace_one(self.name, &filter, &replacement, &options),
+        }
     }
 
     pub fn delete_one(&mut self, filter: impl Into<Filter<T>>) -> Result<u64> {
@@ -446,8 +474,18 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// Stores `value` in place of the document with its `_id`, or inserts it: one replacement
     /// whose filter is the document's identity, its `_id` and, for a model with a shard key,
     /// the key's values, so that on a cluster it goes to the one shard holding the document.
-    pub fn save(&mut self, value: &T) -> Result<UpdateResult> {
+    ///
+    /// For a model with kept fields, `value` is brought up to what was stored: its
+    /// `updated_at`, its `created_at` when the save inserted it, and its revision. With an
+    /// `#[odm(version)]` field the save is conditional: it replaces the document only if it is
+    /// still at the revision `value` holds, and stores the next one; a value at revision 0 that
+    /// matches nothing is inserted. Anything else is [`Error::VersionConflict`], and nothing
+    /// is written.
+    pub fn save(&mut self, value: &mut T) -> Result<UpdateResult> {
         let replacement = replacement_of(value, self.name)?;
+        if kept::keeps::<T>() {
+            return self.save_kept(value, &replacement);
+        }
         if !replacement.contains_key("_id") {
             // No identity yet: a new document, with an `_id` generated as an insert does.
             let id = self.insert_one(value)?;
@@ -466,11 +504,86 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
             .replace_one(self.name, &filter, &replacement, &options)
     }
 
+    /// [`TxnCollection::save`] of a model with kept fields.
+    fn save_kept(&mut self, value: &mut T, replacement: &bson::Document) -> Result<UpdateResult> {
+        let now = kept::now();
+        let read_at = value.revision();
+        let next = T::REVISION.map(|_| read_at.saturating_add(1));
+        if replacement.contains_key("_id") {
+            let filter = known_document(value, replacement);
+            let options = UpdateOptions {
+                upsert: T::REVISION.is_none(),
+                ..UpdateOptions::default()
+            };
+            if let Some(keeping) = kept::replacing::<T>(replacement, now) {
+                let result = self
+                    .inner
+                    .update(self.name, &filter, keeping, &options, false)?;
+                if result.matched > 0 || result.upserted_id.is_some() {
+                    value.keep(&Kept {
+                        created_at: result.upserted_id.is_some().then_some(now),
+                        updated_at: Some(now),
+                        revision: next,
+                    });
+                    return Ok(result);
+                }
+            }
+            if read_at != 0 {
+                return Err(kept::conflict(self.name, &filter, read_at));
+            }
+        }
+        // A new document, stored at the next revision.
+        let raw = kept::inserted::<T>(to_raw(value, self.name)?, now, next, self.name)?;
+        let id = match self.inner.insert(self.name, vec![raw]) {
+            Err(e) if T::REVISION.is_some() && kept::duplicate_id(&e) => {
+                return Err(kept::conflict(self.name, replacement, read_at));
+            }
+            inserted => inserted?.pop().unwrap_or(Bson::Null),
+        };
+        value.keep(&Kept {
+            created_at: Some(now),
+            updated_at: Some(now),
+            revision: next,
+        });
+        Ok(UpdateResult {
+            matched: 0,
+            modified: 0,
+            upserted_id: Some(id),
+        })
+    }
+
+    /// Applies `update` to the document `value` is (found by its identity, as
+    /// [`TxnCollection::save`] finds it). For a model with an `#[odm(version)]` field, only if
+    /// the document is still at the revision `value` holds, else [`Error::VersionConflict`];
+    /// the update increments the revision (read the document again to see it).
+    pub fn update_document(
+        &mut self,
+        value: &T,
+        update: impl Into<Update<T>>,
+    ) -> Result<UpdateResult> {
+        let filter = known_document(value, &replacement_of(value, self.name)?);
+        let update = serialized(self.name, update.into().into_modifications())?;
+        let update = kept::updated::<T>(update, false, kept::now());
+        let result =
+            self.inner
+                .update(self.name, &filter, update, &UpdateOptions::default(), false)?;
+        if result.matched == 0 && T::REVISION.is_some() {
+            return Err(kept::conflict(self.name, &filter, value.revision()));
+        }
+        Ok(result)
+    }
+
     /// Deletes the document `value` is (by its identity, as [`TxnCollection::save`] finds it);
-    /// returns how many were deleted (0 or 1).
+    /// returns how many were deleted (0 or 1). For a model with an `#[odm(version)]` field,
+    /// only if the document is still at the revision `value` holds, else
+    /// [`Error::VersionConflict`].
     pub fn delete_document(&mut self, value: &T) -> Result<u64> {
-        let filter = identity_of::<T>(&replacement_of(value, self.name)?);
-        self.inner.delete(self.name, &filter, false)
+        let filter = known_document(value, &replacement_of(value, self.name)?);
+        let deleted = self.inner.delete(self.name, &filter, false)?;
+        if deleted == 0 && T::REVISION.is_some() {
+            return Err(kept::conflict(self.name, &filter, value.revision()));
+        }
+        Ok(deleted)
     }
 
     /// Updates the first match (in the options' sort order) and returns it, before or after.
@@ -482,6 +595,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<Option<T>> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let update = serialized(self.name, update.into().into_modifications())?;
+        let update = kept::updated::<T>(update, options.upsert, kept::now());
         let found = self.inner.find_and_modify(
             self.name,
             &filter,
@@ -501,12 +615,13 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     ) -> Result<Option<T>> {
         let filter = serialized(self.name, filter.into().into_document())?;
         let replacement = replacement_of(value, self.name)?;
-        let found = self.inner.find_and_modify(
-            self.name,
-            &filter,
-            Modify::Replace(replacement),
-            &options.engine(),
-        )?;
+        let modify = match kept::replacing::<T>(&replacement, kept::now()) {
+            Some(keeping) => Modify::Update(keeping),
+            None => Modify::Replace(replacement),
+        };
+        let found = self
+            .inner
+            .find_and_modify(self.name, &filter, modify, &options.engine())?;
         decode_document::<T>(found, self.name)
     }
 
@@ -609,17 +724,27 @@ impl<T: Document> WriteModel<T> {
             upsert,
             ..UpdateOptions::default()
         };
+        let now = kept::now();
         let filter = |filter: Filter<T>| serialized(collection, filter.into_document());
-        let update = |update: Update<T>| serialized(collection, update.into_modifications());
+        let update = |update: Update<T>, upsert| {
+            serialized(collection, update.into_modifications())
+                .map(|u| kept::updated::<T>(u, upsert, now))
+        };
         Ok(match self {
-            WriteModel::InsertOne(value) => WriteOp::InsertOne(replacement_of(&value, collection)?),
+            WriteModel::InsertOne(value) => {
+                let raw = kept::inserted::<T>(to_raw(&value, collection)?, now, None, collection)?;
+                WriteOp::InsertOne(
+                    bson::Document::try_from(raw.as_ref())
+                        .map_err(|e| Error::serialize(collection, e))?,
+                )
+            }
             WriteModel::UpdateOne {
                 filter: f,
                 update: u,
                 upsert,
             } => WriteOp::UpdateOne {
                 filter: filter(f)?,
-                update: update(u)?,
+                update: update(u, upsert)?,
                 options: upserting(upsert),
             },
             WriteModel::UpdateMany {
@@ -627,18 +752,28 @@ impl<T: Document> WriteModel<T> {
                 update: u,
             } => WriteOp::UpdateMany {
                 filter: filter(f)?,
-                update: update(u)?,
+                update: update(u, false)?,
                 options: UpdateOptions::default(),
             },
             WriteModel::ReplaceOne {
                 filter: f,
                 replacement,
                 upsert,
-            } => WriteOp::ReplaceOne {
-                filter: filter(f)?,
-                replacement: replacement_of(&replacement, collection)?,
-                options: upserting(upsert),
-            },
+            } => {
+                let replacement = replacement_of(&replacement, collection)?;
+                match kept::replacing::<T>(&replacement, now) {
+                    Some(keeping) => WriteOp::UpdateOne {
+                        filter: filter(f)?,
+                        update: keeping,
+                        options: upserting(upsert),
+                    },
+                    None => WriteOp::ReplaceOne {
+                        filter: filter(f)?,
+                        replacement,
+                        options: upserting(upsert),
+                    },
+                }
+            }
             WriteModel::DeleteOne(f) => WriteOp::DeleteOne {
                 filter: filter(f)?,
                 options: DeleteOptions::default(),
@@ -649,6 +784,17 @@ impl<T: Document> WriteModel<T> {
             },
         })
     }
+}
+
+/// A prepared update stamped again for this call, when it must be (see
+/// [`kept::stamped_per_call`]).
+fn stamped_per_call<T: Document>(
+    update: &PreparedUpdate<T>,
+    options: &UpdateOptions,
+) -> Option<UpdateModifications> {
+    let (modifications, _) = update.parts();
+    kept::stamped_per_call::<T>(modifications, options.upsert)
+        .then(|| kept::updated::<T>(modifications.clone(), true, kept::now()))
 }
 
 /// A model as the document a replacement or an insert writes.
@@ -671,6 +817,16 @@ pub(crate) fn identity_of<T: Document>(document: &bson::Document) -> bson::Docum
             }
             filter.insert(path.as_str(), value.cloned().unwrap_or(Bson::Null));
         }
+    }
+    filter
+}
+
+/// The filter that finds the stored document `value` is (`stored`, its stored form): its
+/// identity and, for a model with a revision, the revision `value` was read at.
+fn known_document<T: Document>(value: &T, stored: &bson::Document) -> bson::Document {
+    let mut filter = identity_of::<T>(stored);
+    if let Some(path) = T::REVISION {
+        filter.insert(path, value.revision());
     }
     filter
 }

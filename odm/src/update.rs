@@ -223,10 +223,13 @@ impl<R> std::fmt::Debug for PreparedUpdate<R> {
     }
 }
 
-impl<R> PreparedUpdate<R> {
-    /// Checks and parses `update` for collection `collection` (named in its errors).
+impl<R: crate::Document> PreparedUpdate<R> {
+    /// Checks and parses `update` for collection `collection` (named in its errors), with the
+    /// model's kept fields stamped by the server at each application (`$currentDate`, `$inc`;
+    /// an upsert of a model with `created_at` is stamped again at its call).
     pub(crate) fn new(update: Update<R>, collection: &str) -> crate::Result<Self> {
         let modifications = crate::txn::serialized(collection, update.into_modifications())?;
+        let modifications = crate::kept::updated::<R>(modifications, false, crate::kept::now());
         let no_let = odm_engine::expr::Scope::with_let(None).map_err(odm_engine::Error::from)?;
         let parsed = odm_engine::update::Update::parse_modifications(&modifications, &[], &no_let)
             .map_err(odm_engine::Error::from)?;
@@ -236,7 +239,9 @@ impl<R> PreparedUpdate<R> {
             _model: PhantomData,
         })
     }
+}
 
+impl<R> PreparedUpdate<R> {
     /// The update as given, and as the engine applies it.
     pub(crate) fn parts(&self) -> (&UpdateModifications, &odm_engine::update::Update) {
         (&self.modifications, &self.parsed)

@@ -425,14 +425,14 @@ fn saves_and_deletes_of_a_known_document_carry_its_shard_key() {
     let (_server, db) = database();
     let users = db.collection::<User>().unwrap();
     let mut ann = user(1, "eu");
-    assert!(users.save(&ann).unwrap().upserted_id.is_some());
+    assert!(users.save(&mut ann).unwrap().upserted_id.is_some());
     ann.visits = 5;
-    let replaced = users.save(&ann).unwrap();
+    let replaced = users.save(&mut ann).unwrap();
     assert_eq!((replaced.matched, replaced.modified), (1, 1));
     assert_eq!(users.get(1).unwrap().unwrap().visits, 5);
     let mut moved = ann.clone();
     moved.region = "us".into();
-    assert_eq!(users.save(&moved).unwrap_err().code(), Some(11000));
+    assert_eq!(users.save(&mut moved).unwrap_err().code(), Some(11000));
     assert_eq!(users.delete_document(&moved).unwrap(), 0);
     assert_eq!(users.delete_document(&ann).unwrap(), 1);
     assert_eq!(users.count(Filter::all()).unwrap(), 0);

@@ -1,0 +1,13 @@
+use odm::Document;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "posts")]
+struct Post {
+    #[odm(id)]
+    id: i64,
+    #[odm(created_at, updated_at)]
+    stamped: bson::DateTime,
+}
+
+fn main() {}
