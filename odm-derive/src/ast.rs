@@ -26,6 +26,8 @@ pub struct Container<'a> {
     pub version: Option<(u32, Span)>,
     pub from: Option<syn::Type>,
     pub migrate: Option<syn::Path>,
+    /// `hooks`: the model implements `odm::Hooks`; its token.
+    pub hooks: Option<Span>,
     pub fields: Vec<FieldModel<'a>>,
 }
 

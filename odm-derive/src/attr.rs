@@ -2,7 +2,8 @@
 //!
 //! Container: `collection = "..."`, `crate = "..."`, `index(keys(a = 1, "b.c" = -1), unique,
 //! sparse, name = "...", ttl = "30d", partial(status = "active"))`, `shard_key(a, b)` or
-//! `shard_key(hashed(a))`, `version = N` with `from = Previous` or `migrate = function`.
+//! `shard_key(hashed(a))`, `version = N` with `from = Previous` or `migrate = function`,
+//! `hooks`.
 //! Field: `id`, `embedded`, `index` or `index(unique, sparse, desc, name = "...",
 //! ttl = "365d")`, `created_at`, `updated_at`, `version`. Anything else is an error pointing at it. From serde: `rename`,
 //! `rename_all`, and `skip`, `skip_serializing` and `flatten`, whose fields get no handle.
@@ -15,9 +16,9 @@ use crate::ast::{Container, FieldModel, IndexDecl, Kept, KeyDecl, Kind, ShardDec
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, ID, INDEX, KEYS, MIGRATE,
-    NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TTL,
-    UNIQUE, UPDATED_AT, VERSION,
+    COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, HOOKS, ID, INDEX, KEYS,
+    MIGRATE, NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING,
+    SPARSE, TTL, UNIQUE, UPDATED_AT, VERSION,
 };
 
 /// The model of `input`, or `None` when it is not a struct with named fields.
@@ -43,6 +44,7 @@ pub fn container<'a>(cx: &Ctxt, input: &'a DeriveInput, kind: Kind) -> Option<Co
         version: None,
         from: None,
         migrate: None,
+        hooks: None,
         fields: Vec::new(),
     };
     let mut rename_all = RenameRule::None;
@@ -112,9 +114,14 @@ fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) 
         c.from = Some(meta.value()?.parse()?);
     } else if meta.path.is_ident(MIGRATE) {
         c.migrate = Some(meta.value()?.parse()?);
+    } else if meta.path.is_ident(HOOKS) {
+        if c.kind == Kind::Embedded {
+            embedded_only(HOOKS);
+        }
+        c.hooks = Some(meta.path.span());
     } else {
         return Err(meta.error(format!(
-            "unknown odm attribute `{}`; expected `collection`, `crate`, `index`, `shard_key`, `version`, `from` or `migrate`",
+            "unknown odm attribute `{}`; expected `collection`, `crate`, `index`, `shard_key`, `version`, `from`, `migrate` or `hooks`",
             path_text(&meta.path)
         )));
     }

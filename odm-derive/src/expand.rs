@@ -153,8 +153,8 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     }
 }
 
-/// The kept fields' names, and the methods that read the revision and bring the value up to
-/// what a write stored. Each field's type is named through `Timestamp` or `Revision` at the
+/// The kept fields' names, the methods that read the revision and bring the value up to
+/// what a write stored, and those handing the value to its hooks. Each field's type is named through `Timestamp` or `Revision` at the
 /// type's tokens, so a field of another type is a compile error there.
 fn kept(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let name = |kept| {
@@ -198,6 +198,17 @@ fn kept(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             }
         }
     });
+    // Spanned at the `hooks` token: a model without an `impl Hooks` is an error there.
+    let hooks = c.hooks.map(|span| {
+        quote_spanned! {span=>
+            fn hooks(&self) -> ::std::option::Option<&dyn #krate::Hooks> {
+                ::std::option::Option::Some(self)
+            }
+            fn hooks_mut(&mut self) -> ::std::option::Option<&mut dyn #krate::Hooks> {
+                ::std::option::Option::Some(self)
+            }
+        }
+    });
     let keep = (!assignments.is_empty()).then(|| {
         quote! {
             fn keep(&mut self, kept: &#krate::__private::Kept) {
@@ -211,6 +222,7 @@ fn kept(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
         const REVISION: ::std::option::Option<&'static str> = #revision;
         #read_revision
         #keep
+        #hooks
     }
 }
 

@@ -26,3 +26,4 @@ pub const FROM: &str = "from";
 pub const MIGRATE: &str = "migrate";
 pub const CREATED_AT: &str = "created_at";
 pub const UPDATED_AT: &str = "updated_at";
+pub const HOOKS: &str = "hooks";

@@ -93,6 +93,13 @@ pub enum Error {
         /// The revision the value held.
         revision: i64,
     },
+    /// A model's before-hook (see [`crate::Hooks`]) refused the write, which wrote nothing.
+    #[error("`{hook}` of `{collection}` refused the write: {reason}")]
+    Refused {
+        collection: String,
+        hook: &'static str,
+        reason: String,
+    },
     /// A model without a declared shard key asked for its key's analysis.
     #[error("the model of collection `{0}` declares no shard key")]
     NoShardKey(String),

@@ -38,6 +38,9 @@
 //!   type), `project` ([`Reshape`] into an output type), `lookup` (another model joined into
 //!   an output type), raw `stage` and `stage_into`; run by `to_vec`, `iter` (a [`Cursor`]),
 //!   `first`, `count` and `explain`.
+//! - Kept fields and hooks: `#[odm(created_at)]`, `#[odm(updated_at)]` ([`Timestamp`]) and
+//!   `#[odm(version)]` ([`Revision`], [`Error::VersionConflict`]) fields the ODM writes itself;
+//!   `#[odm(hooks)]` and [`Hooks`] around the writes of a model's values.
 //! - [`Error`]: the engine's errors, plus serialization and declaration mismatches; a stored
 //!   document that does not decode names its collection, `_id` and the path that failed.
 //!
@@ -68,6 +71,7 @@ mod database;
 mod error;
 mod field;
 mod filter;
+mod hooks;
 mod indexes;
 mod kept;
 mod model;
@@ -90,6 +94,7 @@ pub use database::{Database, Options};
 pub use error::{BuildError, Error, Result};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::{Filter, PreparedConditions};
+pub use hooks::Hooks;
 pub use indexes::{Index, IndexPlan};
 pub use kept::{Revision, Timestamp};
 pub use model::{Document, Embedded};

@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 /// - on the struct, `#[odm(...)]`: `collection = "name"` (required); `index(keys(a = 1,
 ///   "b.c" = -1), unique, sparse, name = "..", partial = ..)` for compound and nested indexes;
 ///   `shard_key(a, b)` or `shard_key(hashed(a))`; `version = N` with `from = Previous` or
-///   `migrate = function` for documents of earlier versions;
+///   `migrate = function` for documents of earlier versions; `hooks`, for a model that
+///   implements [`crate::Hooks`];
 /// - on a field: `id` (stored as `_id`; exactly one), `index` or `index(unique, sparse, desc,
 ///   ttl = "30d")`, `embedded` (a type deriving `Embedded`, or a `Vec` or `Option` of one, whose
 ///   fields get handles); `created_at` and `updated_at` (a `bson::DateTime`, or an `Option` of
@@ -89,6 +90,15 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     #[doc(hidden)]
     fn keep(&mut self, kept: &crate::kept::Kept) {
         let _ = kept;
+    }
+    /// The model's lifecycle hooks (`#[odm(hooks)]`), if it declares them.
+    #[doc(hidden)]
+    fn hooks(&self) -> Option<&dyn crate::Hooks> {
+        None
+    }
+    #[doc(hidden)]
+    fn hooks_mut(&mut self) -> Option<&mut dyn crate::Hooks> {
+        None
     }
     /// The indexes the model declares.
     fn indexes() -> Vec<IndexSpec>;

@@ -20,6 +20,7 @@ use crate::collection::{Find, InTxn, ModifyOptions};
 use crate::database::{Database, Synced};
 use crate::error::{BuildError, Error, Result};
 use crate::filter::{Filter, PreparedConditions};
+use crate::hooks::{self, Write};
 use crate::indexes::{Index, IndexPlan, sync};
 use crate::kept::{self, Kept};
 use crate::model::Document;
@@ -306,9 +307,15 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// Inserts a model; returns its `_id`. Kept timestamps are set to now (see
     /// [`Document::CREATED_AT`]).
     pub fn insert_one(&mut self, value: &T) -> Result<Bson> {
+        hooks::before(value, Write::Insert, self.name)?;
         let raw = kept::inserted::<T>(to_raw(value, self.name)?, kept::now(), None, self.name)?;
-        let mut ids = self.inner.insert(self.name, vec![raw])?;
-        Ok(ids.pop().unwrap_or(Bson::Null))
+        let id = self
+            .inner
+            .insert(self.name, vec![raw])?
+            .pop()
+            .unwrap_or(Bson::Null);
+        hooks::after(value, Write::Insert, &id);
+        Ok(id)
     }
 
     /// Inserts models in order; the first refused one fails the call (undo the rest by
@@ -317,12 +324,20 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     where
         T: 'v,
     {
+        let values: Vec<&T> = values.into_iter().collect();
         let now = kept::now();
         let raws = values
-            .into_iter()
-            .map(|value| kept::inserted::<T>(to_raw(value, self.name)?, now, None, self.name))
+            .iter()
+            .map(|value| {
+                hooks::before(*value, Write::Insert, self.name)?;
+                kept::inserted::<T>(to_raw(*value, self.name)?, now, None, self.name)
+            })
             .collect::<Result<Vec<_>>>()?;
-        self.inner.insert(self.name, raws)
+        let ids = self.inner.insert(self.name, raws)?;
+        for (value, id) in values.iter().zip(&ids) {
+            hooks::after(*value, Write::Insert, id);
+        }
+        Ok(ids)
     }
 
     /// The model stored under `id`, as this transaction sees it.
@@ -446,19 +461,24 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         upsert: bool,
     ) -> Result<UpdateResult> {
         let filter = serialized(self.name, filter.into().into_document())?;
+        hooks::before(value, Write::Replace, self.name)?;
         let replacement = replacement_of(value, self.name)?;
         let options = UpdateOptions {
             upsert,
             ..UpdateOptions::default()
         };
-        match kept::replacing::<T>(&replacement, kept::now()) {
+        let result = match kept::replacing::<T>(&replacement, kept::now()) {
             Some(keeping) => self
                 .inner
-                .update(self.name, &filter, keeping, &options, false),
+                .update(self.name, &filter, keeping, &options, false)?,
             None => self
                 .inner
-                .replace_one(self.name, &filter, &replacement, &options),
+                .replace_one(self.name, &filter, &replacement, &options)?,
+        };
+        if result.matched > 0 || result.upserted_id.is_some() {
+            hooks::after(value, Write::Replace, &Bson::Null);
         }
+        Ok(result)
     }
 
     pub fn delete_one(&mut self, filter: impl Into<Filter<T>>) -> Result<u64> {
@@ -482,6 +502,14 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// matches nothing is inserted. Anything else is [`Error::VersionConflict`], and nothing
     /// is written.
     pub fn save(&mut self, value: &mut T) -> Result<UpdateResult> {
+        hooks::before_save(value, self.name)?;
+        let result = self.save_value(value)?;
+        hooks::after_save(value);
+        Ok(result)
+    }
+
+    /// [`TxnCollection::save`] past the hooks.
+    fn save_value(&mut self, value: &mut T) -> Result<UpdateResult> {
         let replacement = replacement_of(value, self.name)?;
         if kept::keeps::<T>() {
             return self.save_kept(value, &replacement);
@@ -578,10 +606,14 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
     /// only if the document is still at the revision `value` holds, else
     /// [`Error::VersionConflict`].
     pub fn delete_document(&mut self, value: &T) -> Result<u64> {
+        hooks::before(value, Write::Delete, self.name)?;
         let filter = known_document(value, &replacement_of(value, self.name)?);
         let deleted = self.inner.delete(self.name, &filter, false)?;
         if deleted == 0 && T::REVISION.is_some() {
             return Err(kept::conflict(self.name, &filter, value.revision()));
+        }
+        if deleted > 0 {
+            hooks::after(value, Write::Delete, &Bson::Null);
         }
         Ok(deleted)
     }
@@ -614,6 +646,7 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         options: &ModifyOptions<T>,
     ) -> Result<Option<T>> {
         let filter = serialized(self.name, filter.into().into_document())?;
+        hooks::before(value, Write::Replace, self.name)?;
         let replacement = replacement_of(value, self.name)?;
         let modify = match kept::replacing::<T>(&replacement, kept::now()) {
             Some(keeping) => Modify::Update(keeping),
@@ -622,6 +655,10 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         let found = self
             .inner
             .find_and_modify(self.name, &filter, modify, &options.engine())?;
+        // An upsert writes either way; otherwise a match was replaced when one was found.
+        if found.is_some() || options.upsert {
+            hooks::after(value, Write::Replace, &Bson::Null);
+        }
         decode_document::<T>(found, self.name)
     }
 
@@ -653,18 +690,25 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         models: impl IntoIterator<Item = WriteModel<T>>,
         ordered: bool,
     ) -> Result<BulkResult> {
-        let ops = models
-            .into_iter()
-            .map(|model| model.into_op(self.name))
-            .collect::<Result<Vec<_>>>()?;
-        self.inner.bulk_write(
+        let mut ops = Vec::new();
+        let mut hooked = Vec::new();
+        for (position, model) in models.into_iter().enumerate() {
+            let (op, value) = model.into_op(self.name)?;
+            ops.push(op);
+            if let Some(value) = value.filter(|(_, v)| v.hooks().is_some()) {
+                hooked.push((position, value));
+            }
+        }
+        let result = self.inner.bulk_write(
             self.name,
             BulkWrite {
                 ops,
                 ordered,
                 let_vars: None,
             },
-        )
+        )?;
+        after_bulk(&result, ordered, hooked);
+        Ok(result)
     }
 }
 
@@ -718,8 +762,9 @@ pub enum WriteModel<T> {
 }
 
 impl<T: Document> WriteModel<T> {
-    /// The engine operation: the same documents MongoDB would receive.
-    fn into_op(self, collection: &str) -> Result<WriteOp> {
+    /// The engine operation: the same documents MongoDB would receive, after the value's
+    /// before-hook; with the value of an insert or replacement, for its after-hook.
+    fn into_op(self, collection: &str) -> Result<(WriteOp, Option<(Write, T)>)> {
         let upserting = |upsert| UpdateOptions {
             upsert,
             ..UpdateOptions::default()
@@ -730,13 +775,15 @@ impl<T: Document> WriteModel<T> {
             serialized(collection, update.into_modifications())
                 .map(|u| kept::updated::<T>(u, upsert, now))
         };
-        Ok(match self {
+        let op = match self {
             WriteModel::InsertOne(value) => {
+                hooks::before(&value, Write::Insert, collection)?;
                 let raw = kept::inserted::<T>(to_raw(&value, collection)?, now, None, collection)?;
-                WriteOp::InsertOne(
+                let op = WriteOp::InsertOne(
                     bson::Document::try_from(raw.as_ref())
                         .map_err(|e| Error::serialize(collection, e))?,
-                )
+                );
+                return Ok((op, Some((Write::Insert, value))));
             }
             WriteModel::UpdateOne {
                 filter: f,
@@ -760,8 +807,9 @@ impl<T: Document> WriteModel<T> {
                 replacement,
                 upsert,
             } => {
-                let replacement = replacement_of(&replacement, collection)?;
-                match kept::replacing::<T>(&replacement, now) {
+                hooks::before(&replacement, Write::Replace, collection)?;
+                let document = replacement_of(&replacement, collection)?;
+                let op = match kept::replacing::<T>(&document, now) {
                     Some(keeping) => WriteOp::UpdateOne {
                         filter: filter(f)?,
                         update: keeping,
@@ -769,10 +817,11 @@ impl<T: Document> WriteModel<T> {
                     },
                     None => WriteOp::ReplaceOne {
                         filter: filter(f)?,
-                        replacement,
+                        replacement: document,
                         options: upserting(upsert),
                     },
-                }
+                };
+                return Ok((op, Some((Write::Replace, replacement))));
             }
             WriteModel::DeleteOne(f) => WriteOp::DeleteOne {
                 filter: filter(f)?,
@@ -782,7 +831,30 @@ impl<T: Document> WriteModel<T> {
                 filter: filter(f)?,
                 options: DeleteOptions::default(),
             },
-        })
+        };
+        Ok((op, None))
+    }
+}
+
+/// The after-hooks of a bulk write's inserts and replacements that ran: those that did not
+/// fail and, in an ordered bulk, came before its failure; by position.
+fn after_bulk<T: Document>(result: &BulkResult, ordered: bool, hooked: Vec<(usize, (Write, T))>) {
+    let stopped_at = if ordered {
+        result.failures.iter().map(|(i, _)| *i).min()
+    } else {
+        None
+    };
+    for (position, (write, value)) in hooked {
+        let failed = result.failures.iter().any(|(i, _)| *i == position);
+        if failed || stopped_at.is_some_and(|stop| position > stop) {
+            continue;
+        }
+        let id = result
+            .inserted_ids
+            .iter()
+            .find(|(i, _)| *i == position)
+            .map_or(Bson::Null, |(_, id)| id.clone());
+        hooks::after(&value, write, &id);
     }
 }
 
