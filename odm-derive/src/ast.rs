@@ -28,6 +28,8 @@ pub struct Container<'a> {
     pub migrate: Option<syn::Path>,
     /// `hooks`: the model implements `odm::Hooks`; its token.
     pub hooks: Option<Span>,
+    /// `schema` or `schema(level = "..", action = "..")`.
+    pub schema: Option<SchemaDecl>,
     pub fields: Vec<FieldModel<'a>>,
 }
 
@@ -47,6 +49,30 @@ pub struct FieldModel<'a> {
     pub skipped: bool,
     /// `created_at`, `updated_at` or `version`: a field the ODM writes itself, and its token.
     pub kept: Option<(Kept, Span)>,
+    /// `schema(minimum = .., ...)`: JSON Schema keywords for the field.
+    pub rules: Vec<Rule>,
+}
+
+/// A model's `schema` declaration: its validation level and action, checked names.
+pub struct SchemaDecl {
+    pub level: String,
+    pub action: String,
+}
+
+/// What a field rule constrains, so that it is declared on a field of that kind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RuleKind {
+    Text,
+    Number,
+    Array,
+}
+
+/// One field rule: JSON Schema's keyword, its value, what it constrains, its token.
+pub struct Rule {
+    pub keyword: &'static str,
+    pub value: syn::Lit,
+    pub kind: RuleKind,
+    pub span: Span,
 }
 
 /// A field the ODM keeps on every write (see `odm::Document::CREATED_AT`).

@@ -12,13 +12,15 @@ use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr, Token};
 
-use crate::ast::{Container, FieldModel, IndexDecl, Kept, KeyDecl, Kind, ShardDecl};
+use crate::ast::{
+    Container, FieldModel, IndexDecl, Kept, KeyDecl, Kind, Rule, RuleKind, SchemaDecl, ShardDecl,
+};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, HOOKS, ID, INDEX, KEYS,
-    MIGRATE, NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING,
-    SPARSE, TTL, UNIQUE, UPDATED_AT, VERSION,
+    ACTION, COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, HOOKS, ID, INDEX,
+    KEYS, LEVEL, MIGRATE, NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SCHEMA, SERDE, SHARD_KEY, SKIP,
+    SKIP_SERIALIZING, SPARSE, TTL, UNIQUE, UPDATED_AT, VERSION,
 };
 
 /// The model of `input`, or `None` when it is not a struct with named fields.
@@ -45,6 +47,7 @@ pub fn container<'a>(cx: &Ctxt, input: &'a DeriveInput, kind: Kind) -> Option<Co
         from: None,
         migrate: None,
         hooks: None,
+        schema: None,
         fields: Vec::new(),
     };
     let mut rename_all = RenameRule::None;
@@ -114,6 +117,8 @@ fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) 
         c.from = Some(meta.value()?.parse()?);
     } else if meta.path.is_ident(MIGRATE) {
         c.migrate = Some(meta.value()?.parse()?);
+    } else if meta.path.is_ident(SCHEMA) {
+        c.schema = Some(schema_decl(meta)?);
     } else if meta.path.is_ident(HOOKS) {
         if c.kind == Kind::Embedded {
             embedded_only(HOOKS);
@@ -121,7 +126,7 @@ fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) 
         c.hooks = Some(meta.path.span());
     } else {
         return Err(meta.error(format!(
-            "unknown odm attribute `{}`; expected `collection`, `crate`, `index`, `shard_key`, `version`, `from`, `migrate` or `hooks`",
+            "unknown odm attribute `{}`; expected `collection`, `crate`, `index`, `shard_key`, `version`, `from`, `migrate`, `hooks` or `schema`",
             path_text(&meta.path)
         )));
     }
@@ -134,6 +139,107 @@ fn path_text(path: &syn::Path) -> String {
         .map(|s| s.ident.to_string())
         .collect::<Vec<_>>()
         .join("::")
+}
+
+/// `schema` or `schema(level = "strict" | "moderate" | "off", action = "error" | "warn")`.
+fn schema_decl(meta: &ParseNestedMeta<'_>) -> syn::Result<SchemaDecl> {
+    let mut decl = SchemaDecl {
+        level: "strict".to_owned(),
+        action: "error".to_owned(),
+    };
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(decl);
+    }
+    meta.parse_nested_meta(|item| {
+        let (slot, option, allowed): (&mut String, &str, &[&str]) = if item.path.is_ident(LEVEL) {
+            (&mut decl.level, LEVEL, &["strict", "moderate", "off"])
+        } else if item.path.is_ident(ACTION) {
+            (&mut decl.action, ACTION, &["error", "warn"])
+        } else {
+            return Err(item.error(format!(
+                "unknown schema option `{}`; expected `level` or `action`",
+                path_text(&item.path)
+            )));
+        };
+        let lit: LitStr = item.value()?.parse()?;
+        if !allowed.contains(&lit.value().as_str()) {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!(
+                    "MongoDB's validation {option} is one of `{}`",
+                    allowed.join("`, `")
+                ),
+            ));
+        }
+        *slot = lit.value();
+        Ok(())
+    })?;
+    Ok(decl)
+}
+
+/// A field's `schema(keyword = value, ...)` rules.
+fn field_rules(meta: &ParseNestedMeta<'_>, rules: &mut Vec<Rule>) -> syn::Result<()> {
+    const KEYWORDS: [(&str, &str, RuleKind); 7] = [
+        ("minimum", "minimum", RuleKind::Number),
+        ("maximum", "maximum", RuleKind::Number),
+        ("min_length", "minLength", RuleKind::Text),
+        ("max_length", "maxLength", RuleKind::Text),
+        ("pattern", "pattern", RuleKind::Text),
+        ("min_items", "minItems", RuleKind::Array),
+        ("max_items", "maxItems", RuleKind::Array),
+    ];
+    meta.parse_nested_meta(|item| {
+        let Some((_, keyword, kind)) = KEYWORDS.iter().find(|(name, ..)| item.path.is_ident(name))
+        else {
+            return Err(item.error(format!(
+                "unknown schema rule `{}`; expected `minimum`, `maximum`, `min_length`, `max_length`, `pattern`, `min_items` or `max_items`",
+                path_text(&item.path)
+            )));
+        };
+        let negative = item.value()?.parse::<Option<Token![-]>>()?.is_some();
+        let value: syn::Lit = item.input.parse()?;
+        let fits = match (&value, kind) {
+            (syn::Lit::Str(_), RuleKind::Text) => *keyword == "pattern" && !negative,
+            (syn::Lit::Int(_), RuleKind::Text | RuleKind::Array) => {
+                *keyword != "pattern" && !negative
+            }
+            (syn::Lit::Int(_) | syn::Lit::Float(_), RuleKind::Number) => true,
+            _ => false,
+        };
+        if !fits {
+            return Err(syn::Error::new(
+                value.span(),
+                match kind {
+                    RuleKind::Number => "a range bound is a number",
+                    RuleKind::Text if *keyword == "pattern" => "a pattern is a string",
+                    _ => "a length is a non-negative integer",
+                },
+            ));
+        }
+        let value = if negative { negate(&value) } else { value };
+        rules.push(Rule {
+            keyword,
+            value,
+            kind: *kind,
+            span: item.path.span(),
+        });
+        Ok(())
+    })
+}
+
+/// A numeric literal with a minus sign.
+fn negate(value: &syn::Lit) -> syn::Lit {
+    match value {
+        syn::Lit::Int(n) => syn::Lit::Int(syn::LitInt::new(
+            &format!("-{}", n.base10_digits()),
+            n.span(),
+        )),
+        syn::Lit::Float(f) => syn::Lit::Float(syn::LitFloat::new(
+            &format!("-{}", f.base10_digits()),
+            f.span(),
+        )),
+        other => other.clone(),
+    }
 }
 
 /// `index` or `index(...)`; `field` is the key of a field-level index.
@@ -314,6 +420,7 @@ fn field_model<'a>(
         embedded: false,
         skipped: false,
         kept: None,
+        rules: Vec::new(),
     };
     for attr in &field.attrs {
         if attr.path().is_ident(SERDE) {
@@ -340,6 +447,8 @@ fn field_model<'a>(
                         span: ident.span(),
                     };
                     model.index = Some(index_decl(&meta, Some(key))?);
+                } else if meta.path.is_ident(SCHEMA) {
+                    field_rules(&meta, &mut model.rules)?;
                 } else if let Some(kept) = kept_attribute(&meta.path) {
                     if kind == Kind::Embedded {
                         cx.error_spanned_by(
@@ -356,7 +465,7 @@ fn field_model<'a>(
                     model.kept = Some((kept, meta.path.span()));
                 } else {
                     return Err(meta.error(format!(
-                        "unknown odm field attribute `{}`; expected `id`, `index`, `embedded`, `created_at`, `updated_at` or `version`",
+                        "unknown odm field attribute `{}`; expected `id`, `index`, `embedded`, `created_at`, `updated_at`, `version` or `schema`",
                         path_text(&meta.path)
                     )));
                 }
@@ -383,7 +492,7 @@ fn kept_attribute(path: &syn::Path) -> Option<Kept> {
     }
 }
 
-fn serde_container(cx: &Ctxt, attr: &syn::Attribute, rename_all: &mut RenameRule) {
+pub fn serde_container(cx: &Ctxt, attr: &syn::Attribute, rename_all: &mut RenameRule) {
     let _ = attr.parse_nested_meta(|meta| {
         if meta.path.is_ident(RENAME_ALL) {
             if let Some(rule) = serialize_name(&meta)? {
@@ -419,7 +528,7 @@ fn serde_field(attr: &syn::Attribute, model: &mut FieldModel<'_>) {
 }
 
 /// `rename = "x"` or `rename(serialize = "x", deserialize = "y")`: the serialized name.
-fn serialize_name(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<LitStr>> {
+pub fn serialize_name(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<LitStr>> {
     if meta.input.peek(Token![=]) {
         return Ok(Some(meta.value()?.parse()?));
     }

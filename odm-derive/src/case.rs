@@ -60,6 +60,34 @@ impl RenameRule {
             RenameRule::ScreamingKebab => field.replace('_', "-").to_ascii_uppercase(),
         }
     }
+
+    /// A `PascalCase` variant name under this rule, as serde renames it.
+    pub fn apply_to_variant(self, variant: &str) -> String {
+        match self {
+            RenameRule::None | RenameRule::Pascal => variant.to_owned(),
+            RenameRule::Lower => variant.to_ascii_lowercase(),
+            RenameRule::Upper => variant.to_ascii_uppercase(),
+            RenameRule::Camel => {
+                let mut chars = variant.chars();
+                chars.next().map_or_else(String::new, |first| {
+                    first.to_ascii_lowercase().to_string() + chars.as_str()
+                })
+            }
+            RenameRule::Snake
+            | RenameRule::ScreamingSnake
+            | RenameRule::Kebab
+            | RenameRule::ScreamingKebab => {
+                let mut snake = String::new();
+                for (i, c) in variant.char_indices() {
+                    if c.is_uppercase() && i > 0 {
+                        snake.push('_');
+                    }
+                    snake.push(c.to_ascii_lowercase());
+                }
+                self.apply(&snake)
+            }
+        }
+    }
 }
 
 /// The edit distance of two names, for "did you mean" hints.

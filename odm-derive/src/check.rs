@@ -58,6 +58,27 @@ pub fn check(cx: &Ctxt, c: &Container<'_>) {
     check_duplicates(cx, c);
     check_unique_under_shard_key(cx, c);
     check_version(cx, c);
+    check_rules(cx, c);
+}
+
+/// Field rules add to the type's schema, so the type declares one; a skipped field has none.
+fn check_rules(cx: &Ctxt, c: &Container<'_>) {
+    for field in &c.fields {
+        let Some(rule) = field.rules.first() else {
+            continue;
+        };
+        if field.skipped {
+            cx.syn_error(syn::Error::new(
+                rule.span,
+                "a field skipped or flattened by serde is not stored, so it has no schema rules",
+            ));
+        } else if c.schema.is_none() {
+            cx.syn_error(syn::Error::new(
+                rule.span,
+                "schema rules need #[odm(schema)] on the type, which makes its schema",
+            ));
+        }
+    }
 }
 
 /// Migrations need a version to migrate to, and one way to migrate.

@@ -16,7 +16,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind};
+use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind, RuleKind};
 use crate::types::element;
 
 pub fn expand(c: &Container<'_>) -> TokenStream {
@@ -113,6 +113,15 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let version = c.version.map_or(0, |(n, _)| n);
     let upgrade = upgrade(c, krate);
     let kept = kept(c, krate);
+    let declared_schema = c.schema.as_ref().map(|decl| {
+        let object = schema_object(c, krate);
+        let (level, action) = (&decl.level, &decl.action);
+        quote! {
+            fn declared_schema() -> ::std::option::Option<#krate::DeclaredSchema> {
+                ::std::option::Option::Some(#krate::__private::schema::declared(#object, #level, #action))
+            }
+        }
+    });
     let doc = format!("Field handles of [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -148,9 +157,59 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
                 #upgrade
 
                 #kept
+
+                #declared_schema
             }
         };
     }
+}
+
+/// The `$jsonSchema` of the type's stored fields, as an expression: each field's type's
+/// schema (`odm::Schema`, named at the type's tokens so that a type without one is an error
+/// there) with its rules, required unless optional; a versioned model's `_v` too. Each rule
+/// names the trait of the values it constrains at its token.
+fn schema_object(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
+    let schema = quote!(#krate::__private::schema);
+    let mut properties = Vec::new();
+    let mut checks = Vec::new();
+    for field in c.fields.iter().filter(|f| !f.skipped) {
+        let ty = field.ty;
+        let name = if field.id.is_some() {
+            "_id".to_owned()
+        } else {
+            field.bson_name.clone()
+        };
+        let rules = field.rules.iter().map(|rule| {
+            let (keyword, value) = (rule.keyword, &rule.value);
+            quote!(#keyword: #value)
+        });
+        for rule in &field.rules {
+            let check = match rule.kind {
+                RuleKind::Text => format_ident!("text_rule"),
+                RuleKind::Number => format_ident!("number_rule"),
+                RuleKind::Array => format_ident!("array_rule"),
+            };
+            checks.push(quote_spanned!(rule.span=> #schema::#check::<#ty>();));
+        }
+        let of_type = quote_spanned!(ty.span()=> <#ty as #krate::Schema>);
+        properties.push(quote! {
+            (
+                #name,
+                #schema::with_rules(
+                    #of_type::json_schema(),
+                    #krate::__private::bson::doc! { #(#rules),* },
+                ),
+                #of_type::OPTIONAL,
+            )
+        });
+    }
+    if c.version.is_some() {
+        properties.push(quote!(#schema::version_property()));
+    }
+    quote! {{
+        #(#checks)*
+        #schema::object(::std::vec![#(#properties),*])
+    }}
 }
 
 /// The kept fields' names, the methods that read the revision and bring the value up to
@@ -332,6 +391,7 @@ fn embedded(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let doc = format!(
         "Field handles of [`{ident}`] inside a model `{r}`, for a field holding a `{w}` (`{ident}` or an array of them)."
     );
+    let schema_impl = embedded_schema(c, krate);
     let handle_rw = handle(&r, &w);
     let handle_vec = handle(&r, &quote!(::std::vec::Vec<#this>));
     let handle_one = handle(&r, &this);
@@ -383,6 +443,8 @@ fn embedded(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
                 }
             }
 
+            #schema_impl
+
             #[automatically_derived]
             impl #user_impl #krate::Embedded for #this #bounds {
                 type Fields<#r, #w> = #handle_rw;
@@ -397,6 +459,22 @@ fn embedded(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             }
         };
     }
+}
+
+/// `Schema` for an embedded type that declares `#[odm(schema)]`.
+fn embedded_schema(c: &Container<'_>, krate: &syn::Path) -> Option<TokenStream> {
+    c.schema.as_ref()?;
+    let ident = c.ident;
+    let (user_impl, type_generics, where_clause) = c.generics.split_for_impl();
+    let object = schema_object(c, krate);
+    Some(quote! {
+        #[automatically_derived]
+        impl #user_impl #krate::Schema for #ident #type_generics #where_clause {
+            fn json_schema() -> #krate::__private::bson::Document {
+                #object
+            }
+        }
+    })
 }
 
 /// `Document::upgrade`: through the previous model and `From`, or through a function.

@@ -1,4 +1,5 @@
-//! `#[derive(Document)]` and `#[derive(Embedded)]` for the odm crate. A proc-macro crate: it
+//! `#[derive(Document)]`, `#[derive(Embedded)]` and `#[derive(Schema)]` (unit-only enums, in
+//! `enumeration`) for the odm crate. A proc-macro crate: it
 //! depends on syn, quote and proc-macro2 only, and names `odm`'s items through the paths the
 //! generated code writes (`odm::__private`), never as a dependency.
 //!
@@ -12,6 +13,7 @@ mod attr;
 mod case;
 mod check;
 mod ctxt;
+mod enumeration;
 mod expand;
 mod symbol;
 mod types;
@@ -31,6 +33,19 @@ pub fn derive_document(input: TokenStream) -> TokenStream {
 #[proc_macro_derive(Embedded, attributes(odm))]
 pub fn derive_embedded(input: TokenStream) -> TokenStream {
     derive(&parse_macro_input!(input as DeriveInput), Kind::Embedded)
+}
+
+/// Derives `odm::Schema` for a unit-only enum: a string among the names serde writes for its
+/// variants (after `rename_all` and `rename`), for `#[odm(schema)]` models.
+#[proc_macro_derive(Schema, attributes(odm))]
+pub fn derive_schema(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    let cx = ctxt::Ctxt::new();
+    let expanded = enumeration::expand(&cx, &input);
+    match cx.check() {
+        Ok(()) => expanded.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
 }
 
 fn derive(input: &DeriveInput, kind: Kind) -> TokenStream {

@@ -27,3 +27,6 @@ pub const MIGRATE: &str = "migrate";
 pub const CREATED_AT: &str = "created_at";
 pub const UPDATED_AT: &str = "updated_at";
 pub const HOOKS: &str = "hooks";
+pub const SCHEMA: &str = "schema";
+pub const LEVEL: &str = "level";
+pub const ACTION: &str = "action";

@@ -476,6 +476,50 @@ impl<T: Document> Collection<T> {
         self.write(|c| c.find_one_and_delete(filter, options))
     }
 
+    /// The stored documents that break the model's declared schema (`#[odm(schema)]`), each
+    /// with the path and reason of every failing value; none for a model without one. A
+    /// validator checks writes only, so documents stored before it was deployed, by another
+    /// program or under `validationAction: "warn"`, are found here. The server selects them
+    /// (`$nor` of the validator); the reasons are MongoDB's `schemaRulesNotSatisfied`.
+    ///
+    /// ```
+    /// use odm::{Database, Document};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "sensors", schema)]
+    /// struct Sensor {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     #[odm(schema(minimum = -40, maximum = 125))]
+    ///     celsius: f64,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let raw = db.engine().expect("an embedded database").collection("sensors");
+    /// raw.insert_one(bson::doc! { "_id": 1_i64, "celsius": 400.0 })?; // before the schema
+    /// let sensors = db.collection::<Sensor>()?; // deploys it
+    /// let found = sensors.schema_violations()?;
+    /// assert_eq!(found.len(), 1);
+    /// assert_eq!(found[0].problems[0].path, "celsius");
+    /// assert!(raw.insert_one(bson::doc! { "_id": 2_i64, "celsius": "hot" }).is_err());
+    /// # Ok::<(), odm::Error>(())
+    /// ```
+    pub fn schema_violations(&self) -> Result<Vec<crate::SchemaViolation>> {
+        let Some(schema) = T::declared_schema() else {
+            return Ok(Vec::new());
+        };
+        let parsed =
+            odm_engine::query::JsonSchema::parse(&Bson::Document(schema.json_schema.clone()))
+                .map_err(odm_engine::Error::from)?;
+        let breaking = bson::doc! { "$nor": [schema.validator()] };
+        self.find(Filter::from(breaking))
+            .documents(None)?
+            .iter()
+            .map(|document| crate::schema::violation(&parsed, document, &self.name))
+            .collect()
+    }
+
     /// Rewrites every document of an earlier schema version at the model's version (reads
     /// migrate lazily anyway); returns how many were rewritten. Runs in batches of
     /// [`MIGRATION_BATCH`] documents, each all or nothing (on MongoDB, where the deployment
@@ -937,8 +981,13 @@ impl<T: Document> Find<T> {
 
     /// The matches as documents holding only the projected fields.
     pub fn project(self, projection: &Projection<T>) -> Result<Vec<bson::Document>> {
+        self.documents(Some(projection.to_document().clone()))
+    }
+
+    /// The matches as documents, projected by `projection` when given; not decoded as `T`.
+    fn documents(self, projection: Option<bson::Document>) -> Result<Vec<bson::Document>> {
         let (db, name, filter, mut options) = self.snapshot_parts()?;
-        options.projection = Some(projection.to_document().clone());
+        options.projection = projection;
         let engine = match db.store() {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]

@@ -421,12 +421,16 @@ impl Database {
                 );
                 let result = f(&mut txn);
                 let shard_keys = std::mem::take(&mut txn.pending_shard_keys);
+                let schemas = std::mem::take(&mut txn.pending_schemas);
                 drop(txn);
                 match result {
                     Ok(value) => {
                         crate::remote::commit(&mut session).map_err(E::from)?;
                         for (name, key) in &shard_keys {
                             remote.deploy_shard_key(name, key).map_err(E::from)?;
+                        }
+                        for (name, schema) in &schemas {
+                            remote.deploy_schema(name, schema).map_err(E::from)?;
                         }
                         Ok(value)
                     }

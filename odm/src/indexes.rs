@@ -229,6 +229,9 @@ pub(crate) fn sync<T: Document>(
         }
         _ => {}
     }
+    if let Some(schema) = T::declared_schema() {
+        deploy_schema(txn, name, &schema)?;
+    }
     let stored: Vec<Stored> = txn
         .list_indexes(name)
         .into_iter()
@@ -320,6 +323,25 @@ fn diff(
     Ok((plan, missing))
 }
 
+/// Makes the model's declared schema the collection's validation, unless it already is.
+fn deploy_schema(txn: &mut WriteTxn<'_>, name: &str, schema: &crate::DeclaredSchema) -> Result<()> {
+    let validation =
+        odm_engine::validation::Validation::new(schema.validator(), schema.level, schema.action)
+            .map_err(odm_engine::Error::from)?;
+    let stored = txn
+        .collection_options(name)
+        .and_then(|options| options.validation);
+    let same = stored.is_some_and(|s| {
+        s.validator() == validation.validator()
+            && s.level() == validation.level()
+            && s.action() == validation.action()
+    });
+    if !same {
+        txn.set_validation(name, Some(validation))?;
+    }
+    Ok(())
+}
+
 /// [`sync`] on a MongoDB deployment: `listIndexes` diffed as the engine's indexes are, the
 /// missing ones built by one `createIndexes`, and a declared shard key deployed by
 /// `shardCollection`.
@@ -374,6 +396,11 @@ pub(crate) fn sync_remote<T: Document>(
         && session.is_none()
     {
         remote.deploy_shard_key(name, &key)?;
+    }
+    if let Some(schema) = T::declared_schema()
+        && session.is_none()
+    {
+        remote.deploy_schema(name, &schema)?;
     }
     if drop_undeclared {
         for index in &plan.undeclared {

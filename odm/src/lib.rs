@@ -41,6 +41,9 @@
 //! - Kept fields and hooks: `#[odm(created_at)]`, `#[odm(updated_at)]` ([`Timestamp`]) and
 //!   `#[odm(version)]` ([`Revision`], [`Error::VersionConflict`]) fields the ODM writes itself;
 //!   `#[odm(hooks)]` and [`Hooks`] around the writes of a model's values.
+//! - Schemas: `#[odm(schema)]` computes a model's `$jsonSchema` ([`Schema`], [`DeclaredSchema`])
+//!   and [`Database::collection`] deploys it as the validator on both back ends;
+//!   [`Collection::schema_violations`] finds stored documents that break it.
 //! - [`Error`]: the engine's errors, plus serialization and declaration mismatches; a stored
 //!   document that does not decode names its collection, `_id` and the path that failed.
 //!
@@ -77,6 +80,7 @@ mod kept;
 mod model;
 #[cfg(feature = "mongodb")]
 mod remote;
+mod schema;
 mod sort;
 #[doc(hidden)]
 pub mod testing;
@@ -98,11 +102,14 @@ pub use hooks::Hooks;
 pub use indexes::{Index, IndexPlan};
 pub use kept::{Revision, Timestamp};
 pub use model::{Document, Embedded};
-pub use odm_derive::{Document, Embedded};
+pub use odm_derive::{Document, Embedded, Schema};
 pub use odm_engine as engine;
 pub use odm_engine::Durability;
 pub use odm_engine::changes::{FullDocument, FullDocumentBeforeChange};
 pub use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
+pub use schema::{
+    ArrayValued, DeclaredSchema, NumberValued, Schema, SchemaProblem, SchemaViolation, TextValued,
+};
 pub use sort::{Projection, Sort};
 pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, PreparedUpdate, Push, Update};
@@ -116,6 +123,12 @@ pub use watch::{
 pub mod __private {
     pub use crate::codec::{decode_versioned, migrate_with};
     pub use crate::kept::Kept;
+    pub mod schema {
+        pub use crate::schema::{
+            array_rule, declared, enumeration, number_rule, object, text_rule, version_property,
+            with_rules,
+        };
+    }
     pub use crate::model::join;
     pub use bson;
     pub use odm_engine::{Direction, IndexSpec, ShardKey};

@@ -11,12 +11,14 @@ use serde::de::DeserializeOwned;
 ///   "b.c" = -1), unique, sparse, name = "..", partial = ..)` for compound and nested indexes;
 ///   `shard_key(a, b)` or `shard_key(hashed(a))`; `version = N` with `from = Previous` or
 ///   `migrate = function` for documents of earlier versions; `hooks`, for a model that
-///   implements [`crate::Hooks`];
+///   implements [`crate::Hooks`]; `schema` or `schema(level = "..", action = "..")` for a
+///   `$jsonSchema` deployed as the validator (see [`crate::Schema`]);
 /// - on a field: `id` (stored as `_id`; exactly one), `index` or `index(unique, sparse, desc,
 ///   ttl = "30d")`, `embedded` (a type deriving `Embedded`, or a `Vec` or `Option` of one, whose
 ///   fields get handles); `created_at` and `updated_at` (a `bson::DateTime`, or an `Option` of
 ///   one, the ODM sets on every write) and `version` (an `i32`, `i64` or `u32` revision that
-///   makes saves of a known document conditional); at most one of each.
+///   makes saves of a known document conditional); at most one of each; `schema(minimum = ..,
+///   max_length = .., pattern = "..", ...)` rules added to the field's schema.
 ///
 /// Mistakes in them (a misspelt field, a TTL on a compound or non-date index, a unique index
 /// a shard key does not prefix, ...) are compile errors naming the mistake.
@@ -98,6 +100,11 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     }
     #[doc(hidden)]
     fn hooks_mut(&mut self) -> Option<&mut dyn crate::Hooks> {
+        None
+    }
+    /// The `$jsonSchema` the model deploys as its collection's validator (`#[odm(schema)]`),
+    /// with its validation level and action; see [`crate::Schema`].
+    fn declared_schema() -> Option<crate::DeclaredSchema> {
         None
     }
     /// The indexes the model declares.

@@ -63,6 +63,10 @@ pub struct Txn<'t, 'db> {
     /// a transaction, so they deploy once it commits.
     #[cfg(feature = "mongodb")]
     pub(crate) pending_shard_keys: Vec<(String, odm_engine::ShardKey)>,
+    /// Declared schemas a MongoDB transaction synced: `collMod` cannot run in a transaction,
+    /// so they deploy after the commit.
+    #[cfg(feature = "mongodb")]
+    pub(crate) pending_schemas: Vec<(String, crate::DeclaredSchema)>,
 }
 
 impl std::fmt::Debug for Txn<'_, '_> {
@@ -83,6 +87,8 @@ impl<'t, 'db> Txn<'t, 'db> {
             synced,
             #[cfg(feature = "mongodb")]
             pending_shard_keys: Vec::new(),
+            #[cfg(feature = "mongodb")]
+            pending_schemas: Vec::new(),
         }
     }
 
@@ -147,6 +153,9 @@ impl<'t, 'db> Txn<'t, 'db> {
                     self.synced.push(synced);
                     if let Some(key) = T::shard_key() {
                         self.pending_shard_keys.push((name.to_owned(), key));
+                    }
+                    if let Some(schema) = T::declared_schema() {
+                        self.pending_schemas.push((name.to_owned(), schema));
                     }
                 } else {
                     self.db.mark_synced(vec![synced]);

@@ -621,6 +621,16 @@ impl Remote {
             .map(drop)
     }
 
+    /// Deploys a model's declared schema as the collection's validator (`collMod`).
+    pub(crate) fn deploy_schema(
+        &self,
+        collection: &str,
+        schema: &crate::DeclaredSchema,
+    ) -> Result<()> {
+        self.command(None, collection, schema.coll_mod(collection))
+            .map(drop)
+    }
+
     /// The namespace of a collection of this database, `db.collection`.
     pub(crate) fn namespace(&self, collection: &str) -> String {
         format!("{}.{collection}", self.database.name())

@@ -1,0 +1,274 @@
+//! Schemas that deploy (`#[odm(schema)]`): the `$jsonSchema` a model's Rust type implies, its
+//! deployment as the collection's validator by `Database::collection` with the declared level
+//! and action, and the stored documents that break it, found with their paths. Each test runs
+//! on the back end `odm::testing::database()` chooses.
+
+use bson::{Bson, doc};
+use odm::{Document, Embedded, Error, Schema};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Draft,
+    InReview,
+    #[serde(rename = "live")]
+    Published,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+#[odm(schema)]
+struct Author {
+    name: String,
+    #[odm(schema(pattern = "^[^@]+@[^@]+$"))]
+    email: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "articles", schema)]
+#[serde(rename_all = "camelCase")]
+struct Article {
+    #[odm(id)]
+    id: i64,
+    #[odm(schema(min_length = 1, max_length = 80))]
+    title: String,
+    status: Status,
+    #[odm(schema(minimum = 0))]
+    word_count: u32,
+    #[odm(schema(max_items = 3))]
+    tags: Vec<String>,
+    #[odm(embedded)]
+    author: Author,
+    #[serde(rename = "summary")]
+    abstract_text: Option<String>,
+    #[odm(updated_at)]
+    updated_at: bson::DateTime,
+    #[serde(skip)]
+    cached: Option<String>,
+}
+
+fn article(id: i64) -> Article {
+    Article {
+        id,
+        title: "Schemas that deploy".into(),
+        status: Status::Draft,
+        word_count: 1200,
+        tags: vec!["odm".into()],
+        author: Author {
+            name: "Ann".into(),
+            email: Some("ann@example.org".into()),
+        },
+        abstract_text: None,
+        updated_at: bson::DateTime::MIN,
+        cached: None,
+    }
+}
+
+/// The same collection seen without a schema: what another program may write.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "articles")]
+struct Loose {
+    #[odm(id)]
+    id: i64,
+    title: Bson,
+    status: Bson,
+}
+
+#[test]
+fn the_schema_follows_the_rust_type_and_serdes_names() {
+    let declared = Article::declared_schema().expect("declared");
+    let ints = Bson::from(vec!["int", "long"]);
+    assert_eq!(
+        declared.json_schema,
+        doc! {
+            "bsonType": "object",
+            "required": ["_id", "title", "status", "wordCount", "tags", "author", "updatedAt"],
+            "properties": {
+                "_id": { "bsonType": ints.clone() },
+                "title": { "bsonType": "string", "minLength": 1, "maxLength": 80 },
+                "status": { "bsonType": "string", "enum": ["draft", "in_review", "live"] },
+                "wordCount": { "bsonType": ints, "minimum": 0 },
+                "tags": { "bsonType": "array", "items": { "bsonType": "string" }, "maxItems": 3 },
+                "author": {
+                    "bsonType": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": { "bsonType": "string" },
+                        "email": { "bsonType": ["string", "null"], "pattern": "^[^@]+@[^@]+$" },
+                    },
+                },
+                "summary": { "bsonType": ["string", "null"] },
+                "updatedAt": { "bsonType": "date" },
+            },
+        }
+    );
+    assert_eq!(
+        declared.validator(),
+        doc! { "$jsonSchema": declared.json_schema.clone() }
+    );
+    assert_eq!(Loose::declared_schema(), None);
+}
+
+#[test]
+fn the_collection_refuses_documents_that_break_the_schema() {
+    let db = odm::testing::database().unwrap();
+    let articles = db.collection::<Article>().unwrap();
+    articles.insert_one(&article(1)).unwrap();
+    // A value the Rust type allows but a rule refuses.
+    let mut long = article(2);
+    long.title = "x".repeat(81);
+    let err = articles.insert_one(&long).unwrap_err();
+    assert_eq!(err.code(), Some(121), "{err}");
+    // Another program's document of the wrong shape.
+    let loose = db.collection_named::<Loose>("articles").unwrap();
+    let err = loose
+        .insert_one(&Loose {
+            id: 3,
+            title: Bson::Int32(7),
+            status: Bson::from("gone"),
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), Some(121), "{err}");
+    assert_eq!(articles.count(odm::Filter::all()).unwrap(), 1);
+}
+
+#[test]
+fn documents_stored_before_the_schema_are_found_with_their_paths() {
+    let db = odm::testing::database().unwrap();
+    let loose = db.collection_named::<Loose>("articles").unwrap();
+    loose
+        .insert_one(&Loose {
+            id: 9,
+            title: Bson::from(""),
+            status: Bson::from("gone"),
+        })
+        .unwrap();
+    let articles = db.collection::<Article>().unwrap();
+    articles.insert_one(&article(1)).unwrap();
+    let found = articles.schema_violations().unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].id, Bson::Int64(9));
+    let paths: Vec<&str> = found[0].problems.iter().map(|p| p.path.as_str()).collect();
+    for path in ["title", "status", "wordCount", "author"] {
+        assert!(paths.contains(&path), "{path} in {}", found[0]);
+    }
+    let title = found[0]
+        .problems
+        .iter()
+        .find(|p| p.path == "title")
+        .unwrap();
+    assert!(title.reason.contains("minLength"), "{title:?}");
+}
+
+#[test]
+fn a_nested_failure_names_the_path_inside_the_subdocument() {
+    let db = odm::testing::database().unwrap();
+    let articles = db.collection::<Article>().unwrap();
+    let mut bad = article(1);
+    bad.author.email = Some("not an address".into());
+    let err = articles.insert_one(&bad).unwrap_err();
+    assert_eq!(err.code(), Some(121), "{err}");
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "notes", schema(level = "moderate", action = "warn"))]
+struct Note {
+    #[odm(id)]
+    id: i64,
+    #[odm(schema(max_length = 5))]
+    text: String,
+}
+
+#[test]
+fn a_warn_action_lets_a_breaking_write_through_and_the_violation_is_listed() {
+    let db = odm::testing::database().unwrap();
+    let notes = db.collection::<Note>().unwrap();
+    notes
+        .insert_one(&Note {
+            id: 1,
+            text: "far too long".into(),
+        })
+        .unwrap();
+    let found = notes.schema_violations().unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].problems[0].path, "text");
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "notes", schema)]
+struct StrictNote {
+    #[odm(id)]
+    id: i64,
+    #[odm(schema(max_length = 5))]
+    text: String,
+}
+
+/// The model declares the schema: opening the collection with another declaration replaces
+/// the stored validator.
+#[test]
+fn a_changed_declaration_replaces_the_stored_validator() {
+    let db = odm::testing::database().unwrap();
+    let notes = db.collection::<Note>().unwrap();
+    notes
+        .insert_one(&Note {
+            id: 1,
+            text: "too long".into(),
+        })
+        .unwrap();
+    let strict = db.collection::<StrictNote>().unwrap();
+    let err = strict
+        .insert_one(&StrictNote {
+            id: 2,
+            text: "too long".into(),
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), Some(121), "{err}");
+    assert!(matches!(err, Error::Engine(_)));
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "versioned", version = 2, migrate = keep, schema)]
+struct Versioned {
+    #[odm(id)]
+    id: bson::oid::ObjectId,
+    scores: std::collections::HashMap<String, f64>,
+    #[odm(version)]
+    revision: i32,
+}
+
+fn keep(stored: bson::Document, _from: u32) -> Result<bson::Document, String> {
+    Ok(stored)
+}
+
+/// A versioned model's `_v` is part of its schema; maps are objects of their values' schema.
+#[test]
+fn a_versioned_models_schema_requires_its_version_field() {
+    let schema = Versioned::declared_schema().unwrap().json_schema;
+    assert_eq!(
+        schema.get_array("required").unwrap(),
+        &vec![
+            Bson::from("_id"),
+            Bson::from("scores"),
+            Bson::from("revision"),
+            Bson::from("_v")
+        ]
+    );
+    let properties = schema.get_document("properties").unwrap();
+    assert_eq!(
+        properties.get_document("_id").unwrap(),
+        &doc! { "bsonType": "objectId" }
+    );
+    assert_eq!(
+        properties.get_document("scores").unwrap(),
+        &doc! { "bsonType": "object", "additionalProperties": { "bsonType": ["double", "int", "long"] } }
+    );
+    let db = odm::testing::database().unwrap();
+    let versioned = db.collection::<Versioned>().unwrap();
+    let mut value = Versioned {
+        id: bson::oid::ObjectId::new(),
+        scores: [("math".to_owned(), 1.5)].into(),
+        revision: 0,
+    };
+    versioned.save(&mut value).unwrap();
+    assert!(versioned.schema_violations().unwrap().is_empty());
+}
