@@ -227,7 +227,7 @@ fn a_changed_declaration_replaces_the_stored_validator() {
 }
 
 #[derive(Debug, Serialize, Deserialize, Document)]
-#[odm(collection = "versioned", version = 2, migrate = keep, schema)]
+#[odm(collection = "versioned", version = 2, migrate = with_scores, schema)]
 struct Versioned {
     #[odm(id)]
     id: bson::oid::ObjectId,
@@ -236,8 +236,16 @@ struct Versioned {
     revision: i32,
 }
 
-fn keep(stored: bson::Document, _from: u32) -> Result<bson::Document, String> {
-    Ok(stored)
+/// Version 1 had no scores.
+fn with_scores(mut stored: bson::Document, _from: u32) -> Result<bson::Document, String> {
+    match stored.get("scores") {
+        None => {
+            stored.insert("scores", bson::Document::new());
+            Ok(stored)
+        }
+        Some(Bson::Document(_)) => Ok(stored),
+        Some(other) => Err(format!("scores of another shape: {other}")),
+    }
 }
 
 /// A versioned model's `_v` is part of its schema; maps are objects of their values' schema.
