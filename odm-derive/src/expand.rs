@@ -108,6 +108,16 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
         .iter()
         .find(|f| f.id.is_some())
         .map_or_else(|| "_id".to_owned(), |f| f.bson_name.clone());
+    // The id field (checked: exactly one), for `Document::Id` and `document_id`.
+    let (id_ident, id_type) = c.fields.iter().find(|f| f.id.is_some()).map_or_else(
+        || (format_ident!("id"), quote!(())),
+        |f| {
+            (f.ident.clone(), {
+                let ty = f.ty;
+                quote!(#ty)
+            })
+        },
+    );
     let indexes = c.all_indexes().map(|index| index_spec(krate, index));
     let shard_key = shard_key(c, krate);
     let version = c.version.map_or(0, |(n, _)| n);
@@ -135,6 +145,11 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             #[automatically_derived]
             impl #impl_generics #krate::Document for #root #bounds {
                 type Fields = #fields #type_generics;
+                type Id = #id_type;
+
+                fn document_id(&self) -> &#id_type {
+                    &self.#id_ident
+                }
                 const COLLECTION: &'static str = #collection;
                 const ID_FIELD: &'static str = #id_field;
                 const VERSION: u32 = #version;

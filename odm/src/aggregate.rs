@@ -30,6 +30,7 @@ use crate::error::{BuildError, Error, Result};
 use crate::field::{Field, Numeric};
 use crate::filter::Filter;
 use crate::model::Document;
+use crate::reference::{References, ReferencesOne};
 use crate::sort::Sort;
 use crate::txn::serialized;
 
@@ -234,24 +235,120 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
         foreign: &Field<F, K>,
         into: &Field<Out, Vec<F>>,
     ) -> Aggregate<T, Out, Out> {
-        let mut lookup = doc! {
-            "from": from.name(),
-            "localField": local.path(),
-            "foreignField": foreign.path(),
-            "as": into.path(),
-        };
-        if F::ID_FIELD != "_id" {
-            // Joined documents are stored ones: their id is `_id`, and `F` calls it otherwise.
-            lookup.insert(
-                "pipeline",
-                vec![
-                    Bson::Document(doc! { "$set": { F::ID_FIELD: "$_id" } }),
-                    Bson::Document(doc! { "$unset": "_id" }),
-                ],
-            );
-        }
-        self.then(doc! { "$lookup": lookup })
-            .reshaped(decode_output::<Out>)
+        self.then(lookup_stage::<F>(
+            from.name(),
+            local.path(),
+            foreign.path(),
+            into.path(),
+        ))
+        .reshaped(decode_output::<Out>)
+    }
+
+    /// Populates references: each document gains, in the field `into` of the type `Out`, the
+    /// documents of `from` that its field `refs` (a [`crate::Ref`], an optional one or an array of
+    /// them) references, by one `$lookup` on `_id`, never a query per document. `into` may be
+    /// `refs` itself, replacing the ids with the documents. A reference to no document is
+    /// left out; [`Aggregate::populate_strict`] fails on it instead.
+    ///
+    /// ```
+    /// use odm::{Database, Document, Embedded, Ref, Sort};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Debug, PartialEq, Serialize, Deserialize, Document)]
+    /// #[odm(collection = "parts")]
+    /// struct Part {
+    ///     #[odm(id)]
+    ///     sku: String,
+    ///     price: i64,
+    /// }
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "products")]
+    /// struct Product {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     parts: Vec<Ref<Part>>,
+    /// }
+    ///
+    /// /// A product with its parts loaded in place of their ids.
+    /// #[derive(Debug, Serialize, Deserialize, Embedded)]
+    /// struct Assembled {
+    ///     #[serde(rename = "_id")]
+    ///     id: i64,
+    ///     parts: Vec<Part>,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let (parts, products) = (db.collection::<Part>()?, db.collection::<Product>()?);
+    /// parts.insert_many(&[Part { sku: "bolt".into(), price: 2 }, Part { sku: "nut".into(), price: 1 }])?;
+    /// let refs = vec![Ref::new("bolt".to_owned()), Ref::new("nut".to_owned())];
+    /// products.insert_one(&Product { id: 1, parts: refs })?;
+    /// let (f, a) = (Product::fields(), Assembled::fields());
+    /// let assembled = products.aggregate().populate(&parts, &f.parts, &a.parts).to_vec()?;
+    /// assert_eq!(assembled[0].parts.iter().map(|p| p.price).sum::<i64>(), 3);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
+    pub fn populate<F: Document, V: References<F>, Out: DeserializeOwned>(
+        self,
+        from: &Collection<F>,
+        refs: &Field<R, V>,
+        into: &Field<Out, Vec<F>>,
+    ) -> Aggregate<T, Out, Out> {
+        self.then(lookup_stage::<F>(
+            from.name(),
+            refs.path(),
+            "_id",
+            into.path(),
+        ))
+        .reshaped(decode_output::<Out>)
+    }
+
+    /// [`Aggregate::populate`] that fails with [`Error::DanglingReference`] when a document
+    /// references one that does not exist.
+    pub fn populate_strict<F: Document, V: References<F>, Out: DeserializeOwned>(
+        self,
+        from: &Collection<F>,
+        refs: &Field<R, V>,
+        into: &Field<Out, Vec<F>>,
+    ) -> Aggregate<T, Out, Out> {
+        let mut out = self;
+        out.stages
+            .extend(strict_lookup::<F>(from.name(), refs.path(), into.path()));
+        out.reshaped(decode_referenced::<Out>)
+    }
+
+    /// Populates one reference (a [`crate::Ref`] or an optional one) into the field `into`, an
+    /// `Option` of the referenced model: `None` when the reference is `None` or names no
+    /// document. One `$lookup`, as [`Aggregate::populate`].
+    pub fn populate_one<F: Document, V: ReferencesOne<F>, Out: DeserializeOwned>(
+        self,
+        from: &Collection<F>,
+        refs: &Field<R, V>,
+        into: &Field<Out, Option<F>>,
+    ) -> Aggregate<T, Out, Out> {
+        self.then(lookup_stage::<F>(
+            from.name(),
+            refs.path(),
+            "_id",
+            into.path(),
+        ))
+        .then(first_of(into.path()))
+        .reshaped(decode_output::<Out>)
+    }
+
+    /// [`Aggregate::populate_one`] that fails with [`Error::DanglingReference`] when a
+    /// reference names no document (a `None` reference is not dangling).
+    pub fn populate_one_strict<F: Document, V: ReferencesOne<F>, Out: DeserializeOwned>(
+        self,
+        from: &Collection<F>,
+        refs: &Field<R, V>,
+        into: &Field<Out, Option<F>>,
+    ) -> Aggregate<T, Out, Out> {
+        let mut out = self;
+        out.stages
+            .extend(strict_lookup::<F>(from.name(), refs.path(), into.path()));
+        out.then(first_of(into.path()))
+            .reshaped(decode_referenced::<Out>)
     }
 
     /// A raw stage that leaves the documents' shape as it is (`$sample`, `$addFields` of a
@@ -470,6 +567,83 @@ fn field_ref<R, V>(field: &Field<R, V>) -> String {
 }
 
 /// Results decoded as an output type `O` (no id renaming: the output's fields are as stored).
+/// `$lookup` of the documents of `from` whose `foreign` equals `local` (or one of its
+/// elements), into `into`, with the joined documents' `_id` under the name `F` gives its id.
+fn lookup_stage<F: Document>(from: &str, local: &str, foreign: &str, into: &str) -> BsonDocument {
+    let mut lookup = doc! {
+        "from": from,
+        "localField": local,
+        "foreignField": foreign,
+        "as": into,
+    };
+    if F::ID_FIELD != "_id" {
+        // Joined documents are stored ones: their id is `_id`, and `F` calls it otherwise.
+        lookup.insert(
+            "pipeline",
+            vec![
+                Bson::Document(doc! { "$set": { F::ID_FIELD: "$_id" } }),
+                Bson::Document(doc! { "$unset": "_id" }),
+            ],
+        );
+    }
+    doc! { "$lookup": lookup }
+}
+
+/// Where a strict populate notes the references that named no document, for its decoder.
+const DANGLING: &str = "__odm_dangling";
+/// Where a strict populate joins, before it moves the documents to their field (which may be
+/// the references' own).
+const JOINED: &str = "__odm_joined";
+
+/// The stages of a strict populate: the `$lookup`, the references it did not find (non-null
+/// references whose id no joined document has) noted under [`DANGLING`] with the field's
+/// name, and the joined documents moved to `into`.
+fn strict_lookup<F: Document>(from: &str, refs: &str, into: &str) -> [BsonDocument; 3] {
+    let references = format!("${refs}");
+    let found = format!("${JOINED}.{}", F::ID_FIELD);
+    [
+        lookup_stage::<F>(from, refs, "_id", JOINED),
+        doc! { "$set": { DANGLING: {
+            "field": { "$literal": refs },
+            "ids": { "$setDifference": [
+                { "$filter": {
+                    "input": { "$cond": [{ "$isArray": &references }, &references, [&references]] },
+                    "cond": { "$ne": ["$$this", null] },
+                } },
+                found,
+            ] },
+        } } },
+        doc! { "$set": { into: format!("${JOINED}") } },
+    ]
+}
+
+/// `into`'s array replaced by its first element (missing when it is empty).
+fn first_of(into: &str) -> BsonDocument {
+    doc! { "$set": { into: { "$first": format!("${into}") } } }
+}
+
+/// [`decode_output`] of a strict populate's document: an error naming the references it
+/// found no document for.
+fn decode_referenced<O: DeserializeOwned>(raw: &RawDocument, collection: &str) -> Result<O> {
+    if let Ok(Some(dangling)) = raw.get_document(DANGLING).map(Some)
+        && let Ok(ids) = dangling.get_array("ids")
+        && ids.into_iter().next().is_some()
+    {
+        return Err(Error::DanglingReference {
+            collection: collection.to_owned(),
+            id: odm_engine::decode::id_text(raw),
+            field: dangling.get_str("field").unwrap_or_default().to_owned(),
+            missing: ids
+                .into_iter()
+                .filter_map(std::result::Result::ok)
+                .filter_map(|id| Bson::try_from(bson::RawBson::from(id)).ok())
+                .map(|id| id.to_string())
+                .collect(),
+        });
+    }
+    decode_output(raw, collection)
+}
+
 fn decode_output<O: DeserializeOwned>(raw: &RawDocument, collection: &str) -> Result<O> {
     odm_engine::decode::from_slice_with_id(raw.as_bytes(), None).map_err(|reason| {
         Error::AggregateOutput {

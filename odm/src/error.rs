@@ -93,6 +93,20 @@ pub enum Error {
         /// The revision the value held.
         revision: i64,
     },
+    /// A strict populate ([`crate::Aggregate::populate_strict`]) found a reference that names
+    /// no document.
+    #[error(
+        "document {id} of `{collection}` references in `{field}` documents that do not exist: {}",
+        missing.join(", ")
+    )]
+    DanglingReference {
+        collection: String,
+        /// The referencing document's `_id`, as extended JSON.
+        id: String,
+        field: String,
+        /// The ids referenced and not found.
+        missing: Vec<String>,
+    },
     /// A model's before-hook (see [`crate::Hooks`]) refused the write, which wrote nothing.
     #[error("`{hook}` of `{collection}` refused the write: {reason}")]
     Refused {

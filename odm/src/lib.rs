@@ -36,7 +36,8 @@
 //!   ([`Unwound`], [`Field::unwound`]), `group` ([`Group`]: a key and typed accumulators
 //!   `sum`, `avg`, `min`, `max`, `first`, `last`, `push`, `add_to_set`, `count` into an output
 //!   type), `project` ([`Reshape`] into an output type), `lookup` (another model joined into
-//!   an output type), raw `stage` and `stage_into`; run by `to_vec`, `iter` (a [`Cursor`]),
+//!   an output type), `populate` and `populate_one` (the documents a [`Ref`] field references,
+//!   by one `$lookup`; `_strict` forms refuse dangling references), raw `stage` and `stage_into`; run by `to_vec`, `iter` (a [`Cursor`]),
 //!   `first`, `count` and `explain`.
 //! - Kept fields and hooks: `#[odm(created_at)]`, `#[odm(updated_at)]` ([`Timestamp`]) and
 //!   `#[odm(version)]` ([`Revision`], [`Error::VersionConflict`]) fields the ODM writes itself;
@@ -78,6 +79,7 @@ mod hooks;
 mod indexes;
 mod kept;
 mod model;
+mod reference;
 #[cfg(feature = "mongodb")]
 mod remote;
 mod schema;
@@ -107,6 +109,7 @@ pub use odm_engine as engine;
 pub use odm_engine::Durability;
 pub use odm_engine::changes::{FullDocument, FullDocumentBeforeChange};
 pub use odm_engine::update::{BulkResult, UpdateOptions, UpdateResult};
+pub use reference::{Ref, References, ReferencesOne};
 pub use schema::{
     ArrayValued, DeclaredSchema, NumberValued, Schema, SchemaProblem, SchemaViolation, TextValued,
 };

@@ -66,6 +66,8 @@ use serde::de::DeserializeOwned;
 pub trait Document: Serialize + DeserializeOwned + 'static {
     /// The typed field handles, `Self::fields().name`.
     type Fields;
+    /// The type of the id field (`#[odm(id)]`), which a [`crate::Ref`] to this model holds.
+    type Id;
     /// The collection the model lives in.
     const COLLECTION: &'static str;
     /// Serde's name of the id field; stored under `_id`.
@@ -83,6 +85,8 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     /// conditional on it (see [`crate::Revision`] for its types and [`crate::Error::VersionConflict`]).
     const REVISION: Option<&'static str> = None;
     fn fields() -> Self::Fields;
+    /// The value of the id field.
+    fn document_id(&self) -> &Self::Id;
     /// The revision the value holds (0 for a model without one).
     #[doc(hidden)]
     fn revision(&self) -> i64 {

@@ -3,10 +3,13 @@
 //! side, through `#[derive(Document)]`, typed filters and updates on the other. Ends with one
 //! `ratio` line per operation (typed / engine). Then the cost of query sampling (MongoDB's
 //! `configureQueryAnalyzer` at its highest rate, 50 a second) on the same typed finds and
-//! updates: one `ratio sampling on/off` line.
+//! updates: one `ratio sampling on/off` line. Last, populating references: products holding
+//! five `Ref<Part>`s each, loaded with their parts by the typed `populate`, by the same
+//! `$lookup` written by hand against the engine, and by one `get` per reference (the N+1
+//! pattern `populate` avoids): one `ratio populate` line.
 
 use bson::doc;
-use odm::{Document, Filter};
+use odm::{Document, Embedded, Filter, Ref};
 use odm_engine::query::FindOptions;
 use odm_engine::{IndexSpec, update::UpdateOptions};
 use odm_tests::rng::Rng;
@@ -142,7 +145,140 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let sampled = median(sampling_runs.iter().map(|r| r.1 as f64).collect());
     println!("samples taken per run (median): {sampled:.0}");
     println!("ratio sampling on/off {}", lines.join(" "));
+    populate_report(options)
+}
+
+/// A part products reference.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Document)]
+#[odm(collection = "parts")]
+struct Part {
+    #[odm(id)]
+    sku: String,
+    cost: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Document)]
+#[odm(collection = "products")]
+struct Product {
+    #[odm(id)]
+    id: i64,
+    parts: Vec<Ref<Part>>,
+}
+
+/// A product with its parts loaded in place of their ids.
+#[derive(Debug, Serialize, Deserialize, Embedded)]
+struct Assembled {
+    #[serde(rename = "_id")]
+    id: i64,
+    parts: Vec<Part>,
+}
+
+/// A joined part as stored: its id is `_id`, as the hand-written `$lookup` returns it.
+#[derive(Debug, Deserialize)]
+struct StoredPart {
+    #[serde(rename = "_id")]
+    _sku: String,
+    #[serde(rename = "cost")]
+    _cost: i64,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawAssembled {
+    #[serde(rename = "_id")]
+    _id: i64,
+    parts: Vec<StoredPart>,
+}
+
+const PARTS: u64 = 2_000;
+const PARTS_PER_PRODUCT: u64 = 5;
+
+/// The populate section: µs per product for the typed populate, the hand-written `$lookup`
+/// and the N+1 gets, medians over the runs.
+fn populate_report(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let products = (options.docs / 10).max(100);
+    let mut runs = Vec::new();
+    for _ in 0..options.runs {
+        runs.push(populate_run(products)?);
+    }
+    let at = |i: usize| median(runs.iter().map(|r: &[f64; 3]| r[i]).collect());
+    let (typed, hand, gets) = (at(0), at(1), at(2));
+    println!(
+        "\npopulate: {products} products of {PARTS_PER_PRODUCT} Ref<Part> each over {PARTS} parts, all loaded at once"
+    );
+    println!("{:<34}{:>14}", "way (median µs per product)", "");
+    for (label, t) in [
+        ("typed populate (one $lookup)", typed),
+        ("hand-written $lookup, engine", hand),
+        ("one get per reference (N+1)", gets),
+    ] {
+        println!("{label:<34}{t:>14.3}");
+    }
+    println!(
+        "ratio populate typed/lookup={:.2} n_plus_one/populate={:.2}",
+        typed / hand,
+        gets / typed
+    );
     Ok(())
+}
+
+fn populate_run(products: usize) -> Result<[f64; 3], Box<dyn std::error::Error>> {
+    let db = odm::Database::in_memory()?;
+    let (parts, catalogue) = (db.collection::<Part>()?, db.collection::<Product>()?);
+    let all_parts: Vec<Part> = (0..PARTS)
+        .map(|i| Part {
+            sku: format!("sku{i:05}"),
+            cost: i as i64 % 97,
+        })
+        .collect();
+    parts.insert_many(&all_parts)?;
+    let mut rng = Rng::new(77);
+    let made: Vec<Product> = (0..products as i64)
+        .map(|id| Product {
+            id,
+            parts: (0..PARTS_PER_PRODUCT)
+                .map(|_| Ref::new(format!("sku{:05}", rng.below(PARTS))))
+                .collect(),
+        })
+        .collect();
+    for batch in made.chunks(BATCH) {
+        catalogue.insert_many(batch)?;
+    }
+    let (f, a) = (Product::fields(), Assembled::fields());
+    let (typed, t_typed) = per_op(products, || {
+        let assembled = catalogue
+            .aggregate()
+            .populate(&parts, &f.parts, &a.parts)
+            .to_vec()
+            .expect("populate");
+        assembled.iter().map(|p| p.parts.len()).sum::<usize>()
+    });
+    let engine = db.engine().expect("an embedded database");
+    let lookup = [doc! { "$lookup": {
+        "from": "parts", "localField": "parts", "foreignField": "_id", "as": "parts",
+    } }];
+    let (hand, t_hand) = per_op(products, || {
+        let txn = engine.read().expect("read");
+        let coll = txn.collection("products").expect("open").expect("exists");
+        coll.aggregate(&lookup, &odm_engine::aggregate::AggregateOptions::default())
+            .expect("aggregate")
+            .into_iter()
+            .map(|d| bson::deserialize_from_document::<RawAssembled>(d).expect("decode"))
+            .map(|p| p.parts.len())
+            .sum::<usize>()
+    });
+    let (gets, t_gets) = per_op(products, || {
+        let mut loaded = 0;
+        for product in catalogue.find(Filter::all()).to_vec().expect("find") {
+            for part in &product.parts {
+                loaded += usize::from(part.get(&parts).expect("get").is_some());
+            }
+        }
+        loaded
+    });
+    // A product naming one part twice joins it once; the gets load it twice.
+    assert_eq!(typed, hand);
+    assert!(gets >= typed && typed > 0);
+    Ok([t_typed, t_hand, t_gets])
 }
 
 /// Typed finds and single updates with sampling off, then on at 50 a second: their times
