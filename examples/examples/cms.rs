@@ -1,5 +1,6 @@
 //! The later scenarios (S14 to S19): single-collection inheritance, bounded recommendations,
-//! referrer counters both ways, shard keys for uploads, one-to-N, and the CMS.
+//! referrer counters both ways, shard keys for uploads, one-to-N with typed references, and
+//! the CMS.
 //!
 //! `cargo run --release --example cms`
 
@@ -7,7 +8,7 @@ use bson::{DateTime, doc};
 use odm::engine::query::FindOptions;
 use odm::engine::update::UpdateOptions;
 use odm::engine::{CollectionOptions, ShardKey};
-use odm::{Database, Document, Embedded, Filter, Projection, Sort};
+use odm::{Database, Document, Embedded, Filter, Projection, Ref, Sort};
 use serde::{Deserialize, Serialize};
 
 /// S14: books and series volumes in one collection.
@@ -60,14 +61,32 @@ struct Post {
     posted: DateTime,
 }
 
-/// S18: log messages of hosts, the one-to-squillions side carrying its parent's id.
+/// S18: the hosts that log messages.
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "hosts")]
+struct Host {
+    #[odm(id)]
+    name: String,
+    rack: i32,
+}
+
+/// S18: log messages of hosts, the one-to-squillions side carrying a typed reference to its
+/// parent (stored as the host's `_id`).
 #[derive(Debug, Serialize, Deserialize, Document)]
 #[odm(collection = "logs", index(keys(host = 1, time = -1)))]
 struct Log {
     #[odm(id)]
     id: i64,
-    host: String,
+    host: Ref<Host>,
     time: DateTime,
+}
+
+/// A message with its host loaded in place of the reference.
+#[derive(Debug, Serialize, Deserialize, Embedded)]
+struct LogWithHost {
+    #[serde(rename = "_id")]
+    id: i64,
+    host: Option<Host>,
 }
 
 // Long on purpose: an example reads top to bottom as the scenario it shows (S14, S19); helpers
@@ -200,24 +219,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
-    println!("S18: one-to-squillions, the child carries the parent's id");
+    println!("S18: one-to-squillions, the child carries a reference to its parent");
+    let hosts = db.collection::<Host>()?;
     let logs = db.collection::<Log>()?;
+    for rack in 0..5 {
+        hosts.insert_one(&Host {
+            name: format!("web{rack}"),
+            rack,
+        })?;
+    }
     for i in 0..500 {
         logs.insert_one(&Log {
             id: i,
-            host: format!("web{}", i % 5),
+            host: Ref::new(format!("web{}", i % 5)),
             time: DateTime::from_millis(i * 1000),
         })?;
     }
     let l = Log::fields();
+    let web3: Ref<Host> = Ref::new("web3".to_owned());
     let explain = logs
-        .find(l.host.eq("web3"))
+        .find(l.host.eq(web3.clone()))
         .sort(Sort::desc(&l.time))
         .limit(10)
         .explain()?;
     println!(
         "  the latest 10 messages of one host: {} keys examined, sorted in memory: {}",
         explain.keys_examined, explain.in_memory_sort
+    );
+    let w = LogWithHost::fields();
+    let latest = logs
+        .aggregate()
+        .filter(l.host.eq(web3))
+        .sort(Sort::desc(&l.time))
+        .limit(1)
+        .populate_one_strict(&hosts, &l.host, &w.host)
+        .first()?
+        .ok_or("a message")?;
+    println!(
+        "  its latest message, {}, with its host populated by one $lookup: rack {}",
+        latest.id,
+        latest.host.map_or(-1, |h| h.rack)
     );
 
     println!("S19: the CMS: votes once per user, comments by author, titles only");
