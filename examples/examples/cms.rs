@@ -246,13 +246,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "  the latest 10 messages of one host: {} keys examined, sorted in memory: {}",
         explain.keys_examined, explain.in_memory_sort
     );
-    let w = LogWithHost::fields();
+    let with_host = LogWithHost::fields();
     let latest = logs
         .aggregate()
         .filter(l.host.eq(web3))
         .sort(Sort::desc(&l.time))
         .limit(1)
-        .populate_one_strict(&hosts, &l.host, &w.host)
+        .populate_one_strict(&hosts, &l.host, &with_host.host)
         .first()?
         .ok_or("a message")?;
     println!(
