@@ -1,5 +1,5 @@
-//! `#[derive(Document)]`, `#[derive(Embedded)]` and `#[derive(Schema)]` (unit-only enums, in
-//! `enumeration`) for the odm crate. A proc-macro crate: it
+//! `#[derive(Document)]` (on an enum: an enum model, in `variants`), `#[derive(Embedded)]` and
+//! `#[derive(Schema)]` (unit-only enums, in `enumeration`) for the odm crate. A proc-macro crate: it
 //! depends on syn, quote and proc-macro2 only, and names `odm`'s items through the paths the
 //! generated code writes (`odm::__private`), never as a dependency.
 //!
@@ -17,6 +17,7 @@ mod enumeration;
 mod expand;
 mod symbol;
 mod types;
+mod variants;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
@@ -50,6 +51,13 @@ pub fn derive_schema(input: TokenStream) -> TokenStream {
 
 fn derive(input: &DeriveInput, kind: Kind) -> TokenStream {
     let cx = ctxt::Ctxt::new();
+    if let (syn::Data::Enum(data), Kind::Document) = (&input.data, kind) {
+        let expanded = variants::expand(&cx, input, data);
+        return match cx.check() {
+            Ok(()) => expanded.into(),
+            Err(e) => e.to_compile_error().into(),
+        };
+    }
     let expanded = attr::container(&cx, input, kind).map(|model| {
         check::check(&cx, &model);
         expand::expand(&model)

@@ -163,6 +163,12 @@ impl<T: Document> Collection<T> {
         self.write(|c| c.insert_one(value))
     }
 
+    /// Inserts a stored document made by the caller (an enum model's variant, with its
+    /// discriminator); returns its `_id`.
+    pub(crate) fn insert_raw(&self, raw: bson::RawDocumentBuf) -> Result<Bson> {
+        self.write(|c| c.insert_raw(raw))
+    }
+
     /// Inserts all of `values` or, when one is refused, none (on a MongoDB deployment without
     /// transactions, those before the refused one stay, as MongoDB's ordered inserts).
     pub fn insert_many<'v>(&self, values: impl IntoIterator<Item = &'v T>) -> Result<Vec<Bson>>

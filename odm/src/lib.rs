@@ -42,6 +42,8 @@
 //! - Kept fields and hooks: `#[odm(created_at)]`, `#[odm(updated_at)]` ([`Timestamp`]) and
 //!   `#[odm(version)]` ([`Revision`], [`Error::VersionConflict`]) fields the ODM writes itself;
 //!   `#[odm(hooks)]` and [`Hooks`] around the writes of a model's values.
+//! - Enum models: `#[derive(Document)]` on an enum of models of one collection, stored with
+//!   serde's tag; [`Collection::variant`] ([`VariantCollection`], [`Variant`]) queries one.
 //! - Schemas: `#[odm(schema)]` computes a model's `$jsonSchema` ([`Schema`], [`DeclaredSchema`])
 //!   and [`Database::collection`] deploys it as the validator on both back ends;
 //!   [`Collection::schema_violations`] finds stored documents that break it.
@@ -88,6 +90,7 @@ mod sort;
 pub mod testing;
 mod txn;
 mod update;
+mod variant;
 mod watch;
 mod writer;
 
@@ -116,6 +119,7 @@ pub use schema::{
 pub use sort::{Projection, Sort};
 pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, PreparedUpdate, Push, Update};
+pub use variant::{Variant, VariantCollection};
 pub use watch::{
     ChangeEvent, ChangeStream, EventDocument, Namespace, OperationType, ResumeToken,
     TruncatedArray, UpdateDescription, Watch,
@@ -133,6 +137,7 @@ pub mod __private {
         };
     }
     pub use crate::model::join;
+    pub use crate::variant::{same_str, variant_indexes};
     pub use bson;
     pub use odm_engine::{Direction, IndexSpec, ShardKey};
     pub use serde;

@@ -327,6 +327,15 @@ impl<'db, T: Document> TxnCollection<'_, 'db, T> {
         Ok(id)
     }
 
+    /// Inserts a stored document made by the caller; returns its `_id`.
+    pub(crate) fn insert_raw(&mut self, raw: bson::RawDocumentBuf) -> Result<Bson> {
+        Ok(self
+            .inner
+            .insert(self.name, vec![raw])?
+            .pop()
+            .unwrap_or(Bson::Null))
+    }
+
     /// Inserts models in order; the first refused one fails the call (undo the rest by
     /// returning the error from the transaction).
     pub fn insert_many<'v>(&mut self, values: impl IntoIterator<Item = &'v T>) -> Result<Vec<Bson>>

@@ -1,0 +1,240 @@
+//! Enum models (S14, single-collection inheritance): several shapes in one collection, typed.
+//!
+//! `#[derive(Document)]` on an enum whose variants each hold one model (`Book(Book)`), stored
+//! with serde's internally tagged representation (`#[serde(tag = "type")]`, any tag name):
+//! - each variant's model is a [`Variant`] of the enum, with its discriminator value (serde's
+//!   name of the variant, after `rename_all` and `rename`);
+//! - the enum's handles are the discriminator (`tag`), the shared `_id` (`id`) and each
+//!   variant's own handles (`Item::fields().volume.series_title`), rooted in that variant:
+//!   a filter on a variant's field is a `Filter<Volume>`, which only that variant's
+//!   [`VariantCollection`] takes, and it adds the discriminator to every filter;
+//! - an index a variant declares is partial on its discriminator (MongoDB's
+//!   `partialFilterExpression`), and named with the discriminator's value appended;
+//! - a query through [`crate::Collection::variant`] returns the variant's own type.
+//!
+//! Every variant's model names the enum's collection, and all call their id the same and
+//! give it the same type; the derive checks both at compile time. Write variants through the
+//! enum's collection or its variant views, not through a collection of the variant's model
+//! alone, which would store them without the discriminator.
+
+use std::marker::PhantomData;
+
+use bson::{Bson, RawDocumentBuf, doc};
+use odm_engine::IndexSpec;
+
+use crate::codec::to_raw;
+use crate::collection::Collection;
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::hooks::{self, Write};
+use crate::kept;
+use crate::model::Document;
+use crate::txn::serialized;
+use crate::update::Update;
+
+/// A model stored as one variant of the enum model `E`; the derive on `E` implements it.
+pub trait Variant<E: Document>: Document {
+    /// The discriminator field, as serde writes it (`#[serde(tag = "...")]` on `E`).
+    const TAG_FIELD: &'static str;
+    /// This variant's value of the discriminator.
+    const TAG: &'static str;
+    /// The enum holding this variant.
+    fn into_model(self) -> E;
+    /// This variant out of the enum, if the enum holds it.
+    fn from_model(model: E) -> Option<Self>;
+}
+
+/// The indexes `V` declares, each partial on its discriminator and named with it appended.
+#[doc(hidden)]
+pub fn variant_indexes<V: Document>(tag_field: &str, tag: &str) -> Vec<IndexSpec> {
+    V::indexes()
+        .into_iter()
+        .filter_map(|spec| {
+            let mut partial = doc! { tag_field: tag };
+            if let Some(existing) = spec.partial_filter() {
+                partial.extend(existing.document().clone());
+            }
+            let name = format!("{}_{tag}", spec.name());
+            // A partial filter of equalities and the variant's own always parses.
+            spec.partial(partial).ok().map(|spec| spec.named(&name))
+        })
+        .collect()
+}
+
+/// Whether two strings are equal, in a constant (the derive's compile-time checks).
+#[doc(hidden)]
+pub const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The documents of one variant `V` of the enum model `E`: every filter and update is `V`'s,
+/// every filter is joined to `V`'s discriminator, and results are `V`s. Made by
+/// [`Collection::variant`].
+///
+/// ```
+/// use odm::{Database, Document, Filter};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "items")]
+/// struct Book {
+///     #[odm(id)]
+///     id: i64,
+///     title: String,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "items", index(keys(series = 1, volume = 1), unique))]
+/// struct Volume {
+///     #[odm(id)]
+///     id: i64,
+///     title: String,
+///     series: String,
+///     volume: i32,
+/// }
+///
+/// #[derive(Serialize, Deserialize, Document)]
+/// #[odm(collection = "items")]
+/// #[serde(tag = "type", rename_all = "lowercase")]
+/// enum Item {
+///     Book(Book),
+///     Volume(Volume),
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let items = db.collection::<Item>()?; // the volume index, partial on {type: "volume"}
+/// items.insert_one(&Item::Book(Book { id: 1, title: "Dune".into() }))?;
+/// let volumes = items.variant::<Volume>();
+/// volumes.insert_one(&Volume { id: 2, title: "Foundation".into(), series: "Foundation".into(), volume: 1 })?;
+/// let v = Item::fields().volume;
+/// let found: Vec<Volume> = volumes.find(v.series.eq("Foundation"))?;
+/// assert_eq!(found[0].volume, 1);
+/// assert_eq!(items.count(Filter::all())?, 2);
+/// assert_eq!(items.count(Item::fields().tag.eq("book"))?, 1);
+/// # Ok::<(), odm::Error>(())
+/// ```
+pub struct VariantCollection<E, V> {
+    collection: Collection<E>,
+    _variant: PhantomData<fn() -> V>,
+}
+
+impl<E, V: Document> std::fmt::Debug for VariantCollection<E, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VariantCollection({})", std::any::type_name::<V>())
+    }
+}
+
+impl<E: Document> Collection<E> {
+    /// The documents of the variant `V` (see [`VariantCollection`]).
+    pub fn variant<V: Variant<E>>(&self) -> VariantCollection<E, V> {
+        VariantCollection {
+            collection: self.clone(),
+            _variant: PhantomData,
+        }
+    }
+}
+
+impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
+    /// `filter` joined to the variant's discriminator, as a filter of the enum.
+    fn tagged(&self, filter: impl Into<Filter<V>>) -> Result<Filter<E>> {
+        let mut tagged = doc! { V::TAG_FIELD: V::TAG };
+        let own = serialized(self.collection.name(), filter.into().into_document())?;
+        if !own.is_empty() {
+            tagged = doc! { "$and": [tagged, own] };
+        }
+        Ok(Filter::from(tagged))
+    }
+
+    /// The variant's update, with its kept fields, as an update of the enum.
+    fn update_of(&self, update: impl Into<Update<V>>, upsert: bool) -> Result<Update<E>> {
+        let update = serialized(self.collection.name(), update.into().into_modifications())?;
+        match kept::updated::<V>(update, upsert, kept::now()) {
+            odm_engine::update::UpdateModifications::Document(operators) => {
+                Ok(Update::from(operators))
+            }
+            odm_engine::update::UpdateModifications::Pipeline(stages) => {
+                Ok(Update::pipeline(stages))
+            }
+        }
+    }
+
+    /// Inserts a `V`, stored with its discriminator first; returns its `_id`.
+    pub fn insert_one(&self, value: &V) -> Result<Bson> {
+        let name = self.collection.name();
+        hooks::before(value, Write::Insert, name)?;
+        let raw = kept::inserted::<V>(to_raw(value, name)?, kept::now(), None, name)?;
+        let mut tagged = RawDocumentBuf::new();
+        let tag_field =
+            bson::raw::CString::try_from(V::TAG_FIELD).map_err(|e| Error::serialize(name, e))?;
+        tagged.append(&tag_field, V::TAG);
+        for element in &raw {
+            let (key, value) = element.map_err(|e| Error::serialize(name, e))?;
+            if key.as_str() != V::TAG_FIELD {
+                tagged.append(key, value);
+            }
+        }
+        let id = self.collection.insert_raw(tagged)?;
+        hooks::after(value, Write::Insert, &id);
+        Ok(id)
+    }
+
+    /// The `V`s the filter matches.
+    pub fn find(&self, filter: impl Into<Filter<V>>) -> Result<Vec<V>> {
+        let found = self.collection.find(self.tagged(filter)?).to_vec()?;
+        Ok(found.into_iter().filter_map(V::from_model).collect())
+    }
+
+    /// The first `V` the filter matches.
+    pub fn find_one(&self, filter: impl Into<Filter<V>>) -> Result<Option<V>> {
+        let found = self.collection.find(self.tagged(filter)?).first()?;
+        Ok(found.and_then(V::from_model))
+    }
+
+    /// How the find of `filter` runs (the index used, keys and documents examined).
+    pub fn explain(&self, filter: impl Into<Filter<V>>) -> Result<odm_engine::query::Explain> {
+        self.collection.find(self.tagged(filter)?).explain()
+    }
+
+    pub fn count(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
+        self.collection.count(self.tagged(filter)?)
+    }
+
+    pub fn update_one(
+        &self,
+        filter: impl Into<Filter<V>>,
+        update: impl Into<Update<V>>,
+    ) -> Result<odm_engine::update::UpdateResult> {
+        let filter = self.tagged(filter)?;
+        self.collection
+            .update_one(filter, self.update_of(update, false)?)
+    }
+
+    pub fn update_many(
+        &self,
+        filter: impl Into<Filter<V>>,
+        update: impl Into<Update<V>>,
+    ) -> Result<odm_engine::update::UpdateResult> {
+        let filter = self.tagged(filter)?;
+        self.collection
+            .update_many(filter, self.update_of(update, false)?)
+    }
+
+    pub fn delete_one(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
+        self.collection.delete_one(self.tagged(filter)?)
+    }
+
+    pub fn delete_many(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
+        self.collection.delete_many(self.tagged(filter)?)
+    }
+}

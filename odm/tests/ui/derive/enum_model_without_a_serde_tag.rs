@@ -1,0 +1,17 @@
+use odm::Document;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "items")]
+struct Book {
+    #[odm(id)]
+    id: i64,
+}
+
+#[derive(Serialize, Deserialize, Document)]
+#[odm(collection = "items")]
+enum Item {
+    Book(Book),
+}
+
+fn main() {}

@@ -1,0 +1,155 @@
+//! Enum models (S14, single-collection inheritance): books and series volumes in one
+//! collection, stored with a discriminator; the volume's index partial on it; variant views
+//! that imply it in every filter and return the variant's own type. Each test runs on the back
+//! end `odm::testing::database()` chooses.
+
+use bson::doc;
+use odm::{Document, Filter, Variant};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "items")]
+struct Book {
+    #[odm(id)]
+    id: i64,
+    title: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(
+    collection = "items",
+    index(keys(series_title = 1, volume = 1), unique)
+)]
+struct SeriesVolume {
+    #[odm(id)]
+    id: i64,
+    title: String,
+    series_title: String,
+    volume: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "items")]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Item {
+    Book(Book),
+    #[serde(rename = "series")]
+    SeriesVolume(SeriesVolume),
+}
+
+fn volume(id: i64, series: &str, n: i32) -> SeriesVolume {
+    SeriesVolume {
+        id,
+        title: format!("{series} {n}"),
+        series_title: series.into(),
+        volume: n,
+    }
+}
+
+fn shelf() -> (odm::Database, odm::Collection<Item>) {
+    let db = odm::testing::database().unwrap();
+    let items = db.collection::<Item>().unwrap();
+    items
+        .insert_many(&[
+            Item::Book(Book {
+                id: 1,
+                title: "Dune".into(),
+            }),
+            Item::SeriesVolume(volume(2, "Foundation", 1)),
+        ])
+        .unwrap();
+    items
+        .variant::<SeriesVolume>()
+        .insert_one(&volume(3, "Foundation", 2))
+        .unwrap();
+    (db, items)
+}
+
+#[test]
+fn the_discriminator_is_serdes_tag_and_each_variant_knows_its_value() {
+    assert_eq!(<Book as Variant<Item>>::TAG_FIELD, "type");
+    assert_eq!(<Book as Variant<Item>>::TAG, "book");
+    assert_eq!(<SeriesVolume as Variant<Item>>::TAG, "series");
+    assert_eq!(Item::COLLECTION, "items");
+    assert_eq!(Item::ID_FIELD, "id");
+    let f = Item::fields();
+    assert_eq!((f.tag.path(), f.id.path()), ("type", "_id"));
+    assert_eq!(f.series_volume.series_title.path(), "series_title");
+}
+
+#[test]
+fn documents_of_both_shapes_are_stored_with_their_discriminator_and_read_back() {
+    let (_db, items) = shelf();
+    let all = items
+        .find(Filter::all())
+        .sort(odm::Sort::asc(&Item::fields().id))
+        .to_vec()
+        .unwrap();
+    assert!(matches!(&all[0], Item::Book(b) if b.title == "Dune"));
+    assert!(matches!(&all[2], Item::SeriesVolume(v) if v.volume == 2));
+    let f = Item::fields();
+    assert_eq!(items.count(f.tag.eq("series")).unwrap(), 2);
+    assert_eq!(items.count(f.tag.eq("book")).unwrap(), 1);
+    // The variant view's insert wrote the discriminator as the enum does.
+    assert_eq!(
+        items.get(3).unwrap(),
+        Some(Item::SeriesVolume(volume(3, "Foundation", 2)))
+    );
+    // Every variant's id is the enum's.
+    assert_eq!(*all[1].document_id(), 2);
+}
+
+#[test]
+fn a_variant_view_implies_the_discriminator_and_returns_the_variants_type() {
+    let (_db, items) = shelf();
+    let volumes = items.variant::<SeriesVolume>();
+    let books = items.variant::<Book>();
+    let v = Item::fields().series_volume;
+    let found: Vec<SeriesVolume> = volumes.find(v.series_title.eq("Foundation")).unwrap();
+    assert_eq!(found.len(), 2);
+    // A title filter through the book view never sees volumes, whose titles also match.
+    let b = Item::fields().book;
+    assert_eq!(books.count(b.title.starts_with("Foundation")).unwrap(), 0);
+    assert_eq!(volumes.count(Filter::all()).unwrap(), 2);
+    assert_eq!(
+        books.find_one(Filter::all()).unwrap().unwrap().title,
+        "Dune"
+    );
+
+    volumes
+        .update_many(
+            v.series_title.eq("Foundation"),
+            v.title.set("Foundation (reissued)"),
+        )
+        .unwrap();
+    assert_eq!(books.find_one(b.id.eq(1)).unwrap().unwrap().title, "Dune");
+    assert_eq!(volumes.delete_many(Filter::all()).unwrap(), 2);
+    assert_eq!(items.count(Filter::all()).unwrap(), 1);
+}
+
+#[test]
+fn a_variants_index_is_partial_on_its_discriminator() {
+    let (db, items) = shelf();
+    let specs = Item::indexes();
+    assert_eq!(specs.len(), 1);
+    assert_eq!(specs[0].name(), "series_title_1_volume_1_series");
+    assert_eq!(
+        specs[0].partial_filter().map(|p| p.document().clone()),
+        Some(doc! { "type": "series" })
+    );
+    // Unique among volumes only: a volume of the same series and number is refused...
+    let err = items
+        .variant::<SeriesVolume>()
+        .insert_one(&volume(4, "Foundation", 1))
+        .unwrap_err();
+    assert_eq!(err.code(), Some(11000), "{err}");
+    // ... and books, which have neither field, are not in the index at all.
+    items
+        .insert_one(&Item::Book(Book {
+            id: 5,
+            title: "Emma".into(),
+        }))
+        .unwrap();
+    let plan = db.sync_indexes::<Item>(false).unwrap();
+    assert!(plan.created.is_empty(), "{plan}");
+}
