@@ -117,6 +117,12 @@ fn variant_models<'a>(
             );
             continue;
         };
+        for attr in variant.attrs.iter().filter(|a| a.path().is_ident(ODM)) {
+            cx.error_spanned_by(
+                attr,
+                "a variant of an enum model takes no odm attribute: declare indexes and fields on its model",
+            );
+        }
         let mut tag = rename_all.apply_to_variant(&variant.ident.to_string());
         for attr in variant.attrs.iter().filter(|a| a.path().is_ident(SERDE)) {
             let _ = attr.parse_nested_meta(|meta| {
