@@ -597,8 +597,8 @@ const JOINED: &str = "__odm_joined";
 
 /// The stages of a strict populate: the `$lookup`, the references it did not find (non-null
 /// references whose id no joined document has) noted under [`DANGLING`] with the field's
-/// name, and the joined documents moved to `into`.
-fn strict_lookup<F: Document>(from: &str, refs: &str, into: &str) -> [BsonDocument; 3] {
+/// name, and the joined documents moved to `into`. [`DANGLING`] stays for the decoder.
+fn strict_lookup<F: Document>(from: &str, refs: &str, into: &str) -> [BsonDocument; 4] {
     let references = format!("${refs}");
     let found = format!("${JOINED}.{}", F::ID_FIELD);
     [
@@ -614,6 +614,7 @@ fn strict_lookup<F: Document>(from: &str, refs: &str, into: &str) -> [BsonDocume
             ] },
         } } },
         doc! { "$set": { into: format!("${JOINED}") } },
+        doc! { "$unset": JOINED },
     ]
 }
 
