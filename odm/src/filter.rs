@@ -94,6 +94,15 @@ impl<R> Filter<R> {
         }
     }
 
+    /// A filter that could not be built; running it reports `error`.
+    pub(crate) fn failed(error: BuildError) -> Self {
+        Filter {
+            doc: Document::new(),
+            error: Some(error),
+            _model: PhantomData,
+        }
+    }
+
     fn condition(path: &str, value: Result<Bson, bson::error::Error>) -> Self {
         let mut filter = Filter::all();
         match value {

@@ -31,6 +31,9 @@
 //!   `delete_many`, `find_one_and_update`, `find_one_and_replace`, `find_one_and_delete`
 //!   ([`ModifyOptions`]), `bulk_write` ([`WriteModel`], [`BulkResult`]), `create_index`
 //!   ([`Index`]: an index chosen at run time, keys from field handles).
+//! - [`Expr`]: typed aggregation expressions (field against field, arithmetic, `cond`, arrays
+//!   filtered and mapped through their elements' handles) for `$expr` filters
+//!   ([`Filter::expr`]) and pipeline updates ([`Field::set_expr`]).
 //! - [`Aggregate`]: a typed pipeline, each stage checked against the documents' shape at
 //!   that point: `filter` (`$match` from a [`Filter`]), `sort`, `skip`, `limit`, `unwind`
 //!   ([`Unwound`], [`Field::unwound`]), `group` ([`Group`]: a key and typed accumulators
@@ -75,6 +78,7 @@ mod collection;
 mod cursor;
 mod database;
 mod error;
+mod expr;
 mod field;
 mod filter;
 mod hooks;
@@ -101,6 +105,7 @@ pub use collection::{
 pub use cursor::{Cursor, STREAM_BUFFER};
 pub use database::{Database, Options};
 pub use error::{BuildError, Error, Result};
+pub use expr::{Element, Expr};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::{Filter, PreparedConditions};
 pub use hooks::Hooks;

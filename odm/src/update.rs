@@ -100,6 +100,13 @@ impl<R> Update<R> {
         }
     }
 
+    /// An update that could not be built; running it reports `error`.
+    pub(crate) fn failed(error: BuildError) -> Self {
+        let mut update = Update::raw(Document::new());
+        update.error = Some(error);
+        update
+    }
+
     fn entry(operator: &str, path: &str, value: Result<Bson, bson::error::Error>) -> Self {
         Update::built_entry(
             operator,
