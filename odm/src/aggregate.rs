@@ -27,6 +27,7 @@ use crate::collection::Collection;
 use crate::cursor::Cursor;
 use crate::database::{Database, Store};
 use crate::error::{BuildError, Error, Result};
+use crate::expr::Expr;
 use crate::field::{Field, Numeric};
 use crate::filter::Filter;
 use crate::model::Document;
@@ -210,9 +211,25 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
         .reshaped(unwound_has_no_type::<R>)
     }
 
+    /// `$set`: each document's `field` now holds `value`, computed from the document (the
+    /// shape stays, the value being of the field's type).
+    #[must_use]
+    pub fn set<V>(mut self, field: &Field<R, V>, value: Expr<R, V>) -> Self {
+        match value.to_bson() {
+            Ok(value) => self.then(doc! { "$set": { field.path(): value } }),
+            Err(e) => {
+                self.error.get_or_insert(e);
+                self
+            }
+        }
+    }
+
     /// `$group`: one document per distinct key, of the type `Out`; see [`Group`].
     pub fn group<Out: DeserializeOwned>(self, group: Group<R, Out>) -> Aggregate<T, Out, Out> {
         let mut out = self;
+        if let Some(e) = group.error.clone() {
+            out.error.get_or_insert(e);
+        }
         out.stages.extend(group.into_stages());
         out.reshaped(decode_output::<Out>)
     }
@@ -753,6 +770,8 @@ pub struct Group<R, Out> {
     moves: BsonDocument,
     /// The temporaries, dropped once moved.
     temporaries: Vec<Bson>,
+    /// The first accumulator whose expression could not be written as BSON.
+    error: Option<BuildError>,
     _types: PhantomData<fn() -> (R, Out)>,
 }
 
@@ -786,6 +805,7 @@ impl<R, Out> Group<R, Out> {
             spec: doc! { "_id": key },
             moves: BsonDocument::new(),
             temporaries: Vec::new(),
+            error: None,
             _types: PhantomData,
         }
     }
@@ -807,6 +827,19 @@ impl<R, Out> Group<R, Out> {
     #[must_use]
     pub fn sum<N: Numeric, S: SumOf<N>>(self, into: &Field<Out, S>, of: &Field<R, N>) -> Self {
         self.accumulate(into, "$sum", field_ref(of).into())
+    }
+
+    /// `$sum` of a numeric expression's values (each document's item count, a product of
+    /// two fields, ...).
+    #[must_use]
+    pub fn sum_of<N: Numeric, S: SumOf<N>>(mut self, into: &Field<Out, S>, of: Expr<R, N>) -> Self {
+        match of.to_bson() {
+            Ok(of) => self.accumulate(into, "$sum", of),
+            Err(e) => {
+                self.error.get_or_insert(e);
+                self
+            }
+        }
     }
 
     /// `$avg` of a numeric field.

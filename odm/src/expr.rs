@@ -7,14 +7,12 @@
 
 use std::marker::PhantomData;
 
-use bson::{Bson, doc};
-use serde::Serialize;
-
 use crate::error::BuildError;
-use crate::field::{Field, Numeric};
+use crate::field::{Field, IntoValue, Numeric};
 use crate::filter::Filter;
 use crate::model::Embedded;
 use crate::update::Update;
+use bson::{Bson, doc};
 
 /// An expression over documents of `R`, of values `V`; see the module documentation.
 ///
@@ -79,9 +77,23 @@ impl<R, V> std::fmt::Debug for Expr<R, V> {
 }
 
 /// The root of the handles of an array's element inside `$filter` and `$map`: the element
-/// is `$$this`.
+/// is `$$this`. [`Element::field`] reads an element's field through a handle rooted in `E`,
+/// for arrays whose element type is a parameter with no handles of its own (see
+/// [`Expr::filter_where`]).
 #[derive(Debug)]
 pub struct Element<E>(PhantomData<fn() -> E>);
+
+impl<E> Element<E> {
+    /// The element itself (`$$this`).
+    pub fn itself() -> Expr<Element<E>, E> {
+        Expr::of(Ok(Bson::String("$$this".to_owned())))
+    }
+
+    /// The element's field that `field` names (`$$this.path`).
+    pub fn field<V>(field: &Field<E, V>) -> Expr<Element<E>, V> {
+        Expr::of(Ok(Bson::String(format!("$$this.{}", field.path()))))
+    }
+}
 
 impl<R, V> Expr<R, V> {
     fn of(value: Result<Bson, BuildError>) -> Self {
@@ -148,11 +160,13 @@ impl<R, V> Expr<R, V> {
     }
 }
 
-impl<R, V: Serialize> Expr<R, V> {
-    /// A constant, as `$literal` (a string starting with `$` stays a string).
-    pub fn value(value: V) -> Self {
+impl<R, V> Expr<R, V> {
+    /// A constant, as `$literal` (a string starting with `$` stays a string), given as
+    /// filters take values: the value, a reference to it, or a borrowed view ([`IntoValue`]).
+    pub fn value(value: impl IntoValue<V>) -> Self {
         Expr::of(
-            bson::serialize_to_bson(&value)
+            value
+                .into_bson()
                 .map(|v| Bson::Document(doc! { "$literal": v }))
                 .map_err(BuildError::from),
         )
@@ -170,6 +184,11 @@ impl<R> Expr<R, bool> {
     #[must_use]
     pub fn or(self, other: Expr<R, bool>) -> Self {
         Self::operator("$or", vec![self.value, other.value])
+    }
+
+    /// `$and` of every condition of the list: true when it is empty.
+    pub fn all(conditions: impl IntoIterator<Item = Expr<R, bool>>) -> Self {
+        Self::operator("$and", conditions.into_iter().map(|c| c.value).collect())
     }
 }
 
@@ -216,6 +235,26 @@ impl<R, E: Numeric> Expr<R, Vec<E>> {
     }
 }
 
+impl<R, E> Expr<R, Vec<E>> {
+    /// `$filter`: the elements for which `condition`, over [`Element`]s, holds.
+    #[must_use]
+    pub fn filter_where(self, condition: Expr<Element<E>, bool>) -> Self {
+        Expr::of(self.value.and_then(|input| {
+            condition
+                .value
+                .map(|cond| Bson::Document(doc! { "$filter": { "input": input, "cond": cond } }))
+        }))
+    }
+
+    /// `$map`: each element's value of `each`, an expression over [`Element`]s.
+    pub fn map_each<U>(self, each: Expr<Element<E>, U>) -> Expr<R, Vec<U>> {
+        Expr::of(self.value.and_then(|input| {
+            each.value
+                .map(|mapped| Bson::Document(doc! { "$map": { "input": input, "in": mapped } }))
+        }))
+    }
+}
+
 impl<R, E: Embedded> Expr<R, Vec<E>> {
     /// `$filter`: the elements for which `keep`, given the element's handles, holds.
     #[must_use]
@@ -223,10 +262,7 @@ impl<R, E: Embedded> Expr<R, Vec<E>> {
         self,
         keep: impl FnOnce(E::Fields<Element<E>, E>) -> Expr<Element<E>, bool>,
     ) -> Self {
-        let cond = keep(E::fields_at("$this")).value;
-        Expr::of(self.value.and_then(|input| {
-            cond.map(|cond| Bson::Document(doc! { "$filter": { "input": input, "cond": cond } }))
-        }))
+        self.filter_where(keep(E::fields_at("$this")))
     }
 
     /// `$map`: each element's value of `each`, given the element's handles.
@@ -234,10 +270,7 @@ impl<R, E: Embedded> Expr<R, Vec<E>> {
         self,
         each: impl FnOnce(E::Fields<Element<E>, E>) -> Expr<Element<E>, U>,
     ) -> Expr<R, Vec<U>> {
-        let mapped = each(E::fields_at("$this")).value;
-        Expr::of(self.value.and_then(|input| {
-            mapped.map(|mapped| Bson::Document(doc! { "$map": { "input": input, "in": mapped } }))
-        }))
+        self.map_each(each(E::fields_at("$this")))
     }
 }
 

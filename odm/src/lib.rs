@@ -126,7 +126,7 @@ pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, PreparedUpdate, Push, Update};
 pub use variant::{Variant, VariantCollection};
 pub use watch::{
-    ChangeEvent, ChangeStream, EventDocument, Namespace, OperationType, ResumeToken,
+    ChangeEvent, ChangeStream, EventDocument, Events, Namespace, OperationType, ResumeToken,
     TruncatedArray, UpdateDescription, Watch,
 };
 

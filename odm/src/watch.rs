@@ -24,6 +24,7 @@ use odm_engine::changes::{self as engine, FullDocument, FullDocumentBeforeChange
 
 use crate::database::Store;
 use crate::error::{BuildError, Error, Result};
+use crate::field::IntoValue;
 use crate::filter::Filter;
 use crate::model::Document as Model;
 use crate::{Collection, Database};
@@ -74,6 +75,128 @@ impl OperationType {
             "dropDatabase" => OperationType::DropDatabase,
             "invalidate" => OperationType::Invalidate,
             other => OperationType::Other(other.to_owned()),
+        }
+    }
+
+    /// MongoDB's name of the operation (`insert`, ...).
+    fn name(&self) -> &str {
+        match self {
+            OperationType::Insert => "insert",
+            OperationType::Update => "update",
+            OperationType::Replace => "replace",
+            OperationType::Delete => "delete",
+            OperationType::Drop => "drop",
+            OperationType::Rename => "rename",
+            OperationType::DropDatabase => "dropDatabase",
+            OperationType::Invalidate => "invalidate",
+            OperationType::Other(name) => name,
+        }
+    }
+}
+
+/// Which events a stream passes on, in the model's terms ([`Watch::events`]): inserts of the
+/// documents a filter matches, changes of the documents with given ids, or any of several.
+/// Unlike [`Watch::matching`], it reads an update's `documentKey`, so the stream needs no
+/// `updateLookup`.
+///
+/// ```
+/// use std::time::Duration;
+/// use odm::{Database, Document, Events};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Debug, Serialize, Deserialize, Document)]
+/// #[odm(collection = "tasks")]
+/// struct Task {
+///     #[odm(id)]
+///     id: i64,
+///     owner: String,
+///     done: bool,
+/// }
+///
+/// let db = Database::in_memory()?;
+/// let tasks = db.collection::<Task>()?;
+/// tasks.insert_one(&Task { id: 1, owner: "bob".into(), done: false })?;
+/// let f = Task::fields();
+/// // Ann's new tasks, and any change to task 1.
+/// let mut stream = tasks
+///     .watch()
+///     .events(Events::inserted(f.owner.eq("ann")).or(Events::updated([1])))
+///     .open()?;
+/// tasks.insert_one(&Task { id: 2, owner: "bob".into(), done: false })?;
+/// tasks.insert_one(&Task { id: 3, owner: "ann".into(), done: false })?;
+/// tasks.update_one(f.id.eq(1), f.done.set(true))?;
+/// let next = |s: &mut odm::ChangeStream<Task>| s.next_timeout(Duration::from_secs(5));
+/// assert_eq!(next(&mut stream)?.unwrap().full_document.unwrap().id, 3);
+/// assert!(next(&mut stream)?.unwrap().update_description.is_some());
+/// # Ok::<(), odm::Error>(())
+/// ```
+#[must_use]
+pub struct Events<T> {
+    filter: std::result::Result<Document, BuildError>,
+    _model: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Events<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Events").field(&self.filter).finish()
+    }
+}
+
+impl<T: Model> Events<T> {
+    /// Inserts of documents that `filter` matches.
+    pub fn inserted(filter: impl Into<Filter<T>>) -> Self {
+        let filter = filter.into();
+        let under = filter.under("fullDocument");
+        Events {
+            filter: filter.into_document().map(|_| {
+                let mut event = bson::doc! { "operationType": OperationType::Insert.name() };
+                event.extend(under);
+                event
+            }),
+            _model: PhantomData,
+        }
+    }
+
+    /// Operator updates of the documents with these ids.
+    pub fn updated(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
+        Events::of_ids(&OperationType::Update, ids)
+    }
+
+    /// Replacements of the documents with these ids.
+    pub fn replaced(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
+        Events::of_ids(&OperationType::Replace, ids)
+    }
+
+    /// Deletes of the documents with these ids.
+    pub fn deleted(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
+        Events::of_ids(&OperationType::Delete, ids)
+    }
+
+    fn of_ids(
+        operation: &OperationType,
+        ids: impl IntoIterator<Item = impl IntoValue<T::Id>>,
+    ) -> Self {
+        let ids = ids
+            .into_iter()
+            .map(IntoValue::into_bson)
+            .collect::<std::result::Result<Vec<Bson>, _>>();
+        Events {
+            filter: ids.map_err(BuildError::from).map(|ids| {
+                bson::doc! { "operationType": operation.name(), "documentKey._id": { "$in": ids } }
+            }),
+            _model: PhantomData,
+        }
+    }
+
+    /// The events of either.
+    pub fn or(self, other: Events<T>) -> Self {
+        Events {
+            filter: self.filter.and_then(|mine| {
+                other
+                    .filter
+                    .map(|theirs| bson::doc! { "$or": [mine, theirs] })
+            }),
+            _model: PhantomData,
         }
     }
 }
@@ -246,6 +369,8 @@ pub struct Watch<T> {
     /// `None`: every collection of the database.
     collection: Option<String>,
     filter: Option<Document>,
+    /// The [`Events`] filter over the events' own fields.
+    events: Option<Document>,
     pipeline: Vec<Document>,
     full_document: Option<FullDocument>,
     before_change: FullDocumentBeforeChange,
@@ -288,6 +413,7 @@ impl<T> Watch<T> {
             db,
             collection,
             filter: None,
+            events: None,
             pipeline: Vec::new(),
             full_document: None,
             before_change: FullDocumentBeforeChange::Off,
@@ -304,6 +430,15 @@ impl<T> Watch<T> {
         let under = filter.under("fullDocument");
         match filter.into_document() {
             Ok(_) => self.filter = Some(under),
+            Err(e) => self.invalid = Some(e),
+        }
+        self
+    }
+
+    /// Only the events `events` names (see [`Events`]).
+    pub fn events(mut self, events: Events<T>) -> Self {
+        match events.filter {
+            Ok(events) => self.events = Some(events),
             Err(e) => self.invalid = Some(e),
         }
         self
@@ -357,6 +492,9 @@ impl<T> Watch<T> {
         let mut stages = Vec::new();
         if let Some(filter) = &self.filter {
             stages.push(bson::doc! { "$match": filter.clone() });
+        }
+        if let Some(events) = &self.events {
+            stages.push(bson::doc! { "$match": events.clone() });
         }
         stages.extend(self.pipeline.iter().cloned());
         stages

@@ -64,8 +64,8 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, doc};
 use odm::engine::query::Explain;
 use odm::{
-    Collection, Document, Embedded, Field, Filter, Index, IntoValue, ModifyOptions,
-    PreparedConditions, PreparedUpdate, Sort, Txn, Update, UpdateOptions,
+    Collection, Document, Element, Embedded, Expr, Field, Filter, Group, Index, IntoValue,
+    ModifyOptions, PreparedConditions, PreparedUpdate, Sort, Txn, Update, UpdateOptions,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -1041,9 +1041,8 @@ where
     pub fn remove_before(&self, owner: Option<&K>, cutoff: DateTime) -> Result<u64, PatternError> {
         let f = &*self.fields;
         let older = self.older_than(cutoff)?;
-        let time = self.time_path()?;
+        let item_older = self.time_field()?.lt(cutoff);
         let owned = Self::owned_by(owner);
-        let item_older = Filter::<T>::raw(doc! { time: { "$lt": cutoff } });
         Ok(self.buckets.database().write(|txn| {
             let mut buckets = txn.collection_named::<BucketDoc<K, T>>(self.buckets.name())?;
             let mut deleted = buckets.delete_many(owned.clone().and(older))?;
@@ -1096,12 +1095,12 @@ where
 
     /// Buckets whose latest item is older than `cutoff`.
     fn older_than(&self, cutoff: DateTime) -> Result<Filter<BucketDoc<K, T>>, PatternError> {
-        self.time_path()?;
+        self.time_field()?;
         Ok(self.fields.control.latest.lt(Some(cutoff)))
     }
 
-    fn time_path(&self) -> Result<&str, PatternError> {
-        self.options.time.as_ref().map(Field::path).ok_or_else(|| {
+    fn time_field(&self) -> Result<&Field<T, DateTime>, PatternError> {
+        self.options.time.as_ref().ok_or_else(|| {
             self.refused("the items have no declared time (BucketOptions::time or span)".to_owned())
         })
     }
@@ -1134,8 +1133,8 @@ where
 pub struct Read<'b, K, T> {
     bucket: &'b Bucket<K, T>,
     filter: Filter<BucketDoc<K, T>>,
-    /// `$filter` conditions on one item (`$$this`).
-    conditions: Vec<Bson>,
+    /// Conditions on one item, which `$filter` keeps the items by.
+    conditions: Vec<Expr<Element<T>, bool>>,
     one_owner: bool,
     hint: Option<&'static str>,
     newest_first: bool,
@@ -1182,8 +1181,8 @@ where
     #[must_use]
     pub fn time(mut self, from: DateTime, to: DateTime) -> Self {
         let f = BucketDoc::<K, T>::fields();
-        let time = match self.bucket.time_path() {
-            Ok(path) => path.to_owned(),
+        let time = match self.bucket.time_field() {
+            Ok(time) => time.clone(),
             Err(e) => {
                 self.error = Some(e);
                 return self;
@@ -1205,17 +1204,13 @@ where
             filter = filter.and(after).and(f.start.lt(Some(to)));
             self.hint = self.one_owner.then_some(OPEN_INDEX);
         } else if options.index_item_times {
-            filter = filter.and(f.items.elem_match(Filter::raw(
-                doc! { time.as_str(): { "$gte": from, "$lt": to } },
-            )));
+            filter = filter.and(f.items.elem_match(time.gte(from).and(time.lt(to))));
             self.hint = self.one_owner.then_some(ITEM_TIMES);
         }
         self.filter = std::mem::take(&mut self.filter).and(filter);
-        let this = format!("$$this.{time}");
-        self.conditions
-            .push(Bson::Document(doc! { "$gte": [this.as_str(), from] }));
-        self.conditions
-            .push(Bson::Document(doc! { "$lt": [this, to] }));
+        let item = Element::field(&time);
+        self.conditions.push(item.clone().gte(Expr::value(from)));
+        self.conditions.push(item.lt(Expr::value(to)));
         self
     }
 
@@ -1237,7 +1232,7 @@ where
     /// whose minimum and maximum rule the range out are skipped.
     #[must_use]
     pub fn between<V: Serialize>(mut self, field: &Field<T, V>, low: V, high: V) -> Self {
-        let (low, high) = match (
+        let (low_bson, high_bson) = match (
             bson::serialize_to_bson(&low),
             bson::serialize_to_bson(&high),
         ) {
@@ -1255,17 +1250,19 @@ where
             // Compared in BSON's total order, the order `$min` and `$max` kept the summaries
             // in and the item conditions below use: a bucket skipped holds no item in range,
             // whatever the types (a null, a NaN, a string among numbers).
-            let skip = Filter::raw(doc! { "$expr": { "$and": [
-                { "$gte": [format!("$control.max.{path}"), low.clone()] },
-                { "$lte": [format!("$control.min.{path}"), high.clone()] },
-            ] } });
-            self.filter = std::mem::take(&mut self.filter).and(skip);
+            // Constants are `$literal`s: a bound that is a string starting with `$` is that
+            // string, not a path.
+            let control = BucketDoc::<K, T>::fields().control;
+            let max = control.max.key(path).expr();
+            let min = control.min.key(path).expr();
+            let skip = max
+                .gte(Expr::value(low_bson))
+                .and(min.lte(Expr::value(high_bson)));
+            self.filter = std::mem::take(&mut self.filter).and(Filter::expr(skip));
         }
-        let this = format!("$$this.{path}");
-        self.conditions
-            .push(Bson::Document(doc! { "$gte": [this.as_str(), low] }));
-        self.conditions
-            .push(Bson::Document(doc! { "$lte": [this, high] }));
+        let item = Element::field(field);
+        self.conditions.push(item.clone().gte(Expr::value(low)));
+        self.conditions.push(item.lte(Expr::value(high)));
         self
     }
 
@@ -1331,19 +1328,13 @@ where
 
     /// The buckets after `last` in the read's order, `(owner, seq)`: a batch goes on where the
     /// previous one ended, whatever was written or deleted between them.
-    fn after(&self, last: &BucketDoc<K, T>) -> Result<Filter<BucketDoc<K, T>>, PatternError> {
-        let op = if self.newest_first { "$lt" } else { "$gt" };
+    fn after(&self, last: &BucketDoc<K, T>) -> Filter<BucketDoc<K, T>> {
+        let f = BucketDoc::<K, T>::fields();
+        let later_seq = beyond(&f.seq, last.seq, self.newest_first);
         if self.one_owner {
-            return Ok(Filter::raw(doc! { "seq": { op: last.seq } }));
+            return later_seq;
         }
-        let owner = bson::serialize_to_bson(&last.owner).map_err(|e| {
-            self.bucket
-                .refused(format!("an owner does not serialize: {e}"))
-        })?;
-        Ok(Filter::raw(doc! { "$or": [
-            { "owner": { op: owner.clone() } },
-            { "owner": owner, "seq": { op: last.seq } },
-        ] }))
+        beyond(&f.owner, &last.owner, self.newest_first).or(f.owner.eq(&last.owner).and(later_seq))
     }
 
     /// At most `limit` buckets to read (after `after`), their items filtered.
@@ -1386,9 +1377,18 @@ where
         if let Some(limit) = limit {
             aggregate = aggregate.limit(limit);
         }
-        aggregate.stage(doc! { "$set": { "items": {
-            "$filter": { "input": "$items", "cond": { "$and": self.conditions.clone() } }
-        } } })
+        let items = &BucketDoc::<K, T>::fields().items;
+        aggregate.set(items, self.matching(items))
+    }
+
+    /// The items of a bucket that meet the read's conditions.
+    fn matching(&self, items: &Field<BucketDoc<K, T>, Vec<T>>) -> Expr<BucketDoc<K, T>, Vec<T>> {
+        if self.conditions.is_empty() {
+            return items.expr();
+        }
+        items
+            .expr()
+            .filter_where(Expr::all(self.conditions.iter().cloned()))
     }
 
     fn check(&mut self) -> Result<(), PatternError> {
@@ -1456,7 +1456,7 @@ where
                 if room == 0 {
                     return Ok(());
                 }
-                after = Some(self.after(&bucket)?);
+                after = Some(self.after(&bucket));
                 let items = self.ordered(bucket.items, &mut to_skip, room);
                 put(&bucket.owner, items, out);
             }
@@ -1502,18 +1502,10 @@ where
     /// The number of matching items (skip and limit aside).
     pub fn count(mut self) -> Result<u64, PatternError> {
         self.check()?;
-        let items = if self.conditions.is_empty() {
-            Bson::String("$items".to_owned())
-        } else {
-            Bson::Document(doc! { "$filter": {
-                "input": "$items", "cond": { "$and": self.conditions.clone() }
-            } })
-        };
+        let items = self.matching(&BucketDoc::<K, T>::fields().items);
         let total = self
             .head(None)
-            .stage_into::<Total>(doc! { "$group": {
-                "_id": Bson::Null, "n": { "$sum": { "$size": items } }
-            } })
+            .group(Group::all().sum_of(&Total::fields().n, items.size()))
             .first()?;
         Ok(total.map_or(0, |t| u64::try_from(t.n).unwrap_or(0)))
     }
@@ -1536,11 +1528,24 @@ where
     }
 }
 
+/// Past `value` in a read's order: below it newest first, above it oldest first.
+fn beyond<R, V: Serialize>(
+    field: &Field<R, V>,
+    value: impl IntoValue<V>,
+    newest_first: bool,
+) -> Filter<R> {
+    if newest_first {
+        field.lt(value)
+    } else {
+        field.gt(value)
+    }
+}
+
 /// One bucket's items in a read's order.
 type ItemsOf<T> = std::iter::Take<std::iter::Skip<std::vec::IntoIter<T>>>;
 
 /// The result of a count's `$group`.
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize, Embedded)]
 struct Total {
     n: i64,
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, doc};
 use odm::engine::query::Explain;
-use odm::{Document, Embedded, IntoValue};
+use odm::{Document, Embedded, Events, IntoValue};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -310,17 +310,11 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Subscription<M> {
     /// The stream's filter: inserts of the owner's new buckets, updates of the known ones;
     /// resumes after `token` (the event that added a bucket), or where the stream stood.
     fn refilter(&mut self, token: Option<odm::ResumeToken>) -> Result<(), PatternError> {
-        let ids: Vec<Bson> = self.counts.keys().map(|id| Bson::ObjectId(*id)).collect();
-        let filter = doc! {
-            "$match": {
-                "$or": [
-                    {"operationType": "insert", "fullDocument.owner": &self.owner},
-                    {"operationType": "update", "documentKey._id": {"$in": ids}},
-                ]
-            }
-        };
+        let f = BucketDoc::<String, Envelope<M>>::fields();
+        let events = Events::inserted(f.owner.eq(&self.owner))
+            .or(Events::updated(self.counts.keys().copied()));
         // After the event that changed the filter, or where the stream stands.
-        let watch = self.inbox.buckets.collection().watch().pipeline([filter]);
+        let watch = self.inbox.buckets.collection().watch().events(events);
         self.stream = match token.or_else(|| self.stream.resume_token()) {
             Some(token) => watch.resume_after(token),
             None => watch,

@@ -51,10 +51,12 @@
 //! collections, transactions, filters, updates and sorts. Values the user lends (`&M`) are
 //! written through `IntoValue` views that serialize as the model's type. Indexes that depend on
 //! choices made at open (a TTL retention, the tree variant's index, the multikey index on
-//! bucket item times) are created there with the typed `Index`. Raw `doc!` is left for the
-//! recorded parameters, the `$filter` conditions a bucket read passes to the engine, and the
-//! conditions a bucket push repeats per delivery (a bucket with room): written as one document,
-//! because building them from typed conditions cost as much as the engine's lookup.
+//! bucket item times) are created there with the typed `Index`. Conditions between fields and
+//! on the items inside a bucket are typed expressions (`odm::Expr`: the `$filter` of a bucket
+//! read, the summaries' `$expr`), and the inbox's live delivery selects its change events
+//! with `odm::Events`. Raw `doc!` is left for the recorded parameters and the conditions a
+//! bucket push repeats per delivery (a bucket with room): written as one document, because
+//! building them from typed conditions cost as much as the engine's lookup.
 
 mod attributes;
 mod bucket;

@@ -881,6 +881,41 @@ fn summaries_of_nulls_nans_and_mixed_types_never_hide_items() {
     );
 }
 
+/// Bounds are values, never paths: a string bound starting with `$` compares as that string,
+/// both where summaries skip buckets and where the items of a bucket are kept.
+#[test]
+fn string_bounds_starting_with_a_dollar_are_values_not_paths() {
+    let db = odm::testing::database().unwrap();
+    let r = Reading::fields();
+    for (name, summarised) in [("notes", false), ("notes_summarised", true)] {
+        let options = BucketOptions::new().max_items(2);
+        let options = if summarised {
+            options.summary(&r.note)
+        } else {
+            options
+        };
+        let bucket: Bucket<String, Reading> = Bucket::open(&db, name, options).unwrap();
+        for (n, note) in ["$a", "$b", "$c", "b", "$"].into_iter().enumerate() {
+            let n = n as i64;
+            let item = Reading {
+                n,
+                at: t(n),
+                v: 0,
+                note: note.to_owned(),
+            };
+            bucket.push("o", &item).unwrap();
+        }
+        let read = || {
+            bucket
+                .read("o")
+                .between(&r.note, "$b".to_owned(), "$c".to_owned())
+        };
+        let found: Vec<i64> = read().to_vec().unwrap().into_iter().map(|i| i.n).collect();
+        assert_eq!(found, [1, 2], "summarised: {summarised}");
+        assert_eq!(read().count().unwrap(), 2, "summarised: {summarised}");
+    }
+}
+
 /// Extreme arguments are answered, never a panic: a page past every item, a time at the
 /// first representable instant under a span.
 #[test]

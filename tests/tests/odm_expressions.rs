@@ -4,7 +4,7 @@
 //! the same computation in Rust over random documents; the other test runs on the back end
 //! `odm::testing::database()` chooses.
 
-use odm::{Document, Embedded, Expr, Filter};
+use odm::{Document, Element, Embedded, Expr, Filter, Group};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -67,9 +67,7 @@ fn expressions_compare_fields_compute_and_update_on_both_back_ends() {
         1
     );
     // A string that looks like a field path is compared as a string.
-    let literal = Filter::expr(
-        Expr::<Order, String>::value("$spent".into()).eq(Expr::value("$spent".into())),
-    );
+    let literal = Filter::expr(Expr::<Order, String>::value("$spent").eq(Expr::value("$spent")));
     assert_eq!(orders.count(literal).unwrap(), 3);
     // spent := sum of qty * price over the lines, computed by the server.
     let totals = f.lines.expr().map(|l| l.qty.expr() * l.price.expr());
@@ -85,6 +83,79 @@ fn expressions_compare_fields_compute_and_update_on_both_back_ends() {
         .map(|o| o.spent)
         .collect();
     assert_eq!(spent, [12, 20, 0]);
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "sheets")]
+struct Sheet {
+    #[odm(id)]
+    id: i64,
+    cells: Vec<i64>,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Embedded)]
+struct Cells {
+    n: i64,
+}
+
+/// Arrays whose elements have no handles of their own (`Vec<i64>`, or a type parameter
+/// reached through handles rooted in it): `Element` reads the element, and the expressions
+/// feed a `$set` stage and a `$group` accumulator.
+#[test]
+fn elements_without_handles_filter_map_and_feed_stages() {
+    let db = odm::testing::database().unwrap();
+    let sheets = db.collection::<Sheet>().unwrap();
+    let sheet = |id, cells: &[i64]| Sheet {
+        id,
+        cells: cells.to_vec(),
+    };
+    sheets
+        .insert_many(&[sheet(1, &[1, 5, 3]), sheet(2, &[]), sheet(3, &[4, 4])])
+        .unwrap();
+    let s = Sheet::fields();
+    let big = s
+        .cells
+        .expr()
+        .filter_where(Element::itself().gt(Expr::value(3)));
+    let with_two_big = Filter::expr(big.clone().size().eq(Expr::value(2)));
+    assert_eq!(
+        sheets.find(with_two_big).to_vec().unwrap(),
+        [sheet(3, &[4, 4])]
+    );
+    // `$set` in a pipeline: each sheet's big cells, times ten.
+    let tens = big.map_each(Element::itself() * Expr::value(10));
+    let shown = sheets
+        .aggregate()
+        .sort(odm::Sort::asc(&s.id))
+        .set(&s.cells, tens)
+        .to_vec()
+        .unwrap();
+    assert_eq!(shown, [sheet(1, &[50]), sheet(2, &[]), sheet(3, &[40, 40])]);
+    // A `$group` summing an expression: every cell of every sheet.
+    let total = sheets
+        .aggregate()
+        .group(Group::all().sum_of(&Cells::fields().n, s.cells.expr().size()))
+        .first()
+        .unwrap();
+    assert_eq!(total, Some(Cells { n: 5 }));
+    // Handles rooted in the element's type read the same field as the element's own handles.
+    let orders = db.collection::<Order>().unwrap();
+    orders
+        .insert_many(&[order(1, 0, 0, &[(2, 1), (1, 1)]), order(2, 0, 0, &[(1, 1)])])
+        .unwrap();
+    let f = Order::fields();
+    let qty = Line::fields().qty;
+    let by_element = f
+        .lines
+        .expr()
+        .filter_where(Element::field(&qty).gte(Expr::value(2)));
+    let by_handles = f.lines.expr().filter(|l| l.qty.expr().gte(Expr::value(2)));
+    let count = |lines: Expr<Order, Vec<Line>>| {
+        orders
+            .count(Filter::expr(lines.size().gt(Expr::value(0))))
+            .unwrap()
+    };
+    assert_eq!((count(by_element), count(by_handles)), (1, 1));
 }
 
 fn orders() -> impl Strategy<Value = Vec<Order>> {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use odm::{ChangeEvent, Document, FullDocument, OperationType, ResumeToken};
+use odm::{ChangeEvent, Document, Events, FullDocument, OperationType, ResumeToken};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
@@ -101,6 +101,62 @@ fn a_typed_filter_selects_by_the_document_and_looks_updates_up() {
     assert!(
         plain.try_next().unwrap().is_none(),
         "without the document an update matches no filter"
+    );
+}
+
+/// `Events` selects by operation and id (`documentKey`) or by the inserted document, with no
+/// update lookup: each kind passes only for the documents it names.
+#[test]
+fn typed_events_select_by_operation_id_and_inserted_document() {
+    use OperationType::{Delete, Insert, Replace, Update};
+    let db = odm::testing::database().unwrap();
+    let orders = db.collection::<Order>().unwrap();
+    let o = Order::fields();
+    let mut stream = orders
+        .watch()
+        .events(
+            Events::inserted(o.customer.eq("ann"))
+                .or(Events::updated([1, 2]))
+                .or(Events::replaced([2]))
+                .or(Events::deleted([3])),
+        )
+        .open()
+        .unwrap();
+    for (id, customer) in [(1, "bob"), (2, "bob"), (3, "ann"), (4, "bob")] {
+        orders.insert_one(&order(id, customer, 0)).unwrap();
+    }
+    for id in 1..=4 {
+        orders.update_one(o.id.eq(id), o.total.inc(1)).unwrap();
+        orders
+            .replace_one(o.id.eq(id), &order(id, "bob", 7))
+            .unwrap();
+    }
+    for id in 1..=4 {
+        orders.delete_one(o.id.eq(id)).unwrap();
+    }
+    let mut seen = Vec::new();
+    while let Some(event) = stream.next_timeout(Duration::from_secs(2)).unwrap() {
+        let id = event
+            .document_key
+            .as_ref()
+            .and_then(|k| k.get_i64("_id").ok());
+        assert_eq!(
+            event.full_document.is_some(),
+            event.operation_type != OperationType::Update
+                && event.operation_type != OperationType::Delete,
+            "updates are not looked up"
+        );
+        seen.push((event.operation_type, id.unwrap()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (Insert, 3),
+            (Update, 1),
+            (Update, 2),
+            (Replace, 2),
+            (Delete, 3)
+        ]
     );
 }
 
