@@ -128,7 +128,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let volumes = items.variant::<SeriesVolume>();
     volumes.insert_one(&volume(3, "Dune Messiah", 2))?;
     let v = Item::fields().volume;
-    let explain = volumes.explain(v.series_title.eq("Dune Chronicles"))?;
+    let explain = volumes
+        .find(v.series_title.eq("Dune Chronicles"))
+        .explain()?;
     println!(
         "  volumes of the series: {} via {} (the index holds {} of 3 documents); books: {}",
         explain.returned,

@@ -30,3 +30,4 @@ pub const HOOKS: &str = "hooks";
 pub const SCHEMA: &str = "schema";
 pub const LEVEL: &str = "level";
 pub const ACTION: &str = "action";
+pub const SHARED: &str = "shared";

@@ -14,7 +14,25 @@ use syn::spanned::Spanned;
 use crate::attr::{serde_container, serialize_name};
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
-use crate::symbol::{COLLECTION, CRATE, ODM, RENAME, SERDE};
+use crate::symbol::{COLLECTION, CRATE, ODM, RENAME, SERDE, SHARED};
+
+/// A field every variant's model has, declared on the enum (`shared(title: String)`): it
+/// gets a handle on the enum.
+struct Shared {
+    name: syn::Ident,
+    ty: syn::Type,
+}
+
+impl syn::parse::Parse for Shared {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let name = input.parse()?;
+        input.parse::<syn::Token![:]>()?;
+        Ok(Shared {
+            name,
+            ty: input.parse()?,
+        })
+    }
+}
 
 /// One variant: its name, the model it holds, its discriminator value, its handle's name.
 struct VariantModel<'a> {
@@ -30,15 +48,24 @@ pub fn expand(cx: &Ctxt, input: &syn::DeriveInput, data: &syn::DataEnum) -> Toke
     }
     let mut collection = None;
     let mut krate: syn::Path = syn::parse_quote!(::odm);
+    let mut shared = Vec::new();
     for attr in input.attrs.iter().filter(|a| a.path().is_ident(ODM)) {
         let parsed = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident(COLLECTION) {
                 collection = Some(meta.value()?.parse::<syn::LitStr>()?.value());
+            } else if meta.path.is_ident(SHARED) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let fields =
+                    syn::punctuated::Punctuated::<Shared, syn::Token![,]>::parse_terminated(
+                        &content,
+                    )?;
+                shared.extend(fields);
             } else if meta.path.is_ident(CRATE) {
                 krate = meta.value()?.parse::<syn::LitStr>()?.parse()?;
             } else {
                 return Err(meta.error(
-                    "an enum model takes `collection` (and `crate`); indexes, keys and schemas belong on its variants' models",
+                    "an enum model takes `collection`, `shared` (and `crate`); indexes, keys and schemas belong on its variants' models",
                 ));
             }
             Ok(())
@@ -59,7 +86,25 @@ pub fn expand(cx: &Ctxt, input: &syn::DeriveInput, data: &syn::DataEnum) -> Toke
     let Some(tag_field) = tag_field else {
         return TokenStream::new();
     };
-    generate(input, &krate, &collection, &tag_field, &variants)
+    check_shared_names(cx, &shared, &variants);
+    generate(input, &krate, &collection, &tag_field, &variants, &shared)
+}
+
+/// A shared field's handle sits beside `tag`, `id` and the variants' handles: its name may
+/// be none of theirs, nor declared twice.
+fn check_shared_names(cx: &Ctxt, shared: &[Shared], variants: &[VariantModel<'_>]) {
+    for (i, field) in shared.iter().enumerate() {
+        let taken = field.name == "tag"
+            || field.name == "id"
+            || variants.iter().any(|v| v.handle == field.name)
+            || shared[..i].iter().any(|earlier| earlier.name == field.name);
+        if taken {
+            cx.error_spanned_by(
+                &field.name,
+                "a shared field's handle is named like the discriminator (`tag`), the id, a variant or another shared field",
+            );
+        }
+    }
 }
 
 /// serde's `tag` and `rename_all` on the enum; an error without a tag.
@@ -162,6 +207,7 @@ fn generate(
     collection: &str,
     tag_field: &str,
     variants: &[VariantModel<'_>],
+    shared: &[Shared],
 ) -> TokenStream {
     let ident = &input.ident;
     let vis = &input.vis;
@@ -191,6 +237,16 @@ fn generate(
     let impls = variants
         .iter()
         .map(|v| variant_impl(krate, ident, collection, tag_field, first_ty, v));
+    let shared_decls = shared.iter().map(|field| {
+        let (name, ty) = (&field.name, &field.ty);
+        let doc = format!("The field `{name}` every variant's model has.");
+        quote!(#[doc = #doc] pub #name: #krate::Field<#ident, #ty>)
+    });
+    let shared_inits = shared.iter().map(|field| {
+        let name = &field.name;
+        quote!(#name: #krate::Field::new(<#first_ty as #document>::fields().#name.path()))
+    });
+    let shared_checks = shared_checks(krate, variants, shared);
     let doc = format!("Field handles of the enum model [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -200,6 +256,7 @@ fn generate(
             pub tag: #krate::Field<#ident, ::std::string::String>,
             /// The `_id` all variants share.
             pub id: #krate::Field<#ident, <#first_ty as #document>::Id>,
+            #(#shared_decls,)*
             #(#handle_decls,)*
         }
 
@@ -216,6 +273,7 @@ fn generate(
                     #fields {
                         tag: #krate::Field::new(#tag_field),
                         id: #krate::Field::new("_id"),
+                        #(#shared_inits,)*
                         #(#handle_inits,)*
                     }
                 }
@@ -235,11 +293,57 @@ fn generate(
                 fn shard_key() -> ::std::option::Option<#krate::__private::ShardKey> {
                     ::std::option::Option::None
                 }
+
+                fn inconsistency() -> ::std::option::Option<::std::string::String> {
+                    #shared_checks
+                    ::std::option::Option::None
+                }
             }
 
             #(#impls)*
         };
     }
+}
+
+/// The checks of the shared fields: at compile time, each variant's model has a handle of the
+/// declared name and type (the closures are type-checked, never called); at the collection's
+/// first open, each stores the field under the first variant's path (serde's renames may
+/// differ), else the model is refused.
+fn shared_checks(
+    krate: &syn::Path,
+    variants: &[VariantModel<'_>],
+    shared: &[Shared],
+) -> TokenStream {
+    let document = quote!(#krate::Document);
+    let Some(first) = variants.first() else {
+        return TokenStream::new();
+    };
+    let first_ty = first.ty;
+    let document = &document;
+    let checks = shared.iter().flat_map(|field| {
+        variants.iter().map(move |v| {
+            let (name, ty, vty) = (&field.name, &field.ty, v.ty);
+            let typed = quote_spanned! {name.span()=>
+                let _: fn() -> #krate::Field<#vty, #ty> = || <#vty as #document>::fields().#name;
+            };
+            let message = format!(
+                "the shared field `{name}` is stored as `{{}}` by `{}` and as `{{}}` by `{}`",
+                quote!(#first_ty),
+                quote!(#vty)
+            );
+            quote! {
+                #typed
+                let (__first, __this) = (
+                    <#first_ty as #document>::fields().#name.path().to_owned(),
+                    <#vty as #document>::fields().#name.path().to_owned(),
+                );
+                if __first != __this {
+                    return ::std::option::Option::Some(::std::format!(#message, __first, __this));
+                }
+            }
+        })
+    });
+    quote!(#(#checks)*)
 }
 
 /// `Variant<Enum>` for one variant's model, and the compile-time checks that it names the

@@ -114,6 +114,12 @@ pub enum Error {
         hook: &'static str,
         reason: String,
     },
+    /// The model's declarations contradict each other where the compiler cannot see it.
+    #[error("the model of collection `{collection}` is inconsistent: {reason}")]
+    InconsistentModel {
+        collection: &'static str,
+        reason: String,
+    },
     /// A model without a declared shard key asked for its key's analysis.
     #[error("the model of collection `{0}` declares no shard key")]
     NoShardKey(String),

@@ -124,7 +124,7 @@ pub use schema::{
 pub use sort::{Projection, Sort};
 pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, PreparedUpdate, Push, Update};
-pub use variant::{Variant, VariantCollection};
+pub use variant::{Variant, VariantCollection, VariantFind};
 pub use watch::{
     ChangeEvent, ChangeStream, EventDocument, Events, Namespace, OperationType, ResumeToken,
     TruncatedArray, UpdateDescription, Watch,

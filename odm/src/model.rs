@@ -111,6 +111,13 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     fn declared_schema() -> Option<crate::DeclaredSchema> {
         None
     }
+    /// Why the model cannot be used, found only at run time (an enum model's shared field
+    /// stored under different names by its variants); checked when a collection of it is
+    /// first opened.
+    #[doc(hidden)]
+    fn inconsistency() -> Option<String> {
+        None
+    }
     /// The indexes the model declares.
     fn indexes() -> Vec<IndexSpec>;
     /// The shard key the model declares, if any.

@@ -131,6 +131,12 @@ impl<'t, 'db> Txn<'t, 'db> {
         name: &str,
         drop_undeclared: bool,
     ) -> Result<IndexPlan> {
+        if let Some(reason) = T::inconsistency() {
+            return Err(Error::InconsistentModel {
+                collection: T::COLLECTION,
+                reason,
+            });
+        }
         match &mut self.inner {
             Writer::Embedded(txn) => {
                 let plan = sync::<T>(txn, name, drop_undeclared)?;

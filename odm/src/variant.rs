@@ -4,7 +4,8 @@
 //! with serde's internally tagged representation (`#[serde(tag = "type")]`, any tag name):
 //! - each variant's model is a [`Variant`] of the enum, with its discriminator value (serde's
 //!   name of the variant, after `rename_all` and `rename`);
-//! - the enum's handles are the discriminator (`tag`), the shared `_id` (`id`) and each
+//! - the enum's handles are the discriminator (`tag`), the shared `_id` (`id`), the fields
+//!   every variant has, declared on the enum (`#[odm(shared(title: String))]`), and each
 //!   variant's own handles (`Item::fields().volume.series_title`), rooted in that variant:
 //!   a filter on a variant's field is a `Filter<Volume>`, which only that variant's
 //!   [`VariantCollection`] takes, and it adds the discriminator to every filter;
@@ -13,7 +14,10 @@
 //! - a query through [`crate::Collection::variant`] returns the variant's own type.
 //!
 //! Every variant's model names the enum's collection, and all call their id the same and
-//! give it the same type; the derive checks both at compile time. Write variants through the
+//! give it the same type; the derive checks both at compile time, and that every variant's
+//! model has each shared field with its declared type. That they store it under one name
+//! (serde's renames may differ) is checked when a collection of the enum is first opened
+//! ([`Error::InconsistentModel`]). Write variants through the
 //! enum's collection or its variant views, not through a collection of the variant's model
 //! alone, which would store them without the discriminator.
 
@@ -23,12 +27,13 @@ use bson::{Bson, RawDocumentBuf, doc};
 use odm_engine::IndexSpec;
 
 use crate::codec::to_raw;
-use crate::collection::Collection;
+use crate::collection::{Collection, Find};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::hooks::{self, Write};
 use crate::kept;
 use crate::model::Document;
+use crate::sort::Sort;
 use crate::txn::serialized;
 use crate::update::Update;
 
@@ -118,7 +123,7 @@ pub const fn same_str(a: &str, b: &str) -> bool {
 /// let volumes = items.variant::<Volume>();
 /// volumes.insert_one(&Volume { id: 2, title: "Foundation".into(), series: "Foundation".into(), volume: 1 })?;
 /// let v = Item::fields().volume;
-/// let found: Vec<Volume> = volumes.find(v.series.eq("Foundation"))?;
+/// let found: Vec<Volume> = volumes.find(v.series.eq("Foundation")).to_vec()?;
 /// assert_eq!(found[0].volume, 1);
 /// assert_eq!(items.count(Filter::all())?, 2);
 /// assert_eq!(items.count(Item::fields().tag.eq("book"))?, 1);
@@ -189,21 +194,19 @@ impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
         Ok(id)
     }
 
-    /// The `V`s the filter matches.
-    pub fn find(&self, filter: impl Into<Filter<V>>) -> Result<Vec<V>> {
-        let found = self.collection.find(self.tagged(filter)?).to_vec()?;
-        Ok(found.into_iter().filter_map(V::from_model).collect())
+    /// The `V`s the filter matches, to sort, page and read (see [`VariantFind`]).
+    pub fn find(&self, filter: impl Into<Filter<V>>) -> VariantFind<E, V> {
+        VariantFind {
+            find: self
+                .tagged(filter)
+                .map(|filter| self.collection.find(filter)),
+            _variant: PhantomData,
+        }
     }
 
     /// The first `V` the filter matches.
     pub fn find_one(&self, filter: impl Into<Filter<V>>) -> Result<Option<V>> {
-        let found = self.collection.find(self.tagged(filter)?).first()?;
-        Ok(found.and_then(V::from_model))
-    }
-
-    /// How the find of `filter` runs (the index used, keys and documents examined).
-    pub fn explain(&self, filter: impl Into<Filter<V>>) -> Result<odm_engine::query::Explain> {
-        self.collection.find(self.tagged(filter)?).explain()
+        self.find(filter).first()
     }
 
     pub fn count(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
@@ -236,5 +239,61 @@ impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
 
     pub fn delete_many(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
         self.collection.delete_many(self.tagged(filter)?)
+    }
+}
+
+/// A find over the documents of one variant ([`VariantCollection::find`]): sorted by the
+/// variant's handles, paged, and read as `V`.
+#[must_use]
+pub struct VariantFind<E, V> {
+    /// The enum's find, with the discriminator in its filter; or why the filter could not be
+    /// written.
+    find: Result<Find<E>>,
+    _variant: PhantomData<fn() -> V>,
+}
+
+impl<E, V> std::fmt::Debug for VariantFind<E, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VariantFind({})", std::any::type_name::<V>())
+    }
+}
+
+impl<E: Document, V: Variant<E>> VariantFind<E, V> {
+    fn then(self, step: impl FnOnce(Find<E>) -> Find<E>) -> Self {
+        VariantFind {
+            find: self.find.map(step),
+            _variant: PhantomData,
+        }
+    }
+
+    /// Sorted by the variant's fields.
+    pub fn sort(self, sort: Sort<V>) -> Self {
+        self.then(|find| find.sort(Sort::from(sort.to_document().clone())))
+    }
+
+    /// Skips the first `n` matches.
+    pub fn skip(self, n: u64) -> Self {
+        self.then(|find| find.skip(n))
+    }
+
+    /// At most `n` matches.
+    pub fn limit(self, n: u64) -> Self {
+        self.then(|find| find.limit(n))
+    }
+
+    /// The matches, in order.
+    pub fn to_vec(self) -> Result<Vec<V>> {
+        let found = self.find?.to_vec()?;
+        Ok(found.into_iter().filter_map(V::from_model).collect())
+    }
+
+    /// The first match.
+    pub fn first(self) -> Result<Option<V>> {
+        Ok(self.find?.first()?.and_then(V::from_model))
+    }
+
+    /// How the find runs (the index used, keys and documents examined).
+    pub fn explain(self) -> Result<odm_engine::query::Explain> {
+        self.find?.explain()
     }
 }

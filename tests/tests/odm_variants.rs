@@ -29,7 +29,7 @@ struct SeriesVolume {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
-#[odm(collection = "items")]
+#[odm(collection = "items", shared(title: String))]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Item {
     Book(Book),
@@ -105,7 +105,12 @@ fn a_variant_view_implies_the_discriminator_and_returns_the_variants_type() {
     let volumes = items.variant::<SeriesVolume>();
     let books = items.variant::<Book>();
     let v = Item::fields().series_volume;
-    let found: Vec<SeriesVolume> = volumes.find(v.series_title.eq("Foundation")).unwrap();
+    let found: Vec<SeriesVolume> = volumes
+        .find(v.series_title.eq("Foundation"))
+        .sort(odm::Sort::desc(&v.volume))
+        .to_vec()
+        .unwrap();
+    assert_eq!(found.iter().map(|v| v.volume).collect::<Vec<_>>(), [2, 1]);
     assert_eq!(found.len(), 2);
     // A title filter through the book view never sees volumes, whose titles also match.
     let b = Item::fields().book;
@@ -125,6 +130,106 @@ fn a_variant_view_implies_the_discriminator_and_returns_the_variants_type() {
     assert_eq!(books.find_one(b.id.eq(1)).unwrap().unwrap().title, "Dune");
     assert_eq!(volumes.delete_many(Filter::all()).unwrap(), 2);
     assert_eq!(items.count(Filter::all()).unwrap(), 1);
+}
+
+/// A field every variant has, declared `shared`, has a handle on the enum: filters, sorts
+/// and updates through it reach documents of every variant; variant views sort and page by
+/// their own fields.
+#[test]
+fn shared_fields_reach_every_variant_and_views_sort_and_page() {
+    let (_db, items) = shelf();
+    let f = Item::fields();
+    assert_eq!(f.title.path(), "title");
+    let titled: Vec<i64> = items
+        .find(f.title.gte("Dune"))
+        .sort(odm::Sort::desc(&f.title))
+        .to_vec()
+        .unwrap()
+        .iter()
+        .map(|item| match item {
+            Item::Book(book) => book.id,
+            Item::SeriesVolume(volume) => volume.id,
+        })
+        .collect();
+    assert_eq!(titled, [3, 2, 1]);
+    let renamed = items
+        .update_many(f.title.starts_with("Foundation"), f.title.set("F"))
+        .unwrap();
+    assert_eq!(renamed.modified, 2);
+    let volumes = items.variant::<SeriesVolume>();
+    let v = f.series_volume;
+    let second = volumes
+        .find(Filter::all())
+        .sort(odm::Sort::asc(&v.volume))
+        .skip(1)
+        .limit(5)
+        .to_vec()
+        .unwrap();
+    assert_eq!(
+        second
+            .iter()
+            .map(|v| (v.id, v.title.as_str()))
+            .collect::<Vec<_>>(),
+        [(3, "F")]
+    );
+    let plan = volumes
+        .find(v.series_title.eq("Foundation"))
+        .explain()
+        .unwrap();
+    assert_eq!(plan.returned, 2);
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "papers")]
+struct Memo {
+    #[odm(id)]
+    id: i64,
+    title: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "papers")]
+struct Note {
+    #[odm(id)]
+    id: i64,
+    #[serde(rename = "heading")]
+    title: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "papers", shared(title: String))]
+#[serde(tag = "type")]
+enum Paper {
+    Memo(Memo),
+    Note(Note),
+}
+
+/// A shared field that serde stores under two names cannot be one handle: opening the
+/// collection names both and creates nothing.
+#[test]
+fn a_shared_field_stored_under_two_names_is_refused_at_open() {
+    let db = odm::testing::database().unwrap();
+    let err = db.collection::<Paper>().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            odm::Error::InconsistentModel {
+                collection: "papers",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("`title`") && message.contains("`heading`"),
+        "{message}"
+    );
+    assert!(
+        !db.collection_names()
+            .unwrap()
+            .contains(&"papers".to_owned())
+    );
 }
 
 #[test]
