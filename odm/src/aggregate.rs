@@ -151,7 +151,7 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
     }
 
     /// The same pipeline, its documents now of the shape (`R2`, `O2`).
-    fn reshaped<R2, O2>(self, decode: Decoder<O2>) -> Aggregate<T, R2, O2> {
+    pub(crate) fn reshaped<R2, O2>(self, decode: Decoder<O2>) -> Aggregate<T, R2, O2> {
         Aggregate {
             db: self.db,
             name: self.name,

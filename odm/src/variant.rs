@@ -23,9 +23,10 @@
 
 use std::marker::PhantomData;
 
-use bson::{Bson, RawDocumentBuf, doc};
+use bson::{Bson, RawDocument, RawDocumentBuf, doc};
 use odm_engine::IndexSpec;
 
+use crate::aggregate::Aggregate;
 use crate::codec::to_raw;
 use crate::collection::{Collection, Find};
 use crate::error::{Error, Result};
@@ -209,6 +210,16 @@ impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
         self.find(filter).first()
     }
 
+    /// An aggregation over the documents of `V`: it starts with `$match` on the
+    /// discriminator, its stages take the variant's handles, and it reads `V`s until a stage
+    /// reshapes them.
+    pub fn aggregate(&self) -> Aggregate<E, V, V> {
+        self.collection
+            .aggregate()
+            .filter(Filter::from(doc! { V::TAG_FIELD: V::TAG }))
+            .reshaped(decode_variant::<E, V>)
+    }
+
     pub fn count(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
         self.collection.count(self.tagged(filter)?)
     }
@@ -240,6 +251,19 @@ impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
     pub fn delete_many(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
         self.collection.delete_many(self.tagged(filter)?)
     }
+}
+
+/// A document of the enum model `E` read as its variant `V`: any other variant is an error
+/// naming the document.
+fn decode_variant<E: Document, V: Variant<E>>(raw: &RawDocument, collection: &str) -> Result<V> {
+    V::from_model(crate::codec::from_raw::<E>(raw, collection)?).ok_or_else(|| {
+        Error::AggregateOutput {
+            collection: collection.to_owned(),
+            output: std::any::type_name::<V>(),
+            id: odm_engine::decode::id_text(raw),
+            reason: format!("it is not of the variant `{}`", V::TAG),
+        }
+    })
 }
 
 /// A find over the documents of one variant ([`VariantCollection::find`]): sorted by the

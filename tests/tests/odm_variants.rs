@@ -4,7 +4,7 @@
 //! end `odm::testing::database()` chooses.
 
 use bson::doc;
-use odm::{Document, Filter, Variant};
+use odm::{Document, Embedded, Filter, Variant};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
@@ -177,6 +177,50 @@ fn shared_fields_reach_every_variant_and_views_sort_and_page() {
         .explain()
         .unwrap();
     assert_eq!(plan.returned, 2);
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, Embedded)]
+struct PerSeries {
+    series: String,
+    volumes: i64,
+}
+
+/// A variant's aggregation sees only its documents, takes the variant's handles, reads the
+/// variant's type, and groups by its fields; a stage that turns a document into another
+/// variant is an error naming it.
+#[test]
+fn a_variant_aggregation_reads_the_variant_and_groups_by_its_fields() {
+    let (_db, items) = shelf();
+    let volumes = items.variant::<SeriesVolume>();
+    let v = Item::fields().series_volume;
+    let later: Vec<SeriesVolume> = volumes
+        .aggregate()
+        .filter(v.volume.gte(2))
+        .to_vec()
+        .unwrap();
+    assert_eq!(later, [volume(3, "Foundation", 2)]);
+    let p = PerSeries::fields();
+    let per = volumes
+        .aggregate()
+        .group(odm::Group::by(&p.series, &v.series_title).count(&p.volumes))
+        .to_vec()
+        .unwrap();
+    let foundation = PerSeries {
+        series: "Foundation".into(),
+        volumes: 2,
+    };
+    assert_eq!(per, [foundation]);
+    assert_eq!(items.variant::<Book>().aggregate().count().unwrap(), 1);
+    let err = volumes
+        .aggregate()
+        .stage(doc! { "$set": { "type": "book" } })
+        .to_vec()
+        .unwrap_err();
+    assert!(matches!(err, odm::Error::AggregateOutput { .. }), "{err}");
+    assert!(
+        err.to_string().contains("not of the variant `series`"),
+        "{err}"
+    );
 }
 
 #[derive(Debug, Serialize, Deserialize, Document)]
