@@ -203,6 +203,50 @@ fn a_new_value_saved_from_two_copies_is_inserted_once() {
     assert!(after.updated_at >= Some(edit));
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "pages", index(keys(slug = 1), unique))]
+struct Page {
+    #[odm(id)]
+    id: i64,
+    slug: String,
+    #[odm(created_at)]
+    created_at: DateTime,
+    #[odm(version)]
+    revision: u32,
+}
+
+/// A save that breaks another unique index is that index's duplicate key error, not a
+/// version conflict (only a duplicate `_id` means another writer saved the same new
+/// document), and the value in hand keeps its revision and timestamps.
+#[test]
+fn a_save_that_breaks_another_unique_index_is_a_duplicate_key_and_changes_nothing() {
+    let db = odm::testing::database().unwrap();
+    let pages = db.collection::<Page>().unwrap();
+    let page = |id, slug: &str| Page {
+        id,
+        slug: slug.into(),
+        created_at: DateTime::MIN,
+        revision: 0,
+    };
+    let (mut home, mut about) = (page(1, "home"), page(2, "about"));
+    pages.save(&mut home).unwrap();
+    pages.save(&mut about).unwrap();
+    // A new page under a taken slug: the insert is refused.
+    let mut twin = page(3, "home");
+    let err = pages.save(&mut twin).unwrap_err();
+    assert_eq!(err.code(), Some(11000), "{err}");
+    assert!(!matches!(err, Error::VersionConflict { .. }), "{err}");
+    assert_eq!(twin, page(3, "home"), "the value is as it was");
+    // A known page renamed onto a taken slug: the replacement is refused.
+    let kept = about.clone();
+    about.slug = "home".into();
+    let err = pages.save(&mut about).unwrap_err();
+    assert_eq!(err.code(), Some(11000), "{err}");
+    assert_eq!((about.revision, about.created_at), (kept.revision, kept.created_at));
+    assert_eq!(pages.get(2).unwrap(), Some(kept));
+    assert_eq!(pages.count(odm::Filter::all()).unwrap(), 2);
+}
+
 #[test]
 fn update_document_and_delete_document_are_conditional_on_the_revision() {
     let db = odm::testing::database().unwrap();

@@ -132,6 +132,32 @@ fn the_collection_refuses_documents_that_break_the_schema() {
     assert_eq!(articles.count(odm::Filter::all()).unwrap(), 1);
 }
 
+/// A schema first declared inside a transaction deploys with its commit (on MongoDB, by a
+/// `collMod` after it, since a transaction cannot run one), and an aborted transaction
+/// deploys none.
+#[test]
+fn a_schema_first_declared_in_a_transaction_deploys_with_its_commit() {
+    let db = odm::testing::database().unwrap();
+    let wrong = |id| Loose {
+        id,
+        title: Bson::Int32(7),
+        status: Bson::from("gone"),
+    };
+    let aborted: Result<(), Box<dyn std::error::Error>> = db.transaction(|txn| {
+        txn.insert_one(&article(1))?;
+        Err("changed my mind".into())
+    });
+    assert_eq!(aborted.unwrap_err().to_string(), "changed my mind");
+    let loose = db.collection_named::<Loose>("articles").unwrap();
+    loose.insert_one(&wrong(2)).unwrap();
+    loose.delete_one(odm::Filter::all()).unwrap();
+    db.write(|txn| txn.insert_one(&article(1)).map(drop)).unwrap();
+    let err = loose.insert_one(&wrong(3)).unwrap_err();
+    assert_eq!(err.code(), Some(121), "{err}");
+    let articles = db.collection::<Article>().unwrap();
+    assert_eq!(articles.count(odm::Filter::all()).unwrap(), 1);
+}
+
 #[test]
 fn documents_stored_before_the_schema_are_found_with_their_paths() {
     let db = odm::testing::database().unwrap();
