@@ -51,6 +51,9 @@ pub struct FieldModel<'a> {
     pub kept: Option<(Kept, Span)>,
     /// `schema(minimum = .., ...)`: JSON Schema keywords for the field.
     pub rules: Vec<Rule>,
+    /// `schema(check = f)`: a function run on the field's value before each write of the
+    /// whole value (client side), `fn(&T) -> Result<(), String>`.
+    pub check: Option<syn::Path>,
 }
 
 /// A model's `schema` declaration: its validation level and action, checked names.

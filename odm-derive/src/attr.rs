@@ -18,9 +18,9 @@ use crate::ast::{
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ACTION, COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, HOOKS, ID, INDEX,
-    KEYS, LEVEL, MIGRATE, NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SCHEMA, SERDE, SHARD_KEY, SKIP,
-    SKIP_SERIALIZING, SPARSE, TTL, UNIQUE, UPDATED_AT, VERSION,
+    ACTION, CHECK, COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, HOOKS, ID,
+    INDEX, KEYS, LEVEL, MIGRATE, NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SCHEMA, SERDE, SHARD_KEY,
+    SKIP, SKIP_SERIALIZING, SPARSE, TTL, UNIQUE, UPDATED_AT, VERSION,
 };
 
 /// The model of `input`, or `None` when it is not a struct with named fields.
@@ -177,8 +177,12 @@ fn schema_decl(meta: &ParseNestedMeta<'_>) -> syn::Result<SchemaDecl> {
     Ok(decl)
 }
 
-/// A field's `schema(keyword = value, ...)` rules.
-fn field_rules(meta: &ParseNestedMeta<'_>, rules: &mut Vec<Rule>) -> syn::Result<()> {
+/// A field's `schema(keyword = value, ..., check = f)` rules.
+fn field_rules(
+    meta: &ParseNestedMeta<'_>,
+    rules: &mut Vec<Rule>,
+    check: &mut Option<syn::Path>,
+) -> syn::Result<()> {
     const KEYWORDS: [(&str, &str, RuleKind); 7] = [
         ("minimum", "minimum", RuleKind::Number),
         ("maximum", "maximum", RuleKind::Number),
@@ -189,10 +193,17 @@ fn field_rules(meta: &ParseNestedMeta<'_>, rules: &mut Vec<Rule>) -> syn::Result
         ("max_items", "maxItems", RuleKind::Array),
     ];
     meta.parse_nested_meta(|item| {
+        if item.path.is_ident(CHECK) {
+            if check.is_some() {
+                return Err(item.error("a field has one `check` function"));
+            }
+            *check = Some(item.value()?.parse()?);
+            return Ok(());
+        }
         let Some((_, keyword, kind)) = KEYWORDS.iter().find(|(name, ..)| item.path.is_ident(name))
         else {
             return Err(item.error(format!(
-                "unknown schema rule `{}`; expected `minimum`, `maximum`, `min_length`, `max_length`, `pattern`, `min_items` or `max_items`",
+                "unknown schema rule `{}`; expected `minimum`, `maximum`, `min_length`, `max_length`, `pattern`, `min_items`, `max_items` or `check`",
                 path_text(&item.path)
             )));
         };
@@ -421,6 +432,7 @@ fn field_model<'a>(
         skipped: false,
         kept: None,
         rules: Vec::new(),
+        check: None,
     };
     for attr in &field.attrs {
         if attr.path().is_ident(SERDE) {
@@ -448,7 +460,7 @@ fn field_model<'a>(
                     };
                     model.index = Some(index_decl(&meta, Some(key))?);
                 } else if meta.path.is_ident(SCHEMA) {
-                    field_rules(&meta, &mut model.rules)?;
+                    field_rules(&meta, &mut model.rules, &mut model.check)?;
                 } else if let Some(kept) = kept_attribute(&meta.path) {
                     if kind == Kind::Embedded {
                         cx.error_spanned_by(

@@ -10,6 +10,7 @@
 //! Every check has a trybuild case named after the mistake in the odm crate's `tests/ui/derive`.
 
 use proc_macro2::Span;
+use syn::spanned::Spanned;
 
 use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind};
 use crate::case::distance;
@@ -61,20 +62,23 @@ pub fn check(cx: &Ctxt, c: &Container<'_>) {
     check_rules(cx, c);
 }
 
-/// Field rules add to the type's schema, so the type declares one; a skipped field has none.
+/// Field rules (and `check` functions) belong to the type's schema, so the type declares one;
+/// a skipped field has none.
 fn check_rules(cx: &Ctxt, c: &Container<'_>) {
     for field in &c.fields {
-        let Some(rule) = field.rules.first() else {
-            continue;
+        let span = match (field.rules.first(), &field.check) {
+            (Some(rule), _) => rule.span,
+            (None, Some(check)) => check.span(),
+            (None, None) => continue,
         };
         if field.skipped {
             cx.syn_error(syn::Error::new(
-                rule.span,
+                span,
                 "a field skipped or flattened by serde is not stored, so it has no schema rules",
             ));
         } else if c.schema.is_none() {
             cx.syn_error(syn::Error::new(
-                rule.span,
+                span,
                 "schema rules need #[odm(schema)] on the type, which makes its schema",
             ));
         }

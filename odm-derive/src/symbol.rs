@@ -31,3 +31,4 @@ pub const SCHEMA: &str = "schema";
 pub const LEVEL: &str = "level";
 pub const ACTION: &str = "action";
 pub const SHARED: &str = "shared";
+pub const CHECK: &str = "check";

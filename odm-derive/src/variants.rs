@@ -230,6 +230,10 @@ fn generate(
         let (variant, ty) = (v.ident, v.ty);
         quote_spanned!(ty.span()=> #ident::#variant(value) => <#ty as #document>::document_id(value))
     });
+    let checks = variants.iter().map(|v| {
+        let (variant, ty) = (v.ident, v.ty);
+        quote!(#ident::#variant(value) => <#ty as #document>::check_fields(value))
+    });
     let indexes = variants.iter().map(|v| {
         let (ty, tag) = (v.ty, &v.tag);
         quote!(__indexes.extend(#krate::__private::variant_indexes::<#ty>(#tag_field, #tag));)
@@ -281,6 +285,12 @@ fn generate(
                 fn document_id(&self) -> &Self::Id {
                     match self {
                         #(#ids,)*
+                    }
+                }
+
+                fn check_fields(&self) -> ::std::result::Result<(), #krate::SchemaProblem> {
+                    match self {
+                        #(#checks,)*
                     }
                 }
 

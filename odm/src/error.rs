@@ -114,6 +114,13 @@ pub enum Error {
         hook: &'static str,
         reason: String,
     },
+    /// A field's client-side `check` function (`#[odm(schema(check = f))]`) refused a value
+    /// about to be written, which wrote nothing.
+    #[error("`{collection}`: the check of `{}` refused the value: {}", problem.path, problem.reason)]
+    CheckFailed {
+        collection: String,
+        problem: crate::SchemaProblem,
+    },
     /// The model's declarations contradict each other where the compiler cannot see it.
     #[error("the model of collection `{collection}` is inconsistent: {reason}")]
     InconsistentModel {

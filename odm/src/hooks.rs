@@ -2,8 +2,10 @@
 //!
 //! A model declares `#[odm(hooks)]` and implements [`Hooks`]; the derive then hands each
 //! write of a value to the hooks (forgetting the impl is a compile error). Before-hooks may
-//! refuse the write, which is then [`Error::Refused`] and writes nothing; validation belongs
-//! there. After-hooks run once the write succeeded in its transaction.
+//! refuse the write, which is then [`Error::Refused`] and writes nothing; validation that
+//! needs the whole value belongs there (a field's own rule is a schema `check` function, run
+//! right after the before-hooks, see [`crate::Schema::check`]). After-hooks run once the write
+//! succeeded in its transaction.
 //!
 //! What the hooks see, and what they cannot: only writes that carry a value of the model.
 //!
@@ -95,15 +97,26 @@ pub(crate) enum Write {
 
 /// Runs the before-hook of `write` on `value`, if its model has hooks.
 pub(crate) fn before<T: Document>(value: &T, write: Write, collection: &str) -> Result<()> {
-    let Some(hooks) = value.hooks() else {
-        return Ok(());
-    };
-    let (hook, outcome) = match write {
-        Write::Insert => ("before_insert", hooks.before_insert()),
-        Write::Replace => ("before_replace", hooks.before_replace()),
-        Write::Delete => ("before_delete", hooks.before_delete()),
-    };
-    outcome.map_err(|reason| refused(collection, hook, reason))
+    if let Some(hooks) = value.hooks() {
+        let (hook, outcome) = match write {
+            Write::Insert => ("before_insert", hooks.before_insert()),
+            Write::Replace => ("before_replace", hooks.before_replace()),
+            Write::Delete => ("before_delete", hooks.before_delete()),
+        };
+        outcome.map_err(|reason| refused(collection, hook, reason))?;
+    }
+    match write {
+        Write::Insert | Write::Replace => checked(value, collection),
+        Write::Delete => Ok(()),
+    }
+}
+
+/// The value's field checks, run after its before-hooks (which may still change it).
+fn checked<T: Document>(value: &T, collection: &str) -> Result<()> {
+    value.check_fields().map_err(|problem| Error::CheckFailed {
+        collection: collection.to_owned(),
+        problem,
+    })
 }
 
 /// Runs the after-hook of `write` on `value`, if its model has hooks; `id` for inserts.
@@ -119,12 +132,12 @@ pub(crate) fn after<T: Document>(value: &T, write: Write, id: &Bson) {
 
 /// Runs `before_save` on `value`, if its model has hooks.
 pub(crate) fn before_save<T: Document>(value: &mut T, collection: &str) -> Result<()> {
-    match value.hooks_mut() {
-        Some(hooks) => hooks
+    if let Some(hooks) = value.hooks_mut() {
+        hooks
             .before_save()
-            .map_err(|reason| refused(collection, "before_save", reason)),
-        None => Ok(()),
+            .map_err(|reason| refused(collection, "before_save", reason))?;
     }
+    checked(value, collection)
 }
 
 /// Runs `after_save` on `value`, if its model has hooks.

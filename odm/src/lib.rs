@@ -137,8 +137,8 @@ pub mod __private {
     pub use crate::kept::Kept;
     pub mod schema {
         pub use crate::schema::{
-            array_rule, declared, enumeration, number_rule, object, text_rule, version_property,
-            with_rules,
+            array_rule, checked, declared, enumeration, number_rule, object, text_rule, under,
+            version_property, with_rules,
         };
     }
     pub use crate::model::join;

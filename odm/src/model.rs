@@ -111,6 +111,13 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     fn declared_schema() -> Option<crate::DeclaredSchema> {
         None
     }
+    /// Runs the client-side `check` functions of the model's fields and of the embedded
+    /// values it holds (`#[odm(schema(check = f))]`, see [`crate::Schema::check`]): the first
+    /// refusal, with the refused field's path.
+    #[doc(hidden)]
+    fn check_fields(&self) -> Result<(), crate::SchemaProblem> {
+        Ok(())
+    }
     /// Why the model cannot be used, found only at run time (an enum model's shared field
     /// stored under different names by its variants); checked when a collection of it is
     /// first opened.

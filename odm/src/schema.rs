@@ -9,7 +9,10 @@
 //! rules declared with `#[odm(schema(minimum = .., maximum = .., min_length = .., max_length =
 //! .., pattern = "..", min_items = .., max_items = ..))]` add JSON Schema's keywords, each on
 //! a field of the type it constrains (a compile error otherwise). Other fields are allowed, as
-//! MongoDB allows them by default.
+//! MongoDB allows them by default. `#[odm(schema(check = f))]` adds a rule in Rust, `fn f(&T)
+//! -> Result<(), String>` for the field's type `T`, which the program runs (on both back ends)
+//! before every write of a whole value, inside embedded values too ([`Schema::check`]); a
+//! refusal is [`crate::Error::CheckFailed`] with the refused field's path.
 //!
 //! [`crate::Database::collection`] deploys it: on the engine as the collection's validation,
 //! on MongoDB by `collMod` (after the commit, when it runs in a transaction); a stored
@@ -35,6 +38,12 @@ pub trait Schema {
     /// Whether a field of this type may be absent (it is not `required`).
     const OPTIONAL: bool = false;
     fn json_schema() -> Document;
+    /// Runs the client-side checks a value of this type holds: the `check` functions its
+    /// fields declare (`#[odm(schema(check = f))]`) and those inside its embedded values. The
+    /// first refusal, its path relative to this value.
+    fn check(&self) -> Result<(), SchemaProblem> {
+        Ok(())
+    }
 }
 
 /// `bsonType` of one type.
@@ -75,11 +84,17 @@ impl<T: Schema + ?Sized> Schema for Box<T> {
     fn json_schema() -> Document {
         T::json_schema()
     }
+    fn check(&self) -> Result<(), SchemaProblem> {
+        (**self).check()
+    }
 }
 
 impl<T: Schema> Schema for Vec<T> {
     fn json_schema() -> Document {
         doc! { "bsonType": "array", "items": T::json_schema() }
+    }
+    fn check(&self) -> Result<(), SchemaProblem> {
+        self.as_slice().check()
     }
 }
 
@@ -87,17 +102,26 @@ impl<T: Schema> Schema for [T] {
     fn json_schema() -> Document {
         <Vec<T>>::json_schema()
     }
+    fn check(&self) -> Result<(), SchemaProblem> {
+        check_each(self.iter().enumerate().map(|(i, v)| (i.to_string(), v)))
+    }
 }
 
 impl<V: Schema, S> Schema for HashMap<String, V, S> {
     fn json_schema() -> Document {
         doc! { "bsonType": "object", "additionalProperties": V::json_schema() }
     }
+    fn check(&self) -> Result<(), SchemaProblem> {
+        check_each(self.iter().map(|(k, v)| (k.clone(), v)))
+    }
 }
 
 impl<V: Schema> Schema for BTreeMap<String, V> {
     fn json_schema() -> Document {
         <HashMap<String, V>>::json_schema()
+    }
+    fn check(&self) -> Result<(), SchemaProblem> {
+        check_each(self.iter().map(|(k, v)| (k.clone(), v)))
     }
 }
 
@@ -108,6 +132,40 @@ impl<T: Schema> Schema for Option<T> {
     fn json_schema() -> Document {
         nullable(T::json_schema())
     }
+    fn check(&self) -> Result<(), SchemaProblem> {
+        self.as_ref().map_or(Ok(()), Schema::check)
+    }
+}
+
+/// The checks of each value, under its key (an array's index, a map's key).
+fn check_each<'v, V: Schema + 'v>(
+    values: impl Iterator<Item = (String, &'v V)>,
+) -> Result<(), SchemaProblem> {
+    for (key, value) in values {
+        value.check().map_err(|problem| under(&key, problem))?;
+    }
+    Ok(())
+}
+
+/// `problem`, found inside the field or element `key`.
+pub fn under(key: &str, problem: SchemaProblem) -> SchemaProblem {
+    SchemaProblem {
+        path: if problem.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{key}.{}", problem.path)
+        },
+        reason: problem.reason,
+    }
+}
+
+/// The outcome of a field's `check` function: its refusal, as a problem at the field (the
+/// caller adds the field's name).
+pub fn checked(outcome: Result<(), String>) -> Result<(), SchemaProblem> {
+    outcome.map_err(|reason| SchemaProblem {
+        path: String::new(),
+        reason,
+    })
 }
 
 /// `schema` that also admits `null`.

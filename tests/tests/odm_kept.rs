@@ -242,7 +242,10 @@ fn a_save_that_breaks_another_unique_index_is_a_duplicate_key_and_changes_nothin
     about.slug = "home".into();
     let err = pages.save(&mut about).unwrap_err();
     assert_eq!(err.code(), Some(11000), "{err}");
-    assert_eq!((about.revision, about.created_at), (kept.revision, kept.created_at));
+    assert_eq!(
+        (about.revision, about.created_at),
+        (kept.revision, kept.created_at)
+    );
     assert_eq!(pages.get(2).unwrap(), Some(kept));
     assert_eq!(pages.count(odm::Filter::all()).unwrap(), 2);
 }

@@ -151,7 +151,8 @@ fn a_schema_first_declared_in_a_transaction_deploys_with_its_commit() {
     let loose = db.collection_named::<Loose>("articles").unwrap();
     loose.insert_one(&wrong(2)).unwrap();
     loose.delete_one(odm::Filter::all()).unwrap();
-    db.write(|txn| txn.insert_one(&article(1)).map(drop)).unwrap();
+    db.write(|txn| txn.insert_one(&article(1)).map(drop))
+        .unwrap();
     let err = loose.insert_one(&wrong(3)).unwrap_err();
     assert_eq!(err.code(), Some(121), "{err}");
     let articles = db.collection::<Article>().unwrap();
@@ -305,4 +306,129 @@ fn a_versioned_models_schema_requires_its_version_field() {
     };
     versioned.save(&mut value).unwrap();
     assert!(versioned.schema_violations().unwrap().is_empty());
+}
+
+/// A `check` function: a slug is one word.
+#[allow(clippy::ptr_arg)]
+fn one_word(slug: &String) -> Result<(), String> {
+    if slug.contains(' ') {
+        Err(format!("`{slug}` is not one word"))
+    } else {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Embedded)]
+#[odm(schema)]
+struct Link {
+    #[odm(schema(check = one_word, min_length = 1))]
+    slug: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "wiki", schema)]
+struct WikiPage {
+    #[odm(id)]
+    id: i64,
+    #[odm(schema(check = one_word))]
+    slug: String,
+    #[odm(embedded)]
+    links: Vec<Link>,
+    #[odm(embedded)]
+    parent: Option<Link>,
+}
+
+fn wiki(id: i64, slug: &str, links: &[&str], parent: Option<&str>) -> WikiPage {
+    let link = |slug: &str| Link { slug: slug.into() };
+    WikiPage {
+        id,
+        slug: slug.into(),
+        links: links.iter().copied().map(link).collect(),
+        parent: parent.map(link),
+    }
+}
+
+/// Field `check` functions run on every write of a whole value (`insert_one`, `insert_many`, replace,
+/// save, bulk), inside embedded values too, before anything is written; a refusal names the
+/// path of the refused field. Operator updates are not whole values: the server's validator
+/// holds there.
+#[test]
+fn check_functions_refuse_whole_values_with_the_refused_path() {
+    let db = odm::testing::database().unwrap();
+    let pages = db.collection::<WikiPage>().unwrap();
+    pages
+        .insert_one(&wiki(1, "home", &["about"], None))
+        .unwrap();
+    let refused = |err: Error| match err {
+        Error::CheckFailed {
+            collection,
+            problem,
+        } => {
+            assert_eq!(collection, "wiki");
+            assert!(
+                problem.reason.contains("is not one word"),
+                "{}",
+                problem.reason
+            );
+            problem.path
+        }
+        other => panic!("not a check failure: {other}"),
+    };
+    let path = |page: WikiPage| refused(pages.insert_one(&page).unwrap_err());
+    assert_eq!(path(wiki(2, "two words", &[], None)), "slug");
+    assert_eq!(path(wiki(2, "ok", &["a", "b c"], None)), "links.1.slug");
+    assert_eq!(path(wiki(2, "ok", &[], Some("up here"))), "parent.slug");
+    let batch = [wiki(2, "fine", &[], None), wiki(3, "not fine", &[], None)];
+    assert_eq!(refused(pages.insert_many(&batch).unwrap_err()), "slug");
+    let bulk = vec![
+        odm::WriteModel::InsertOne(wiki(4, "fine", &[], None)),
+        odm::WriteModel::InsertOne(wiki(5, "ok", &["x y"], None)),
+    ];
+    assert_eq!(
+        refused(pages.bulk_write(bulk, true).unwrap_err()),
+        "links.0.slug"
+    );
+    let f = WikiPage::fields();
+    let mut home = wiki(1, "home", &["about", "a b"], None);
+    assert_eq!(
+        refused(pages.replace_one(f.id.eq(1), &home).unwrap_err()),
+        "links.1.slug"
+    );
+    assert_eq!(refused(pages.save(&mut home).unwrap_err()), "links.1.slug");
+    assert_eq!(
+        pages.count(odm::Filter::all()).unwrap(),
+        1,
+        "nothing was written"
+    );
+    assert_eq!(
+        pages.get(1).unwrap(),
+        Some(wiki(1, "home", &["about"], None))
+    );
+    // An enum model runs its variants' checks, through the enum and through a variant view.
+    let entries = db.collection::<WikiEntry>().unwrap();
+    let err = entries
+        .insert_one(&WikiEntry::Page(wiki(6, "a b", &[], None)))
+        .unwrap_err();
+    assert_eq!(refused(err), "slug");
+    let err = entries
+        .variant::<WikiPage>()
+        .insert_one(&wiki(6, "ok", &[], Some("c d")))
+        .unwrap_err();
+    assert_eq!(refused(err), "parent.slug");
+    assert_eq!(
+        pages.count(odm::Filter::all()).unwrap(),
+        1,
+        "nothing was written"
+    );
+    // An operator update is checked by the server's validator only, which allows a space.
+    pages
+        .update_one(f.id.eq(1), f.slug.set("two words"))
+        .unwrap();
+}
+
+#[derive(Debug, Serialize, Deserialize, Document)]
+#[odm(collection = "wiki")]
+#[serde(tag = "kind")]
+enum WikiEntry {
+    Page(WikiPage),
 }
