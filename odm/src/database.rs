@@ -437,7 +437,7 @@ impl Database {
                     Err(e) => {
                         // The caller's error is the one to report; a failed abort ends with
                         // the session anyway (the server aborts what it left open).
-                        let _ = session.abort_transaction().run();
+                        let _ = crate::remote::blocking(|| session.abort_transaction().run());
                         Err(e)
                     }
                 }

@@ -17,6 +17,12 @@
 //! do. A collection first synced inside a transaction gets its missing indexes inside it
 //! (MongoDB allows that on a collection the transaction creates); `shardCollection` never runs
 //! in one, so its shard key deploys after the commit.
+//!
+//! Called from async code: the driver's sync API blocks on a tokio runtime of its own, which
+//! tokio forbids from a thread already running a runtime (a web handler, a `#[tokio::test]`).
+//! Every call that blocks on the driver goes through [`blocking`], which runs it on a scoped
+//! thread of its own when the calling thread is inside a runtime: the sync API works there,
+//! holding up the calling task's thread for the round trip as any blocking call does.
 
 use odm_engine::commands;
 
@@ -160,12 +166,27 @@ fn value_of(raw: &bson::RawDocument, name: &str) -> Option<Bson> {
     Bson::try_from(value).ok()
 }
 
+/// Runs `call`, which blocks on the driver's runtime: here, or on a scoped thread when this
+/// thread runs a tokio runtime (which cannot block on another). A panic in `call` goes on
+/// here.
+pub(crate) fn blocking<R: Send>(call: impl FnOnce() -> R + Send) -> R {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return call();
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(call)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// Commits a session's transaction, again while the outcome is unknown (a commit is safe to
 /// repeat; drivers retry it on MongoDB's `UnknownTransactionCommitResult`).
 pub(crate) fn commit(session: &mut ClientSession) -> Result<()> {
     let mut attempts = 0;
     loop {
-        match session.commit_transaction().run() {
+        match blocking(|| session.commit_transaction().run()) {
             Ok(()) => return Ok(()),
             Err(e) if attempts < 3 && e.contains_label("UnknownTransactionCommitResult") => {
                 attempts += 1;
@@ -187,6 +208,10 @@ impl Remote {
     /// Connects to the deployment of `uri` and the database it names (`mongodb://host/appdb`),
     /// and asks the server what it is (`hello`).
     pub(crate) fn connect(uri: &str) -> Result<Remote> {
+        blocking(|| Remote::connect_here(uri))
+    }
+
+    fn connect_here(uri: &str) -> Result<Remote> {
         let client = Client::with_uri_str(uri).map_err(driver_error)?;
         let database = client.default_database().ok_or_else(|| Error::Driver {
             reason: format!(
@@ -214,9 +239,11 @@ impl Remote {
         if !self.transactions {
             return Err(Error::TransactionsUnsupported);
         }
-        let mut session = self.client.start_session().run().map_err(driver_error)?;
-        session.start_transaction().run().map_err(driver_error)?;
-        Ok(session)
+        blocking(|| {
+            let mut session = self.client.start_session().run().map_err(driver_error)?;
+            session.start_transaction().run().map_err(driver_error)?;
+            Ok(session)
+        })
     }
 
     /// Runs a command on the database; a reply with write errors is the first one's error.
@@ -227,10 +254,10 @@ impl Remote {
         command: Document,
     ) -> Result<Document> {
         let action = self.database.run_command(command);
-        let reply = match session {
+        let reply = blocking(|| match session {
             Some(session) => action.session(session).run(),
             None => action.run(),
-        }
+        })
         .map_err(driver_error)?;
         if let Some((_, e)) = write_failure(collection, &reply) {
             return Err(e.into());
@@ -240,6 +267,10 @@ impl Remote {
 
     /// Runs a command that answers with a cursor, and reads it to the end.
     fn cursor(&self, session: Session<'_>, command: Document) -> Result<Vec<RawDocumentBuf>> {
+        blocking(|| self.cursor_here(session, command))
+    }
+
+    fn cursor_here(&self, session: Session<'_>, command: Document) -> Result<Vec<RawDocumentBuf>> {
         let action = self.database.run_cursor_command(command);
         let mut out = Vec::new();
         if let Some(session) = session {
@@ -261,17 +292,14 @@ impl Remote {
         &self,
         command: Document,
     ) -> Result<impl Iterator<Item = Result<RawDocumentBuf>> + Send + 'static> {
-        let mut cursor = self
-            .database
-            .run_cursor_command(command)
-            .run()
-            .map_err(driver_error)?;
+        let mut cursor =
+            blocking(|| self.database.run_cursor_command(command).run()).map_err(driver_error)?;
         let mut done = false;
         Ok(std::iter::from_fn(move || {
             if done {
                 return None;
             }
-            match cursor.advance() {
+            match blocking(|| cursor.advance()) {
                 Ok(true) => Some(Ok(cursor.current().to_owned())),
                 Ok(false) => {
                     done = true;
@@ -608,11 +636,13 @@ impl Remote {
     /// Drops a collection; whether it existed.
     pub(crate) fn drop_collection(&self, collection: &str) -> Result<bool> {
         let existed = self.collection_names()?.iter().any(|n| n == collection);
-        self.database
-            .collection::<Document>(collection)
-            .drop()
-            .run()
-            .map_err(driver_error)?;
+        blocking(|| {
+            self.database
+                .collection::<Document>(collection)
+                .drop()
+                .run()
+        })
+        .map_err(driver_error)?;
         Ok(existed)
     }
 
@@ -639,11 +669,7 @@ impl Remote {
     /// Runs a command on `admin` (`configureQueryAnalyzer`, `analyzeShardKey`); the reply
     /// without `ok` and the cluster's bookkeeping fields.
     pub(crate) fn admin_command(&self, command: Document) -> Result<Document> {
-        let mut reply = self
-            .client
-            .database("admin")
-            .run_command(command)
-            .run()
+        let mut reply = blocking(|| self.client.database("admin").run_command(command).run())
             .map_err(driver_error)?;
         for field in [
             "ok",
@@ -662,19 +688,11 @@ impl Remote {
     pub(crate) fn deploy_shard_key(&self, collection: &str, key: &ShardKey) -> Result<()> {
         let admin = self.client.database("admin");
         if self.mongos {
-            admin
-                .run_command(doc! { "enableSharding": self.database.name() })
-                .run()
-                .map_err(driver_error)?;
+            let enable = doc! { "enableSharding": self.database.name() };
+            blocking(|| admin.run_command(enable).run()).map_err(driver_error)?;
         }
-        let sent = admin
-            .run_command(commands::shard_collection(
-                self.database.name(),
-                collection,
-                key,
-            ))
-            .run()
-            .map_err(driver_error);
+        let shard = commands::shard_collection(self.database.name(), collection, key);
+        let sent = blocking(|| admin.run_command(shard).run()).map_err(driver_error);
         match sent {
             Ok(_) => Ok(()),
             Err(Error::Engine(e)) if e.code() == odm_engine::ErrorCode::COMMAND_NOT_FOUND.code => {
@@ -725,7 +743,7 @@ pub(crate) struct RemoteStream(mongodb::sync::ChangeStream<Document>);
 impl RemoteStream {
     /// One `getMore` at most: the next event, if any.
     pub(crate) fn next_if_any(&mut self) -> Result<Option<Document>> {
-        self.0.next_if_any().map_err(driver_error)
+        blocking(|| self.0.next_if_any()).map_err(driver_error)
     }
 
     /// The driver's resume token, as a document.
@@ -778,7 +796,7 @@ impl Remote {
             .start_at_operation_time(options.start_at)
             .max_await_time(Some(STREAM_AWAIT))
             .build();
-        let stream = match collection {
+        let stream = blocking(|| match collection {
             Some(name) => self
                 .database
                 .collection::<Document>(name)
@@ -792,7 +810,7 @@ impl Remote {
                 .pipeline(pipeline)
                 .with_options(change_options)
                 .run(),
-        }
+        })
         .map_err(driver_error)?;
         Ok(RemoteStream(stream.with_type::<Document>()))
     }
