@@ -126,13 +126,12 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     let declared_schema = c.schema.as_ref().map(|decl| {
         let object = schema_object(c, krate);
         let (level, action) = (&decl.level, &decl.action);
-        let checks = field_checks(c, krate).map(|body| {
-            quote! {
-                fn check_fields(&self) -> ::std::result::Result<(), #krate::SchemaProblem> {
-                    #body
-                }
+        let (body, _) = field_checks(c, krate);
+        let checks = quote! {
+            fn check_fields(&self) -> ::std::result::Result<(), #krate::SchemaProblem> {
+                #body
             }
-        });
+        };
         quote! {
             fn declared_schema() -> ::std::option::Option<#krate::DeclaredSchema> {
                 ::std::option::Option::Some(#krate::__private::schema::declared(#object, #level, #action))
@@ -235,40 +234,42 @@ fn schema_object(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
     }}
 }
 
-/// The body of a type's client-side checks, when it has any: each field's `check` function,
-/// then the checks inside each embedded field's values (through `Schema::check`, which the
-/// schema already asks of every field's type). A refusal is returned with the field's stored
-/// name prepended to its path; nothing is allocated while every check passes.
-fn field_checks(c: &Container<'_>, krate: &syn::Path) -> Option<TokenStream> {
+/// A type's client-side checks (for a type with `#[odm(schema)]`, whose fields' types are
+/// all `Schema`): the body that runs each field's `check` function, then the checks inside
+/// each field's value when its type has any (a constant, so fields without checks cost
+/// nothing); and whether the type has checks at all. A refusal is returned with the field's
+/// stored name prepended to its path.
+fn field_checks(c: &Container<'_>, krate: &syn::Path) -> (TokenStream, TokenStream) {
     let schema = quote!(#krate::__private::schema);
-    let steps: Vec<TokenStream> = c
-        .fields
-        .iter()
-        .filter(|f| !f.skipped && (f.check.is_some() || f.embedded))
-        .map(|field| {
-            let (ident, ty) = (field.ident, field.ty);
-            let name = if field.id.is_some() {
-                "_id"
-            } else {
-                field.bson_name.as_str()
-            };
-            // Spanned at the function's path: one of another signature is an error there.
-            let own = field.check.as_ref().map(|check| {
-                let call = quote_spanned!(check.span()=> #schema::checked(#check(__value)));
-                quote! {
-                    let __value = &self.#ident;
-                    #call.map_err(|p| #schema::under(#name, p))?;
-                }
+    let mut steps = Vec::new();
+    let mut has = vec![quote!(false)];
+    for field in c.fields.iter().filter(|f| !f.skipped) {
+        let (ident, ty) = (field.ident, field.ty);
+        let name = if field.id.is_some() {
+            "_id"
+        } else {
+            field.bson_name.as_str()
+        };
+        // Spanned at the function's path: one of another signature is an error there.
+        if let Some(check) = &field.check {
+            let call = quote_spanned!(check.span()=> #schema::checked(#check(__value)));
+            steps.push(quote! {
+                let __value = &self.#ident;
+                #call.map_err(|p| #schema::under(#name, p))?;
             });
-            let inner = field.embedded.then(|| {
-                quote! {
-                    <#ty as #krate::Schema>::check(&self.#ident).map_err(|p| #schema::under(#name, p))?;
-                }
-            });
-            quote!(#own #inner)
-        })
-        .collect();
-    (!steps.is_empty()).then(|| quote! { #(#steps)* ::std::result::Result::Ok(()) })
+            has.push(quote!(true));
+        }
+        steps.push(quote! {
+            if <#ty as #krate::Schema>::HAS_CHECKS {
+                <#ty as #krate::Schema>::check(&self.#ident).map_err(|p| #schema::under(#name, p))?;
+            }
+        });
+        has.push(quote!(<#ty as #krate::Schema>::HAS_CHECKS));
+    }
+    (
+        quote! { #(#steps)* ::std::result::Result::Ok(()) },
+        quote!(#(#has)||*),
+    )
 }
 
 /// The kept fields' names, the methods that read the revision and bring the value up to
@@ -526,13 +527,13 @@ fn embedded_schema(c: &Container<'_>, krate: &syn::Path) -> Option<TokenStream> 
     let ident = c.ident;
     let (user_impl, type_generics, where_clause) = c.generics.split_for_impl();
     let object = schema_object(c, krate);
-    let checks = field_checks(c, krate).map(|body| {
-        quote! {
-            fn check(&self) -> ::std::result::Result<(), #krate::SchemaProblem> {
-                #body
-            }
+    let (body, has_checks) = field_checks(c, krate);
+    let checks = quote! {
+        const HAS_CHECKS: bool = #has_checks;
+        fn check(&self) -> ::std::result::Result<(), #krate::SchemaProblem> {
+            #body
         }
-    });
+    };
     Some(quote! {
         #[automatically_derived]
         impl #user_impl #krate::Schema for #ident #type_generics #where_clause {

@@ -214,7 +214,7 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
     /// `$set`: each document's `field` now holds `value`, computed from the document (the
     /// shape stays, the value being of the field's type).
     #[must_use]
-    pub fn set<V>(mut self, field: &Field<R, V>, value: Expr<R, V>) -> Self {
+    pub fn set_expr<V>(mut self, field: &Field<R, V>, value: Expr<R, V>) -> Self {
         match value.to_bson() {
             Ok(value) => self.then(doc! { "$set": { field.path(): value } }),
             Err(e) => {
@@ -832,7 +832,11 @@ impl<R, Out> Group<R, Out> {
     /// `$sum` of a numeric expression's values (each document's item count, a product of
     /// two fields, ...).
     #[must_use]
-    pub fn sum_of<N: Numeric, S: SumOf<N>>(mut self, into: &Field<Out, S>, of: Expr<R, N>) -> Self {
+    pub fn sum_expr<N: Numeric, S: SumOf<N>>(
+        mut self,
+        into: &Field<Out, S>,
+        of: Expr<R, N>,
+    ) -> Self {
         match of.to_bson() {
             Ok(of) => self.accumulate(into, "$sum", of),
             Err(e) => {

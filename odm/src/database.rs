@@ -279,6 +279,7 @@ impl Database {
             Store::Embedded(_) => self.write(|txn| txn.sync_declared::<T>(name, drop_undeclared)),
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
+                crate::txn::consistent::<T>(name)?;
                 let plan = crate::indexes::sync_remote::<T>(remote, name, drop_undeclared, None)?;
                 self.mark_synced(vec![(TypeId::of::<T>(), name.to_owned())]);
                 Ok(plan)

@@ -123,10 +123,7 @@ pub enum Error {
     },
     /// The model's declarations contradict each other where the compiler cannot see it.
     #[error("the model of collection `{collection}` is inconsistent: {reason}")]
-    InconsistentModel {
-        collection: &'static str,
-        reason: String,
-    },
+    InconsistentModel { collection: String, reason: String },
     /// A model without a declared shard key asked for its key's analysis.
     #[error("the model of collection `{0}` declares no shard key")]
     NoShardKey(String),
@@ -176,4 +173,10 @@ pub enum BuildError {
     /// pipeline or operators, never both.
     #[error("a pipeline update cannot be combined with another update")]
     PipelineCombined,
+    /// An `$expr` in a change stream's typed filter: its field paths would name the event's
+    /// fields, not the document's.
+    #[error(
+        "a change stream's document filter cannot hold `$expr`, whose paths would name the event's fields: filter the events with `pipeline`"
+    )]
+    ExprOverEvents,
 }

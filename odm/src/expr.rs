@@ -187,7 +187,7 @@ impl<R> Expr<R, bool> {
     }
 
     /// `$and` of every condition of the list: true when it is empty.
-    pub fn all(conditions: impl IntoIterator<Item = Expr<R, bool>>) -> Self {
+    pub fn all_of(conditions: impl IntoIterator<Item = Expr<R, bool>>) -> Self {
         Self::operator("$and", conditions.into_iter().map(|c| c.value).collect())
     }
 }
@@ -247,6 +247,7 @@ impl<R, E> Expr<R, Vec<E>> {
     }
 
     /// `$map`: each element's value of `each`, an expression over [`Element`]s.
+    #[must_use]
     pub fn map_each<U>(self, each: Expr<Element<E>, U>) -> Expr<R, Vec<U>> {
         Expr::of(self.value.and_then(|input| {
             each.value

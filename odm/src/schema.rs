@@ -11,8 +11,10 @@
 //! a field of the type it constrains (a compile error otherwise). Other fields are allowed, as
 //! MongoDB allows them by default. `#[odm(schema(check = f))]` adds a rule in Rust, `fn f(&T)
 //! -> Result<(), String>` for the field's type `T`, which the program runs (on both back ends)
-//! before every write of a whole value, inside embedded values too ([`Schema::check`]); a
-//! refusal is [`crate::Error::CheckFailed`] with the refused field's path.
+//! before every write of a whole value, inside its fields' values too ([`Schema::check`]; a
+//! model runs them when it declares `#[odm(schema)]`); a refusal is
+//! [`crate::Error::CheckFailed`] with the refused field's path. Types without checks cost
+//! nothing: [`Schema::HAS_CHECKS`] is a constant, and containers skip their elements.
 //!
 //! [`crate::Database::collection`] deploys it: on the engine as the collection's validation,
 //! on MongoDB by `collMod` (after the commit, when it runs in a transaction); a stored
@@ -38,6 +40,9 @@ pub trait Schema {
     /// Whether a field of this type may be absent (it is not `required`).
     const OPTIONAL: bool = false;
     fn json_schema() -> Document;
+    /// Whether values of this type hold `check` functions to run (their own fields', or
+    /// those of values inside them): when not, containers of them skip their elements.
+    const HAS_CHECKS: bool = false;
     /// Runs the client-side checks a value of this type holds: the `check` functions its
     /// fields declare (`#[odm(schema(check = f))]`) and those inside its embedded values. The
     /// first refusal, its path relative to this value.
@@ -81,6 +86,7 @@ schema_of!(Bson => Document::new());
 
 impl<T: Schema + ?Sized> Schema for Box<T> {
     const OPTIONAL: bool = T::OPTIONAL;
+    const HAS_CHECKS: bool = T::HAS_CHECKS;
     fn json_schema() -> Document {
         T::json_schema()
     }
@@ -93,6 +99,7 @@ impl<T: Schema> Schema for Vec<T> {
     fn json_schema() -> Document {
         doc! { "bsonType": "array", "items": T::json_schema() }
     }
+    const HAS_CHECKS: bool = T::HAS_CHECKS;
     fn check(&self) -> Result<(), SchemaProblem> {
         self.as_slice().check()
     }
@@ -102,8 +109,9 @@ impl<T: Schema> Schema for [T] {
     fn json_schema() -> Document {
         <Vec<T>>::json_schema()
     }
+    const HAS_CHECKS: bool = T::HAS_CHECKS;
     fn check(&self) -> Result<(), SchemaProblem> {
-        check_each(self.iter().enumerate().map(|(i, v)| (i.to_string(), v)))
+        check_each(self.iter().enumerate())
     }
 }
 
@@ -111,8 +119,9 @@ impl<V: Schema, S> Schema for HashMap<String, V, S> {
     fn json_schema() -> Document {
         doc! { "bsonType": "object", "additionalProperties": V::json_schema() }
     }
+    const HAS_CHECKS: bool = V::HAS_CHECKS;
     fn check(&self) -> Result<(), SchemaProblem> {
-        check_each(self.iter().map(|(k, v)| (k.clone(), v)))
+        check_each(self.iter())
     }
 }
 
@@ -120,8 +129,9 @@ impl<V: Schema> Schema for BTreeMap<String, V> {
     fn json_schema() -> Document {
         <HashMap<String, V>>::json_schema()
     }
+    const HAS_CHECKS: bool = V::HAS_CHECKS;
     fn check(&self) -> Result<(), SchemaProblem> {
-        check_each(self.iter().map(|(k, v)| (k.clone(), v)))
+        check_each(self.iter())
     }
 }
 
@@ -132,17 +142,24 @@ impl<T: Schema> Schema for Option<T> {
     fn json_schema() -> Document {
         nullable(T::json_schema())
     }
+    const HAS_CHECKS: bool = T::HAS_CHECKS;
     fn check(&self) -> Result<(), SchemaProblem> {
         self.as_ref().map_or(Ok(()), Schema::check)
     }
 }
 
-/// The checks of each value, under its key (an array's index, a map's key).
-fn check_each<'v, V: Schema + 'v>(
-    values: impl Iterator<Item = (String, &'v V)>,
+/// The checks of each value, under its key (an array's index, a map's key), written out only
+/// for a refusal; nothing runs for values without checks.
+fn check_each<'v, K: std::fmt::Display, V: Schema + 'v>(
+    values: impl Iterator<Item = (K, &'v V)>,
 ) -> Result<(), SchemaProblem> {
+    if !V::HAS_CHECKS {
+        return Ok(());
+    }
     for (key, value) in values {
-        value.check().map_err(|problem| under(&key, problem))?;
+        value
+            .check()
+            .map_err(|problem| under(&key.to_string(), problem))?;
     }
     Ok(())
 }

@@ -131,12 +131,7 @@ impl<'t, 'db> Txn<'t, 'db> {
         name: &str,
         drop_undeclared: bool,
     ) -> Result<IndexPlan> {
-        if let Some(reason) = T::inconsistency() {
-            return Err(Error::InconsistentModel {
-                collection: T::COLLECTION,
-                reason,
-            });
-        }
+        consistent::<T>(name)?;
         match &mut self.inner {
             Writer::Embedded(txn) => {
                 let plan = sync::<T>(txn, name, drop_undeclared)?;
@@ -957,5 +952,17 @@ impl<T> ModifyOptions<T> {
             let_vars: None,
             collation: None,
         }
+    }
+}
+
+/// `T`'s declarations agree where the compiler cannot see it (see
+/// [`Document::inconsistency`]); checked before a collection of it is first synced.
+pub(crate) fn consistent<T: Document>(name: &str) -> Result<()> {
+    match T::inconsistency() {
+        Some(reason) => Err(Error::InconsistentModel {
+            collection: name.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
     }
 }

@@ -311,6 +311,17 @@ impl<E: Document, V: Variant<E>> VariantFind<E, V> {
         Ok(found.into_iter().filter_map(V::from_model).collect())
     }
 
+    /// The matches streamed from one snapshot, a batch at a time, as [`Find::iter`] streams
+    /// them.
+    #[allow(clippy::iter_not_returning_iterator)]
+    pub fn iter(self) -> Result<impl Iterator<Item = Result<V>>>
+    where
+        E: Send + 'static,
+    {
+        let cursor = self.find?.iter()?;
+        Ok(cursor.filter_map(|found| found.map(V::from_model).transpose()))
+    }
+
     /// The first match.
     pub fn first(self) -> Result<Option<V>> {
         Ok(self.find?.first()?.and_then(V::from_model))

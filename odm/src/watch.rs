@@ -94,6 +94,26 @@ impl OperationType {
     }
 }
 
+/// A filter over a model as a filter over the events' `fullDocument`; one holding `$expr`
+/// (whose paths the prefix cannot reach) is refused.
+fn of_document<T>(filter: Filter<T>) -> std::result::Result<Document, BuildError> {
+    fn holds_expr(filter: &Document) -> bool {
+        filter.iter().any(|(key, value)| match value {
+            _ if key == "$expr" => true,
+            Bson::Array(clauses) if key.starts_with('$') => clauses
+                .iter()
+                .any(|c| matches!(c, Bson::Document(d) if holds_expr(d))),
+            _ => false,
+        })
+    }
+    let under = filter.under("fullDocument");
+    let filter = filter.into_document()?;
+    if holds_expr(&filter) {
+        return Err(BuildError::ExprOverEvents);
+    }
+    Ok(under)
+}
+
 /// Which events a stream passes on, in the model's terms ([`Watch::events`]): inserts of the
 /// documents a filter matches, changes of the documents with given ids, or any of several.
 /// Unlike [`Watch::matching`], it reads an update's `documentKey`, so the stream needs no
@@ -145,10 +165,8 @@ impl<T> std::fmt::Debug for Events<T> {
 impl<T: Model> Events<T> {
     /// Inserts of documents that `filter` matches.
     pub fn inserted(filter: impl Into<Filter<T>>) -> Self {
-        let filter = filter.into();
-        let under = filter.under("fullDocument");
         Events {
-            filter: filter.into_document().map(|_| {
+            filter: of_document(filter.into()).map(|under| {
                 let mut event = bson::doc! { "operationType": OperationType::Insert.name() };
                 event.extend(under);
                 event
@@ -159,30 +177,41 @@ impl<T: Model> Events<T> {
 
     /// Operator updates of the documents with these ids.
     pub fn updated(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
-        Events::of_ids(&OperationType::Update, ids)
+        Events::of_ids(&[OperationType::Update], ids)
     }
 
-    /// Replacements of the documents with these ids.
+    /// Replacements of the documents with these ids. A model with kept fields (timestamps, a
+    /// revision) is replaced through a pipeline update that keeps them, which MongoDB reports
+    /// as `update`: watch its replacements with [`Events::changed`].
     pub fn replaced(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
-        Events::of_ids(&OperationType::Replace, ids)
+        Events::of_ids(&[OperationType::Replace], ids)
+    }
+
+    /// Updates and replacements of the documents with these ids.
+    pub fn changed(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
+        Events::of_ids(&[OperationType::Update, OperationType::Replace], ids)
     }
 
     /// Deletes of the documents with these ids.
     pub fn deleted(ids: impl IntoIterator<Item = impl IntoValue<T::Id>>) -> Self {
-        Events::of_ids(&OperationType::Delete, ids)
+        Events::of_ids(&[OperationType::Delete], ids)
     }
 
     fn of_ids(
-        operation: &OperationType,
+        operations: &[OperationType],
         ids: impl IntoIterator<Item = impl IntoValue<T::Id>>,
     ) -> Self {
+        let operations: Vec<&str> = operations.iter().map(OperationType::name).collect();
         let ids = ids
             .into_iter()
             .map(IntoValue::into_bson)
             .collect::<std::result::Result<Vec<Bson>, _>>();
         Events {
             filter: ids.map_err(BuildError::from).map(|ids| {
-                bson::doc! { "operationType": operation.name(), "documentKey._id": { "$in": ids } }
+                bson::doc! {
+                    "operationType": { "$in": operations },
+                    "documentKey._id": { "$in": ids },
+                }
             }),
             _model: PhantomData,
         }
@@ -426,10 +455,8 @@ impl<T> Watch<T> {
 
     /// Only events whose `fullDocument` matches this filter (see the module documentation).
     pub fn matching(mut self, filter: impl Into<Filter<T>>) -> Self {
-        let filter = filter.into();
-        let under = filter.under("fullDocument");
-        match filter.into_document() {
-            Ok(_) => self.filter = Some(under),
+        match of_document(filter.into()) {
+            Ok(under) => self.filter = Some(under),
             Err(e) => self.invalid = Some(e),
         }
         self

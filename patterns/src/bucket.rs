@@ -1378,7 +1378,7 @@ where
             aggregate = aggregate.limit(limit);
         }
         let items = &BucketDoc::<K, T>::fields().items;
-        aggregate.set(items, self.matching(items))
+        aggregate.set_expr(items, self.matching(items))
     }
 
     /// The items of a bucket that meet the read's conditions.
@@ -1388,7 +1388,7 @@ where
         }
         items
             .expr()
-            .filter_where(Expr::all(self.conditions.iter().cloned()))
+            .filter_where(Expr::all_of(self.conditions.iter().cloned()))
     }
 
     fn check(&mut self) -> Result<(), PatternError> {
@@ -1505,7 +1505,7 @@ where
         let items = self.matching(&BucketDoc::<K, T>::fields().items);
         let total = self
             .head(None)
-            .group(Group::all().sum_of(&Total::fields().n, items.size()))
+            .group(Group::all().sum_expr(&Total::fields().n, items.size()))
             .first()?;
         Ok(total.map_or(0, |t| u64::try_from(t.n).unwrap_or(0)))
     }

@@ -45,6 +45,17 @@ fn exercise() -> odm::Result<()> {
     assert_eq!(notes.aggregate().filter(f.id.gte(2)).count()?, 2);
     let first = stream.next_timeout(Duration::from_secs(10))?;
     assert_eq!(first.and_then(|e| e.full_document), Some(note(1, "one")));
+    // A stream longer than what one call on the driver reads ahead, in order.
+    let many: Vec<Note> = (10..710).map(|id| note(id, "many")).collect();
+    notes.insert_many(&many)?;
+    let mut ids = notes
+        .find(f.id.gte(10))
+        .sort(odm::Sort::asc(&f.id))
+        .iter()?;
+    for expected in 10..710 {
+        assert_eq!(ids.next().transpose()?.map(|n| n.id), Some(expected));
+    }
+    assert!(ids.next().is_none());
     notes.delete_many(Filter::all())?;
     drop(stream);
     drop(db);

@@ -127,14 +127,14 @@ fn elements_without_handles_filter_map_and_feed_stages() {
     let shown = sheets
         .aggregate()
         .sort(odm::Sort::asc(&s.id))
-        .set(&s.cells, tens)
+        .set_expr(&s.cells, tens)
         .to_vec()
         .unwrap();
     assert_eq!(shown, [sheet(1, &[50]), sheet(2, &[]), sheet(3, &[40, 40])]);
     // A `$group` summing an expression: every cell of every sheet.
     let total = sheets
         .aggregate()
-        .group(Group::all().sum_of(&Cells::fields().n, s.cells.expr().size()))
+        .group(Group::all().sum_expr(&Cells::fields().n, s.cells.expr().size()))
         .first()
         .unwrap();
     assert_eq!(total, Some(Cells { n: 5 }));

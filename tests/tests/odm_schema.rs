@@ -336,6 +336,8 @@ struct WikiPage {
     links: Vec<Link>,
     #[odm(embedded)]
     parent: Option<Link>,
+    /// Not marked embedded: its values' checks run all the same.
+    related: std::collections::BTreeMap<String, Link>,
 }
 
 fn wiki(id: i64, slug: &str, links: &[&str], parent: Option<&str>) -> WikiPage {
@@ -345,6 +347,7 @@ fn wiki(id: i64, slug: &str, links: &[&str], parent: Option<&str>) -> WikiPage {
         slug: slug.into(),
         links: links.iter().copied().map(link).collect(),
         parent: parent.map(link),
+        related: std::collections::BTreeMap::new(),
     }
 }
 
@@ -378,6 +381,14 @@ fn check_functions_refuse_whole_values_with_the_refused_path() {
     assert_eq!(path(wiki(2, "two words", &[], None)), "slug");
     assert_eq!(path(wiki(2, "ok", &["a", "b c"], None)), "links.1.slug");
     assert_eq!(path(wiki(2, "ok", &[], Some("up here"))), "parent.slug");
+    let mut aside = wiki(2, "ok", &[], None);
+    aside.related.insert(
+        "see".into(),
+        Link {
+            slug: "see also".into(),
+        },
+    );
+    assert_eq!(path(aside), "related.see.slug");
     let batch = [wiki(2, "fine", &[], None), wiki(3, "not fine", &[], None)];
     assert_eq!(refused(pages.insert_many(&batch).unwrap_err()), "slug");
     let bulk = vec![

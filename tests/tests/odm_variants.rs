@@ -172,6 +172,14 @@ fn shared_fields_reach_every_variant_and_views_sort_and_page() {
             .collect::<Vec<_>>(),
         [(3, "F")]
     );
+    let streamed: Vec<i32> = volumes
+        .find(Filter::all())
+        .sort(odm::Sort::desc(&v.volume))
+        .iter()
+        .unwrap()
+        .map(|v| v.unwrap().volume)
+        .collect();
+    assert_eq!(streamed, [2, 1]);
     let plan = volumes
         .find(v.series_title.eq("Foundation"))
         .explain()
@@ -255,15 +263,13 @@ fn a_shared_field_stored_under_two_names_is_refused_at_open() {
     let db = odm::testing::database().unwrap();
     let err = db.collection::<Paper>().unwrap_err();
     assert!(
-        matches!(
-            err,
-            odm::Error::InconsistentModel {
-                collection: "papers",
-                ..
-            }
-        ),
+        matches!(err, odm::Error::InconsistentModel { ref collection, .. } if collection == "papers"),
         "{err}"
     );
+    // Syncing its indexes is refused too, so a later open cannot skip the check.
+    let err = db.sync_indexes::<Paper>(false).unwrap_err();
+    assert!(matches!(err, odm::Error::InconsistentModel { .. }), "{err}");
+    assert!(db.collection::<Paper>().is_err());
     let message = err.to_string();
     assert!(
         message.contains("`title`") && message.contains("`heading`"),

@@ -160,6 +160,36 @@ fn typed_events_select_by_operation_id_and_inserted_document() {
     );
 }
 
+/// `Events::changed` passes both updates and replacements; a document filter holding `$expr`
+/// is refused, since its paths would name the event's fields.
+#[test]
+fn changed_events_pass_updates_and_replacements_and_expr_filters_are_refused() {
+    let db = odm::testing::database().unwrap();
+    let orders = db.collection::<Order>().unwrap();
+    let o = Order::fields();
+    let mut stream = orders.watch().events(Events::changed([1])).open().unwrap();
+    orders.insert_one(&order(1, "ann", 1)).unwrap();
+    orders.update_one(o.id.eq(1), o.total.inc(1)).unwrap();
+    orders.replace_one(o.id.eq(1), &order(1, "ann", 9)).unwrap();
+    assert_eq!(next(&mut stream).operation_type, OperationType::Update);
+    assert_eq!(next(&mut stream).operation_type, OperationType::Replace);
+    let by_expr = odm::Filter::expr(o.total.expr().gt(o.id.expr()));
+    for err in [
+        orders
+            .watch()
+            .events(Events::inserted(by_expr.clone()))
+            .open()
+            .unwrap_err(),
+        orders
+            .watch()
+            .matching(odm::Filter::all().or(by_expr))
+            .open()
+            .unwrap_err(),
+    ] {
+        assert!(err.to_string().contains("cannot hold `$expr`"), "{err}");
+    }
+}
+
 #[test]
 fn a_stored_token_resumes_and_start_after_passes_an_invalidate() {
     let db = odm::testing::database().unwrap();

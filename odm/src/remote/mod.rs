@@ -170,7 +170,7 @@ fn value_of(raw: &bson::RawDocument, name: &str) -> Option<Bson> {
 /// thread runs a tokio runtime (which cannot block on another). A panic in `call` goes on
 /// here.
 pub(crate) fn blocking<R: Send>(call: impl FnOnce() -> R + Send) -> R {
-    if tokio::runtime::Handle::try_current().is_err() {
+    if !in_runtime() {
         return call();
     }
     std::thread::scope(|scope| {
@@ -180,6 +180,14 @@ pub(crate) fn blocking<R: Send>(call: impl FnOnce() -> R + Send) -> R {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
+
+/// Whether this thread runs a tokio runtime, on which the driver's sync API cannot block.
+fn in_runtime() -> bool {
+    tokio::runtime::Handle::try_current().is_ok()
+}
+
+/// The documents a streamed cursor reads per call on the driver inside a runtime.
+const READ_AHEAD: usize = 256;
 
 /// Commits a session's transaction, again while the outcome is unknown (a commit is safe to
 /// repeat; drivers retry it on MongoDB's `UnknownTransactionCommitResult`).
@@ -288,27 +296,37 @@ impl Remote {
     }
 
     /// Runs a command that answers with a cursor, as documents pulled one batch at a time.
+    /// Called from inside a tokio runtime, it reads [`READ_AHEAD`] documents per call on the
+    /// driver (each [`blocking`] call costs a thread there), else one.
     pub(crate) fn stream(
         &self,
         command: Document,
     ) -> Result<impl Iterator<Item = Result<RawDocumentBuf>> + Send + 'static> {
         let mut cursor =
             blocking(|| self.database.run_cursor_command(command).run()).map_err(driver_error)?;
-        let mut done = false;
+        let mut ready = std::collections::VecDeque::new();
+        // What follows the documents in hand: more to read (`None`), the end, or an error.
+        let mut after: Option<Option<Error>> = None;
         Ok(std::iter::from_fn(move || {
-            if done {
-                return None;
+            if ready.is_empty() && after.is_none() {
+                let want = if in_runtime() { READ_AHEAD } else { 1 };
+                let (read, end) = blocking(|| {
+                    let mut read = Vec::new();
+                    while read.len() < want {
+                        match cursor.advance() {
+                            Ok(true) => read.push(cursor.current().to_owned()),
+                            Ok(false) => return (read, Some(None)),
+                            Err(e) => return (read, Some(Some(driver_error(e)))),
+                        }
+                    }
+                    (read, None)
+                });
+                ready.extend(read);
+                after = end;
             }
-            match blocking(|| cursor.advance()) {
-                Ok(true) => Some(Ok(cursor.current().to_owned())),
-                Ok(false) => {
-                    done = true;
-                    None
-                }
-                Err(e) => {
-                    done = true;
-                    Some(Err(driver_error(e)))
-                }
+            match ready.pop_front() {
+                Some(document) => Some(Ok(document)),
+                None => after.as_mut().and_then(Option::take).map(Err),
             }
         }))
     }
