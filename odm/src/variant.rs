@@ -28,7 +28,7 @@ use odm_engine::IndexSpec;
 
 use crate::aggregate::Aggregate;
 use crate::codec::to_raw;
-use crate::collection::{Collection, Find};
+use crate::collection::{Collection, Find, ModifyOptions};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::hooks::{self, Write};
@@ -244,12 +244,53 @@ impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
             .update_many(filter, self.update_of(update, false)?)
     }
 
+    /// Updates the first `V` the filter matches, in the options' order, and returns it before
+    /// or after the update; an upsert stores the discriminator with the filter's equalities.
+    pub fn find_one_and_update(
+        &self,
+        filter: impl Into<Filter<V>>,
+        update: impl Into<Update<V>>,
+        options: &ModifyOptions<V>,
+    ) -> Result<Option<V>> {
+        let filter = self.tagged(filter)?;
+        let update = self.update_of(update, options.upsert)?;
+        let found = self
+            .collection
+            .find_one_and_update(filter, update, &of_enum(options))?;
+        Ok(found.and_then(V::from_model))
+    }
+
+    /// Deletes the first `V` the filter matches, in the options' order, and returns it.
+    pub fn find_one_and_delete(
+        &self,
+        filter: impl Into<Filter<V>>,
+        options: &ModifyOptions<V>,
+    ) -> Result<Option<V>> {
+        let filter = self.tagged(filter)?;
+        let found = self
+            .collection
+            .find_one_and_delete(filter, &of_enum(options))?;
+        Ok(found.and_then(V::from_model))
+    }
+
     pub fn delete_one(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
         self.collection.delete_one(self.tagged(filter)?)
     }
 
     pub fn delete_many(&self, filter: impl Into<Filter<V>>) -> Result<u64> {
         self.collection.delete_many(self.tagged(filter)?)
+    }
+}
+
+/// A variant's find-and-modify options as the enum's (the sort's paths are the same).
+fn of_enum<E, V>(options: &ModifyOptions<V>) -> ModifyOptions<E> {
+    ModifyOptions {
+        sort: options
+            .sort
+            .as_ref()
+            .map(|sort| Sort::from(sort.to_document().clone())),
+        upsert: options.upsert,
+        return_after: options.return_after,
     }
 }
 

@@ -443,3 +443,72 @@ fn check_functions_refuse_whole_values_with_the_refused_path() {
 enum WikiEntry {
     Page(WikiPage),
 }
+
+/// The path of the first value `one_word` refuses in `page`, as the checks walk it: the
+/// page's slug, its links in order, its parent, its related links by key.
+fn first_refused(page: &WikiPage) -> Option<String> {
+    let refused = |slug: &str| slug.contains(' ');
+    if refused(&page.slug) {
+        return Some("slug".into());
+    }
+    if let Some(i) = page.links.iter().position(|l| refused(&l.slug)) {
+        return Some(format!("links.{i}.slug"));
+    }
+    if page.parent.as_ref().is_some_and(|l| refused(&l.slug)) {
+        return Some("parent.slug".into());
+    }
+    page.related
+        .iter()
+        .find(|(_, l)| refused(&l.slug))
+        .map(|(key, _)| format!("related.{key}.slug"))
+}
+
+fn slug() -> impl proptest::strategy::Strategy<Value = String> {
+    proptest::prop_oneof![9 => "[a-z]{1,6}", 1 => "[a-z]{1,3} [a-z]{1,3}"]
+}
+
+fn link() -> impl proptest::strategy::Strategy<Value = Link> {
+    use proptest::prelude::*;
+    slug().prop_map(|slug| Link { slug })
+}
+
+fn wiki_page(id: i64) -> impl proptest::strategy::Strategy<Value = WikiPage> {
+    use proptest::prelude::*;
+    (
+        slug(),
+        proptest::collection::vec(link(), 0..4),
+        proptest::option::of(link()),
+        proptest::collection::btree_map("[a-z]{1,3}", link(), 0..3),
+    )
+        .prop_map(move |(slug, links, parent, related)| WikiPage {
+            id,
+            slug,
+            links,
+            parent,
+            related,
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    /// A batch is stored whole when every value passes its checks; otherwise nothing is
+    /// stored and the error names the first refused field of the first refused value.
+    #[test]
+    fn a_batch_is_stored_whole_or_refused_at_its_first_refused_field(
+        first in wiki_page(1), second in wiki_page(2), third in wiki_page(3)
+    ) {
+        let pages = [first, second, third];
+        let db = odm::Database::in_memory().unwrap();
+        let wiki = db.collection::<WikiPage>().unwrap();
+        let expected = pages.iter().find_map(first_refused);
+        match (wiki.insert_many(&pages), expected) {
+            (Ok(ids), None) => proptest::prop_assert_eq!(ids.len(), 3),
+            (Err(Error::CheckFailed { problem, .. }), Some(path)) => {
+                proptest::prop_assert_eq!(problem.path, path);
+                proptest::prop_assert_eq!(wiki.count(odm::Filter::all()).unwrap(), 0);
+            }
+            (outcome, expected) => proptest::prop_assert!(false, "{outcome:?} against {expected:?}"),
+        }
+    }
+}

@@ -231,6 +231,50 @@ fn a_variant_aggregation_reads_the_variant_and_groups_by_its_fields() {
     );
 }
 
+/// A variant view's find-and-modify: by the variant's handles and order, never touching
+/// another variant; an upsert stores the discriminator, so the enum reads the new document
+/// as that variant.
+#[test]
+fn a_variant_views_find_and_modify_keeps_to_its_variant() {
+    let (_db, items) = shelf();
+    let volumes = items.variant::<SeriesVolume>();
+    let v = Item::fields().series_volume;
+    let last = odm::ModifyOptions {
+        sort: Some(odm::Sort::desc(&v.volume)),
+        return_after: true,
+        ..odm::ModifyOptions::default()
+    };
+    let renamed = volumes
+        .find_one_and_update(Filter::all(), v.title.set("Second"), &last)
+        .unwrap();
+    assert_eq!(renamed.map(|v| (v.id, v.title)), Some((3, "Second".into())));
+    let upsert = odm::ModifyOptions {
+        upsert: true,
+        return_after: true,
+        ..odm::ModifyOptions::default()
+    };
+    let new = volumes
+        .find_one_and_update(
+            v.id.eq(7).and(v.series_title.eq("Dune")),
+            v.title.set("Dune 1").and(v.volume.set(1)),
+            &upsert,
+        )
+        .unwrap();
+    assert_eq!(new, Some(volume(7, "Dune", 1)));
+    assert!(matches!(items.get(7).unwrap(), Some(Item::SeriesVolume(_))));
+    // The book matches no filter of the volumes' view.
+    let books = items.variant::<Book>();
+    let none = volumes
+        .find_one_and_delete(v.id.eq(1), &odm::ModifyOptions::default())
+        .unwrap();
+    assert_eq!(none, None);
+    assert_eq!(books.count(Filter::all()).unwrap(), 1);
+    let gone = volumes
+        .find_one_and_delete(v.id.eq(7), &odm::ModifyOptions::default())
+        .unwrap();
+    assert_eq!(gone.map(|v| v.id), Some(7));
+}
+
 #[derive(Debug, Serialize, Deserialize, Document)]
 #[odm(collection = "papers")]
 struct Memo {
