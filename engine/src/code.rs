@@ -35,6 +35,7 @@ impl ErrorCode {
 
     pub const INTERNAL_ERROR: ErrorCode = ErrorCode::named(1, "InternalError");
     pub const BAD_VALUE: ErrorCode = ErrorCode::named(2, "BadValue");
+    pub const NO_QUERY_EXECUTION_PLANS: ErrorCode = ErrorCode::named(291, "NoQueryExecutionPlans");
     pub const NO_SUCH_KEY: ErrorCode = ErrorCode::named(4, "NoSuchKey");
     pub const FAILED_TO_PARSE: ErrorCode = ErrorCode::named(9, "FailedToParse");
     pub const TYPE_MISMATCH: ErrorCode = ErrorCode::named(14, "TypeMismatch");

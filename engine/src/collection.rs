@@ -829,6 +829,11 @@ pub(crate) fn key_error(collection: &str, index: &IndexMeta, e: KeyError) -> Err
             index: index.spec.name().to_owned(),
             path,
         },
+        KeyError::Text(reason) => Error::TextIndexDocument {
+            collection: collection.to_owned(),
+            index: index.spec.name().to_owned(),
+            reason,
+        },
         KeyError::TooManyKeys { limit } => Error::TooManyIndexKeys {
             collection: collection.to_owned(),
             index: index.spec.name().to_owned(),

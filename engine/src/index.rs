@@ -25,6 +25,7 @@ use std::sync::Arc;
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use crate::query::Filter;
+use crate::text::{TextError, TextSpec};
 
 use crate::collation::Collation;
 use crate::decode::render;
@@ -56,6 +57,9 @@ pub struct IndexSpec {
     /// The position in `keys` of the one hashed field, if any: its key is MongoDB's hash of the
     /// value ([`crate::hashed`]), stored ascending, which serves equality and `$in` only.
     hashed: Option<usize>,
+    /// A text index's definition; `keys` then hold `_fts` and `_ftsx` where the text fields
+    /// were (see the module documentation).
+    text: Option<Arc<TextSpec>>,
     /// `background` as the index was created with it: MongoDB builds every index the same way
     /// since 4.2 and ignores the flag, but keeps it and lists it, and so does this engine. It
     /// is no part of the index's identity.
@@ -77,6 +81,7 @@ impl PartialEq for IndexSpec {
             && self.expire_after == other.expire_after
             && self.partial == other.partial
             && self.hashed == other.hashed
+            && self.text == other.text
             && self.collation.as_deref() == other.collation.as_deref()
     }
 }
@@ -131,6 +136,7 @@ impl IndexSpec {
             expire_after: None,
             partial: None,
             hashed: None,
+            text: None,
             background: None,
             collation: None,
             simple_collation: false,
@@ -152,6 +158,15 @@ impl IndexSpec {
     /// the string `"hashed"`; MongoDB's other index types (`text`, `2d`, `2dsphere`, wildcard)
     /// are refused by name, and anything else as MongoDB refuses it.
     pub fn from_keys_document(keys: &Document) -> Result<IndexSpec, IndexSpecError> {
+        IndexSpec::from_key_pattern(keys, &Document::new())
+    }
+
+    /// [`IndexSpec::from_keys_document`] with the index document's options a text index reads
+    /// (`weights`, `default_language`, `language_override`).
+    fn from_key_pattern(keys: &Document, index: &Document) -> Result<IndexSpec, IndexSpecError> {
+        if is_text_pattern(keys) {
+            return text_index(keys, index);
+        }
         let mut fields = Vec::new();
         let mut hashed = Vec::new();
         for (position, (path, value)) in keys.iter().enumerate() {
@@ -209,7 +224,7 @@ impl IndexSpec {
             Some(other) => return Err(wrong_type("key", "an object", other)),
             None => return Err(IndexSpecError::MissingKey),
         };
-        let mut spec = IndexSpec::from_keys_document(key)?;
+        let mut spec = IndexSpec::from_key_pattern(key, index)?;
         // The `_id` index takes no options (MongoDB: any field but these is refused, `false`
         // values and `background` too).
         if spec.keys.len() == 1 && spec.keys[0] == (Path::new("_id"), Direction::Ascending) {
@@ -247,8 +262,11 @@ impl IndexSpec {
             Some(Bson::Document(collation)) => spec = spec.collated(collation)?,
             Some(other) => return Err(wrong_type("collation", "an object", other)),
         }
-        for (option, _) in index {
+        for (option, value) in index {
             check_option_name(option)?;
+            if TEXT_OPTIONS.contains(&option.as_str()) {
+                check_text_option(&spec, option, value)?;
+            }
         }
         Ok(spec)
     }
@@ -260,6 +278,11 @@ impl IndexSpec {
     pub fn collated(mut self, collation: &Document) -> Result<Self, IndexSpecError> {
         let collation =
             Collation::parse(collation).map_err(|e| bad_option("collation", e.to_string()))?;
+        if self.text.is_some() && collation.is_some() {
+            return Err(IndexSpecError::BadText {
+                reason: "Index type 'text' does not support collation".into(),
+            });
+        }
         self.simple_collation = collation.is_none();
         self.collation = collation;
         Ok(self)
@@ -270,7 +293,8 @@ impl IndexSpec {
     /// collation named stays binary.
     #[must_use]
     pub fn inheriting(mut self, default: Option<&Arc<Collation>>) -> Self {
-        if self.collation.is_none() && !self.simple_collation {
+        // Terms are folded by the text index's own rules, never by a collation.
+        if self.collation.is_none() && !self.simple_collation && self.text.is_none() {
             self.collation = default.cloned();
         }
         self
@@ -399,6 +423,26 @@ impl IndexSpec {
         self.hashed
     }
 
+    /// A text index's definition; `None` for other indexes.
+    pub fn text(&self) -> Option<&Arc<TextSpec>> {
+        self.text.as_ref()
+    }
+
+    /// A text index's prefix fields: those before `_fts`, which a `$text` query must bind by
+    /// equality; empty for other indexes.
+    pub fn text_prefix(&self) -> &[(Path, Direction)] {
+        match self.text_position() {
+            Some(at) => &self.keys[..at],
+            None => &[],
+        }
+    }
+
+    /// The position of `_fts` in the keys of a text index.
+    fn text_position(&self) -> Option<usize> {
+        self.text.as_ref()?;
+        self.keys.iter().position(|(p, _)| p.as_str() == TEXT_KEY)
+    }
+
     /// The key document, `{a: 1, b: -1}` (`"hashed"` for a hashed field).
     /// The index as MongoDB describes one (`listIndexes`, `$indexStats`' `spec`): `v`, `key`,
     /// `name`, and the options it has.
@@ -422,6 +466,9 @@ impl IndexSpec {
         if let Some(collation) = &self.collation {
             doc.insert("collation", collation.normalized().clone());
         }
+        if let Some(text) = &self.text {
+            text.options_into(&mut doc);
+        }
         doc
     }
 
@@ -432,6 +479,8 @@ impl IndexSpec {
             .map(|(i, (p, d))| {
                 let value = if self.hashed == Some(i) {
                     Bson::String("hashed".into())
+                } else if self.text.is_some() && p.as_str() == TEXT_KEY {
+                    Bson::String("text".into())
                 } else {
                     Bson::Int32(d.as_i32())
                 };
@@ -482,6 +531,9 @@ impl IndexSpec {
         &self,
         doc: &RawDocument,
     ) -> Result<Option<DocumentKeys>, KeyError> {
+        if self.text.is_some() {
+            return self.text_keys(doc);
+        }
         let Some(per_field) = self.field_values(doc)? else {
             return Ok(None);
         };
@@ -520,6 +572,9 @@ impl IndexSpec {
         &self,
         doc: &RawDocument,
     ) -> Result<Vec<(Vec<u8>, Document)>, KeyError> {
+        if self.text.is_some() {
+            return self.text_key_entries(doc);
+        }
         let per_field = self.field_values(doc)?.unwrap_or_default();
         let mut entries = vec![(Vec::new(), Document::new())];
         for ((path, direction), field) in self.keys.iter().zip(&per_field) {
@@ -595,6 +650,94 @@ impl IndexSpec {
             self.product(fields, at + 1, prefix, out);
             prefix.truncate(len);
         }
+    }
+
+    /// A text index's keys of one document: one per term (see the module documentation); `None`
+    /// for a document without terms, which a text index skips as a sparse one would.
+    fn text_keys(&self, doc: &RawDocument) -> Result<Option<DocumentKeys>, KeyError> {
+        let entries = self.text_key_entries(doc)?;
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let mut keys: Vec<Vec<u8>> = entries.into_iter().map(|(key, _)| key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(Some(DocumentKeys {
+            multikey: keys.len() > 1,
+            keys,
+            types: Vec::new(),
+        }))
+    }
+
+    /// Each key of a text index for one document with the values it holds: the prefix and
+    /// suffix fields' values, and the term as `_fts` with its score as `_ftsx`.
+    fn text_key_entries(&self, doc: &RawDocument) -> Result<Vec<(Vec<u8>, Document)>, KeyError> {
+        let (Some(text), Some(at)) = (&self.text, self.text_position()) else {
+            return Ok(Vec::new());
+        };
+        if self
+            .partial
+            .as_ref()
+            .is_some_and(|p| !p.filter.matches(doc))
+        {
+            return Ok(Vec::new());
+        }
+        let mut scores: Vec<(String, f64)> = text
+            .term_scores(doc)
+            .map_err(KeyError::Text)?
+            .into_iter()
+            .collect();
+        if scores.len() > MAX_KEYS_PER_DOCUMENT {
+            return Err(KeyError::TooManyKeys {
+                limit: MAX_KEYS_PER_DOCUMENT,
+            });
+        }
+        scores.sort_by(|a, b| a.0.cmp(&b.0));
+        let single = |path: &Path| -> Result<RawBsonRef<'_>, KeyError> {
+            let values = key_values(doc, path).map_err(KeyError::Malformed)?;
+            if values.array_depths.is_empty() {
+                Ok(values.values.first().copied().unwrap_or(RawBsonRef::Null))
+            } else {
+                Err(KeyError::Text(TextError::ArrayBesideText {
+                    path: path.to_string(),
+                }))
+            }
+        };
+        let mut around = Vec::with_capacity(self.keys.len() - 2);
+        for (path, direction) in self.keys[..at].iter().chain(&self.keys[at + 2..]) {
+            around.push((path, *direction, single(path)?));
+        }
+        let (prefix, suffix) = around.split_at(at);
+        let mut entries = Vec::with_capacity(scores.len());
+        for (term, score) in scores {
+            let mut key = Vec::new();
+            let mut values = Document::new();
+            for (path, direction, value) in prefix {
+                keys::encode_into(&mut key, *value, *direction);
+                values.insert(
+                    path.as_str(),
+                    Bson::try_from(value.to_owned()).unwrap_or(Bson::Null),
+                );
+            }
+            let term_key = crate::text::term_key(&term);
+            keys::encode_into(
+                &mut key,
+                RawBsonRef::String(&term_key),
+                Direction::Ascending,
+            );
+            keys::encode_into(&mut key, RawBsonRef::Double(score), Direction::Ascending);
+            values.insert(TEXT_KEY, term_key.as_ref());
+            values.insert(TEXT_SCORE_KEY, score);
+            for (path, direction, value) in suffix {
+                keys::encode_into(&mut key, *value, *direction);
+                values.insert(
+                    path.as_str(),
+                    Bson::try_from(value.to_owned()).unwrap_or(Bson::Null),
+                );
+            }
+            entries.push((key, values));
+        }
+        Ok(entries)
     }
 
     /// Two fields whose paths went through arrays that the other did not are parallel arrays.
@@ -733,16 +876,24 @@ const INDEX_OPTIONS: &[&str] = &[
     "background",
     "dropDups",
     "collation",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+];
+
+/// The options only a text index takes.
+const TEXT_OPTIONS: &[&str] = &[
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
 ];
 
 /// The options of index documents MongoDB builds and this engine does not.
 const UNSUPPORTED_OPTIONS: &[&str] = &[
     "hidden",
     "wildcardProjection",
-    "weights",
-    "default_language",
-    "language_override",
-    "textIndexVersion",
     "2dsphereIndexVersion",
     "bits",
     "min",
@@ -767,13 +918,124 @@ fn check_option_name(option: &str) -> Result<(), IndexSpecError> {
     }
 }
 
+/// The key a text index's terms take in its stored key pattern, and the key of their scores.
+const TEXT_KEY: &str = "_fts";
+const TEXT_SCORE_KEY: &str = "_ftsx";
+
+/// Whether a key pattern asks for a text index: a field with the value `"text"`, or the stored
+/// form's `_fts`.
+fn is_text_pattern(keys: &Document) -> bool {
+    keys.iter()
+        .any(|(path, value)| path == TEXT_KEY || matches!(value, Bson::String(k) if k == "text"))
+}
+
+/// A text index from its key pattern, `{a: 1, title: "text", body: "text", z: 1}` or the stored
+/// `{a: 1, _fts: "text", _ftsx: 1, z: 1}`, and the index document's text options. The text
+/// fields are contiguous; the fields around them are ascending or descending.
+fn text_index(pattern: &Document, index: &Document) -> Result<IndexSpec, IndexSpecError> {
+    let refuse = |reason: String| IndexSpecError::BadText { reason };
+    let mut keys: Vec<(&str, Direction)> = Vec::new();
+    let mut text_fields: Vec<&str> = Vec::new();
+    // Where the text fields are: not yet seen, being read, or behind.
+    let (mut seen, mut closed) = (false, false);
+    let mut entries = pattern.iter().peekable();
+    while let Some((path, value)) = entries.next() {
+        let is_text = matches!(value, Bson::String(k) if k == "text");
+        if path == TEXT_KEY {
+            if !is_text || seen {
+                return Err(refuse(format!("`{TEXT_KEY}` is the text index's own key")));
+            }
+            if !matches!(entries.next(), Some((next, Bson::Int32(1) | Bson::Int64(1) | Bson::Double(1.0))) if next == TEXT_SCORE_KEY)
+            {
+                return Err(refuse(format!(
+                    "`{TEXT_KEY}: \"text\"` must be followed by `{TEXT_SCORE_KEY}: 1`"
+                )));
+            }
+            (seen, closed) = (true, true);
+            keys.push((TEXT_KEY, Direction::Ascending));
+            keys.push((TEXT_SCORE_KEY, Direction::Ascending));
+            continue;
+        }
+        if path == TEXT_SCORE_KEY {
+            return Err(refuse(format!(
+                "`{TEXT_SCORE_KEY}` is the text index's own key"
+            )));
+        }
+        if is_text {
+            if closed {
+                return Err(refuse(
+                    "the text fields of a text index must be contiguous".into(),
+                ));
+            }
+            if !seen {
+                keys.push((TEXT_KEY, Direction::Ascending));
+                keys.push((TEXT_SCORE_KEY, Direction::Ascending));
+            }
+            seen = true;
+            text_fields.push(path);
+            continue;
+        }
+        closed |= seen;
+        let direction = match value {
+            Bson::Int32(1) | Bson::Int64(1) => Direction::Ascending,
+            Bson::Double(d) if (*d - 1.0).abs() < f64::EPSILON => Direction::Ascending,
+            Bson::Int32(-1) | Bson::Int64(-1) => Direction::Descending,
+            Bson::Double(d) if (*d + 1.0).abs() < f64::EPSILON => Direction::Descending,
+            other => {
+                return Err(refuse(format!(
+                    "the fields beside a text index's text fields must be 1 or -1, `{path}` is {other}"
+                )));
+            }
+        };
+        keys.push((path, direction));
+    }
+    let text = TextSpec::parse(&text_fields, index)?;
+    let mut spec = IndexSpec::new(keys)?;
+    spec.name = pattern
+        .iter()
+        .map(|(path, value)| match value {
+            Bson::String(kind) => format!("{path}_{kind}"),
+            other => format!("{path}_{}", crate::expr::as_i64(other).unwrap_or(1)),
+        })
+        .collect::<Vec<_>>()
+        .join("_");
+    spec.text = Some(Arc::new(text));
+    Ok(spec)
+}
+
+/// A text option of an index document: only a text index takes one, and `textIndexVersion`
+/// must be the version this engine builds.
+fn check_text_option(spec: &IndexSpec, option: &str, value: &Bson) -> Result<(), IndexSpecError> {
+    if spec.text.is_none() {
+        return Err(bad_option(
+            option,
+            "only a text index takes this option".into(),
+        ));
+    }
+    if option == "textIndexVersion" {
+        let version = crate::expr::as_i64(value);
+        if version == Some(2) {
+            return Err(IndexSpecError::BadText {
+                reason: "textIndexVersion 2 is not built by this engine, which builds version 3"
+                    .into(),
+            });
+        }
+        if version != Some(i64::from(crate::text::TEXT_INDEX_VERSION)) {
+            return Err(IndexSpecError::BadText {
+                reason: format!("bad textIndexVersion: {value}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Why a key document's value is refused: MongoDB's rules for key pattern values.
 fn bad_key_value(path: &str, value: &Bson) -> IndexSpecError {
     let reason = match value {
         Bson::String(kind)
             if matches!(
                 kind.as_str(),
-                "text" | "2d" | "2dsphere" | "geoHaystack" | "wildcard" | "columnstore"
+                "2d" | "2dsphere" | "geoHaystack" | "wildcard" | "columnstore"
             ) =>
         {
             return IndexSpecError::UnsupportedKind {
@@ -823,6 +1085,8 @@ pub(crate) enum KeyError {
     HashedArray {
         path: String,
     },
+    /// A text index cannot read the document's strings or fields.
+    Text(TextError),
     TooManyKeys {
         limit: usize,
     },

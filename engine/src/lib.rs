@@ -54,6 +54,7 @@ mod spill;
 mod stats;
 mod table_pool;
 mod tables;
+pub mod text;
 mod ttl;
 mod turn;
 pub mod update;

@@ -462,5 +462,14 @@ fn conflicting_index(meta: &CollectionMeta, spec: &IndexSpec) -> Result<Option<S
             });
         }
     }
+    // A collection has one text index: `$text` names no index, so it must find one.
+    if spec.text().is_some()
+        && let Some(existing) = meta.indexes.iter().find(|i| i.spec.text().is_some())
+    {
+        return Err(crate::error::IndexSpecError::SecondTextIndex {
+            existing: existing.spec.name().to_owned(),
+        }
+        .into());
+    }
     Ok(None)
 }

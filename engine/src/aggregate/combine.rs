@@ -169,7 +169,10 @@ pub(super) fn facet<'a>(
             let results = docs.collect::<Result<Vec<_>>>()?;
             out.insert(
                 field,
-                results.into_iter().map(Bson::Document).collect::<Vec<_>>(),
+                results
+                    .into_iter()
+                    .map(|doc| Bson::Document(super::without_score(doc)))
+                    .collect::<Vec<_>>(),
             );
         }
         Ok(vec![out])

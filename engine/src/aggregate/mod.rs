@@ -125,7 +125,7 @@ impl ReadCollection<'_> {
             collation,
         } = self.plan_pipeline(pipeline, options)?;
         let docs: Documents<'a> = match source {
-            Source::Find(head) => Box::new(head.cursor),
+            Source::Find(head) => scored(head.cursor),
             Source::Given(docs, _) => Box::new(docs.into_iter().map(Ok)),
         };
         let stages = stages.into_iter().map(|(stage, _)| stage);
@@ -218,7 +218,11 @@ impl ReadCollection<'_> {
             _,
         )) = rest.peek_mut()
         {
-            if let Some(paths) = grouping.fields_read().filter(|p| !p.is_empty()) {
+            // A `$text` head scores whole documents: it keeps every field.
+            if let Some(paths) = grouping
+                .fields_read()
+                .filter(|p| !p.is_empty() && !filter.contains_key("$text"))
+            {
                 find.projection = Some(projection_of(paths));
             }
             let unordered = !sorted && find.skip == 0 && find.limit.is_none();
@@ -330,7 +334,31 @@ fn through<'a>(
     for stage in stages {
         docs = stage.stream(docs, &context);
     }
-    Box::new(docs.map(within_result_size))
+    Box::new(docs.map(|doc| within_result_size(doc.map(without_score))))
+}
+
+/// The head's documents, each with its text score when the head's filter holds `$text` (see
+/// [`crate::text::SCORE_FIELD`]).
+fn scored(cursor: crate::query::Cursor<'_>) -> Documents<'_> {
+    let Some(text) = cursor.text_match() else {
+        return Box::new(cursor);
+    };
+    Box::new(cursor.map(move |doc| {
+        let mut doc = doc?;
+        let raw = bson::RawDocumentBuf::try_from(&doc).map_err(|e| stage_error("$match", e))?;
+        let score = text
+            .score(&raw)
+            .map_err(|e| stage_error("$match", e.to_string()))?;
+        doc.insert(crate::text::SCORE_FIELD, score);
+        Ok(doc)
+    }))
+}
+
+/// A result as it leaves a pipeline: without the text score it carried (see
+/// [`crate::text::SCORE_FIELD`]).
+pub(crate) fn without_score(mut doc: Document) -> Document {
+    doc.remove(crate::text::SCORE_FIELD);
+    doc
 }
 
 /// A document a pipeline hands out, checked against MongoDB's limit on a result document: its
@@ -597,11 +625,35 @@ fn parse_pipeline(pipeline: &[Document], options: &AggregateOptions) -> Result<P
         .iter()
         .map(|s| Stage::parse(s, &scope, collation.as_ref()))
         .collect::<Result<Vec<_>>>()?;
+    check_text_first(&stages)?;
     Ok(Parsed {
         stages,
         specs,
         collation,
     })
+}
+
+/// MongoDB's rule for `$text` in a pipeline: only in a `$match` that is the first stage (so
+/// that it runs on the collection's text index), never in `$facet`.
+fn check_text_first(stages: &[Stage]) -> Result<()> {
+    let has_text = |stage: &Stage| match stage {
+        Stage::Match(filter, _) => filter.text().is_some(),
+        _ => false,
+    };
+    let in_facet = stages.iter().any(|stage| match stage {
+        Stage::Facet(facets) => facets.iter().any(|(_, inner)| inner.iter().any(has_text)),
+        _ => false,
+    });
+    if in_facet || stages.iter().skip(1).any(has_text) {
+        return Err(Error::from(
+            error(
+                "$match",
+                "$match with $text is only allowed as the first pipeline stage",
+            )
+            .with_code(ErrorCode::location(17313)),
+        ));
+    }
+    Ok(())
 }
 
 /// Documents flowing out of a stage, pulled one at a time.
@@ -836,10 +888,15 @@ impl Stage {
             Stage::Sort(sort, _) => deferred(move || sort_all(input, sort, budget)),
             Stage::Skip(n) => skipping(input, n),
             Stage::Limit(n) => Box::new(input.take(usize::try_from(n).unwrap_or(usize::MAX))),
+            // A reshaped document keeps its text score, as MongoDB keeps its metadata.
             Stage::Shape(pipeline) => Box::new(input.map(move |doc| {
-                pipeline
-                    .transform_collated(doc?, collation.as_deref())
-                    .map_err(Error::from)
+                let doc = doc?;
+                let score = doc.get(crate::text::SCORE_FIELD).cloned();
+                let mut shaped = pipeline.transform_collated(doc, collation.as_deref())?;
+                if let Some(score) = score {
+                    shaped.insert(crate::text::SCORE_FIELD, score);
+                }
+                Ok(shaped)
             })),
             Stage::Count(field) => blocking(move || count(input, field)),
             Stage::Unwind {
@@ -1140,11 +1197,16 @@ fn sample(input: Documents<'_>, size: u64, budget: Budget) -> Result<Documents<'
 /// the sort spills sorted runs to disk and merges them (see `crate::spill`), or fails when
 /// disk use is not allowed.
 fn sort_all(input: Documents<'_>, sort: Sort, budget: Budget) -> Result<Documents<'_>> {
+    let by_score = sort.needs_text_score();
     let compare = move |a: &bson::RawDocument, b: &bson::RawDocument| sort.compare(a, b);
     let mut sorter = Sorter::new(budget, "$sort", compare, None);
     for doc in input {
         crate::interrupt::check()?;
-        sorter.push(bson::RawDocumentBuf::try_from(&doc?).map_err(|e| stage_error("$sort", e))?)?;
+        let doc = doc?;
+        if by_score && !doc.contains_key(crate::text::SCORE_FIELD) {
+            return Err(Error::InvalidFilter(crate::query::no_text_score()));
+        }
+        sorter.push(bson::RawDocumentBuf::try_from(&doc).map_err(|e| stage_error("$sort", e))?)?;
     }
     Ok(Box::new(sorter.finish()?.map(|raw| {
         Document::try_from(raw?.as_ref()).map_err(|e| stage_error("$sort", e))

@@ -59,6 +59,13 @@ pub enum IndexSpecError {
     /// text index's `weights`); refused rather than ignored.
     #[error("index option `{option}` is not supported by this server")]
     UnsupportedOption { option: String },
+    /// A text index's definition MongoDB refuses: its weights, languages, or the placement of
+    /// its text fields in the key pattern.
+    #[error("{reason}")]
+    BadText { reason: String },
+    /// A second text index: a collection has at most one (MongoDB's words).
+    #[error("only one text index per collection allowed, found existing text index \"{existing}\"")]
+    SecondTextIndex { existing: String },
     /// A field MongoDB does not know in an index document.
     #[error("The field '{option}' is not valid for an index specification")]
     UnknownOption { option: String },

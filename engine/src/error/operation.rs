@@ -41,6 +41,17 @@ pub enum Error {
         index: String,
         path: String,
     },
+    /// A document a text index cannot hold: a language-override field that is no string or
+    /// names no language of text search, or an array in a prefix or suffix field.
+    #[error("text index `{index}` of collection `{collection}` cannot hold the document: {reason}")]
+    TextIndexDocument {
+        collection: String,
+        index: String,
+        reason: crate::text::TextError,
+    },
+    /// `$text` on a collection without a text index, or with more than one.
+    #[error("{reason}")]
+    TextIndexRequired { reason: &'static str },
     /// A compound index may hold at most one array per document ("parallel arrays").
     #[error(
         "cannot index parallel arrays in collection `{collection}`, index `{index}`: \
@@ -297,6 +308,7 @@ impl Error {
             Error::InvalidDocument { source, .. } => source.code(),
             Error::ParallelArrays { .. } => ErrorCode::CANNOT_INDEX_PARALLEL_ARRAYS,
             Error::HashedIndexArray { .. } => ErrorCode::location(16766),
+            Error::TextIndexDocument { reason, .. } => reason.code(),
             Error::TooManyIndexKeys { .. } | Error::Decode { .. } => ErrorCode::BAD_VALUE,
             Error::InvalidCollation(e) => e.code,
             Error::InputTooDeep { .. } => ErrorCode::OVERFLOW,
@@ -315,7 +327,9 @@ impl Error {
                 same_name: true, ..
             } => ErrorCode::INDEX_KEY_SPECS_CONFLICT,
             Error::IndexConflict { .. } => ErrorCode::INDEX_OPTIONS_CONFLICT,
-            Error::IndexNotFound { .. } => ErrorCode::INDEX_NOT_FOUND,
+            Error::IndexNotFound { .. } | Error::TextIndexRequired { .. } => {
+                ErrorCode::INDEX_NOT_FOUND
+            }
             Error::IdIndexRequired | Error::InvalidQueryAnalyzer(_) => ErrorCode::INVALID_OPTIONS,
             Error::CollectionExists(_) => ErrorCode::NAMESPACE_EXISTS,
             Error::ShardKeyChanged { .. } => ErrorCode::ALREADY_INITIALIZED,

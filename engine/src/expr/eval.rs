@@ -134,6 +134,14 @@ fn rebound_path(current: Option<&Bson>, path: &Path) -> Option<Bson> {
     path.resolve(current?)
 }
 
+/// The document as expressions see it whole (`$$ROOT`, `$$CURRENT`): without the text score a
+/// pipeline carries beside its fields (see [`crate::text::SCORE_FIELD`]).
+fn visible(root: &Document) -> Document {
+    let mut doc = root.clone();
+    doc.remove(crate::text::SCORE_FIELD);
+    doc
+}
+
 /// Evaluates `expr` in `env`; `None` is missing. Reading a value is done here; each operator
 /// with a rule of its own has a function below, by family: building values, choosing a
 /// branch, binding variables, iterating an array, a document's fields, reshaping arrays.
@@ -141,19 +149,28 @@ pub(crate) fn eval_in(expr: &Expr, env: &Env<'_>) -> Result<Option<Bson>, ExprEr
     match expr {
         Expr::Literal(v) => Ok(Some(v.clone())),
         // The current document is the root: no stage here rebinds `$$CURRENT`.
+        Expr::Root(path) if path.is_empty() => Ok(Some(Bson::Document(visible(&env.root)))),
         Expr::Root(path) => Ok(path.resolve_in(&env.root)),
         Expr::Field(path) => Ok(match &*env.current {
             Current::Root => path.resolve_in(&env.root),
             Current::Rebound(current) => rebound_path(current.as_ref(), path),
         }),
         Expr::Current(path) => Ok(match &*env.current {
-            Current::Root if path.is_empty() => Some(Bson::Document(env.root.as_ref().clone())),
+            Current::Root if path.is_empty() => Some(Bson::Document(visible(&env.root))),
             Current::Root => path.resolve_in(&env.root),
             Current::Rebound(current) => rebound_path(current.as_ref(), path),
         }),
         Expr::Var(name, path) => Ok(rebound_path(env.variable(name), path)),
         Expr::Remove => Ok(None),
         Expr::Now => Ok(Some(Bson::DateTime(env.now))),
+        Expr::TextScore => match env.root.get(crate::text::SCORE_FIELD) {
+            Some(score @ Bson::Double(_)) => Ok(Some(score.clone())),
+            _ => Err(super::error(
+                "$meta",
+                "query requires text score metadata, but it is not available",
+            )
+            .with_code(crate::code::ErrorCode::location(40218))),
+        },
         Expr::Object(fields) => object(fields, env),
         Expr::Array(items) => array(items, env),
         Expr::Call(func, args) => func.call(args, env),

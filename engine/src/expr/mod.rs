@@ -91,6 +91,9 @@ pub enum Expr {
     Remove,
     /// `$$NOW`: the time of the evaluation.
     Now,
+    /// `{$meta: "textScore"}`: the document's text score, which a pipeline's leading `$text`
+    /// gives it (see [`crate::text::SCORE_FIELD`]).
+    TextScore,
     Object(Vec<(String, Expr)>),
     Array(Vec<Expr>),
     /// An operator over positional arguments.
@@ -185,7 +188,7 @@ impl Expr {
             exprs.into_iter().all(|e| e.fields_read(paths))
         }
         match self {
-            Expr::Literal(_) | Expr::Remove | Expr::Now | Expr::Var(..) => true,
+            Expr::Literal(_) | Expr::Remove | Expr::Now | Expr::Var(..) | Expr::TextScore => true,
             Expr::Field(path) => {
                 paths.push(path.as_str().to_owned());
                 true
@@ -607,6 +610,14 @@ fn variable_name(operator: &str, value: Option<&Bson>, default: &str) -> Result<
 fn parse_operator(key: &str, arg: &Bson, scope: &Scope) -> Result<Expr, ExprError> {
     match key {
         "$literal" | "$const" => Ok(Expr::Literal(arg.clone())),
+        "$meta" => match arg {
+            Bson::String(kind) if kind == "textScore" => Ok(Expr::TextScore),
+            other => Err(error(
+                key,
+                format!("unsupported argument {other}: this engine gives \"textScore\""),
+            )
+            .with_code(ErrorCode::location(17308))),
+        },
         "$replaceOne" | "$replaceAll" => parse_replace(key, arg, scope),
         "$cond" => parse_cond(arg, scope),
         "$switch" => parse_switch(arg, scope),

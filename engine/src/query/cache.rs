@@ -168,6 +168,7 @@ mod tag {
     pub const MOD: u8 = 21;
     pub const VALUE: u8 = 22;
     pub const BITS: u8 = 23;
+    pub const TEXT: u8 = 24;
 }
 
 fn filter_shape(filter: &Filter, out: &mut Vec<u8>) {
@@ -184,6 +185,11 @@ fn filter_shape(filter: &Filter, out: &mut Vec<u8>) {
         // No index serves an expression or a schema, so every one has the same plans.
         Filter::Expr(_) | Filter::JsonSchema(_) => {
             out.push(tag::EXPR);
+            return;
+        }
+        // A `$text` always runs on the text index (see `plan::text_plan`).
+        Filter::Text(_) => {
+            out.push(tag::TEXT);
             return;
         }
     };

@@ -128,7 +128,8 @@ fn filter_paths_of(filter: &Filter, out: &mut Vec<Path>) {
         }
         Filter::Field(path, _) => out.push(path.clone()),
         // An expression may read any field: the empty path, which no index covers.
-        Filter::Expr(_) | Filter::JsonSchema(_) => out.push(Path::empty()),
+        // `$text` reads the text index's fields: the whole document, as an expression does.
+        Filter::Expr(_) | Filter::JsonSchema(_) | Filter::Text(_) => out.push(Path::empty()),
     }
 }
 

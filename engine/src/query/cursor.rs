@@ -187,6 +187,11 @@ impl<'c, T> Cursor<'c, T> {
         }
     }
 
+    /// The search of the query's `$text`, bound to the collection's text index, if it has one.
+    pub(crate) fn text_match(&self) -> Option<std::sync::Arc<crate::text::TextMatch>> {
+        self.query.text.clone()
+    }
+
     /// What the blocking sort wrote to disk (nothing when there is none).
     pub fn spill(&self) -> Spill {
         match &self.results {
@@ -226,7 +231,9 @@ impl<T> Cursor<'_, T> {
 
 /// Reads every match of a blocking sort, keeping at most `keep` (the best ones) when given.
 /// Past the query's memory budget the sort spills to disk, or fails when disk use is not
-/// allowed (see [`crate::spill::Sorter`]).
+/// allowed (see [`crate::spill::Sorter`]). A sort by text score keeps each match with its
+/// score, computed once, in [`crate::text::SCORE_FIELD`] (which [`Sort::compare`] reads), and
+/// removes it as the sorted documents come out.
 fn sorted<'c>(
     collection: &dyn Source,
     mut candidates: Candidates<'c>,
@@ -236,6 +243,11 @@ fn sorted<'c>(
 ) -> Result<Results<'c>> {
     let keep = keep.map(|k| usize::try_from(k).unwrap_or(usize::MAX));
     let budget = query.memory.budget(collection.spill_dir());
+    let text = match (sort.needs_text_score(), &query.text) {
+        (false, _) => None,
+        (true, Some(text)) => Some(text.clone()),
+        (true, None) => return Err(Error::InvalidFilter(super::projection::no_text_score())),
+    };
     let order = sort.clone();
     let compare = move |a: &RawDocument, b: &RawDocument| order.compare(a, b);
     let mut sorter = Sorter::new(budget.clone(), "sort", compare, keep);
@@ -245,7 +257,14 @@ fn sorted<'c>(
         if !query.matches(raw)? {
             continue;
         }
-        sorter.push(raw.to_owned()).map_err(|e| match e {
+        let mut kept = raw.to_owned();
+        if let Some(text) = &text {
+            let score = text
+                .score(raw)
+                .map_err(|e| Error::corrupt(format!("collection `{}`", collection.name()), e))?;
+            kept.append(crate::text::SCORE_KEY, score);
+        }
+        sorter.push(kept).map_err(|e| match e {
             Error::AggregateMemoryExceeded { limit, .. } => Error::SortMemoryExceeded {
                 collection: collection.name().to_owned(),
                 limit,
@@ -254,7 +273,10 @@ fn sorted<'c>(
         })?;
     }
     let spilled = sorter.spilled();
-    let docs: SortedDocs<'c> = Box::new(sorter.finish()?);
+    let docs: SortedDocs<'c> = match text {
+        Some(_) => Box::new(sorter.finish()?.map(|scored| scored.map(unscored))),
+        None => Box::new(sorter.finish()?),
+    };
     let (spills, spilled_bytes) = budget.spill_totals();
     let spill = Spill {
         used_disk: spilled,
@@ -262,6 +284,19 @@ fn sorted<'c>(
         spilled_bytes,
     };
     Ok(Results::Sorted(docs, candidates.stats(), spill))
+}
+
+/// A document without the text score [`sorted`] appended to it.
+fn unscored(scored: RawDocumentBuf) -> RawDocumentBuf {
+    let mut doc = RawDocumentBuf::new();
+    for element in &scored {
+        if let Ok((key, value)) = element
+            && key.as_str() != crate::text::SCORE_FIELD
+        {
+            doc.append(key, value);
+        }
+    }
+    doc
 }
 
 impl<T> Iterator for Cursor<'_, T> {

@@ -12,7 +12,7 @@ use super::candidates::Candidates;
 use super::covered::{self, Output};
 use super::cursor::{Cursor, Decode};
 use super::filter::Filter;
-use super::plan::{Access, Plan, candidates, hinted, index_plan_for};
+use super::plan::{Access, Plan, TextPlanError, candidates, hinted, index_plan_for, text_plan};
 use super::selection::{KeyOptions, Query, QueryOptions};
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, FilterError, Result};
@@ -150,7 +150,7 @@ impl ReadCollection<'_> {
         decode: Decode<T>,
     ) -> Result<Cursor<'c, T>> {
         let _entered = options.interrupt.as_ref().map(Interrupt::enter);
-        let query = Query::parse(filter, options.query_options())?.under(self.meta());
+        let query = Query::parse(filter, options.query_options())?.under(self.meta())?;
         let plan = self.choose_plan(&query)?;
         Ok(Cursor::new(self, plan, query, decode)?.interrupted_by(options.interrupt.clone()))
     }
@@ -201,7 +201,7 @@ impl ReadCollection<'_> {
                 ..QueryOptions::default()
             },
         )?
-        .under(self.meta());
+        .under(self.meta())?;
         let empty = matches!(&*query.filter, Filter::And(parts) if parts.is_empty());
         let n = if empty && hint.is_none() {
             self.len()?
@@ -257,7 +257,7 @@ impl ReadCollection<'_> {
                 ..QueryOptions::default()
             },
         )?
-        .under(self.meta());
+        .under(self.meta())?;
         let plan = choose_plan(self.meta(), self.plan_cache(), &query)?;
         distinct_values(self, &plan, &query, key)
     }
@@ -295,6 +295,9 @@ pub(crate) fn distinct_values(
 
 /// The plan a query runs: the hinted one, or the best-ranked candidate.
 pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Result<Plan> {
+    if let Some(plan) = text_plan(&query.filter, query.collation(), &meta.indexes) {
+        return plan.map_err(text_plan_error);
+    }
     if meta.options.capped.is_some()
         && let Some(natural) = query.natural
     {
@@ -329,11 +332,28 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
     Ok(plan)
 }
 
+/// The error of a `$text` query without a plan, as MongoDB reports it.
+fn text_plan_error(e: TextPlanError) -> Error {
+    match e {
+        TextPlanError::Unbound => Error::TextIndexRequired {
+            reason: super::matcher::TEXT_INDEX_REQUIRED,
+        },
+        other => Error::InvalidFilter(
+            FilterError::new("", "$text", other)
+                .with_code(crate::code::ErrorCode::NO_QUERY_EXECUTION_PLANS),
+        ),
+    }
+}
+
 /// The best-ranked plan: an id lookup when the filter names its `_id`s (no other plan can win,
 /// so none is ranked), otherwise through the plan cache: a query of a cached shape goes
 /// straight to the index chosen before.
 pub(crate) fn best_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Plan {
     let (filter, collation, sort) = (&query.filter, query.collation(), query.sort.as_ref());
+    // A `$text` query that has no plan fails in `choose_plan`, before anything runs.
+    if let Some(plan) = text_plan(filter, collation, &meta.indexes) {
+        return plan.unwrap_or_else(|_| Plan::collection_scan());
+    }
     if let Some(plan) = super::plan::id_plan(filter, collation.is_some()) {
         return plan;
     }

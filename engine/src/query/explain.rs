@@ -36,10 +36,17 @@ pub struct Explain {
     pub returned: u64,
     /// Wall time of the run, in whole milliseconds (MongoDB's `executionTimeMillis`).
     pub execution_millis: u64,
+    /// For a `$text` query, its `TEXT_MATCH` stage's fields: the index, its prefix values and
+    /// the parsed search (`parsedTextQuery`).
+    pub text: Option<Document>,
 }
 
 /// Every candidate plan of a query on a collection, best first.
 fn all_plans(query: &Query, collection: &ReadCollection<'_>) -> Vec<super::plan::Plan> {
+    // `$text` has one plan, the text index's.
+    if query.text.is_some() {
+        return Vec::new();
+    }
     candidates(
         &query.filter,
         query.collation(),
@@ -52,8 +59,8 @@ impl ReadCollection<'_> {
     /// Plans and runs a find, reporting the plans and what the run examined. The run is the
     /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
-        let query = Query::parse(filter, options.query_options())?.under(self.meta());
-        let winning = if query.hint.is_some() {
+        let query = Query::parse(filter, options.query_options())?.under(self.meta())?;
+        let winning = if query.hint.is_some() || query.text.is_some() {
             self.choose_plan(&query)?
         } else {
             let chosen = self.best_plan(&query);
@@ -85,7 +92,7 @@ impl ReadCollection<'_> {
         cursor: &Cursor<'_, T>,
         returned: u64,
     ) -> Result<Explain> {
-        let query = Query::parse(filter, options.query_options())?.under(self.meta());
+        let query = Query::parse(filter, options.query_options())?.under(self.meta())?;
         let winning = cursor.plan().clone();
         let rejected = all_plans(&query, self)
             .into_iter()
@@ -114,7 +121,47 @@ impl ReadCollection<'_> {
             docs_examined,
             returned,
             execution_millis: 0,
+            text: query
+                .text
+                .as_ref()
+                .map(|t| text_match_stage(t, &query.filter)),
         })
+    }
+}
+
+/// The `TEXT_MATCH` stage of a server's plan tree (its fields, its input left out).
+fn text_match_of(tree: &Document) -> Option<Document> {
+    if tree.get_str("stage").ok() != Some("TEXT_MATCH") {
+        return None;
+    }
+    let mut stage = tree.clone();
+    stage.remove("inputStage");
+    Some(stage)
+}
+
+/// The fields of a `$text` query's `TEXT_MATCH` stage, as MongoDB shows them.
+fn text_match_stage(text: &crate::text::TextMatch, filter: &super::filter::Filter) -> Document {
+    let conditions = super::plan::conditions(filter, false);
+    let prefix: Document = text
+        .prefix
+        .iter()
+        .filter_map(|path| {
+            conditions
+                .iter()
+                .find_map(|(p, predicate)| match predicate {
+                    super::filter::Predicate::Eq(v) if p.as_str() == path => {
+                        Some((path.clone(), bson::Bson::try_from(v.clone()).ok()?))
+                    }
+                    _ => None,
+                })
+        })
+        .collect();
+    doc! {
+        "stage": "TEXT_MATCH",
+        "indexPrefix": prefix,
+        "indexName": &text.index,
+        "parsedTextQuery": text.query.to_document(),
+        "textIndexVersion": crate::text::TEXT_INDEX_VERSION,
     }
 }
 
@@ -224,12 +271,17 @@ impl Explain {
             .iter()
             .map(|p| bson::Bson::Document(stage(p, false, false, None)))
             .collect();
-        let winning = stage(
+        let mut winning = stage(
             &self.winning,
             self.in_memory_sort,
             self.covered,
             self.projection.as_ref(),
         );
+        if let Some(text) = &self.text {
+            let mut matched = text.clone();
+            matched.insert("inputStage", winning);
+            winning = matched;
+        }
         let mut stats = doc! {
             "executionSuccess": true,
             "nReturned": crate::number::int_or_long(self.returned as i64),
@@ -362,6 +414,7 @@ impl Explain {
             docs_examined: count("totalDocsExamined"),
             returned: count("nReturned"),
             execution_millis: count("executionTimeMillis"),
+            text: text_match_of(&tree),
         }
     }
 

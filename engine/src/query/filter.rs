@@ -27,6 +27,7 @@ use crate::error::FilterError;
 use crate::expr::{Expr, Scope};
 use crate::path::Path;
 use crate::pcre::{CompileError, Compiled};
+use crate::text::{TextMatch, TextSearch};
 
 /// A parsed filter; see the module documentation.
 #[derive(Debug, Clone)]
@@ -43,6 +44,16 @@ pub enum Filter {
     Expr(Box<Expr>),
     /// `$jsonSchema`: the document meets a JSON schema (see `json_schema`).
     JsonSchema(std::sync::Arc<super::json_schema::JsonSchema>),
+    /// `$text`: a search of the collection's text index (see [`crate::text`]).
+    Text(Box<TextFilter>),
+}
+
+/// A `$text` condition: its arguments, and once the query runs on a collection, the search
+/// bound to the collection's text index, which judges documents.
+#[derive(Debug, Clone)]
+pub struct TextFilter {
+    pub search: TextSearch,
+    pub(crate) bound: Option<std::sync::Arc<TextMatch>>,
 }
 
 /// A condition on the value(s) found at a path.
@@ -130,7 +141,32 @@ impl Filter {
                 error("", "filter", nesting::too_deep_reason()).with_code(ErrorCode::OVERFLOW)
             );
         }
-        Filter::parse_nested(doc, scope)
+        let filter = Filter::parse_nested(doc, scope)?;
+        check_text_placement(&filter)?;
+        Ok(filter)
+    }
+
+    /// The `$text` condition of the filter, if it has one.
+    pub(crate) fn text(&self) -> Option<&TextFilter> {
+        match self {
+            Filter::Text(text) => Some(text),
+            Filter::And(parts) | Filter::Or(parts) => parts.iter().find_map(Filter::text),
+            _ => None,
+        }
+    }
+
+    /// Binds the filter's `$text` condition (see [`check_text_placement`] for where it may be)
+    /// to the collection's text index.
+    pub(crate) fn bind_text(&mut self, bound: &std::sync::Arc<TextMatch>) {
+        match self {
+            Filter::Text(text) => text.bound = Some(bound.clone()),
+            Filter::And(parts) | Filter::Or(parts) => {
+                for part in parts {
+                    part.bind_text(bound);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// [`Filter::parse_with`] of a part of a filter whose depth was checked whole.
@@ -191,9 +227,73 @@ fn parse_top_level(
         "jsonSchema" => Ok(Some(Filter::JsonSchema(std::sync::Arc::new(
             super::json_schema::JsonSchema::parse(value)?,
         )))),
-        "where" | "text" | "sampleRate" => Err(error("", &op, "is not supported by this engine")),
+        "text" => Ok(Some(Filter::Text(Box::new(TextFilter {
+            search: TextSearch::parse(value)?,
+            bound: None,
+        })))),
+        "where" | "sampleRate" => Err(error("", &op, "is not supported by this engine")),
         _ => Err(error("", &op, "unknown top-level operator")),
     }
+}
+
+/// MongoDB's rules for where `$text` may stand: once per filter, at the top level or under
+/// `$and` and `$or`, never under `$nor` or inside `$elemMatch`.
+fn check_text_placement(filter: &Filter) -> Result<(), FilterError> {
+    fn count(filter: &Filter, top: bool) -> Result<usize, FilterError> {
+        Ok(match filter {
+            Filter::Text(_) if top => 1,
+            Filter::Text(_) => {
+                return Err(error(
+                    "",
+                    "$text",
+                    "$text can only be applied to the top-level document",
+                ));
+            }
+            Filter::And(parts) | Filter::Or(parts) => {
+                let mut n = 0;
+                for part in parts {
+                    n += count(part, top)?;
+                }
+                n
+            }
+            Filter::Nor(parts) => {
+                for part in parts {
+                    if count(part, top)? > 0 {
+                        return Err(error("", "$text", "text expression not allowed in nor"));
+                    }
+                }
+                0
+            }
+            Filter::Field(_, predicate) => {
+                if predicate_holds_text(predicate) {
+                    return Err(error(
+                        "",
+                        "$text",
+                        "$text can only be applied to the top-level document",
+                    ));
+                }
+                0
+            }
+            Filter::Expr(_) | Filter::JsonSchema(_) => 0,
+        })
+    }
+    fn predicate_holds_text(predicate: &Predicate) -> bool {
+        match predicate {
+            Predicate::ElemMatch(m) => match &**m {
+                ElemMatch::Document(f) => f.text().is_some() || count(f, true).is_err(),
+                ElemMatch::Value(ps) => ps.iter().any(predicate_holds_text),
+            },
+            Predicate::Not(ps) => ps.iter().any(predicate_holds_text),
+            Predicate::All(patterns) => patterns.iter().any(|p| {
+                matches!(p, Pattern::ElemMatch(m) if matches!(&**m, ElemMatch::Document(f) if f.text().is_some()))
+            }),
+            _ => false,
+        }
+    }
+    if count(filter, true)? > 1 {
+        return Err(error("", "$text", "Too many text expressions"));
+    }
+    Ok(())
 }
 
 fn is_operator_document(value: &Bson) -> Option<&Document> {

@@ -30,6 +30,9 @@ use super::filter::{ElemMatch, Filter, Pattern, Predicate, QueryRegex, TypeSpec}
 use crate::collation::Collation;
 use crate::order::{Bracket, bracket, compare_in, is_nan};
 
+/// MongoDB's words for `$text` on a collection without a text index.
+pub(crate) const TEXT_INDEX_REQUIRED: &str = "text index required for $text query";
+
 /// A condition that held, with the array position it recorded (see the module documentation).
 type Hit = Option<usize>;
 
@@ -112,6 +115,15 @@ impl Filter {
                 truthy(expr.evaluate_collated(&decoded, cx)?.as_ref()).then_some(None)
             }
             Filter::JsonSchema(schema) => schema.matches(doc).then_some(None),
+            Filter::Text(text) => {
+                let Some(bound) = &text.bound else {
+                    return Err(crate::expr::error("$text", TEXT_INDEX_REQUIRED));
+                };
+                let matched = bound
+                    .matches(doc)
+                    .map_err(|e| crate::expr::error("$text", e))?;
+                matched.then_some(None)
+            }
         })
     }
 }

@@ -59,6 +59,7 @@ pub use json_schema::JsonSchema;
 pub(crate) use plan::id_lookup_plan;
 pub use plan::{Access, FieldBounds, IndexDescription, IndexScan, KeyRange, Plan, Rank};
 pub use projection::Projection;
+pub(crate) use projection::no_text_score;
 pub use routing::{Routing, route_filter, target_filter};
 pub use selection::KeyOptions;
 pub(crate) use selection::{Query, QueryOptions, parse_collation};

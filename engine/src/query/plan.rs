@@ -397,7 +397,11 @@ fn field_conditions<'f>(filter: &'f Filter, out: &mut Vec<(&'f Path, &'f Predica
     match filter {
         Filter::And(parts) => parts.iter().for_each(|p| field_conditions(p, out)),
         Filter::Field(path, predicate) => out.push((path, predicate)),
-        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) | Filter::JsonSchema(_) => {}
+        Filter::Or(_)
+        | Filter::Nor(_)
+        | Filter::Expr(_)
+        | Filter::JsonSchema(_)
+        | Filter::Text(_) => {}
     }
 }
 
@@ -697,7 +701,8 @@ fn index_plan(
     sort: Option<&Sort>,
 ) -> Option<Plan> {
     let spec = &index.spec;
-    if !partial_covers(index, conds) {
+    // A text index serves `$text` alone (see `text_plan`): its keys are terms, not values.
+    if spec.text().is_some() || !partial_covers(index, conds) {
         return None;
     }
     let cx = spec.collation().map(|c| &**c);
@@ -761,6 +766,125 @@ fn index_plan(
             narrower: -(spec.keys().len() as i64),
         },
     })
+}
+
+/// The plan of a filter holding `$text`, `None` for another: the walk of the text index over
+/// the keys of each positive term (after the prefix fields' values, which the filter must give
+/// by equality), or, for a `$text` under `$or`, a plan per branch where every other branch has
+/// an index. A search without positive terms walks nothing.
+pub(crate) fn text_plan(
+    filter: &Filter,
+    collation: Option<&Collation>,
+    indexes: &[IndexMeta],
+) -> Option<Result<Plan, TextPlanError>> {
+    let text = filter.text()?;
+    let Some(bound) = &text.bound else {
+        return Some(Err(TextPlanError::Unbound));
+    };
+    let branches = match filter {
+        Filter::Or(branches) => Some(branches),
+        Filter::And(parts) => parts.iter().find_map(|p| match p {
+            Filter::Or(branches) if branches.iter().any(|b| b.text().is_some()) => Some(branches),
+            _ => None,
+        }),
+        _ => None,
+    };
+    let Some(branches) = branches else {
+        return Some(text_scan(filter, bound, indexes));
+    };
+    let mut plans = Vec::with_capacity(branches.len());
+    for branch in branches {
+        if branch.text().is_some() {
+            match text_scan(branch, bound, indexes) {
+                Ok(plan) => plans.push(plan),
+                Err(e) => return Some(Err(e)),
+            }
+            continue;
+        }
+        let best = candidates(branch, collation, None, indexes).swap_remove(0);
+        if matches!(
+            best.access,
+            Access::CollectionScan | Access::NaturalScan { .. }
+        ) {
+            return Some(Err(TextPlanError::UnindexedOrBranch));
+        }
+        plans.push(best);
+    }
+    Some(Ok(Plan::unordered(Access::Or(plans), -1000)))
+}
+
+/// The walk of the text index `bound` names over its positive terms' keys.
+fn text_scan(
+    filter: &Filter,
+    bound: &crate::text::TextMatch,
+    indexes: &[IndexMeta],
+) -> Result<Plan, TextPlanError> {
+    let index = indexes
+        .iter()
+        .find(|i| i.spec.name() == bound.index)
+        .ok_or(TextPlanError::Unbound)?;
+    let conds = conditions(filter, false);
+    let mut prefix = Vec::new();
+    let mut bounds = Vec::new();
+    for (path, direction) in index.spec.text_prefix() {
+        let value = conds
+            .iter()
+            .find_map(|(p, predicate)| match predicate {
+                Predicate::Eq(v) if *p == path && usable_operand(v) => Some(v),
+                _ => None,
+            })
+            .ok_or_else(|| TextPlanError::PrefixNotBound {
+                path: path.to_string(),
+            })?;
+        keys::encode_into(&mut prefix, value.as_raw_bson_ref(), *direction);
+        bounds.push((
+            path.as_str().to_owned(),
+            FieldBounds(Bounds::Intervals(vec![ValueInterval::point(value.clone())])),
+        ));
+    }
+    let terms = &bound.query.terms;
+    let keys: Vec<Vec<u8>> = terms
+        .iter()
+        .map(|term| {
+            let mut key = prefix.clone();
+            let term = crate::text::term_key(term);
+            keys::encode_into(&mut key, RawBsonRef::String(&term), Direction::Ascending);
+            key
+        })
+        .collect();
+    let described: Vec<String> = terms.iter().map(|t| format!("{t:?}")).collect();
+    bounds.push((
+        "_fts".to_owned(),
+        FieldBounds::reported(format!("[{}]", described.join(", "))),
+    ));
+    // No term, no walk: an empty list of ranges finds nothing.
+    let intervals = if keys.is_empty() {
+        Vec::new()
+    } else {
+        prefix_ranges(keys)
+    };
+    Ok(Plan::unordered(
+        Access::IndexScan(IndexScan::of(index, intervals, false, bounds)),
+        0,
+    ))
+}
+
+/// Why a `$text` query has no plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TextPlanError {
+    /// The filter's `$text` was not bound to a text index (see `Query::under`).
+    #[error("text index required for $text query")]
+    Unbound,
+    /// MongoDB's words.
+    #[error(
+        "failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?): no equality on `{path}`"
+    )]
+    PrefixNotBound { path: String },
+    /// MongoDB's words.
+    #[error(
+        "Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well."
+    )]
+    UnindexedOrBranch,
 }
 
 /// The key ranges holding the keys that start with each prefix; one unbounded range for the
@@ -853,15 +977,23 @@ pub(crate) fn sort_order(
     let Some(sort) = sort.filter(|s| !s.is_empty() && s.collation() == index_collation) else {
         return (false, false);
     };
+    // No index holds text scores.
+    if sort.needs_text_score() {
+        return (false, false);
+    }
     // Several intervals on the first field, walked in key order, give that field's order (the
     // walk skips what an earlier interval returned); after point fields they would not.
     if index.multikey || (intervals != 1 && point_fields > 0) {
         return (false, false);
     }
     let keys = index.spec.keys();
+    // A hashed field bound to one hash may still hold several values (their hashes collide,
+    // as NaN's and 0's do), so it fixes no order.
     let bound: Vec<&str> = keys[..point_fields]
         .iter()
-        .map(|(p, _)| p.as_str())
+        .enumerate()
+        .filter(|(i, _)| index.spec.hashed_field() != Some(*i))
+        .map(|(_, (p, _))| p.as_str())
         .collect();
     let wanted: Vec<_> = sort
         .fields()
@@ -1076,7 +1208,11 @@ fn strict_conditions(filter: &Filter) -> Option<Vec<(&Path, &Predicate)>> {
             Some(out)
         }
         Filter::Field(path, predicate) => Some(vec![(path, predicate)]),
-        Filter::Or(_) | Filter::Nor(_) | Filter::Expr(_) | Filter::JsonSchema(_) => None,
+        Filter::Or(_)
+        | Filter::Nor(_)
+        | Filter::Expr(_)
+        | Filter::JsonSchema(_)
+        | Filter::Text(_) => None,
     }
 }
 

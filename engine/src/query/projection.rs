@@ -29,6 +29,18 @@ pub(crate) enum ApplyError {
     Unreadable(String),
     /// The document's match gives the positional projection no array element.
     Positional(FilterError),
+    /// The projection asks for a text score and the query has no `$text`.
+    NoTextScore,
+}
+
+/// MongoDB's refusal of `{$meta: "textScore"}` where no `$text` gives a score (40218).
+pub(crate) fn no_text_score() -> FilterError {
+    FilterError::new(
+        "",
+        "$meta",
+        "query requires text score metadata, but it is not available",
+    )
+    .with_code(ErrorCode::location(40218))
 }
 
 impl ApplyError {
@@ -39,6 +51,7 @@ impl ApplyError {
                 crate::error::Error::corrupt(format!("collection `{collection}`"), reason)
             }
             ApplyError::Positional(refusal) => crate::error::Error::InvalidFilter(refusal),
+            ApplyError::NoTextScore => crate::error::Error::InvalidFilter(no_text_score()),
         }
     }
 }
@@ -67,6 +80,9 @@ pub struct Projection {
     exclude_id: bool,
     /// The path of a positional projection (`a.b` for `a.b.$`), also included in `tree`.
     positional: Option<String>,
+    /// The fields `{$meta: "textScore"}` sets to each result's text score (see
+    /// [`crate::text`]); they make a projection neither inclusive nor exclusive.
+    text_scores: Vec<String>,
 }
 
 fn error(path: &str, operator: &str, reason: &str) -> FilterError {
@@ -160,12 +176,7 @@ fn truthy(v: &Bson) -> Option<bool> {
 
 impl Projection {
     pub fn parse(spec: &Document) -> Result<Projection, FilterError> {
-        if nesting::exceeds(spec, MAX_INPUT_DEPTH) {
-            return Err(
-                FilterError::new("", "projection", nesting::too_deep_reason())
-                    .with_code(ErrorCode::OVERFLOW),
-            );
-        }
+        check_depth(spec)?;
         let mut entries = Vec::new();
         flatten(spec, "", &mut entries)?;
         let mut tree = Tree::new();
@@ -174,8 +185,13 @@ impl Projection {
         let mut include_id = false;
         let mut positional: Option<String> = None;
         let mut elem_match = false;
+        let mut text_scores = Vec::new();
         for (path, value) in &entries {
             let path = path.as_str();
+            if let Some(scored) = parse_meta(path, value)? {
+                text_scores.push(scored);
+                continue;
+            }
             if path.split('.').any(|s| s == "$") {
                 let field = positional_field(path, value)?;
                 if positional.is_some() {
@@ -258,7 +274,13 @@ impl Projection {
             inclusive,
             exclude_id,
             positional,
+            text_scores,
         })
+    }
+
+    /// Whether it projects the text score, which only a `$text` query gives.
+    pub(crate) fn needs_text_score(&self) -> bool {
+        !self.text_scores.is_empty()
     }
 
     /// The paths of a pure inclusion (no `$slice`, `$elemMatch` or positional `$`) and whether
@@ -323,7 +345,57 @@ impl Projection {
             }
             out = sorted;
         }
+        if !self.text_scores.is_empty() {
+            let text = query.text.as_ref().ok_or(ApplyError::NoTextScore)?;
+            let score = text
+                .score(raw)
+                .map_err(|e| ApplyError::Unreadable(e.to_string()))?;
+            for path in &self.text_scores {
+                // The score replaces what the document holds there, as in MongoDB.
+                Path::new(path)
+                    .set(
+                        &mut out,
+                        Bson::Double(score),
+                        crate::path::Parents::Overwrite,
+                    )
+                    .map_err(|_| {
+                        ApplyError::Unreadable(format!("the text score cannot be set at `{path}`"))
+                    })?;
+            }
+        }
         Ok(out)
+    }
+}
+
+/// A projection nested past the input depth limit is refused before it is read.
+fn check_depth(spec: &Document) -> Result<(), FilterError> {
+    if nesting::exceeds(spec, MAX_INPUT_DEPTH) {
+        return Err(
+            FilterError::new("", "projection", nesting::too_deep_reason())
+                .with_code(ErrorCode::OVERFLOW),
+        );
+    }
+    Ok(())
+}
+
+/// `{$meta: "textScore"}`, the one `$meta` a find projects: the path it sets; `None` for a
+/// value that is no `$meta`.
+fn parse_meta(path: &str, value: &Bson) -> Result<Option<String>, FilterError> {
+    let Bson::Document(op) = value else {
+        return Ok(None);
+    };
+    if op.keys().next().is_none_or(|k| k != "$meta") {
+        return Ok(None);
+    }
+    match (op.len(), op.get("$meta")) {
+        (1, Some(Bson::String(kind))) if kind == "textScore" => Ok(Some(path.to_owned())),
+        (1, Some(Bson::String(kind))) => Err(error(
+            path,
+            "$meta",
+            &format!("unsupported $meta \"{kind}\": this engine gives \"textScore\""),
+        )
+        .with_code(ErrorCode::location(17308))),
+        _ => Err(error(path, "$meta", "expects the string \"textScore\"")),
     }
 }
 

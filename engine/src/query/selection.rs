@@ -20,8 +20,10 @@ use super::residual::residual;
 use super::sort::Sort;
 use crate::catalog::CollectionMeta;
 use crate::collation::Collation;
+use crate::error::Error;
 use crate::error::Result;
 use crate::expr::{ExprError, Scope};
+use crate::text::TextMatch;
 
 /// A parsed query; see the module documentation.
 #[derive(Debug, Clone)]
@@ -52,6 +54,9 @@ pub(crate) struct Query {
     /// find's `min`, `max`, `returnKey` and `showRecordId` (see [`super::min_max`] and
     /// [`super::key_output`]).
     pub(crate) keys: KeyOptions,
+    /// The filter's `$text` bound to the collection's text index (see [`Query::under`]): it
+    /// gives the plan and each result's `textScore`.
+    pub(crate) text: Option<Arc<TextMatch>>,
 }
 
 /// find's options that read or return index keys and record ids.
@@ -160,6 +165,7 @@ impl Query {
             memory: options.memory,
             natural,
             keys,
+            text: None,
         })
     }
 
@@ -179,14 +185,15 @@ impl Query {
             memory: Memory::default(),
             natural: None,
             keys: KeyOptions::default(),
+            text: None,
         }
     }
 
     /// The query as it runs on the collection `meta`: under the collection's default
     /// collation when the operation named none (MongoDB's rule; `{locale: "simple"}` names
-    /// binary strings).
-    #[must_use]
-    pub(crate) fn under(mut self, meta: &CollectionMeta) -> Query {
+    /// binary strings), and with its `$text` bound to the collection's text index, which it
+    /// must have (MongoDB's `IndexNotFound` otherwise).
+    pub(crate) fn under(mut self, meta: &CollectionMeta) -> Result<Query> {
         if let Some(default) = meta
             .options
             .collation
@@ -197,7 +204,61 @@ impl Query {
             self.sort = self.sort.map(|s| s.collated(Some(default.clone())));
             self.collation_given = true;
         }
-        self
+        if let Some(text) = self.filter.text() {
+            let bound = Arc::new(self.bind_text(&text.search, meta)?);
+            Arc::make_mut(&mut self.filter).bind_text(&bound);
+            self.text = Some(bound);
+        } else if self
+            .projection
+            .as_ref()
+            .is_some_and(Projection::needs_text_score)
+            || self.sort.as_ref().is_some_and(Sort::needs_text_score)
+        {
+            return Err(Error::InvalidFilter(super::projection::no_text_score()));
+        }
+        Ok(self)
+    }
+
+    /// The search bound to the collection's one text index, after MongoDB's checks of what a
+    /// `$text` query may not ask for besides.
+    fn bind_text(
+        &self,
+        search: &crate::text::TextSearch,
+        meta: &CollectionMeta,
+    ) -> Result<TextMatch> {
+        let refuse = |reason: &str| {
+            Error::InvalidFilter(crate::error::FilterError::new("", "$text", reason))
+        };
+        if self.hint.is_some() {
+            return Err(refuse("text and hint not allowed in same query"));
+        }
+        if self.natural.is_some() {
+            return Err(refuse(
+                "text expression not allowed with $natural sort order",
+            ));
+        }
+        let mut indexes = meta
+            .indexes
+            .iter()
+            .filter_map(|i| Some((&i.spec, i.spec.text()?)));
+        match (indexes.next(), indexes.next()) {
+            (Some((index, spec)), None) => Ok(TextMatch::new(
+                search,
+                spec.clone(),
+                index.name().to_owned(),
+                index
+                    .text_prefix()
+                    .iter()
+                    .map(|(p, _)| p.to_string())
+                    .collect(),
+            )),
+            (None, _) => Err(Error::TextIndexRequired {
+                reason: super::matcher::TEXT_INDEX_REQUIRED,
+            }),
+            (Some(_), Some(_)) => Err(Error::TextIndexRequired {
+                reason: "more than one text index found for $text query",
+            }),
+        }
     }
 
     /// The collation strings compare under, if any.

@@ -23,11 +23,15 @@ use crate::path::{Path, key_values};
 pub struct Sort {
     fields: Vec<(Path, Direction)>,
     collation: Option<Arc<Collation>>,
+    /// Where `{$meta: "textScore"}` stands among the fields (before `fields[i]`): results sort
+    /// by their text score there, highest first (see [`Sort::compare`]).
+    text_score: Option<usize>,
 }
 
 impl PartialEq for Sort {
     fn eq(&self, other: &Sort) -> bool {
         self.fields == other.fields
+            && self.text_score == other.text_score
             && self.collation.as_ref().map(|c| c.spec())
                 == other.collation.as_ref().map(|c| c.spec())
     }
@@ -37,7 +41,19 @@ impl Sort {
     pub fn parse(spec: &Document) -> Result<Sort, FilterError> {
         let bad = |path: &str, reason: &str| FilterError::new(path, "sort", reason);
         let mut fields = Vec::new();
+        let mut text_score = None;
         for (path, direction) in spec {
+            if let Bson::Document(meta) = direction {
+                if meta.len() == 1 && meta.get_str("$meta").ok() == Some("textScore") {
+                    if text_score.is_some() {
+                        return Err(bad(path, "the text score is sorted by once"));
+                    }
+                    text_score = Some(fields.len());
+                    continue;
+                }
+                return Err(bad(path, "$meta for sort must be {$meta: \"textScore\"}")
+                    .with_code(ErrorCode::location(17312)));
+            }
             let direction = match direction {
                 Bson::Int32(1) | Bson::Int64(1) => Direction::Ascending,
                 Bson::Int32(-1) | Bson::Int64(-1) => Direction::Descending,
@@ -72,7 +88,13 @@ impl Sort {
         Ok(Sort {
             fields,
             collation: None,
+            text_score,
         })
+    }
+
+    /// Whether it sorts by the text score, which only a `$text` query gives.
+    pub fn needs_text_score(&self) -> bool {
+        self.text_score.is_some()
     }
 
     /// This sort with strings compared under `collation`.
@@ -92,13 +114,21 @@ impl Sort {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.fields.is_empty() && self.text_score.is_none()
     }
 
-    /// Compares two documents in this sort's order.
+    /// Compares two documents in this sort's order; where it sorts by text score, by the
+    /// score each carries (highest first; see [`crate::text::SCORE_FIELD`]).
     pub fn compare(&self, a: &RawDocument, b: &RawDocument) -> Ordering {
         let cx = self.collation.as_deref();
-        for (path, direction) in &self.fields {
+        let score = |d: &RawDocument| d.get_f64(crate::text::SCORE_FIELD).unwrap_or(0.0);
+        for (i, (path, direction)) in self.fields.iter().enumerate() {
+            if self.text_score == Some(i) {
+                let order = score(b).total_cmp(&score(a));
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
             let order = directed(
                 compare_in(
                     sort_key(cx, a, path, *direction),
@@ -110,6 +140,9 @@ impl Sort {
             if order != Ordering::Equal {
                 return order;
             }
+        }
+        if self.text_score == Some(self.fields.len()) {
+            return score(b).total_cmp(&score(a));
         }
         Ordering::Equal
     }

@@ -488,7 +488,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        let query = query.under(&meta);
+        let query = query.under(&meta)?;
         let found = self.with_selection(&meta, &query, keep_all, |_, selected| Ok(selected))?;
         found
             .into_iter()
@@ -516,7 +516,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        let query = query.under(&meta);
+        let query = query.under(&meta)?;
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let found: Result<Vec<RawDocumentBuf>> =
@@ -539,7 +539,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        let query = query.under(&meta);
+        let query = query.under(&meta)?;
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let values = crate::query::distinct_values(&view, &plan, &query, key);
@@ -561,7 +561,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(Vec::new());
         };
-        let query = query.under(&meta);
+        let query = query.under(&meta)?;
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let gather = |cursor: Cursor<'_, RawDocumentBuf>| {
@@ -602,7 +602,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
-        let query = query.under(&meta);
+        let query = query.under(&meta)?;
         let plan = self.plan_over_own_writes(&meta, &query)?;
         let view = WriteView::open(&self.tables, meta.clone(), &plan)?;
         let decode = Decode {
@@ -829,7 +829,7 @@ impl WriteTxn<'_> {
         let bounded = limit.is_none() && !options.stop_at_first_error;
         let meta = self.collection_meta(collection, false)?;
         let query = match &meta {
-            Some(meta) => query.under(meta),
+            Some(meta) => query.under(meta)?,
             None => query,
         };
         let matched = match meta {
@@ -879,7 +879,7 @@ impl WriteTxn<'_> {
         let Some(meta) = self.collection_meta(collection, false)? else {
             return Ok(0);
         };
-        let query = query.under(&meta);
+        let query = query.under(&meta)?;
         let ids_only = |key, _| key;
         self.with_selection(&meta, &query, ids_only, |writer, selected| {
             let mut deleted = 0;
@@ -902,7 +902,7 @@ impl WriteTxn<'_> {
         let query = Query::parse(filter, options.query_options())?;
         let meta = self.collection_meta(collection, false)?;
         let query = match &meta {
-            Some(meta) => query.under(meta),
+            Some(meta) => query.under(meta)?,
             None => query,
         };
         let found = match meta {

@@ -4,6 +4,8 @@
 //! return; write operations (`update_one`, `update_many`, `replace_one`, `delete_one`,
 //! `delete_many`, `find_one_and_update`) check their counts, the returned document and the
 //! whole collection afterwards, and an expected error must leave the collection unchanged.
+//! A case that needs an index of its own kind (a text index) lists its index documents in
+//! `indexes`; both runs create them.
 
 use bson::{Bson, Document};
 use odm_engine::aggregate::AggregateOptions;
@@ -115,6 +117,17 @@ fn execute(case: &Value, op: &str, with_indexes: bool) -> Result<Actual, String>
         .map_err(|e| e.to_string())?;
     if let Some((i, e)) = result.failures.first() {
         return Err(format!("document {i} cannot be inserted: {e}"));
+    }
+    for index in case
+        .get("indexes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let spec = IndexSpec::from_document(&document(index)?).map_err(|e| e.to_string())?;
+        db.collection(COLLECTION)
+            .create_index(spec)
+            .map_err(|e| format!("index {index} cannot be created: {e}"))?;
     }
     // Other collections (what `$lookup` joins), indexed on their fields in the indexed run.
     if let Some(others) = case.get("collections") {
