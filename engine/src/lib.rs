@@ -31,6 +31,7 @@ mod document;
 mod element_type;
 mod error;
 pub mod expr;
+pub mod geo;
 mod group_commit;
 pub mod hashed;
 mod index;

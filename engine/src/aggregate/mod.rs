@@ -633,6 +633,22 @@ fn parse_pipeline(pipeline: &[Document], options: &AggregateOptions) -> Result<P
     })
 }
 
+/// A `$match` stage, matched under the pipeline's collation (see `stream`). It may not hold a
+/// `$near`: a near query sorts, a `$match` only filters (`$geoNear` is the stage that sorts).
+fn match_stage(spec: Document, scope: &Scope) -> Result<Stage> {
+    let filter = crate::query::Filter::parse_with(&spec, scope)?;
+    if filter.near().is_some() {
+        return Err(Error::from(
+            error(
+                "$match",
+                "$geoNear, $near, and $nearSphere are not allowed in this context",
+            )
+            .with_code(ErrorCode::location(5_626_500)),
+        ));
+    }
+    Ok(Stage::Match(filter, spec))
+}
+
 /// MongoDB's rule for `$text` in a pipeline: only in a `$match` that is the first stage (so
 /// that it runs on the collection's text index), never in `$facet`.
 fn check_text_first(stages: &[Stage]) -> Result<()> {
@@ -782,12 +798,7 @@ impl Stage {
             _ => Err(stage_error(name, "expects a document")),
         };
         Ok(match name.as_str() {
-            "$match" => {
-                let spec = spec()?;
-                // Matched under the pipeline's collation (see `stream`).
-                let filter = crate::query::Filter::parse_with(&spec, scope)?;
-                Stage::Match(filter, spec)
-            }
+            "$match" => match_stage(spec()?, scope)?,
             "$sort" => {
                 let spec = spec()?;
                 if spec.is_empty() {

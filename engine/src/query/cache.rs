@@ -169,6 +169,7 @@ mod tag {
     pub const VALUE: u8 = 22;
     pub const BITS: u8 = 23;
     pub const TEXT: u8 = 24;
+    pub const GEO: u8 = 25;
 }
 
 fn filter_shape(filter: &Filter, out: &mut Vec<u8>) {
@@ -272,5 +273,6 @@ fn predicate_shape(predicate: &Predicate, out: &mut Vec<u8>) {
         Predicate::Type(_) => out.push(tag::TYPE),
         Predicate::Mod { .. } => out.push(tag::MOD),
         Predicate::Bits(_) => out.push(tag::BITS),
+        Predicate::Geo(_) => out.push(tag::GEO),
     }
 }

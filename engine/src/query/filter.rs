@@ -81,6 +81,8 @@ pub enum Predicate {
     Bits(Bits),
     /// None of the field's values satisfies all of the predicates together.
     Not(Vec<Predicate>),
+    /// `$geoWithin`, `$geoIntersects`, `$near` or `$nearSphere` (see [`crate::geo`]).
+    Geo(Box<crate::geo::GeoCondition>),
 }
 
 /// One value of `$in` or `$all`.
@@ -143,6 +145,7 @@ impl Filter {
         }
         let filter = Filter::parse_nested(doc, scope)?;
         check_text_placement(&filter)?;
+        check_near_placement(&filter)?;
         Ok(filter)
     }
 
@@ -152,6 +155,24 @@ impl Filter {
             Filter::Text(text) => Some(text),
             Filter::And(parts) | Filter::Or(parts) => parts.iter().find_map(Filter::text),
             _ => None,
+        }
+    }
+
+    /// The filter's `$near` or `$nearSphere` and its path, which may stand at the top level or
+    /// under a top-level `$and` only (see [`check_near_placement`]).
+    pub(crate) fn near(&self) -> Option<(&Path, &crate::geo::Near)> {
+        fn near_of(filter: &Filter) -> Option<(&Path, &crate::geo::Near)> {
+            match filter {
+                Filter::Field(path, Predicate::Geo(condition)) => match &**condition {
+                    crate::geo::GeoCondition::Near(near) => Some((path, near)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        match self {
+            Filter::And(parts) => parts.iter().find_map(near_of),
+            other => near_of(other),
         }
     }
 
@@ -234,6 +255,47 @@ fn parse_top_level(
         "where" | "sampleRate" => Err(error("", &op, "is not supported by this engine")),
         _ => Err(error("", &op, "unknown top-level operator")),
     }
+}
+
+/// MongoDB's rules for where `$near` and `$nearSphere` may stand: once per filter, at the top
+/// level or under a top-level `$and`, and not beside `$text`.
+fn check_near_placement(filter: &Filter) -> Result<(), FilterError> {
+    fn anywhere(filter: &Filter) -> usize {
+        match filter {
+            Filter::And(parts) | Filter::Or(parts) | Filter::Nor(parts) => {
+                parts.iter().map(anywhere).sum()
+            }
+            Filter::Field(_, predicate) => in_predicate(predicate),
+            Filter::Expr(_) | Filter::JsonSchema(_) | Filter::Text(_) => 0,
+        }
+    }
+    fn in_predicate(predicate: &Predicate) -> usize {
+        match predicate {
+            Predicate::Geo(c) => usize::from(matches!(**c, crate::geo::GeoCondition::Near(_))),
+            Predicate::Not(ps) => ps.iter().map(in_predicate).sum(),
+            Predicate::ElemMatch(m) => match &**m {
+                ElemMatch::Document(f) => anywhere(f),
+                ElemMatch::Value(ps) => ps.iter().map(in_predicate).sum(),
+            },
+            _ => 0,
+        }
+    }
+    let at_top = match filter {
+        Filter::And(parts) => parts.iter().filter(|p| p.near().is_some()).count(),
+        other => usize::from(other.near().is_some()),
+    };
+    let refuse = |reason| Err(error("", "$near", reason).with_code(ErrorCode::BAD_VALUE));
+    let total = anywhere(filter);
+    if total > 1 {
+        return refuse("Too many geoNear expressions");
+    }
+    if total > at_top {
+        return refuse("geoNear must be top-level expr");
+    }
+    if total == 1 && filter.text().is_some() {
+        return refuse("text and geoNear not allowed in same query");
+    }
+    Ok(())
 }
 
 /// MongoDB's rules for where `$text` may stand: once per filter, at the top level or under
@@ -346,6 +408,9 @@ fn parse_operators(path: &str, ops: &Document) -> Result<Vec<Predicate>, FilterE
     if options.is_some() && !ops.contains_key("$regex") {
         return Err(error(path, "$options", "needs a $regex"));
     }
+    if let Some(near) = parse_near(path, ops)? {
+        return Ok(vec![near]);
+    }
     for (op, arg) in ops {
         if !op.starts_with('$') {
             return Err(error(
@@ -396,12 +461,43 @@ fn parse_operator(
             let test = BitTest::from_operator(op).unwrap_or(BitTest::AllSet);
             Predicate::Bits(Bits::parse(path, op, test, arg)?)
         }
-        "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects" | "$within" | "$jsonSchema"
-        | "$expr" | "$where" | "$text" => {
+        "$geoWithin" | "$within" => geo(path, op, crate::geo::GeoCondition::within(arg))?,
+        "$geoIntersects" => geo(path, op, crate::geo::GeoCondition::intersects(arg))?,
+        "$maxDistance" | "$minDistance" => {
+            return Err(error(path, op, "needs a $near or $nearSphere beside it"));
+        }
+        "$jsonSchema" | "$expr" | "$where" | "$text" => {
             return Err(error(path, op, "is not supported by this engine"));
         }
         _ => return Err(error(path, op, "unknown operator")),
     })
+}
+
+fn geo(
+    path: &str,
+    op: &str,
+    parsed: Result<crate::geo::GeoCondition, crate::geo::GeoError>,
+) -> Result<Predicate, FilterError> {
+    parsed
+        .map(|c| Predicate::Geo(Box::new(c)))
+        .map_err(|e| error(path, op, e).with_code(ErrorCode::BAD_VALUE))
+}
+
+/// A `$near` or `$nearSphere` takes the whole operator document: its `$minDistance` and
+/// `$maxDistance` beside it belong to it, and nothing else may stand there.
+fn parse_near(path: &str, ops: &Document) -> Result<Option<Predicate>, FilterError> {
+    let sphere = match (ops.contains_key("$near"), ops.contains_key("$nearSphere")) {
+        (false, false) => return Ok(None),
+        (true, true) => {
+            return Err(
+                error(path, "$near", "only one $near or $nearSphere per field")
+                    .with_code(ErrorCode::BAD_VALUE),
+            );
+        }
+        (near, _) => !near,
+    };
+    let op = if sphere { "$nearSphere" } else { "$near" };
+    geo(path, op, crate::geo::GeoCondition::near(ops, sphere)).map(Some)
 }
 
 /// `$exists` takes any value: false, 0 and null mean false, everything else true.

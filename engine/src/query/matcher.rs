@@ -285,6 +285,8 @@ fn leaf(
         Predicate::Not(inner) => {
             (!inner.iter().all(|p| leaf(cx, value, p, expand).is_some())).then_some(None)
         }
+        // A geo value is read whole: a legacy pair is an array, and so is a list of geometries.
+        Predicate::Geo(condition) => condition.matches(value).then_some(None),
         _ => offered(value, expand, |v| single(cx, v, predicate)),
     }
 }
@@ -351,6 +353,7 @@ fn single(cx: Option<&Collation>, v: RawBsonRef<'_>, predicate: &Predicate) -> b
         Predicate::Regex(r) => regex_matches(v, r),
         Predicate::ElemMatch(em) => elem_match(cx, v, em).is_some(),
         Predicate::Not(inner) => !inner.iter().all(|p| single(cx, v, p)),
+        Predicate::Geo(condition) => condition.matches(v),
     }
 }
 

@@ -428,6 +428,7 @@ fn mentions_strings(predicate: &Predicate) -> bool {
         | Predicate::Type(_)
         | Predicate::Mod { .. }
         | Predicate::Bits(_)
+        | Predicate::Geo(_)
         | Predicate::Regex(_) => false,
     }
 }

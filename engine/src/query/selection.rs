@@ -204,6 +204,14 @@ impl Query {
             self.sort = self.sort.map(|s| s.collated(Some(default.clone())));
             self.collation_given = true;
         }
+        if self.filter.near().is_some() {
+            // A near query needs a `2d` or `2dsphere` index on its path, which this engine
+            // does not build yet: MongoDB's answer for a collection without one.
+            return Err(Error::InvalidFilter(
+                crate::error::FilterError::new("", "$near", NO_GEO_NEAR_INDEX)
+                    .with_code(crate::code::ErrorCode::NO_QUERY_EXECUTION_PLANS),
+            ));
+        }
         if let Some(text) = self.filter.text() {
             let bound = Arc::new(self.bind_text(&text.search, meta)?);
             Arc::make_mut(&mut self.filter).bind_text(&bound);
@@ -286,6 +294,9 @@ impl Query {
         self.filter.matched_position_in(doc, self.collation())
     }
 }
+
+/// MongoDB's words for a `$near` without a geo index to serve it.
+const NO_GEO_NEAR_INDEX: &str = "unable to find index for $geoNear query";
 
 /// A `collation` option; `None` for none or the simple (binary) one.
 pub(crate) fn parse_collation(spec: Option<&Document>) -> Result<Option<Arc<Collation>>> {
