@@ -834,6 +834,13 @@ pub(crate) fn key_error(collection: &str, index: &IndexMeta, e: KeyError) -> Err
             index: index.spec.name().to_owned(),
             reason,
         },
+        KeyError::Geo { document, error } => Error::GeoIndexDocument {
+            collection: collection.to_owned(),
+            index: index.spec.name().to_owned(),
+            code: error.code,
+            document,
+            reason: error.reason,
+        },
         KeyError::TooManyKeys { limit } => Error::TooManyIndexKeys {
             collection: collection.to_owned(),
             index: index.spec.name().to_owned(),

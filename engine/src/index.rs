@@ -8,9 +8,10 @@
 //!
 //! The key types (`keys::types_of`) are empty for keys without numbers or nulls and
 //! for multikey documents. A key document's values are `1`, `-1` (any non-zero number, its sign
-//! the direction) or `"hashed"` on one field (its key is the value's hash, see `hashed`);
-//! MongoDB's other index types (`text`, `2d`, `2dsphere`, wildcard) are refused by name. A
-//! partial index holds only the documents its filter matches.
+//! the direction), `"hashed"` on one field (its key is the value's hash, see `hashed`),
+//! `"text"` (see `text`), `"2dsphere"` or `"2d"` (its keys are cells, see `geo`); MongoDB's
+//! other index types (`geoHaystack`, wildcard) are refused by name. A partial index holds only
+//! the documents its filter matches.
 //!
 //! Multikey: a document gives one key per array element (a compound index over one array gives
 //! one key per element; over arrays at the same path, the cartesian product). Keys repeated in
@@ -24,6 +25,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
+use crate::geo::GeoIndex;
 use crate::query::Filter;
 use crate::text::{TextError, TextSpec};
 
@@ -60,6 +62,9 @@ pub struct IndexSpec {
     /// A text index's definition; `keys` then hold `_fts` and `_ftsx` where the text fields
     /// were (see the module documentation).
     text: Option<Arc<TextSpec>>,
+    /// A geo index's geo fields (their positions in `keys`) and kind: their keys are cell ids
+    /// (see [`crate::geo`]), stored ascending.
+    geo: Option<(Vec<usize>, GeoIndex)>,
     /// `background` as the index was created with it: MongoDB builds every index the same way
     /// since 4.2 and ignores the flag, but keeps it and lists it, and so does this engine. It
     /// is no part of the index's identity.
@@ -82,6 +87,7 @@ impl PartialEq for IndexSpec {
             && self.partial == other.partial
             && self.hashed == other.hashed
             && self.text == other.text
+            && self.geo == other.geo
             && self.collation.as_deref() == other.collation.as_deref()
     }
 }
@@ -137,6 +143,7 @@ impl IndexSpec {
             partial: None,
             hashed: None,
             text: None,
+            geo: None,
             background: None,
             collation: None,
             simple_collation: false,
@@ -155,8 +162,8 @@ impl IndexSpec {
 
     /// Parses MongoDB's key document, `{a: 1, b: -1}` or with one hashed field,
     /// `{a: 1, b: "hashed"}`. A key value is a non-zero number (its sign gives the direction) or
-    /// the string `"hashed"`; MongoDB's other index types (`text`, `2d`, `2dsphere`, wildcard)
-    /// are refused by name, and anything else as MongoDB refuses it.
+    /// the string `"hashed"`, `"text"`, `"2dsphere"` or `"2d"`; MongoDB's other index types
+    /// (`geoHaystack`, wildcard) are refused by name, and anything else as MongoDB refuses it.
     pub fn from_keys_document(keys: &Document) -> Result<IndexSpec, IndexSpecError> {
         IndexSpec::from_key_pattern(keys, &Document::new())
     }
@@ -169,6 +176,7 @@ impl IndexSpec {
         }
         let mut fields = Vec::new();
         let mut hashed = Vec::new();
+        let mut geo: Vec<(usize, bool)> = Vec::new();
         for (position, (path, value)) in keys.iter().enumerate() {
             let direction = match value {
                 Bson::Int32(d) if *d != 0 => Direction::of_sign(i64::from(*d)),
@@ -188,6 +196,10 @@ impl IndexSpec {
                     hashed.push(position);
                     Direction::Ascending
                 }
+                Bson::String(kind) if kind == "2dsphere" || kind == "2d" => {
+                    geo.push((position, kind == "2dsphere"));
+                    Direction::Ascending
+                }
                 other => return Err(bad_key_value(path, other)),
             };
             if path == "$**" || path.ends_with(".$**") {
@@ -205,8 +217,12 @@ impl IndexSpec {
         }
         let mut spec = IndexSpec::new(fields)?;
         spec.hashed = hashed.first().copied();
-        if spec.hashed.is_some() {
+        spec.geo = geo_fields(&geo, !hashed.is_empty(), index)?;
+        if spec.hashed.is_some() || spec.geo.is_some() {
             spec.name = default_name(&spec.keys, spec.hashed);
+            if let Some((positions, kind)) = &spec.geo {
+                spec.name = geo_name(&spec.keys, positions, kind.kind());
+            }
         }
         Ok(spec)
     }
@@ -266,6 +282,12 @@ impl IndexSpec {
             check_option_name(option)?;
             if TEXT_OPTIONS.contains(&option.as_str()) {
                 check_text_option(&spec, option, value)?;
+            }
+            if GEO_OPTIONS.contains(&option.as_str()) && spec.geo.is_none() {
+                return Err(IndexSpecError::BadGeo {
+                    code: None,
+                    reason: format!("`{option}` is an option of geo indexes only"),
+                });
             }
         }
         Ok(spec)
@@ -437,6 +459,19 @@ impl IndexSpec {
         }
     }
 
+    /// A geo index's geo fields (positions in [`IndexSpec::keys`]) and kind.
+    pub fn geo(&self) -> Option<(&[usize], &GeoIndex)> {
+        self.geo
+            .as_ref()
+            .map(|(positions, kind)| (positions.as_slice(), kind))
+    }
+
+    /// Whether its keys are not the values of its fields (a text, geo or hashed index), so
+    /// that no plan may read values from them or take their order for the values'.
+    pub(crate) fn keys_values_differently(&self) -> bool {
+        self.text.is_some() || self.geo.is_some() || self.hashed.is_some()
+    }
+
     /// The position of `_fts` in the keys of a text index.
     fn text_position(&self) -> Option<usize> {
         self.text.as_ref()?;
@@ -469,6 +504,9 @@ impl IndexSpec {
         if let Some(text) = &self.text {
             text.options_into(&mut doc);
         }
+        if let Some((_, geo)) = &self.geo {
+            geo.options_into(&mut doc);
+        }
         doc
     }
 
@@ -481,6 +519,10 @@ impl IndexSpec {
                     Bson::String("hashed".into())
                 } else if self.text.is_some() && p.as_str() == TEXT_KEY {
                     Bson::String("text".into())
+                } else if let Some((positions, geo)) = &self.geo
+                    && positions.contains(&i)
+                {
+                    Bson::String(geo.kind().into())
                 } else {
                     Bson::Int32(d.as_i32())
                 };
@@ -550,6 +592,8 @@ impl IndexSpec {
         self.product(&per_field, 0, &mut prefix, &mut keys);
         keys.sort_unstable();
         keys.dedup();
+        // A geo field keys one geometry by several cells, as an array keys its elements.
+        let multikey = multikey || keys.len() > 1;
         // Only a document with one key in a non-multikey index can be answered from its key,
         // so only such keys carry their types.
         let mut types = Vec::new();
@@ -607,10 +651,19 @@ impl IndexSpec {
         doc: &'d RawDocument,
     ) -> Result<Option<Vec<KeyValues<'d>>>, KeyError> {
         let mut per_field: Vec<KeyValues<'d>> = Vec::with_capacity(self.keys.len());
-        for (path, _) in &self.keys {
-            per_field.push(key_values(doc, path).map_err(KeyError::Malformed)?);
+        for (at, (path, _)) in self.keys.iter().enumerate() {
+            per_field.push(match &self.geo {
+                Some((positions, geo)) if positions.contains(&at) => geo_values(geo, doc, path)?,
+                _ => key_values(doc, path).map_err(KeyError::Malformed)?,
+            });
         }
         if self.sparse && per_field.iter().all(|f| f.missing) {
+            return Ok(None);
+        }
+        // A geo index skips a document without geometry in any geo field, as MongoDB's do.
+        if let Some((positions, _)) = &self.geo
+            && positions.iter().all(|&at| per_field[at].missing)
+        {
             return Ok(None);
         }
         if self
@@ -767,6 +820,53 @@ impl IndexSpec {
     }
 }
 
+/// The default name of a geo index: `loc_2dsphere`, `loc_2d_type_1`.
+fn geo_name(keys: &[(Path, Direction)], positions: &[usize], kind: &str) -> String {
+    keys.iter()
+        .enumerate()
+        .map(|(i, (p, d))| {
+            if positions.contains(&i) {
+                format!("{}_{kind}", p.as_str())
+            } else {
+                format!("{}_{}", p.as_str(), d.as_i32())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// The geo fields of a key pattern (positions, and whether each is `2dsphere`) checked as
+/// MongoDB checks them, with the index document's geo options: any number of `2dsphere`
+/// fields beside ordinary ones, or one `2d` field, first; never beside another special kind.
+fn geo_fields(
+    geo: &[(usize, bool)],
+    hashed: bool,
+    index: &Document,
+) -> Result<Option<(Vec<usize>, GeoIndex)>, IndexSpecError> {
+    let bad = |code: i32, reason: &str| IndexSpecError::BadGeo {
+        code: Some(code),
+        reason: reason.to_owned(),
+    };
+    let Some(&(_, sphere)) = geo.first() else {
+        return Ok(None);
+    };
+    if hashed || geo.iter().any(|&(_, s)| s != sphere) {
+        return Err(bad(
+            16823,
+            "Cannot use 2dsphere index with other special index types",
+        ));
+    }
+    if !sphere && geo.len() > 1 {
+        return Err(bad(16800, "can't have 2 geo fields"));
+    }
+    if !sphere && geo[0].0 != 0 {
+        return Err(bad(16801, "2d has to be first in index"));
+    }
+    let kind = GeoIndex::from_options(sphere, index)
+        .map_err(|reason| IndexSpecError::BadGeo { code: None, reason })?;
+    Ok(Some((geo.iter().map(|&(p, _)| p).collect(), kind)))
+}
+
 fn default_name(keys: &[(Path, Direction)], hashed: Option<usize>) -> String {
     keys.iter()
         .enumerate()
@@ -779,6 +879,36 @@ fn default_name(keys: &[(Path, Direction)], hashed: Option<usize>) -> String {
         })
         .collect::<Vec<_>>()
         .join("_")
+}
+
+/// A geo field's keys as the values of a key field: its cell ids (see [`crate::geo`]),
+/// "missing" when it holds no geometry. The arrays a geometry is written with are its own, not
+/// the document's, so they count for no parallel-array check.
+fn geo_values<'d>(
+    geo: &GeoIndex,
+    doc: &'d RawDocument,
+    path: &Path,
+) -> Result<KeyValues<'d>, KeyError> {
+    let cells = geo
+        .keys(doc, path.segments())
+        .map_err(|error| KeyError::Geo {
+            document: render(RawBsonRef::Document(doc)),
+            error,
+        })?;
+    if cells.len() > MAX_KEYS_PER_DOCUMENT {
+        return Err(KeyError::TooManyKeys {
+            limit: MAX_KEYS_PER_DOCUMENT,
+        });
+    }
+    Ok(KeyValues {
+        missing: cells.is_empty(),
+        values: if cells.is_empty() {
+            vec![RawBsonRef::Null]
+        } else {
+            cells.into_iter().map(RawBsonRef::Int64).collect()
+        },
+        array_depths: Vec::new(),
+    })
 }
 
 /// Replaces the hashed field's value by its hash (under the index's collation, if any). A
@@ -880,7 +1010,14 @@ const INDEX_OPTIONS: &[&str] = &[
     "default_language",
     "language_override",
     "textIndexVersion",
+    "2dsphereIndexVersion",
+    "bits",
+    "min",
+    "max",
 ];
+
+/// The options only a geo index takes (read by [`GeoIndex::from_options`]).
+const GEO_OPTIONS: &[&str] = &["2dsphereIndexVersion", "bits", "min", "max"];
 
 /// The options only a text index takes.
 const TEXT_OPTIONS: &[&str] = &[
@@ -894,10 +1031,9 @@ const TEXT_OPTIONS: &[&str] = &[
 const UNSUPPORTED_OPTIONS: &[&str] = &[
     "hidden",
     "wildcardProjection",
-    "2dsphereIndexVersion",
-    "bits",
-    "min",
-    "max",
+    "finestIndexedLevel",
+    "coarsestIndexedLevel",
+    "maxCellsInCovering",
     "clustered",
     "storageEngine",
     "prepareUnique",
@@ -1087,6 +1223,11 @@ pub(crate) enum KeyError {
     },
     /// A text index cannot read the document's strings or fields.
     Text(TextError),
+    /// A geo index cannot key the document's geo field (the document as MongoDB shows it).
+    Geo {
+        document: String,
+        error: crate::geo::GeoKeyError,
+    },
     TooManyKeys {
         limit: usize,
     },

@@ -186,3 +186,74 @@ fn malformed_geometries_and_shapes_are_refused_with_their_reason() {
         "unknown geo specifier",
     );
 }
+
+fn nearest(db: &Database, filter: Document, limit: u64) -> Vec<String> {
+    let txn = db.read().unwrap();
+    let c = txn.collection("zips").unwrap().unwrap();
+    let options = FindOptions {
+        limit: Some(limit),
+        ..FindOptions::default()
+    };
+    c.find(&filter, &options)
+        .unwrap()
+        .map(|d| d.unwrap().get_str("_id").unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_nearest_ten_zip_codes_are_those_the_haversine_ranks_first() {
+    let (db, points) = zips();
+    let c = db.collection("zips");
+    c.create_index(odm_engine::IndexSpec::from_keys_document(&doc! { "loc": "2dsphere" }).unwrap())
+        .unwrap();
+    let center = (-73.99, 40.73);
+    let mut ranked: Vec<(f64, String)> = points
+        .iter()
+        .map(|(id, x, y)| (haversine(center, (*x, *y)), id.clone()))
+        .collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let expected: Vec<String> = ranked.iter().take(10).map(|(_, id)| id.clone()).collect();
+    let geojson = doc! { "loc": { "$near": { "$geometry": { "type": "Point", "coordinates": [center.0, center.1] } } } };
+    assert_eq!(nearest(&db, geojson, 10), expected);
+    let legacy = doc! { "loc": { "$nearSphere": [center.0, center.1] } };
+    assert_eq!(nearest(&db, legacy, 10), expected);
+    // Within 5 km through the index: the haversine's answer again.
+    let radius = 5_000.0 / RADIUS;
+    let mut within: Vec<String> = ranked
+        .iter()
+        .take_while(|(d, _)| *d <= radius)
+        .map(|(_, id)| id.clone())
+        .collect();
+    within.sort();
+    let filter =
+        doc! { "loc": { "$geoWithin": { "$centerSphere": [[center.0, center.1], radius] } } };
+    assert_eq!(ids(&db, filter).unwrap(), within);
+}
+
+#[test]
+fn a_flat_index_ranks_by_distance_on_the_plane() {
+    let (db, points) = zips();
+    db.collection("zips")
+        .create_index(odm_engine::IndexSpec::from_keys_document(&doc! { "loc": "2d" }).unwrap())
+        .unwrap();
+    let center = (-73.99, 40.73);
+    let mut ranked: Vec<(f64, String)> = points
+        .iter()
+        .map(|(id, x, y)| ((x - center.0).hypot(y - center.1), id.clone()))
+        .collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let expected: Vec<String> = ranked.iter().take(10).map(|(_, id)| id.clone()).collect();
+    let filter = doc! { "loc": { "$near": [center.0, center.1], "$maxDistance": 1.0 } };
+    assert_eq!(nearest(&db, filter, 10), expected);
+    let boxed = ids(
+        &db,
+        doc! { "loc": { "$geoWithin": { "$box": [[-74.1, 40.6], [-73.9, 40.8]] } } },
+    )
+    .unwrap();
+    let compared = ids(
+        &db,
+        doc! { "loc.0": { "$gte": -74.1, "$lte": -73.9 }, "loc.1": { "$gte": 40.6, "$lte": 40.8 } },
+    )
+    .unwrap();
+    assert_eq!(boxed, compared);
+}

@@ -69,6 +69,10 @@ pub enum IndexSpecError {
     /// A field MongoDB does not know in an index document.
     #[error("The field '{option}' is not valid for an index specification")]
     UnknownOption { option: String },
+    /// A geo index's key pattern or options MongoDB refuses (its location code, when it has
+    /// one, and its words).
+    #[error("{reason}")]
+    BadGeo { code: Option<i32>, reason: String },
 }
 
 impl IndexSpecError {
@@ -83,6 +87,9 @@ impl IndexSpecError {
             IndexSpecError::MissingKey => ErrorCode::FAILED_TO_PARSE,
             IndexSpecError::WrongType { .. } => ErrorCode::TYPE_MISMATCH,
             IndexSpecError::SeveralHashed { .. } => ErrorCode::location(31303),
+            IndexSpecError::BadGeo {
+                code: Some(code), ..
+            } => ErrorCode::location(*code),
             _ => ErrorCode::CANNOT_CREATE_INDEX,
         }
     }

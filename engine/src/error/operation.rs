@@ -49,6 +49,18 @@ pub enum Error {
         index: String,
         reason: crate::text::TextError,
     },
+    /// A document whose geo field a geo index cannot key: no geometry, an invalid one, a point
+    /// off a `2d` index's range (MongoDB's words and code: 16755 for `2dsphere`).
+    #[error(
+        "Can't extract geo keys: {document}  {reason} (collection `{collection}`, index `{index}`)"
+    )]
+    GeoIndexDocument {
+        collection: String,
+        index: String,
+        code: i32,
+        document: String,
+        reason: String,
+    },
     /// `$text` on a collection without a text index, or with more than one.
     #[error("{reason}")]
     TextIndexRequired { reason: &'static str },
@@ -338,7 +350,9 @@ impl Error {
             Error::NestedWrite | Error::Locked { .. } | Error::Compaction(_) => {
                 ErrorCode::ILLEGAL_OPERATION
             }
-            Error::Reported { code, .. } => ErrorCode::location(*code),
+            Error::Reported { code, .. } | Error::GeoIndexDocument { code, .. } => {
+                ErrorCode::location(*code)
+            }
             Error::ChangeStreamHistoryLost { .. } => ErrorCode::CHANGE_STREAM_HISTORY_LOST,
             Error::InvalidResumeToken(_) => ErrorCode::INVALID_RESUME_TOKEN,
             Error::ChangeStreamFatal(_) => ErrorCode::CHANGE_STREAM_FATAL_ERROR,

@@ -5,6 +5,7 @@
 //! - `sphere`: exact geometry on the sphere (containment, intersection, distance);
 //! - `flat`: geometry on the plane, for legacy pairs and MongoDB's legacy shapes;
 //! - `cell`: the quadtree whose cells index keys name;
+//! - `index`: geo index fields: options, keys, the key ranges a condition reads;
 //! - `query`: the operators (`$geoWithin`, `$geoIntersects`, `$near`, `$nearSphere`) parsed
 //!   and judged against stored values.
 //!
@@ -13,6 +14,7 @@
 
 mod cell;
 mod flat;
+mod index;
 #[cfg(test)]
 mod laws;
 mod query;
@@ -21,9 +23,18 @@ mod sphere;
 
 pub use cell::{Cell, FINEST, Grid};
 pub use flat::FlatShape;
-pub use query::{GeoCondition, Near, Region};
+pub use index::{CELLS_PER_GEOMETRY, GeoIndex, GeoKeyError, document_distance};
+pub use query::{GeoCondition, Metric, Near, Region};
 pub use shape::{Geometry, Position, Stored};
 pub use sphere::{Shape, Vector};
+
+/// The field a near query's documents carry their distance in while they are sorted nearest
+/// first; no stored document has it (a top-level name never starts with `$`), and results have
+/// it removed.
+pub const DISTANCE_FIELD: &str = "$geoDistance";
+
+/// [`DISTANCE_FIELD`] as a raw document's key.
+pub(crate) const DISTANCE_KEY: &bson::raw::CStr = bson::raw::cstr!("$geoDistance");
 
 /// The Earth's radius in metres MongoDB turns radians into metres with.
 pub const EARTH_RADIUS_METRES: f64 = 6_378_100.0;

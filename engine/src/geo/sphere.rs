@@ -368,3 +368,121 @@ impl Shape {
             && !self.polygons.iter().any(|poly| poly.contains(far))
     }
 }
+
+impl Shape {
+    /// Whether the shape is points only.
+    pub fn is_points(&self) -> bool {
+        self.lines.is_empty() && self.polygons.is_empty()
+    }
+
+    /// Its points.
+    pub fn points(&self) -> &[Vector] {
+        &self.points
+    }
+
+    /// A rectangle of longitudes and latitudes holding every point of the shape: its vertices'
+    /// extremes, widened where an edge bows past them toward a pole, to the full longitude
+    /// range when an edge crosses the antimeridian, and to the pole a polygon holds.
+    pub fn bounds(&self) -> (Position, Position) {
+        let mut low = Position { x: 180.0, y: 90.0 };
+        let mut high = Position {
+            x: -180.0,
+            y: -90.0,
+        };
+        let mut take = |v: Vector| {
+            let p = v.position();
+            low = Position {
+                x: low.x.min(p.x),
+                y: low.y.min(p.y),
+            };
+            high = Position {
+                x: high.x.max(p.x),
+                y: high.y.max(p.y),
+            };
+        };
+        self.vertices().for_each(&mut take);
+        let mut full_longitude = false;
+        for (a, b) in self.edges() {
+            let (pa, pb) = (a.position(), b.position());
+            full_longitude |= (pa.x - pb.x).abs() > 180.0;
+            for pole in [Vector([0.0, 0.0, 1.0]), Vector([0.0, 0.0, -1.0])] {
+                if let Some(extreme) = arc_extreme(a, b, pole) {
+                    take(extreme);
+                }
+            }
+        }
+        for (pole, latitude) in [
+            (Vector([0.0, 0.0, 1.0]), 90.0),
+            (Vector([0.0, 0.0, -1.0]), -90.0),
+        ] {
+            if self.polygons.iter().any(|p| p.contains(pole)) {
+                low.y = low.y.min(latitude);
+                high.y = high.y.max(latitude);
+                full_longitude = true;
+            }
+        }
+        if full_longitude || low.y <= -90.0 || high.y >= 90.0 {
+            low.x = -180.0;
+            high.x = 180.0;
+        }
+        (low, high)
+    }
+}
+
+/// The point of arc `ab` nearest `pole` when it lies inside the arc (not at an end).
+fn arc_extreme(a: Vector, b: Vector, pole: Vector) -> Option<Vector> {
+    let normal = a.cross(b);
+    if normal.norm() == 0.0 {
+        return None;
+    }
+    let n = normal.normalized();
+    let foot = pole.plus(n.scaled(-pole.dot(n)));
+    if foot.norm() == 0.0 {
+        return None;
+    }
+    let foot = foot.normalized();
+    (a.cross(foot).dot(n) > 0.0 && foot.cross(b).dot(n) > 0.0).then_some(foot)
+}
+
+impl Vector {
+    /// Its longitude and latitude in degrees.
+    pub fn position(self) -> Position {
+        let [x, y, z] = self.0;
+        Position {
+            x: y.atan2(x).to_degrees(),
+            y: z.clamp(-1.0, 1.0).asin().to_degrees(),
+        }
+    }
+}
+
+/// The rectangle of longitudes and latitudes holding a cap of `radius` radians around
+/// `center`: the full longitude range when it reaches a pole or crosses the antimeridian.
+pub(crate) fn cap_bounds(center: Position, radius: f64) -> (Position, Position) {
+    let r = radius.to_degrees();
+    let (south, north) = ((center.y - r).max(-90.0), (center.y + r).min(90.0));
+    let sin_r = radius.sin();
+    let cos_lat = center.y.to_radians().cos();
+    let full = Position {
+        x: -180.0,
+        y: south,
+    };
+    let full_high = Position { x: 180.0, y: north };
+    if radius >= std::f64::consts::FRAC_PI_2 || north >= 90.0 || south <= -90.0 || sin_r >= cos_lat
+    {
+        return (full, full_high);
+    }
+    let dlng = (sin_r / cos_lat).asin().to_degrees();
+    if center.x - dlng < -180.0 || center.x + dlng > 180.0 {
+        return (full, full_high);
+    }
+    (
+        Position {
+            x: center.x - dlng,
+            y: south,
+        },
+        Position {
+            x: center.x + dlng,
+            y: north,
+        },
+    )
+}

@@ -56,11 +56,11 @@ pub(crate) fn covering(
         return None;
     }
     let index = meta.index(&scan.index)?;
-    // A hashed index's keys hold hashes, and a collated one's strings sort keys, not the
-    // values a covered query would return.
+    // A hashed, text or geo index's keys hold hashes, terms or cells, and a collated one's
+    // strings sort keys, not the values a covered query would return.
     if index.multikey
         || scan.multikey
-        || index.spec.hashed_field().is_some()
+        || index.spec.keys_values_differently()
         || index.spec.collation().is_some()
     {
         return None;

@@ -264,6 +264,12 @@ fn sorted<'c>(
                 .map_err(|e| Error::corrupt(format!("collection `{}`", collection.name()), e))?;
             kept.append(crate::text::SCORE_KEY, score);
         }
+        if let Some(near) = query.near.as_ref().filter(|_| sort.needs_distance()) {
+            let (path, near) = &**near;
+            if let Some(distance) = crate::geo::document_distance(near, raw, path.segments()) {
+                kept.append(crate::geo::DISTANCE_KEY, distance);
+            }
+        }
         sorter.push(kept).map_err(|e| match e {
             Error::AggregateMemoryExceeded { limit, .. } => Error::SortMemoryExceeded {
                 collection: collection.name().to_owned(),
@@ -273,9 +279,10 @@ fn sorted<'c>(
         })?;
     }
     let spilled = sorter.spilled();
-    let docs: SortedDocs<'c> = match text {
-        Some(_) => Box::new(sorter.finish()?.map(|scored| scored.map(unscored))),
-        None => Box::new(sorter.finish()?),
+    let docs: SortedDocs<'c> = if text.is_some() || sort.needs_distance() {
+        Box::new(sorter.finish()?.map(|scored| scored.map(unscored)))
+    } else {
+        Box::new(sorter.finish()?)
     };
     let (spills, spilled_bytes) = budget.spill_totals();
     let spill = Spill {
@@ -286,12 +293,13 @@ fn sorted<'c>(
     Ok(Results::Sorted(docs, candidates.stats(), spill))
 }
 
-/// A document without the text score [`sorted`] appended to it.
+/// A document without the text score or distance [`sorted`] appended to it.
 fn unscored(scored: RawDocumentBuf) -> RawDocumentBuf {
     let mut doc = RawDocumentBuf::new();
     for element in &scored {
         if let Ok((key, value)) = element
             && key.as_str() != crate::text::SCORE_FIELD
+            && key.as_str() != crate::geo::DISTANCE_FIELD
         {
             doc.append(key, value);
         }

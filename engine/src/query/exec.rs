@@ -12,7 +12,9 @@ use super::candidates::Candidates;
 use super::covered::{self, Output};
 use super::cursor::{Cursor, Decode};
 use super::filter::Filter;
-use super::plan::{Access, Plan, TextPlanError, candidates, hinted, index_plan_for, text_plan};
+use super::plan::{
+    Access, Plan, TextPlanError, candidates, geo_plan, hinted, index_plan_for, text_plan,
+};
 use super::selection::{KeyOptions, Query, QueryOptions};
 use crate::catalog::CollectionMeta;
 use crate::error::{Error, FilterError, Result};
@@ -297,6 +299,11 @@ pub(crate) fn distinct_values(
 pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Query) -> Result<Plan> {
     if let Some(plan) = text_plan(&query.filter, query.collation(), &meta.indexes) {
         return plan.map_err(text_plan_error);
+    }
+    if query.hint.is_none()
+        && let Some(plan) = geo_plan(&query.filter, &meta.indexes)
+    {
+        return Ok(plan);
     }
     if meta.options.capped.is_some()
         && let Some(natural) = query.natural

@@ -43,8 +43,9 @@ pub struct Explain {
 
 /// Every candidate plan of a query on a collection, best first.
 fn all_plans(query: &Query, collection: &ReadCollection<'_>) -> Vec<super::plan::Plan> {
-    // `$text` has one plan, the text index's.
-    if query.text.is_some() {
+    // `$text` has one plan, the text index's, and a geo condition a geo index serves the
+    // geo index's.
+    if query.text.is_some() || serves_geo(query, collection) {
         return Vec::new();
     }
     candidates(
@@ -55,12 +56,18 @@ fn all_plans(query: &Query, collection: &ReadCollection<'_>) -> Vec<super::plan:
     )
 }
 
+/// Whether a geo index serves the query's geo condition (see `plan::geo_plan`).
+fn serves_geo(query: &Query, collection: &ReadCollection<'_>) -> bool {
+    query.hint.is_none()
+        && super::plan::geo_plan(&query.filter, &collection.meta().indexes).is_some()
+}
+
 impl ReadCollection<'_> {
     /// Plans and runs a find, reporting the plans and what the run examined. The run is the
     /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
         let query = Query::parse(filter, options.query_options())?.under(self.meta())?;
-        let winning = if query.hint.is_some() || query.text.is_some() {
+        let winning = if query.hint.is_some() || query.text.is_some() || serves_geo(&query, self) {
             self.choose_plan(&query)?
         } else {
             let chosen = self.best_plan(&query);

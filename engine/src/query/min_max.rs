@@ -82,7 +82,7 @@ fn key(index: &IndexMeta, bound: &Document, collated: bool) -> Option<Vec<u8>> {
             .zip(fields)
             .all(|(name, (path, _))| name == path.as_str());
     let strings = || bound.values().any(holds_string);
-    if !names_fit || index.spec.hashed_field().is_some() || (collated && strings()) {
+    if !names_fit || index.spec.keys_values_differently() || (collated && strings()) {
         return None;
     }
     let mut out = Vec::new();

@@ -702,8 +702,9 @@ fn index_plan(
     sort: Option<&Sort>,
 ) -> Option<Plan> {
     let spec = &index.spec;
-    // A text index serves `$text` alone (see `text_plan`): its keys are terms, not values.
-    if spec.text().is_some() || !partial_covers(index, conds) {
+    // A text index serves `$text` alone (see `text_plan`), and a geo index geo conditions
+    // alone (see `geo_plan`): their keys are terms and cells, not values.
+    if spec.text().is_some() || spec.geo().is_some() || !partial_covers(index, conds) {
         return None;
     }
     let cx = spec.collation().map(|c| &**c);
@@ -812,6 +813,64 @@ pub(crate) fn text_plan(
         plans.push(best);
     }
     Some(Ok(Plan::unordered(Access::Or(plans), -1000)))
+}
+
+/// The plan of a filter holding a geo condition a geo index serves: the walk of the index over
+/// the cells covering the condition's region (see [`crate::geo`]), a `$near`'s first; `None`
+/// when no geo index serves one. Only an index whose first field is the geo field serves (its
+/// keys start with the cells), and no partial one.
+pub(crate) fn geo_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
+    use crate::geo::GeoCondition;
+    let mut geo: Vec<(&Path, &GeoCondition)> = conditions(filter, false)
+        .into_iter()
+        .filter_map(|(path, predicate)| match predicate {
+            Predicate::Geo(condition) => Some((path, &**condition)),
+            _ => None,
+        })
+        .collect();
+    geo.sort_by_key(|(_, c)| !matches!(c, GeoCondition::Near(_)));
+    for (path, condition) in geo {
+        for index in indexes {
+            let Some((positions, kind)) = index.spec.geo() else {
+                continue;
+            };
+            if positions.first() != Some(&0)
+                || index.spec.keys()[0].0 != *path
+                || index.spec.partial_filter().is_some()
+            {
+                continue;
+            }
+            if let Some(ranges) = kind.ranges(condition) {
+                return Some(geo_scan(index, path, &ranges));
+            }
+        }
+    }
+    None
+}
+
+/// The walk of a geo index over ranges of cell ids.
+fn geo_scan(index: &IndexMeta, path: &Path, ranges: &[(i64, i64)]) -> Plan {
+    let encoded = |id: i64| {
+        let mut key = Vec::new();
+        keys::encode_into(&mut key, RawBsonRef::Int64(id), Direction::Ascending);
+        key
+    };
+    let intervals = ranges
+        .iter()
+        .map(|&(lo, hi)| (Bound::Included(encoded(lo)), after(encoded(hi))))
+        .collect();
+    let shown: Vec<String> = ranges
+        .iter()
+        .map(|(lo, hi)| format!("[{lo}, {hi}]"))
+        .collect();
+    let bounds = vec![(
+        path.as_str().to_owned(),
+        FieldBounds::reported(format!("[{}]", shown.join(", "))),
+    )];
+    let mut scan = IndexScan::of(index, intervals, false, bounds);
+    // One geometry is keyed by several cells: the walk yields each document once.
+    scan.multikey = true;
+    Plan::unordered(Access::IndexScan(scan), 0)
 }
 
 /// The walk of the text index `bound` names over its positive terms' keys.
@@ -978,8 +1037,8 @@ pub(crate) fn sort_order(
     let Some(sort) = sort.filter(|s| !s.is_empty() && s.collation() == index_collation) else {
         return (false, false);
     };
-    // No index holds text scores.
-    if sort.needs_text_score() {
+    // No index holds text scores or distances.
+    if sort.needs_text_score() || sort.needs_distance() {
         return (false, false);
     }
     // Several intervals on the first field, walked in key order, give that field's order (the

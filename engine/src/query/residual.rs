@@ -45,7 +45,7 @@ pub(crate) fn residual(
         || index.multikey
         || spec.is_sparse()
         || spec.partial_filter().is_some()
-        || spec.hashed_field().is_some()
+        || spec.keys_values_differently()
     {
         return None;
     }

@@ -57,6 +57,9 @@ pub(crate) struct Query {
     /// The filter's `$text` bound to the collection's text index (see [`Query::under`]): it
     /// gives the plan and each result's `textScore`.
     pub(crate) text: Option<Arc<TextMatch>>,
+    /// The filter's `$near` or `$nearSphere` and its path (see [`Query::under`]): it gives
+    /// each result's distance, which orders them when the query has no sort of its own.
+    pub(crate) near: Option<Arc<(crate::path::Path, crate::geo::Near)>>,
 }
 
 /// find's options that read or return index keys and record ids.
@@ -166,6 +169,7 @@ impl Query {
             natural,
             keys,
             text: None,
+            near: None,
         })
     }
 
@@ -186,6 +190,7 @@ impl Query {
             natural: None,
             keys: KeyOptions::default(),
             text: None,
+            near: None,
         }
     }
 
@@ -204,13 +209,19 @@ impl Query {
             self.sort = self.sort.map(|s| s.collated(Some(default.clone())));
             self.collation_given = true;
         }
-        if self.filter.near().is_some() {
-            // A near query needs a `2d` or `2dsphere` index on its path, which this engine
-            // does not build yet: MongoDB's answer for a collection without one.
-            return Err(Error::InvalidFilter(
-                crate::error::FilterError::new("", "$near", NO_GEO_NEAR_INDEX)
-                    .with_code(crate::code::ErrorCode::NO_QUERY_EXECUTION_PLANS),
-            ));
+        if let Some((path, near)) = self.filter.near() {
+            check_near_index(path, near, meta)?;
+            self.near = Some(Arc::new((path.clone(), near.clone())));
+            if self.natural.is_some() {
+                return Err(Error::InvalidFilter(crate::error::FilterError::new(
+                    "",
+                    "$near",
+                    "geoNear expression not allowed with $natural sort order",
+                )));
+            }
+            if self.sort.is_none() {
+                self.sort = Some(Sort::nearest());
+            }
         }
         if let Some(text) = self.filter.text() {
             let bound = Arc::new(self.bind_text(&text.search, meta)?);
@@ -297,6 +308,34 @@ impl Query {
 
 /// MongoDB's words for a `$near` without a geo index to serve it.
 const NO_GEO_NEAR_INDEX: &str = "unable to find index for $geoNear query";
+
+/// A near query needs a geo index on its path that measures as it does: `2dsphere` for a
+/// GeoJSON point, `2d` for a legacy `$near`, either for a legacy `$nearSphere`.
+fn check_near_index(
+    path: &crate::path::Path,
+    near: &crate::geo::Near,
+    meta: &CollectionMeta,
+) -> Result<()> {
+    use crate::geo::{GeoIndex, Metric};
+    let serves = meta.indexes.iter().any(|index| {
+        index.spec.geo().is_some_and(|(positions, kind)| {
+            positions.iter().any(|&at| index.spec.keys()[at].0 == *path)
+                && !matches!(
+                    (kind, near.metric),
+                    (GeoIndex::Sphere { .. }, Metric::Flat)
+                        | (GeoIndex::Flat { .. }, Metric::Metres)
+                )
+        })
+    });
+    if serves {
+        Ok(())
+    } else {
+        Err(Error::InvalidFilter(
+            crate::error::FilterError::new("", "$near", NO_GEO_NEAR_INDEX)
+                .with_code(crate::code::ErrorCode::NO_QUERY_EXECUTION_PLANS),
+        ))
+    }
+}
 
 /// A `collation` option; `None` for none or the simple (binary) one.
 pub(crate) fn parse_collation(spec: Option<&Document>) -> Result<Option<Arc<Collation>>> {

@@ -26,12 +26,16 @@ pub struct Sort {
     /// Where `{$meta: "textScore"}` stands among the fields (before `fields[i]`): results sort
     /// by their text score there, highest first (see [`Sort::compare`]).
     text_score: Option<usize>,
+    /// Whether results sort first by their distance from a `$near` point, nearest first: the
+    /// distance each carries in [`crate::geo::DISTANCE_FIELD`] (see [`Sort::nearest`]).
+    distance: bool,
 }
 
 impl PartialEq for Sort {
     fn eq(&self, other: &Sort) -> bool {
         self.fields == other.fields
             && self.text_score == other.text_score
+            && self.distance == other.distance
             && self.collation.as_ref().map(|c| c.spec())
                 == other.collation.as_ref().map(|c| c.spec())
     }
@@ -89,7 +93,23 @@ impl Sort {
             fields,
             collation: None,
             text_score,
+            distance: false,
         })
+    }
+
+    /// The order of a near query without a sort of its own: nearest first.
+    pub(crate) fn nearest() -> Sort {
+        Sort {
+            fields: Vec::new(),
+            collation: None,
+            text_score: None,
+            distance: true,
+        }
+    }
+
+    /// Whether it sorts by distance from a `$near` point, which only a near query gives.
+    pub fn needs_distance(&self) -> bool {
+        self.distance
     }
 
     /// Whether it sorts by the text score, which only a `$text` query gives.
@@ -114,7 +134,7 @@ impl Sort {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty() && self.text_score.is_none()
+        self.fields.is_empty() && self.text_score.is_none() && !self.distance
     }
 
     /// Compares two documents in this sort's order; where it sorts by text score, by the
@@ -122,6 +142,16 @@ impl Sort {
     pub fn compare(&self, a: &RawDocument, b: &RawDocument) -> Ordering {
         let cx = self.collation.as_deref();
         let score = |d: &RawDocument| d.get_f64(crate::text::SCORE_FIELD).unwrap_or(0.0);
+        if self.distance {
+            let distance = |d: &RawDocument| {
+                d.get_f64(crate::geo::DISTANCE_FIELD)
+                    .unwrap_or(f64::INFINITY)
+            };
+            let order = distance(a).total_cmp(&distance(b));
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
         for (i, (path, direction)) in self.fields.iter().enumerate() {
             if self.text_score == Some(i) {
                 let order = score(b).total_cmp(&score(a));
