@@ -355,3 +355,111 @@ fn a_small_query_finds_the_large_geometry_around_it() {
     let near = doc! { "area": { "$nearSphere": [5, 5], "$maxDistance": 0.0001 } };
     assert_eq!(ids(&find(&db, "regions", &near).unwrap()), [1]);
 }
+
+fn aggregate(db: &Database, name: &str, pipeline: &[Document]) -> Result<Vec<Document>, Error> {
+    let txn = db.read().unwrap();
+    let c = txn.collection(name).unwrap().unwrap();
+    c.aggregate(
+        pipeline,
+        &odm_engine::aggregate::AggregateOptions::default(),
+    )
+}
+
+#[test]
+fn geo_near_stages_return_the_nearest_with_their_distances() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("cafes");
+    let cafes = [
+        (1_i64, -73.97, 40.77, "park"),
+        (2, -73.88, 40.78, "airport"),
+        (3, -73.98, 40.75, "midtown"),
+        (4, -74.01, 40.71, "downtown"),
+    ];
+    for (id, x, y, kind) in cafes {
+        c.insert_one(
+            &doc! { "_id": id, "kind": kind, "loc": { "type": "Point", "coordinates": [x, y] } },
+        )
+        .unwrap();
+    }
+    let stage = doc! { "$geoNear": {
+        "near": { "type": "Point", "coordinates": [-73.98, 40.76] },
+        "distanceField": "dist.km", "distanceMultiplier": 0.001,
+        "maxDistance": 10_000, "query": { "kind": { "$ne": "downtown" } },
+        "includeLocs": "dist.location",
+    } };
+    let err = aggregate(&db, "cafes", std::slice::from_ref(&stage)).unwrap_err();
+    assert_eq!(err.code(), 27, "{err}");
+    assert!(
+        err.to_string().contains("requires a 2d or 2dsphere index"),
+        "{err}"
+    );
+    c.create_index(index(doc! { "loc": "2dsphere" }, doc! {}).unwrap())
+        .unwrap();
+    let found = aggregate(&db, "cafes", std::slice::from_ref(&stage)).unwrap();
+    assert_eq!(ids(&found), [3, 1, 2]);
+    let mut last = 0.0;
+    for doc in &found {
+        let dist = doc.get_document("dist").unwrap();
+        let km = dist.get_f64("km").unwrap();
+        assert!(km >= last && km < 10.0, "{km}");
+        last = km;
+        assert_eq!(
+            dist.get_document("location").unwrap(),
+            doc.get_document("loc").unwrap()
+        );
+    }
+    // Midtown is 0.01 degree of latitude away: 6378.1 km times that angle.
+    let expected = 6_378.1 * 0.01f64.to_radians();
+    let km = found[0]
+        .get_document("dist")
+        .unwrap()
+        .get_f64("km")
+        .unwrap();
+    assert!((km - expected).abs() < 1e-9, "{km} {expected}");
+
+    // A legacy pair, spherical: radians.
+    let radians = aggregate(
+        &db,
+        "cafes",
+        &[doc! { "$geoNear": { "near": [-73.98, 40.76], "spherical": true, "distanceField": "d" } }, doc! { "$limit": 1 }],
+    )
+    .unwrap();
+    let d = radians[0].get_f64("d").unwrap();
+    assert!((d - 0.01f64.to_radians()).abs() < 1e-12, "{d}");
+    // Not spherical, a legacy pair: the plane, which a 2dsphere index does not measure.
+    let err = aggregate(
+        &db,
+        "cafes",
+        &[doc! { "$geoNear": { "near": [-73.98, 40.76], "distanceField": "d" } }],
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), 291, "{err}");
+
+    let refused = |pipeline: &[Document], code: i32| {
+        let err = aggregate(&db, "cafes", pipeline).unwrap_err();
+        assert_eq!(err.code(), code, "{err}");
+    };
+    refused(&[doc! { "$match": {} }, stage.clone()], 40602);
+    refused(
+        &[doc! { "$geoNear": { "near": [0, 0], "distanceField": "d", "limit": 5 } }],
+        50858,
+    );
+    refused(&[doc! { "$geoNear": { "distanceField": "d" } }], 5_860_400);
+    refused(
+        &[doc! { "$geoNear": { "near": [0, 0], "distanceField": 5 } }],
+        16606,
+    );
+    c.create_index(index(doc! { "area": "2dsphere" }, doc! {}).unwrap())
+        .unwrap();
+    let err = aggregate(&db, "cafes", std::slice::from_ref(&stage)).unwrap_err();
+    assert!(
+        err.to_string().contains("more than one 2dsphere index"),
+        "{err}"
+    );
+    let mut keyed = stage.get_document("$geoNear").unwrap().clone();
+    keyed.insert("key", "loc");
+    assert_eq!(
+        ids(&aggregate(&db, "cafes", &[doc! { "$geoNear": keyed }]).unwrap()),
+        [3, 1, 2]
+    );
+}

@@ -72,6 +72,7 @@ impl ReadCollection<'_> {
                     cursor,
                     filter,
                     options,
+                    ..
                 } = *head;
                 let cursor = Rc::new(RefCell::new(cursor));
                 let (reader, returned) = (cursor.clone(), pulled.clone());

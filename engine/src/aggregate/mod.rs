@@ -46,6 +46,7 @@ mod combine;
 mod densify;
 mod desugar;
 mod explain;
+mod geo_near;
 mod graph;
 mod group;
 mod output;
@@ -125,7 +126,12 @@ impl ReadCollection<'_> {
             collation,
         } = self.plan_pipeline(pipeline, options)?;
         let docs: Documents<'a> = match source {
-            Source::Find(head) => scored(head.cursor),
+            Source::Find(head) => match head.geo_near {
+                Some((stage, path)) => {
+                    Box::new(head.cursor.map(move |doc| stage.annotate(doc?, &path)))
+                }
+                None => scored(head.cursor),
+            },
             Source::Given(docs, _) => Box::new(docs.into_iter().map(Ok)),
         };
         let stages = stages.into_iter().map(|(stage, _)| stage);
@@ -191,12 +197,10 @@ impl ReadCollection<'_> {
             memory_limit: options.memory_limit,
             ..FindOptions::default()
         };
-        let mut filter = Document::new();
-        if let Some((Stage::Match(_, spec), _)) =
-            rest.next_if(|(stage, _)| matches!(stage, Stage::Match(..)))
-        {
-            filter = spec;
-        }
+        let head = rest
+            .next_if(|(stage, _)| matches!(stage, Stage::GeoNear(_) | Stage::Match(..)))
+            .map(|(stage, _)| stage);
+        let (filter, geo_near) = self.head_filter(head)?;
         let mut sorted = false;
         while let Some((stage, _)) = rest.peek() {
             match stage {
@@ -245,8 +249,26 @@ impl ReadCollection<'_> {
             cursor,
             filter,
             options: find,
+            geo_near,
         };
         Ok(planned(Source::Find(Box::new(head)), rest))
+    }
+
+    /// The filter of a pipeline's head find: its leading `$match`'s, or the near query of its
+    /// leading `$geoNear` (with that stage, which annotates the results, and its field).
+    #[allow(clippy::type_complexity)]
+    fn head_filter(
+        &self,
+        head: Option<Stage>,
+    ) -> Result<(Document, Option<(Box<geo_near::GeoNear>, Path)>)> {
+        Ok(match head {
+            Some(Stage::GeoNear(stage)) => {
+                let (near, path) = stage.find(self.name(), &self.meta().indexes)?;
+                (near, Some((stage, path)))
+            }
+            Some(Stage::Match(_, spec)) => (spec, None),
+            _ => (Document::new(), None),
+        })
     }
 
     /// The options with the collection's default collation, when they name none (see
@@ -312,6 +334,8 @@ struct Head<'a> {
     cursor: crate::query::Cursor<'a>,
     filter: Document,
     options: FindOptions,
+    /// A leading `$geoNear` and its field: it annotates each result with its distance.
+    geo_near: Option<(Box<geo_near::GeoNear>, Path)>,
 }
 
 /// A pipeline ready to run: its source, then each stage after it with the document it was
@@ -750,6 +774,8 @@ enum Stage {
     Redact(Expr),
     /// `$documents`: the first stage's documents, instead of the collection's.
     Documents(Expr),
+    /// `$geoNear` (see `geo_near`): a first stage, run as a near query.
+    GeoNear(Box<geo_near::GeoNear>),
     /// `$collStats` and `$indexStats` (see `stats`): first stages reporting on the collection.
     CollStats(stats::CollStats),
     IndexStats,
@@ -859,6 +885,7 @@ impl Stage {
             "$densify" => densify::parse(arg)?,
             "$redact" => Stage::Redact(Expr::parse(arg, &scope.with_system(&redact_variables()))?),
             "$documents" => Stage::Documents(Expr::parse(arg, scope)?),
+            "$geoNear" => Stage::GeoNear(Box::new(geo_near::GeoNear::parse(arg)?)),
             "$collStats" => stats::parse_coll_stats(arg)?,
             "$indexStats" => stats::parse_index_stats(arg)?,
             other if !is_stage_name(other) => {
@@ -942,6 +969,7 @@ impl Stage {
             }
             Stage::Redact(expr) => redacting(input, expr, collation),
             Stage::Documents(_) => not_first("$documents"),
+            Stage::GeoNear(_) => not_first("$geoNear"),
             Stage::CollStats(_) => not_first("$collStats"),
             Stage::IndexStats => not_first("$indexStats"),
             Stage::BucketAuto {

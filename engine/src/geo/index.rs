@@ -395,6 +395,39 @@ fn leaves<'a>(
     }
 }
 
+/// The distance from a near point to the nearest location a document holds at a path, and
+/// that location as stored (an element of an array of locations, or the value itself).
+pub fn nearest_location(
+    near: &super::Near,
+    doc: &RawDocument,
+    path: &[String],
+) -> Option<(f64, Bson)> {
+    let mut values = Vec::new();
+    leaves(doc, path, &mut values).ok()?;
+    let mut best: Option<(f64, RawBsonRef<'_>)> = None;
+    for value in values {
+        let whole = Stored::read(value)
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.len() == 1);
+        let locations: Vec<RawBsonRef<'_>> = match value {
+            RawBsonRef::Array(array) if !whole => {
+                array.into_iter().filter_map(Result::ok).collect()
+            }
+            other => vec![other],
+        };
+        for location in locations {
+            if let Some(d) = near.distance_of(location)
+                && best.is_none_or(|(b, _)| d < b)
+            {
+                best = Some((d, location));
+            }
+        }
+    }
+    let (distance, location) = best?;
+    Some((distance, Bson::try_from(location).ok()?))
+}
+
 /// The distance from a near point to the nearest geometry a document holds at a path.
 pub fn document_distance(near: &super::Near, doc: &RawDocument, path: &[String]) -> Option<f64> {
     let mut values = Vec::new();

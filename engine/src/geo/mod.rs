@@ -23,7 +23,8 @@ mod sphere;
 
 pub use cell::{Cell, FINEST, Grid};
 pub use flat::FlatShape;
-pub use index::{CELLS_PER_GEOMETRY, GeoIndex, GeoKeyError, document_distance};
+pub use index::{CELLS_PER_GEOMETRY, GeoIndex, GeoKeyError, document_distance, nearest_location};
+
 pub use query::{GeoCondition, Metric, Near, Region};
 pub use shape::{Geometry, Position, Stored};
 pub use sphere::{Shape, Vector};
