@@ -394,7 +394,8 @@ fn blank_generated_ids(actual: &mut Actual) {
 /// The encoded `_id` of a result, which orders results by `_id`.
 /// Whether results come in a defined order: the case sorts, or its pipeline has a `$sort`.
 fn is_ordered(case: &Value) -> bool {
-    case.get("sort").is_some()
+    case.get("ordered").and_then(Value::as_bool) == Some(true)
+        || case.get("sort").is_some()
         || case
             .get("pipeline")
             .and_then(Value::as_array)
