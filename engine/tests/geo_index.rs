@@ -463,3 +463,38 @@ fn geo_near_stages_return_the_nearest_with_their_distances() {
         [3, 1, 2]
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Law: a near query with a limit (which reads only as far as its results reach) returns
+    /// the first results of the same query without one, on a 2dsphere and on a 2d index.
+    #[test]
+    fn a_limited_near_query_is_the_start_of_the_unlimited_one(
+        points in proptest::collection::vec((-30.0f64..30.0, -30.0f64..30.0), 1..80),
+        center in (-30.0f64..30.0, -30.0f64..30.0),
+        skip in 0u64..4,
+        limit in 1u64..15,
+        flat: bool,
+    ) {
+        let db = Database::in_memory().unwrap();
+        let c = db.collection("points");
+        let kind = if flat { "2d" } else { "2dsphere" };
+        c.create_index(index(doc! { "loc": kind }, doc! {}).unwrap()).unwrap();
+        let docs: Vec<Document> = points
+            .iter()
+            .enumerate()
+            .map(|(i, (x, y))| doc! { "_id": i as i64, "loc": [x, y] })
+            .collect();
+        c.insert_many(docs, true).unwrap();
+        let operator = if flat { "$near" } else { "$nearSphere" };
+        let filter = doc! { "loc": { operator: [center.0, center.1] } };
+        let txn = db.read().unwrap();
+        let c = txn.collection("points").unwrap().unwrap();
+        let all: Vec<Document> = c.find(&filter, &FindOptions::default()).unwrap().map(Result::unwrap).collect();
+        let options = FindOptions { skip, limit: Some(limit), ..FindOptions::default() };
+        let some: Vec<Document> = c.find(&filter, &options).unwrap().map(Result::unwrap).collect();
+        let expected: Vec<i64> = ids(&all).into_iter().skip(skip as usize).take(limit as usize).collect();
+        prop_assert_eq!(ids(&some), expected);
+    }
+}

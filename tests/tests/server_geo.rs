@@ -144,7 +144,7 @@ fn near_within_count_and_geo_near_answer_over_the_wire() {
     let err = c
         .find(doc! { "name": { "$near": [0, 0] } })
         .run()
-        .and_then(|cursor| cursor.collect::<mongodb::error::Result<Vec<_>>>())
+        .and_then(Iterator::collect::<mongodb::error::Result<Vec<_>>>)
         .unwrap_err();
     assert_eq!(code_of(&err), Some(291), "{err}");
 }

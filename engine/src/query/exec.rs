@@ -153,8 +153,65 @@ impl ReadCollection<'_> {
     ) -> Result<Cursor<'c, T>> {
         let _entered = options.interrupt.as_ref().map(Interrupt::enter);
         let query = Query::parse(filter, options.query_options())?.under(self.meta())?;
+        let query = self.near_reach(query)?;
         let plan = self.choose_plan(&query)?;
         Ok(Cursor::new(self, plan, query, decode)?.interrupted_by(options.interrupt.clone()))
+    }
+
+    /// A near query with a limit but no maximum distance, in nearest-first order, reads only
+    /// as far as its results reach: it tries radii growing fourfold from [`FIRST_REACH`] and
+    /// runs with the first within which `skip + limit` documents match. No document beyond
+    /// that radius can be nearer than those, so the answer is the same as reading every
+    /// document the index holds; past [`REACH_STEPS`] radii, it reads them all.
+    pub(crate) fn near_reach(&self, query: Query) -> Result<Query> {
+        let Some(near) = query.near.clone() else {
+            return Ok(query);
+        };
+        let (path, near) = &*near;
+        let nearest_only = query
+            .sort
+            .as_ref()
+            .is_some_and(|s| s.needs_distance() && s.fields().is_empty());
+        let Some(limit) = query
+            .limit
+            .filter(|_| near.max.is_none() && nearest_only && query.hint.is_none())
+        else {
+            return Ok(query);
+        };
+        let need = query.skip.saturating_add(limit);
+        let mut radius = match near.metric {
+            crate::geo::Metric::Metres => FIRST_REACH,
+            crate::geo::Metric::Radians => FIRST_REACH / crate::geo::EARTH_RADIUS_METRES,
+            crate::geo::Metric::Flat => FIRST_REACH / 100_000.0,
+        };
+        for _ in 0..REACH_STEPS {
+            let mut probe = query.clone();
+            probe.filter = std::sync::Arc::new(query.filter.with_near_max(radius));
+            let mut bounded = near.clone();
+            bounded.max = Some(radius);
+            probe.near = Some(std::sync::Arc::new((path.clone(), bounded)));
+            if self.count_up_to(&mut probe, need)? >= need {
+                return Ok(probe);
+            }
+            radius *= 4.0;
+        }
+        Ok(query)
+    }
+
+    /// How many documents match `query`, counting no further than `enough`.
+    fn count_up_to(&self, query: &mut Query, enough: u64) -> Result<u64> {
+        let plan = choose_plan(self.meta(), self.plan_cache(), query)?;
+        query.run_under(&plan, self.meta());
+        let mut n = 0u64;
+        for candidate in Candidates::new(self, &plan, None)? {
+            if query.matches(candidate?.raw(self.name())?)? {
+                n += 1;
+                if n >= enough {
+                    break;
+                }
+            }
+        }
+        Ok(n)
     }
 
     /// A cursor over a given plan, for explain.
@@ -338,6 +395,14 @@ pub(crate) fn choose_plan(meta: &CollectionMeta, cache: &PlanCache, query: &Quer
     }
     Ok(plan)
 }
+
+/// The first radius a near query with a limit tries, in metres (see `near_reach`; legacy
+/// radians and plane units take the same reach on the Earth, a plane unit as a degree).
+const FIRST_REACH: f64 = 500.0;
+
+/// How many radii a near query with a limit tries before it reads everything: 500 m times
+/// 4¹² is past the Earth's half circumference.
+const REACH_STEPS: usize = 13;
 
 /// The error of a `$text` query without a plan, as MongoDB reports it.
 fn text_plan_error(e: TextPlanError) -> Error {

@@ -67,6 +67,7 @@ impl ReadCollection<'_> {
     /// find's own cursor, drained: the figures are those of the find.
     pub fn explain(&self, filter: &Document, options: &FindOptions) -> Result<Explain> {
         let query = Query::parse(filter, options.query_options())?.under(self.meta())?;
+        let query = self.near_reach(query)?;
         let winning = if query.hint.is_some() || query.text.is_some() || serves_geo(&query, self) {
             self.choose_plan(&query)?
         } else {

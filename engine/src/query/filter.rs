@@ -176,6 +176,24 @@ impl Filter {
         }
     }
 
+    /// This filter with its `$near`'s maximum distance set to `max` (see [`Filter::near`]).
+    #[must_use]
+    pub(crate) fn with_near_max(&self, max: f64) -> Filter {
+        let mut filter = self.clone();
+        let set = |part: &mut Filter| {
+            if let Filter::Field(_, Predicate::Geo(condition)) = part
+                && let crate::geo::GeoCondition::Near(near) = &mut **condition
+            {
+                near.max = Some(max);
+            }
+        };
+        match &mut filter {
+            Filter::And(parts) => parts.iter_mut().for_each(set),
+            other => set(other),
+        }
+        filter
+    }
+
     /// Binds the filter's `$text` condition (see [`check_text_placement`] for where it may be)
     /// to the collection's text index.
     pub(crate) fn bind_text(&mut self, bound: &std::sync::Arc<TextMatch>) {

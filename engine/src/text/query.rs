@@ -242,10 +242,34 @@ impl TextMatch {
         }
     }
 
+    /// The search `$text`'s argument asks for, judged as the text index `index` would judge
+    /// it, without a collection: for judging documents one by one (a scan that answers what
+    /// the index answers). `None` when `index` is no text index.
+    pub fn of_index(
+        index: &crate::IndexSpec,
+        argument: &bson::Bson,
+    ) -> Result<Option<TextMatch>, FilterError> {
+        let Some(spec) = index.text() else {
+            return Ok(None);
+        };
+        let search = TextSearch::parse(argument)?;
+        let prefix = index
+            .text_prefix()
+            .iter()
+            .map(|(p, _)| p.to_string())
+            .collect();
+        Ok(Some(TextMatch::new(
+            &search,
+            spec.clone(),
+            index.name().to_owned(),
+            prefix,
+        )))
+    }
+
     /// Whether `doc` matches (see the module documentation): what the text index finds plus
     /// what the search then asks of the document, so that judging any document agrees with the
     /// index.
-    pub(crate) fn matches(&self, doc: &RawDocument) -> Result<bool, TextError> {
+    pub fn matches(&self, doc: &RawDocument) -> Result<bool, TextError> {
         let query = &self.query;
         if query.terms.is_empty() {
             return Ok(false);

@@ -1,6 +1,6 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill|natural [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill|natural|search [--docs N] [--runs R]`
 //! and `bench load [--clients C] [--seconds S] [--idle I] [--slow W]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
@@ -14,6 +14,7 @@ mod odm;
 mod peers;
 mod query;
 mod report;
+mod search;
 mod spill;
 mod tools;
 mod update;
@@ -50,6 +51,7 @@ fn main() {
         "tools" => tools::run(&options),
         "spill" => spill::run(&options),
         "natural" => natural::run(&options),
+        "search" => search::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -60,7 +62,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|changes|wire|tools|spill|natural [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
+        "usage: bench core|query|update|odm|changes|wire|tools|spill|natural|search [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
     );
     std::process::exit(2);
 }
