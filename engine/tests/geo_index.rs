@@ -498,3 +498,108 @@ proptest! {
         prop_assert_eq!(ids(&some), expected);
     }
 }
+
+fn places_with_index() -> Database {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("places");
+    c.create_index(index(doc! { "loc": "2dsphere" }, doc! {}).unwrap())
+        .unwrap();
+    for (id, x) in [(1_i64, 0.3), (2, 0.1), (3, 0.2)] {
+        c.insert_one(&doc! { "_id": id, "kind": "cafe", "loc": { "type": "Point", "coordinates": [x, 0.0] } })
+            .unwrap();
+    }
+    db
+}
+
+#[test]
+fn a_near_under_nested_ands_is_still_the_near_query() {
+    let db = places_with_index();
+    let near =
+        doc! { "loc": { "$near": { "$geometry": { "type": "Point", "coordinates": [0, 0] } } } };
+    let nested = doc! { "kind": "cafe", "$and": [{ "$and": [near.clone()] }] };
+    assert_eq!(ids(&find(&db, "places", &nested).unwrap()), [2, 3, 1]);
+    let bare = Database::in_memory().unwrap();
+    bare.collection("places")
+        .insert_one(&doc! { "_id": 1, "loc": [0, 0] })
+        .unwrap();
+    let err = find(&bare, "places", &nested).unwrap_err();
+    assert_eq!(err.code(), 291, "{err}");
+}
+
+#[test]
+fn degenerate_geometries_are_refused_without_panicking() {
+    let db = places_with_index();
+    let c = db.collection("places");
+    let empty = doc! { "type": "MultiPolygon", "coordinates": [] };
+    let err = c
+        .insert_one(&doc! { "_id": 9, "loc": empty.clone() })
+        .unwrap_err();
+    assert_eq!(err.code(), 16755, "{err}");
+    let err = find(
+        &db,
+        "places",
+        &doc! { "loc": { "$geoWithin": { "$geometry": empty } } },
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), 2, "{err}");
+    // Three positions that are one point of the sphere in double precision.
+    let tiny = doc! { "type": "Polygon", "coordinates": [[[0.0, 0.0], [5e-324, 0.0], [1e-323, 0.0], [0.0, 0.0]]] };
+    let err = c
+        .insert_one(&doc! { "_id": 10, "loc": tiny.clone() })
+        .unwrap_err();
+    assert_eq!(err.code(), 16755, "{err}");
+    let err = find(
+        &db,
+        "places",
+        &doc! { "loc": { "$geoIntersects": { "$geometry": tiny } } },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("3 different vertices"), "{err}");
+    let err = find(
+        &db,
+        "places",
+        &doc! { "loc": { "$geoWithin": { "$box": [[0, 0], [f64::NAN, 1]] } } },
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), 2, "{err}");
+}
+
+#[test]
+fn a_geo_near_head_feeds_a_group_its_distances_in_order() {
+    let db = places_with_index();
+    db.collection("places")
+        .create_index(IndexSpec::ascending("kind").unwrap())
+        .unwrap();
+    let grouped = aggregate(
+        &db,
+        "places",
+        &[
+            doc! { "$geoNear": { "near": { "type": "Point", "coordinates": [0, 0] }, "distanceField": "d" } },
+            doc! { "$group": { "_id": "$kind", "nearest": { "$first": "$_id" }, "far": { "$max": "$d" } } },
+        ],
+    )
+    .unwrap();
+    assert_eq!(grouped.len(), 1);
+    assert_eq!(grouped[0].get_i64("nearest").unwrap(), 2);
+    let far = grouped[0].get_f64("far").unwrap();
+    assert!(
+        (far - 6_378_100.0 * 0.3f64.to_radians()).abs() < 1e-6,
+        "{far}"
+    );
+}
+
+#[test]
+fn a_point_touching_a_shape_within_rounding_is_found_through_the_index() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("points");
+    c.insert_one(&doc! { "_id": 1_i64, "loc": [-4e-14, 2.0] })
+        .unwrap();
+    let square =
+        doc! { "type": "Polygon", "coordinates": [[[0, 0], [5, 0], [5, 5], [0, 5], [0, 0]]] };
+    let filter = doc! { "loc": { "$geoIntersects": { "$geometry": square } } };
+    let scanned = ids(&find(&db, "points", &filter).unwrap());
+    assert_eq!(scanned, [1], "the matcher counts the point as touching the edge");
+    c.create_index(index(doc! { "loc": "2dsphere" }, doc! {}).unwrap())
+        .unwrap();
+    assert_eq!(ids(&find(&db, "points", &filter).unwrap()), scanned);
+}

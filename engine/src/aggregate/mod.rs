@@ -220,9 +220,10 @@ impl ReadCollection<'_> {
                 in_key_order,
             },
             _,
-        )) = rest.peek_mut()
+        )) = rest.peek_mut().filter(|_| geo_near.is_none())
         {
-            // A `$text` head scores whole documents: it keeps every field.
+            // A `$text` head scores whole documents: it keeps every field. (A `$geoNear` head
+            // measures whole documents and keeps its order: it is never narrowed or reordered.)
             if let Some(paths) = grouping
                 .fields_read()
                 .filter(|p| !p.is_empty() && !filter.contains_key("$text"))

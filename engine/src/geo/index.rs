@@ -252,6 +252,23 @@ impl GeoIndex {
 
     fn cover(&self, low: Position, high: Position) -> Vec<(i64, i64)> {
         let grid = self.grid();
+        // Widened by a billionth of the grid: the matcher counts points within floating-point
+        // error of a shape as touching it, and rounding must not put them in a cell not read.
+        let margin = |low: f64, high: f64| (high - low) * 1e-9;
+        let (mx, my) = (
+            margin(grid.low.x, grid.high.x),
+            margin(grid.low.y, grid.high.y),
+        );
+        let (low, high) = (
+            Position {
+                x: low.x - mx,
+                y: low.y - my,
+            },
+            Position {
+                x: high.x + mx,
+                y: high.y + my,
+            },
+        );
         let clip = |p: Position| Position {
             x: p.x.clamp(grid.low.x, grid.high.x),
             y: p.y.clamp(grid.low.y, grid.high.y),

@@ -92,7 +92,13 @@ pub(crate) fn legacy_array(array: &RawArray) -> Result<Option<Position>, GeoErro
         x.map_err(GeoError::malformed)?,
         y.map_err(GeoError::malformed)?,
     );
-    Ok(number(x).zip(number(y)).map(|(x, y)| Position { x, y }))
+    Ok(finite(number(x), number(y)))
+}
+
+/// A point of two finite numbers; none for NaN or an infinity, which no point has.
+fn finite(x: Option<f64>, y: Option<f64>) -> Option<Position> {
+    let (x, y) = (x?, y?);
+    (x.is_finite() && y.is_finite()).then_some(Position { x, y })
 }
 
 /// A legacy pair written as a document: its first two fields, both numbers, whatever their
@@ -106,7 +112,7 @@ pub(crate) fn legacy_document(doc: &RawDocument) -> Result<Option<Position>, Geo
         x.map_err(GeoError::malformed)?,
         y.map_err(GeoError::malformed)?,
     );
-    Ok(number(x.1).zip(number(y.1)).map(|(x, y)| Position { x, y }))
+    Ok(finite(number(x.1), number(y.1)))
 }
 
 pub(crate) fn number(value: RawBsonRef<'_>) -> Option<f64> {
@@ -147,10 +153,16 @@ impl Geometry {
             "MultiPolygon" => Geometry::MultiPolygon(each(coordinates, |v| polygon(array(v)?))?),
             other => return Err(GeoError::invalid(format!("unknown GeoJSON type: {other}"))),
         };
-        if matches!(&geometry, Geometry::MultiPoint(p) if p.is_empty()) {
-            return Err(GeoError::invalid(
-                "MultiPoint coordinates must have at least 1 element",
-            ));
+        let empty = match &geometry {
+            Geometry::MultiPoint(p) => p.is_empty(),
+            Geometry::MultiLineString(l) => l.is_empty(),
+            Geometry::MultiPolygon(p) => p.is_empty(),
+            _ => false,
+        };
+        if empty {
+            return Err(GeoError::invalid(format!(
+                "{kind} coordinates must have at least 1 element"
+            )));
         }
         Ok(geometry)
     }
@@ -298,7 +310,16 @@ fn ring(values: &RawArray) -> Result<Vec<Position>, GeoError> {
             distinct.push(*p);
         }
     }
-    if distinct.len() < 3 {
+    // Distinct as points of the sphere too: positions closer than a double's precision there
+    // are one vertex.
+    let mut on_sphere: Vec<super::sphere::Vector> = Vec::with_capacity(3);
+    for p in &positions {
+        let v = super::sphere::Vector::at(*p);
+        if on_sphere.len() < 3 && !on_sphere.contains(&v) {
+            on_sphere.push(v);
+        }
+    }
+    if distinct.len() < 3 || on_sphere.len() < 3 {
         return Err(GeoError::invalid(
             "Loop must have at least 3 different vertices",
         ));

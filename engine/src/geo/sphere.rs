@@ -111,7 +111,10 @@ impl Ring {
             .map(|&p| Vector::at(p))
             .collect();
         vertices.dedup();
-        let (a, b) = (vertices[0], vertices[1]);
+        // Parsing keeps three distinct vertices; a ring built otherwise degenerates, never
+        // panics.
+        let a = vertices.first().copied().unwrap_or(Vector([1.0, 0.0, 0.0]));
+        let b = vertices.get(1).copied().unwrap_or(a);
         let middle = a.plus(b).normalized();
         let left = a.cross(b).normalized();
         let reference = middle.plus(left.scaled(1e-9)).normalized();
@@ -156,7 +159,8 @@ impl Ring {
         let (reference, left) = if p.dot(self.reference) > -0.5 {
             (self.reference, true)
         } else {
-            let (a, b) = (self.vertices[0], self.vertices[1]);
+            let a = self.vertices[0];
+            let b = self.vertices.get(1).copied().unwrap_or(a);
             let right = a
                 .plus(b)
                 .normalized()

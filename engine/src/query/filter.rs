@@ -161,36 +161,33 @@ impl Filter {
     /// The filter's `$near` or `$nearSphere` and its path, which may stand at the top level or
     /// under a top-level `$and` only (see [`check_near_placement`]).
     pub(crate) fn near(&self) -> Option<(&Path, &crate::geo::Near)> {
-        fn near_of(filter: &Filter) -> Option<(&Path, &crate::geo::Near)> {
-            match filter {
-                Filter::Field(path, Predicate::Geo(condition)) => match &**condition {
-                    crate::geo::GeoCondition::Near(near) => Some((path, near)),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
         match self {
-            Filter::And(parts) => parts.iter().find_map(near_of),
-            other => near_of(other),
+            Filter::Field(path, Predicate::Geo(condition)) => match &**condition {
+                crate::geo::GeoCondition::Near(near) => Some((path, near)),
+                _ => None,
+            },
+            // `$and`s nest: a near condition under any depth of them is at the top level.
+            Filter::And(parts) => parts.iter().find_map(Filter::near),
+            _ => None,
         }
     }
 
     /// This filter with its `$near`'s maximum distance set to `max` (see [`Filter::near`]).
     #[must_use]
     pub(crate) fn with_near_max(&self, max: f64) -> Filter {
-        let mut filter = self.clone();
-        let set = |part: &mut Filter| {
-            if let Filter::Field(_, Predicate::Geo(condition)) = part
-                && let crate::geo::GeoCondition::Near(near) = &mut **condition
-            {
-                near.max = Some(max);
+        fn set(part: &mut Filter, max: f64) {
+            match part {
+                Filter::Field(_, Predicate::Geo(condition)) => {
+                    if let crate::geo::GeoCondition::Near(near) = &mut **condition {
+                        near.max = Some(max);
+                    }
+                }
+                Filter::And(parts) => parts.iter_mut().for_each(|p| set(p, max)),
+                _ => {}
             }
-        };
-        match &mut filter {
-            Filter::And(parts) => parts.iter_mut().for_each(set),
-            other => set(other),
         }
+        let mut filter = self.clone();
+        set(&mut filter, max);
         filter
     }
 
@@ -298,10 +295,14 @@ fn check_near_placement(filter: &Filter) -> Result<(), FilterError> {
             _ => 0,
         }
     }
-    let at_top = match filter {
-        Filter::And(parts) => parts.iter().filter(|p| p.near().is_some()).count(),
-        other => usize::from(other.near().is_some()),
-    };
+    /// Near conditions at the top level: in the filter itself or under `$and`s only.
+    fn at_top(filter: &Filter) -> usize {
+        match filter {
+            Filter::And(parts) => parts.iter().map(at_top).sum(),
+            other => usize::from(other.near().is_some()),
+        }
+    }
+    let at_top = at_top(filter);
     let refuse = |reason| Err(error("", "$near", reason).with_code(ErrorCode::BAD_VALUE));
     let total = anywhere(filter);
     if total > 1 {
