@@ -598,7 +598,11 @@ fn a_point_touching_a_shape_within_rounding_is_found_through_the_index() {
         doc! { "type": "Polygon", "coordinates": [[[0, 0], [5, 0], [5, 5], [0, 5], [0, 0]]] };
     let filter = doc! { "loc": { "$geoIntersects": { "$geometry": square } } };
     let scanned = ids(&find(&db, "points", &filter).unwrap());
-    assert_eq!(scanned, [1], "the matcher counts the point as touching the edge");
+    assert_eq!(
+        scanned,
+        [1],
+        "the matcher counts the point as touching the edge"
+    );
     c.create_index(index(doc! { "loc": "2dsphere" }, doc! {}).unwrap())
         .unwrap();
     assert_eq!(ids(&find(&db, "points", &filter).unwrap()), scanned);
