@@ -51,12 +51,7 @@ impl Grid {
     /// The rectangle a cell covers, as its low and high corners.
     pub fn bounds(&self, cell: Cell) -> (Position, Position) {
         let level = cell.level();
-        let (mut i, mut j) = (0u64, 0u64);
-        let path = cell.0 >> (2 * u32::from(FINEST - level) + 1);
-        for step in (0..level).rev() {
-            i = (i << 1) | ((path >> (2 * step + 1)) & 1);
-            j = (j << 1) | ((path >> (2 * step)) & 1);
-        }
+        let (i, j) = cell.coordinates();
         let side = f64::from(1u32 << level);
         #[allow(clippy::cast_precision_loss)]
         let corner = |k: u64, low: f64, high: f64| low + (high - low) * (k as f64) / side;

@@ -227,19 +227,7 @@ impl GeoIndex {
                 (_, _) if near.max.is_none() => {
                     return Some(vec![(1, Cell::ROOT.range_max().id())]);
                 }
-                (_, Metric::Flat) => {
-                    let (p, r) = (near.point, near.max.unwrap_or(0.0));
-                    (
-                        Position {
-                            x: p.x - r,
-                            y: p.y - r,
-                        },
-                        Position {
-                            x: p.x + r,
-                            y: p.y + r,
-                        },
-                    )
-                }
+                (_, Metric::Flat) => near.point.around(near.max.unwrap_or(0.0)),
                 (_, Metric::Radians) => cap_bounds(near.point, near.max.unwrap_or(0.0)),
                 (_, Metric::Metres) => {
                     cap_bounds(near.point, near.max.unwrap_or(0.0) / EARTH_RADIUS_METRES)
@@ -295,16 +283,7 @@ impl GeoIndex {
 fn flat_bounds(shape: &FlatShape) -> (Position, Position) {
     match shape {
         FlatShape::Box { low, high } => (*low, *high),
-        FlatShape::Circle { center, radius } => (
-            Position {
-                x: center.x - radius,
-                y: center.y - radius,
-            },
-            Position {
-                x: center.x + radius,
-                y: center.y + radius,
-            },
-        ),
+        FlatShape::Circle { center, radius } => center.around(*radius),
         FlatShape::Polygon(vertices) => vertices.iter().fold(
             (
                 Position {

@@ -39,6 +39,22 @@ pub enum Stored {
 /// The most nesting a geometry collection may have; deeper ones are refused, not walked.
 const MAX_COLLECTION_DEPTH: usize = 16;
 
+impl Position {
+    /// The square of half-side `r` around this position, as its low and high corners.
+    pub fn around(self, r: f64) -> (Position, Position) {
+        (
+            Position {
+                x: self.x - r,
+                y: self.y - r,
+            },
+            Position {
+                x: self.x + r,
+                y: self.y + r,
+            },
+        )
+    }
+}
+
 impl Stored {
     /// The geometries one value at the end of a path holds: a GeoJSON object or a legacy pair,
     /// or an array of them. `Ok(None)` for a value that is neither (MongoDB's geo conditions
@@ -165,31 +181,6 @@ impl Geometry {
             )));
         }
         Ok(geometry)
-    }
-
-    /// Every position the geometry names, rings' closing repeats included.
-    pub fn positions(&self) -> Vec<Position> {
-        let mut out = Vec::new();
-        self.for_each_position(&mut |p| out.push(p));
-        out
-    }
-
-    fn for_each_position(&self, f: &mut impl FnMut(Position)) {
-        match self {
-            Geometry::Point(p) => f(*p),
-            Geometry::LineString(ps) | Geometry::MultiPoint(ps) => ps.iter().copied().for_each(f),
-            Geometry::Polygon(rings) | Geometry::MultiLineString(rings) => {
-                rings.iter().flatten().copied().for_each(f);
-            }
-            Geometry::MultiPolygon(polygons) => {
-                polygons.iter().flatten().flatten().copied().for_each(f);
-            }
-            Geometry::GeometryCollection(all) => {
-                for g in all {
-                    g.for_each_position(f);
-                }
-            }
-        }
     }
 }
 
