@@ -1,6 +1,7 @@
 //! The model of a deriving type: names as serde writes them, and what the attributes declare.
 
 use proc_macro2::Span;
+use syn::LitStr;
 
 /// Which derive.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -108,17 +109,48 @@ pub struct IndexDecl {
     pub ttl: Option<(u64, syn::LitStr)>,
     /// Equality conditions of a partial index: path and value.
     pub partial: Vec<(KeyDecl, syn::Lit)>,
+    /// A text index's fields, after `keys` (its prefix), with their weights.
+    pub text: Vec<(KeyDecl, u32)>,
+    /// A text index's `default_language`, a variant of `odm::Language`.
+    pub language: Option<syn::Ident>,
+    /// A text index's `language_override`, the field naming a document's language.
+    pub language_override: Option<LitStr>,
     /// The `index` token, for errors about the whole declaration.
     pub span: Span,
 }
 
-/// One key path, in Rust field names, with its direction.
+impl IndexDecl {
+    /// Whether the index is a text index or holds a geo key: declared by MongoDB's index
+    /// document rather than by directions.
+    pub fn is_search(&self) -> bool {
+        !self.text.is_empty() || self.keys.iter().any(|k| k.kind.is_geo())
+    }
+}
+
+/// One key path, in Rust field names, with its kind.
 #[derive(Clone)]
 pub struct KeyDecl {
     pub path: Vec<String>,
-    pub descending: bool,
+    pub kind: KeyKind,
     /// The token the path was written as.
     pub span: Span,
+}
+
+/// How a key orders or indexes its field.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Ascending,
+    Descending,
+    /// `2dsphere`: GeoJSON and legacy pairs on the sphere.
+    Sphere,
+    /// `2d`: legacy pairs on a plane.
+    Flat,
+}
+
+impl KeyKind {
+    pub fn is_geo(self) -> bool {
+        matches!(self, KeyKind::Sphere | KeyKind::Flat)
+    }
 }
 
 impl KeyDecl {

@@ -1,10 +1,12 @@
 //! Parsing `#[odm(...)]` and the `#[serde(...)]` renames into the model.
 //!
 //! Container: `collection = "..."`, `crate = "..."`, `index(keys(a = 1, "b.c" = -1), unique,
-//! sparse, name = "...", ttl = "30d", partial(status = "active"))`, `shard_key(a, b)` or
+//! sparse, name = "...", ttl = "30d", partial(status = "active"))` (a key may be `"2dsphere"`
+//! or `"2d"`), a text index `index(keys(prefix = 1), text(title = 10, body),
+//! default_language = Spanish, language_override = "lang")`, `shard_key(a, b)` or
 //! `shard_key(hashed(a))`, `version = N` with `from = Previous` or `migrate = function`,
 //! `hooks`.
-//! Field: `id`, `embedded`, `index` or `index(unique, sparse, desc, name = "...",
+//! Field: `id`, `embedded`, `index` or `index(unique, sparse, desc, geo, flat, name = "...",
 //! ttl = "365d")`, `created_at`, `updated_at`, `version`. Anything else is an error pointing at it. From serde: `rename`,
 //! `rename_all`, and `skip`, `skip_serializing` and `flatten`, whose fields get no handle.
 
@@ -13,14 +15,16 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr, Token};
 
 use crate::ast::{
-    Container, FieldModel, IndexDecl, Kept, KeyDecl, Kind, Rule, RuleKind, SchemaDecl, ShardDecl,
+    Container, FieldModel, IndexDecl, Kept, KeyDecl, KeyKind, Kind, Rule, RuleKind, SchemaDecl,
+    ShardDecl,
 };
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    ACTION, CHECK, COLLECTION, CRATE, CREATED_AT, DESC, EMBEDDED, FLATTEN, FROM, HASHED, HOOKS, ID,
-    INDEX, KEYS, LEVEL, MIGRATE, NAME, ODM, PARTIAL, RENAME, RENAME_ALL, SCHEMA, SERDE, SHARD_KEY,
-    SKIP, SKIP_SERIALIZING, SPARSE, TTL, UNIQUE, UPDATED_AT, VERSION,
+    ACTION, CHECK, COLLECTION, CRATE, CREATED_AT, DEFAULT_LANGUAGE, DESC, EMBEDDED, FLAT, FLATTEN,
+    FROM, GEO, HASHED, HOOKS, ID, INDEX, KEYS, LANGUAGE_OVERRIDE, LEVEL, MIGRATE, NAME, ODM,
+    PARTIAL, RENAME, RENAME_ALL, SCHEMA, SERDE, SHARD_KEY, SKIP, SKIP_SERIALIZING, SPARSE, TEXT,
+    TTL, UNIQUE, UPDATED_AT, VERSION,
 };
 
 /// The model of `input`, or `None` when it is not a struct with named fields.
@@ -101,8 +105,11 @@ fn container_item(cx: &Ctxt, c: &mut Container<'_>, meta: &ParseNestedMeta<'_>) 
             embedded_only(INDEX);
         }
         let decl = index_decl(meta, None)?;
-        if decl.keys.is_empty() {
-            cx.error_spanned_by(&meta.path, "a struct-level index needs `keys(...)`");
+        if decl.keys.is_empty() && decl.text.is_empty() {
+            cx.error_spanned_by(
+                &meta.path,
+                "a struct-level index needs `keys(...)` or `text(...)`",
+            );
         }
         c.indexes.push(decl);
     } else if meta.path.is_ident(SHARD_KEY) {
@@ -255,6 +262,7 @@ fn negate(value: &syn::Lit) -> syn::Lit {
 
 /// `index` or `index(...)`; `field` is the key of a field-level index.
 fn index_decl(meta: &ParseNestedMeta<'_>, field: Option<KeyDecl>) -> syn::Result<IndexDecl> {
+    let field_level = field.is_some();
     let mut decl = IndexDecl {
         keys: field.into_iter().collect(),
         unique: false,
@@ -262,6 +270,9 @@ fn index_decl(meta: &ParseNestedMeta<'_>, field: Option<KeyDecl>) -> syn::Result
         name: None,
         ttl: None,
         partial: Vec::new(),
+        text: Vec::new(),
+        language: None,
+        language_override: None,
         span: meta.path.span(),
     };
     if meta.input.is_empty() || meta.input.peek(Token![,]) {
@@ -272,8 +283,23 @@ fn index_decl(meta: &ParseNestedMeta<'_>, field: Option<KeyDecl>) -> syn::Result
             decl.unique = true;
         } else if item.path.is_ident(SPARSE) {
             decl.sparse = true;
-        } else if item.path.is_ident(DESC) && decl.keys.len() == 1 {
-            decl.keys[0].descending = true;
+        } else if item.path.is_ident(DESC) && field_level {
+            decl.keys[0].kind = KeyKind::Descending;
+        } else if item.path.is_ident(GEO) && field_level {
+            decl.keys[0].kind = KeyKind::Sphere;
+        } else if item.path.is_ident(FLAT) && field_level {
+            decl.keys[0].kind = KeyKind::Flat;
+        } else if item.path.is_ident(TEXT) && !field_level {
+            let content;
+            syn::parenthesized!(content in item.input);
+            decl.text = weighted_list(&content)?;
+            if decl.text.is_empty() {
+                return Err(item.error("a text index needs at least one field"));
+            }
+        } else if item.path.is_ident(DEFAULT_LANGUAGE) {
+            decl.language = Some(item.value()?.parse::<syn::Ident>()?);
+        } else if item.path.is_ident(LANGUAGE_OVERRIDE) {
+            decl.language_override = Some(item.value()?.parse::<LitStr>()?);
         } else if item.path.is_ident(NAME) {
             decl.name = Some(item.value()?.parse::<LitStr>()?.value());
         } else if item.path.is_ident(TTL) {
@@ -303,7 +329,7 @@ fn index_decl(meta: &ParseNestedMeta<'_>, field: Option<KeyDecl>) -> syn::Result
             }
         } else {
             return Err(item.error(format!(
-                "unknown index option `{}`; expected `keys`, `unique`, `sparse`, `desc`, `name`, `ttl` or `partial`",
+                "unknown index option `{}`; expected `keys`, `text`, `unique`, `sparse`, `name`, `ttl`, `partial`, `default_language` or `language_override` (on a field: `desc`, `geo`, `flat`)",
                 path_text(&item.path)
             )));
         }
@@ -354,11 +380,29 @@ fn key_list(input: syn::parse::ParseStream<'_>, directions: bool) -> syn::Result
         let mut key = key_path(input)?;
         if directions {
             input.parse::<Token![=]>()?;
+            if input.peek(LitStr) {
+                let kind: LitStr = input.parse()?;
+                key.kind = match kind.value().as_str() {
+                    "2dsphere" => KeyKind::Sphere,
+                    "2d" => KeyKind::Flat,
+                    _ => {
+                        return Err(syn::Error::new(
+                            kind.span(),
+                            "an index key is 1, -1, \"2dsphere\" or \"2d\" (a text index's fields go in `text(...)`)",
+                        ));
+                    }
+                };
+                keys.push(key);
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+                continue;
+            }
             let negative = input.parse::<Option<Token![-]>>()?.is_some();
             let n: syn::LitInt = input.parse()?;
             match (negative, n.base10_digits()) {
                 (false, "1") => {}
-                (true, "1") => key.descending = true,
+                (true, "1") => key.kind = KeyKind::Descending,
                 _ => return Err(syn::Error::new(n.span(), "an index direction is 1 or -1")),
             }
         }
@@ -368,6 +412,30 @@ fn key_list(input: syn::parse::ParseStream<'_>, directions: bool) -> syn::Result
         }
     }
     Ok(keys)
+}
+
+/// `title = 10, body`: text fields with their weights (1 when not given).
+fn weighted_list(input: syn::parse::ParseStream<'_>) -> syn::Result<Vec<(KeyDecl, u32)>> {
+    let mut fields = Vec::new();
+    while !input.is_empty() {
+        let key = key_path(input)?;
+        let mut weight = 1;
+        if input.parse::<Option<Token![=]>>()?.is_some() {
+            let n: syn::LitInt = input.parse()?;
+            weight = n
+                .base10_parse::<u32>()
+                .ok()
+                .filter(|w| (1..100_000).contains(w))
+                .ok_or_else(|| {
+                    syn::Error::new(n.span(), "a text weight is a whole number from 1 to 99999")
+                })?;
+        }
+        fields.push((key, weight));
+        if !input.is_empty() {
+            input.parse::<Token![,]>()?;
+        }
+    }
+    Ok(fields)
 }
 
 /// A field name, or a string of dotted field names.
@@ -383,14 +451,14 @@ fn key_path(input: syn::parse::ParseStream<'_>) -> syn::Result<KeyDecl> {
         }
         return Ok(KeyDecl {
             path,
-            descending: false,
+            kind: KeyKind::Ascending,
             span: lit.span(),
         });
     }
     let ident: syn::Ident = input.parse()?;
     Ok(KeyDecl {
         path: vec![ident.to_string()],
-        descending: false,
+        kind: KeyKind::Ascending,
         span: ident.span(),
     })
 }
@@ -455,7 +523,7 @@ fn field_model<'a>(
                     }
                     let key = KeyDecl {
                         path: vec![rust_name.clone()],
-                        descending: false,
+                        kind: KeyKind::Ascending,
                         span: ident.span(),
                     };
                     model.index = Some(index_decl(&meta, Some(key))?);

@@ -4,7 +4,9 @@
 //! go through `embedded` fields (the fields inside are checked by the compiler, through the
 //! generated handle accesses); TTL indexes have one top-level date field; no compound index
 //! spans two array fields; no two indexes have the same keys; a sharded model's unique indexes
-//! start with the shard key, and a hashed shard key is not unique; a model has one id field,
+//! start with the shard key, and a hashed shard key is not unique; a model has at most one text
+//! index, whose options need its fields, and a `2d` key comes first (the types of text and geo
+//! fields are checked by the compiler, through bounds on the generated handle accesses); a model has one id field,
 //! and at most one of each kept field (`created_at`, `updated_at`, `version`), none the id.
 //!
 //! Every check has a trybuild case named after the mistake in the odm crate's `tests/ui/derive`.
@@ -12,7 +14,7 @@
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind};
+use crate::ast::{Container, IndexDecl, Kept, KeyDecl, KeyKind, Kind};
 use crate::case::distance;
 use crate::ctxt::Ctxt;
 use crate::types::{element, is_array, is_date};
@@ -30,9 +32,14 @@ pub fn check(cx: &Ctxt, c: &Container<'_>) {
         {
             check_path(cx, c, key);
         }
+        for (key, _) in &index.text {
+            check_path(cx, c, key);
+        }
         check_ttl(cx, c, index);
         check_parallel_arrays(cx, c, index);
+        check_search(cx, index);
     }
+    check_one_text_index(cx, c);
     if let Some(shard) = &c.shard_key {
         for key in &shard.keys {
             check_path(cx, c, key);
@@ -245,6 +252,66 @@ fn check_ttl(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
     }
 }
 
+/// A text index's prefix keys are ordinary; a `2d` key comes first and alone (MongoDB's 16801
+/// and 16800); the text options belong to a text index; a language override is a field name.
+fn check_search(cx: &Ctxt, index: &IndexDecl) {
+    if !index.text.is_empty()
+        && let Some(key) = index.keys.iter().find(|k| k.kind.is_geo())
+    {
+        cx.syn_error(syn::Error::new(
+            key.span,
+            "a text index's keys before its text fields are 1 or -1, not geo keys",
+        ));
+    }
+    let flat: Vec<usize> = (0..index.keys.len())
+        .filter(|&i| index.keys[i].kind == KeyKind::Flat)
+        .collect();
+    if let Some(&position) = flat.iter().find(|&&i| i > 0) {
+        cx.syn_error(syn::Error::new(
+            index.keys[position].span,
+            "a `2d` key must be the first key of its index, and the only geo key",
+        ));
+    } else if flat.len() == 1 && index.keys.iter().filter(|k| k.kind.is_geo()).count() > 1 {
+        cx.syn_error(syn::Error::new(
+            index.keys[0].span,
+            "a `2d` index has one geo key; index the others in a `2dsphere` index",
+        ));
+    }
+    if index.text.is_empty() {
+        let option = index
+            .language
+            .as_ref()
+            .map(Spanned::span)
+            .or(index.language_override.as_ref().map(Spanned::span));
+        if let Some(span) = option {
+            cx.syn_error(syn::Error::new(
+                span,
+                "`default_language` and `language_override` are options of a text index: declare its fields in `text(...)`",
+            ));
+        }
+    }
+    if let Some(field) = &index.language_override {
+        let name = field.value();
+        if name.is_empty() || name.starts_with('$') || name.contains('.') {
+            cx.syn_error(syn::Error::new(
+                field.span(),
+                "a language override is a top-level field name: not empty, no `$` first, no `.`",
+            ));
+        }
+    }
+}
+
+/// MongoDB keeps one text index per collection.
+fn check_one_text_index(cx: &Ctxt, c: &Container<'_>) {
+    let mut text = c.all_indexes().filter(|i| !i.text.is_empty()).skip(1);
+    if let Some(second) = text.next() {
+        cx.syn_error(syn::Error::new(
+            second.span,
+            "a collection has at most one text index: put every text field in one `text(...)`",
+        ));
+    }
+}
+
 fn check_parallel_arrays(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
     let mut arrays: Vec<&str> = Vec::new();
     for key in &index.keys {
@@ -265,20 +332,17 @@ fn check_parallel_arrays(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
     }
 }
 
-fn key_signature(index: &IndexDecl) -> Vec<(String, bool)> {
-    index
-        .keys
-        .iter()
-        .map(|k| (k.dotted(), k.descending))
-        .collect()
+fn key_signature(index: &IndexDecl) -> Vec<(String, KeyKind)> {
+    index.keys.iter().map(|k| (k.dotted(), k.kind)).collect()
 }
 
 fn check_duplicates(cx: &Ctxt, c: &Container<'_>) {
     let all: Vec<&IndexDecl> = c.all_indexes().collect();
     for (i, index) in all.iter().enumerate() {
-        if all[..i]
-            .iter()
-            .any(|earlier| key_signature(earlier) == key_signature(index))
+        if index.text.is_empty()
+            && all[..i]
+                .iter()
+                .any(|earlier| key_signature(earlier) == key_signature(index))
         {
             cx.syn_error(syn::Error::new(
                 index.span,

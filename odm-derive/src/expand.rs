@@ -16,7 +16,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Container, IndexDecl, Kept, KeyDecl, Kind, RuleKind};
+use crate::ast::{Container, IndexDecl, Kept, KeyDecl, KeyKind, Kind, RuleKind};
 use crate::types::element;
 
 pub fn expand(c: &Container<'_>) -> TokenStream {
@@ -139,6 +139,15 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             #checks
         }
     });
+    // A model with a text index may be searched by `odm::text`.
+    let text_indexed = if c.all_indexes().any(|i| !i.text.is_empty()) {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics #krate::__private::TextIndexed for #root #bounds {}
+        }
+    } else {
+        TokenStream::new()
+    };
     let doc = format!("Field handles of [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -182,6 +191,8 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
 
                 #declared_schema
             }
+
+            #text_indexed
         };
     }
 }
@@ -574,8 +585,8 @@ fn upgrade(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
 /// `__fields.a.b.path()`, each segment spanned at the path's token so that a missing field
 /// inside an embedded type is reported there.
 fn path_expr(key: &KeyDecl) -> TokenStream {
-    let segments = key.path.iter().map(|s| field_ident(s, key.span));
-    quote_spanned!(key.span=> __fields #(.#segments)*.path())
+    let handle = handle_expr(key);
+    quote_spanned!(key.span=> #handle.path())
 }
 
 fn field_ident(name: &str, span: Span) -> syn::Ident {
@@ -589,18 +600,22 @@ fn field_ident(name: &str, span: Span) -> syn::Ident {
 }
 
 fn index_spec(krate: &syn::Path, index: &IndexDecl) -> TokenStream {
-    let keys = index.keys.iter().map(|key| {
-        let path = path_expr(key);
-        let direction = if key.descending {
-            quote!(#krate::__private::Direction::Descending)
-        } else {
-            quote!(#krate::__private::Direction::Ascending)
-        };
-        quote!((#path, #direction))
-    });
-    let mut spec = quote! {
-        #krate::__private::IndexSpec::new([#(#keys),*])
-            .expect("index paths are checked by #[derive(Document)]")
+    let mut spec = if index.is_search() {
+        search_index_spec(krate, index)
+    } else {
+        let keys = index.keys.iter().map(|key| {
+            let path = path_expr(key);
+            let direction = if key.kind == KeyKind::Descending {
+                quote!(#krate::__private::Direction::Descending)
+            } else {
+                quote!(#krate::__private::Direction::Ascending)
+            };
+            quote!((#path, #direction))
+        });
+        quote! {
+            #krate::__private::IndexSpec::new([#(#keys),*])
+                .expect("index paths are checked by #[derive(Document)]")
+        }
     };
     if index.unique {
         spec = quote!(#spec.unique());
@@ -629,6 +644,67 @@ fn index_spec(krate: &syn::Path, index: &IndexDecl) -> TokenStream {
         };
     }
     spec
+}
+
+/// A text or geo index, written as MongoDB's index document (`key`, `weights`,
+/// `default_language`, `language_override`) for the engine's one parser. Each field's handle
+/// goes through a function whose bound names what the index needs (`text_key`: text,
+/// `sphere_key`: a location, `flat_key`: a coordinate pair), spanned at the key.
+fn search_index_spec(krate: &syn::Path, index: &IndexDecl) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let keys = index.keys.iter().map(|key| {
+        let handle = handle_expr(key);
+        let (path, value) = match key.kind {
+            KeyKind::Ascending => (quote!(#handle.path()), quote!(1)),
+            KeyKind::Descending => (quote!(#handle.path()), quote!(-1)),
+            KeyKind::Sphere => (
+                quote_spanned!(key.span=> #private::sphere_key(&#handle)),
+                quote!("2dsphere"),
+            ),
+            KeyKind::Flat => (
+                quote_spanned!(key.span=> #private::flat_key(&#handle)),
+                quote!("2d"),
+            ),
+        };
+        quote!(__key.insert(#path, #value);)
+    });
+    let text = index.text.iter().map(|(key, weight)| {
+        let handle = handle_expr(key);
+        let path = quote_spanned!(key.span=> #private::text_key(&#handle));
+        quote! {
+            __key.insert(#path, "text");
+            __weights.insert(#path, #weight);
+        }
+    });
+    let mut options = Vec::new();
+    if !index.text.is_empty() {
+        options.push(quote!(__index.insert("weights", __weights);));
+    }
+    if let Some(language) = &index.language {
+        options.push(quote! {
+            __index.insert("default_language", #krate::Language::#language.name());
+        });
+    }
+    if let Some(field) = &index.language_override {
+        options.push(quote!(__index.insert("language_override", #field);));
+    }
+    quote! {{
+        let mut __key = #private::bson::Document::new();
+        let mut __weights = #private::bson::Document::new();
+        #(#keys)*
+        #(#text)*
+        let mut __index = #private::bson::Document::new();
+        __index.insert("key", __key);
+        #(#options)*
+        #private::IndexSpec::from_document(&__index)
+            .expect("text and geo indexes are checked by #[derive(Document)]")
+    }}
+}
+
+/// `__fields.a.b`, the handle of a key's field, spanned as [`path_expr`] spans it.
+fn handle_expr(key: &KeyDecl) -> TokenStream {
+    let segments = key.path.iter().map(|s| field_ident(s, key.span));
+    quote_spanned!(key.span=> __fields #(.#segments)*)
 }
 
 fn shard_key(c: &Container<'_>, krate: &syn::Path) -> TokenStream {

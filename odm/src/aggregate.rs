@@ -30,6 +30,7 @@ use crate::error::{BuildError, Error, Result};
 use crate::expr::Expr;
 use crate::field::{Field, Numeric};
 use crate::filter::Filter;
+use crate::geo::GeoNear;
 use crate::model::Document;
 use crate::reference::{References, ReferencesOne};
 use crate::sort::Sort;
@@ -366,6 +367,71 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
             .extend(strict_lookup::<F>(from.name(), refs.path(), into.path()));
         out.then(first_of(into.path()))
             .reshaped(decode_referenced::<Out>)
+    }
+
+    /// `$geoNear` (the pipeline's first stage, as MongoDB requires): the documents nearest the
+    /// stage's point, nearest first, as the type `Out`, which holds this shape's fields and
+    /// the distance; see [`GeoNear`].
+    ///
+    /// ```
+    /// use odm::{Database, Document, Embedded, GeoNear, GeoPoint};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize, Document)]
+    /// #[odm(collection = "cafes")]
+    /// struct Cafe {
+    ///     #[odm(id)]
+    ///     id: i64,
+    ///     #[odm(index(geo))]
+    ///     at: GeoPoint,
+    /// }
+    ///
+    /// /// A cafe with its distance from the caller, in kilometres.
+    /// #[derive(Serialize, Deserialize, Embedded)]
+    /// struct Nearby {
+    ///     #[serde(rename = "_id")]
+    ///     id: i64,
+    ///     km: f64,
+    /// }
+    ///
+    /// let db = Database::in_memory()?;
+    /// let cafes = db.collection::<Cafe>()?;
+    /// cafes.insert_many(&[
+    ///     Cafe { id: 1, at: GeoPoint::new(2.35, 48.86) },  // Paris
+    ///     Cafe { id: 2, at: GeoPoint::new(4.84, 45.76) },  // Lyon
+    ///     Cafe { id: 3, at: GeoPoint::new(2.29, 48.87) },  // Paris, farther west
+    /// ])?;
+    /// let (f, n) = (Cafe::fields(), Nearby::fields());
+    /// let here = GeoPoint::new(2.35, 48.85);
+    /// let near = f.at.near(here).max_distance(50_000.0);
+    /// let found: Vec<Nearby> = cafes
+    ///     .aggregate()
+    ///     .geo_near(GeoNear::new(near, &n.km).distance_multiplier(0.001))
+    ///     .to_vec()?;
+    /// assert_eq!(found.iter().map(|c| c.id).collect::<Vec<_>>(), [1, 3]);
+    /// assert!((found[0].km - 1.11).abs() < 0.01);
+    /// # Ok::<(), odm::Error>(())
+    /// ```
+    pub fn geo_near<Out: DeserializeOwned>(self, stage: GeoNear<R, Out>) -> Aggregate<T, Out, Out> {
+        let mut out = self;
+        match stage.into_stage() {
+            Ok(stage) => out.stages.push(stage),
+            Err(e) => {
+                out.error.get_or_insert(e);
+            }
+        }
+        out.reshaped(decode_output::<Out>)
+    }
+
+    /// `$addFields` of the text search's score (`{$meta: "textScore"}`) in the output type's
+    /// field `into`: `Out` holds this shape's fields and the score. A `$match` of a
+    /// [`crate::text`] condition must come first.
+    pub fn text_score<Out: DeserializeOwned>(self, into: &Field<Out, f64>) -> Aggregate<T, Out, Out>
+    where
+        R: crate::search::TextIndexed,
+    {
+        self.then(doc! { "$addFields": { into.path(): { "$meta": "textScore" } } })
+            .reshaped(decode_output::<Out>)
     }
 
     /// A raw stage that leaves the documents' shape as it is (`$sample`, `$addFields` of a

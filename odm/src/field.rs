@@ -73,6 +73,12 @@ impl<R, V> Field<R, V> {
         &self.path
     }
 
+    /// This handle's path, its values seen as of the type `W` (for builders that keep paths
+    /// of several value types).
+    pub(crate) fn at_same_path<W>(&self) -> Field<R, W> {
+        Field::new(self.path.clone())
+    }
+
     /// The handle of a field of the same model at a path this handle names relatively.
     pub(crate) fn at<W>(&self, suffix: &str) -> Field<R, W> {
         Field::new(format!("{}.{suffix}", self.path))

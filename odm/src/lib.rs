@@ -81,6 +81,7 @@ mod error;
 mod expr;
 mod field;
 mod filter;
+mod geo;
 mod hooks;
 mod indexes;
 mod kept;
@@ -89,6 +90,7 @@ mod reference;
 #[cfg(feature = "mongodb")]
 mod remote;
 mod schema;
+mod search;
 mod sort;
 #[doc(hidden)]
 pub mod testing;
@@ -108,6 +110,7 @@ pub use error::{BuildError, Error, Result};
 pub use expr::{Element, Expr};
 pub use field::{Field, IntoValue, Numeric};
 pub use filter::{Filter, PreparedConditions};
+pub use geo::{EARTH_RADIUS_METRES, GeoNear, GeoPoint, Geometry, Located, Near, Planar};
 pub use hooks::Hooks;
 pub use indexes::{Index, IndexPlan};
 pub use kept::{Revision, Timestamp};
@@ -121,6 +124,7 @@ pub use reference::{Ref, References, ReferencesOne};
 pub use schema::{
     ArrayValued, DeclaredSchema, NumberValued, Schema, SchemaProblem, SchemaViolation, TextValued,
 };
+pub use search::{Language, Searchable, Text, TextIndexed, text};
 pub use sort::{Projection, Sort};
 pub use txn::{Txn, TxnCollection, WriteModel};
 pub use update::{DateLike, PreparedUpdate, Push, Update};
@@ -134,7 +138,9 @@ pub use watch::{
 #[doc(hidden)]
 pub mod __private {
     pub use crate::codec::{decode_versioned, migrate_with};
+    pub use crate::geo::{flat_key, sphere_key};
     pub use crate::kept::Kept;
+    pub use crate::search::{TextIndexed, text_key};
     pub mod schema {
         pub use crate::schema::{
             array_rule, checked, declared, enumeration, number_rule, object, text_rule, under,
