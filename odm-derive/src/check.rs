@@ -4,10 +4,11 @@
 //! go through `embedded` fields (the fields inside are checked by the compiler, through the
 //! generated handle accesses); TTL indexes have one top-level date field; no compound index
 //! spans two array fields; no two indexes have the same keys; a sharded model's unique indexes
-//! start with the shard key, and a hashed shard key is not unique; a model has at most one text
-//! index, whose options need its fields, and a `2d` key comes first (the types of text and geo
-//! fields are checked by the compiler, through bounds on the generated handle accesses); a model has one id field,
-//! and at most one of each kept field (`created_at`, `updated_at`, `version`), none the id.
+//! start with the shard key, and a hashed shard key is not unique; a model has at most one
+//! text index, whose options need its fields, and a `2d` key comes first and alone (the types
+//! of text and geo fields are checked by the compiler, through bounds on the generated handle
+//! accesses); a model has one id field, and at most one of each kept field (`created_at`,
+//! `updated_at`, `version`), none the id.
 //!
 //! Every check has a trybuild case named after the mistake in the odm crate's `tests/ui/derive`.
 

@@ -139,15 +139,7 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
             #checks
         }
     });
-    // A model with a text index may be searched by `odm::text`.
-    let text_indexed = if c.all_indexes().any(|i| !i.text.is_empty()) {
-        quote! {
-            #[automatically_derived]
-            impl #impl_generics #krate::__private::TextIndexed for #root #bounds {}
-        }
-    } else {
-        TokenStream::new()
-    };
+    let text_indexed = text_indexed(c, krate, &impl_generics, &root, &bounds);
     let doc = format!("Field handles of [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -644,6 +636,23 @@ fn index_spec(krate: &syn::Path, index: &IndexDecl) -> TokenStream {
         };
     }
     spec
+}
+
+/// `impl TextIndexed` for a model with a text index: it may be searched by `odm::text`.
+fn text_indexed(
+    c: &Container<'_>,
+    krate: &syn::Path,
+    impl_generics: &impl quote::ToTokens,
+    root: &impl quote::ToTokens,
+    bounds: &impl quote::ToTokens,
+) -> TokenStream {
+    if !c.all_indexes().any(|i| !i.text.is_empty()) {
+        return TokenStream::new();
+    }
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #krate::__private::TextIndexed for #root #bounds {}
+    }
 }
 
 /// A text or geo index, written as MongoDB's index document (`key`, `weights`,

@@ -106,6 +106,8 @@ pub enum Geometry {
 
 impl Geometry {
     /// The polygon whose shell is `ring`, closed here when its last position is not its first.
+    // GeoJSON closes a ring by repeating its first position exactly: equality is the rule.
+    #[allow(clippy::float_cmp)]
     pub fn polygon(ring: impl IntoIterator<Item = [f64; 2]>) -> Self {
         let mut ring: Vec<[f64; 2]> = ring.into_iter().collect();
         if let (Some(first), Some(last)) = (ring.first().copied(), ring.last())

@@ -42,6 +42,13 @@
 //!   an output type), `populate` and `populate_one` (the documents a [`Ref`] field references,
 //!   by one `$lookup`; `_strict` forms refuse dangling references), raw `stage` and `stage_into`; run by `to_vec`, `iter` (a [`Cursor`]),
 //!   `first`, `count` and `explain`.
+//! - Search: `#[odm(index(text(title = 10, body)))]`, `#[odm(index(geo))]` and
+//!   `#[odm(index(flat))]` declare text, `2dsphere` and `2d` indexes, their fields' types
+//!   checked ([`Searchable`], [`Located`], [`Planar`]); [`text`] ([`Text`]) filters a model that
+//!   has a text index ([`TextIndexed`]), [`Sort::text_score`] and [`Aggregate::text_score`] use
+//!   its score; [`GeoPoint`] and [`Geometry`] hold locations, queried by `near` ([`Near`]),
+//!   `within`, `within_radius`, `intersects`, `near_flat`, `within_box` and the `$geoNear`
+//!   stage [`Aggregate::geo_near`] ([`GeoNear`]).
 //! - Kept fields and hooks: `#[odm(created_at)]`, `#[odm(updated_at)]` ([`Timestamp`]) and
 //!   `#[odm(version)]` ([`Revision`], [`Error::VersionConflict`]) fields the ODM writes itself;
 //!   `#[odm(hooks)]` and [`Hooks`] around the writes of a model's values.

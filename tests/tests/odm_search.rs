@@ -4,9 +4,7 @@
 //! on the back end `odm::testing::database()` chooses, so the same typed calls are checked on
 //! the engine and, through `tests/wire/backends.sh`, on MongoDB.
 
-use odm::{
-    Document, Embedded, Filter, GeoNear, GeoPoint, Geometry, Language, Sort, text,
-};
+use odm::{Document, Embedded, Filter, GeoNear, GeoPoint, Geometry, Language, Sort, text};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -98,20 +96,45 @@ fn ids<T>(values: &[T], id: impl Fn(&T) -> i64) -> Vec<i64> {
 fn declared_text_and_geo_indexes_read_back_as_declared() {
     let db = odm::testing::database().unwrap();
     for plan in [
-        db.collection::<Place>().unwrap().sync_indexes(false).unwrap(),
-        db.collection::<Region>().unwrap().sync_indexes(false).unwrap(),
+        db.collection::<Place>()
+            .unwrap()
+            .sync_indexes(false)
+            .unwrap(),
+        db.collection::<Region>()
+            .unwrap()
+            .sync_indexes(false)
+            .unwrap(),
         db.collection::<Pin>().unwrap().sync_indexes(false).unwrap(),
-        db.collection::<Article>().unwrap().sync_indexes(false).unwrap(),
+        db.collection::<Article>()
+            .unwrap()
+            .sync_indexes(false)
+            .unwrap(),
     ] {
         assert!(plan.created.is_empty(), "{plan}");
         assert!(plan.undeclared.is_empty(), "{plan}");
     }
-    let places = db.collection::<Place>().unwrap().sync_indexes(false).unwrap();
-    assert!(places.unchanged.contains(&"at_2dsphere".to_owned()), "{places}");
-    assert!(places.unchanged.contains(&"kind_1_at_2dsphere".to_owned()), "{places}");
-    let articles = db.collection::<Article>().unwrap().sync_indexes(false).unwrap();
+    let places = db
+        .collection::<Place>()
+        .unwrap()
+        .sync_indexes(false)
+        .unwrap();
     assert!(
-        articles.unchanged.contains(&"title_text_body_text_tags_text".to_owned()),
+        places.unchanged.contains(&"at_2dsphere".to_owned()),
+        "{places}"
+    );
+    assert!(
+        places.unchanged.contains(&"kind_1_at_2dsphere".to_owned()),
+        "{places}"
+    );
+    let articles = db
+        .collection::<Article>()
+        .unwrap()
+        .sync_indexes(false)
+        .unwrap();
+    assert!(
+        articles
+            .unchanged
+            .contains(&"title_text_body_text_tags_text".to_owned()),
         "{articles}"
     );
 }
@@ -230,8 +253,14 @@ fn within_and_intersects_answer_for_points_and_polygons() {
     let triangle = Geometry::polygon([[10.0, 10.0], [12.0, 10.0], [11.0, 12.0]]);
     regions
         .insert_many(&[
-            Region { id: 1, area: square },
-            Region { id: 2, area: triangle },
+            Region {
+                id: 1,
+                area: square,
+            },
+            Region {
+                id: 2,
+                area: triangle,
+            },
             Region {
                 id: 3,
                 area: GeoPoint::new(30.0, 30.0).into(),
@@ -246,7 +275,9 @@ fn within_and_intersects_answer_for_points_and_polygons() {
     let crossed = regions.find(r.area.intersects(road)).to_vec().unwrap();
     assert_eq!(ids(&crossed, |x| x.id), [1]);
     let big = Geometry::rectangle([5.0, 5.0], [35.0, 35.0]);
-    let mut held = ids(&regions.find(r.area.within(big)).to_vec().unwrap(), |x| x.id);
+    let mut held = ids(&regions.find(r.area.within(big)).to_vec().unwrap(), |x| {
+        x.id
+    });
     held.sort_unstable();
     assert_eq!(held, [2, 3]);
 }
@@ -288,17 +319,35 @@ fn flat_pairs_are_queried_on_the_plane() {
     let db = odm::testing::database().unwrap();
     let pins = db.collection::<Pin>().unwrap();
     pins.insert_many(&[
-        Pin { id: 1, xy: [0.0, 0.0] },
-        Pin { id: 2, xy: [3.0, 4.0] },
-        Pin { id: 3, xy: [1.0, 1.0] },
-        Pin { id: 4, xy: [10.0, 0.0] },
+        Pin {
+            id: 1,
+            xy: [0.0, 0.0],
+        },
+        Pin {
+            id: 2,
+            xy: [3.0, 4.0],
+        },
+        Pin {
+            id: 3,
+            xy: [1.0, 1.0],
+        },
+        Pin {
+            id: 4,
+            xy: [10.0, 0.0],
+        },
     ])
     .unwrap();
     let g = Pin::fields();
-    let near = pins.find(g.xy.near_flat([0.0, 0.0]).max_distance(5.0)).to_vec().unwrap();
+    let near = pins
+        .find(g.xy.near_flat([0.0, 0.0]).max_distance(5.0))
+        .to_vec()
+        .unwrap();
     assert_eq!(ids(&near, |p| p.id), [1, 3, 2]);
     let mut boxed = ids(
-        &pins.find(g.xy.within_box([0.0, 0.0], [3.0, 4.0])).to_vec().unwrap(),
+        &pins
+            .find(g.xy.within_box([0.0, 0.0], [3.0, 4.0]))
+            .to_vec()
+            .unwrap(),
         |p| p.id,
     );
     boxed.sort_unstable();
@@ -312,14 +361,19 @@ fn an_invalid_geometry_is_refused_with_16755_and_nothing_is_stored() {
     // A bow tie: its edges cross.
     let bow_tie = Geometry::polygon([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]);
     let error = regions
-        .insert_one(&Region { id: 1, area: bow_tie })
+        .insert_one(&Region {
+            id: 1,
+            area: bow_tie,
+        })
         .unwrap_err();
     assert_eq!(error.code(), Some(16755), "{error}");
     // An open ring, its last position not its first.
     let open = Geometry::Polygon {
         coordinates: vec![vec![[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]],
     };
-    let error = regions.insert_one(&Region { id: 2, area: open }).unwrap_err();
+    let error = regions
+        .insert_one(&Region { id: 2, area: open })
+        .unwrap_err();
     assert_eq!(error.code(), Some(16755), "{error}");
     assert_eq!(regions.count(Filter::all()).unwrap(), 0);
 }
@@ -335,8 +389,20 @@ fn library(db: &odm::Database) -> odm::Collection<Article> {
     };
     articles
         .insert_many(&[
-            article(1, "Brewing tea", "Water just off the boil.", &["drinks"], None),
-            article(2, "Gardens", "Tea plants grow on hillsides.", &["plants"], None),
+            article(
+                1,
+                "Brewing tea",
+                "Water just off the boil.",
+                &["drinks"],
+                None,
+            ),
+            article(
+                2,
+                "Gardens",
+                "Tea plants grow on hillsides.",
+                &["plants"],
+                None,
+            ),
             article(3, "Coffee", "Roasted beans and milk.", &["tea"], None),
             article(4, "Cafés", "El té verde es bueno.", &[], Some("es")),
             article(5, "Iced tea with milk", "Sweet and cold.", &[], None),
@@ -357,7 +423,10 @@ fn text_search_ranks_by_the_declared_weights() {
     // Titles weigh 10, tags 2, bodies 1; article 4 is Spanish (`té`, not `tea`).
     let order = ids(&ranked, |a| a.id);
     assert_eq!(order.len(), 4, "{order:?}");
-    assert!(order[..2].contains(&1) && order[..2].contains(&5), "{order:?}");
+    assert!(
+        order[..2].contains(&1) && order[..2].contains(&5),
+        "{order:?}"
+    );
     assert_eq!(&order[2..], [3, 2], "{order:?}");
 
     let a = Article::fields();
@@ -391,7 +460,16 @@ fn text_search_reads_each_documents_language_and_the_querys() {
     assert!(diacritics.is_empty());
     let phrase = articles.find(text("\"with milk\"")).to_vec().unwrap();
     assert_eq!(ids(&phrase, |a| a.id), [5]);
-    let cased = articles.find(text("Coffee").case_sensitive()).to_vec().unwrap();
+    let cased = articles
+        .find(text("Coffee").case_sensitive())
+        .to_vec()
+        .unwrap();
     assert_eq!(ids(&cased, |a| a.id), [3]);
-    assert!(articles.find(text("coffee").case_sensitive()).to_vec().unwrap().is_empty());
+    assert!(
+        articles
+            .find(text("coffee").case_sensitive())
+            .to_vec()
+            .unwrap()
+            .is_empty()
+    );
 }
