@@ -193,6 +193,28 @@ fn near_queries_come_nearest_first_and_walk_a_few_cells() {
             .unwrap()
             .count() as u64
     );
+    // A within query is an index scan; a near query has MongoDB's GEO_NEAR stage above it.
+    assert!(explained.head.is_none());
+    let near_filter = doc! { "loc": { "$near": near } };
+    let explained = places
+        .explain(&near_filter, &FindOptions::default())
+        .unwrap();
+    let tree = explained.to_document();
+    let winning = tree
+        .get_document("queryPlanner")
+        .and_then(|p| p.get_document("winningPlan"))
+        .unwrap();
+    assert_eq!(
+        winning.get_str("stage").unwrap(),
+        "GEO_NEAR_2DSPHERE",
+        "{winning}"
+    );
+    assert_eq!(winning.get_str("indexName").unwrap(), "loc_2dsphere");
+    assert_eq!(
+        winning.get_document("keyPattern").unwrap(),
+        &doc! { "loc": "2dsphere" }
+    );
+    assert!(winning.contains_key("inputStage"), "{winning}");
 }
 
 /// A document's geometry, drawn from every kind a geo field holds.

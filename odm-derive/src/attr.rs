@@ -283,13 +283,18 @@ fn index_decl(meta: &ParseNestedMeta<'_>, field: Option<KeyDecl>) -> syn::Result
             decl.unique = true;
         } else if item.path.is_ident(SPARSE) {
             decl.sparse = true;
-        } else if item.path.is_ident(DESC) && field_level {
-            decl.keys[0].kind = KeyKind::Descending;
-        } else if item.path.is_ident(GEO) && field_level {
-            decl.keys[0].kind = KeyKind::Sphere;
-        } else if item.path.is_ident(FLAT) && field_level {
-            decl.keys[0].kind = KeyKind::Flat;
-        } else if item.path.is_ident(TEXT) && !field_level {
+        } else if let Some(kind) = field_kind(&item.path).filter(|_| field_level) {
+            if decl.keys[0].kind != KeyKind::Ascending {
+                return Err(item.error(
+                    "a field's index has one kind: `desc`, `geo` and `flat` exclude each other",
+                ));
+            }
+            decl.keys[0].kind = kind;
+        } else if item.path.is_ident(TEXT) && field_level {
+            return Err(item.error(
+                "a text index is declared on the struct, over all its fields: `#[odm(index(text(field, ...)))]`",
+            ));
+        } else if item.path.is_ident(TEXT) {
             let content;
             syn::parenthesized!(content in item.input);
             decl.text = weighted_list(&content)?;
@@ -461,6 +466,20 @@ fn key_path(input: syn::parse::ParseStream<'_>) -> syn::Result<KeyDecl> {
         kind: KeyKind::Ascending,
         span: ident.span(),
     })
+}
+
+/// The kind a field-level index option gives its key: `desc`, `geo` (`2dsphere`), `flat`
+/// (`2d`).
+fn field_kind(path: &syn::Path) -> Option<KeyKind> {
+    if path.is_ident(DESC) {
+        Some(KeyKind::Descending)
+    } else if path.is_ident(GEO) {
+        Some(KeyKind::Sphere)
+    } else if path.is_ident(FLAT) {
+        Some(KeyKind::Flat)
+    } else {
+        None
+    }
 }
 
 /// `30s`, `15m`, `12h`, `365d`, `2w` as seconds.

@@ -38,7 +38,7 @@ pub fn check(cx: &Ctxt, c: &Container<'_>) {
         }
         check_ttl(cx, c, index);
         check_parallel_arrays(cx, c, index);
-        check_search(cx, index);
+        check_search(cx, c, index);
     }
     check_one_text_index(cx, c);
     if let Some(shard) = &c.shard_key {
@@ -226,6 +226,9 @@ fn check_ttl(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
     let Some((_, lit)) = &index.ttl else {
         return;
     };
+    if index.is_search() {
+        return; // refused by `check_search_options`
+    }
     match index.keys.as_slice() {
         [key] if key.path.len() == 1 => {
             if let Some(field) = c.field(&key.path[0])
@@ -255,7 +258,20 @@ fn check_ttl(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
 
 /// A text index's prefix keys are ordinary; a `2d` key comes first and alone (MongoDB's 16801
 /// and 16800); the text options belong to a text index; a language override is a field name.
-fn check_search(cx: &Ctxt, index: &IndexDecl) {
+fn check_search(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
+    check_search_options(cx, index);
+    check_repeated_paths(cx, index);
+    // MongoDB refuses a compound text index whose other keys hold arrays, on every insert.
+    if !index.text.is_empty() {
+        for key in &index.keys {
+            if c.field(&key.path[0]).is_some_and(|f| is_array(f.ty)) {
+                cx.syn_error(syn::Error::new(
+                    key.span,
+                    "a text index's keys before its text fields cannot hold arrays: MongoDB refuses such documents",
+                ));
+            }
+        }
+    }
     if !index.text.is_empty()
         && let Some(key) = index.keys.iter().find(|k| k.kind.is_geo())
     {
@@ -302,6 +318,44 @@ fn check_search(cx: &Ctxt, index: &IndexDecl) {
     }
 }
 
+/// A text or geo index takes no `unique` (over terms or cells it would not mean uniqueness of
+/// values), no `sparse` (MongoDB ignores it: these indexes skip documents without the field
+/// anyway) and no `ttl` (MongoDB's TTL indexes have one ordinary key).
+fn check_search_options(cx: &Ctxt, index: &IndexDecl) {
+    if !index.is_search() {
+        return;
+    }
+    let refused = [
+        (index.unique, "unique"),
+        (index.sparse, "sparse"),
+        (index.ttl.is_some(), "ttl"),
+    ];
+    for (_, option) in refused.iter().filter(|(set, _)| *set) {
+        cx.syn_error(syn::Error::new(
+            index.span,
+            format!("a text or geo index takes no `{option}`"),
+        ));
+    }
+}
+
+/// A path appears once among an index's keys and text fields: a second mention would replace
+/// the first in MongoDB's key document.
+fn check_repeated_paths(cx: &Ctxt, index: &IndexDecl) {
+    let all: Vec<&KeyDecl> = index
+        .keys
+        .iter()
+        .chain(index.text.iter().map(|(k, _)| k))
+        .collect();
+    for (i, key) in all.iter().enumerate() {
+        if all[..i].iter().any(|earlier| earlier.path == key.path) {
+            cx.syn_error(syn::Error::new(
+                key.span,
+                format!("`{}` is already a key of this index", key.dotted()),
+            ));
+        }
+    }
+}
+
 /// MongoDB keeps one text index per collection.
 fn check_one_text_index(cx: &Ctxt, c: &Container<'_>) {
     let mut text = c.all_indexes().filter(|i| !i.text.is_empty()).skip(1);
@@ -315,7 +369,8 @@ fn check_one_text_index(cx: &Ctxt, c: &Container<'_>) {
 
 fn check_parallel_arrays(cx: &Ctxt, c: &Container<'_>, index: &IndexDecl) {
     let mut arrays: Vec<&str> = Vec::new();
-    for key in &index.keys {
+    // A geometry's own arrays (a pair, a polygon's rings) are one value, not a multikey.
+    for key in index.keys.iter().filter(|k| !k.kind.is_geo()) {
         if let Some(field) = c.field(&key.path[0])
             && is_array(field.ty)
             && !arrays.contains(&key.path[0].as_str())
@@ -341,9 +396,9 @@ fn check_duplicates(cx: &Ctxt, c: &Container<'_>) {
     let all: Vec<&IndexDecl> = c.all_indexes().collect();
     for (i, index) in all.iter().enumerate() {
         if index.text.is_empty()
-            && all[..i]
-                .iter()
-                .any(|earlier| key_signature(earlier) == key_signature(index))
+            && all[..i].iter().any(|earlier| {
+                earlier.text.is_empty() && key_signature(earlier) == key_signature(index)
+            })
         {
             cx.syn_error(syn::Error::new(
                 index.span,

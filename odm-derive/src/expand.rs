@@ -140,6 +140,7 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
         }
     });
     let text_indexed = text_indexed(c, krate, &impl_generics, &root, &bounds);
+    let has_text = c.all_indexes().any(|i| !i.text.is_empty());
     let doc = format!("Field handles of [`{ident}`], from `{ident}::fields()`.");
     quote! {
         #[doc = #doc]
@@ -161,6 +162,7 @@ fn document(c: &Container<'_>, krate: &syn::Path) -> TokenStream {
                 const COLLECTION: &'static str = #collection;
                 const ID_FIELD: &'static str = #id_field;
                 const VERSION: u32 = #version;
+                const HAS_TEXT_INDEX: bool = #has_text;
 
                 fn fields() -> #fields #type_generics {
                     #fields { #(#initialisers,)* }

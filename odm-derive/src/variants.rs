@@ -201,6 +201,21 @@ fn variant_models<'a>(
     models
 }
 
+/// Each variant's indexes are the collection's: two text indexes would be refused when it
+/// opens, so at most one variant may declare one (a constant assertion).
+fn one_text_index(variants: &[VariantModel<'_>], document: &TokenStream) -> TokenStream {
+    let text_counts = variants.iter().map(|v| {
+        let ty = v.ty;
+        quote!((<#ty as #document>::HAS_TEXT_INDEX as usize))
+    });
+    quote! {
+        const _: () = ::std::assert!(
+            0 #(+ #text_counts)* <= 1,
+            "the variants of an enum model share one collection, which has at most one text index: declare it on one variant"
+        );
+    }
+}
+
 fn generate(
     input: &syn::DeriveInput,
     krate: &syn::Path,
@@ -234,6 +249,7 @@ fn generate(
         let (variant, ty) = (v.ident, v.ty);
         quote!(#ident::#variant(value) => <#ty as #document>::check_fields(value))
     });
+    let one_text_index = one_text_index(variants, &document);
     let indexes = variants.iter().map(|v| {
         let (ty, tag) = (v.ty, &v.tag);
         quote!(__indexes.extend(#krate::__private::variant_indexes::<#ty>(#tag_field, #tag));)
@@ -311,6 +327,7 @@ fn generate(
             }
 
             #(#impls)*
+            #one_text_index
         };
     }
 }

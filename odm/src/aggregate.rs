@@ -168,12 +168,32 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
     #[must_use]
     pub fn filter(mut self, filter: impl Into<Filter<R>>) -> Self {
         match filter.into().into_document() {
+            // MongoDB takes `$text` in the first stage only: after nothing but `$match` stages
+            // (a variant's tag, earlier filters), they join into one.
+            Ok(filter) if filter.contains_key("$text") && self.only_matches() => {
+                let mut all: Vec<Bson> = self
+                    .stages
+                    .drain(..)
+                    .filter_map(|mut s| s.remove("$match"))
+                    .collect();
+                all.push(Bson::Document(filter));
+                self.then(doc! { "$match": { "$and": all } })
+            }
             Ok(filter) => self.then(doc! { "$match": filter }),
             Err(e) => {
                 self.error.get_or_insert(e);
                 self
             }
         }
+    }
+
+    /// Whether there are stages, every one a `$match`.
+    fn only_matches(&self) -> bool {
+        !self.stages.is_empty()
+            && self
+                .stages
+                .iter()
+                .all(|s| s.len() == 1 && s.contains_key("$match"))
     }
 
     /// `$sort`.
@@ -369,9 +389,10 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
             .reshaped(decode_referenced::<Out>)
     }
 
-    /// `$geoNear` (the pipeline's first stage, as MongoDB requires): the documents nearest the
-    /// stage's point, nearest first, as the type `Out`, which holds this shape's fields and
-    /// the distance; see [`GeoNear`].
+    /// `$geoNear`: the documents nearest the stage's point, nearest first, as the type `Out`,
+    /// which holds this shape's fields and the distance; see [`GeoNear`]. MongoDB takes it as
+    /// a pipeline's first stage only: `filter`s before it (and a variant's tag) join its query;
+    /// after any other stage it is refused when the pipeline runs (40602).
     ///
     /// ```
     /// use odm::{Database, Document, Embedded, GeoNear, GeoPoint};
@@ -412,9 +433,25 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
     /// assert!((found[0].km - 1.11).abs() < 0.01);
     /// # Ok::<(), odm::Error>(())
     /// ```
-    pub fn geo_near<Out: DeserializeOwned>(self, stage: GeoNear<R, Out>) -> Aggregate<T, Out, Out> {
+    pub fn geo_near<V, Out: DeserializeOwned>(
+        self,
+        stage: GeoNear<R, V, Out>,
+    ) -> Aggregate<T, Out, Out> {
         let mut out = self;
-        match stage.into_stage() {
+        // `$geoNear` must come first: the `$match` stages before it (a variant's tag, filters)
+        // become its query, which selects the same documents.
+        let before: Vec<BsonDocument> = if out.only_matches() {
+            out.stages
+                .drain(..)
+                .filter_map(|mut s| match s.remove("$match") {
+                    Some(Bson::Document(filter)) => Some(filter),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        match stage.into_stage(before) {
             Ok(stage) => out.stages.push(stage),
             Err(e) => {
                 out.error.get_or_insert(e);

@@ -10,6 +10,7 @@
 use bson::{Bson, Document, doc};
 use serde::{Deserialize, Serialize};
 
+use crate::error::BuildError;
 use crate::field::Field;
 use crate::filter::Filter;
 
@@ -150,12 +151,26 @@ impl Geometry {
     message = "`{Self}` is not a location: a `2dsphere` index and the sphere's operators need an `odm::GeoPoint`, an `odm::Geometry` or a legacy pair `[f64; 2]`",
     label = "not a point or geometry"
 )]
-pub trait Located {}
-impl Located for GeoPoint {}
-impl Located for Geometry {}
-impl Located for [f64; 2] {}
-impl<T: Located> Located for Option<T> {}
-impl<T: Located> Located for Vec<T> {}
+pub trait Located {
+    /// One location as `$geoNear`'s `includeLocs` returns it: the stored form of the nearest
+    /// one (an array's element, an option's value).
+    type One;
+}
+impl Located for GeoPoint {
+    type One = GeoPoint;
+}
+impl Located for Geometry {
+    type One = Geometry;
+}
+impl Located for [f64; 2] {
+    type One = [f64; 2];
+}
+impl<T: Located> Located for Option<T> {
+    type One = T::One;
+}
+impl<T: Located> Located for Vec<T> {
+    type One = T::One;
+}
 
 /// Types a `2d` index covers and the plane's operators query: legacy coordinate pairs (a `2d`
 /// index does not read GeoJSON), and options and arrays of them.
@@ -178,11 +193,15 @@ pub fn flat_key<R, V: Planar>(field: &Field<R, V>) -> &str {
     field.path()
 }
 
-/// A near condition: the documents whose location at `path` lies within the distances, nearest
-/// first. As a filter it is `$near`; it is also the `near` of a [`GeoNear`] stage.
+/// A near condition on the field of values `V`: the documents whose location lies within the
+/// distances, nearest first. As a filter it is `$near`, which MongoDB takes in a find only (not
+/// in a count, a `$match`, an `$or` or a `$geoNear`'s query); it is also the `near` of a
+/// [`GeoNear`] stage. The field needs an index of the near's kind: `2dsphere` for
+/// [`Field::near`], `2d` for [`Field::near_flat`] (the types say what a field holds, not how
+/// it is indexed; the wrong index is refused at run time with error 291).
 #[derive(Debug, Clone)]
-pub struct Near<R> {
-    field: Field<R, ()>,
+pub struct Near<R, V> {
+    field: Field<R, V>,
     center: Center,
     min: Option<f64>,
     max: Option<f64>,
@@ -196,7 +215,7 @@ enum Center {
     Flat([f64; 2]),
 }
 
-impl<R> Near<R> {
+impl<R, V> Near<R, V> {
     /// Only documents at least `distance` away (metres on the sphere).
     #[must_use]
     pub fn min_distance(mut self, distance: f64) -> Self {
@@ -238,8 +257,8 @@ impl<R> Near<R> {
     }
 }
 
-impl<R> From<Near<R>> for Filter<R> {
-    fn from(near: Near<R>) -> Self {
+impl<R, V> From<Near<R, V>> for Filter<R> {
+    fn from(near: Near<R, V>) -> Self {
         Filter::raw(doc! { near.field.path(): near.condition() })
     }
 }
@@ -248,9 +267,9 @@ impl<R, V: Located> Field<R, V> {
     /// The documents whose location is nearest `point`, nearest first (`$near` with a
     /// GeoJSON point; needs a `2dsphere` index on the field). Bound it with
     /// [`Near::max_distance`], in metres.
-    pub fn near(&self, point: GeoPoint) -> Near<R> {
+    pub fn near(&self, point: GeoPoint) -> Near<R, V> {
         Near {
-            field: self.at_same_path(),
+            field: self.clone(),
             center: Center::Sphere(point),
             min: None,
             max: None,
@@ -258,7 +277,7 @@ impl<R, V: Located> Field<R, V> {
     }
 
     /// The documents whose location lies wholly within `region` (`$geoWithin` with
-    /// `$geometry`: a `Polygon` or `MultiPolygon`).
+    /// `$geometry`; MongoDB takes a `Polygon` or a `MultiPolygon` and refuses another type).
     pub fn within(&self, region: impl Into<Geometry>) -> Filter<R> {
         self.geo_condition("$geoWithin", &region.into())
     }
@@ -282,7 +301,7 @@ impl<R, V: Located> Field<R, V> {
             Ok(geometry) => {
                 Filter::raw(doc! { self.path(): { operator: { "$geometry": geometry } } })
             }
-            Err(source) => Filter::failed(crate::error::BuildError::UnwritableAt {
+            Err(source) => Filter::failed(BuildError::UnwritableAt {
                 path: self.path().to_owned(),
                 source,
             }),
@@ -293,9 +312,9 @@ impl<R, V: Located> Field<R, V> {
 impl<R, V: Planar> Field<R, V> {
     /// The documents whose pair is nearest `pair` on the plane of a `2d` index, nearest first
     /// (legacy `$near`); [`Near::max_distance`] is in the coordinates' units.
-    pub fn near_flat(&self, pair: [f64; 2]) -> Near<R> {
+    pub fn near_flat(&self, pair: [f64; 2]) -> Near<R, V> {
         Near {
-            field: self.at_same_path(),
+            field: self.clone(),
             center: Center::Flat(pair),
             min: None,
             max: None,
@@ -318,19 +337,19 @@ pub const EARTH_RADIUS_METRES: f64 = 6_378_100.0;
 /// its distance in the output type's field `distance` (metres for a GeoJSON point, the
 /// plane's units for a flat one), the output type holding the input's fields beside it.
 #[derive(Debug)]
-pub struct GeoNear<R, Out> {
-    near: Near<R>,
-    distance: Field<Out, ()>,
+pub struct GeoNear<R, V, Out> {
+    near: Near<R, V>,
+    distance: Field<Out, f64>,
     query: Option<Filter<R>>,
     multiplier: Option<f64>,
     locations: Option<Field<Out, ()>>,
 }
 
-impl<R, Out> GeoNear<R, Out> {
-    pub fn new(near: Near<R>, distance: &Field<Out, f64>) -> Self {
+impl<R, V, Out> GeoNear<R, V, Out> {
+    pub fn new(near: Near<R, V>, distance: &Field<Out, f64>) -> Self {
         GeoNear {
             near,
-            distance: distance.at_same_path(),
+            distance: distance.clone(),
             query: None,
             multiplier: None,
             locations: None,
@@ -351,20 +370,24 @@ impl<R, Out> GeoNear<R, Out> {
         self
     }
 
-    /// Each document's location that was nearest, in the output's field `into`
+    /// Each document's nearest location, as stored, in the output's field `into`
     /// (`includeLocs`).
     #[must_use]
-    pub fn include_locations<V: Located>(mut self, into: &Field<Out, V>) -> Self {
+    pub fn include_locations(mut self, into: &Field<Out, V::One>) -> Self
+    where
+        V: Located,
+    {
         self.locations = Some(into.at_same_path());
         self
     }
 
-    /// The stage document, or the first value of the query that could not be written.
-    pub(crate) fn into_stage(self) -> Result<Document, crate::error::BuildError> {
+    /// The stage document, its query the conjunction of `before` (the `$match` stages a
+    /// pipeline had before it) and its own; or the first value that could not be written.
+    pub(crate) fn into_stage(self, before: Vec<Document>) -> Result<Document, BuildError> {
         let near = self.near;
         let (point, spherical) = match near.center {
             Center::Sphere(point) => (
-                bson::serialize_to_bson(&point).map_err(crate::error::BuildError::Unwritable)?,
+                bson::serialize_to_bson(&point).map_err(BuildError::Unwritable)?,
                 true,
             ),
             Center::Flat(pair) => (Bson::from(pair.to_vec()), false),
@@ -381,8 +404,18 @@ impl<R, Out> GeoNear<R, Out> {
         if let Some(max) = near.max {
             stage.insert("maxDistance", max);
         }
+        let mut queries = before;
         if let Some(query) = self.query {
-            stage.insert("query", query.into_document()?);
+            queries.push(query.into_document()?);
+        }
+        match queries.len() {
+            0 => {}
+            1 => {
+                stage.insert("query", queries.remove(0));
+            }
+            _ => {
+                stage.insert("query", doc! { "$and": queries });
+            }
         }
         if let Some(factor) = self.multiplier {
             stage.insert("distanceMultiplier", factor);

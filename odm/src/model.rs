@@ -72,6 +72,9 @@ pub trait Document: Serialize + DeserializeOwned + 'static {
     const COLLECTION: &'static str;
     /// Serde's name of the id field; stored under `_id`.
     const ID_FIELD: &'static str;
+    /// Whether the model declares a text index (`#[odm(index(text(...)))]`); an enum model's
+    /// variants may hold one between them, as a collection has at most one.
+    const HAS_TEXT_INDEX: bool = false;
     /// The schema version (`#[odm(version = N)]`); 0 for an unversioned model. Versioned
     /// models store it in each document as `_v`.
     const VERSION: u32 = 0;

@@ -67,8 +67,9 @@ pub fn text_key<R, V: Searchable>(field: &Field<R, V>) -> &str {
 /// // The title weighs ten times the body: the post titled so ranks first.
 /// assert_eq!(hits.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 2]);
 /// let f = Post::fields();
-/// let spanish = text("café").language(Language::Spanish);
-/// assert_eq!(posts.count(Filter::from(spanish).and(f.id.gt(1)))?, 0);
+/// // `brewing`, `brewed`: one stem in English.
+/// let brewing = text("brewing").language(Language::English);
+/// assert_eq!(posts.count(Filter::from(brewing).and(f.id.gt(1)))?, 2);
 /// # Ok::<(), odm::Error>(())
 /// ```
 pub fn text(search: &str) -> Text {

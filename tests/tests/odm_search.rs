@@ -64,6 +64,24 @@ struct Distanced {
     nearest: GeoPoint,
 }
 
+/// A pin with its distance on the plane and its pair.
+#[derive(Debug, Serialize, Deserialize, Embedded)]
+struct Placed {
+    #[serde(rename = "_id")]
+    id: i64,
+    distance: f64,
+    xy: [f64; 2],
+}
+
+/// A note in Spanish by its index's default language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "notas", index(text(body), default_language = Spanish))]
+struct Nota {
+    #[odm(id)]
+    id: i64,
+    body: String,
+}
+
 /// An article with its text score.
 #[derive(Debug, Serialize, Deserialize, Embedded)]
 struct Scored {
@@ -301,6 +319,17 @@ fn geo_near_puts_each_distance_in_the_output_type() {
         .include_locations(&d.nearest);
     let found: Vec<Distanced> = places.aggregate().geo_near(stage).to_vec().unwrap();
     assert_eq!(ids(&found, |x| x.id), [1, 4]);
+    // Filters before the stage join its query, since MongoDB takes `$geoNear` first only.
+    let stage = GeoNear::new(f.at.near(here).max_distance(10_000.0), &d.metres)
+        .query(f.kind.eq("cafe"))
+        .include_locations(&d.nearest);
+    let filtered: Vec<Distanced> = places
+        .aggregate()
+        .filter(f.id.gt(1))
+        .geo_near(stage)
+        .to_vec()
+        .unwrap();
+    assert_eq!(ids(&filtered, |x| x.id), [4]);
     for row in &found {
         let expected = haversine(here, row.nearest);
         assert!((row.metres - expected).abs() < 0.5, "{row:?} vs {expected}");
@@ -343,6 +372,17 @@ fn flat_pairs_are_queried_on_the_plane() {
         .to_vec()
         .unwrap();
     assert_eq!(ids(&near, |p| p.id), [1, 3, 2]);
+    let p = Placed::fields();
+    let stage = GeoNear::new(g.xy.near_flat([0.0, 0.0]).min_distance(1.0), &p.distance)
+        .include_locations(&p.xy);
+    let placed: Vec<Placed> = pins.aggregate().geo_near(stage).to_vec().unwrap();
+    assert_eq!(ids(&placed, |x| x.id), [3, 2, 4]);
+    for row in &placed {
+        assert!(
+            (row.distance - row.xy[0].hypot(row.xy[1])).abs() < 1e-9,
+            "{row:?}"
+        );
+    }
     let mut boxed = ids(
         &pins
             .find(g.xy.within_box([0.0, 0.0], [3.0, 4.0]))
@@ -403,7 +443,13 @@ fn library(db: &odm::Database) -> odm::Collection<Article> {
                 &["plants"],
                 None,
             ),
-            article(3, "Coffee", "Roasted beans and milk.", &["tea"], None),
+            article(
+                3,
+                "Coffee",
+                "Roasted beans, milk and crème.",
+                &["tea"],
+                None,
+            ),
             article(4, "Cafés", "El té verde es bueno.", &[], Some("es")),
             article(5, "Iced tea with milk", "Sweet and cold.", &[], None),
         ])
@@ -430,9 +476,11 @@ fn text_search_ranks_by_the_declared_weights() {
     assert_eq!(&order[2..], [3, 2], "{order:?}");
 
     let a = Article::fields();
+    // A text filter after another joins it: MongoDB takes `$text` in the first stage only.
     let scored: Vec<Scored> = articles
         .aggregate()
-        .filter(Filter::from(text("tea -milk")).and(a.id.lt(3)))
+        .filter(a.id.lt(3))
+        .filter(text("tea -milk"))
         .text_score(&Scored::fields().score)
         .sort(Sort::desc(&Scored::fields().score))
         .to_vec()
@@ -453,11 +501,14 @@ fn text_search_reads_each_documents_language_and_the_querys() {
         .to_vec()
         .unwrap();
     assert_eq!(ids(&spanish, |a| a.id), [4]);
-    let diacritics = articles
-        .find(text("te").language(Language::Spanish).diacritic_sensitive())
+    // `creme` is `crème` with its diacritic folded, unless the search keeps diacritics.
+    let folded = articles.find(text("creme")).to_vec().unwrap();
+    assert_eq!(ids(&folded, |a| a.id), [3]);
+    let kept = articles
+        .find(text("creme").diacritic_sensitive())
         .to_vec()
         .unwrap();
-    assert!(diacritics.is_empty());
+    assert!(kept.is_empty());
     let phrase = articles.find(text("\"with milk\"")).to_vec().unwrap();
     assert_eq!(ids(&phrase, |a| a.id), [5]);
     let cased = articles
@@ -472,4 +523,27 @@ fn text_search_reads_each_documents_language_and_the_querys() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[test]
+fn a_text_index_reads_its_default_language() {
+    let db = odm::testing::database().unwrap();
+    let notas = db.collection::<Nota>().unwrap();
+    notas
+        .insert_many(&[
+            Nota {
+                id: 1,
+                body: "El gato duerme.".into(),
+            },
+            Nota {
+                id: 2,
+                body: "Los gatos cantan.".into(),
+            },
+        ])
+        .unwrap();
+    // `el` is a Spanish stop word, not an English one: the index has no term for it.
+    assert!(notas.find(text("el")).to_vec().unwrap().is_empty());
+    let mut cats = ids(&notas.find(text("gato")).to_vec().unwrap(), |n| n.id);
+    cats.sort_unstable();
+    assert_eq!(cats, [1, 2]);
 }

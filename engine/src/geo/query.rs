@@ -57,9 +57,19 @@ fn raw_document(doc: &Document) -> Result<RawDocumentBuf, GeoError> {
     RawDocumentBuf::try_from(doc).map_err(GeoError::malformed)
 }
 
-/// A legacy point as a query writes it: an array or document whose first two values are
-/// numbers.
+/// A legacy point as a query writes it: an array or document of two numbers (MongoDB refuses
+/// a third, which only a stored point may carry).
 fn legacy_point(value: &Bson, what: &str) -> Result<Position, GeoError> {
+    let length = match value {
+        Bson::Array(a) => a.len(),
+        Bson::Document(d) => d.len(),
+        _ => 2,
+    };
+    if length > 2 {
+        return Err(GeoError::invalid(format!(
+            "Point must only contain two numeric elements: {what} is {value}"
+        )));
+    }
     let point = match value {
         Bson::Array(_) | Bson::Document(_) => {
             let wrapped = raw_document(&bson::doc! { "p": value.clone() })?;
@@ -224,6 +234,11 @@ impl GeoCondition {
     /// sibling `$minDistance` and `$maxDistance` bound a legacy point's distances.
     pub fn near(operators: &Document, sphere: bool) -> Result<GeoCondition, GeoError> {
         let operator = if sphere { "$nearSphere" } else { "$near" };
+        let legacy_metric = if sphere {
+            Metric::Radians
+        } else {
+            Metric::Flat
+        };
         let mut near = match &operators[operator] {
             Bson::Document(d) if d.contains_key("$geometry") => {
                 let near = geojson_near(&d["$geometry"])?;
@@ -232,13 +247,16 @@ impl GeoCondition {
             Bson::Document(d) if d.contains_key("type") => {
                 geojson_near(&Bson::Document(d.clone()))?
             }
+            // `[x, y, maxDistance]`: the legacy form's third element bounds the distance.
+            Bson::Array(a) if a.len() == 3 => Near {
+                point: legacy_point(&Bson::Array(a[..2].to_vec()), operator)?,
+                metric: legacy_metric,
+                min: None,
+                max: Some(non_negative(&a[2], "$maxDistance")?),
+            },
             legacy => Near {
                 point: legacy_point(legacy, operator)?,
-                metric: if sphere {
-                    Metric::Radians
-                } else {
-                    Metric::Flat
-                },
+                metric: legacy_metric,
                 min: None,
                 max: None,
             },

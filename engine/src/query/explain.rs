@@ -36,9 +36,10 @@ pub struct Explain {
     pub returned: u64,
     /// Wall time of the run, in whole milliseconds (MongoDB's `executionTimeMillis`).
     pub execution_millis: u64,
-    /// For a `$text` query, its `TEXT_MATCH` stage's fields: the index, its prefix values and
-    /// the parsed search (`parsedTextQuery`).
-    pub text: Option<Document>,
+    /// The stage MongoDB puts above the index scan, its input left out: for a `$text` query
+    /// `TEXT_MATCH` (the index, its prefix values, the parsed search), for a near query served
+    /// by a geo index `GEO_NEAR_2DSPHERE` or `GEO_NEAR_2D` (its key pattern and index).
+    pub head: Option<Document>,
 }
 
 /// Every candidate plan of a query on a collection, best first.
@@ -116,6 +117,13 @@ impl ReadCollection<'_> {
             keys_examined,
             docs_examined,
         } = cursor.stats();
+        let head = match &query.text {
+            Some(text) => Some(text_match_stage(text, &query.filter)),
+            None => query
+                .near
+                .as_ref()
+                .and_then(|_| self.geo_near_stage(&winning)),
+        };
         Ok(Explain {
             collection: self.name().to_owned(),
             in_memory_sort: cursor.sorted_in_memory(),
@@ -129,17 +137,41 @@ impl ReadCollection<'_> {
             docs_examined,
             returned,
             execution_millis: 0,
-            text: query
-                .text
-                .as_ref()
-                .map(|t| text_match_stage(t, &query.filter)),
+            head,
         })
     }
 }
 
-/// The `TEXT_MATCH` stage of a server's plan tree (its fields, its input left out).
-fn text_match_of(tree: &Document) -> Option<Document> {
-    if tree.get_str("stage").ok() != Some("TEXT_MATCH") {
+impl ReadCollection<'_> {
+    /// The `GEO_NEAR_2DSPHERE` or `GEO_NEAR_2D` stage above a near query's scan of the geo
+    /// index that serves it.
+    fn geo_near_stage(&self, winning: &Plan) -> Option<Document> {
+        let Access::IndexScan(scan) = &winning.access else {
+            return None;
+        };
+        let index = self
+            .meta()
+            .indexes
+            .iter()
+            .find(|i| i.spec.name() == scan.index)?;
+        let stage = match index.spec.geo()?.1 {
+            crate::geo::GeoIndex::Sphere { .. } => "GEO_NEAR_2DSPHERE",
+            crate::geo::GeoIndex::Flat { .. } => "GEO_NEAR_2D",
+        };
+        Some(doc! {
+            "stage": stage,
+            "keyPattern": scan.described.key_pattern.clone(),
+            "indexName": &scan.index,
+        })
+    }
+}
+
+/// The stages MongoDB puts above an index scan, which [`Explain::head`] keeps.
+const HEAD_STAGES: [&str; 3] = ["TEXT_MATCH", "GEO_NEAR_2DSPHERE", "GEO_NEAR_2D"];
+
+/// The head stage of a server's plan tree (its fields, its input left out).
+fn head_of(tree: &Document) -> Option<Document> {
+    if !HEAD_STAGES.contains(&tree.get_str("stage").ok()?) {
         return None;
     }
     let mut stage = tree.clone();
@@ -285,10 +317,10 @@ impl Explain {
             self.covered,
             self.projection.as_ref(),
         );
-        if let Some(text) = &self.text {
-            let mut matched = text.clone();
-            matched.insert("inputStage", winning);
-            winning = matched;
+        if let Some(head) = &self.head {
+            let mut above = head.clone();
+            above.insert("inputStage", winning);
+            winning = above;
         }
         let mut stats = doc! {
             "executionSuccess": true,
@@ -422,7 +454,7 @@ impl Explain {
             docs_examined: count("totalDocsExamined"),
             returned: count("nReturned"),
             execution_millis: count("executionTimeMillis"),
-            text: text_match_of(&tree),
+            head: head_of(&tree),
         }
     }
 
@@ -537,7 +569,8 @@ impl Walked {
         let name = stage.get_str("stage").unwrap_or_default();
         match name {
             "SORT" => self.sorted = true,
-            "FETCH" | "COLLSCAN" | "CLUSTERED_IXSCAN" | "IDHACK" | "EXPRESS_IXSCAN" => {
+            "FETCH" | "COLLSCAN" | "CLUSTERED_IXSCAN" | "IDHACK" | "EXPRESS_IXSCAN"
+            | "GEO_NEAR_2DSPHERE" | "GEO_NEAR_2D" => {
                 self.fetched = true;
             }
             _ => {}
