@@ -68,7 +68,9 @@ impl TryFrom<Geometry> for GeoPoint {
 }
 
 /// A GeoJSON geometry of any of MongoDB's types. Positions are `[lng, lat]`; a polygon's first
-/// ring is its shell, the others its holes, each closed (its last position its first).
+/// ring is its shell, the others its holes, each closed (its last position its first). A
+/// stored position with a third number (an altitude, which GeoJSON allows) does not decode
+/// into this type.
 ///
 /// ```
 /// use odm::Geometry;
@@ -146,7 +148,8 @@ impl Geometry {
 }
 
 /// Types a `2dsphere` index covers and the sphere's operators query: points and GeoJSON
-/// geometries, legacy coordinate pairs, and options and arrays of them.
+/// geometries, legacy coordinate pairs, and options and arrays of them. A type of one's own
+/// may implement it when it serializes as one of these.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a location: a `2dsphere` index and the sphere's operators need an `odm::GeoPoint`, an `odm::Geometry` or a legacy pair `[f64; 2]`",
     label = "not a point or geometry"
