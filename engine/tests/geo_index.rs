@@ -306,6 +306,83 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Law: through a compound index whose ordinary keys come before its geo key, a query
+    /// binding them by equality returns what a scan returns, and reads that index.
+    #[test]
+    fn a_compound_geo_index_under_an_equality_returns_what_a_scan_returns(
+        placed in proptest::collection::vec((geometry(), proptest::option::of(0..3i32)), 1..60),
+        condition in condition().prop_filter("not near", |c| !c.contains_key("$near") && !c.contains_key("$nearSphere")),
+        kind in proptest::option::of(0..3i32),
+    ) {
+        let db = Database::in_memory().unwrap();
+        let c = db.collection("compound");
+        c.create_index(index(doc! { "kind": 1, "loc": "2dsphere" }, doc! {}).unwrap()).unwrap();
+        let docs: Vec<Document> = placed
+            .iter()
+            .enumerate()
+            .map(|(i, (g, k))| {
+                let mut d = doc! { "_id": i as i64, "loc": g.clone() };
+                if let Some(k) = k {
+                    d.insert("kind", *k);
+                }
+                d
+            })
+            .collect();
+        c.insert_many(docs, true).unwrap();
+        // `kind: null` matches the documents without one, as their keys hold null.
+        let filter = doc! { "kind": kind.map_or(Bson::Null, Bson::Int32), "loc": condition };
+        let txn = db.read().unwrap();
+        let read = txn.collection("compound").unwrap().unwrap();
+        let explained = read.explain(&filter, &FindOptions::default()).unwrap();
+        prop_assert_eq!(explained.index_used(), Some("kind_1_loc_2dsphere"));
+        let mut found = ids(&find(&db, "compound", &filter).unwrap());
+        let options = FindOptions { hint: Some(Bson::Document(doc! { "$natural": 1 })), ..FindOptions::default() };
+        let mut expected = ids(&read.find(&filter, &options).unwrap().map(Result::unwrap).collect::<Vec<_>>());
+        found.sort_unstable();
+        expected.sort_unstable();
+        prop_assert_eq!(found, expected);
+    }
+}
+
+#[test]
+fn a_near_query_bound_by_an_equality_reads_the_compound_index_nearest_first() {
+    let db = Database::in_memory().unwrap();
+    let c = db.collection("shops");
+    c.create_index(index(doc! { "kind": 1, "loc": "2dsphere" }, doc! {}).unwrap())
+        .unwrap();
+    let mut docs = Vec::new();
+    for i in 0..200i64 {
+        #[allow(clippy::cast_precision_loss)]
+        let x = i as f64 * 0.01;
+        let kind = if i % 4 == 0 { "cafe" } else { "shop" };
+        docs.push(
+            doc! { "_id": i, "kind": kind, "loc": { "type": "Point", "coordinates": [x, 0.0] } },
+        );
+    }
+    c.insert_many(docs, true).unwrap();
+    let filter = doc! { "kind": "cafe", "loc": { "$near": {
+        "$geometry": { "type": "Point", "coordinates": [1.0, 0.0] }, "$maxDistance": 6_000.0,
+    } } };
+    let found = find(&db, "shops", &filter).unwrap();
+    // Cafes every 0.04 degrees (4.45 km): 100 at 1.0, then 96 and 104 at 0.04 degrees.
+    assert_eq!(&ids(&found)[..1], [100]);
+    let mut rest = ids(&found)[1..].to_vec();
+    rest.sort_unstable();
+    assert_eq!(rest, [96, 104]);
+    let txn = db.read().unwrap();
+    let explained = txn
+        .collection("shops")
+        .unwrap()
+        .unwrap()
+        .explain(&filter, &FindOptions::default())
+        .unwrap();
+    assert_eq!(explained.index_used(), Some("kind_1_loc_2dsphere"));
+    assert!(explained.docs_examined <= 10, "{}", explained.docs_examined);
+}
+
 /// The center and reach in radians of a near query with a maximum distance.
 fn reach(condition: &Document) -> ((f64, f64), f64) {
     let pair = |a: &bson::Array| (a[0].as_f64().unwrap(), a[1].as_f64().unwrap());

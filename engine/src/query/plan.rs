@@ -829,29 +829,82 @@ pub(crate) fn geo_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
         })
         .collect();
     geo.sort_by_key(|(_, c)| !matches!(c, GeoCondition::Near(_)));
+    let conds = conditions(filter, false);
     for (path, condition) in geo {
         for index in indexes {
             let Some((positions, kind)) = index.spec.geo() else {
                 continue;
             };
-            if positions.first() != Some(&0)
-                || index.spec.keys()[0].0 != *path
-                || index.spec.partial_filter().is_some()
-            {
+            let at = index.spec.keys().iter().position(|(p, _)| p == path);
+            let Some(at) = at.filter(|at| positions.contains(at)) else {
+                continue;
+            };
+            if index.spec.partial_filter().is_some() {
                 continue;
             }
+            let Some(prefix) = equality_prefix(index, at, &conds) else {
+                continue;
+            };
             if let Some(ranges) = kind.ranges(condition) {
-                return Some(geo_scan(index, path, &ranges));
+                return Some(geo_scan(index, path, prefix, &ranges));
             }
         }
     }
     None
 }
 
-/// The walk of a geo index over ranges of cell ids.
-fn geo_scan(index: &IndexMeta, path: &Path, ranges: &[(i64, i64)]) -> Plan {
+/// The keys before a geo index's field `at`, each bound to one value by an equality of the
+/// filter: their encoded prefix and their bounds. `None` when one is not so bound, or is a
+/// geo or hashed key, or the index's collation would key strings otherwise.
+fn equality_prefix(
+    index: &IndexMeta,
+    at: usize,
+    conds: &[(&Path, &Predicate)],
+) -> Option<(Vec<u8>, Vec<(String, FieldBounds)>)> {
+    if at > 0 && (index.spec.collation().is_some() || index.spec.hashed_field().is_some()) {
+        return None;
+    }
+    let geo_positions = index.spec.geo().map_or(&[][..], |(positions, _)| positions);
+    if geo_positions.iter().any(|&p| p < at) {
+        return None;
+    }
+    bound_prefix(&index.spec.keys()[..at], conds).ok()
+}
+
+/// The keys `prefix` of an index, each bound to one value by an equality of the filter: their
+/// encoded concatenation and their bounds; the path of the first one not so bound otherwise.
+fn bound_prefix<'k>(
+    prefix: &'k [(Path, Direction)],
+    conds: &[(&Path, &Predicate)],
+) -> Result<(Vec<u8>, Vec<(String, FieldBounds)>), &'k Path> {
+    let mut encoded = Vec::new();
+    let mut bounds = Vec::new();
+    for (path, direction) in prefix {
+        let value = conds
+            .iter()
+            .find_map(|(p, predicate)| match predicate {
+                Predicate::Eq(v) if *p == path && usable_operand(v) => Some(v),
+                _ => None,
+            })
+            .ok_or(path)?;
+        keys::encode_into(&mut encoded, value.as_raw_bson_ref(), *direction);
+        bounds.push((
+            path.as_str().to_owned(),
+            FieldBounds(Bounds::Intervals(vec![ValueInterval::point(value.clone())])),
+        ));
+    }
+    Ok((encoded, bounds))
+}
+
+/// The walk of a geo index over ranges of cell ids, under the keys of an equality prefix.
+fn geo_scan(
+    index: &IndexMeta,
+    path: &Path,
+    (prefix, mut bounds): (Vec<u8>, Vec<(String, FieldBounds)>),
+    ranges: &[(i64, i64)],
+) -> Plan {
     let encoded = |id: i64| {
-        let mut key = Vec::new();
+        let mut key = prefix.clone();
         keys::encode_into(&mut key, RawBsonRef::Int64(id), Direction::Ascending);
         key
     };
@@ -863,10 +916,10 @@ fn geo_scan(index: &IndexMeta, path: &Path, ranges: &[(i64, i64)]) -> Plan {
         .iter()
         .map(|(lo, hi)| format!("[{lo}, {hi}]"))
         .collect();
-    let bounds = vec![(
+    bounds.push((
         path.as_str().to_owned(),
         FieldBounds::reported(format!("[{}]", shown.join(", "))),
-    )];
+    ));
     let mut scan = IndexScan::of(index, intervals, false, bounds);
     // One geometry is keyed by several cells: the walk yields each document once.
     scan.multikey = true;
@@ -884,24 +937,11 @@ fn text_scan(
         .find(|i| i.spec.name() == bound.index)
         .ok_or(TextPlanError::Unbound)?;
     let conds = conditions(filter, false);
-    let mut prefix = Vec::new();
-    let mut bounds = Vec::new();
-    for (path, direction) in index.spec.text_prefix() {
-        let value = conds
-            .iter()
-            .find_map(|(p, predicate)| match predicate {
-                Predicate::Eq(v) if *p == path && usable_operand(v) => Some(v),
-                _ => None,
-            })
-            .ok_or_else(|| TextPlanError::PrefixNotBound {
-                path: path.to_string(),
-            })?;
-        keys::encode_into(&mut prefix, value.as_raw_bson_ref(), *direction);
-        bounds.push((
-            path.as_str().to_owned(),
-            FieldBounds(Bounds::Intervals(vec![ValueInterval::point(value.clone())])),
-        ));
-    }
+    let (prefix, mut bounds) = bound_prefix(index.spec.text_prefix(), &conds).map_err(|path| {
+        TextPlanError::PrefixNotBound {
+            path: path.to_string(),
+        }
+    })?;
     let terms = &bound.query.terms;
     let keys: Vec<Vec<u8>> = terms
         .iter()
