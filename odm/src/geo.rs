@@ -235,27 +235,22 @@ impl<R, V> Near<R, V> {
 
     /// The `$near` condition as MongoDB writes it for the center's kind.
     fn condition(&self) -> Document {
-        match self.center {
+        // The distances go inside the GeoJSON form's operator, beside the legacy form's.
+        let mut bounded = match self.center {
             Center::Sphere(point) => {
-                let mut near = doc! { "$geometry": { "type": "Point", "coordinates": point.position().to_vec() } };
-                if let Some(min) = self.min {
-                    near.insert("$minDistance", min);
-                }
-                if let Some(max) = self.max {
-                    near.insert("$maxDistance", max);
-                }
-                doc! { "$near": near }
+                doc! { "$geometry": { "type": "Point", "coordinates": point.position().to_vec() } }
             }
-            Center::Flat(pair) => {
-                let mut near = doc! { "$near": pair.to_vec() };
-                if let Some(min) = self.min {
-                    near.insert("$minDistance", min);
-                }
-                if let Some(max) = self.max {
-                    near.insert("$maxDistance", max);
-                }
-                near
-            }
+            Center::Flat(pair) => doc! { "$near": pair.to_vec() },
+        };
+        if let Some(min) = self.min {
+            bounded.insert("$minDistance", min);
+        }
+        if let Some(max) = self.max {
+            bounded.insert("$maxDistance", max);
+        }
+        match self.center {
+            Center::Sphere(_) => doc! { "$near": bounded },
+            Center::Flat(_) => bounded,
         }
     }
 }
