@@ -68,10 +68,7 @@ fn blocking_stages_over_200_mb_stay_under_150_mib_resident() {
         pipeline.push(stage.clone());
         let mut n = 0u64;
         let mut last_key = None;
-        for doc in c
-            .aggregate_iter(&pipeline, &options)
-            .unwrap()
-        {
+        for doc in c.aggregate_iter(&pipeline, &options).unwrap() {
             let doc = doc.unwrap();
             if stage.contains_key("$sort") || stage.contains_key("$setWindowFields") {
                 let k = match doc.get("k") {

@@ -853,6 +853,9 @@ pub(crate) fn geo_plan(filter: &Filter, indexes: &[IndexMeta]) -> Option<Plan> {
     None
 }
 
+/// Index keys bound by equalities: their encoded concatenation, and each one's bounds.
+type BoundPrefix = (Vec<u8>, Vec<(String, FieldBounds)>);
+
 /// The keys before a geo index's field `at`, each bound to one value by an equality of the
 /// filter: their encoded prefix and their bounds. `None` when one is not so bound, or is a
 /// geo or hashed key, or the index's collation would key strings otherwise.
@@ -860,7 +863,7 @@ fn equality_prefix(
     index: &IndexMeta,
     at: usize,
     conds: &[(&Path, &Predicate)],
-) -> Option<(Vec<u8>, Vec<(String, FieldBounds)>)> {
+) -> Option<BoundPrefix> {
     if at > 0 && (index.spec.collation().is_some() || index.spec.hashed_field().is_some()) {
         return None;
     }
@@ -876,7 +879,7 @@ fn equality_prefix(
 fn bound_prefix<'k>(
     prefix: &'k [(Path, Direction)],
     conds: &[(&Path, &Predicate)],
-) -> Result<(Vec<u8>, Vec<(String, FieldBounds)>), &'k Path> {
+) -> Result<BoundPrefix, &'k Path> {
     let mut encoded = Vec::new();
     let mut bounds = Vec::new();
     for (path, direction) in prefix {
@@ -900,7 +903,7 @@ fn bound_prefix<'k>(
 fn geo_scan(
     index: &IndexMeta,
     path: &Path,
-    (prefix, mut bounds): (Vec<u8>, Vec<(String, FieldBounds)>),
+    (prefix, mut bounds): BoundPrefix,
     ranges: &[(i64, i64)],
 ) -> Plan {
     let encoded = |id: i64| {
