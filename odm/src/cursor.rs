@@ -3,8 +3,12 @@
 //! A cursor of the engine borrows its snapshot, so the two cannot travel together inside an
 //! iterator the caller owns. A reader thread therefore holds the snapshot and the engine's
 //! cursor, decodes each result and hands it over through a bounded channel: at most
-//! [`STREAM_BUFFER`] results wait in memory, however many there are. Dropping the cursor
-//! stops the thread at its next send.
+//! [`STREAM_BUFFER`] results wait in memory, however many there are. The thread starts at the
+//! first pull, and dropping the cursor stops it at its next send.
+//!
+//! What the reader runs is a [`Producer`]: the async API takes it out of the cursor
+//! ([`Cursor::into_producer`]) and runs it with a sink of its own, so that both APIs read
+//! results by one implementation.
 //!
 //! On the MongoDB back end the driver's cursor already pulls one batch at a time and owns
 //! what it needs, so the cursor wraps it directly.
@@ -45,6 +49,8 @@ pub const STREAM_BUFFER: usize = 64;
 /// # Ok::<(), odm::Error>(())
 /// ```
 pub struct Cursor<T> {
+    /// What the reader thread will run, until the first pull starts it.
+    pending: Option<Producer<T>>,
     /// `None` once dropped, so that the reader stops before it is joined.
     receiver: Option<std::sync::mpsc::Receiver<Result<T>>>,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -55,6 +61,7 @@ pub struct Cursor<T> {
 impl<T> std::fmt::Debug for Cursor<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cursor")
+            .field("pending", &self.pending.is_some())
             .field("receiver", &self.receiver.is_some())
             .field("reader", &self.reader.is_some())
             .field("direct", &self.direct.is_some())
@@ -62,56 +69,93 @@ impl<T> std::fmt::Debug for Cursor<T> {
     }
 }
 
+/// Produces a cursor's results: gives each to the sink, which answers whether the reader
+/// still wants more; stops when it answers no.
+pub(crate) type Producer<T> = Box<dyn FnOnce(&mut dyn FnMut(Result<T>) -> bool) + Send>;
+
 impl<T: Send + 'static> Cursor<T> {
-    /// Runs `produce` on a reader thread that owns `snapshot`; `produce` gives each result to
-    /// its sink, which answers whether the caller still wants more. An error `produce` returns
-    /// becomes the last item.
+    /// A cursor whose reader thread will own `snapshot` and run `produce` in it; `produce`
+    /// gives each result to its sink, which answers whether the caller still wants more. An
+    /// error `produce` returns becomes the last item.
     pub(crate) fn spawn(
         snapshot: ReadTxn,
         produce: impl FnOnce(&ReadTxn, &mut dyn FnMut(Result<T>) -> bool) -> Result<()> + Send + 'static,
     ) -> Self {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
-        let spawned = std::thread::Builder::new()
-            .name("odm-reader".into())
-            .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
-            .spawn(move || {
-                // A send fails once the cursor is dropped: nobody wants more.
-                let mut sink = |item| sender.send(item).is_ok();
-                if let Err(e) = produce(&snapshot, &mut sink) {
-                    let _ = sender.send(Err(e));
-                }
-            });
-        match spawned {
-            Ok(reader) => Cursor {
-                receiver: Some(receiver),
-                reader: Some(reader),
-                direct: None,
-            },
-            // No thread, no results: the cursor's one item says why.
-            Err(source) => {
-                Cursor::over(std::iter::once(Err(odm_engine::Error::ThreadUnavailable {
-                    what: "cursor reader",
-                    source,
-                }
-                .into())))
+        let producer: Producer<T> = Box::new(move |sink| {
+            if let Err(e) = produce(&snapshot, &mut *sink) {
+                sink(Err(e));
             }
+        });
+        Cursor {
+            pending: Some(producer),
+            receiver: None,
+            reader: None,
+            direct: None,
         }
     }
 
     /// Results pulled straight from `source`, which owns what it reads from.
     pub(crate) fn over(source: impl Iterator<Item = Result<T>> + Send + 'static) -> Self {
         Cursor {
+            pending: None,
             receiver: None,
             reader: None,
             direct: Some(Box::new(source)),
         }
     }
+
+    /// What is left of the results, as a producer for a reader of the caller's own.
+    #[cfg(feature = "async")]
+    pub(crate) fn into_producer(mut self) -> Producer<T> {
+        if let Some(producer) = self.pending.take() {
+            return producer;
+        }
+        let mut rest = std::mem::replace(&mut self, Cursor::over(std::iter::empty()));
+        Box::new(move |sink| {
+            for item in rest.by_ref() {
+                if !sink(item) {
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Starts the reader thread on the pending producer.
+    fn start(&mut self, producer: Producer<T>) {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
+        let spawned = std::thread::Builder::new()
+            .name("odm-reader".into())
+            .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
+            .spawn(move || {
+                // A send fails once the cursor is dropped: nobody wants more.
+                producer(&mut |item| sender.send(item).is_ok());
+            });
+        match spawned {
+            Ok(reader) => {
+                self.receiver = Some(receiver);
+                self.reader = Some(reader);
+            }
+            // No thread, no results: the cursor's one item says why.
+            Err(source) => {
+                self.direct = Some(Box::new(std::iter::once(Err(
+                    odm_engine::Error::ThreadUnavailable {
+                        what: "cursor reader",
+                        source,
+                    }
+                    .into(),
+                ))));
+            }
+        }
+    }
 }
 
-impl<T> Iterator for Cursor<T> {
+impl<T: Send + 'static> Iterator for Cursor<T> {
     type Item = Result<T>;
 
     fn next(&mut self) -> Option<Result<T>> {
+        if let Some(producer) = self.pending.take() {
+            self.start(producer);
+        }
         if let Some(direct) = &mut self.direct {
             return direct.next();
         }

@@ -124,6 +124,10 @@ pub enum Error {
     /// The model's declarations contradict each other where the compiler cannot see it.
     #[error("the model of collection `{collection}` is inconsistent: {reason}")]
     InconsistentModel { collection: String, reason: String },
+    /// An async transaction's handle used after the transaction ended (its closure's future
+    /// returned, or was dropped).
+    #[error("the transaction has ended: its handle was used after its closure returned")]
+    TransactionEnded,
     /// A model without a declared shard key asked for its key's analysis.
     #[error("the model of collection `{0}` declares no shard key")]
     NoShardKey(String),
@@ -147,6 +151,16 @@ impl Error {
             Error::Analyze(e) => Some(e.code().code),
             _ => None,
         }
+    }
+}
+
+impl Error {
+    /// Whether MongoDB labels the error `TransientTransactionError`: the transaction lost a
+    /// conflict or a lock wait, and running it again from the start may succeed.
+    pub fn is_transient(&self) -> bool {
+        const WRITE_CONFLICT: i32 = 112;
+        const LOCK_TIMEOUT: i32 = 24;
+        matches!(self.code(), Some(WRITE_CONFLICT | LOCK_TIMEOUT))
     }
 }
 

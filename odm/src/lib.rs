@@ -80,6 +80,8 @@
 /// The shard-key advisor, whose reports [`Database::analyze_shard_key`] returns.
 pub use odm_advisor as advisor;
 mod aggregate;
+#[cfg(feature = "async")]
+pub mod aio;
 mod codec;
 mod collection;
 mod cursor;

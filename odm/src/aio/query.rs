@@ -1,0 +1,113 @@
+//! Running the sync API's query builders from async code.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use crate::error::Result;
+use crate::model::Document;
+use crate::watch::{ChangeEvent, EventDocument};
+use crate::{Aggregate, Find, Watch};
+
+use super::pool;
+use super::stream::{self, Sink, Stream};
+
+/// A find or an aggregation, built with the sync builders, run without blocking the caller.
+pub trait Query: Sized + Send + 'static {
+    /// What each result decodes as.
+    type Item: Send + 'static;
+
+    /// Every result, decoded.
+    fn fetch_all(self) -> impl Future<Output = Result<Vec<Self::Item>>> + Send;
+
+    /// The first result.
+    fn fetch_one(self) -> impl Future<Output = Result<Option<Self::Item>>> + Send;
+
+    /// The results one at a time, from one snapshot taken now, read ahead of the reader by
+    /// at most [`crate::STREAM_BUFFER`]; see [`Stream`].
+    fn stream(self) -> impl Future<Output = Result<Stream<Self::Item>>> + Send;
+}
+
+impl<T: Document + Send + Sync + 'static> Query for Find<T> {
+    type Item = T;
+
+    fn fetch_all(self) -> impl Future<Output = Result<Vec<T>>> + Send {
+        pool::run(move || self.to_vec())
+    }
+
+    fn fetch_one(self) -> impl Future<Output = Result<Option<T>>> + Send {
+        pool::run(move || self.first())
+    }
+
+    fn stream(self) -> impl Future<Output = Result<Stream<T>>> + Send {
+        stream::open(move || Ok(stream::from_producer(self.iter()?.into_producer())))
+    }
+}
+
+impl<T, R, O> Query for Aggregate<T, R, O>
+where
+    T: Document + Send + Sync + 'static,
+    R: 'static,
+    O: DeserializeOwned + Send + 'static,
+    Aggregate<T, R, O>: Send,
+{
+    type Item = O;
+
+    fn fetch_all(self) -> impl Future<Output = Result<Vec<O>>> + Send {
+        pool::run(move || self.to_vec())
+    }
+
+    fn fetch_one(self) -> impl Future<Output = Result<Option<O>>> + Send {
+        pool::run(move || self.first())
+    }
+
+    fn stream(self) -> impl Future<Output = Result<Stream<O>>> + Send {
+        stream::open(move || Ok(stream::from_producer(self.iter()?.into_producer())))
+    }
+}
+
+/// How long a change stream's reader waits for an event before it looks again whether the
+/// stream is still wanted.
+const WATCH_POLL: Duration = Duration::from_millis(200);
+
+/// A change stream, refined with the sync [`Watch`] builder, as a [`Stream`] of typed events.
+pub trait Subscribe: Sized + Send + 'static {
+    /// What each event carries as its documents.
+    type Event: Send + 'static;
+
+    /// Opens the stream (a bad pipeline or a resume point the log no longer holds fails
+    /// here). Events come as they are committed; the stream ends after an `invalidate`.
+    /// Dropping it stops its reader within a fraction of a second.
+    fn stream(self) -> impl Future<Output = Result<Stream<ChangeEvent<Self::Event>>>> + Send;
+}
+
+impl<T: EventDocument + Send + 'static> Subscribe for Watch<T>
+where
+    Watch<T>: Send,
+{
+    type Event = T;
+
+    fn stream(self) -> impl Future<Output = Result<Stream<ChangeEvent<T>>>> + Send {
+        stream::open(move || {
+            let mut events = self.open()?;
+            Ok(move |sink: &Sink<ChangeEvent<T>>| {
+                loop {
+                    match events.next_timeout(WATCH_POLL) {
+                        Ok(Some(event)) => {
+                            if !sink.send(Ok(event)) {
+                                return;
+                            }
+                        }
+                        Ok(None) if events.is_closed() || !sink.wanted() => return,
+                        Ok(None) => {}
+                        Err(e) => {
+                            sink.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+            })
+        })
+    }
+}

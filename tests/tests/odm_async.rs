@@ -1,0 +1,373 @@
+//! The async API (`odm::aio`) on the back end `odm::testing::database()` chooses (the engine,
+//! or MongoDB through `tests/wire/backends.sh`), on tokio's multi-thread and current-thread
+//! runtimes: every kind of operation, streams read ahead and dropped, transactions committed,
+//! aborted and retried, change streams, cancellation and panics.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use odm::aio::{Database, Query, Subscribe};
+use odm::{Document, Filter, ModifyOptions, Sort, WriteModel};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "notes")]
+struct Note {
+    #[odm(id)]
+    id: i64,
+    text: String,
+    #[odm(index)]
+    n: i64,
+}
+
+fn note(id: i64, text: &str) -> Note {
+    Note {
+        id,
+        text: text.into(),
+        n: id % 10,
+    }
+}
+
+/// A fresh database on the chosen back end, made off the runtime's threads.
+async fn database() -> Database {
+    let db = tokio::task::spawn_blocking(odm::testing::database)
+        .await
+        .expect("no panic")
+        .expect("a database");
+    Database::from_sync(db)
+}
+
+/// Stream tests count reader threads: they run one at a time.
+static READERS: Mutex<()> = Mutex::new(());
+
+/// How many of this process's threads are stream readers.
+fn reader_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .filter(|name| name.trim() == "odm-reader")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Waits (a bounded time) until no stream reader runs; whether it came to that.
+async fn readers_stop() -> bool {
+    for _ in 0..100 {
+        if reader_threads() == 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+async fn crud() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let f = Note::fields();
+    assert_eq!(
+        notes.insert_one(note(1, "one")).await?,
+        bson::Bson::Int64(1)
+    );
+    notes
+        .insert_many((2..=20).map(|id| note(id, "many")).collect())
+        .await?;
+    assert_eq!(notes.get(1).await?, Some(note(1, "one")));
+    assert_eq!(notes.count(f.n.eq(3)).await?, 2);
+    assert_eq!(notes.distinct(&f.text, Filter::all()).await?.len(), 2);
+    let updated = notes.update_many(f.n.eq(0), f.text.set("tens")).await?;
+    assert_eq!(updated.modified, 2);
+    let page = notes
+        .find(f.n.eq(0))
+        .sort(Sort::desc(&f.id))
+        .fetch_all()
+        .await?;
+    assert_eq!(page.iter().map(|n| n.id).collect::<Vec<_>>(), [20, 10]);
+    assert_eq!(
+        notes
+            .find(f.id.gt(18))
+            .sort(Sort::asc(&f.id))
+            .fetch_one()
+            .await?
+            .map(|n| n.id),
+        Some(19)
+    );
+    let before = notes
+        .find_one_and_update(f.id.eq(1), f.text.set("uno"), ModifyOptions::default())
+        .await?;
+    assert_eq!(before.map(|n| n.text).as_deref(), Some("one"));
+    let (saved, _) = notes.save(note(1, "saved")).await?;
+    assert_eq!(saved.text, "saved");
+    notes.replace_one(f.id.eq(2), note(2, "two")).await?;
+    assert_eq!(
+        notes.find_one(f.id.eq(2)).await?.map(|n| n.text).as_deref(),
+        Some("two")
+    );
+    let bulk = notes
+        .bulk_write(
+            vec![
+                WriteModel::InsertOne(note(21, "bulk")),
+                WriteModel::DeleteMany(f.id.lt(3)),
+            ],
+            true,
+        )
+        .await?;
+    assert_eq!((bulk.inserted, bulk.deleted), (1, 2));
+    let total = notes
+        .aggregate()
+        .filter(f.text.eq("many"))
+        .fetch_all()
+        .await?
+        .len();
+    assert_eq!(total, 16);
+    assert_eq!(notes.delete_one(f.id.eq(21)).await?, 1);
+    assert_eq!(notes.delete_many(Filter::all()).await?, 18);
+    assert!(db.collection_names().await?.contains(&"notes".to_owned()));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_on_the_multi_thread_runtime() -> odm::Result<()> {
+    crud().await
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_operation_on_the_current_thread_runtime() -> odm::Result<()> {
+    crud().await
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stream_reads_every_match_in_order_from_its_snapshot() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let f = Note::fields();
+    notes
+        .insert_many((0..1000).map(|id| note(id, "x")).collect())
+        .await?;
+    let mut stream = notes
+        .find(Filter::all())
+        .sort(Sort::asc(&f.id))
+        .stream()
+        .await?;
+    // Written after the stream opened: not in its snapshot (on the engine).
+    notes.insert_one(note(5000, "late")).await?;
+    let mut expected = 0;
+    while let Some(n) = stream.next().await {
+        let n = n?;
+        if n.id == 5000 {
+            assert!(
+                odm::testing::remote(),
+                "a write after the snapshot was seen"
+            );
+            continue;
+        }
+        assert_eq!(n.id, expected);
+        expected += 1;
+    }
+    assert_eq!(expected, 1000);
+    let grouped = notes
+        .aggregate()
+        .filter(f.id.lt(1000))
+        .sort(Sort::desc(&f.id))
+        .stream()
+        .await?
+        .try_collect()
+        .await?;
+    assert_eq!(grouped.len(), 1000);
+    assert_eq!(grouped[0].id, 999);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_stream_stops_its_reader() -> odm::Result<()> {
+    let _one = READERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    notes
+        .insert_many((0..5000).map(|id| note(id, "x")).collect())
+        .await?;
+    let mut stream = notes.find(Filter::all()).stream().await?;
+    for _ in 0..3 {
+        stream.next().await.expect("a match")?;
+    }
+    assert_eq!(reader_threads(), 1, "one reader fills the stream");
+    drop(stream);
+    assert!(readers_stop().await, "the reader outlived its stream");
+    // So does a change stream's, waiting for events that never come.
+    let events = notes.watch().stream().await?;
+    assert_eq!(reader_threads(), 1);
+    drop(events);
+    assert!(
+        readers_stop().await,
+        "the change stream's reader outlived it"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_bad_query_fails_and_ends_the_stream() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    notes.insert_one(note(1, "one")).await?;
+    let bad = notes
+        .aggregate()
+        .stage(bson::doc! { "$nosuchstage": {} })
+        .stream()
+        .await;
+    // Refused when the stream opens (MongoDB's reply to `aggregate`) or as its one item (the
+    // engine parses the pipeline where it runs it), as the sync cursor does.
+    if let Ok(mut stream) = bad {
+        let first = stream.next().await.expect("an item");
+        assert!(
+            first.is_err_and(|e| e.code() == Some(40324)),
+            "unknown stage"
+        );
+        assert!(stream.next().await.is_none());
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_commits_on_ok_and_aborts_on_err() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let f = Note::fields();
+    notes.insert_one(note(1, "one")).await?;
+    let kept = Arc::new(Mutex::new(None));
+    let keep = Arc::clone(&kept);
+    let n = db
+        .transaction(move |txn| {
+            *keep.lock().unwrap() = Some(txn.clone());
+            async move {
+                txn.insert_one(note(2, "two")).await?;
+                txn.update_one(Note::fields().id.eq(1), Note::fields().text.set("uno"))
+                    .await?;
+                // The transaction sees its own writes.
+                let seen = txn.find::<Note>(Filter::all()).await?;
+                Ok(seen.len())
+            }
+        })
+        .await?;
+    assert_eq!(n, 2);
+    assert_eq!(notes.get(1).await?.map(|n| n.text).as_deref(), Some("uno"));
+    let late = kept.lock().unwrap().take().expect("kept");
+    assert!(matches!(
+        late.insert_one(note(9, "late")).await,
+        Err(odm::Error::TransactionEnded)
+    ));
+    let failed: odm::Result<()> = db
+        .transaction(|txn| async move {
+            txn.delete_many::<Note>(Filter::all()).await?;
+            txn.insert_one(note(1, "duplicate")).await?;
+            txn.insert_one(note(1, "duplicate")).await?;
+            Ok(())
+        })
+        .await;
+    assert!(failed.is_err());
+    assert_eq!(
+        notes.count(Filter::all()).await?,
+        2,
+        "the aborted delete stands undone"
+    );
+    assert_eq!(notes.count(f.id.eq(9)).await?, 0);
+    Ok(())
+}
+
+/// 16 tasks each add one to a counter read in their transaction: no update is lost, because
+/// a conflicting transaction waits (the engine) or fails transiently and runs again (MongoDB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_transactions_lose_no_update() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    notes.insert_one(note(1, "0")).await?;
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            db.transaction(|txn| async move {
+                let counter = txn.get::<Note>(1).await?.expect("the counter");
+                let next = counter.text.parse::<i64>().expect("a number") + 1;
+                txn.replace_one(Note::fields().id.eq(1), note(1, &next.to_string()))
+                    .await?;
+                Ok(())
+            })
+            .await
+        }));
+    }
+    for task in tasks {
+        task.await.expect("no panic")?;
+    }
+    assert_eq!(notes.get(1).await?.map(|n| n.text).as_deref(), Some("16"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_change_stream_yields_typed_events_as_they_commit() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let f = Note::fields();
+    let mut events = notes.watch().matching(f.n.eq(1)).stream().await?;
+    notes.insert_one(note(1, "one")).await?;
+    notes.insert_one(note(2, "two")).await?;
+    notes.insert_one(note(11, "eleven")).await?;
+    for expected in [1, 11] {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("the stream goes on")?;
+        assert_eq!(event.full_document.map(|n| n.id), Some(expected));
+    }
+    Ok(())
+}
+
+/// An operation whose future is dropped before a worker takes it never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_operation_that_has_not_started_does_not_run() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    // Every worker busy until told.
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let wait = Arc::new(Mutex::new(wait));
+    let mut busy = Vec::new();
+    for _ in 0..odm::aio::pool_size() {
+        let (db, wait) = (db.clone(), Arc::clone(&wait));
+        busy.push(tokio::spawn(async move {
+            db.run(move |_| {
+                let _ = wait.lock().unwrap().recv();
+                Ok(())
+            })
+            .await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let queued = tokio::spawn({
+        let notes = notes.clone();
+        async move { notes.insert_one(note(7, "never")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    queued.abort();
+    assert!(queued.await.is_err(), "cancelled");
+    for _ in 0..odm::aio::pool_size() {
+        release.send(()).expect("a worker waits");
+    }
+    for task in busy {
+        task.await.expect("no panic")?;
+    }
+    assert_eq!(notes.get(7).await?, None);
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_panic_in_the_work_goes_on_in_the_caller() {
+    let db = database().await;
+    let caught = tokio::spawn(async move {
+        db.run(|_| -> odm::Result<()> { panic!("the work's own panic") })
+            .await
+    })
+    .await;
+    assert!(caught.is_err_and(|e| e.is_panic()));
+}
