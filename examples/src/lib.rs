@@ -1,6 +1,8 @@
 //! Shared helpers for the runnable examples in `examples/examples/`, and the test that runs
 //! the README's code. Examples use the typed layer and the patterns, as an application would.
 
+pub mod web;
+
 /// The README's Rust code blocks, as functions (written by `build.rs`).
 #[cfg(test)]
 mod readme {

@@ -58,6 +58,8 @@
 //! bucket push repeats per delivery (a bucket with room): written as one document, because
 //! building them from typed conditions cost as much as the engine's lookup.
 
+#[cfg(feature = "async")]
+pub mod aio;
 mod attributes;
 mod bucket;
 mod history;

@@ -53,11 +53,21 @@ struct Queued<J> {
 /// assert!(jobs.complete(id)?);
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Queue<J> {
     jobs: Collection<Queued<J>>,
     /// The same collection, for writing jobs given by reference.
     pushed: Collection<Queued<Bson>>,
+}
+
+/// A handle clones without its jobs' type being `Clone`.
+impl<J> Clone for Queue<J> {
+    fn clone(&self) -> Self {
+        Queue {
+            jobs: self.jobs.clone(),
+            pushed: self.pushed.clone(),
+        }
+    }
 }
 
 const QUEUE: &str = "queue";

@@ -62,10 +62,20 @@ pub struct Node<N> {
 /// assert_eq!(topics.get("mongodb")?.unwrap().path, "databases/mongodb");
 /// # Ok::<(), odm_patterns::PatternError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Tree<N> {
     nodes: Collection<Node<N>>,
     variant: TreeVariant,
+}
+
+/// A handle clones without its nodes' type being `Clone`.
+impl<N> Clone for Tree<N> {
+    fn clone(&self) -> Self {
+        Tree {
+            nodes: self.nodes.clone(),
+            variant: self.variant,
+        }
+    }
 }
 
 const PATTERN: &str = "tree";

@@ -37,19 +37,17 @@ async fn database() -> Database {
     Database::from_sync(db)
 }
 
-/// Stream tests count reader threads: they run one at a time.
-static READERS: Mutex<()> = Mutex::new(());
+/// Tests that open streams run one at a time: one of them counts reader threads.
+static READERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How many of this process's threads are stream readers.
 fn reader_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .map(|tasks| {
-            tasks
-                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-                .filter(|name| name.trim() == "odm-reader")
-                .count()
-        })
-        .unwrap_or(0)
+    std::fs::read_dir("/proc/self/task").map_or(0, |tasks| {
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim() == "odm-reader")
+            .count()
+    })
 }
 
 /// Waits (a bounded time) until no stream reader runs; whether it came to that.
@@ -140,6 +138,7 @@ async fn every_operation_on_the_current_thread_runtime() -> odm::Result<()> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_stream_reads_every_match_in_order_from_its_snapshot() -> odm::Result<()> {
+    let _one = READERS.lock().await;
     let db = database().await;
     let notes = db.collection::<Note>().await?;
     let f = Note::fields();
@@ -182,9 +181,7 @@ async fn a_stream_reads_every_match_in_order_from_its_snapshot() -> odm::Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_stream_stops_its_reader() -> odm::Result<()> {
-    let _one = READERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = READERS.lock().await;
     let db = database().await;
     let notes = db.collection::<Note>().await?;
     notes
@@ -210,6 +207,7 @@ async fn dropping_a_stream_stops_its_reader() -> odm::Result<()> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_bad_query_fails_and_ends_the_stream() -> odm::Result<()> {
+    let _one = READERS.lock().await;
     let db = database().await;
     let notes = db.collection::<Note>().await?;
     notes.insert_one(note(1, "one")).await?;
@@ -307,6 +305,7 @@ async fn concurrent_transactions_lose_no_update() -> odm::Result<()> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_change_stream_yields_typed_events_as_they_commit() -> odm::Result<()> {
+    let _one = READERS.lock().await;
     let db = database().await;
     let notes = db.collection::<Note>().await?;
     let f = Note::fields();

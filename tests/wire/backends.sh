@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 suites=(bucket history identity_attributes inbox timeseries_queue tree
-  odm_library odm_scenarios odm_indexes odm_versions odm_mongodb odm_watch odm_kept odm_hooks odm_schema odm_references odm_variants odm_expressions odm_search odm_async_context odm_async)
+  odm_library odm_scenarios odm_indexes odm_versions odm_mongodb odm_watch odm_kept odm_hooks odm_schema odm_references odm_variants odm_expressions odm_search odm_async_context odm_async async_patterns inbox_web)
 if [ -z "${ODM_MONGODB_URI:-}" ]; then
   . tests/wire/serve.sh
   start_odm_serve --in-memory --replica-set rs0

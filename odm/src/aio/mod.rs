@@ -69,9 +69,9 @@ use crate::indexes::IndexPlan;
 use crate::model::Document;
 
 pub use collection::Collection;
-pub use pool::pool_size;
+pub use pool::{pool_size, run};
 pub use query::{Query, Subscribe};
-pub use stream::Stream;
+pub use stream::{Step, Stream};
 pub use txn::{TRANSACTION_RETRY_WINDOW, Txn};
 
 /// A database of typed models, for async code; cheap to clone, `Send + Sync`.

@@ -70,17 +70,28 @@ fn no_thread(what: &'static str, source: std::io::Error) -> crate::Error {
     odm_engine::Error::ThreadUnavailable { what, source }.into()
 }
 
-/// Runs `work` on a pool worker and waits for its result without blocking the caller's
-/// thread. A panic in `work` goes on in the caller, as it would have in a blocking call.
-pub(crate) async fn run<R: Send + 'static>(
-    work: impl FnOnce() -> Result<R> + Send + 'static,
-) -> Result<R> {
+/// Runs `work`, any sync code, on a worker of the pool and waits for its result without
+/// blocking the caller's thread: how the async API runs each operation, and how code built on
+/// the sync API (a pattern's operation) becomes async. A panic in `work` goes on in the
+/// caller, as it would have in a blocking call.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let sum = odm::aio::run(|| Ok::<_, odm::Error>((1..=100).sum::<u32>())).await;
+/// assert_eq!(sum.unwrap(), 5050);
+/// # }
+/// ```
+pub async fn run<R: Send + 'static, E: From<crate::Error> + Send + 'static>(
+    work: impl FnOnce() -> Result<R, E> + Send + 'static,
+) -> Result<R, E> {
     let pool = pool();
     if pool.workers == 0 {
         return Err(no_thread(
             "async worker",
             std::io::Error::other("no worker thread could be started"),
-        ));
+        )
+        .into());
     }
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move || {
@@ -94,7 +105,8 @@ pub(crate) async fn run<R: Send + 'static>(
         return Err(no_thread(
             "async worker",
             std::io::Error::other("the worker pool has stopped"),
-        ));
+        )
+        .into());
     }
     match receiver.await {
         Ok(Ok(result)) => result,
@@ -104,7 +116,8 @@ pub(crate) async fn run<R: Send + 'static>(
         Err(_) => Err(no_thread(
             "async worker",
             std::io::Error::other("the worker stopped before answering"),
-        )),
+        )
+        .into()),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::watch::{ChangeEvent, EventDocument};
 use crate::{Aggregate, Find, Watch};
 
 use super::pool;
-use super::stream::{self, Sink, Stream};
+use super::stream::{self, Step, Stream};
 
 /// A find or an aggregation, built with the sync builders, run without blocking the caller.
 pub trait Query: Sized + Send + 'static {
@@ -89,25 +89,15 @@ where
     type Event = T;
 
     fn stream(self) -> impl Future<Output = Result<Stream<ChangeEvent<T>>>> + Send {
-        stream::open(move || {
-            let mut events = self.open()?;
-            Ok(move |sink: &Sink<ChangeEvent<T>>| {
-                loop {
-                    match events.next_timeout(WATCH_POLL) {
-                        Ok(Some(event)) => {
-                            if !sink.send(Ok(event)) {
-                                return;
-                            }
-                        }
-                        Ok(None) if events.is_closed() || !sink.wanted() => return,
-                        Ok(None) => {}
-                        Err(e) => {
-                            sink.send(Err(e));
-                            return;
-                        }
-                    }
-                }
-            })
-        })
+        Stream::generate(
+            move || self.open(),
+            |events| {
+                Ok(match events.next_timeout(WATCH_POLL)? {
+                    Some(event) => Step::Item(event),
+                    None if events.is_closed() => Step::End,
+                    None => Step::Idle,
+                })
+            },
+        )
     }
 }
