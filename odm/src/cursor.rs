@@ -137,13 +137,11 @@ impl<T: Send + 'static> Cursor<T> {
             }
             // No thread, no results: the cursor's one item says why.
             Err(source) => {
-                self.direct = Some(Box::new(std::iter::once(Err(
-                    odm_engine::Error::ThreadUnavailable {
-                        what: "cursor reader",
-                        source,
-                    }
-                    .into(),
-                ))));
+                *self = Cursor::over(std::iter::once(Err(odm_engine::Error::ThreadUnavailable {
+                    what: "cursor reader",
+                    source,
+                }
+                .into())));
             }
         }
     }
