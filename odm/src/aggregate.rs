@@ -107,6 +107,40 @@ pub struct Aggregate<T, R = T, O = T> {
     _shape: PhantomData<fn() -> (T, R)>,
 }
 
+/// The same aggregation, to run again (see [`crate::Find`]'s `Clone`).
+impl<T, R, O> Clone for Aggregate<T, R, O> {
+    fn clone(&self) -> Self {
+        Aggregate {
+            db: self.db.clone(),
+            name: self.name.clone(),
+            stages: self.stages.clone(),
+            error: self.error.clone(),
+            options: self.options.clone(),
+            decode: self.decode,
+            _shape: PhantomData,
+        }
+    }
+}
+
+#[cfg(feature = "async")]
+impl<T, R, O> Aggregate<T, R, O> {
+    /// Whether the aggregation has a time limit of its own ([`Aggregate::max_time`]).
+    pub(crate) fn has_time_limit(&self) -> bool {
+        self.options.interrupt.is_some()
+    }
+
+    /// Whether a stage writes (`$out`, `$merge`): the pipeline then waits for the writer.
+    pub(crate) fn writes(&self) -> bool {
+        self.stages
+            .iter()
+            .any(|stage| stage.contains_key("$out") || stage.contains_key("$merge"))
+    }
+
+    pub(crate) fn database(&self) -> &Database {
+        &self.db
+    }
+}
+
 impl<T, R, O> std::fmt::Debug for Aggregate<T, R, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Aggregate")

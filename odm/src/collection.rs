@@ -723,7 +723,7 @@ fn each_match<T: Document>(
 }
 
 /// Where a [`Find`] runs: a snapshot of a collection ([`Collection::find`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Snapshot {
     db: Database,
     name: Arc<str>,
@@ -788,6 +788,36 @@ pub struct Find<T, S = Snapshot> {
     collation: Option<bson::Document>,
     interrupt: Option<Interrupt>,
     allow_disk_use: Option<bool>,
+}
+
+/// The same find, to run again (the async API runs a read a second time when its first try
+/// ran out of its slice of the caller's thread).
+impl<T> Clone for Find<T> {
+    fn clone(&self) -> Self {
+        Find {
+            source: self.source.clone(),
+            filter: self.filter.clone(),
+            sort: self.sort.clone(),
+            skip: self.skip,
+            limit: self.limit,
+            hint: self.hint.clone(),
+            collation: self.collation.clone(),
+            interrupt: self.interrupt.clone(),
+            allow_disk_use: self.allow_disk_use,
+        }
+    }
+}
+
+#[cfg(feature = "async")]
+impl<T> Find<T> {
+    /// Whether the find has a time limit of its own ([`Find::max_time`]).
+    pub(crate) fn has_time_limit(&self) -> bool {
+        self.interrupt.is_some()
+    }
+
+    pub(crate) fn database(&self) -> &Database {
+        &self.source.db
+    }
 }
 
 impl<T: Document, S> Find<T, S> {

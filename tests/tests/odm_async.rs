@@ -370,3 +370,39 @@ async fn a_panic_in_the_work_goes_on_in_the_caller() {
     .await;
     assert!(caught.is_err_and(|e| e.is_panic()));
 }
+
+/// Reads longer than the slice they first get on the caller's thread run again on a worker and
+/// answer whole; a read's own time limit is the caller's and is kept.
+#[tokio::test(flavor = "current_thread")]
+async fn long_reads_answer_whole_and_their_own_time_limit_holds() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let f = Note::fields();
+    notes
+        .insert_many((0..20_000).map(|id| note(id, "x")).collect())
+        .await?;
+    // Not indexed: every document is read, far longer than the slice.
+    let all = notes.find(f.text.eq("x")).fetch_all().await?;
+    assert_eq!(all.len(), 20_000);
+    assert_eq!(notes.count(f.text.eq("x")).await?, 20_000);
+    let sum = notes
+        .aggregate()
+        .filter(f.text.eq("x"))
+        .fetch_all()
+        .await?
+        .iter()
+        .map(|n| n.n)
+        .sum::<i64>();
+    assert_eq!(sum, 2_000 * 45);
+    let late = notes
+        .find(f.text.eq("x"))
+        .sort(Sort::desc(&f.text))
+        .max_time(Duration::from_nanos(1))
+        .fetch_all()
+        .await;
+    assert!(
+        late.is_err_and(|e| e.code() == Some(50)),
+        "MaxTimeMSExpired"
+    );
+    Ok(())
+}

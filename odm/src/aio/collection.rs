@@ -12,7 +12,7 @@ use crate::txn::WriteModel;
 use crate::update::Update;
 use crate::{Aggregate, Durability, Find, UpdateOptions, UpdateResult, Watch};
 
-use super::pool;
+use super::{inline, pool};
 
 /// A model's collection, for async code; cheap to clone. Each method runs the sync
 /// [`crate::Collection`]'s method of the same name on a worker; see there for what it does.
@@ -77,9 +77,20 @@ impl<T: Document + Send + Sync + 'static> Collection<T> {
         self.run(move |c| c.insert_many(&values)).await
     }
 
+    /// Runs the read `work` on the sync collection: on this thread first, for a slice, on
+    /// the embedded engine (see [`super::INLINE_SLICE`]).
+    async fn read<R: Send + 'static>(
+        &self,
+        work: impl Fn(&crate::Collection<T>) -> Result<R> + Send + 'static,
+    ) -> Result<R> {
+        let inner = self.inner.clone();
+        let inline = inner.database().engine().is_some();
+        inline::read(inline, move || work(&inner)).await
+    }
+
     pub async fn get(&self, id: impl Into<Bson>) -> Result<Option<T>> {
         let id = id.into();
-        self.run(move |c| c.get(id)).await
+        self.read(move |c| c.get(id.clone())).await
     }
 
     /// A find to refine and run with [`super::Query`]'s methods.
@@ -89,12 +100,12 @@ impl<T: Document + Send + Sync + 'static> Collection<T> {
 
     pub async fn find_one(&self, filter: impl Into<Filter<T>>) -> Result<Option<T>> {
         let filter = filter.into();
-        self.run(move |c| c.find_one(filter)).await
+        self.read(move |c| c.find_one(filter.clone())).await
     }
 
     pub async fn count(&self, filter: impl Into<Filter<T>>) -> Result<u64> {
         let filter = filter.into();
-        self.run(move |c| c.count(filter)).await
+        self.read(move |c| c.count(filter.clone())).await
     }
 
     /// An aggregation to build and run with [`super::Query`]'s methods.
@@ -108,7 +119,7 @@ impl<T: Document + Send + Sync + 'static> Collection<T> {
         filter: impl Into<Filter<T>>,
     ) -> Result<Vec<Bson>> {
         let (field, filter) = (field.clone(), filter.into());
-        self.run(move |c| c.distinct(&field, filter)).await
+        self.read(move |c| c.distinct(&field, filter.clone())).await
     }
 
     pub async fn update_one(

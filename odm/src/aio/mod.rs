@@ -2,9 +2,11 @@
 //! each operation a future and each result set a [`Stream`].
 //!
 //! One implementation of every operation: the async API runs the sync one on the process's
-//! worker pool ([`pool_size`] threads) and awaits it, so the calling task's thread never
-//! blocks, and filters, updates, sorts and pipelines are built by the very same typed
-//! builders. Queries are built as in the sync API and run by the [`Query`] trait's async
+//! worker pool ([`pool_size`] threads) and awaits it, so the calling task's thread does not
+//! block, and filters, updates, sorts and pipelines are built by the very same typed
+//! builders. Reads on the embedded engine first run on the calling thread for at most
+//! [`INLINE_SLICE`] (a get or an indexed find is done in microseconds; handing it to a worker
+//! would cost more than the read) and move to a worker only when they need longer. Queries are built as in the sync API and run by the [`Query`] trait's async
 //! methods; change streams by [`Subscribe`]. Writes take their values by value: the value
 //! travels to the worker.
 //!
@@ -54,6 +56,7 @@
 //! ```
 
 mod collection;
+mod inline;
 mod pool;
 mod query;
 mod stream;
@@ -69,6 +72,7 @@ use crate::indexes::IndexPlan;
 use crate::model::Document;
 
 pub use collection::Collection;
+pub use inline::INLINE_SLICE;
 pub use pool::{pool_size, run};
 pub use query::{Query, Subscribe};
 pub use stream::{Step, Stream};

@@ -15,9 +15,10 @@
 //! discarded. A stream dropped stops its producer at the next result, which releases the
 //! snapshot it held.
 
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::mpsc::{Receiver, Sender};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::Thread;
 
 use odm_engine::QUERY_THREAD_STACK_BYTES;
 
@@ -25,10 +26,19 @@ use crate::error::Result;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// The workers' queue.
+/// The workers' queue, and the workers waiting for a job, the last to wait on top: a job goes
+/// to the worker that finished most recently, whose caches (the CPU's, the engine's per
+/// thread) are warm, rather than round the pool.
 struct Pool {
-    jobs: Sender<Job>,
+    state: Mutex<State>,
     workers: usize,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: VecDeque<Job>,
+    /// Idle workers by number, most recently idle last.
+    idle: Vec<(usize, Thread)>,
 }
 
 /// How many workers the pool runs on this machine.
@@ -40,27 +50,63 @@ pub fn pool_size() -> usize {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
-        let workers = (0..pool_size())
-            .filter(|n| spawn_worker(*n, Arc::clone(&queue)).is_ok())
+        let mut pool = Pool {
+            state: Mutex::new(State::default()),
+            workers: 0,
+        };
+        pool.workers = (0..pool_size())
+            .filter(|n| spawn_worker(*n).is_ok())
             .count();
-        Pool { jobs, workers }
+        pool
     })
 }
 
-fn spawn_worker(n: usize, queue: Arc<Mutex<Receiver<Job>>>) -> std::io::Result<()> {
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `job` and wakes the most recently idle worker, if one waits.
+    fn submit(&self, job: Job) {
+        let woken = {
+            let mut state = self.lock();
+            state.jobs.push_back(job);
+            state.idle.pop()
+        };
+        if let Some((_, worker)) = woken {
+            worker.unpark();
+        }
+    }
+
+    /// The next job for worker `n`, waiting (parked) while there is none.
+    fn next_job(&self, n: usize) -> Job {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.jobs.pop_front() {
+                // Woken by a submit, or found the job before sleeping: no longer idle.
+                state.idle.retain(|(id, _)| *id != n);
+                return job;
+            }
+            if !state.idle.iter().any(|(id, _)| *id == n) {
+                state.idle.push((n, std::thread::current()));
+            }
+            drop(state);
+            // An unpark that came before this call makes it return at once.
+            std::thread::park();
+            state = self.lock();
+        }
+    }
+}
+
+fn spawn_worker(n: usize) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(format!("odm-async-{n}"))
         .stack_size(QUERY_THREAD_STACK_BYTES)
         .spawn(move || {
+            // The pool is made before its workers take jobs: `get` waits for its init.
+            let pool = pool();
             loop {
-                // The lock is held only to take a job, never while running one.
-                let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                match job {
-                    Ok(job) => job(),
-                    Err(_) => return,
-                }
+                (pool.next_job(n))();
             }
         })
         .map(drop)
@@ -101,13 +147,7 @@ pub async fn run<R: Send + 'static, E: From<crate::Error> + Send + 'static>(
         }
         let _ = sender.send(catch_unwind(AssertUnwindSafe(work)));
     });
-    if pool.jobs.send(job).is_err() {
-        return Err(no_thread(
-            "async worker",
-            std::io::Error::other("the worker pool has stopped"),
-        )
-        .into());
-    }
+    pool.submit(job);
     match receiver.await {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) => resume_unwind(panic),

@@ -10,7 +10,7 @@ use crate::model::Document;
 use crate::watch::{ChangeEvent, EventDocument};
 use crate::{Aggregate, Find, Watch};
 
-use super::pool;
+use super::inline;
 use super::stream::{self, Step, Stream};
 
 /// A find or an aggregation, built with the sync builders, run without blocking the caller.
@@ -33,11 +33,13 @@ impl<T: Document + Send + Sync + 'static> Query for Find<T> {
     type Item = T;
 
     fn fetch_all(self) -> impl Future<Output = Result<Vec<T>>> + Send {
-        pool::run(move || self.to_vec())
+        let inline = self.database().engine().is_some() && !self.has_time_limit();
+        inline::read(inline, move || self.clone().to_vec())
     }
 
     fn fetch_one(self) -> impl Future<Output = Result<Option<T>>> + Send {
-        pool::run(move || self.first())
+        let inline = self.database().engine().is_some() && !self.has_time_limit();
+        inline::read(inline, move || self.clone().first())
     }
 
     fn stream(self) -> impl Future<Output = Result<Stream<T>>> + Send {
@@ -55,11 +57,13 @@ where
     type Item = O;
 
     fn fetch_all(self) -> impl Future<Output = Result<Vec<O>>> + Send {
-        pool::run(move || self.to_vec())
+        let inline = self.database().engine().is_some() && !self.has_time_limit() && !self.writes();
+        inline::read(inline, move || self.clone().to_vec())
     }
 
     fn fetch_one(self) -> impl Future<Output = Result<Option<O>>> + Send {
-        pool::run(move || self.first())
+        let inline = self.database().engine().is_some() && !self.has_time_limit() && !self.writes();
+        inline::read(inline, move || self.clone().first())
     }
 
     fn stream(self) -> impl Future<Output = Result<Stream<O>>> + Send {

@@ -1,11 +1,12 @@
 //! Benchmarks, run in release mode; each prints a table and ends with `ratio ...` lines.
 //!
-//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill|natural|search [--docs N] [--runs R]`
+//! `cargo run --release -p odm-tests --bin bench -- core|query|update|odm|wire|tools|spill|natural|search|async [--docs N] [--runs R]`
 //! and `bench load [--clients C] [--seconds S] [--idle I] [--slow W]`.
 //!
 //! Every figure is measured side by side in one run on the same data; the ratios compare
 //! systems within that run, never against numbers from elsewhere.
 
+mod aio;
 mod changes;
 mod core;
 mod natural;
@@ -52,6 +53,7 @@ fn main() {
         "spill" => spill::run(&options),
         "natural" => natural::run(&options),
         "search" => search::run(&options),
+        "async" => aio::run(&options),
         _ => usage(),
     };
     if let Err(e) = outcome {
@@ -62,7 +64,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench core|query|update|odm|changes|wire|tools|spill|natural|search [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
+        "usage: bench core|query|update|odm|changes|wire|tools|spill|natural|search|async [--docs N] [--runs R] [--only engine|raw|sqlite] [--kind K]\n       bench load [--clients C] [--seconds S] [--idle I] [--slow W]"
     );
     std::process::exit(2);
 }
