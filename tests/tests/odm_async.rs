@@ -406,3 +406,25 @@ async fn long_reads_answer_whole_and_their_own_time_limit_holds() -> odm::Result
     );
     Ok(())
 }
+
+/// A transaction whose future is dropped midway is aborted: its writes are gone, and the next
+/// writer gets its turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_transaction_is_aborted() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let stalled = tokio::time::timeout(
+        Duration::from_millis(300),
+        db.transaction(|txn| async move {
+            txn.insert_one(note(1, "never committed")).await?;
+            std::future::pending::<()>().await;
+            Ok(())
+        }),
+    )
+    .await;
+    assert!(stalled.is_err(), "the transaction never ends by itself");
+    notes.insert_one(note(2, "after")).await?;
+    assert_eq!(notes.get(1).await?, None);
+    assert_eq!(notes.count(Filter::all()).await?, 1);
+    Ok(())
+}

@@ -37,3 +37,6 @@ pub mod performance {}
 
 #[doc = include_str!("../chapters/11-engine-and-hardening.md")]
 pub mod engine_and_hardening {}
+
+#[doc = include_str!("../chapters/12-async.md")]
+pub mod async_api {}

@@ -59,8 +59,9 @@ impl<T: Document + Send + Sync + 'static> Collection<T> {
         }
     }
 
-    /// Runs `work` on the sync collection on a worker.
-    async fn run<R: Send + 'static>(
+    /// Runs `work` on the sync collection on a worker: any operation this type has no async
+    /// method for (`explain`, `migrate`, `schema_violations`, ...).
+    pub async fn run<R: Send + 'static>(
         &self,
         work: impl FnOnce(&crate::Collection<T>) -> Result<R> + Send + 'static,
     ) -> Result<R> {

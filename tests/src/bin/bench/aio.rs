@@ -29,7 +29,7 @@ struct Item {
     title: String,
 }
 
-/// Users the documents are spread over: a find by user reads `docs / USERS` of them.
+/// Operations per cell (at most the documents' count).
 const OPS: usize = 20_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,12 +52,14 @@ impl Op {
         }
     }
 
-    /// Operations per cell: a durable commit waits for the disk, so a tenth as many.
-    fn ops(self) -> usize {
+    /// Operations per cell, at most the documents' count: a durable commit waits for the
+    /// disk, so a tenth as many.
+    fn ops(self, docs: usize) -> usize {
+        let ops = OPS.min(docs);
         if self == Op::DurableInsert {
-            OPS / 10
+            ops / 10
         } else {
-            OPS
+            ops
         }
     }
 }
@@ -258,7 +260,9 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
         next_insert: std::sync::atomic::AtomicI64::new(docs as i64),
     });
     println!(
-        "bench async: {docs} documents in memory, index user_1, {OPS} operations per cell, {} runs, {cores} cores, a pool of {} workers; {}",
+        "bench async: {docs} documents in memory, index user_1, {} operations per cell ({} durable inserts), {} runs, {cores} cores, a pool of {} workers; {}",
+        OPS.min(docs),
+        OPS.min(docs) / 10,
         options.runs,
         odm::aio::pool_size(),
         super::report::build()
@@ -279,8 +283,8 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     for op in Op::ALL {
         let mut cells: Vec<Vec<Figure>> = vec![Vec::new(); columns.len()];
         for _ in 0..options.runs {
-            cells[0].push(sync_run(&items, &work, op, 1, op.ops())?);
-            cells[1].push(sync_run(&items, &work, op, cores, op.ops())?);
+            cells[0].push(sync_run(&items, &work, op, 1, op.ops(docs))?);
+            cells[1].push(sync_run(&items, &work, op, cores, op.ops(docs))?);
             for (cell, tasks) in [(2, 1), (3, 64), (4, 1_024)] {
                 cells[cell].push(async_run(
                     &runtime,
@@ -288,7 +292,7 @@ pub fn run(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
                     &work,
                     op,
                     tasks,
-                    op.ops(),
+                    op.ops(docs),
                 )?);
             }
         }
