@@ -19,6 +19,14 @@ impl ErrorCode {
         ErrorCode { code, name }
     }
 
+    /// Whether a transaction that failed with `code` may succeed when run again from the
+    /// start, MongoDB's `TransientTransactionError`: a write conflict (112), a lock timeout
+    /// (24), a prepared transaction in the way (267), a snapshot error (239, 246), and a
+    /// transaction the server no longer has (251).
+    pub const fn is_transient_transaction(code: i32) -> bool {
+        matches!(code, 112 | 24 | 267 | 239 | 246 | 251)
+    }
+
     /// A code MongoDB raises with a bare assertion number.
     pub const fn location(code: i32) -> ErrorCode {
         ErrorCode { code, name: "" }

@@ -123,28 +123,33 @@ impl<T: Send + 'static> Cursor<T> {
     /// Starts the reader thread on the pending producer.
     fn start(&mut self, producer: Producer<T>) {
         let (sender, receiver) = std::sync::mpsc::sync_channel(STREAM_BUFFER);
-        let spawned = std::thread::Builder::new()
-            .name("odm-reader".into())
-            .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
-            .spawn(move || {
-                // A send fails once the cursor is dropped: nobody wants more.
-                producer(&mut |item| sender.send(item).is_ok());
-            });
+        let spawned = spawn_query_thread("reader", move || {
+            // A send fails once the cursor is dropped: nobody wants more.
+            producer(&mut |item| sender.send(item).is_ok());
+        });
         match spawned {
             Ok(reader) => {
                 self.receiver = Some(receiver);
                 self.reader = Some(reader);
             }
             // No thread, no results: the cursor's one item says why.
-            Err(source) => {
-                *self = Cursor::over(std::iter::once(Err(odm_engine::Error::ThreadUnavailable {
-                    what: "cursor reader",
-                    source,
-                }
-                .into())));
-            }
+            Err(e) => *self = Cursor::over(std::iter::once(Err(e))),
         }
     }
+}
+
+/// Runs `body` on a thread of its own, named `odm-<what>`, with the stack that queries over
+/// deeply nested documents need ([`odm_engine::QUERY_THREAD_STACK_BYTES`]): every thread the
+/// typed layer starts to run engine work (cursor readers, the async API's workers).
+pub(crate) fn spawn_query_thread(
+    what: &'static str,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("odm-{what}"))
+        .stack_size(odm_engine::QUERY_THREAD_STACK_BYTES)
+        .spawn(body)
+        .map_err(|source| odm_engine::Error::ThreadUnavailable { what, source }.into())
 }
 
 impl<T: Send + 'static> Iterator for Cursor<T> {

@@ -156,11 +156,11 @@ impl Error {
 
 impl Error {
     /// Whether MongoDB labels the error `TransientTransactionError`: the transaction lost a
-    /// conflict or a lock wait, and running it again from the start may succeed.
+    /// conflict or a lock wait (see [`odm_engine::ErrorCode::is_transient_transaction`]), and
+    /// running it again from the start may succeed.
     pub fn is_transient(&self) -> bool {
-        const WRITE_CONFLICT: i32 = 112;
-        const LOCK_TIMEOUT: i32 = 24;
-        matches!(self.code(), Some(WRITE_CONFLICT | LOCK_TIMEOUT))
+        self.code()
+            .is_some_and(odm_engine::ErrorCode::is_transient_transaction)
     }
 }
 
@@ -193,4 +193,29 @@ pub enum BuildError {
         "a change stream's document filter cannot hold `$expr`, whose paths would name the event's fields: filter the events with `pipeline`"
     )]
     ExprOverEvents,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    fn reported(code: i32) -> Error {
+        Error::Engine(odm_engine::Error::Reported {
+            code,
+            code_name: String::new(),
+            message: String::new(),
+        })
+    }
+
+    /// MongoDB's `TransientTransactionError` codes, and only they, run a transaction again.
+    #[test]
+    fn transient_errors_are_those_mongodb_labels() {
+        for code in [112, 24, 267, 239, 246, 251] {
+            assert!(reported(code).is_transient(), "{code}");
+        }
+        for code in [11000, 50, 2, 8, 225] {
+            assert!(!reported(code).is_transient(), "{code}");
+        }
+        assert!(!Error::TransactionEnded.is_transient());
+    }
 }

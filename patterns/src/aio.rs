@@ -34,10 +34,6 @@ use crate::{
     Bucket, Envelope, Event, History, Inbox, Node, PatternError, Queue, Sample, TimeSeries, Tree,
 };
 
-/// How long a subscription's reader waits for a message before it looks again whether the
-/// stream is still wanted.
-const SUBSCRIPTION_POLL: Duration = Duration::from_millis(200);
-
 /// A pattern whose operations run without blocking the calling task; cheap to clone when the
 /// pattern is.
 #[derive(Debug, Clone)]
@@ -130,7 +126,7 @@ where
         Stream::generate(
             move || inbox.subscribe(&owner),
             |feed| {
-                Ok(match feed.next_timeout(SUBSCRIPTION_POLL)? {
+                Ok(match feed.next_timeout(odm::aio::STEP_WAIT)? {
                     Some(message) => Step::Item(message),
                     None => Step::Idle,
                 })

@@ -218,14 +218,32 @@ async fn a_bad_query_fails_and_ends_the_stream() -> odm::Result<()> {
         .await;
     // Refused when the stream opens (MongoDB's reply to `aggregate`) or as its one item (the
     // engine parses the pipeline where it runs it), as the sync cursor does.
-    if let Ok(mut stream) = bad {
-        let first = stream.next().await.expect("an item");
-        assert!(
-            first.is_err_and(|e| e.code() == Some(40324)),
-            "unknown stage"
-        );
-        assert!(stream.next().await.is_none());
-    }
+    let refusal = match bad {
+        Ok(mut stream) => {
+            let first = stream.next().await.expect("an item");
+            assert!(stream.next().await.is_none(), "the error ends the stream");
+            first.expect_err("an unknown stage")
+        }
+        Err(e) => e,
+    };
+    assert_eq!(refusal.code(), Some(40324), "unknown stage: {refusal}");
+    Ok(())
+}
+
+/// A stream that cannot open (a resume token that is not one) fails where it is opened, and
+/// leaves no reader behind.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stream_that_cannot_open_fails_at_open() -> odm::Result<()> {
+    let _one = READERS.lock().await;
+    let db = database().await;
+    let notes = db.collection::<Note>().await?;
+    let token = odm::ResumeToken::from_document(bson::doc! { "_data": "not a token" });
+    let opened = notes.watch().resume_after(token).stream().await;
+    assert!(opened.is_err(), "a malformed token is refused");
+    assert!(
+        readers_stop().await,
+        "the reader of a stream that did not open ended"
+    );
     Ok(())
 }
 

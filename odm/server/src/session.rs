@@ -305,15 +305,12 @@ fn transaction_thread(
 }
 
 /// An error of a command inside a transaction (`autocommit: false`) with MongoDB's
-/// `TransientTransactionError` label when its code says the whole transaction may be retried:
-/// a write conflict, a lock timeout, a prepared transaction in the way, a snapshot error, and
-/// `NoSuchTransaction` (on a commit or abort only when no write concern error came with it,
-/// which none does here).
+/// `TransientTransactionError` label when its code says the whole transaction may be retried
+/// ([`ErrorCode::is_transient_transaction`]; `NoSuchTransaction` on a commit or abort only
+/// when no write concern error came with it, which none does here).
 pub fn with_transient_label(command: &Document, error: CommandError) -> CommandError {
-    const TRANSIENT: [i32; 5] = [112, 24, 267, 239, 246];
     let in_transaction = command.get("autocommit") == Some(&Bson::Boolean(false));
-    let transient =
-        TRANSIENT.contains(&error.code) || error.code == ErrorCode::NO_SUCH_TRANSACTION.code;
+    let transient = ErrorCode::is_transient_transaction(error.code);
     let labelled = error
         .labels
         .iter()

@@ -75,7 +75,7 @@ pub use collection::Collection;
 pub use inline::INLINE_SLICE;
 pub use pool::{pool_size, run};
 pub use query::{Query, Subscribe};
-pub use stream::{Step, Stream};
+pub use stream::{STEP_WAIT, Step, Stream};
 pub use txn::{TRANSACTION_RETRY_WINDOW, Txn};
 
 /// A database of typed models, for async code; cheap to clone, `Send + Sync`.

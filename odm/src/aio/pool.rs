@@ -20,8 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
 
-use odm_engine::QUERY_THREAD_STACK_BYTES;
-
+use crate::cursor::spawn_query_thread;
 use crate::error::Result;
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -55,7 +54,7 @@ fn pool() -> &'static Pool {
             workers: 0,
         };
         pool.workers = (0..pool_size())
-            .filter(|n| spawn_worker(*n).is_ok())
+            .filter(|&n| spawn_worker(n).is_ok())
             .count();
         pool
     })
@@ -98,18 +97,15 @@ impl Pool {
     }
 }
 
-fn spawn_worker(n: usize) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name(format!("odm-async-{n}"))
-        .stack_size(QUERY_THREAD_STACK_BYTES)
-        .spawn(move || {
-            // The pool is made before its workers take jobs: `get` waits for its init.
-            let pool = pool();
-            loop {
-                (pool.next_job(n))();
-            }
-        })
-        .map(drop)
+fn spawn_worker(n: usize) -> Result<()> {
+    spawn_query_thread("async", move || {
+        // The pool is made before its workers take jobs: `get` waits for its init.
+        let pool = pool();
+        loop {
+            (pool.next_job(n))();
+        }
+    })
+    .map(drop)
 }
 
 fn no_thread(what: &'static str, source: std::io::Error) -> crate::Error {
@@ -159,14 +155,4 @@ pub async fn run<R: Send + 'static, E: From<crate::Error> + Send + 'static>(
         )
         .into()),
     }
-}
-
-/// Runs `body` on a thread of its own with the engine's query stack.
-pub(crate) fn spawn_thread(what: &'static str, body: impl FnOnce() + Send + 'static) -> Result<()> {
-    std::thread::Builder::new()
-        .name(format!("odm-{what}"))
-        .stack_size(QUERY_THREAD_STACK_BYTES)
-        .spawn(body)
-        .map(drop)
-        .map_err(|source| no_thread(what, source))
 }

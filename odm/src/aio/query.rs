@@ -1,7 +1,6 @@
 //! Running the sync API's query builders from async code.
 
 use std::future::Future;
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
@@ -11,7 +10,7 @@ use crate::watch::{ChangeEvent, EventDocument};
 use crate::{Aggregate, Find, Watch};
 
 use super::inline;
-use super::stream::{self, Step, Stream};
+use super::stream::{self, STEP_WAIT, Step, Stream};
 
 /// A find or an aggregation, built with the sync builders, run without blocking the caller.
 pub trait Query: Sized + Send + 'static {
@@ -71,10 +70,6 @@ where
     }
 }
 
-/// How long a change stream's reader waits for an event before it looks again whether the
-/// stream is still wanted.
-const WATCH_POLL: Duration = Duration::from_millis(200);
-
 /// A change stream, refined with the sync [`Watch`] builder, as a [`Stream`] of typed events.
 pub trait Subscribe: Sized + Send + 'static {
     /// What each event carries as its documents.
@@ -96,7 +91,7 @@ where
         Stream::generate(
             move || self.open(),
             |events| {
-                Ok(match events.next_timeout(WATCH_POLL)? {
+                Ok(match events.next_timeout(STEP_WAIT)? {
                     Some(event) => Step::Item(event),
                     None if events.is_closed() => Step::End,
                     None => Step::Idle,

@@ -3,14 +3,13 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
 use crate::STREAM_BUFFER;
-use crate::cursor::Producer;
+use crate::cursor::{Producer, spawn_query_thread};
 use crate::error::Result;
-
-use super::pool::spawn_thread;
 
 /// Results read ahead of the reader: at most [`STREAM_BUFFER`] wait in memory. Dropping the
 /// stream stops its producer at the next result and releases the snapshot it read from.
@@ -20,6 +19,10 @@ use super::pool::spawn_thread;
 pub struct Stream<T, E = crate::Error> {
     receiver: mpsc::Receiver<Result<T, E>>,
 }
+
+/// How long a generated stream's step waits for something to come before it answers
+/// [`Step::Idle`]: so at most how late a dropped stream's reader notices it is no longer read.
+pub const STEP_WAIT: Duration = Duration::from_millis(200);
 
 /// What a generated stream's step found; see [`Stream::generate`].
 #[derive(Debug)]
@@ -43,8 +46,8 @@ impl<T, E> std::fmt::Debug for Stream<T, E> {
 impl<T: Send + 'static, E: From<crate::Error> + Send + 'static> Stream<T, E> {
     /// A stream of what sync code produces, on a thread of its own: `open` runs first (its
     /// error is this call's), then `step` on what it opened, again and again, while the stream
-    /// is read; an error ends the stream after it. `step` should wait a little (a fraction of
-    /// a second) when it finds nothing: a dropped stream is noticed between steps.
+    /// is read; an error ends the stream after it. `step` should wait up to [`STEP_WAIT`] for
+    /// something to come: a dropped stream is noticed between steps.
     pub async fn generate<S: 'static>(
         open: impl FnOnce() -> Result<S, E> + Send + 'static,
         mut step: impl FnMut(&mut S) -> Result<Step<T>, E> + Send + 'static,
@@ -127,7 +130,7 @@ where
 {
     let (opened, is_open) = oneshot::channel();
     let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
-    spawn_thread("reader", move || {
+    spawn_query_thread("reader", move || {
         let fill = match open() {
             Ok(fill) => fill,
             Err(e) => {

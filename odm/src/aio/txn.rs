@@ -21,7 +21,8 @@ use crate::model::Document;
 use crate::update::Update;
 use crate::{UpdateOptions, UpdateResult};
 
-use super::pool::{pool_size, spawn_thread};
+use super::pool::pool_size;
+use crate::cursor::spawn_query_thread;
 
 /// How long [`super::Database::transaction`] goes on retrying a transaction that failed
 /// with a transient conflict: the driver's `with_transaction` limit.
@@ -88,7 +89,7 @@ where
     let (work, queue) = mpsc::channel::<Message>();
     let (ended, outcome) = oneshot::channel::<Result<()>>();
     let db = db.clone();
-    spawn_thread("transaction", move || {
+    spawn_query_thread("transaction", move || {
         let result = db.transaction(|txn| {
             loop {
                 match queue.recv() {
