@@ -113,6 +113,14 @@ impl Interrupt {
             .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
+    /// How long a wait under this interrupt may sleep before it looks again: [`LOOK_EVERY`],
+    /// or less when the deadline comes sooner, so that a short deadline (the async API's
+    /// slice of a task's thread) ends the wait on time rather than up to `LOOK_EVERY` late.
+    pub fn next_look(&self) -> Duration {
+        self.remaining()
+            .map_or(LOOK_EVERY, |left| left.min(LOOK_EVERY))
+    }
+
     /// Marks the operation killed: its next real check fails with [`Interrupted::Killed`].
     pub fn kill(&self) {
         self.state.flag.store(KILLED, Ordering::Release);

@@ -4,7 +4,8 @@
 //! Rules:
 //! - **A wait for the turn is interruptible.** A writer whose operation has an interrupt
 //!   entered (`maxTimeMS`, `killOp`; see [`crate::interrupt`]) looks at it at least every
-//!   [`LOOK_EVERY`](crate::interrupt::LOOK_EVERY) while it waits, and fails with its error ([`Error::TimeLimitExceeded`],
+//!   [`LOOK_EVERY`](crate::interrupt::LOOK_EVERY) while it waits (and at its deadline, when
+//!   that comes sooner), and fails with its error ([`Error::TimeLimitExceeded`],
 //!   [`Error::Interrupted`]) having written nothing. redb's own wait for its lock cannot be
 //!   interrupted; behind the turn it only waits for commits of the group commit's syncs,
 //!   which take no turn and last one sync.
@@ -15,7 +16,6 @@
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Error, Result};
-use crate::interrupt::LOOK_EVERY;
 
 /// A database's one writer's turn.
 #[derive(Debug, Default)]
@@ -42,14 +42,15 @@ impl Turn {
 
     /// Waits for the turn; fails when the current thread's interrupt stops the wait.
     pub(crate) fn take(&self) -> Result<Held<'_>> {
-        let interruptible = crate::interrupt::Interrupt::current().is_some();
+        let interrupt = crate::interrupt::Interrupt::current();
+        let interruptible = interrupt.is_some();
         let mut taken = self.lock();
         while *taken {
-            if interruptible {
+            if let Some(interrupt) = &interrupt {
                 crate::interrupt::check_now().map_err(Error::from)?;
                 taken = self
                     .freed
-                    .wait_timeout(taken, LOOK_EVERY)
+                    .wait_timeout(taken, interrupt.next_look())
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             } else {
@@ -98,6 +99,28 @@ mod tests {
             "{outcome:?}"
         );
         assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+        // A deadline shorter than one look ends the wait at the deadline, not a look later
+        // (the shortest of a few waits, so that a busy machine's scheduling does not count).
+        let short_waits = (0..5).map(|_| {
+            let turn = turn.clone();
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let _entered = Interrupt::within(Some(Duration::from_micros(200))).enter();
+                let outcome = turn.take().map(drop);
+                assert!(
+                    matches!(outcome, Err(Error::TimeLimitExceeded)),
+                    "{outcome:?}"
+                );
+                started.elapsed()
+            })
+            .join()
+            .unwrap()
+        });
+        let shortest = short_waits.min().unwrap();
+        assert!(
+            shortest < crate::interrupt::LOOK_EVERY,
+            "waited {shortest:?}"
+        );
         let kill = Interrupt::new();
         let killed = {
             let (turn, kill) = (turn.clone(), kill.clone());

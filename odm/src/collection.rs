@@ -121,6 +121,11 @@ impl<T: Document> Collection<T> {
         &self.db
     }
 
+    /// The durability this collection's writes commit with.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
     /// This collection with writes committed at `durability` (see
     /// [`Options::durability`](crate::Options::durability)).
     #[must_use]

@@ -446,3 +446,55 @@ async fn a_dropped_transaction_is_aborted() -> odm::Result<()> {
     assert_eq!(notes.count(Filter::all()).await?, 1);
     Ok(())
 }
+
+/// An insert that may start on the task's thread (eventual durability: see
+/// `odm::aio::INLINE_SLICE`) does not hold that thread while another transaction has the
+/// writer's turn: on a current-thread runtime another task runs meanwhile (here, the one
+/// that ends the transaction), and the insert completes after it.
+#[tokio::test(flavor = "current_thread")]
+async fn an_insert_behind_a_busy_writer_leaves_the_tasks_thread_free() -> odm::Result<()> {
+    let db = database().await;
+    let notes = db
+        .collection::<Note>()
+        .await?
+        .with_durability(odm::Durability::Eventual);
+    // The first insert syncs the collection; later ones may start inline.
+    notes.insert_one(note(1, "first")).await?;
+    let (began, wait_began) = tokio::sync::oneshot::channel();
+    let (finish, wait_finish) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let db = db.blocking().clone();
+        std::thread::spawn(move || {
+            db.write(|txn| {
+                txn.insert_one(&note(2, "held"))?;
+                let _ = began.send(());
+                // Told to finish by the runtime's one thread, which must stay free; a
+                // thread held by the insert would never tell, and this gives up.
+                Ok(wait_finish.recv_timeout(Duration::from_secs(10)).is_ok())
+            })
+        })
+    };
+    wait_began.await.expect("the writer began");
+    let insert = tokio::spawn({
+        let notes = notes.clone();
+        async move { notes.insert_one(note(3, "after")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    if db.blocking().engine().is_some() {
+        assert!(
+            !insert.is_finished(),
+            "the insert waits for the writer's turn"
+        );
+    }
+    finish.send(()).expect("the writer waits");
+    assert_eq!(insert.await.expect("no panic")?, bson::Bson::Int64(3));
+    let told = tokio::task::spawn_blocking(move || writer.join().expect("no panic"))
+        .await
+        .expect("no panic")?;
+    assert!(
+        told,
+        "the runtime's thread was free while the insert waited"
+    );
+    assert_eq!(notes.count(Filter::all()).await?, 3);
+    Ok(())
+}

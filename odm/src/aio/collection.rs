@@ -69,8 +69,25 @@ impl<T: Document + Send + Sync + 'static> Collection<T> {
         pool::run(move || work(&inner)).await
     }
 
+    /// Inserts `value`; returns its `_id`. With eventual durability on the embedded engine it
+    /// runs on the calling task's thread first, for a slice (see [`super::INLINE_SLICE`]).
     pub async fn insert_one(&self, value: T) -> Result<Bson> {
+        if self.inserts_inline(&value)
+            && let Some(done) = inline::attempt(|| self.inner.insert_one(&value))
+        {
+            return done;
+        }
         self.run(move |c| c.insert_one(&value)).await
+    }
+
+    /// Whether inserting `value` may start on the calling task's thread: an insert bounded by
+    /// the one document that waits for no disk (see [`inline`]).
+    fn inserts_inline(&self, value: &T) -> bool {
+        let db = self.inner.database();
+        db.engine().is_some()
+            && self.inner.durability() == Durability::Eventual
+            && db.is_synced::<T>(self.inner.name())
+            && value.hooks().is_none()
     }
 
     /// Inserts all of `values` or none; see [`crate::Collection::insert_many`].
