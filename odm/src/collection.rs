@@ -1039,6 +1039,7 @@ impl<T: Document> Find<T> {
                     .map(|raw| {
                         bson::Document::try_from(raw.as_ref()).map_err(|e| crate::Error::Driver {
                             reason: format!("a projected document that does not read: {e}"),
+                            transient: false,
                         })
                     })
                     .collect();

@@ -568,6 +568,7 @@ impl Database {
                 crate::advisor::ShardKeyAnalysis::from_document(key.clone(), &reply).map_err(
                     |reason| crate::Error::Driver {
                         reason: format!("an analyzeShardKey reply that does not read: {reason}"),
+                        transient: false,
                     },
                 )
             }

@@ -68,9 +68,11 @@ pub enum Error {
     },
     /// The MongoDB back end could not reach or talk to its deployment (no server, a bad
     /// connection string, a timeout, a reply that does not read); a server's refusal of an
-    /// operation is [`Error::Engine`] with the server's code instead.
+    /// operation is [`Error::Engine`] with the server's code instead. `transient` when the
+    /// driver labels it `TransientTransactionError` (a network error inside a transaction):
+    /// the transaction may succeed when run again (see [`Error::is_transient`]).
     #[error("MongoDB driver: {reason}")]
-    Driver { reason: String },
+    Driver { reason: String, transient: bool },
     /// A multi-document transaction on a deployment without transactions: MongoDB runs them on
     /// replica sets and sharded clusters only.
     #[error(
@@ -156,10 +158,18 @@ impl Error {
 
 impl Error {
     /// Whether MongoDB labels the error `TransientTransactionError`: the transaction lost a
-    /// conflict or a lock wait (see [`odm_engine::ErrorCode::is_transient_transaction`]), and
-    /// running it again from the start may succeed.
+    /// conflict or a lock wait (see [`odm_engine::ErrorCode::is_transient_transaction`]), or
+    /// the driver lost its connection inside it, and running it again from the start may
+    /// succeed.
     pub fn is_transient(&self) -> bool {
-        self.code()
+        matches!(
+            self,
+            Error::Driver {
+                transient: true,
+                ..
+            }
+        ) || self
+            .code()
             .is_some_and(odm_engine::ErrorCode::is_transient_transaction)
     }
 }
@@ -217,5 +227,12 @@ mod tests {
             assert!(!reported(code).is_transient(), "{code}");
         }
         assert!(!Error::TransactionEnded.is_transient());
+        // The driver's label on a lost connection inside a transaction.
+        let driver = |transient| Error::Driver {
+            reason: "connection reset".into(),
+            transient,
+        };
+        assert!(driver(true).is_transient());
+        assert!(!driver(false).is_transient());
     }
 }

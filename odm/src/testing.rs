@@ -46,6 +46,7 @@ fn connect(uri: &str) -> Result<Database> {
 fn connect(_uri: &str) -> Result<Database> {
     Err(crate::Error::Driver {
         reason: format!("{MONGODB_URI} is set, but odm was built without its `mongodb` feature"),
+        transient: false,
     })
 }
 

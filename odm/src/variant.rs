@@ -135,6 +135,15 @@ pub struct VariantCollection<E, V> {
     _variant: PhantomData<fn() -> V>,
 }
 
+impl<E, V> Clone for VariantCollection<E, V> {
+    fn clone(&self) -> Self {
+        VariantCollection {
+            collection: self.collection.clone(),
+            _variant: PhantomData,
+        }
+    }
+}
+
 impl<E, V: Document> std::fmt::Debug for VariantCollection<E, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "VariantCollection({})", std::any::type_name::<V>())
@@ -173,6 +182,12 @@ impl<E: Document, V: Variant<E>> VariantCollection<E, V> {
                 Ok(Update::pipeline(stages))
             }
         }
+    }
+
+    /// The enum's collection the variant's documents are in.
+    #[cfg(feature = "async")]
+    pub(crate) fn collection(&self) -> &Collection<E> {
+        &self.collection
     }
 
     /// Inserts a `V`, stored with its discriminator first; returns its `_id`.
@@ -371,5 +386,12 @@ impl<E: Document, V: Variant<E>> VariantFind<E, V> {
     /// How the find runs (the index used, keys and documents examined).
     pub fn explain(self) -> Result<odm_engine::query::Explain> {
         self.find?.explain()
+    }
+
+    /// The enum's find this one reads through (its filter holds the discriminator), or why
+    /// it could not be built.
+    #[cfg(feature = "async")]
+    pub(crate) fn into_find(self) -> Result<Find<E>> {
+        self.find
     }
 }

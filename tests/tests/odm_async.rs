@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use odm::aio::{Database, Query, Subscribe};
+use odm::aio::{Count, Database, Query, Subscribe};
 use odm::{Document, Filter, ModifyOptions, Sort, WriteModel};
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,31 @@ fn note(id: i64, text: &str) -> Note {
         text: text.into(),
         n: id % 10,
     }
+}
+
+/// An enum model of two variants in one collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "shapes")]
+struct Circle {
+    #[odm(id)]
+    id: i64,
+    r: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "shapes")]
+struct Square {
+    #[odm(id)]
+    id: i64,
+    side: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Document)]
+#[odm(collection = "shapes")]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Shape {
+    Circle(Circle),
+    Square(Square),
 }
 
 /// A fresh database on the chosen back end, made off the runtime's threads.
@@ -120,6 +145,18 @@ async fn crud() -> odm::Result<()> {
         .await?
         .len();
     assert_eq!(total, 16);
+    let counted = notes
+        .aggregate()
+        .filter(f.text.eq("many"))
+        .fetch_count()
+        .await?;
+    assert_eq!(counted, 16);
+    let explain = notes.find(f.n.eq(4)).fetch_explain().await?;
+    assert_eq!(explain.index_used(), Some("n_1"), "{explain}");
+    assert_eq!(explain.returned, 2);
+    let explain = notes.aggregate().filter(f.n.eq(4)).fetch_explain().await?;
+    let head = explain.cursor.expect("the pipeline's head is a find");
+    assert_eq!(head.index_used(), Some("n_1"), "{head}");
     assert_eq!(notes.delete_one(f.id.eq(21)).await?, 1);
     assert_eq!(notes.delete_many(Filter::all()).await?, 18);
     assert!(db.collection_names().await?.contains(&"notes".to_owned()));
@@ -496,5 +533,58 @@ async fn an_insert_behind_a_busy_writer_leaves_the_tasks_thread_free() -> odm::R
         "the runtime's thread was free while the insert waited"
     );
     assert_eq!(notes.count(Filter::all()).await?, 3);
+    Ok(())
+}
+
+/// An enum model's variant through the async API: writes, reads and finds (fetched,
+/// streamed, explained) see only its own documents, decoded as the variant.
+#[tokio::test(flavor = "current_thread")]
+async fn a_variant_of_an_enum_model_reads_and_writes_its_own_documents() -> odm::Result<()> {
+    let db = database().await;
+    let shapes = db.collection::<Shape>().await?;
+    let circles = shapes.variant::<Circle>();
+    let squares = shapes.variant::<Square>();
+    for id in 1..=6 {
+        circles.insert_one(Circle { id, r: id as f64 }).await?;
+        squares
+            .insert_one(Square {
+                id: 100 + id,
+                side: 1.0,
+            })
+            .await?;
+    }
+    let c = Shape::fields().circle;
+    assert_eq!(circles.count(Filter::all()).await?, 6);
+    assert_eq!(shapes.count(Filter::all()).await?, 12);
+    let big: Vec<Circle> = circles
+        .find(c.r.gte(4.0))
+        .sort(Sort::asc(&c.r))
+        .fetch_all()
+        .await?;
+    assert_eq!(big.iter().map(|c| c.id).collect::<Vec<_>>(), [4, 5, 6]);
+    let streamed = circles
+        .find(Filter::all())
+        .stream()
+        .await?
+        .try_collect()
+        .await?;
+    assert_eq!(streamed.len(), 6);
+    assert_eq!(
+        circles.find(c.r.eq(2.0)).fetch_one().await?,
+        Some(Circle { id: 2, r: 2.0 })
+    );
+    assert_eq!(
+        circles.find(Filter::all()).fetch_explain().await?.returned,
+        6
+    );
+    circles.update_many(c.r.lt(3.0), c.r.set(0.5)).await?;
+    assert_eq!(circles.count(c.r.eq(0.5)).await?, 2);
+    let gone = circles
+        .find_one_and_delete(c.id.eq(6), ModifyOptions::default())
+        .await?;
+    assert_eq!(gone, Some(Circle { id: 6, r: 6.0 }));
+    assert_eq!(circles.delete_many(Filter::all()).await?, 5);
+    assert_eq!(squares.count(Filter::all()).await?, 6, "the squares stay");
+    assert_eq!(squares.aggregate().fetch_count().await?, 6);
     Ok(())
 }

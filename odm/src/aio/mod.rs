@@ -61,6 +61,7 @@ mod pool;
 mod query;
 mod stream;
 mod txn;
+mod variant;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -74,9 +75,10 @@ use crate::model::Document;
 pub use collection::Collection;
 pub use inline::INLINE_SLICE;
 pub use pool::{pool_size, run};
-pub use query::{Query, Subscribe};
+pub use query::{Count, Query, Subscribe};
 pub use stream::{STEP_WAIT, Step, Stream};
 pub use txn::{TRANSACTION_RETRY_WINDOW, Txn};
+pub use variant::VariantCollection;
 
 /// A database of typed models, for async code; cheap to clone, `Send + Sync`.
 ///

@@ -9,8 +9,8 @@ use crate::model::Document;
 use crate::watch::{ChangeEvent, EventDocument};
 use crate::{Aggregate, Find, Watch};
 
-use super::inline;
 use super::stream::{self, STEP_WAIT, Step, Stream};
+use super::{inline, pool};
 
 /// A find or an aggregation, built with the sync builders, run without blocking the caller.
 pub trait Query: Sized + Send + 'static {
@@ -26,6 +26,20 @@ pub trait Query: Sized + Send + 'static {
     /// The results one at a time, from one snapshot taken now, read ahead of the reader by
     /// at most [`crate::STREAM_BUFFER`]; see [`Stream`].
     fn stream(self) -> impl Future<Output = Result<Stream<Self::Item>>> + Send;
+
+    /// What the sync builder's `explain` reports.
+    type Explain: Send + 'static;
+
+    /// How the query runs, and what running it examines (the sync builder's `explain`), on a
+    /// worker. (Named apart from the builder's own `explain`, which Rust would call first.)
+    fn fetch_explain(self) -> impl Future<Output = Result<Self::Explain>> + Send;
+}
+
+/// An aggregation's count of its results (the sync [`Aggregate::count`], a `$count` stage),
+/// run without blocking the caller.
+pub trait Count: Sized + Send + 'static {
+    /// How many results the aggregation gives.
+    fn fetch_count(self) -> impl Future<Output = Result<u64>> + Send;
 }
 
 impl<T: Document + Send + Sync + 'static> Query for Find<T> {
@@ -43,6 +57,12 @@ impl<T: Document + Send + Sync + 'static> Query for Find<T> {
 
     fn stream(self) -> impl Future<Output = Result<Stream<T>>> + Send {
         stream::open(move || Ok(stream::from_producer(self.iter()?.into_producer())))
+    }
+
+    type Explain = odm_engine::query::Explain;
+
+    fn fetch_explain(self) -> impl Future<Output = Result<Self::Explain>> + Send {
+        pool::run(move || self.explain())
     }
 }
 
@@ -67,6 +87,25 @@ where
 
     fn stream(self) -> impl Future<Output = Result<Stream<O>>> + Send {
         stream::open(move || Ok(stream::from_producer(self.iter()?.into_producer())))
+    }
+
+    type Explain = odm_engine::aggregate::AggregateExplain;
+
+    fn fetch_explain(self) -> impl Future<Output = Result<Self::Explain>> + Send {
+        pool::run(move || self.explain())
+    }
+}
+
+impl<T, R, O> Count for Aggregate<T, R, O>
+where
+    T: Document + Send + Sync + 'static,
+    R: 'static,
+    O: DeserializeOwned + Send + 'static,
+    Aggregate<T, R, O>: Send,
+{
+    fn fetch_count(self) -> impl Future<Output = Result<u64>> + Send {
+        let inline = self.database().engine().is_some() && !self.has_time_limit() && !self.writes();
+        inline::read(inline, move || self.clone().count())
     }
 }
 

@@ -64,6 +64,7 @@ pub(crate) fn driver_error(e: mongodb::error::Error) -> Error {
         ErrorKind::Command(c) => Error::Engine(reported(c.code, &c.code_name, &c.message, None)),
         _ => Error::Driver {
             reason: e.to_string(),
+            transient: e.contains_label("TransientTransactionError"),
         },
     }
 }
@@ -226,6 +227,7 @@ impl Remote {
                 "the connection string names no database (as in mongodb://host/appdb): {}",
                 redacted(uri)
             ),
+            transient: false,
         })?;
         let hello = client
             .database("admin")
@@ -598,6 +600,7 @@ impl Remote {
                 .map(|raw| {
                     Document::try_from(raw.as_ref()).map_err(|e| Error::Driver {
                         reason: format!("an index description that does not read: {e}"),
+                        transient: false,
                     })
                 })
                 .collect::<Result<Vec<_>>>()
@@ -788,6 +791,7 @@ impl Remote {
                     .map(|d| {
                         bson::deserialize_from_document(d.clone()).map_err(|e| Error::Driver {
                             reason: format!("a resume token that does not read: {e}"),
+                            transient: false,
                         })
                     })
                     .transpose()
