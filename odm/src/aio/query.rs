@@ -46,13 +46,11 @@ impl<T: Document + Send + Sync + 'static> Query for Find<T> {
     type Item = T;
 
     fn fetch_all(self) -> impl Future<Output = Result<Vec<T>>> + Send {
-        let inline = self.database().engine().is_some() && !self.has_time_limit();
-        inline::read(inline, move || self.clone().to_vec())
+        inline::read(starts_inline(&self), move || self.clone().to_vec())
     }
 
     fn fetch_one(self) -> impl Future<Output = Result<Option<T>>> + Send {
-        let inline = self.database().engine().is_some() && !self.has_time_limit();
-        inline::read(inline, move || self.clone().first())
+        inline::read(starts_inline(&self), move || self.clone().first())
     }
 
     fn stream(self) -> impl Future<Output = Result<Stream<T>>> + Send {
@@ -76,13 +74,11 @@ where
     type Item = O;
 
     fn fetch_all(self) -> impl Future<Output = Result<Vec<O>>> + Send {
-        let inline = self.database().engine().is_some() && !self.has_time_limit() && !self.writes();
-        inline::read(inline, move || self.clone().to_vec())
+        inline::read(runs_inline(&self), move || self.clone().to_vec())
     }
 
     fn fetch_one(self) -> impl Future<Output = Result<Option<O>>> + Send {
-        let inline = self.database().engine().is_some() && !self.has_time_limit() && !self.writes();
-        inline::read(inline, move || self.clone().first())
+        inline::read(runs_inline(&self), move || self.clone().first())
     }
 
     fn stream(self) -> impl Future<Output = Result<Stream<O>>> + Send {
@@ -104,8 +100,7 @@ where
     Aggregate<T, R, O>: Send,
 {
     fn fetch_count(self) -> impl Future<Output = Result<u64>> + Send {
-        let inline = self.database().engine().is_some() && !self.has_time_limit() && !self.writes();
-        inline::read(inline, move || self.clone().count())
+        inline::read(runs_inline(&self), move || self.clone().count())
     }
 }
 
@@ -138,4 +133,16 @@ where
             },
         )
     }
+}
+
+/// Whether a find may start on the task's thread (see [`inline`]): on the embedded engine,
+/// and without a time limit of its own (whose interrupt the slice's would replace).
+fn starts_inline<T: Document>(find: &Find<T>) -> bool {
+    find.database().engine().is_some() && !find.has_time_limit()
+}
+
+/// Whether an aggregation may start on the task's thread: as a find, and writing nothing
+/// (`$out` and `$merge` wait for the writer's turn and the disk).
+fn runs_inline<T: Document, R, O>(aggregate: &Aggregate<T, R, O>) -> bool {
+    aggregate.database().engine().is_some() && !aggregate.has_time_limit() && !aggregate.writes()
 }
