@@ -15,7 +15,9 @@ use crate::{Aggregate, Durability, Find, UpdateOptions, UpdateResult, Watch};
 use super::{inline, pool};
 
 /// A model's collection, for async code; cheap to clone. Each method runs the sync
-/// [`crate::Collection`]'s method of the same name on a worker; see there for what it does.
+/// [`crate::Collection`]'s method of the same name on a worker (reads and eventual single
+/// inserts on the embedded engine start on the calling thread: see [`super::INLINE_SLICE`]);
+/// see there for what it does.
 ///
 /// Finds and aggregations are built with the sync builders ([`Collection::find`],
 /// [`Collection::aggregate`]) and run by [`super::Query`]'s async methods.

@@ -4,11 +4,12 @@
 //! One implementation of every operation: the async API runs the sync one on the process's
 //! worker pool ([`pool_size`] threads) and awaits it, so the calling task's thread does not
 //! block, and filters, updates, sorts and pipelines are built by the very same typed
-//! builders. Reads on the embedded engine first run on the calling thread for at most
-//! [`INLINE_SLICE`] (a get or an indexed find is done in microseconds; handing it to a worker
-//! would cost more than the read) and move to a worker only when they need longer. Queries are built as in the sync API and run by the [`Query`] trait's async
-//! methods; change streams by [`Subscribe`]. Writes take their values by value: the value
-//! travels to the worker.
+//! builders. Reads on the embedded engine, and single inserts with eventual durability, first
+//! run on the calling thread for at most [`INLINE_SLICE`] (a get or an indexed find is done in
+//! microseconds; handing it to a worker would cost more than the read) and move to a worker
+//! only when they need longer. Queries are built as in the sync API and run by the [`Query`]
+//! trait's async methods; change streams by [`Subscribe`]. Writes take their values by value:
+//! the value travels to the worker.
 //!
 //! Which runtime: any. The async API starts no runtime and needs none of its own; it works on
 //! tokio's multi-thread and current-thread runtimes alike (and on any other executor).
