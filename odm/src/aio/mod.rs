@@ -14,8 +14,8 @@
 //! Which runtime: any. The async API starts no runtime and needs none of its own; it works on
 //! tokio's multi-thread and current-thread runtimes alike (and on any other executor).
 //!
-//! On the MongoDB back end (`Database::connect`, feature `mongodb`) the workers call the driver's sync API,
-//! which runs on the driver's own runtime.
+//! On the MongoDB back end (`Database::connect`, feature `mongodb`) the workers call the
+//! driver's sync API, which runs on the driver's own runtime.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
