@@ -16,6 +16,7 @@
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 
 /// A database's one writer's turn.
 #[derive(Debug, Default)]
@@ -42,12 +43,11 @@ impl Turn {
 
     /// Waits for the turn; fails when the current thread's interrupt stops the wait.
     pub(crate) fn take(&self) -> Result<Held<'_>> {
-        let interrupt = crate::interrupt::Interrupt::current();
-        let interruptible = interrupt.is_some();
+        let interrupt = Interrupt::current();
         let mut taken = self.lock();
         while *taken {
             if let Some(interrupt) = &interrupt {
-                crate::interrupt::check_now().map_err(Error::from)?;
+                interrupt.status().map_err(Error::from)?;
                 taken = self
                     .freed
                     .wait_timeout(taken, interrupt.next_look())
@@ -61,7 +61,7 @@ impl Turn {
             }
         }
         // Interrupted just as the turn came: give it to the next waiter instead.
-        if interruptible && let Err(stopped) = crate::interrupt::check_now() {
+        if let Some(Err(stopped)) = interrupt.as_ref().map(Interrupt::status) {
             drop(taken);
             self.freed.notify_one();
             return Err(Error::from(stopped));
