@@ -577,12 +577,12 @@ impl<T: Document, R, O> Aggregate<T, R, O> {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
-                return remote.explain_aggregate(
+                return remote.wait(remote.explain_aggregate(
                     &self.name,
                     &self.stages,
                     &self.options,
                     T::shard_key().as_ref(),
-                );
+                ));
             }
         };
         let txn = engine.read()?;
@@ -628,7 +628,7 @@ impl<T: Document, R, O: DeserializeOwned> Aggregate<T, R, O> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
                 return remote
-                    .aggregate(None, &self.name, &self.stages, &self.options)?
+                    .wait(remote.aggregate(None, &self.name, &self.stages, &self.options))?
                     .iter()
                     .map(|raw| (self.decode)(raw, &self.name))
                     .collect();

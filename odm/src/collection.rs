@@ -191,7 +191,7 @@ impl<T: Document> Collection<T> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
                 return remote
-                    .get(None, &self.name, &id)?
+                    .wait(remote.get(None, &self.name, &id))?
                     .map(|raw| from_raw::<T>(&raw, &self.name))
                     .transpose();
             }
@@ -227,7 +227,7 @@ impl<T: Document> Collection<T> {
         let engine = match self.db.store() {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
-            Store::Remote(remote) => return remote.count(&self.name, &filter),
+            Store::Remote(remote) => return remote.wait(remote.count(&self.name, &filter)),
         };
         // Sampled as what the MongoDB back end sends for it: an aggregate.
         engine.sample_query(&self.name, SampledCommand::Aggregate, |_| {
@@ -283,7 +283,9 @@ impl<T: Document> Collection<T> {
         let engine = match self.db.store() {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
-            Store::Remote(remote) => return remote.distinct(&self.name, field.path(), &filter),
+            Store::Remote(remote) => {
+                return remote.wait(remote.distinct(&self.name, field.path(), &filter));
+            }
         };
         sample_read(
             engine,
@@ -608,7 +610,7 @@ impl<T: Document> Collection<T> {
             }
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => remote
-                .find(None, &self.name, &outdated, &options)?
+                .wait(remote.find(None, &self.name, &outdated, &options))?
                 .iter()
                 .map(|raw| {
                     raw.get("_id")
@@ -942,7 +944,7 @@ impl<T: Document> Find<T> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
                 return remote
-                    .find(None, &name, &filter, &options)?
+                    .wait(remote.find(None, &name, &filter, &options))?
                     .iter()
                     .map(|raw| from_raw::<T>(raw, &name))
                     .collect();
@@ -1034,7 +1036,7 @@ impl<T: Document> Find<T> {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
                 return remote
-                    .find(None, &name, &filter, &options)?
+                    .wait(remote.find(None, &name, &filter, &options))?
                     .iter()
                     .map(|raw| {
                         bson::Document::try_from(raw.as_ref()).map_err(|e| crate::Error::Driver {
@@ -1062,7 +1064,12 @@ impl<T: Document> Find<T> {
             Store::Embedded(engine) => engine,
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
-                return remote.explain_find(&name, &filter, &options, T::shard_key().as_ref());
+                return remote.wait(remote.explain_find(
+                    &name,
+                    &filter,
+                    &options,
+                    T::shard_key().as_ref(),
+                ));
             }
         };
         let txn = engine.read()?;

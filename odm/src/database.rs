@@ -169,13 +169,18 @@ impl Database {
     /// concern.
     #[cfg(feature = "mongodb")]
     pub fn connect(uri: &str) -> Result<Database> {
-        let remote = crate::remote::Remote::connect(uri)?;
-        Ok(Database {
+        crate::remote::Remote::connect(uri).map(Database::on_remote)
+    }
+
+    /// A database on a connected MongoDB deployment.
+    #[cfg(feature = "mongodb")]
+    pub(crate) fn on_remote(remote: crate::remote::Remote) -> Database {
+        Database {
             store: Store::Remote(Arc::new(remote)),
             synced: Arc::default(),
             durability: Durability::Immediate,
             ttl_monitor: None,
-        })
+        }
     }
 
     /// The untyped engine underneath, for raw documents; `None` on the MongoDB back end.
@@ -196,7 +201,7 @@ impl Database {
                 Ok(names)
             }
             #[cfg(feature = "mongodb")]
-            Store::Remote(remote) => remote.collection_names(),
+            Store::Remote(remote) => remote.wait(remote.collection_names()),
         }
     }
 
@@ -218,7 +223,7 @@ impl Database {
         let existed = match &self.store {
             Store::Embedded(engine) => engine.write(|w| w.drop_collection(name))?,
             #[cfg(feature = "mongodb")]
-            Store::Remote(remote) => remote.drop_collection(name)?,
+            Store::Remote(remote) => remote.wait(remote.drop_collection(name))?,
         };
         let mut synced = self
             .synced
@@ -411,7 +416,7 @@ impl Database {
             #[cfg(feature = "mongodb")]
             Store::Remote(remote) => {
                 let _ = durability;
-                let mut session = remote.start_transaction().map_err(E::from)?;
+                let mut session = remote.wait(remote.start_transaction()).map_err(E::from)?;
                 let mut txn = Txn::new(
                     self,
                     Writer::Remote {
@@ -426,19 +431,30 @@ impl Database {
                 drop(txn);
                 match result {
                     Ok(value) => {
-                        crate::remote::commit(&mut session).map_err(E::from)?;
+                        remote
+                            .wait(crate::remote::commit(&mut session))
+                            .map_err(E::from)?;
                         for (name, key) in &shard_keys {
-                            remote.deploy_shard_key(name, key).map_err(E::from)?;
+                            remote
+                                .wait(remote.deploy_shard_key(name, key))
+                                .map_err(E::from)?;
                         }
                         for (name, schema) in &schemas {
-                            remote.deploy_schema(name, schema).map_err(E::from)?;
+                            remote
+                                .wait(remote.deploy_schema(name, schema))
+                                .map_err(E::from)?;
                         }
                         Ok(value)
                     }
                     Err(e) => {
                         // The caller's error is the one to report; a failed abort ends with
                         // the session anyway (the server aborts what it left open).
-                        let _ = crate::remote::blocking(|| session.abort_transaction().run());
+                        let _ = remote.wait(async {
+                            session
+                                .abort_transaction()
+                                .await
+                                .map_err(crate::remote::driver_error)
+                        });
                         Err(e)
                     }
                 }
@@ -532,7 +548,7 @@ impl Database {
                 if let Some(rate) = samples_per_second {
                     command.insert("samplesPerSecond", rate);
                 }
-                remote.admin_command(command)
+                remote.wait(remote.admin_command(command))
             }
         }
     }
@@ -564,7 +580,7 @@ impl Database {
                 if let Some(size) = options.sample_size {
                     command.insert("sampleSize", size);
                 }
-                let reply = remote.admin_command(command)?;
+                let reply = remote.wait(remote.admin_command(command))?;
                 crate::advisor::ShardKeyAnalysis::from_document(key.clone(), &reply).map_err(
                     |reason| crate::Error::Driver {
                         reason: format!("an analyzeShardKey reply that does not read: {reason}"),

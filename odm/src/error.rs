@@ -73,6 +73,15 @@ pub enum Error {
     /// the transaction may succeed when run again (see [`Error::is_transient`]).
     #[error("MongoDB driver: {reason}")]
     Driver { reason: String, transient: bool },
+    /// A call of the sync API on a thread of a current-thread tokio runtime, on a MongoDB
+    /// database the async API connected (`odm::aio::Database::connect`): its client runs
+    /// on the caller's runtime, which may be this very thread, so blocking it could wait
+    /// forever. Use the async API there, or run the call on a worker
+    /// (`odm::aio::Database::run`).
+    #[error(
+        "the sync API cannot block a current-thread tokio runtime's thread on a MongoDB client of that runtime: use the async API (odm::aio), or run the call on a worker (odm::aio::Database::run)"
+    )]
+    SyncCallInRuntime,
     /// A multi-document transaction on a deployment without transactions: MongoDB runs them on
     /// replica sets and sharded clusters only.
     #[error(

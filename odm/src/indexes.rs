@@ -362,16 +362,16 @@ pub(crate) fn sync_remote<T: Document>(
     remote: &crate::remote::Remote,
     name: &str,
     drop_undeclared: bool,
-    mut session: Option<&mut mongodb::sync::ClientSession>,
+    mut session: Option<&mut mongodb::ClientSession>,
 ) -> Result<IndexPlan> {
     // In a transaction the collection is not created by name: `create` of a collection this
     // transaction made already (two models on one collection) would abort it. `createIndexes`
     // and the first insert create it.
-    let listed = if let Some(listed) = remote.list_indexes(name)? {
+    let listed = if let Some(listed) = remote.wait(remote.list_indexes(name))? {
         listed
     } else {
         if session.is_none() {
-            remote.create_collection(None, name)?;
+            remote.wait(remote.create_collection(None, name))?;
         }
         Vec::new()
     };
@@ -389,22 +389,22 @@ pub(crate) fn sync_remote<T: Document>(
         })
         .collect();
     let (mut plan, missing) = diff(name, &T::indexes(), T::shard_key().as_ref(), &stored)?;
-    remote.create_indexes(session.as_deref_mut(), name, &missing)?;
+    remote.wait(remote.create_indexes(session.as_deref_mut(), name, &missing))?;
     plan.created = missing.iter().map(|spec| spec.name().to_owned()).collect();
     // After the declared indexes, so that one of them can be the key's supporting index.
     if let Some(key) = T::shard_key()
         && session.is_none()
     {
-        remote.deploy_shard_key(name, &key)?;
+        remote.wait(remote.deploy_shard_key(name, &key))?;
     }
     if let Some(schema) = T::declared_schema()
         && session.is_none()
     {
-        remote.deploy_schema(name, &schema)?;
+        remote.wait(remote.deploy_schema(name, &schema))?;
     }
     if drop_undeclared {
         for index in &plan.undeclared {
-            remote.drop_index(name, index)?;
+            remote.wait(remote.drop_index(name, index))?;
         }
         plan.dropped.clone_from(&plan.undeclared);
     }

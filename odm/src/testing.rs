@@ -29,6 +29,26 @@ pub fn database() -> Result<Database> {
     }
 }
 
+/// [`database`] for the async API. On MongoDB its client is one of the calling task's tokio
+/// runtime ([`crate::aio::Database::connect`]), so call it on the runtime the test runs on.
+#[cfg(feature = "async")]
+pub async fn aio_database() -> Result<crate::aio::Database> {
+    match fresh_uri() {
+        Some(uri) => aio_connect(&uri).await,
+        None => crate::aio::Database::in_memory().await,
+    }
+}
+
+#[cfg(all(feature = "async", feature = "mongodb"))]
+async fn aio_connect(uri: &str) -> Result<crate::aio::Database> {
+    crate::aio::Database::connect(uri).await
+}
+
+#[cfg(all(feature = "async", not(feature = "mongodb")))]
+async fn aio_connect(uri: &str) -> Result<crate::aio::Database> {
+    connect(uri).map(crate::aio::Database::from_sync)
+}
+
 /// The connection string of a fresh database on the deployment [`MONGODB_URI`] names, if any.
 pub fn fresh_uri() -> Option<String> {
     match std::env::var(MONGODB_URI) {

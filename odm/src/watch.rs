@@ -574,7 +574,7 @@ impl<T: EventDocument> Watch<T> {
                 Inner::Embedded(engine::ChangeStream::open(engine_db, scope, options)?)
             }
             #[cfg(feature = "mongodb")]
-            Store::Remote(remote) => Inner::Remote(Box::new(remote.watch(
+            Store::Remote(remote) => Inner::Remote(Box::new(remote.wait(remote.watch(
                 self.collection.as_deref(),
                 self.stages(),
                 &crate::remote::WatchOptions {
@@ -594,7 +594,7 @@ impl<T: EventDocument> Watch<T> {
                         _ => None,
                     },
                 },
-            )?)),
+            ))?)),
         };
         let token = match &inner {
             Inner::Embedded(s) => Some(ResumeToken(s.resume_token().to_document())),
@@ -712,7 +712,7 @@ impl<T: EventDocument> ChangeStream<T> {
             Inner::Remote(s) => {
                 let deadline = Instant::now() + timeout;
                 loop {
-                    if let Some(event) = s.next_if_any()? {
+                    if let Some(event) = s.wait_next_if_any()? {
                         self.buffered.push_back(event);
                         break;
                     }

@@ -23,7 +23,7 @@ pub(crate) enum Writer<'t, 'db> {
     #[cfg(feature = "mongodb")]
     Remote {
         remote: &'t crate::remote::Remote,
-        session: Option<&'t mut mongodb::sync::ClientSession>,
+        session: Option<&'t mut mongodb::ClientSession>,
     },
 }
 
@@ -69,7 +69,7 @@ impl<'db> Writer<'_, 'db> {
             }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
-                remote.insert(session.as_deref_mut(), collection, documents)
+                remote.wait(remote.insert(session.as_deref_mut(), collection, documents))
             }
         }
     }
@@ -82,7 +82,7 @@ impl<'db> Writer<'_, 'db> {
             }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
-                remote.get(session.as_deref_mut(), collection, id)
+                remote.wait(remote.get(session.as_deref_mut(), collection, id))
             }
         }
     }
@@ -107,7 +107,7 @@ impl<'db> Writer<'_, 'db> {
             }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
-                remote.find(session.as_deref_mut(), collection, filter, options)
+                remote.wait(remote.find(session.as_deref_mut(), collection, filter, options))
             }
         }
     }
@@ -137,14 +137,14 @@ impl<'db> Writer<'_, 'db> {
             }
             Writer::Embedded(txn) => Ok(txn.update_one(collection, filter, update, options)?),
             #[cfg(feature = "mongodb")]
-            Writer::Remote { remote, session } => remote.update(
+            Writer::Remote { remote, session } => remote.wait(remote.update(
                 session.as_deref_mut(),
                 collection,
                 filter,
                 commands::modifications(&update),
                 options,
                 multi,
-            ),
+            )),
         }
     }
 
@@ -177,14 +177,14 @@ impl<'db> Writer<'_, 'db> {
                 Ok(txn.update_one_parsed(collection, filter, parsed, options)?)
             }
             #[cfg(feature = "mongodb")]
-            Writer::Remote { remote, session } => remote.update(
+            Writer::Remote { remote, session } => remote.wait(remote.update(
                 session.as_deref_mut(),
                 collection,
                 filter,
                 commands::modifications(modifications),
                 options,
                 multi,
-            ),
+            )),
         }
     }
 
@@ -214,14 +214,14 @@ impl<'db> Writer<'_, 'db> {
                 Ok(txn.update_one_by_id_parsed(collection, id, conditions, parsed, options)?)
             }
             #[cfg(feature = "mongodb")]
-            Writer::Remote { remote, session } => remote.update(
+            Writer::Remote { remote, session } => remote.wait(remote.update(
                 session.as_deref_mut(),
                 collection,
                 &conditions.filter(id),
                 commands::modifications(modifications),
                 options,
                 false,
-            ),
+            )),
         }
     }
 
@@ -238,14 +238,14 @@ impl<'db> Writer<'_, 'db> {
                 Ok(txn.replace_one(collection, filter, replacement, options)?)
             }
             #[cfg(feature = "mongodb")]
-            Writer::Remote { remote, session } => remote.update(
+            Writer::Remote { remote, session } => remote.wait(remote.update(
                 session.as_deref_mut(),
                 collection,
                 filter,
                 Bson::Document(replacement.clone()),
                 options,
                 false,
-            ),
+            )),
         }
     }
 
@@ -263,13 +263,13 @@ impl<'db> Writer<'_, 'db> {
             Writer::Embedded(txn) if multi => Ok(txn.delete_many(collection, filter)?),
             Writer::Embedded(txn) => Ok(txn.delete_one(collection, filter)?),
             #[cfg(feature = "mongodb")]
-            Writer::Remote { remote, session } => remote.delete(
+            Writer::Remote { remote, session } => remote.wait(remote.delete(
                 session.as_deref_mut(),
                 collection,
                 filter,
                 &odm_engine::update::DeleteOptions::default(),
                 multi,
-            ),
+            )),
         }
     }
 
@@ -301,9 +301,13 @@ impl<'db> Writer<'_, 'db> {
                 Modify::Delete => txn.find_one_and_delete(collection, filter, options)?,
             }),
             #[cfg(feature = "mongodb")]
-            Writer::Remote { remote, session } => {
-                remote.find_and_modify(session.as_deref_mut(), collection, filter, &modify, options)
-            }
+            Writer::Remote { remote, session } => remote.wait(remote.find_and_modify(
+                session.as_deref_mut(),
+                collection,
+                filter,
+                &modify,
+                options,
+            )),
         }
     }
 
@@ -314,11 +318,11 @@ impl<'db> Writer<'_, 'db> {
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
                 let name = spec.name().to_owned();
-                remote.create_indexes(
+                remote.wait(remote.create_indexes(
                     session.as_deref_mut(),
                     collection,
                     std::slice::from_ref(&spec),
-                )?;
+                ))?;
                 Ok(name)
             }
         }
@@ -367,7 +371,7 @@ impl<'db> Writer<'_, 'db> {
             }
             #[cfg(feature = "mongodb")]
             Writer::Remote { remote, session } => {
-                remote.bulk_write(session.as_deref_mut(), collection, bulk)
+                remote.wait(remote.bulk_write(session.as_deref_mut(), collection, bulk))
             }
         }
     }
@@ -385,14 +389,14 @@ impl<'db> Writer<'_, 'db> {
             Writer::Remote { remote, session } => {
                 let replacement = Document::try_from(document.as_ref())
                     .map_err(|e| crate::Error::serialize(collection, e))?;
-                remote.update(
+                remote.wait(remote.update(
                     session.as_deref_mut(),
                     collection,
                     &bson::doc! { "_id": id.clone() },
                     Bson::Document(replacement),
                     &UpdateOptions::default(),
                     false,
-                )?;
+                ))?;
                 Ok(())
             }
         }

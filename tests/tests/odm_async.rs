@@ -53,13 +53,9 @@ enum Shape {
     Square(Square),
 }
 
-/// A fresh database on the chosen back end, made off the runtime's threads.
+/// A fresh database on the chosen back end; on MongoDB, with a client of the test's runtime.
 async fn database() -> Database {
-    let db = tokio::task::spawn_blocking(odm::testing::database)
-        .await
-        .expect("no panic")
-        .expect("a database");
-    Database::from_sync(db)
+    odm::testing::aio_database().await.expect("a database")
 }
 
 /// Tests that open streams run one at a time: one of them counts reader threads.
@@ -67,10 +63,15 @@ static READERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How many of this process's threads are stream readers.
 fn reader_threads() -> usize {
+    threads_named("odm-reader")
+}
+
+/// How many of this process's threads have the name `name`.
+fn threads_named(name: &str) -> usize {
     std::fs::read_dir("/proc/self/task").map_or(0, |tasks| {
         tasks
             .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .filter(|name| name.trim() == "odm-reader")
+            .filter(|comm| comm.trim() == name)
             .count()
     })
 }
@@ -586,5 +587,34 @@ async fn a_variant_of_an_enum_model_reads_and_writes_its_own_documents() -> odm:
     assert_eq!(circles.delete_many(Filter::all()).await?, 5);
     assert_eq!(squares.count(Filter::all()).await?, 6, "the squares stay");
     assert_eq!(squares.aggregate().fetch_count().await?, 6);
+    Ok(())
+}
+
+/// The sync API over a database the async API connected, called on the thread of the
+/// current-thread runtime it was connected on: on MongoDB the driver's client needs that very
+/// thread, so the call is refused at once instead of waiting forever; on the engine it runs.
+/// Run on a worker, it works on both back ends, and no runtime of the project's has started
+/// for the async API's client.
+#[tokio::test(flavor = "current_thread")]
+async fn the_sync_api_on_its_clients_current_thread_runtime_is_refused_not_deadlocked()
+-> odm::Result<()> {
+    let db = database().await;
+    db.collection::<Note>().await?;
+    let here = db.blocking().collection_names();
+    if odm::testing::remote() {
+        assert!(
+            matches!(here, Err(odm::Error::SyncCallInRuntime)),
+            "{here:?}"
+        );
+        assert_eq!(
+            threads_named("odm-mongodb"),
+            0,
+            "the async API's client runs on the caller's runtime"
+        );
+    } else {
+        assert_eq!(here?, ["notes"]);
+    }
+    let on_worker = db.run(|db| db.collection_names()).await?;
+    assert_eq!(on_worker, ["notes"]);
     Ok(())
 }

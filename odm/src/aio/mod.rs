@@ -14,8 +14,9 @@
 //! Which runtime: any. The async API starts no runtime and needs none of its own; it works on
 //! tokio's multi-thread and current-thread runtimes alike (and on any other executor).
 //!
-//! On the MongoDB back end (`Database::connect`, feature `mongodb`) the workers call the
-//! driver's sync API, which runs on the driver's own runtime.
+//! On the MongoDB back end (`Database::connect`, feature `mongodb`) the driver's async client
+//! runs on the calling task's tokio runtime; no runtime of the project's or the driver's
+//! starts.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -109,12 +110,22 @@ impl Database {
         Ok(Database { inner })
     }
 
-    /// Connects to a MongoDB deployment; see [`crate::Database::connect`].
+    /// Connects to a MongoDB deployment (see [`crate::Database::connect`]) with a driver
+    /// client of the calling task's tokio runtime: the network's work runs there, and no other
+    /// runtime starts. Call it from a tokio runtime, and use the database on that runtime (a
+    /// client outlives its runtime only as a handle that fails).
+    ///
+    /// The sync API over this database ([`Database::blocking`]) works on a pool worker, a
+    /// plain thread and a multi-thread runtime's threads; on a current-thread runtime's thread
+    /// it fails with [`crate::Error::SyncCallInRuntime`] rather than block the thread the
+    /// client needs.
     #[cfg(feature = "mongodb")]
     pub async fn connect(uri: &str) -> Result<Database> {
-        let uri = uri.to_owned();
-        let inner = pool::run(move || crate::Database::connect(&uri)).await?;
-        Ok(Database { inner })
+        let runtime = crate::remote::Runtime::current()?;
+        let remote = crate::remote::Remote::connect_on(uri, runtime).await?;
+        Ok(Database {
+            inner: crate::Database::on_remote(remote),
+        })
     }
 
     /// The async API over a sync database.

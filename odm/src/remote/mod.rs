@@ -1,6 +1,7 @@
 //! The MongoDB back end: a [`Database`](crate::Database) whose collections live on a MongoDB
 //! deployment (a standalone server, a replica set, a `mongos`, or `odm serve`), reached
-//! through the official driver's sync API.
+//! through the official driver's async client. Every operation is an `async fn`; the sync API
+//! waits for it on the client's runtime ([`runtime`]), and the async API awaits it.
 //!
 //! Every operation is sent as the command document the engine's operation describes
 //! ([`commands`]): the same filters, updates, sorts and pipelines run on both back ends.
@@ -18,16 +19,17 @@
 //! (MongoDB allows that on a collection the transaction creates); `shardCollection` never runs
 //! in one, so its shard key deploys after the commit.
 //!
-//! Called from async code: the driver's sync API blocks on a tokio runtime of its own, which
-//! tokio forbids from a thread already running a runtime (a web handler, a `#[tokio::test]`).
-//! Every call that blocks on the driver goes through [`blocking`], which runs it on a scoped
-//! thread of its own when the calling thread is inside a runtime: the sync API works there,
-//! holding up the calling task's thread for the round trip as any blocking call does.
+//! Called from async code, the sync API works (holding up the calling task's thread for the
+//! round trip, as any blocking call does), except where [`runtime`] says it cannot.
+
+mod runtime;
 
 use odm_engine::commands;
 
+use std::future::Future;
+
 use bson::{Bson, Document, RawDocumentBuf, doc};
-use mongodb::sync::{Client, ClientSession};
+use mongodb::{Client, ClientSession};
 use odm_engine::aggregate::{AggregateExplain, AggregateOptions};
 use odm_engine::query::{Explain, FindOptions};
 use odm_engine::update::{
@@ -38,10 +40,14 @@ use odm_engine::{IndexSpec, ShardKey};
 
 use crate::error::{Error, Result};
 
+pub(crate) use runtime::Runtime;
+
 /// A connection to a MongoDB deployment and the database the URI names.
 pub(crate) struct Remote {
     client: Client,
-    database: mongodb::sync::Database,
+    database: mongodb::Database,
+    /// Where the client's futures run, and the sync API waits for them.
+    runtime: Runtime,
     /// The deployment runs transactions: a replica set member or a `mongos`.
     pub(crate) transactions: bool,
     /// The server is a `mongos`: declared shard keys deploy through `shardCollection`.
@@ -167,35 +173,17 @@ fn value_of(raw: &bson::RawDocument, name: &str) -> Option<Bson> {
     Bson::try_from(value).ok()
 }
 
-/// Runs `call`, which blocks on the driver's runtime: here, or on a scoped thread when this
-/// thread runs a tokio runtime (which cannot block on another). A panic in `call` goes on
-/// here.
-pub(crate) fn blocking<R: Send>(call: impl FnOnce() -> R + Send) -> R {
-    if !in_runtime() {
-        return call();
-    }
-    std::thread::scope(|scope| {
-        scope
-            .spawn(call)
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
-}
-
-/// Whether this thread runs a tokio runtime, on which the driver's sync API cannot block.
-fn in_runtime() -> bool {
-    tokio::runtime::Handle::try_current().is_ok()
-}
-
-/// The documents a streamed cursor reads per call on the driver inside a runtime.
+/// The documents a streamed cursor reads per wait for the driver, inside a runtime (where a
+/// wait may cost a thread); elsewhere it reads one, so a reader that stops early never waits
+/// for a batch it will not read.
 const READ_AHEAD: usize = 256;
 
 /// Commits a session's transaction, again while the outcome is unknown (a commit is safe to
 /// repeat; drivers retry it on MongoDB's `UnknownTransactionCommitResult`).
-pub(crate) fn commit(session: &mut ClientSession) -> Result<()> {
+pub(crate) async fn commit(session: &mut ClientSession) -> Result<()> {
     let mut attempts = 0;
     loop {
-        match blocking(|| session.commit_transaction().run()) {
+        match session.commit_transaction().await {
             Ok(()) => return Ok(()),
             Err(e) if attempts < 3 && e.contains_label("UnknownTransactionCommitResult") => {
                 attempts += 1;
@@ -215,13 +203,16 @@ pub(crate) type Session<'s> = Option<&'s mut ClientSession>;
 
 impl Remote {
     /// Connects to the deployment of `uri` and the database it names (`mongodb://host/appdb`),
-    /// and asks the server what it is (`hello`).
+    /// and asks the server what it is (`hello`), on the project's own runtime.
     pub(crate) fn connect(uri: &str) -> Result<Remote> {
-        blocking(|| Remote::connect_here(uri))
+        let runtime = Runtime::own()?;
+        runtime.wait(Remote::connect_on(uri, runtime.clone()))
     }
 
-    fn connect_here(uri: &str) -> Result<Remote> {
-        let client = Client::with_uri_str(uri).map_err(driver_error)?;
+    /// Connects as [`Remote::connect`] does, with a client of `runtime`, which must be the
+    /// runtime this future runs on.
+    pub(crate) async fn connect_on(uri: &str, runtime: Runtime) -> Result<Remote> {
+        let client = Client::with_uri_str(uri).await.map_err(driver_error)?;
         let database = client.default_database().ok_or_else(|| Error::Driver {
             reason: format!(
                 "the connection string names no database (as in mongodb://host/appdb): {}",
@@ -232,42 +223,47 @@ impl Remote {
         let hello = client
             .database("admin")
             .run_command(doc! { "hello": 1 })
-            .run()
+            .await
             .map_err(driver_error)?;
         let mongos = hello.get_str("msg").is_ok_and(|m| m == "isdbgrid");
         let transactions = mongos || hello.contains_key("setName");
         Ok(Remote {
             client,
             database,
+            runtime,
             transactions,
             mongos,
         })
     }
 
+    /// Runs `work` on the client's runtime, blocking the calling thread until it ends: the
+    /// sync API's way to the server (see [`runtime`]).
+    pub(crate) fn wait<R: Send>(&self, work: impl Future<Output = Result<R>> + Send) -> Result<R> {
+        self.runtime.wait(work)
+    }
+
     /// A session for a transaction, started; a standalone server cannot run one.
-    pub(crate) fn start_transaction(&self) -> Result<ClientSession> {
+    pub(crate) async fn start_transaction(&self) -> Result<ClientSession> {
         if !self.transactions {
             return Err(Error::TransactionsUnsupported);
         }
-        blocking(|| {
-            let mut session = self.client.start_session().run().map_err(driver_error)?;
-            session.start_transaction().run().map_err(driver_error)?;
-            Ok(session)
-        })
+        let mut session = self.client.start_session().await.map_err(driver_error)?;
+        session.start_transaction().await.map_err(driver_error)?;
+        Ok(session)
     }
 
     /// Runs a command on the database; a reply with write errors is the first one's error.
-    fn command(
+    async fn command(
         &self,
         session: Session<'_>,
         collection: &str,
         command: Document,
     ) -> Result<Document> {
         let action = self.database.run_command(command);
-        let reply = blocking(|| match session {
-            Some(session) => action.session(session).run(),
-            None => action.run(),
-        })
+        let reply = match session {
+            Some(session) => action.session(session).await,
+            None => action.await,
+        }
         .map_err(driver_error)?;
         if let Some((_, e)) = write_failure(collection, &reply) {
             return Err(e.into());
@@ -276,55 +272,58 @@ impl Remote {
     }
 
     /// Runs a command that answers with a cursor, and reads it to the end.
-    fn cursor(&self, session: Session<'_>, command: Document) -> Result<Vec<RawDocumentBuf>> {
-        blocking(|| self.cursor_here(session, command))
-    }
-
-    fn cursor_here(&self, session: Session<'_>, command: Document) -> Result<Vec<RawDocumentBuf>> {
+    async fn cursor(&self, session: Session<'_>, command: Document) -> Result<Vec<RawDocumentBuf>> {
         let action = self.database.run_cursor_command(command);
         let mut out = Vec::new();
         if let Some(session) = session {
-            let mut cursor = action.session(&mut *session).run().map_err(driver_error)?;
-            while cursor.advance(session).map_err(driver_error)? {
+            let mut cursor = action.session(&mut *session).await.map_err(driver_error)?;
+            while cursor.advance(session).await.map_err(driver_error)? {
                 out.push(cursor.current().to_owned());
             }
         } else {
-            let mut cursor = action.run().map_err(driver_error)?;
-            while cursor.advance().map_err(driver_error)? {
+            let mut cursor = action.await.map_err(driver_error)?;
+            while cursor.advance().await.map_err(driver_error)? {
                 out.push(cursor.current().to_owned());
             }
         }
         Ok(out)
     }
 
-    /// Runs a command that answers with a cursor, as documents pulled one batch at a time.
-    /// Called from inside a tokio runtime, it reads [`READ_AHEAD`] documents per call on the
-    /// driver (each [`blocking`] call costs a thread there), else one.
+    /// Runs a command that answers with a cursor, as documents pulled one at a time
+    /// ([`READ_AHEAD`] inside a runtime), waited for on the client's runtime.
     pub(crate) fn stream(
         &self,
         command: Document,
     ) -> Result<impl Iterator<Item = Result<RawDocumentBuf>> + Send + 'static> {
-        let mut cursor =
-            blocking(|| self.database.run_cursor_command(command).run()).map_err(driver_error)?;
+        let mut cursor = self.wait(async {
+            let cursor = self.database.run_cursor_command(command).await;
+            cursor.map_err(driver_error)
+        })?;
+        let runtime = self.runtime.clone();
         let mut ready = std::collections::VecDeque::new();
         // What follows the documents in hand: more to read (`None`), the end, or an error.
         let mut after: Option<Option<Error>> = None;
         Ok(std::iter::from_fn(move || {
             if ready.is_empty() && after.is_none() {
-                let want = if in_runtime() { READ_AHEAD } else { 1 };
-                let (read, end) = blocking(|| {
+                let want = if Runtime::in_one() { READ_AHEAD } else { 1 };
+                let read = runtime.wait(async {
                     let mut read = Vec::new();
                     while read.len() < want {
-                        match cursor.advance() {
+                        match cursor.advance().await {
                             Ok(true) => read.push(cursor.current().to_owned()),
-                            Ok(false) => return (read, Some(None)),
-                            Err(e) => return (read, Some(Some(driver_error(e)))),
+                            Ok(false) => return Ok((read, Some(None))),
+                            Err(e) => return Ok((read, Some(Some(driver_error(e))))),
                         }
                     }
-                    (read, None)
+                    Ok((read, None))
                 });
-                ready.extend(read);
-                after = end;
+                match read {
+                    Ok((read, end)) => {
+                        ready.extend(read);
+                        after = end;
+                    }
+                    Err(e) => after = Some(Some(e)),
+                }
             }
             match ready.pop_front() {
                 Some(document) => Some(Ok(document)),
@@ -333,19 +332,20 @@ impl Remote {
         }))
     }
 
-    pub(crate) fn get(
+    pub(crate) async fn get(
         &self,
         session: Session<'_>,
         collection: &str,
         id: &Bson,
     ) -> Result<Option<RawDocumentBuf>> {
         Ok(self
-            .cursor(session, commands::get(collection, id))?
+            .cursor(session, commands::get(collection, id))
+            .await?
             .into_iter()
             .next())
     }
 
-    pub(crate) fn find(
+    pub(crate) async fn find(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -353,9 +353,10 @@ impl Remote {
         options: &FindOptions,
     ) -> Result<Vec<RawDocumentBuf>> {
         self.cursor(session, commands::find(collection, filter, options))
+            .await
     }
 
-    pub(crate) fn aggregate(
+    pub(crate) async fn aggregate(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -363,10 +364,13 @@ impl Remote {
         options: &AggregateOptions,
     ) -> Result<Vec<RawDocumentBuf>> {
         self.cursor(session, commands::aggregate(collection, pipeline, options))
+            .await
     }
 
-    pub(crate) fn count(&self, collection: &str, filter: &Document) -> Result<u64> {
-        let groups = self.cursor(None, commands::count(collection, filter))?;
+    pub(crate) async fn count(&self, collection: &str, filter: &Document) -> Result<u64> {
+        let groups = self
+            .cursor(None, commands::count(collection, filter))
+            .await?;
         Ok(groups
             .first()
             .and_then(|group| value_of(group, "n"))
@@ -375,54 +379,60 @@ impl Remote {
             .unwrap_or(0))
     }
 
-    pub(crate) fn distinct(
+    pub(crate) async fn distinct(
         &self,
         collection: &str,
         key: &str,
         filter: &Document,
     ) -> Result<Vec<Bson>> {
-        let reply = self.command(
-            None,
-            collection,
-            commands::distinct(collection, key, filter),
-        )?;
+        let reply = self
+            .command(
+                None,
+                collection,
+                commands::distinct(collection, key, filter),
+            )
+            .await?;
         Ok(reply.get_array("values").cloned().unwrap_or_default())
     }
 
     /// The server's explain of a find, in the engine's typed form.
-    pub(crate) fn explain_find(
+    pub(crate) async fn explain_find(
         &self,
         collection: &str,
         filter: &Document,
         options: &FindOptions,
         shard_key: Option<&ShardKey>,
     ) -> Result<Explain> {
-        let reply = self.command(
-            None,
-            collection,
-            commands::explain(commands::find(collection, filter, options)),
-        )?;
+        let reply = self
+            .command(
+                None,
+                collection,
+                commands::explain(commands::find(collection, filter, options)),
+            )
+            .await?;
         Ok(Explain::from_document(&reply, shard_key))
     }
 
-    pub(crate) fn explain_aggregate(
+    pub(crate) async fn explain_aggregate(
         &self,
         collection: &str,
         pipeline: &[Document],
         options: &AggregateOptions,
         shard_key: Option<&ShardKey>,
     ) -> Result<AggregateExplain> {
-        let reply = self.command(
-            None,
-            collection,
-            commands::explain(commands::aggregate(collection, pipeline, options)),
-        )?;
+        let reply = self
+            .command(
+                None,
+                collection,
+                commands::explain(commands::aggregate(collection, pipeline, options)),
+            )
+            .await?;
         Ok(AggregateExplain::from_document(&reply, shard_key))
     }
 
     /// Inserts in order; the first refused document fails the call (those before it stay,
     /// unless a transaction undoes them).
-    pub(crate) fn insert(
+    pub(crate) async fn insert(
         &self,
         mut session: Session<'_>,
         collection: &str,
@@ -440,14 +450,15 @@ impl Remote {
             let last = n + 1 == count;
             if last || batch.len() >= INSERT_BATCH_DOCUMENTS || bytes >= INSERT_BATCH_BYTES {
                 let sent = commands::insert(collection, std::mem::take(&mut batch), true);
-                self.command(session.as_deref_mut(), collection, sent)?;
+                self.command(session.as_deref_mut(), collection, sent)
+                    .await?;
                 bytes = 0;
             }
         }
         Ok(ids)
     }
 
-    pub(crate) fn update(
+    pub(crate) async fn update(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -457,11 +468,13 @@ impl Remote {
         multi: bool,
     ) -> Result<UpdateResult> {
         let statement = commands::update_statement(filter, update, options, multi);
-        let reply = self.command(
-            session,
-            collection,
-            commands::update(collection, statement, options.let_vars.as_ref()),
-        )?;
+        let reply = self
+            .command(
+                session,
+                collection,
+                commands::update(collection, statement, options.let_vars.as_ref()),
+            )
+            .await?;
         let upserted_id = reply
             .get_array("upserted")
             .ok()
@@ -481,7 +494,7 @@ impl Remote {
     }
 
     /// An update of a bulk write, as its outcome.
-    fn update_by(
+    async fn update_by(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -492,10 +505,11 @@ impl Remote {
     ) -> Result<OpResult> {
         let update = commands::modifications(update);
         self.update(session, collection, filter, update, options, multi)
+            .await
             .map(OpResult::Updated)
     }
 
-    pub(crate) fn delete(
+    pub(crate) async fn delete(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -504,15 +518,17 @@ impl Remote {
         multi: bool,
     ) -> Result<u64> {
         let statement = commands::delete_statement(filter, options, multi);
-        let reply = self.command(
-            session,
-            collection,
-            commands::delete(collection, statement, options.let_vars.as_ref()),
-        )?;
+        let reply = self
+            .command(
+                session,
+                collection,
+                commands::delete(collection, statement, options.let_vars.as_ref()),
+            )
+            .await?;
         Ok(odm_engine::expr::count_in(&reply, "n"))
     }
 
-    pub(crate) fn find_and_modify(
+    pub(crate) async fn find_and_modify(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -520,17 +536,19 @@ impl Remote {
         modify: &Modify,
         options: &FindAndModify,
     ) -> Result<Option<Document>> {
-        let reply = self.command(
-            session,
-            collection,
-            commands::find_and_modify(collection, filter, modify, options),
-        )?;
+        let reply = self
+            .command(
+                session,
+                collection,
+                commands::find_and_modify(collection, filter, modify, options),
+            )
+            .await?;
         Ok(reply.get_document("value").ok().cloned())
     }
 
     /// Runs a bulk write operation by operation, each reported by its position: ordered
     /// stops at the first failure, unordered goes on past failures.
-    pub(crate) fn bulk_write(
+    pub(crate) async fn bulk_write(
         &self,
         mut session: Session<'_>,
         collection: &str,
@@ -541,20 +559,29 @@ impl Remote {
         for (position, op) in bulk.ops.into_iter().enumerate() {
             let session = session.as_deref_mut();
             let outcome = match op {
-                WriteOp::InsertOne(document) => RawDocumentBuf::try_from(&document)
-                    .map_err(|e| Error::serialize(collection, e))
-                    .and_then(|raw| self.insert(session, collection, vec![raw]))
-                    .map(|mut ids| OpResult::Inserted(ids.pop().unwrap_or(Bson::Null))),
+                WriteOp::InsertOne(document) => match RawDocumentBuf::try_from(&document) {
+                    Ok(raw) => self
+                        .insert(session, collection, vec![raw])
+                        .await
+                        .map(|mut ids| OpResult::Inserted(ids.pop().unwrap_or(Bson::Null))),
+                    Err(e) => Err(Error::serialize(collection, e)),
+                },
                 WriteOp::UpdateOne {
                     filter,
                     update,
                     options,
-                } => self.update_by(session, collection, &filter, &update, &options, false),
+                } => {
+                    self.update_by(session, collection, &filter, &update, &options, false)
+                        .await
+                }
                 WriteOp::UpdateMany {
                     filter,
                     update,
                     options,
-                } => self.update_by(session, collection, &filter, &update, &options, true),
+                } => {
+                    self.update_by(session, collection, &filter, &update, &options, true)
+                        .await
+                }
                 WriteOp::ReplaceOne {
                     filter,
                     replacement,
@@ -568,12 +595,15 @@ impl Remote {
                         &options,
                         false,
                     )
+                    .await
                     .map(OpResult::Updated),
                 WriteOp::DeleteOne { filter, options } => self
                     .delete(session, collection, &filter, &options, false)
+                    .await
                     .map(OpResult::Deleted),
                 WriteOp::DeleteMany { filter, options } => self
                     .delete(session, collection, &filter, &options, true)
+                    .await
                     .map(OpResult::Deleted),
             };
             match outcome {
@@ -593,8 +623,8 @@ impl Remote {
     }
 
     /// The collection's indexes as the server describes them; `None` when it does not exist.
-    pub(crate) fn list_indexes(&self, collection: &str) -> Result<Option<Vec<Document>>> {
-        match self.cursor(None, commands::list_indexes(collection)) {
+    pub(crate) async fn list_indexes(&self, collection: &str) -> Result<Option<Vec<Document>>> {
+        match self.cursor(None, commands::list_indexes(collection)).await {
             Ok(indexes) => indexes
                 .iter()
                 .map(|raw| {
@@ -614,8 +644,15 @@ impl Remote {
         }
     }
 
-    pub(crate) fn create_collection(&self, session: Session<'_>, collection: &str) -> Result<()> {
-        match self.command(session, collection, commands::create(collection)) {
+    pub(crate) async fn create_collection(
+        &self,
+        session: Session<'_>,
+        collection: &str,
+    ) -> Result<()> {
+        match self
+            .command(session, collection, commands::create(collection))
+            .await
+        {
             Err(Error::Engine(e)) if e.code() == odm_engine::ErrorCode::NAMESPACE_EXISTS.code => {
                 Ok(())
             }
@@ -623,7 +660,7 @@ impl Remote {
         }
     }
 
-    pub(crate) fn create_indexes(
+    pub(crate) async fn create_indexes(
         &self,
         session: Session<'_>,
         collection: &str,
@@ -637,15 +674,18 @@ impl Remote {
             collection,
             commands::create_indexes(collection, specs),
         )
+        .await
         .map(drop)
     }
 
     /// The names of the database's collections.
-    pub(crate) fn collection_names(&self) -> Result<Vec<String>> {
-        let listed = self.cursor(
-            None,
-            doc! { "listCollections": 1, "nameOnly": true, "cursor": {} },
-        )?;
+    pub(crate) async fn collection_names(&self) -> Result<Vec<String>> {
+        let listed = self
+            .cursor(
+                None,
+                doc! { "listCollections": 1, "nameOnly": true, "cursor": {} },
+            )
+            .await?;
         let mut names: Vec<String> = listed
             .iter()
             .filter_map(|c| c.get_str("name").ok().map(str::to_owned))
@@ -655,30 +695,34 @@ impl Remote {
     }
 
     /// Drops a collection; whether it existed.
-    pub(crate) fn drop_collection(&self, collection: &str) -> Result<bool> {
-        let existed = self.collection_names()?.iter().any(|n| n == collection);
-        blocking(|| {
-            self.database
-                .collection::<Document>(collection)
-                .drop()
-                .run()
-        })
-        .map_err(driver_error)?;
+    pub(crate) async fn drop_collection(&self, collection: &str) -> Result<bool> {
+        let existed = self
+            .collection_names()
+            .await?
+            .iter()
+            .any(|n| n == collection);
+        self.database
+            .collection::<Document>(collection)
+            .drop()
+            .await
+            .map_err(driver_error)?;
         Ok(existed)
     }
 
-    pub(crate) fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
+    pub(crate) async fn drop_index(&self, collection: &str, name: &str) -> Result<()> {
         self.command(None, collection, commands::drop_index(collection, name))
+            .await
             .map(drop)
     }
 
     /// Deploys a model's declared schema as the collection's validator (`collMod`).
-    pub(crate) fn deploy_schema(
+    pub(crate) async fn deploy_schema(
         &self,
         collection: &str,
         schema: &crate::DeclaredSchema,
     ) -> Result<()> {
         self.command(None, collection, schema.coll_mod(collection))
+            .await
             .map(drop)
     }
 
@@ -689,9 +733,9 @@ impl Remote {
 
     /// Runs a command on `admin` (`configureQueryAnalyzer`, `analyzeShardKey`); the reply
     /// without `ok` and the cluster's bookkeeping fields.
-    pub(crate) fn admin_command(&self, command: Document) -> Result<Document> {
-        let mut reply = blocking(|| self.client.database("admin").run_command(command).run())
-            .map_err(driver_error)?;
+    pub(crate) async fn admin_command(&self, command: Document) -> Result<Document> {
+        let admin = self.client.database("admin");
+        let mut reply = admin.run_command(command).await.map_err(driver_error)?;
         for field in [
             "ok",
             "$clusterTime",
@@ -706,14 +750,14 @@ impl Remote {
 
     /// Deploys a declared shard key (see [`crate::indexes::sync_remote`]): `shardCollection`
     /// on `admin`; a deployment without the command has no shards to place documents on.
-    pub(crate) fn deploy_shard_key(&self, collection: &str, key: &ShardKey) -> Result<()> {
+    pub(crate) async fn deploy_shard_key(&self, collection: &str, key: &ShardKey) -> Result<()> {
         let admin = self.client.database("admin");
         if self.mongos {
             let enable = doc! { "enableSharding": self.database.name() };
-            blocking(|| admin.run_command(enable).run()).map_err(driver_error)?;
+            admin.run_command(enable).await.map_err(driver_error)?;
         }
         let shard = commands::shard_collection(self.database.name(), collection, key);
-        let sent = blocking(|| admin.run_command(shard).run()).map_err(driver_error);
+        let sent = admin.run_command(shard).await.map_err(driver_error);
         match sent {
             Ok(_) => Ok(()),
             Err(Error::Engine(e)) if e.code() == odm_engine::ErrorCode::COMMAND_NOT_FOUND.code => {
@@ -758,18 +802,27 @@ pub(crate) struct WatchOptions {
 /// `try_next` stays close to a poll.
 const STREAM_AWAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// The driver's change stream, with events as documents.
-pub(crate) struct RemoteStream(mongodb::sync::ChangeStream<Document>);
+/// The driver's change stream, with events as documents, and the runtime of its client.
+pub(crate) struct RemoteStream {
+    events: mongodb::change_stream::ChangeStream<Document>,
+    runtime: Runtime,
+}
 
 impl RemoteStream {
     /// One `getMore` at most: the next event, if any.
-    pub(crate) fn next_if_any(&mut self) -> Result<Option<Document>> {
-        blocking(|| self.0.next_if_any()).map_err(driver_error)
+    pub(crate) async fn next_if_any(&mut self) -> Result<Option<Document>> {
+        self.events.next_if_any().await.map_err(driver_error)
+    }
+
+    /// [`RemoteStream::next_if_any`], waited for on the client's runtime.
+    pub(crate) fn wait_next_if_any(&mut self) -> Result<Option<Document>> {
+        let runtime = self.runtime.clone();
+        runtime.wait(self.next_if_any())
     }
 
     /// The driver's resume token, as a document.
     pub(crate) fn resume_token(&self) -> Option<Document> {
-        self.0
+        self.events
             .resume_token()
             .and_then(|t| bson::serialize_to_document(&t).ok())
     }
@@ -777,7 +830,7 @@ impl RemoteStream {
 
 impl Remote {
     /// The driver's `watch()` on a collection, or on the database for `None`.
-    pub(crate) fn watch(
+    pub(crate) async fn watch(
         &self,
         collection: Option<&str>,
         pipeline: Vec<Document>,
@@ -818,22 +871,27 @@ impl Remote {
             .start_at_operation_time(options.start_at)
             .max_await_time(Some(STREAM_AWAIT))
             .build();
-        let stream = blocking(|| match collection {
-            Some(name) => self
-                .database
-                .collection::<Document>(name)
-                .watch()
-                .pipeline(pipeline)
-                .with_options(change_options)
-                .run(),
-            None => self
-                .database
-                .watch()
-                .pipeline(pipeline)
-                .with_options(change_options)
-                .run(),
-        })
+        let stream = match collection {
+            Some(name) => {
+                self.database
+                    .collection::<Document>(name)
+                    .watch()
+                    .pipeline(pipeline)
+                    .with_options(change_options)
+                    .await
+            }
+            None => {
+                self.database
+                    .watch()
+                    .pipeline(pipeline)
+                    .with_options(change_options)
+                    .await
+            }
+        }
         .map_err(driver_error)?;
-        Ok(RemoteStream(stream.with_type::<Document>()))
+        Ok(RemoteStream {
+            events: stream.with_type::<Document>(),
+            runtime: self.runtime.clone(),
+        })
     }
 }
