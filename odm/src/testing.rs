@@ -45,6 +45,10 @@ async fn aio_connect(uri: &str) -> Result<crate::aio::Database> {
 }
 
 #[cfg(all(feature = "async", not(feature = "mongodb")))]
+#[allow(
+    clippy::unused_async,
+    reason = "the signature of the `mongodb` feature's form, which awaits the connect"
+)]
 async fn aio_connect(uri: &str) -> Result<crate::aio::Database> {
     connect(uri).map(crate::aio::Database::from_sync)
 }

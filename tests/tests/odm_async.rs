@@ -614,7 +614,7 @@ async fn the_sync_api_on_its_clients_current_thread_runtime_is_refused_not_deadl
     } else {
         assert_eq!(here?, ["notes"]);
     }
-    let on_worker = db.run(|db| db.collection_names()).await?;
+    let on_worker = db.run(odm::Database::collection_names).await?;
     assert_eq!(on_worker, ["notes"]);
     Ok(())
 }

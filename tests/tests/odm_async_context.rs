@@ -1,9 +1,9 @@
 //! The sync API called from async code, as a web handler or a `#[tokio::test]` calls it, on
-//! the back end `odm::testing::database()` chooses. The MongoDB driver's sync API blocks on a
-//! runtime of its own, which tokio refuses from a thread that runs a runtime ("Cannot start a
-//! runtime from within a runtime"); the typed API works there on both back ends, on tokio's
-//! current-thread and multi-threaded runtimes and in spawned tasks: connecting, writes,
-//! reads, a streamed cursor, a transaction, a change stream, dropping it all.
+//! the back end `odm::testing::database()` chooses. Blocking on a runtime from a thread that
+//! runs one is what tokio refuses ("Cannot start a runtime from within a runtime"); the typed
+//! API works there on both back ends, on tokio's current-thread and multi-threaded runtimes
+//! and in spawned tasks: connecting, writes, reads, a streamed cursor, a transaction, a change
+//! stream, dropping it all.
 
 use std::time::Duration;
 

@@ -12,11 +12,13 @@
 //! the value travels to the worker.
 //!
 //! Which runtime: any. The async API starts no runtime and needs none of its own; it works on
-//! tokio's multi-thread and current-thread runtimes alike (and on any other executor).
+//! tokio's multi-thread and current-thread runtimes alike (and, on the embedded engine, on any
+//! other executor).
 //!
 //! On the MongoDB back end (`Database::connect`, feature `mongodb`) the driver's async client
 //! runs on the calling task's tokio runtime; no runtime of the project's or the driver's
-//! starts.
+//! starts. Operations run their typed logic on a worker as on the engine, the worker waiting
+//! for the driver's futures on that runtime.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
