@@ -618,3 +618,19 @@ async fn the_sync_api_on_its_clients_current_thread_runtime_is_refused_not_deadl
     assert_eq!(on_worker, ["notes"]);
     Ok(())
 }
+
+/// The async API's MongoDB back end runs the driver on the caller's tokio runtime; polled
+/// outside one (another executor), connecting fails at once with an error saying so, before
+/// any network work, instead of a panic inside the driver.
+#[test]
+fn connecting_outside_a_tokio_runtime_is_refused_with_the_reason() {
+    use std::future::Future;
+    let mut connect = std::pin::pin!(Database::connect("mongodb://127.0.0.1:1/app"));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match connect.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(Err(odm::Error::Driver { reason, .. })) => {
+            assert!(reason.contains("tokio runtime"), "{reason}");
+        }
+        other => panic!("expected the refusal at the first poll, got {other:?}"),
+    }
+}
